@@ -1,0 +1,18 @@
+//! fsarena: a file-system benchmark lab for Linux.
+//!
+//! Data flows one way: [`plan`] → [`provision`] → [`dataset`] → [`workload`] (+ [`monitor`])
+//! → [`results`] → [`stats`] → [`report`]. The [`runner`] walks a plan through that pipeline;
+//! the binary in `main.rs` is a thin shell over [`cli`].
+
+pub mod cli;
+pub mod dataset;
+pub mod doctor;
+pub mod monitor;
+pub mod plan;
+pub mod provision;
+pub mod report;
+pub mod results;
+pub mod runner;
+pub mod stats;
+pub mod sys;
+pub mod workload;

@@ -1,0 +1,7 @@
+//! The results store: one JSON line per measurement, appended and fsynced the moment it
+//! finishes, so an interrupted run never loses what it already measured.
+
+pub mod record;
+pub mod store;
+
+pub use record::{Health, HostFacts, Measurement, Provenance, Record, Status};

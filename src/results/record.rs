@@ -1,0 +1,155 @@
+//! The records written to `results.jsonl`: plain serde data, no behaviour beyond naming.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::monitor::Sample;
+
+/// How a measurement ended. Only `Ok` measurements enter the statistics.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    #[default]
+    Ok,
+    /// The file system ran out of space (ENOSPC) during the workload.
+    Enospc,
+    /// The device or file system failed I/O (EIO, EROFS after a shutdown).
+    Eio,
+    /// The per-measurement timeout expired.
+    Timeout,
+    /// SIGINT/SIGTERM arrived while it ran.
+    Interrupted,
+    /// Anything else, with a message in `error`.
+    Error,
+    /// Measured, but the file system failed its health check afterwards: kept, never averaged.
+    Invalid,
+}
+
+impl Status {
+    pub fn is_ok(self) -> bool {
+        self == Status::Ok
+    }
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Ok => "ok",
+            Status::Enospc => "enospc",
+            Status::Eio => "eio",
+            Status::Timeout => "timeout",
+            Status::Interrupted => "interrupted",
+            Status::Error => "error",
+            Status::Invalid => "invalid",
+        }
+    }
+}
+
+/// One line of `results.jsonl`. The first line of a file is always `Host`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "record", rename_all = "snake_case")]
+pub enum Record {
+    Host(HostFacts),
+    Measurement(Box<Measurement>),
+}
+
+/// Facts about the machine and the invocation, recorded once per run.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct HostFacts {
+    pub fsarena_version: String,
+    pub kernel: String,
+    pub cpu_model: String,
+    pub cpus: usize,
+    pub mem_total_bytes: u64,
+    /// Model of the device that holds the work directory, when sysfs tells it.
+    pub work_device: Option<String>,
+    pub command_line: Vec<String>,
+    pub started_unix: f64,
+    /// The resolved plan, so `--resume` and `report` know what was asked for.
+    pub plan: serde_json::Value,
+}
+
+/// One measured cell: a target × workload × variant × threads × repetition.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Measurement {
+    pub target: String,
+    pub fs: String,
+    pub workload: String,
+    /// Distinguishes points of a multi-point workload (an `io` sweep point such as
+    /// `randread-bs4k-qd32-j1-small`); empty for single-point workloads.
+    #[serde(default)]
+    pub variant: String,
+    /// The parameters behind `variant`, for charts (rw, bs, iodepth, …).
+    #[serde(default)]
+    pub params: BTreeMap<String, serde_json::Value>,
+    pub repetition: u32,
+    pub threads: u32,
+    pub status: Status,
+    pub error: Option<String>,
+    /// snake_case numbers: `seconds`, `files_per_s`, `mb_per_s`, `device_write_bytes`, …
+    pub metrics: BTreeMap<String, f64>,
+    pub provenance: Provenance,
+    #[serde(default)]
+    pub health: Option<Health>,
+    /// The monitor's time series over the measured phase.
+    #[serde(default)]
+    pub series: Vec<Sample>,
+    #[serde(default)]
+    pub notes: Vec<String>,
+    pub started_unix: f64,
+}
+
+impl Measurement {
+    /// The identity used by `--resume` to know a cell is already recorded.
+    pub fn key(&self) -> CellKey {
+        CellKey {
+            target: self.target.clone(),
+            workload: self.workload.clone(),
+            variant: self.variant.clone(),
+            threads: self.threads,
+            repetition: self.repetition,
+        }
+    }
+}
+
+/// Identity of a measurement cell.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct CellKey {
+    pub target: String,
+    pub workload: String,
+    pub variant: String,
+    pub threads: u32,
+    pub repetition: u32,
+}
+
+/// What was really in effect when a measurement ran (not what was asked for).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Provenance {
+    /// `loop`, `device`, `dir` or `tmpfs`.
+    pub location: String,
+    /// The file-system type as the kernel reports it in /proc/mounts.
+    pub fs_type: String,
+    pub mkfs_command: Option<Vec<String>>,
+    pub mkfs_version: Option<String>,
+    pub mount_command: Option<Vec<String>>,
+    /// Options from /proc/mounts after mounting: what the kernel really applied.
+    pub mount_options: Option<String>,
+    pub image_bytes: Option<u64>,
+    pub loop_device: Option<String>,
+    /// Whether the loop driver really granted direct I/O (`/sys/block/loopN/loop/dio`).
+    pub loop_direct_io: Option<bool>,
+    /// major:minor of the block device the monitor watched.
+    pub block_device: Option<String>,
+    /// major:minor of the device holding a loop image or a `dir:` target.
+    pub backing_device: Option<String>,
+    pub kernel: String,
+    #[serde(default)]
+    pub notes: Vec<String>,
+}
+
+/// The read-only check run on the file system after a repetition.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Health {
+    pub command: Vec<String>,
+    pub passed: bool,
+    /// The checker's output, shortened; kept so a failure can be read later.
+    pub output: String,
+}

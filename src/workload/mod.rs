@@ -1,0 +1,213 @@
+//! Workloads: each one does real work on a target, measures it, and checks its own result.
+//!
+//! A workload is one file here, like fio's engines. It gets a [`Ctx`] (where to work, how many
+//! threads, which data set) and a [`Harness`] from the runner. It does its unmeasured
+//! preparation itself, wraps exactly the measured part in [`Harness::measure`] (the runner
+//! starts the monitor, runs the closure, ends with `syncfs`, stops the monitor), then verifies
+//! its own work so that it can never be fast by being wrong.
+
+use std::collections::BTreeMap;
+use std::io;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
+
+use crate::dataset::DatasetSpec;
+use crate::results::Status;
+
+/// Everything a workload may know about where and how it runs.
+pub struct Ctx<'a> {
+    /// A fresh, empty directory on the target file system. The workload owns it.
+    pub root: &'a Path,
+    /// A warm scratch directory *outside* the target (for copy sources). Fresh per cell.
+    pub scratch: &'a Path,
+    /// Worker threads for this measurement (`--threads`).
+    pub threads: usize,
+    /// The data set to generate or use.
+    pub dataset: &'a DatasetSpec,
+    /// Workload-specific options from the plan (`[workload.NAME]` table), raw.
+    pub options: &'a toml::Table,
+    /// Set by the runner on SIGINT/SIGTERM or timeout; long loops should poll [`Ctx::check`].
+    pub cancel: &'a AtomicBool,
+    /// The time after which the runner records a timeout.
+    pub deadline: Option<Instant>,
+}
+
+impl Ctx<'_> {
+    /// Returns an error once the run is cancelled or past its deadline, so long loops stop.
+    pub fn check(&self) -> Result<(), WorkloadError> {
+        if self.cancel.load(Ordering::Relaxed) {
+            return Err(WorkloadError::Interrupted);
+        }
+        if self.deadline.is_some_and(|d| Instant::now() > d) {
+            return Err(WorkloadError::Timeout);
+        }
+        Ok(())
+    }
+}
+
+/// One point of a workload. Most workloads have a single point with an empty variant;
+/// an `io` sweep has one per (rw, bs, jobs, depth, size).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Point {
+    pub variant: String,
+    pub params: BTreeMap<String, serde_json::Value>,
+}
+
+/// What a measured phase produced. The runner derives rates and amplification from it.
+#[derive(Debug, Clone, Default)]
+pub struct Outcome {
+    /// Wall-clock seconds of the measured work, as the workload timed it.
+    pub seconds: f64,
+    /// Files (or entries, or transactions) the phase processed.
+    pub files: u64,
+    /// Bytes the workload read through the file system API.
+    pub logical_read_bytes: u64,
+    /// Bytes the workload wrote through the file system API (the denominator of write
+    /// amplification).
+    pub logical_write_bytes: u64,
+    /// Workload-specific numbers (snake_case): `copy_seconds`, `iops`, `p99_latency_us`, …
+    pub metrics: BTreeMap<String, f64>,
+    /// Facts worth showing (e.g. "reflink used").
+    pub notes: Vec<String>,
+}
+
+/// Services the runner gives a workload.
+pub trait Harness {
+    /// `sync`, then drop the page cache, dentries and inodes, so the next phase starts cold.
+    fn drop_caches(&mut self) -> io::Result<()>;
+    /// Runs the measured phase under the monitor and ends it with `syncfs` on the target so
+    /// buffered writes are counted. Call it exactly once per point.
+    fn measure(
+        &mut self,
+        work: &mut dyn FnMut() -> Result<Outcome, WorkloadError>,
+    ) -> Result<Outcome, WorkloadError>;
+}
+
+/// A harness without a monitor, for unit tests and for tools that only need timing.
+#[derive(Debug, Default)]
+pub struct PlainHarness {
+    pub measured: usize,
+    pub dropped: usize,
+}
+
+impl Harness for PlainHarness {
+    fn drop_caches(&mut self) -> io::Result<()> {
+        self.dropped += 1;
+        crate::sys::drop_caches()
+    }
+    fn measure(
+        &mut self,
+        work: &mut dyn FnMut() -> Result<Outcome, WorkloadError>,
+    ) -> Result<Outcome, WorkloadError> {
+        self.measured += 1;
+        work()
+    }
+}
+
+/// The contract every workload implements.
+pub trait Workload: Send + Sync {
+    /// The name used on the command line and in results (`create`, `io-quick`, …).
+    fn name(&self) -> &'static str;
+    /// One line for `--help` and the report.
+    fn describe(&self) -> &'static str;
+    /// The headline metric for tables and the decision summary, and whether higher is better.
+    fn key_metric(&self) -> (&'static str, bool) {
+        ("files_per_s", true)
+    }
+    /// Whether `--threads` applies. Workloads that ignore it run once with `threads = 1`.
+    fn uses_threads(&self) -> bool {
+        true
+    }
+    /// The points to measure; the default is one point.
+    fn points(&self, _ctx: &Ctx) -> Result<Vec<Point>, WorkloadError> {
+        Ok(vec![Point::default()])
+    }
+    /// Prepare (unmeasured), measure through `harness.measure`, verify (unmeasured).
+    fn run(
+        &self,
+        ctx: &Ctx,
+        point: &Point,
+        harness: &mut dyn Harness,
+    ) -> Result<Outcome, WorkloadError>;
+}
+
+/// Why a workload did not produce a result. Typed so the runner can record a status.
+#[derive(Debug, thiserror::Error)]
+pub enum WorkloadError {
+    #[error("{context}: {source}")]
+    Io {
+        context: String,
+        #[source]
+        source: io::Error,
+    },
+    /// The workload's own check of its work failed: the result would have been a lie.
+    #[error("verification failed: {0}")]
+    Verify(String),
+    /// An external tool (fio) failed or printed something we cannot read.
+    #[error("{0}")]
+    Tool(String),
+    #[error("unsupported here: {0}")]
+    Unsupported(String),
+    #[error("bad workload option: {0}")]
+    Option(String),
+    #[error("interrupted")]
+    Interrupted,
+    #[error("timed out")]
+    Timeout,
+}
+
+impl WorkloadError {
+    /// Wraps an I/O error with what was being done and to which path.
+    pub fn io(context: impl Into<String>, source: io::Error) -> Self {
+        WorkloadError::Io {
+            context: context.into(),
+            source,
+        }
+    }
+
+    /// The status this error is recorded with.
+    pub fn status(&self) -> Status {
+        match self {
+            WorkloadError::Io { source, .. } => status_of_io(source),
+            WorkloadError::Interrupted => Status::Interrupted,
+            WorkloadError::Timeout => Status::Timeout,
+            _ => Status::Error,
+        }
+    }
+}
+
+/// Maps an OS error to the status users care about: a full file system or a failing device.
+pub fn status_of_io(e: &io::Error) -> Status {
+    match e.raw_os_error() {
+        Some(libc::ENOSPC) | Some(libc::EDQUOT) => Status::Enospc,
+        Some(libc::EIO) | Some(libc::EROFS) | Some(libc::EUCLEAN) => Status::Eio,
+        _ => Status::Error,
+    }
+}
+
+/// Adds `.with_path(...)`-style context to `io::Result`s inside workloads.
+pub trait IoContext<T> {
+    fn ctx(self, what: impl FnOnce() -> String) -> Result<T, WorkloadError>;
+}
+
+impl<T> IoContext<T> for io::Result<T> {
+    fn ctx(self, what: impl FnOnce() -> String) -> Result<T, WorkloadError> {
+        self.map_err(|e| WorkloadError::io(what(), e))
+    }
+}
+
+/// Every workload fsarena knows, in the order the default run uses them.
+pub fn all() -> Vec<Box<dyn Workload>> {
+    vec![]
+}
+
+/// Looks a workload up by name.
+pub fn by_name(name: &str) -> Option<Box<dyn Workload>> {
+    all().into_iter().find(|w| w.name() == name)
+}
+
+/// Names of every workload, for error messages.
+pub fn names() -> Vec<&'static str> {
+    all().iter().map(|w| w.name()).collect()
+}
