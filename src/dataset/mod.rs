@@ -49,3 +49,38 @@ impl Default for DatasetSpec {
         }
     }
 }
+
+/// One file of a data set. Paths are relative, `/`-separated, and never start with `/`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileEntry {
+    pub path: String,
+    pub size: u64,
+    /// Content identity: two entries with the same `content` have the same bytes.
+    pub content: u64,
+    /// xxh3-64 of the file's bytes.
+    pub hash: u64,
+}
+
+/// What a data set holds: the ground truth every workload verifies against.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Manifest {
+    pub files: Vec<FileEntry>,
+    /// Every directory (relative), parents before children; the root itself is not listed.
+    pub dirs: Vec<String>,
+    /// Planted duplicate groups: indices into `files`, each group ≥ 2 files of equal bytes,
+    /// groups sorted and each group's indices sorted, so they compare with `==`.
+    pub duplicate_groups: Vec<Vec<usize>>,
+}
+
+/// Why a data set could not be planned or written.
+#[derive(Debug, thiserror::Error)]
+pub enum DatasetError {
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("invalid data set: {0}")]
+    Invalid(String),
+}
