@@ -1,0 +1,123 @@
+//! What to run: targets, workloads, threads, repetitions, data set. Built from the catalogue,
+//! an optional TOML plan file and command-line flags, in that order of precedence (flags win).
+
+pub mod catalogue;
+pub mod file;
+pub mod size;
+pub mod target;
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::dataset::DatasetSpec;
+pub use target::{FsKind, Location, TargetConfig};
+
+/// A fully resolved plan: everything the runner needs, nothing left to defaults.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Plan {
+    pub targets: Vec<TargetConfig>,
+    pub workloads: Vec<String>,
+    pub threads: Vec<usize>,
+    pub runs: Runs,
+    pub dataset: DatasetSpec,
+    /// The target every other is compared with (the first, unless named).
+    pub baseline: String,
+    /// Per-measurement time limit; a stuck workload becomes a `timeout` record.
+    #[serde(with = "secs")]
+    pub timeout: Duration,
+    /// `[workload.NAME]` tables, handed to the workload untouched.
+    pub workload_options: BTreeMap<String, toml::Table>,
+}
+
+/// How many repetitions: fixed, or adaptive until the spread is small enough.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Runs {
+    Fixed(u32),
+    Auto { min: u32, max: u32 },
+}
+
+impl Runs {
+    /// The most repetitions this setting can ask for.
+    pub fn max(self) -> u32 {
+        match self {
+            Runs::Fixed(n) => n,
+            Runs::Auto { max, .. } => max,
+        }
+    }
+    /// The repetitions always run.
+    pub fn min(self) -> u32 {
+        match self {
+            Runs::Fixed(n) => n,
+            Runs::Auto { min, .. } => min,
+        }
+    }
+}
+
+/// The default comparison: small data set, file-management workloads, 3 repetitions.
+pub const DEFAULT_WORKLOADS: &[&str] = &[
+    "create",
+    "copy",
+    "sync",
+    "scan",
+    "search",
+    "dupes",
+    "touch",
+    "chmod",
+    "copy-verify",
+    "cold-read",
+    "delete",
+];
+pub const DEFAULT_RUNS: u32 = 3;
+pub const DEFAULT_SCALE: f64 = 0.01;
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// Why a plan could not be built. Each is one line that says what to do.
+#[derive(Debug, thiserror::Error)]
+pub enum PlanError {
+    #[error("{path}:{line}:{column}: {message}")]
+    Syntax {
+        path: String,
+        line: usize,
+        column: usize,
+        message: String,
+    },
+    #[error("cannot read plan {path}: {source}")]
+    Read {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("unknown target `{name}`; valid: {valid}, dir:PATH, NAME@/dev/DEVICE")]
+    UnknownTarget { name: String, valid: String },
+    #[error("unknown workload `{name}`; valid: {valid}")]
+    UnknownWorkload { name: String, valid: String },
+    #[error("unknown file system `{name}`; valid: {valid}")]
+    UnknownFs { name: String, valid: String },
+    #[error("invalid {what} `{value}`: {why}")]
+    Invalid {
+        what: &'static str,
+        value: String,
+        why: String,
+    },
+    #[error("baseline `{0}` is not one of the plan's targets")]
+    UnknownBaseline(String),
+    #[error("two targets are named `{0}`; give each a distinct name")]
+    DuplicateTarget(String),
+    #[error("no targets to run (none given, and none of the catalogue's default targets is supported here: run `fsarena doctor`)")]
+    NoTargets,
+}
+
+mod secs {
+    use serde::{Deserialize, Deserializer, Serializer};
+    use std::time::Duration;
+    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_f64(d.as_secs_f64())
+    }
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        let v = f64::deserialize(d)?;
+        Duration::try_from_secs_f64(v).map_err(serde::de::Error::custom)
+    }
+}
