@@ -13,7 +13,14 @@ type Entry = (
 );
 
 const ENTRIES: &[Entry] = &[
-    ("ext4", FsKind::Ext4, &[], &[], true, "ext4, 4 KiB blocks, ordered journal"),
+    (
+        "ext4",
+        FsKind::Ext4,
+        &[],
+        &[],
+        true,
+        "ext4, 4 KiB blocks, ordered journal",
+    ),
     (
         "ext4-bigalloc64k",
         FsKind::Ext4,
@@ -46,7 +53,14 @@ const ENTRIES: &[Entry] = &[
         false,
         "ext4 mounted noatime",
     ),
-    ("xfs", FsKind::Xfs, &[], &[], true, "xfs, 4 KiB blocks, reflink"),
+    (
+        "xfs",
+        FsKind::Xfs,
+        &[],
+        &[],
+        true,
+        "xfs, 4 KiB blocks, reflink",
+    ),
     (
         "xfs-noreflink",
         FsKind::Xfs,
@@ -55,7 +69,14 @@ const ENTRIES: &[Entry] = &[
         false,
         "xfs without reflink",
     ),
-    ("btrfs", FsKind::Btrfs, &[], &[], true, "btrfs, data and metadata checksums"),
+    (
+        "btrfs",
+        FsKind::Btrfs,
+        &[],
+        &[],
+        true,
+        "btrfs, data and metadata checksums",
+    ),
     (
         "btrfs-nodatasum",
         FsKind::Btrfs,
@@ -80,7 +101,14 @@ const ENTRIES: &[Entry] = &[
         false,
         "btrfs with 64 KiB metadata nodes",
     ),
-    ("ntfs", FsKind::Ntfs, &[], &[], true, "NTFS through ntfs-3g (FUSE), 4 KiB clusters"),
+    (
+        "ntfs",
+        FsKind::Ntfs,
+        &[],
+        &[],
+        true,
+        "NTFS through ntfs-3g (FUSE), 4 KiB clusters",
+    ),
     (
         "ntfs-64k",
         FsKind::Ntfs,
@@ -89,7 +117,14 @@ const ENTRIES: &[Entry] = &[
         false,
         "NTFS through ntfs-3g, 64 KiB clusters",
     ),
-    ("exfat", FsKind::Exfat, &[], &[], true, "exFAT (kernel driver, or FUSE)"),
+    (
+        "exfat",
+        FsKind::Exfat,
+        &[],
+        &[],
+        true,
+        "exFAT (kernel driver, or FUSE)",
+    ),
     (
         "exfat-64k",
         FsKind::Exfat,
@@ -98,8 +133,22 @@ const ENTRIES: &[Entry] = &[
         false,
         "exFAT with 64 KiB clusters",
     ),
-    ("f2fs", FsKind::F2fs, &[], &[], true, "f2fs (where the kernel has it)"),
-    ("tmpfs", FsKind::Tmpfs, &[], &[], true, "tmpfs: the memory baseline"),
+    (
+        "f2fs",
+        FsKind::F2fs,
+        &[],
+        &[],
+        true,
+        "f2fs (where the kernel has it)",
+    ),
+    (
+        "tmpfs",
+        FsKind::Tmpfs,
+        &[],
+        &[],
+        true,
+        "tmpfs: the memory baseline",
+    ),
 ];
 
 fn build(e: &Entry) -> TargetConfig {

@@ -116,10 +116,7 @@ pub fn read_plan_file(path: &Path) -> Result<PlanFile, PlanError> {
 /// Parses plan text. Separate from reading so it can be fuzzed.
 pub fn parse_plan_file(text: &str, name: &str) -> Result<PlanFile, PlanError> {
     toml::from_str(text).map_err(|e| {
-        let (line, column) = e
-            .span()
-            .map(|s| line_col(text, s.start))
-            .unwrap_or((1, 1));
+        let (line, column) = e.span().map(|s| line_col(text, s.start)).unwrap_or((1, 1));
         PlanError::Syntax {
             path: name.to_string(),
             line,
@@ -456,13 +453,14 @@ pub fn resolve(
         ..DatasetSpec::default()
     };
     if let Some(p) = o.profile.as_ref().or(ds.profile.as_ref()) {
-        dataset.profile = serde_json::from_value(serde_json::Value::String(p.clone())).map_err(
-            |_| PlanError::Invalid {
-                what: "profile",
-                value: p.clone(),
-                why: "use small, medium, large, huge, bigfolder or smallfolder".into(),
-            },
-        )?;
+        dataset.profile =
+            serde_json::from_value(serde_json::Value::String(p.clone())).map_err(|_| {
+                PlanError::Invalid {
+                    what: "profile",
+                    value: p.clone(),
+                    why: "use small, medium, large, huge, bigfolder or smallfolder".into(),
+                }
+            })?;
     }
     if let Some(seed) = o.seed.or(ds.seed) {
         dataset.seed = seed;
@@ -481,7 +479,10 @@ pub fn resolve(
         None => targets[0].name.clone(),
     };
 
-    let timeout_s = o.timeout.or(f.timeout).unwrap_or(super::DEFAULT_TIMEOUT.as_secs_f64());
+    let timeout_s = o
+        .timeout
+        .or(f.timeout)
+        .unwrap_or(super::DEFAULT_TIMEOUT.as_secs_f64());
     let timeout = Duration::try_from_secs_f64(timeout_s)
         .ok()
         .filter(|d| !d.is_zero())
@@ -524,7 +525,9 @@ mod tests {
 
     #[test]
     fn syntax_error_is_one_line() {
-        let err = parse_plan_file("runs = [1,\n", "x.toml").unwrap_err().to_string();
+        let err = parse_plan_file("runs = [1,\n", "x.toml")
+            .unwrap_err()
+            .to_string();
         assert!(err.starts_with("x.toml:"), "{err}");
         assert!(!err.contains('\n'), "{err}");
     }
@@ -565,7 +568,10 @@ mod tests {
         let o = |f: fn(&mut Overrides)| {
             let mut o = Overrides::default();
             f(&mut o);
-            resolve(None, &o, W, &all).map(|_| ()).unwrap_err().to_string()
+            resolve(None, &o, W, &all)
+                .map(|_| ())
+                .unwrap_err()
+                .to_string()
         };
         assert!(o(|o| o.targets = vec!["zfs".into()]).contains("unknown target `zfs`"));
         assert!(o(|o| o.workloads = vec!["scan,frobnicate".into()]).contains("frobnicate"));

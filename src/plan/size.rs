@@ -17,7 +17,11 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
         "m" | "mb" | "mib" => 1 << 20,
         "g" | "gb" | "gib" => 1 << 30,
         "t" | "tb" | "tib" => 1 << 40,
-        other => return Err(format!("unknown size unit `{other}` in `{s}` (use K, M, G or T)")),
+        other => {
+            return Err(format!(
+                "unknown size unit `{other}` in `{s}` (use K, M, G or T)"
+            ))
+        }
     };
     let bytes = value * mult as f64;
     if !bytes.is_finite() || bytes < 1.0 || bytes > u64::MAX as f64 {

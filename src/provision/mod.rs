@@ -1,1 +1,59 @@
-//! Provisioning targets.
+//! Provisioning: turn a [`TargetConfig`](crate::plan::TargetConfig) into a mounted, fresh file
+//! system, and take it down again without leaving anything behind.
+//!
+//! Every image, loop device, mount and directory is written to the run's [`journal`] *before*
+//! it is created, so `fsarena cleanup` can remove what a killed run left, and nothing else.
+
+pub mod cleanup;
+pub mod command;
+pub mod guard;
+pub mod host;
+pub mod instance;
+pub mod journal;
+pub mod loopdev;
+pub mod mounts;
+pub mod workdir;
+
+pub use instance::{Instance, InstanceSpec};
+pub use workdir::WorkDir;
+
+/// Why a target could not be provisioned or taken down.
+#[derive(Debug, thiserror::Error)]
+pub enum ProvisionError {
+    #[error("`{command}` failed ({status}): {stderr}")]
+    Tool {
+        command: String,
+        status: String,
+        stderr: String,
+    },
+    #[error("`{program}` not found: install the Debian package {package}")]
+    MissingTool { program: String, package: String },
+    #[error("{0}")]
+    Unsupported(String),
+    #[error("refusing to touch {device}: {}", reasons.join("; "))]
+    Refused {
+        device: String,
+        reasons: Vec<String>,
+    },
+    #[error("not enough free space in {path}: need {need}, have {free}")]
+    Space {
+        path: String,
+        need: String,
+        free: String,
+    },
+    #[error("{context}: {source}")]
+    Io {
+        context: String,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl ProvisionError {
+    pub fn io(context: impl Into<String>, source: std::io::Error) -> Self {
+        ProvisionError::Io {
+            context: context.into(),
+            source,
+        }
+    }
+}

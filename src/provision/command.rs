@@ -1,0 +1,144 @@
+//! External commands (mkfs, losetup, mount, fsck): built as data so `--dry-run` can print
+//! exactly what would run, and run with their stderr kept for the error message.
+
+use std::process::{Command, Stdio};
+
+use super::ProvisionError;
+
+/// A command line, printable and runnable.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cmd {
+    pub program: String,
+    pub args: Vec<String>,
+}
+
+/// What a finished command printed.
+#[derive(Debug, Clone)]
+pub struct Ran {
+    pub success: bool,
+    pub code: Option<i32>,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Cmd {
+    pub fn new(program: impl Into<String>) -> Self {
+        Cmd {
+            program: program.into(),
+            args: Vec::new(),
+        }
+    }
+
+    pub fn arg(mut self, a: impl Into<String>) -> Self {
+        self.args.push(a.into());
+        self
+    }
+
+    pub fn args<I, S>(mut self, a: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.args.extend(a.into_iter().map(Into::into));
+        self
+    }
+
+    /// The command and its arguments as a vector, for provenance.
+    pub fn argv(&self) -> Vec<String> {
+        std::iter::once(self.program.clone())
+            .chain(self.args.iter().cloned())
+            .collect()
+    }
+
+    /// Runs it and returns what it printed, whatever its exit status.
+    pub fn output(&self, package: &str) -> Result<Ran, ProvisionError> {
+        let out = Command::new(&self.program)
+            .args(&self.args)
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|e| {
+                if e.kind() == std::io::ErrorKind::NotFound {
+                    ProvisionError::MissingTool {
+                        program: self.program.clone(),
+                        package: package.to_string(),
+                    }
+                } else {
+                    ProvisionError::io(format!("cannot run {}", self.program), e)
+                }
+            })?;
+        Ok(Ran {
+            success: out.status.success(),
+            code: out.status.code(),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        })
+    }
+
+    /// Runs it and fails with the last meaningful line of stderr unless it succeeded.
+    pub fn run(&self, package: &str) -> Result<Ran, ProvisionError> {
+        let ran = self.output(package)?;
+        if ran.success {
+            Ok(ran)
+        } else {
+            Err(self.failure(&ran))
+        }
+    }
+
+    pub fn failure(&self, ran: &Ran) -> ProvisionError {
+        let text = if ran.stderr.trim().is_empty() {
+            &ran.stdout
+        } else {
+            &ran.stderr
+        };
+        ProvisionError::Tool {
+            command: self.to_string(),
+            status: ran
+                .code
+                .map_or("killed by a signal".to_string(), |c| format!("exit {c}")),
+            stderr: last_line(text),
+        }
+    }
+}
+
+/// The last non-empty line, which is where tools put the reason.
+pub fn last_line(text: &str) -> String {
+    text.lines()
+        .map(str::trim)
+        .rfind(|l| !l.is_empty())
+        .unwrap_or("(no output)")
+        .to_string()
+}
+
+impl std::fmt::Display for Cmd {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.program)?;
+        for a in &self.args {
+            if a.is_empty() || a.contains(|c: char| c.is_whitespace() || c == '\'') {
+                write!(f, " '{}'", a.replace('\'', "'\\''"))?;
+            } else {
+                write!(f, " {a}")?;
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn displays_quoted() {
+        let c = Cmd::new("mount").args(["-o", "a b", "/dev/x"]);
+        assert_eq!(c.to_string(), "mount -o 'a b' /dev/x");
+    }
+
+    #[test]
+    fn failure_carries_last_stderr_line() {
+        let c = Cmd::new("sh").args(["-c", "echo one >&2; echo two >&2; exit 3"]);
+        let e = c.run("dash").unwrap_err().to_string();
+        assert!(e.contains("exit 3") && e.ends_with("two"), "{e}");
+        let missing = Cmd::new("no-such-tool-xyz").run("pkg").unwrap_err();
+        assert!(matches!(missing, ProvisionError::MissingTool { .. }));
+    }
+}

@@ -1,0 +1,212 @@
+//! The safety guard for named block devices. fsarena formats things as root; before every
+//! mkfs on a device the user named, it checks that formatting destroys nothing in use and
+//! says what would be destroyed otherwise.
+//!
+//! Devices are compared by major:minor, never by path: `/dev/sda` and a symlink to it are the
+//! same disk, and a mounted partition makes its whole disk untouchable (fio #1382 checked the
+//! path only and let `/dev/sda` through while `/dev/sda1` was mounted).
+
+use std::fs;
+use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+use super::command::Cmd;
+use super::{mounts, ProvisionError};
+use crate::sys::DevId;
+
+/// What the guard found about a device.
+#[derive(Debug, Clone, Default)]
+pub struct Findings {
+    /// Reasons that refuse the device whatever the flags.
+    pub in_use: Vec<String>,
+    /// File-system or partition-table signatures (refused unless `--wipe`).
+    pub signatures: Vec<String>,
+}
+
+/// Checks `path` and returns its device number when formatting it is allowed.
+pub fn check_device(path: &Path, wipe: bool) -> Result<DevId, ProvisionError> {
+    let refused = |reasons: Vec<String>| ProvisionError::Refused {
+        device: path.display().to_string(),
+        reasons,
+    };
+    let real =
+        fs::canonicalize(path).map_err(|e| refused(vec![format!("cannot resolve it: {e}")]))?;
+    let meta = fs::metadata(&real).map_err(|e| refused(vec![format!("cannot stat it: {e}")]))?;
+    if !meta.file_type().is_block_device() {
+        return Err(refused(vec![format!(
+            "{} is not a block device",
+            real.display()
+        )]));
+    }
+    let dev = DevId::from_dev_t(meta.rdev());
+    let f = inspect(&real, dev);
+    if !f.in_use.is_empty() {
+        return Err(refused(f.in_use));
+    }
+    if !f.signatures.is_empty() && !wipe {
+        let mut r: Vec<String> = f
+            .signatures
+            .iter()
+            .map(|s| format!("it holds {s}, which formatting would destroy"))
+            .collect();
+        r.push("pass --wipe to destroy it anyway".into());
+        return Err(refused(r));
+    }
+    Ok(dev)
+}
+
+/// Everything that makes a device unsafe to format. Pure reads; changes nothing.
+pub fn inspect(real: &Path, dev: DevId) -> Findings {
+    let mut f = Findings::default();
+    let family = family(dev);
+    let name = |d: &DevId| sysfs_name(*d).unwrap_or_else(|| d.to_string());
+
+    // Mounted: by device number, and by the mount source (btrfs reports anonymous numbers).
+    for m in mounts::read() {
+        let src_dev = fs::metadata(&m.source)
+            .ok()
+            .filter(|md| md.file_type().is_block_device())
+            .map(|md| DevId::from_dev_t(md.rdev()));
+        if family.contains(&m.dev) || src_dev.is_some_and(|d| family.contains(&d)) {
+            f.in_use.push(format!(
+                "{} is mounted at {} ({})",
+                m.source,
+                m.target.display(),
+                m.fstype
+            ));
+        }
+    }
+    // Swap.
+    if let Ok(swaps) = fs::read_to_string("/proc/swaps") {
+        for line in swaps.lines().skip(1) {
+            let Some(p) = line.split_whitespace().next() else {
+                continue;
+            };
+            if let Ok(md) = fs::metadata(p) {
+                if md.file_type().is_block_device()
+                    && family.contains(&DevId::from_dev_t(md.rdev()))
+                {
+                    f.in_use.push(format!("{p} is in use as swap"));
+                }
+            }
+        }
+    }
+    // Holders (device-mapper, md RAID, bcache…).
+    for d in &family {
+        let holders = PathBuf::from(format!("/sys/dev/block/{d}/holders"));
+        if let Ok(rd) = fs::read_dir(&holders) {
+            let names: Vec<String> = rd
+                .flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect();
+            if !names.is_empty() {
+                f.in_use
+                    .push(format!("{} is held by {}", name(d), names.join(", ")));
+            }
+        }
+    }
+    // The disks holding /, /boot and fsarena's own work directory.
+    for p in ["/", "/boot", "/boot/efi", super::workdir::DEFAULT_ROOT] {
+        if let Ok(md) = fs::metadata(p) {
+            let d = DevId::from_dev_t(md.dev());
+            if family.contains(&d) || whole_disk(d).is_some_and(|w| family.contains(&w)) {
+                f.in_use.push(format!("it is the disk holding {p}"));
+            }
+        }
+    }
+    // Exclusive open: the kernel's own answer to "is anyone using this?".
+    if f.in_use.is_empty() {
+        if let Err(e) = fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_EXCL)
+            .open(real)
+        {
+            f.in_use
+                .push(format!("it cannot be opened exclusively ({e})"));
+        }
+    }
+    f.signatures = signatures(real);
+    f
+}
+
+/// The device, its whole disk if it is a partition, and every partition of that disk.
+fn family(dev: DevId) -> Vec<DevId> {
+    let disk = whole_disk(dev).unwrap_or(dev);
+    let mut v = vec![dev];
+    if disk != dev {
+        v.push(disk);
+    }
+    if let Some(name) = sysfs_name(disk) {
+        if let Ok(rd) = fs::read_dir(format!("/sys/block/{name}")) {
+            for e in rd.flatten() {
+                if let Ok(s) = fs::read_to_string(e.path().join("dev")) {
+                    if let Some(d) = parse_devid(s.trim()) {
+                        if e.path().join("partition").exists() && !v.contains(&d) {
+                            v.push(d);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    v
+}
+
+/// The whole disk a partition belongs to (None for a whole disk or an unknown device).
+pub fn whole_disk(dev: DevId) -> Option<DevId> {
+    let sys = PathBuf::from(format!("/sys/dev/block/{dev}"));
+    if !sys.join("partition").exists() {
+        return None;
+    }
+    let parent = fs::canonicalize(&sys).ok()?.parent()?.join("dev");
+    parse_devid(fs::read_to_string(parent).ok()?.trim())
+}
+
+pub fn sysfs_name(dev: DevId) -> Option<String> {
+    let p = fs::canonicalize(format!("/sys/dev/block/{dev}")).ok()?;
+    Some(p.file_name()?.to_string_lossy().into_owned())
+}
+
+fn parse_devid(s: &str) -> Option<DevId> {
+    let (a, b) = s.split_once(':')?;
+    Some(DevId {
+        major: a.parse().ok()?,
+        minor: b.parse().ok()?,
+    })
+}
+
+/// Signatures as `wipefs` lists them (read-only without `-a`).
+pub fn signatures(real: &Path) -> Vec<String> {
+    let cmd = Cmd::new("wipefs")
+        .args(["--json"])
+        .arg(real.display().to_string());
+    let Ok(ran) = cmd.output("util-linux") else {
+        return vec![
+            "unknown contents (wipefs is missing, so signatures cannot be checked)".into(),
+        ];
+    };
+    if !ran.success {
+        return vec![format!(
+            "unknown contents (wipefs failed: {})",
+            ran.stderr.trim()
+        )];
+    }
+    let Ok(v) = serde_json::from_str::<serde_json::Value>(&ran.stdout) else {
+        return Vec::new(); // wipefs prints nothing at all for a blank device
+    };
+    v["signatures"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|s| {
+                    let t = s["type"].as_str().unwrap_or("?");
+                    let off = s["offset"].as_str().unwrap_or("?");
+                    match s["label"].as_str().filter(|l| !l.is_empty()) {
+                        Some(l) => format!("a {t} signature at offset {off} (label \"{l}\")"),
+                        None => format!("a {t} signature at offset {off}"),
+                    }
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}

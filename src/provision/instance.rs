@@ -1,0 +1,472 @@
+//! One provisioned file system: made fresh for a measurement cell, torn down after it.
+//!
+//! Every step that creates something pushes its undo onto a stack (after journaling it), so
+//! an error half-way, a normal teardown, and `Drop` during a panic all unwind the same way.
+
+use std::collections::HashMap;
+use std::fs;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use super::command::Cmd;
+use super::journal::{Journal, Kind, Op};
+use super::workdir::WorkDir;
+use super::{guard, host, loopdev, mounts, ProvisionError};
+use crate::plan::{FsKind, Location, TargetConfig};
+use crate::results::{Health, Provenance};
+use crate::sys::DevId;
+
+/// What to provision for one cell.
+#[derive(Debug, Clone)]
+pub struct InstanceSpec<'a> {
+    pub target: &'a TargetConfig,
+    /// Unique within the run; names the image and mount point.
+    pub seq: u64,
+    /// Image or tmpfs size in bytes (ignored for devices and directories).
+    pub size: u64,
+    /// Allow formatting a named block device at all.
+    pub allow_device: bool,
+    /// Allow formatting a device that carries a signature.
+    pub wipe: bool,
+}
+
+enum Undo {
+    RemoveFile(PathBuf),
+    Detach { dev: PathBuf, image: PathBuf },
+    Unmount(PathBuf),
+    RemoveDir(PathBuf),
+    RemoveTree(PathBuf),
+}
+
+/// A mounted, fresh file system (or a fresh directory on an existing one).
+pub struct Instance {
+    /// Where workloads may work: the mount point, or fsarena's subdirectory of a `dir:`.
+    pub root: PathBuf,
+    /// Devices for the monitor: the target's block device first, then the disk under it.
+    pub devices: Vec<DevId>,
+    pub provenance: Provenance,
+    fs: FsKind,
+    /// The block device to check after unmounting.
+    check_device: Option<PathBuf>,
+    undo: Vec<Undo>,
+    journal: Arc<Journal>,
+}
+
+fn sanitize(name: &str) -> String {
+    name.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '.' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+fn mkfs_cmd(t: &TargetConfig, device: &str) -> Option<Cmd> {
+    let (prog, base) = t.fs.mkfs_base()?;
+    Some(
+        Cmd::new(prog)
+            .args(base.iter().copied())
+            .args(t.mkfs_args.iter().cloned())
+            .arg(device),
+    )
+}
+
+fn mkfs_version_cached(fs: FsKind) -> Option<String> {
+    static CACHE: OnceLock<Mutex<HashMap<FsKind, Option<String>>>> = OnceLock::new();
+    let cache = CACHE.get_or_init(|| Mutex::new(HashMap::new()));
+    let mut c = cache.lock().ok()?;
+    c.entry(fs)
+        .or_insert_with(|| host::mkfs_version(fs))
+        .clone()
+}
+
+/// The commands a cell would run, for `--dry-run`. Touches nothing.
+pub fn planned_commands(spec: &InstanceSpec, run_dir: &Path) -> Vec<String> {
+    let t = spec.target;
+    let name = format!("{}-{}", sanitize(&t.name), spec.seq);
+    let mnt = run_dir.join("mnt").join(&name);
+    let mut out = Vec::new();
+    let mount_from = |dev: &str, out: &mut Vec<String>| {
+        if let Some(m) = mkfs_cmd(t, dev) {
+            out.push(m.to_string());
+        }
+        out.push(format!("mkdir {}", mnt.display()));
+        out.push(
+            mounts::mount_cmd(host::mount_type(t.fs), &t.mount_options, dev, &mnt).to_string(),
+        );
+    };
+    match &t.location {
+        Location::Loop => {
+            let img = run_dir.join("images").join(format!("{name}.img"));
+            out.push(format!(
+                "create sparse image {} ({})",
+                img.display(),
+                crate::plan::size::human_bytes(spec.size)
+            ));
+            out.push(loopdev::attach_cmd(&img).to_string());
+            mount_from("/dev/loopN", &mut out);
+            out.push(format!(
+                "... measure ...; umount {}; read-only fsck; losetup -d /dev/loopN; rm {}",
+                mnt.display(),
+                img.display()
+            ));
+        }
+        Location::Device(d) => {
+            out.push(format!(
+                "check {} is not mounted, swap, held, the root disk, or signed{}",
+                d.display(),
+                if spec.wipe {
+                    " (signatures allowed: --wipe)"
+                } else {
+                    ""
+                }
+            ));
+            mount_from(&d.display().to_string(), &mut out);
+            out.push(format!(
+                "... measure ...; umount {}; read-only fsck",
+                mnt.display()
+            ));
+        }
+        Location::Memory => {
+            let mut opts = vec![format!("size={}", spec.size)];
+            opts.extend(t.mount_options.iter().cloned());
+            out.push(format!("mkdir {}", mnt.display()));
+            out.push(mounts::mount_cmd("tmpfs", &opts, "tmpfs", &mnt).to_string());
+            out.push(format!("... measure ...; umount {}", mnt.display()));
+        }
+        Location::Dir(p) => {
+            let sub = p.join(format!("fsarena-{}-{}", run_id(run_dir), spec.seq));
+            out.push(format!("mkdir {}", sub.display()));
+            out.push(format!("... measure ...; rm -r {}", sub.display()));
+        }
+    }
+    out
+}
+
+fn run_id(run_dir: &Path) -> String {
+    run_dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "run".into())
+}
+
+impl Instance {
+    /// Creates a fresh file system for one cell. On error, whatever was made is undone.
+    pub fn provision(spec: &InstanceSpec, work: &WorkDir) -> Result<Instance, ProvisionError> {
+        let t = spec.target;
+        let mut inst = Instance {
+            root: PathBuf::new(),
+            devices: Vec::new(),
+            provenance: Provenance {
+                kernel: host::kernel_release(),
+                ..Provenance::default()
+            },
+            fs: t.fs,
+            check_device: None,
+            undo: Vec::new(),
+            journal: Arc::clone(&work.journal),
+        };
+        let name = format!("{}-{}", sanitize(&t.name), spec.seq);
+        match &t.location {
+            Location::Loop => inst.on_loop(spec, work, &name)?,
+            Location::Device(d) => inst.on_device(spec, work, d, &name)?,
+            Location::Memory => inst.on_tmpfs(spec, work, &name)?,
+            Location::Dir(p) => inst.in_dir(work, p, spec.seq)?,
+        }
+        Ok(inst)
+    }
+
+    fn journal(
+        &self,
+        op: Op,
+        kind: Kind,
+        path: &Path,
+        detail: Option<&str>,
+    ) -> Result<(), ProvisionError> {
+        self.journal
+            .record(op, kind, path, detail)
+            .map_err(|e| ProvisionError::io("cannot write the run journal", e))
+    }
+
+    fn on_loop(
+        &mut self,
+        spec: &InstanceSpec,
+        work: &WorkDir,
+        name: &str,
+    ) -> Result<(), ProvisionError> {
+        let images = work
+            .subdir("images")
+            .map_err(|e| ProvisionError::io("cannot create the image directory", e))?;
+        let img = images.join(format!("{name}.img"));
+        self.journal(Op::Create, Kind::Image, &img, None)?;
+        let f = fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&img)
+            .map_err(|e| ProvisionError::io(format!("cannot create {}", img.display()), e))?;
+        self.undo.push(Undo::RemoveFile(img.clone()));
+        f.set_len(spec.size)
+            .map_err(|e| ProvisionError::io(format!("cannot size {}", img.display()), e))?;
+        let backing = f
+            .metadata()
+            .map(|m| DevId::from_dev_t(m.dev()))
+            .map_err(|e| ProvisionError::io("cannot stat the image", e))?;
+        drop(f);
+        self.provenance.location = "loop".into();
+        self.provenance.image_bytes = Some(spec.size);
+
+        self.journal(Op::Create, Kind::Loop, &img, None)?;
+        let lo = loopdev::attach(&img)?;
+        self.undo.push(Undo::Detach {
+            dev: lo.path.clone(),
+            image: img.clone(),
+        });
+        self.journal(
+            Op::Create,
+            Kind::Loop,
+            &img,
+            Some(&lo.path.display().to_string()),
+        )?;
+        self.provenance.loop_device = Some(lo.path.display().to_string());
+        self.provenance.loop_direct_io = Some(lo.direct_io);
+        if !lo.direct_io {
+            self.provenance.notes.push(
+                "the loop driver refused direct I/O: the host page cache also caches the image"
+                    .into(),
+            );
+        }
+        self.provenance.block_device = Some(lo.dev.to_string());
+        self.provenance.backing_device = Some(backing.to_string());
+        self.devices = vec![lo.dev, backing];
+        let dev = lo.path.display().to_string();
+        self.format_and_mount(spec.target, work, &dev, name)
+    }
+
+    fn on_device(
+        &mut self,
+        spec: &InstanceSpec,
+        work: &WorkDir,
+        d: &Path,
+        name: &str,
+    ) -> Result<(), ProvisionError> {
+        if !spec.allow_device {
+            return Err(ProvisionError::Refused {
+                device: d.display().to_string(),
+                reasons: vec!["formatting a named block device needs --allow-device".into()],
+            });
+        }
+        // Re-checked before every mkfs: something may have mounted it since the last cell.
+        let dev = guard::check_device(d, spec.wipe)?;
+        self.provenance.location = "device".into();
+        self.provenance.block_device = Some(dev.to_string());
+        self.provenance.image_bytes = guard::sysfs_name(dev)
+            .and_then(|n| fs::read_to_string(format!("/sys/class/block/{n}/size")).ok())
+            .and_then(|s| s.trim().parse::<u64>().ok())
+            .map(|sectors| sectors * 512);
+        self.devices = vec![dev];
+        let path = fs::canonicalize(d).unwrap_or_else(|_| d.to_path_buf());
+        self.format_and_mount(spec.target, work, &path.display().to_string(), name)
+    }
+
+    fn make_mountpoint(&mut self, work: &WorkDir, name: &str) -> Result<PathBuf, ProvisionError> {
+        let mnt = work
+            .subdir("mnt")
+            .map_err(|e| ProvisionError::io("cannot create the mount directory", e))?
+            .join(name);
+        self.journal(Op::Create, Kind::Dir, &mnt, None)?;
+        fs::create_dir(&mnt)
+            .map_err(|e| ProvisionError::io(format!("cannot create {}", mnt.display()), e))?;
+        self.undo.push(Undo::RemoveDir(mnt.clone()));
+        Ok(mnt)
+    }
+
+    fn mount(&mut self, cmd: Cmd, mnt: &Path) -> Result<(), ProvisionError> {
+        self.journal(Op::Create, Kind::Mount, mnt, None)?;
+        cmd.run("mount")?;
+        self.undo.push(Undo::Unmount(mnt.to_path_buf()));
+        self.provenance.mount_command = Some(cmd.argv());
+        match mounts::find(mnt) {
+            Some(m) => {
+                self.provenance.fs_type = m.fstype;
+                self.provenance.mount_options = Some(m.options);
+            }
+            None => {
+                return Err(ProvisionError::Unsupported(format!(
+                    "`{cmd}` succeeded but nothing is mounted at {}",
+                    mnt.display()
+                )))
+            }
+        }
+        self.root = mnt.to_path_buf();
+        Ok(())
+    }
+
+    fn format_and_mount(
+        &mut self,
+        t: &TargetConfig,
+        work: &WorkDir,
+        dev: &str,
+        name: &str,
+    ) -> Result<(), ProvisionError> {
+        if let Some(cmd) = mkfs_cmd(t, dev) {
+            cmd.run(t.fs.package().unwrap_or("?"))?;
+            self.provenance.mkfs_command = Some(cmd.argv());
+            self.provenance.mkfs_version = mkfs_version_cached(t.fs);
+        }
+        self.check_device = Some(PathBuf::from(dev));
+        let mnt = self.make_mountpoint(work, name)?;
+        let cmd = mounts::mount_cmd(host::mount_type(t.fs), &t.mount_options, dev, &mnt);
+        self.mount(cmd, &mnt)
+    }
+
+    fn on_tmpfs(
+        &mut self,
+        spec: &InstanceSpec,
+        work: &WorkDir,
+        name: &str,
+    ) -> Result<(), ProvisionError> {
+        self.provenance.location = "tmpfs".into();
+        self.provenance.image_bytes = Some(spec.size);
+        let mnt = self.make_mountpoint(work, name)?;
+        let mut opts = vec![format!("size={}", spec.size)];
+        opts.extend(spec.target.mount_options.iter().cloned());
+        let cmd = mounts::mount_cmd("tmpfs", &opts, "tmpfs", &mnt);
+        self.mount(cmd, &mnt)
+    }
+
+    fn in_dir(&mut self, work: &WorkDir, parent: &Path, seq: u64) -> Result<(), ProvisionError> {
+        self.provenance.location = "dir".into();
+        let sub = parent.join(format!("fsarena-{}-{seq}", run_id(&work.run)));
+        self.journal(Op::Create, Kind::Dir, &sub, Some("tree"))?;
+        fs::create_dir(&sub)
+            .map_err(|e| ProvisionError::io(format!("cannot create {}", sub.display()), e))?;
+        self.undo.push(Undo::RemoveTree(sub.clone()));
+        let md =
+            fs::metadata(&sub).map_err(|e| ProvisionError::io("cannot stat the directory", e))?;
+        let dev = DevId::from_dev_t(md.dev());
+        self.provenance.backing_device = Some(dev.to_string());
+        if Path::new(&format!("/sys/dev/block/{dev}")).exists() {
+            self.devices = vec![dev];
+            self.provenance.block_device = Some(dev.to_string());
+        } else {
+            self.provenance.notes.push(format!(
+                "{} is on device {dev}, which is not a block device in sysfs (network or virtual file system): no device figures",
+                parent.display()
+            ));
+        }
+        if let Some(m) = mounts::read()
+            .into_iter()
+            .filter(|m| sub.starts_with(&m.target))
+            .max_by_key(|m| m.target.components().count())
+        {
+            self.provenance.fs_type = m.fstype;
+            self.provenance.mount_options = Some(m.options);
+        }
+        self.root = sub;
+        Ok(())
+    }
+
+    pub fn fs(&self) -> FsKind {
+        self.fs
+    }
+
+    /// Takes everything down in reverse order. With `check`, the file system is checked
+    /// read-only right after unmounting; the result says whether the repetition counts.
+    /// Keeps going after a failed step so one stuck resource does not strand the others.
+    pub fn teardown(mut self, check: bool) -> (Option<Health>, Result<(), ProvisionError>) {
+        self.unwind(check)
+    }
+
+    fn unwind(&mut self, check: bool) -> (Option<Health>, Result<(), ProvisionError>) {
+        let mut health = None;
+        let mut first_err = None;
+        while let Some(step) = self.undo.pop() {
+            let (res, kind, path) = match step {
+                Undo::Unmount(p) => {
+                    let r = mounts::unmount(&p);
+                    if r.is_ok() && check {
+                        health = self.health_check();
+                    }
+                    (r, Kind::Mount, p)
+                }
+                Undo::Detach { dev, image } => (loopdev::detach(&dev), Kind::Loop, image),
+                Undo::RemoveFile(p) => (
+                    fs::remove_file(&p).or_else(ignore_missing).map_err(|e| {
+                        ProvisionError::io(format!("cannot remove {}", p.display()), e)
+                    }),
+                    Kind::Image,
+                    p,
+                ),
+                Undo::RemoveDir(p) => (
+                    fs::remove_dir(&p).or_else(ignore_missing).map_err(|e| {
+                        ProvisionError::io(format!("cannot remove {}", p.display()), e)
+                    }),
+                    Kind::Dir,
+                    p,
+                ),
+                Undo::RemoveTree(p) => (
+                    fs::remove_dir_all(&p).or_else(ignore_missing).map_err(|e| {
+                        ProvisionError::io(format!("cannot remove {}", p.display()), e)
+                    }),
+                    Kind::Dir,
+                    p,
+                ),
+            };
+            match res {
+                Ok(()) => {
+                    let _ = self.journal.record(Op::Release, kind, &path, None);
+                }
+                Err(e) => {
+                    if first_err.is_none() {
+                        first_err = Some(e);
+                    }
+                }
+            }
+        }
+        (health, first_err.map_or(Ok(()), Err))
+    }
+
+    fn health_check(&self) -> Option<Health> {
+        let (prog, args) = self.fs.fsck()?;
+        let dev = self.check_device.as_ref()?;
+        let cmd = Cmd::new(prog)
+            .args(args.iter().copied())
+            .arg(dev.display().to_string());
+        let ran = cmd.output("").ok()?;
+        let mut output = format!("{}{}", ran.stdout, ran.stderr);
+        if output.len() > 2000 {
+            let mut cut = output.len() - 2000;
+            while !output.is_char_boundary(cut) {
+                cut += 1;
+            }
+            output = format!("…{}", &output[cut..]);
+        }
+        Some(Health {
+            command: cmd.argv(),
+            passed: ran.success,
+            output,
+        })
+    }
+}
+
+fn ignore_missing(e: std::io::Error) -> std::io::Result<()> {
+    if e.kind() == std::io::ErrorKind::NotFound {
+        Ok(())
+    } else {
+        Err(e)
+    }
+}
+
+impl Drop for Instance {
+    fn drop(&mut self) {
+        if !self.undo.is_empty() {
+            if let (_, Err(e)) = self.unwind(false) {
+                eprintln!("fsarena: teardown: {e}");
+            }
+        }
+    }
+}

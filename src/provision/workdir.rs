@@ -1,0 +1,84 @@
+//! The work directory fsarena creates for a run: images, mount points, scratch data and the
+//! journal live here and nowhere else.
+
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::journal::Journal;
+use super::ProvisionError;
+
+/// Where run directories go unless `--work-dir` says otherwise. /var/tmp, not /tmp: /tmp
+/// is often a tmpfs, and loop images there would eat memory and skew the results.
+pub const DEFAULT_ROOT: &str = "/var/tmp/fsarena";
+
+/// The marker that identifies a directory as one fsarena made (cleanup touches no other).
+pub const OWNER_FILE: &str = "fsarena-run";
+
+/// A run's private directory.
+#[derive(Debug)]
+pub struct WorkDir {
+    pub root: PathBuf,
+    pub run: PathBuf,
+    pub journal: Arc<Journal>,
+}
+
+impl WorkDir {
+    /// Creates `root/run-<time>-<pid>` with an owner marker and an empty journal.
+    pub fn create(root: &Path) -> Result<WorkDir, ProvisionError> {
+        fs::create_dir_all(root)
+            .map_err(|e| ProvisionError::io(format!("cannot create {}", root.display()), e))?;
+        let stamp = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_millis())
+            .unwrap_or(0);
+        let run = root.join(format!("run-{stamp}-{}", std::process::id()));
+        fs::create_dir(&run)
+            .map_err(|e| ProvisionError::io(format!("cannot create {}", run.display()), e))?;
+        let marker = format!(
+            "pid={}\nstart={}\n",
+            std::process::id(),
+            process_start_time()
+        );
+        fs::write(run.join(OWNER_FILE), marker)
+            .map_err(|e| ProvisionError::io("cannot write the run marker", e))?;
+        let journal = Journal::open(&run.join(Journal::FILE_NAME))
+            .map_err(|e| ProvisionError::io("cannot open the run journal", e))?;
+        Ok(WorkDir {
+            root: root.to_path_buf(),
+            run,
+            journal: Arc::new(journal),
+        })
+    }
+
+    /// A subdirectory of the run, created on demand.
+    pub fn subdir(&self, name: &str) -> io::Result<PathBuf> {
+        let p = self.run.join(name);
+        fs::create_dir_all(&p)?;
+        Ok(p)
+    }
+
+    /// Free bytes on the file system holding the work directory.
+    pub fn free_bytes(&self) -> io::Result<u64> {
+        free_bytes(&self.run)
+    }
+}
+
+pub fn free_bytes(path: &Path) -> io::Result<u64> {
+    let s = rustix::fs::statvfs(path).map_err(io::Error::from)?;
+    Ok(s.f_bavail.saturating_mul(s.f_frsize))
+}
+
+/// This process's start time in clock ticks since boot (field 22 of /proc/self/stat), so a
+/// recycled pid is not mistaken for a live run.
+pub fn process_start_time() -> u64 {
+    start_time_of("self").unwrap_or(0)
+}
+
+pub fn start_time_of(pid: &str) -> Option<u64> {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name may contain spaces and parentheses: split after the last ')'.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_whitespace().nth(19)?.parse().ok()
+}
