@@ -1,5 +1,9 @@
 //! The monitor: samples device, memory and CPU counters while a measured phase runs.
 
+pub mod cpu;
+pub mod diskstats;
+pub mod meminfo;
+
 use serde::{Deserialize, Serialize};
 
 /// One point of a measurement's time series. Byte counters are cumulative since the phase
