@@ -1,6 +1,421 @@
-//! Command-line interface (in progress).
+//! The command line: clap types turned into plain values, then handed to the library.
+//! Exit codes: 0 all measured, 1 some measurements failed (or the run was interrupted),
+//! 2 bad input or refused.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use anyhow::{Context, Result};
+use clap::{Args, Parser, Subcommand};
+
+use crate::plan::file::{self, Overrides};
+use crate::plan::Plan;
+use crate::provision::{cleanup, host, workdir};
+use crate::runner::{self, RunError, RunOptions};
+
+pub const EXIT_OK: i32 = 0;
+pub const EXIT_FAILED: i32 = 1;
+pub const EXIT_BAD_INPUT: i32 = 2;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "fsarena",
+    version,
+    about = "A file-system benchmark lab: provision file systems, run workloads, compare honestly.",
+    after_help = "Run `fsarena doctor` first to see what this host can test."
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Report what this host can test: root, loop devices, file systems, tools, caches.
+    Doctor {
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Run a comparison (with no arguments: every supported catalogue file system, the
+    /// file-management workloads, a small data set, 3 repetitions).
+    Run(RunArgs),
+    /// Print the report of a results directory.
+    Report { dir: PathBuf },
+    /// Compare two results directories of the same plan side by side.
+    Compare { dir_a: PathBuf, dir_b: PathBuf },
+    /// Remove mounts, loop devices and images left by a killed run (touches nothing else).
+    Cleanup {
+        /// The work directory root the run used.
+        #[arg(long, default_value = workdir::DEFAULT_ROOT)]
+        work_dir: PathBuf,
+    },
+    /// List the catalogue of targets and the workloads.
+    List,
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// A TOML plan file.
+    pub plan: Option<PathBuf>,
+    /// A target: catalogue name (ext4, xfs, btrfs-zstd, …), dir:PATH, or NAME@/dev/DEVICE.
+    #[arg(long = "target", value_name = "SPEC")]
+    pub targets: Vec<String>,
+    /// Workloads to run, comma-separated (`all` for every one).
+    #[arg(long = "workload", value_name = "NAME[,NAME...]")]
+    pub workloads: Vec<String>,
+    /// Thread counts, e.g. 1,2,4.
+    #[arg(long, value_name = "LIST")]
+    pub threads: Option<String>,
+    /// Repetitions per target, or `auto` (repeat until the spread is small, at most 10).
+    #[arg(long, value_name = "N|auto")]
+    pub runs: Option<String>,
+    /// Shrinks the data sets (1 = full size: 250,000 × 16 KiB for `small`).
+    #[arg(long, value_name = "F")]
+    pub scale: Option<f64>,
+    /// The target others are compared with (default: the first).
+    #[arg(long, value_name = "NAME")]
+    pub baseline: Option<String>,
+    /// Data-set profile: small, medium, large, huge, bigfolder, smallfolder.
+    #[arg(long)]
+    pub profile: Option<String>,
+    /// Seed of the generated data set.
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Use your own directory as the data set (dir:PATH).
+    #[arg(long, value_name = "dir:PATH")]
+    pub dataset: Option<String>,
+    /// Fraction of generated content that compresses (0 to 1).
+    #[arg(long, value_name = "F")]
+    pub compressibility: Option<f64>,
+    /// Per-measurement time limit in seconds.
+    #[arg(long, value_name = "SECS")]
+    pub timeout: Option<f64>,
+    /// Image (or tmpfs) size for every target, e.g. 2G.
+    #[arg(long, value_name = "SIZE")]
+    pub size: Option<String>,
+    /// Results directory (default: fsarena-results/<date-time>).
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Where fsarena creates its work directory (images, mount points, scratch).
+    #[arg(long, value_name = "DIR", default_value = workdir::DEFAULT_ROOT)]
+    pub work_dir: PathBuf,
+    /// Keep the work directory (scratch data, journal) after the run.
+    #[arg(long)]
+    pub keep: bool,
+    /// Print what would be created, formatted, mounted and run; touch nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Finish an interrupted run in DIR without redoing what it recorded.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["plan", "out"])]
+    pub resume: Option<PathBuf>,
+    /// No progress output.
+    #[arg(long, short)]
+    pub quiet: bool,
+    /// Allow formatting block devices named as NAME@/dev/DEVICE.
+    #[arg(long)]
+    pub allow_device: bool,
+    /// Allow formatting a named device that carries a file-system or partition signature.
+    #[arg(long, requires = "allow_device")]
+    pub wipe: bool,
+}
 
 /// Entry point; returns the process exit code.
 pub fn main() -> i32 {
-    0
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() {
+                EXIT_BAD_INPUT
+            } else {
+                EXIT_OK
+            };
+        }
+    };
+    match dispatch(cli) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("fsarena: {}", one_line(&e));
+            EXIT_BAD_INPUT
+        }
+    }
+}
+
+/// Errors print as one line: the chain joined with ": ".
+fn one_line(e: &anyhow::Error) -> String {
+    e.chain()
+        .map(|c| c.to_string())
+        .collect::<Vec<_>>()
+        .join(": ")
+        .replace('\n', " ")
+}
+
+fn dispatch(cli: Cli) -> Result<i32> {
+    match cli.command {
+        Command::Doctor { json } => {
+            let d = crate::doctor::examine(&PathBuf::from(workdir::DEFAULT_ROOT));
+            if json {
+                println!("{}", serde_json::to_string_pretty(&d)?);
+            } else {
+                print!("{}", d.render());
+            }
+            Ok(EXIT_OK)
+        }
+        Command::Run(args) => run(args),
+        Command::Report { dir } => {
+            crate::report::report_dir(&dir)?;
+            Ok(EXIT_OK)
+        }
+        Command::Compare { dir_a, dir_b } => {
+            crate::report::compare_dirs(&dir_a, &dir_b)?;
+            Ok(EXIT_OK)
+        }
+        Command::Cleanup { work_dir } => {
+            let r = cleanup::cleanup(&work_dir);
+            for p in &r.unmounted {
+                println!("unmounted {}", p.display());
+            }
+            for p in &r.detached {
+                println!("detached {}", p.display());
+            }
+            for p in &r.removed {
+                println!("removed {}", p.display());
+            }
+            for p in &r.live {
+                println!("left alone (its run is still in progress): {}", p.display());
+            }
+            if r.unmounted.is_empty() && r.detached.is_empty() && r.removed.is_empty() {
+                println!("nothing to clean up in {}", work_dir.display());
+            }
+            for e in &r.errors {
+                eprintln!("fsarena: cleanup: {e}");
+            }
+            Ok(if r.errors.is_empty() {
+                EXIT_OK
+            } else {
+                EXIT_FAILED
+            })
+        }
+        Command::List => {
+            println!("targets:");
+            for t in crate::plan::catalogue::all() {
+                let ok = match host::support(&t) {
+                    Ok(()) => "".to_string(),
+                    Err(why) => format!("  (not here: {why})"),
+                };
+                println!("  {:<18} {}{ok}", t.name, t.description);
+            }
+            println!(
+                "  dir:PATH           an existing directory (any file system, no root needed)"
+            );
+            println!("workloads:");
+            for w in crate::workload::all() {
+                println!("  {:<18} {}", w.name(), w.describe());
+            }
+            Ok(EXIT_OK)
+        }
+    }
+}
+
+fn build_plan(args: &RunArgs) -> Result<Plan> {
+    let dataset_dir = match &args.dataset {
+        None => None,
+        Some(s) => Some(PathBuf::from(s.strip_prefix("dir:").ok_or_else(|| {
+            anyhow::anyhow!("--dataset takes dir:PATH (your own directory as the data set)")
+        })?)),
+    };
+    let o = Overrides {
+        targets: args.targets.clone(),
+        workloads: args.workloads.clone(),
+        threads: args.threads.clone(),
+        runs: args.runs.clone(),
+        scale: args.scale,
+        baseline: args.baseline.clone(),
+        profile: args.profile.clone(),
+        seed: args.seed,
+        dataset_dir,
+        compressibility: args.compressibility,
+        timeout: args.timeout,
+        size: args.size.clone(),
+    };
+    let file = args.plan.as_deref().map(file::read_plan_file).transpose()?;
+    let names = crate::workload::names();
+    let plan = file::resolve(file, &o, &names, &|t| host::support(t).is_ok())?;
+    Ok(plan)
+}
+
+fn default_out() -> PathBuf {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    // UTC date-time without pulling in a calendar crate: days since epoch → civil date.
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    let (y, m, d) = civil_from_days(days as i64);
+    PathBuf::from(format!(
+        "fsarena-results/{y:04}{m:02}{d:02}-{:02}{:02}{:02}",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    ))
+}
+
+/// Howard Hinnant's days-to-civil algorithm (public domain).
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (if m <= 2 { y + 1 } else { y }, m, d)
+}
+
+/// SIGINT/SIGTERM: the first asks the run to stop after tearing down cleanly; a second
+/// one runs the journal cleanup at once and exits (for when a workload is stuck in the
+/// kernel and will not notice the first).
+fn install_signals(cancel: Arc<AtomicBool>, work_root: PathBuf) -> Result<()> {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM])
+        .context("cannot install signal handlers")?;
+    std::thread::spawn(move || {
+        for sig in signals.forever() {
+            if cancel.swap(true, Ordering::SeqCst) {
+                eprintln!("\nfsarena: second signal: removing mounts, loop devices and images now");
+                let me = std::process::id().to_string();
+                if let Ok(rd) = std::fs::read_dir(&work_root) {
+                    for e in rd.flatten() {
+                        let owned = std::fs::read_to_string(e.path().join(workdir::OWNER_FILE))
+                            .is_ok_and(|t| t.lines().any(|l| l == format!("pid={me}")));
+                        if owned {
+                            let mut r = cleanup::CleanupReport::default();
+                            cleanup::cleanup_run(&e.path(), &mut r);
+                        }
+                    }
+                }
+                std::process::exit(128 + sig);
+            }
+            eprintln!("\nfsarena: stopping after the current measurement (again to force)");
+        }
+    });
+    Ok(())
+}
+
+fn run(args: RunArgs) -> Result<i32> {
+    let (plan, out, resume) = match &args.resume {
+        Some(dir) => {
+            let loaded = crate::results::store::load(dir)?;
+            let plan: Plan = serde_json::from_value(loaded.host.plan.clone())
+                .with_context(|| format!("{}: the recorded plan cannot be read", dir.display()))?;
+            (plan, dir.clone(), true)
+        }
+        None => (
+            build_plan(&args)?,
+            args.out.clone().unwrap_or_else(default_out),
+            false,
+        ),
+    };
+    let opts = RunOptions {
+        out,
+        work_root: args.work_dir.clone(),
+        keep: args.keep,
+        quiet: args.quiet,
+        allow_device: args.allow_device,
+        wipe: args.wipe,
+        resume,
+        command_line: std::env::args().collect(),
+    };
+    if args.dry_run {
+        print!("{}", runner::dry_run(&plan, &opts)?);
+        return Ok(EXIT_OK);
+    }
+    let cancel = Arc::new(AtomicBool::new(false));
+    install_signals(Arc::clone(&cancel), opts.work_root.clone())?;
+    let summary = match runner::run(&plan, &opts, &cancel) {
+        Ok(s) => s,
+        Err(e @ RunError::Refused(_)) => return Err(e.into()),
+        Err(e) => return Err(e.into()),
+    };
+    if summary.measured > 0 {
+        if let Err(e) = crate::report::report_dir(&summary.out) {
+            eprintln!("fsarena: report: {}", one_line(&e));
+        }
+    }
+    eprintln!(
+        "results: {}",
+        summary.out.join(crate::results::store::FILE_NAME).display()
+    );
+    if !summary.failures.is_empty() {
+        eprintln!("{} measurement(s) did not succeed:", summary.failures.len());
+        for f in &summary.failures {
+            eprintln!("  {f}");
+        }
+    }
+    if summary.interrupted {
+        eprintln!(
+            "fsarena: interrupted; finish with: fsarena run --resume {}",
+            summary.out.display()
+        );
+        return Ok(EXIT_FAILED);
+    }
+    Ok(if summary.failures.is_empty() {
+        EXIT_OK
+    } else {
+        EXIT_FAILED
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn civil_dates() {
+        assert_eq!(civil_from_days(0), (1970, 1, 1));
+        assert_eq!(civil_from_days(20_779), (2026, 11, 21));
+    }
+
+    #[test]
+    fn cli_parses_the_fixed_interface() {
+        let c = Cli::try_parse_from([
+            "fsarena",
+            "run",
+            "p.toml",
+            "--target",
+            "ext4",
+            "--target",
+            "dir:/x",
+            "--workload",
+            "scan,delete",
+            "--threads",
+            "1,2",
+            "--runs",
+            "auto",
+            "--scale",
+            "0.1",
+            "--baseline",
+            "ext4",
+            "--out",
+            "o",
+            "--work-dir",
+            "w",
+            "--keep",
+            "--dry-run",
+            "--quiet",
+        ])
+        .unwrap();
+        let Command::Run(a) = c.command else {
+            panic!("not run")
+        };
+        assert_eq!(a.targets, vec!["ext4", "dir:/x"]);
+        assert!(a.keep && a.dry_run && a.quiet);
+        assert!(Cli::try_parse_from(["fsarena", "run", "--wipe"]).is_err());
+        assert!(Cli::try_parse_from(["fsarena", "doctor", "--json"]).is_ok());
+        assert!(Cli::try_parse_from(["fsarena", "cleanup", "--work-dir", "/w"]).is_ok());
+        assert!(Cli::try_parse_from(["fsarena", "compare", "a", "b"]).is_ok());
+    }
 }

@@ -1,1 +1,183 @@
-//! (in progress)
+//! `fsarena doctor`: what this host can test, and what to install or change when it cannot.
+
+use std::fmt::Write;
+use std::path::Path;
+
+use serde::Serialize;
+
+use crate::plan::size::human_bytes;
+use crate::plan::{catalogue, FsKind};
+use crate::provision::command::Cmd;
+use crate::provision::{host, workdir};
+
+#[derive(Debug, Serialize)]
+pub struct Tool {
+    pub name: String,
+    pub path: Option<String>,
+    pub version: Option<String>,
+    pub package: String,
+}
+
+#[derive(Debug, Serialize)]
+pub struct TargetSupport {
+    pub name: String,
+    pub supported: bool,
+    pub reason: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Doctor {
+    pub root: bool,
+    pub kernel: String,
+    pub loop_devices: bool,
+    pub fuse: bool,
+    pub drop_caches_writable: bool,
+    pub io_uring: Option<bool>,
+    pub kernel_filesystems: Vec<String>,
+    pub work_dir: String,
+    pub work_dir_free_bytes: Option<u64>,
+    pub tools: Vec<Tool>,
+    pub targets: Vec<TargetSupport>,
+}
+
+fn tool(name: &str, version_args: &[&str], package: &str) -> Tool {
+    let path = host::which(name);
+    let version = path.as_ref().and_then(|_| {
+        let ran = Cmd::new(name)
+            .args(version_args.iter().copied())
+            .output(package)
+            .ok()?;
+        ran.stdout
+            .lines()
+            .chain(ran.stderr.lines())
+            .map(str::trim)
+            .find(|l| !l.is_empty())
+            .map(str::to_string)
+    });
+    Tool {
+        name: name.to_string(),
+        path: path.map(|p| p.display().to_string()),
+        version,
+        package: package.to_string(),
+    }
+}
+
+pub fn examine(work_root: &Path) -> Doctor {
+    let mut tools = Vec::new();
+    for fs in FsKind::PROVISIONABLE {
+        if let Some((prog, _)) = fs.mkfs_base() {
+            tools.push(tool(prog, fs.version_args(), fs.package().unwrap_or("?")));
+        }
+    }
+    tools.push(tool("ntfs-3g", &["--version"], "ntfs-3g"));
+    tools.push(tool("mount.exfat-fuse", &["-V"], "exfat-fuse"));
+    tools.push(tool("fio", &["--version"], "fio"));
+    tools.push(tool("losetup", &["--version"], "util-linux"));
+    tools.push(tool("wipefs", &["--version"], "util-linux"));
+    for fs in FsKind::PROVISIONABLE {
+        if let Some((prog, _)) = fs.fsck() {
+            if !tools.iter().any(|t| t.name == prog) {
+                tools.push(tool(prog, &["-V"], fs.package().unwrap_or("?")));
+            }
+        }
+    }
+    let probe = work_root
+        .ancestors()
+        .find(|a| a.exists())
+        .unwrap_or(Path::new("/"));
+    Doctor {
+        root: host::is_root(),
+        kernel: host::kernel_release(),
+        loop_devices: Path::new("/dev/loop-control").exists(),
+        fuse: Path::new("/dev/fuse").exists(),
+        drop_caches_writable: rustix::fs::access(
+            "/proc/sys/vm/drop_caches",
+            rustix::fs::Access::WRITE_OK,
+        )
+        .is_ok(),
+        io_uring: std::fs::read_to_string("/proc/sys/kernel/io_uring_disabled")
+            .ok()
+            .map(|s| s.trim() == "0")
+            .or(Some(true)),
+        kernel_filesystems: std::fs::read_to_string("/proc/filesystems")
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| l.split_whitespace().last().map(str::to_string))
+            .collect(),
+        work_dir: work_root.display().to_string(),
+        work_dir_free_bytes: workdir::free_bytes(probe).ok(),
+        tools,
+        targets: catalogue::all()
+            .iter()
+            .map(|t| {
+                let r = host::support(t);
+                TargetSupport {
+                    name: t.name.clone(),
+                    supported: r.is_ok(),
+                    reason: r.err(),
+                }
+            })
+            .collect(),
+    }
+}
+
+impl Doctor {
+    pub fn render(&self) -> String {
+        let yes = |b: bool| if b { "yes" } else { "NO" };
+        let mut s = String::new();
+        let _ = writeln!(s, "root:                 {}", yes(self.root));
+        let _ = writeln!(s, "kernel:               {}", self.kernel);
+        let _ = writeln!(s, "loop devices:         {}", yes(self.loop_devices));
+        let _ = writeln!(s, "FUSE (/dev/fuse):     {}", yes(self.fuse));
+        let _ = writeln!(
+            s,
+            "drop_caches writable: {}",
+            yes(self.drop_caches_writable)
+        );
+        let _ = writeln!(
+            s,
+            "io_uring:             {}",
+            self.io_uring.map_or("unknown", yes)
+        );
+        let _ = writeln!(
+            s,
+            "work dir:             {} ({} free)",
+            self.work_dir,
+            self.work_dir_free_bytes.map_or("?".into(), human_bytes)
+        );
+        let _ = writeln!(
+            s,
+            "kernel file systems:  {}",
+            self.kernel_filesystems.join(" ")
+        );
+        let _ = writeln!(s, "tools:");
+        for t in &self.tools {
+            match (&t.path, &t.version) {
+                (Some(p), v) => {
+                    let _ = writeln!(
+                        s,
+                        "  {:<18} {} ({})",
+                        t.name,
+                        v.as_deref().unwrap_or("?"),
+                        p
+                    );
+                }
+                (None, _) => {
+                    let _ = writeln!(s, "  {:<18} missing: install {}", t.name, t.package);
+                }
+            }
+        }
+        let _ = writeln!(s, "targets:");
+        for t in &self.targets {
+            match &t.reason {
+                None => {
+                    let _ = writeln!(s, "  {:<18} ok", t.name);
+                }
+                Some(r) => {
+                    let _ = writeln!(s, "  {:<18} no: {r}", t.name);
+                }
+            }
+        }
+        s
+    }
+}

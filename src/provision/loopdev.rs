@@ -50,16 +50,37 @@ pub fn attach(image: &Path) -> Result<LoopDev, ProvisionError> {
 pub fn detach(dev: &Path) -> Result<(), ProvisionError> {
     let cmd = Cmd::new("losetup").arg("-d").arg(dev.display().to_string());
     let mut last = None;
+    settle();
     for attempt in 0..20 {
         let ran = cmd.output("util-linux")?;
         if ran.success {
-            return Ok(());
+            // `losetup -d` on a device someone still has open (udev probing after the
+            // unmount) only sets autoclear and succeeds; wait until it is really gone.
+            return wait_detached(dev);
         }
         last = Some(cmd.failure(&ran));
         settle();
         std::thread::sleep(Duration::from_millis(50 * (attempt + 1)));
     }
     Err(last.unwrap_or_else(|| ProvisionError::Unsupported("losetup -d failed".into())))
+}
+
+fn wait_detached(dev: &Path) -> Result<(), ProvisionError> {
+    let name = dev
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let backing = format!("/sys/block/{name}/loop/backing_file");
+    for attempt in 0..100 {
+        if !Path::new(&backing).exists() {
+            return Ok(());
+        }
+        std::thread::sleep(Duration::from_millis(10 * (attempt + 1).min(10)));
+    }
+    Err(ProvisionError::Unsupported(format!(
+        "{} is still attached 5 s after losetup -d: something holds it open",
+        dev.display()
+    )))
 }
 
 /// Waits for udev to finish with new or vanishing devices, where udev runs.

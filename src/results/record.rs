@@ -65,6 +65,9 @@ pub struct HostFacts {
     pub started_unix: f64,
     /// The resolved plan, so `--resume` and `report` know what was asked for.
     pub plan: serde_json::Value,
+    /// Targets of the plan this host could not run, with the reason.
+    #[serde(default)]
+    pub skipped_targets: Vec<(String, String)>,
 }
 
 /// One measured cell: a target × workload × variant × threads × repetition.

@@ -1,1 +1,199 @@
-//! Append-only results store.
+//! `results.jsonl`: the first line holds host facts, each further line one measurement,
+//! appended and fsynced the moment the measurement is final.
+
+use std::collections::HashMap;
+use std::fs::{File, OpenOptions};
+use std::io::{self, BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+
+use super::record::{CellKey, HostFacts, Measurement, Record, Status};
+
+pub const FILE_NAME: &str = "results.jsonl";
+
+/// Why a results directory cannot be read.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error("{0} is not an fsarena results directory (no results.jsonl starting with host facts)")]
+    NotResults(PathBuf),
+    #[error("{0} already holds results; choose another --out or use --resume {0}")]
+    Exists(PathBuf),
+}
+
+/// The append side of a results file.
+#[derive(Debug)]
+pub struct Store {
+    path: PathBuf,
+    file: File,
+}
+
+impl Store {
+    /// Starts a new results file in `dir` (created if needed) with the host facts line.
+    pub fn create(dir: &Path, host: &HostFacts) -> Result<Store, StoreError> {
+        let io_err = |source| StoreError::Io {
+            path: dir.to_path_buf(),
+            source,
+        };
+        std::fs::create_dir_all(dir).map_err(io_err)?;
+        let path = dir.join(FILE_NAME);
+        if path.exists() {
+            return Err(StoreError::Exists(dir.to_path_buf()));
+        }
+        let file = OpenOptions::new()
+            .create_new(true)
+            .append(true)
+            .open(&path)
+            .map_err(io_err)?;
+        let mut s = Store { path, file };
+        s.write(&Record::Host(host.clone())).map_err(io_err)?;
+        Ok(s)
+    }
+
+    /// Reopens an existing results file to append to it (`--resume`).
+    pub fn reopen(dir: &Path) -> Result<Store, StoreError> {
+        let path = dir.join(FILE_NAME);
+        let file = OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .map_err(|source| StoreError::Io {
+                path: path.clone(),
+                source,
+            })?;
+        Ok(Store { path, file })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Appends one measurement and makes it durable before returning.
+    pub fn append(&mut self, m: &Measurement) -> io::Result<()> {
+        self.write(&Record::Measurement(Box::new(m.clone())))
+    }
+
+    fn write(&mut self, r: &Record) -> io::Result<()> {
+        // One write call per line: a crash leaves at most one torn line at the end.
+        let mut line = serde_json::to_vec(r).map_err(io::Error::other)?;
+        line.push(b'\n');
+        self.file.write_all(&line)?;
+        self.file.sync_data()
+    }
+}
+
+/// A results file as read back.
+#[derive(Debug, Default)]
+pub struct Loaded {
+    pub host: HostFacts,
+    /// Measurements, the last record winning for a cell recorded twice (a resumed run
+    /// re-measures what was interrupted).
+    pub measurements: Vec<Measurement>,
+    /// Lines that could not be read: (line number, reason). Reported, never fatal.
+    pub skipped: Vec<(usize, String)>,
+}
+
+/// Reads `dir/results.jsonl`, skipping (and reporting) corrupt lines.
+pub fn load(dir: &Path) -> Result<Loaded, StoreError> {
+    let path = dir.join(FILE_NAME);
+    let f = File::open(&path).map_err(|source| {
+        if source.kind() == io::ErrorKind::NotFound {
+            StoreError::NotResults(dir.to_path_buf())
+        } else {
+            StoreError::Io {
+                path: path.clone(),
+                source,
+            }
+        }
+    })?;
+    let mut out = Loaded::default();
+    let mut host = None;
+    let mut order: Vec<CellKey> = Vec::new();
+    let mut latest: HashMap<CellKey, Measurement> = HashMap::new();
+    for (i, line) in BufReader::new(f).split(b'\n').enumerate() {
+        let n = i + 1;
+        let line = line.map_err(|source| StoreError::Io {
+            path: path.clone(),
+            source,
+        })?;
+        if line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        match serde_json::from_slice::<Record>(&line) {
+            Ok(Record::Host(h)) if n == 1 => host = Some(h),
+            Ok(Record::Host(_)) => out.skipped.push((n, "a second host record".into())),
+            Ok(Record::Measurement(m)) => {
+                let k = m.key();
+                if !latest.contains_key(&k) {
+                    order.push(k.clone());
+                }
+                latest.insert(k, *m);
+            }
+            Err(e) => out.skipped.push((n, e.to_string())),
+        }
+    }
+    out.host = host.ok_or_else(|| StoreError::NotResults(dir.to_path_buf()))?;
+    out.measurements = order
+        .into_iter()
+        .filter_map(|k| latest.remove(&k))
+        .collect();
+    Ok(out)
+}
+
+/// Whether a recorded cell counts as done for `--resume` (interrupted ones are redone).
+pub fn is_final(status: Status) -> bool {
+    status != Status::Interrupted
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn m(target: &str, rep: u32, status: Status) -> Measurement {
+        Measurement {
+            target: target.into(),
+            workload: "scan".into(),
+            repetition: rep,
+            threads: 1,
+            status,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn round_trip_skips_corrupt_lines_and_keeps_latest() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = Store::create(dir.path(), &HostFacts::default()).unwrap();
+        s.append(&m("a", 0, Status::Ok)).unwrap();
+        s.append(&m("a", 1, Status::Interrupted)).unwrap();
+        drop(s);
+        let mut f = OpenOptions::new()
+            .append(true)
+            .open(dir.path().join(FILE_NAME))
+            .unwrap();
+        f.write_all(b"{\"record\":\"measurement\",\"tar\n").unwrap();
+        drop(f);
+        let mut s = Store::reopen(dir.path()).unwrap();
+        s.append(&m("a", 1, Status::Ok)).unwrap();
+        let l = load(dir.path()).unwrap();
+        assert_eq!(l.measurements.len(), 2);
+        assert!(l.measurements.iter().all(|x| x.status == Status::Ok));
+        assert_eq!(l.skipped.len(), 1);
+        assert_eq!(l.skipped[0].0, 4);
+        assert!(matches!(
+            Store::create(dir.path(), &HostFacts::default()),
+            Err(StoreError::Exists(_))
+        ));
+    }
+
+    #[test]
+    fn refuses_foreign_directories() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(matches!(load(dir.path()), Err(StoreError::NotResults(_))));
+        std::fs::write(dir.path().join(FILE_NAME), "hello\n").unwrap();
+        assert!(matches!(load(dir.path()), Err(StoreError::NotResults(_))));
+    }
+}

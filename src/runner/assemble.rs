@@ -1,0 +1,96 @@
+//! Turns a workload's outcome and what the harness observed into the metrics of one
+//! measurement: rates, device figures, amplification.
+
+use std::collections::BTreeMap;
+
+use super::harness::Observed;
+use crate::workload::Outcome;
+
+/// Metrics of a successful measurement. The workload's own numbers win over derived ones.
+pub fn metrics(outcome: &Outcome, seen: &Observed) -> BTreeMap<String, f64> {
+    let mut m = BTreeMap::new();
+    let work_s = if outcome.seconds > 0.0 {
+        outcome.seconds
+    } else {
+        seen.wall_seconds
+    };
+    // The phase ends when its data is on the device, so `seconds` includes the final syncfs.
+    let seconds = work_s + seen.syncfs_seconds;
+    m.insert("seconds".into(), seconds);
+    m.insert("workload_seconds".into(), work_s);
+    m.insert("syncfs_seconds".into(), seen.syncfs_seconds);
+    if outcome.files > 0 {
+        m.insert("files".into(), outcome.files as f64);
+        if seconds > 0.0 {
+            m.insert("files_per_s".into(), outcome.files as f64 / seconds);
+        }
+    }
+    let bytes = outcome.logical_write_bytes.max(outcome.logical_read_bytes);
+    if bytes > 0 && seconds > 0.0 {
+        m.insert("mb_per_s".into(), bytes as f64 / seconds / 1e6);
+    }
+    m.insert(
+        "logical_write_bytes".into(),
+        outcome.logical_write_bytes as f64,
+    );
+    m.insert(
+        "logical_read_bytes".into(),
+        outcome.logical_read_bytes as f64,
+    );
+    if let Some(report) = &seen.monitor {
+        report.add_metrics(&mut m);
+    }
+    if let Some(dev_w) = m.get("device_write_bytes").copied() {
+        if outcome.logical_write_bytes > 0 {
+            m.insert(
+                "write_amplification".into(),
+                dev_w / outcome.logical_write_bytes as f64,
+            );
+        }
+    }
+    if let (Some(before), Some(after)) = (seen.used_before, seen.used_after) {
+        let delta = after as f64 - before as f64;
+        m.insert("space_used_delta_bytes".into(), delta);
+        if outcome.logical_write_bytes > 0 && delta > 0.0 {
+            m.insert(
+                "space_amplification".into(),
+                delta / outcome.logical_write_bytes as f64,
+            );
+        }
+    }
+    for (k, v) in &outcome.metrics {
+        if v.is_finite() {
+            m.insert(k.clone(), *v);
+        }
+    }
+    m
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn derives_rates_and_amplification() {
+        let o = Outcome {
+            seconds: 1.5,
+            files: 100,
+            logical_write_bytes: 2_000_000,
+            ..Default::default()
+        };
+        let seen = Observed {
+            syncfs_seconds: 0.5,
+            used_before: Some(1_000_000),
+            used_after: Some(4_000_000),
+            ..Default::default()
+        };
+        let m = metrics(&o, &seen);
+        assert_eq!(m["seconds"], 2.0);
+        assert_eq!(m["files_per_s"], 50.0);
+        assert_eq!(m["mb_per_s"], 1.0);
+        assert_eq!(m["space_amplification"], 1.5);
+        // No monitor: no device figures and no write amplification invented.
+        assert!(!m.contains_key("write_amplification"));
+        assert!(!m.contains_key("device_write_bytes"));
+    }
+}

@@ -1,0 +1,589 @@
+//! The runner walks a plan: for every cell (target × workload × threads × repetition, in
+//! interleaved order) it provisions a fresh file system, runs the workload's points under
+//! the monitor, checks the file system, tears it down and appends the measurements.
+
+pub mod assemble;
+pub mod harness;
+pub mod host_facts;
+pub mod progress;
+pub mod schedule;
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use crate::dataset::DatasetError;
+use crate::plan::size::human_bytes;
+use crate::plan::{Location, Plan, Runs};
+use crate::provision::instance::planned_commands;
+use crate::provision::{host, Instance, InstanceSpec, ProvisionError, WorkDir};
+use crate::results::store::{self, Store, StoreError};
+use crate::results::{Measurement, Status};
+use crate::workload::{self, Ctx, Workload, WorkloadError};
+use harness::MonitoredHarness;
+use progress::Progress;
+
+/// How to run a plan (what is not part of the plan itself).
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    pub out: PathBuf,
+    pub work_root: PathBuf,
+    /// Keep the work directory (scratch data, journal, images) after the run.
+    pub keep: bool,
+    pub quiet: bool,
+    pub allow_device: bool,
+    pub wipe: bool,
+    /// Append to an existing results directory, skipping what it already holds.
+    pub resume: bool,
+    pub command_line: Vec<String>,
+}
+
+/// What a finished (or interrupted) run did.
+#[derive(Debug, Default)]
+pub struct RunSummary {
+    pub out: PathBuf,
+    pub measured: usize,
+    /// One line per measurement that did not end `ok`.
+    pub failures: Vec<String>,
+    pub interrupted: bool,
+    pub skipped_targets: Vec<(String, String)>,
+}
+
+/// Why a run could not start. All of these are bad input or refusals (exit code 2).
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error("{0}")]
+    Refused(String),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Provision(#[from] ProvisionError),
+    #[error("data set: {0}")]
+    Dataset(#[from] DatasetError),
+}
+
+/// Sizes images and checks the host can hold them; returns the default image size.
+fn size_check(plan: &Plan, data_bytes: u64, work_root: &Path) -> Result<u64, RunError> {
+    const MIB: u64 = 1 << 20;
+    // Room for the data set twice (copy within the target) plus file-system overhead.
+    let image = (4 * data_bytes + 512 * MIB).max(1 << 30).div_ceil(MIB) * MIB;
+    let probe = work_root
+        .ancestors()
+        .find(|a| a.exists())
+        .unwrap_or(Path::new("/"));
+    let free = crate::provision::workdir::free_bytes(probe).unwrap_or(u64::MAX);
+    // Scratch source + the most a cell writes into its sparse image.
+    let need = 4 * data_bytes + 256 * MIB;
+    if plan
+        .targets
+        .iter()
+        .any(|t| matches!(t.location, Location::Loop))
+        && free < need
+    {
+        return Err(RunError::Refused(format!(
+            "the data set ({}) needs about {} free in {} but only {} is free: lower --scale or use --work-dir on a larger disk",
+            human_bytes(data_bytes),
+            human_bytes(need),
+            probe.display(),
+            human_bytes(free)
+        )));
+    }
+    if plan.targets.iter().any(|t| t.location == Location::Memory) {
+        let avail = mem_available().unwrap_or(u64::MAX);
+        let tmpfs = plan
+            .targets
+            .iter()
+            .filter(|t| t.location == Location::Memory)
+            .map(|t| t.size.unwrap_or(image))
+            .max()
+            .unwrap_or(image);
+        let fill = (3 * data_bytes).min(tmpfs);
+        if fill > avail / 2 {
+            return Err(RunError::Refused(format!(
+                "tmpfs would hold about {} but only {} of memory is available: lower --scale",
+                human_bytes(fill),
+                human_bytes(avail)
+            )));
+        }
+    }
+    Ok(image)
+}
+
+fn mem_available() -> Option<u64> {
+    let t = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let kb: u64 = t
+        .lines()
+        .find_map(|l| l.strip_prefix("MemAvailable:"))?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()?;
+    Some(kb * 1024)
+}
+
+/// Checks a `dir:` target before anything is created in it.
+fn check_dir_target(p: &Path, work_root: &Path) -> Result<(), String> {
+    let md = std::fs::symlink_metadata(p).map_err(|e| format!("{}: {e}", p.display()))?;
+    let real = std::fs::canonicalize(p).map_err(|e| format!("{}: {e}", p.display()))?;
+    if !real.is_dir() {
+        return Err(format!("{} is not a directory", p.display()));
+    }
+    let _ = md;
+    let root = std::fs::canonicalize(work_root).unwrap_or_else(|_| work_root.to_path_buf());
+    if real.starts_with(&root) {
+        return Err(format!(
+            "{} is inside fsarena's own work directory {}: name a directory of your own",
+            p.display(),
+            root.display()
+        ));
+    }
+    rustix::fs::access(&real, rustix::fs::Access::WRITE_OK)
+        .map_err(|_| format!("{} is not writable", p.display()))?;
+    Ok(())
+}
+
+/// Splits the plan's targets into those this host can run and those it cannot (with why).
+pub fn usable_targets(plan: &Plan, work_root: &Path) -> (Vec<usize>, Vec<(String, String)>) {
+    let mut ok = Vec::new();
+    let mut skipped = Vec::new();
+    for (i, t) in plan.targets.iter().enumerate() {
+        let r = match &t.location {
+            Location::Dir(p) => check_dir_target(p, work_root),
+            _ => host::support(t),
+        };
+        match r {
+            Ok(()) => ok.push(i),
+            Err(why) => skipped.push((t.name.clone(), why)),
+        }
+    }
+    (ok, skipped)
+}
+
+fn resolve_workloads(plan: &Plan) -> Result<Vec<Box<dyn Workload>>, RunError> {
+    plan.workloads
+        .iter()
+        .map(|n| {
+            workload::by_name(n).ok_or_else(|| {
+                RunError::Refused(format!(
+                    "unknown workload `{n}`; valid: {}",
+                    workload::names().join(", ")
+                ))
+            })
+        })
+        .collect()
+}
+
+/// `--dry-run`: exactly what would be created, formatted, mounted and run. Touches nothing.
+pub fn dry_run(plan: &Plan, opts: &RunOptions) -> Result<String, RunError> {
+    use std::fmt::Write;
+    let workloads = resolve_workloads(plan)?;
+    let (usable, skipped) = usable_targets(plan, &opts.work_root);
+    let manifest = plan.dataset.plan()?;
+    let data = manifest.total_bytes();
+    let image = size_check(plan, data, &opts.work_root)?;
+    let run_dir = opts.work_root.join("run-<time>-<pid>");
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "work directory: {} (created, removed at the end{})",
+        run_dir.display(),
+        if opts.keep { " unless --keep" } else { "" }
+    );
+    let _ = writeln!(s, "results: {}", opts.out.join(store::FILE_NAME).display());
+    let _ = writeln!(
+        s,
+        "data set: {:?} scale {} seed {}: {} files, {}",
+        plan.dataset.profile,
+        plan.dataset.scale,
+        plan.dataset.seed,
+        manifest.files.len(),
+        human_bytes(data)
+    );
+    let _ = writeln!(
+        s,
+        "repetitions: {:?}; threads: {:?}; baseline: {}",
+        plan.runs, plan.threads, plan.baseline
+    );
+    for (name, why) in &skipped {
+        let _ = writeln!(s, "skip target {name}: {why}");
+    }
+    let wl: Vec<(usize, Vec<usize>)> = workloads
+        .iter()
+        .enumerate()
+        .map(|(i, w)| {
+            (
+                i,
+                if w.uses_threads() {
+                    plan.threads.clone()
+                } else {
+                    vec![1]
+                },
+            )
+        })
+        .collect();
+    let mut seq = 0;
+    for rep in 0..plan.runs.max() {
+        for cell in schedule::repetition(rep, usable.len(), &wl) {
+            seq += 1;
+            let t = &plan.targets[usable[cell.target]];
+            let spec = InstanceSpec {
+                target: t,
+                seq,
+                size: t.size.unwrap_or(image),
+                allow_device: opts.allow_device,
+                wipe: opts.wipe,
+            };
+            let _ = writeln!(
+                s,
+                "cell {seq}: repetition {} target {} workload {} threads {}",
+                rep + 1,
+                t.name,
+                workloads[cell.workload].name(),
+                cell.threads
+            );
+            for c in planned_commands(&spec, &run_dir) {
+                let _ = writeln!(s, "    {c}");
+            }
+        }
+    }
+    Ok(s)
+}
+
+/// Runs the plan. Returns once every cell ran or `cancel` was raised; the results file
+/// then holds every measurement that finished.
+pub fn run(
+    plan: &Plan,
+    opts: &RunOptions,
+    cancel: &Arc<AtomicBool>,
+) -> Result<RunSummary, RunError> {
+    let workloads = resolve_workloads(plan)?;
+    let (usable, skipped) = usable_targets(plan, &opts.work_root);
+    if usable.is_empty() {
+        let why: Vec<String> = skipped.iter().map(|(n, w)| format!("{n}: {w}")).collect();
+        return Err(RunError::Refused(format!(
+            "no target can run here ({})",
+            why.join("; ")
+        )));
+    }
+    for (name, why) in &skipped {
+        eprintln!("fsarena: skipping target {name}: {why}");
+    }
+    let manifest = plan.dataset.plan()?;
+    let image = size_check(plan, manifest.total_bytes(), &opts.work_root)?;
+
+    // The results store first: nothing is provisioned for a run that cannot record.
+    let (mut store, done) = if opts.resume {
+        let loaded = store::load(&opts.out)?;
+        let mut done = HashSet::new();
+        let mut redo = HashSet::new();
+        for m in &loaded.measurements {
+            let k = (
+                m.target.clone(),
+                m.workload.clone(),
+                m.threads,
+                m.repetition,
+            );
+            if store::is_final(m.status) {
+                done.insert(k);
+            } else {
+                redo.insert(k);
+            }
+        }
+        done.retain(|k| !redo.contains(k));
+        (Store::reopen(&opts.out)?, done)
+    } else {
+        let plan_json = serde_json::to_value(plan).unwrap_or(serde_json::Value::Null);
+        let mut facts = host_facts::gather(&opts.work_root, opts.command_line.clone(), plan_json);
+        facts.skipped_targets = skipped.clone();
+        (Store::create(&opts.out, &facts)?, HashSet::new())
+    };
+
+    let work = WorkDir::create(&opts.work_root)?;
+    let mut summary = RunSummary {
+        out: opts.out.clone(),
+        skipped_targets: skipped,
+        ..Default::default()
+    };
+    let wl: Vec<(usize, Vec<usize>)> = workloads
+        .iter()
+        .enumerate()
+        .map(|(i, w)| {
+            (
+                i,
+                if w.uses_threads() {
+                    plan.threads.clone()
+                } else {
+                    vec![1]
+                },
+            )
+        })
+        .collect();
+    let cells_per_rep = usable.len() * wl.iter().map(|(_, t)| t.len()).sum::<usize>();
+    let mut progress = Progress::new(cells_per_rep as u64 * plan.runs.min() as u64, opts.quiet);
+    let mut seq = 0u64;
+    let mut rep = 0u32;
+    'reps: while rep < plan.runs.max() {
+        if rep >= plan.runs.min() {
+            match extra_repetition_reason(plan.runs, &opts.out, &plan.baseline) {
+                Some(why) => {
+                    progress.println(&format!("repetition {}: {why}", rep + 1));
+                    progress.grow(cells_per_rep as u64);
+                }
+                None => break,
+            }
+        }
+        for cell in schedule::repetition(rep, usable.len(), &wl) {
+            if cancel.load(Ordering::SeqCst) {
+                summary.interrupted = true;
+                break 'reps;
+            }
+            let target = &plan.targets[usable[cell.target]];
+            let w = workloads[cell.workload].as_ref();
+            let key = (
+                target.name.clone(),
+                w.name().to_string(),
+                cell.threads as u32,
+                rep,
+            );
+            progress.start_cell(&target.name, w.name(), rep + 1, cell.threads);
+            if done.contains(&key) {
+                progress.finish_cell("already recorded");
+                continue;
+            }
+            seq += 1;
+            let spec = InstanceSpec {
+                target,
+                seq,
+                size: target.size.unwrap_or(image),
+                allow_device: opts.allow_device,
+                wipe: opts.wipe,
+            };
+            let records = run_cell(plan, &spec, w, &cell, &work, cancel, &mut progress);
+            let mut line = String::new();
+            for m in &records {
+                if let Err(e) = store.append(m) {
+                    // The store is the point of the run: stop rather than measure into the void.
+                    eprintln!("fsarena: cannot write {}: {e}", store.path().display());
+                    summary.interrupted = true;
+                    break 'reps;
+                }
+                summary.measured += 1;
+                if m.status != Status::Ok {
+                    summary.failures.push(format!(
+                        "{} {}{} threads {} repetition {}: {}{}",
+                        m.target,
+                        m.workload,
+                        if m.variant.is_empty() {
+                            String::new()
+                        } else {
+                            format!(" [{}]", m.variant)
+                        },
+                        m.threads,
+                        m.repetition + 1,
+                        m.status.as_str(),
+                        m.error
+                            .as_ref()
+                            .map(|e| format!(" ({e})"))
+                            .unwrap_or_default()
+                    ));
+                }
+                line = describe(m, w);
+            }
+            if records.iter().any(|m| m.status == Status::Interrupted) {
+                summary.interrupted = true;
+            }
+            progress.finish_cell(&line);
+        }
+        rep += 1;
+    }
+    progress.done();
+    let remove = !opts.keep;
+    drop(work_cleanup(work, remove));
+    Ok(summary)
+}
+
+/// The work directory goes when the run ends, unless `--keep`; mounts and loop devices
+/// were already taken down cell by cell.
+fn work_cleanup(work: WorkDir, remove: bool) -> Result<(), std::io::Error> {
+    if remove {
+        let mut report = crate::provision::cleanup::CleanupReport::default();
+        crate::provision::cleanup::cleanup_run(&work.run, &mut report);
+        for e in report.errors {
+            eprintln!("fsarena: cleanup: {e}");
+        }
+    } else {
+        eprintln!("fsarena: work directory kept: {}", work.run.display());
+    }
+    Ok(())
+}
+
+fn describe(m: &Measurement, w: &dyn Workload) -> String {
+    let (key, _) = w.key_metric();
+    match (m.status, m.metrics.get(key)) {
+        (Status::Ok, Some(v)) => format!("ok {v:.1} {key}"),
+        (Status::Ok, None) => "ok".to_string(),
+        (s, _) => format!(
+            "{}{}",
+            s.as_str(),
+            m.error
+                .as_ref()
+                .map(|e| format!(": {e}"))
+                .unwrap_or_default()
+        ),
+    }
+}
+
+/// With `--runs auto`, why one more repetition is needed (None: stop).
+fn extra_repetition_reason(runs: Runs, out: &Path, baseline: &str) -> Option<String> {
+    let Runs::Auto { .. } = runs else {
+        return None;
+    };
+    let loaded = store::load(out).ok()?;
+    crate::stats::adaptive::reason_for_another_run(&loaded.measurements, baseline)
+}
+
+fn base_measurement(spec: &InstanceSpec, w: &dyn Workload, cell: &schedule::Cell) -> Measurement {
+    Measurement {
+        target: spec.target.name.clone(),
+        fs: spec.target.fs.name().to_string(),
+        workload: w.name().to_string(),
+        repetition: cell.repetition,
+        threads: cell.threads as u32,
+        started_unix: host_facts::now_unix(),
+        ..Default::default()
+    }
+}
+
+/// One cell: provision, run every point, check, tear down. Never panics on the workload's
+/// behalf and always returns at least one record.
+fn run_cell(
+    plan: &Plan,
+    spec: &InstanceSpec,
+    w: &dyn Workload,
+    cell: &schedule::Cell,
+    work: &WorkDir,
+    cancel: &Arc<AtomicBool>,
+    progress: &mut Progress,
+) -> Vec<Measurement> {
+    let fail = |status: Status, error: String| {
+        let mut m = base_measurement(spec, w, cell);
+        m.status = status;
+        m.error = Some(error);
+        vec![m]
+    };
+    let inst = match Instance::provision(spec, work) {
+        Ok(i) => i,
+        Err(e) => return fail(Status::Error, format!("provision: {e}")),
+    };
+    let root = inst.root.join("fsarena-work");
+    let scratch = work.run.join("scratch").join(spec.seq.to_string());
+    let made = std::fs::create_dir(&root).and_then(|_| std::fs::create_dir_all(&scratch));
+    if let Err(e) = made {
+        let status = workload::status_of_io(&e);
+        let _ = inst.teardown(false);
+        return fail(
+            status,
+            format!("cannot prepare the working directories: {e}"),
+        );
+    }
+    let empty = toml::Table::new();
+    let mut ctx = Ctx {
+        root: &root,
+        scratch: &scratch,
+        threads: cell.threads,
+        dataset: &plan.dataset,
+        options: plan.workload_options.get(w.name()).unwrap_or(&empty),
+        cancel,
+        deadline: Some(Instant::now() + plan.timeout),
+    };
+    let mut records = Vec::new();
+    match w.points(&ctx) {
+        Err(e) => {
+            let mut m = base_measurement(spec, w, cell);
+            m.status = e.status();
+            m.error = Some(e.to_string());
+            m.provenance = inst.provenance.clone();
+            records.push(m);
+        }
+        Ok(points) => {
+            for p in points {
+                if cancel.load(Ordering::SeqCst) {
+                    break;
+                }
+                progress.point(&p.variant);
+                ctx.deadline = Some(Instant::now() + plan.timeout);
+                let mut h = MonitoredHarness {
+                    devices: &inst.devices,
+                    root: &root,
+                    observed: Default::default(),
+                };
+                let result = w.run(&ctx, &p, &mut h);
+                let mut m = base_measurement(spec, w, cell);
+                m.variant = p.variant.clone();
+                m.params = p.params.clone();
+                m.provenance = inst.provenance.clone();
+                m.notes = std::mem::take(&mut h.observed.notes);
+                match result {
+                    Ok(outcome) if h.observed.measured == 1 => {
+                        m.metrics = assemble::metrics(&outcome, &h.observed);
+                        m.notes.extend(outcome.notes.iter().cloned());
+                        m.series = h
+                            .observed
+                            .monitor
+                            .take()
+                            .map(|r| r.series)
+                            .unwrap_or_default();
+                    }
+                    Ok(_) => {
+                        m.status = Status::Error;
+                        m.error = Some(format!(
+                            "internal: workload measured {} phases instead of one",
+                            h.observed.measured
+                        ));
+                    }
+                    Err(e) => {
+                        let e = if cancel.load(Ordering::SeqCst)
+                            && !matches!(e, WorkloadError::Interrupted)
+                        {
+                            WorkloadError::Interrupted
+                        } else {
+                            e
+                        };
+                        m.status = e.status();
+                        m.error = Some(e.to_string());
+                    }
+                }
+                records.push(m);
+            }
+        }
+    }
+    let (health, td) = inst.teardown(true);
+    let _ = std::fs::remove_dir_all(&scratch);
+    if let Some(h) = &health {
+        for m in &mut records {
+            m.health = Some(h.clone());
+            if !h.passed && m.status == Status::Ok {
+                m.status = Status::Invalid;
+                m.error = Some(format!(
+                    "the file system failed its check ({})",
+                    h.command.join(" ")
+                ));
+            }
+        }
+    }
+    if let Err(e) = td {
+        for m in &mut records {
+            m.notes.push(format!("teardown: {e}"));
+        }
+        eprintln!("fsarena: teardown of {}: {e}", spec.target.name);
+    }
+    if records.is_empty() {
+        return fail(
+            Status::Interrupted,
+            "interrupted before the first point".into(),
+        );
+    }
+    records
+}

@@ -1,0 +1,82 @@
+//! Progress: a bar with target, workload, repetition and ETA on a terminal; one plain line
+//! per cell otherwise (CI logs stay readable); nothing with `--quiet`.
+
+use std::io::IsTerminal;
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+pub struct Progress {
+    bar: Option<ProgressBar>,
+    plain: bool,
+    total: u64,
+    n: u64,
+    label: String,
+}
+
+impl Progress {
+    pub fn new(total: u64, quiet: bool) -> Progress {
+        let tty = std::io::stderr().is_terminal();
+        let bar = (!quiet && tty).then(|| {
+            let b = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
+            let style = ProgressStyle::with_template(
+                "{spinner} [{bar:30}] {pos}/{len} cells  ETA {eta}  {msg}",
+            )
+            .map(|s| s.progress_chars("=> "))
+            .unwrap_or_else(|_| ProgressStyle::default_bar());
+            b.set_style(style);
+            b
+        });
+        Progress {
+            bar,
+            plain: !quiet && !tty,
+            total,
+            n: 0,
+            label: String::new(),
+        }
+    }
+
+    pub fn grow(&mut self, more: u64) {
+        self.total += more;
+        if let Some(b) = &self.bar {
+            b.set_length(self.total);
+        }
+    }
+
+    pub fn start_cell(&mut self, target: &str, workload: &str, rep: u32, threads: usize) {
+        self.label = format!("{target} {workload} threads {threads} repetition {rep}");
+        if let Some(b) = &self.bar {
+            b.set_message(self.label.clone());
+        }
+    }
+
+    pub fn point(&mut self, variant: &str) {
+        if let Some(b) = &self.bar {
+            if !variant.is_empty() {
+                b.set_message(format!("{} [{variant}]", self.label));
+            }
+        }
+    }
+
+    pub fn finish_cell(&mut self, result: &str) {
+        self.n += 1;
+        if let Some(b) = &self.bar {
+            b.inc(1);
+        } else if self.plain {
+            eprintln!("[{}/{}] {}: {result}", self.n, self.total, self.label);
+        }
+    }
+
+    pub fn println(&self, line: &str) {
+        match &self.bar {
+            Some(b) => b.println(line),
+            None if self.plain => eprintln!("{line}"),
+            None => {}
+        }
+    }
+
+    pub fn done(&self) {
+        if let Some(b) = &self.bar {
+            b.finish_and_clear();
+        }
+    }
+}

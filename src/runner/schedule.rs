@@ -1,0 +1,48 @@
+//! The order cells run in. Repetitions are interleaved across targets (A B C, then B C A,
+//! then C A B) so slow drift on a shared machine does not land on one target.
+
+/// One cell: a fresh file system for one target × workload × thread count × repetition.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cell {
+    pub repetition: u32,
+    pub target: usize,
+    pub workload: usize,
+    pub threads: usize,
+}
+
+/// The cells of one repetition, targets rotated by the repetition number.
+pub fn repetition(rep: u32, targets: usize, workloads: &[(usize, Vec<usize>)]) -> Vec<Cell> {
+    let mut out = Vec::new();
+    for i in 0..targets {
+        let target = (i + rep as usize) % targets;
+        for (workload, threads) in workloads {
+            for &t in threads {
+                out.push(Cell {
+                    repetition: rep,
+                    target,
+                    workload: *workload,
+                    threads: t,
+                });
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rotates_targets() {
+        let w = vec![(0, vec![1])];
+        let order =
+            |rep| -> Vec<usize> { repetition(rep, 3, &w).iter().map(|c| c.target).collect() };
+        assert_eq!(order(0), vec![0, 1, 2]);
+        assert_eq!(order(1), vec![1, 2, 0]);
+        assert_eq!(order(2), vec![2, 0, 1]);
+        assert_eq!(order(3), vec![0, 1, 2]);
+        let w2 = vec![(0, vec![1, 2]), (1, vec![1])];
+        assert_eq!(repetition(0, 1, &w2).len(), 3);
+    }
+}

@@ -1,0 +1,68 @@
+//! Helpers shared by the integration tests. These tests use real loop devices, real mkfs
+//! and real mounts, so they need root (CI runs as root).
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+
+/// Fails loudly (rather than passing vacuously) when the tests cannot do their job.
+pub fn require_root() {
+    assert!(
+        rustix::process::geteuid().is_root(),
+        "these tests create loop devices and mount file systems: run them as root (sudo ./dev test)"
+    );
+}
+
+/// A private work root under /var/tmp, removed (after checking nothing is left) on drop.
+pub struct TestRoot {
+    pub path: PathBuf,
+}
+
+impl TestRoot {
+    pub fn new(name: &str) -> TestRoot {
+        let path = PathBuf::from(format!(
+            "/var/tmp/fsarena-test-{name}-{}",
+            std::process::id()
+        ));
+        let _ = std::fs::remove_dir_all(&path);
+        std::fs::create_dir_all(&path).unwrap();
+        TestRoot { path }
+    }
+}
+
+impl Drop for TestRoot {
+    fn drop(&mut self) {
+        // Best effort: never leave a mount or loop device behind even if the test failed.
+        let mut r = fsarena::provision::cleanup::CleanupReport::default();
+        if let Ok(rd) = std::fs::read_dir(&self.path) {
+            for e in rd.flatten() {
+                if e.path()
+                    .join(fsarena::provision::workdir::OWNER_FILE)
+                    .exists()
+                {
+                    fsarena::provision::cleanup::cleanup_run(&e.path(), &mut r);
+                }
+            }
+        }
+        let _ = std::fs::remove_dir_all(&self.path);
+    }
+}
+
+/// Mounts and loop devices that mention `root`.
+pub fn leftovers(root: &Path) -> Vec<String> {
+    let mut out: Vec<String> = fsarena::provision::mounts::under(root)
+        .into_iter()
+        .map(|m| format!("mount {}", m.target.display()))
+        .collect();
+    for (dev, backing) in fsarena::provision::loopdev::attached() {
+        if backing.starts_with(root) {
+            out.push(format!("loop {} -> {}", dev.display(), backing.display()));
+        }
+    }
+    out
+}
+
+/// Path to the fsarena binary cargo built for these tests.
+pub fn bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_fsarena"))
+}

@@ -1,0 +1,313 @@
+//! Provisioning for real: every file system this host supports, on loop images; the
+//! device guard on loop devices made for the test; teardown leaves nothing behind.
+
+mod common;
+
+use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
+use std::time::Duration;
+
+use common::{leftovers, require_root, TestRoot};
+use fsarena::monitor::Monitor;
+use fsarena::plan::{catalogue, FsKind};
+use fsarena::provision::command::Cmd;
+use fsarena::provision::{guard, host, Instance, InstanceSpec, ProvisionError, WorkDir};
+
+#[test]
+fn every_supported_catalogue_target_provisions_and_tears_down() {
+    require_root();
+    let root = TestRoot::new("prov");
+    let work = WorkDir::create(&root.path).unwrap();
+    let mut tried = Vec::new();
+    for (i, t) in catalogue::all().iter().enumerate() {
+        if let Err(why) = host::support(t) {
+            eprintln!("skipping {}: {why}", t.name);
+            continue;
+        }
+        let spec = InstanceSpec {
+            target: t,
+            seq: i as u64,
+            size: 512 << 20,
+            allow_device: false,
+            wipe: false,
+        };
+        let inst = Instance::provision(&spec, &work).unwrap_or_else(|e| panic!("{}: {e}", t.name));
+        // Real I/O on it.
+        let f = inst.root.join("hello");
+        std::fs::write(&f, vec![7u8; 1 << 20]).unwrap();
+        assert_eq!(std::fs::read(&f).unwrap().len(), 1 << 20);
+        let p = &inst.provenance;
+        assert!(
+            p.mount_options.is_some(),
+            "{}: mount options recorded",
+            t.name
+        );
+        if t.fs.needs_device() {
+            assert_eq!(p.loop_direct_io, Some(true), "{}: loop direct I/O", t.name);
+            assert!(
+                p.mkfs_command.is_some() && p.mkfs_version.is_some(),
+                "{}: {p:?}",
+                t.name
+            );
+            assert_eq!(inst.devices.len(), 2);
+        }
+        for opt in &t.mount_options {
+            let key = opt.split('=').next().unwrap();
+            assert!(
+                p.mount_options.as_deref().unwrap().contains(key),
+                "{}: {opt} not in effect: {:?}",
+                t.name,
+                p.mount_options
+            );
+        }
+        let (health, res) = inst.teardown(true);
+        res.unwrap();
+        if let Some(h) = health {
+            assert!(
+                h.passed,
+                "{}: fsck after a clean unmount failed: {}",
+                t.name, h.output
+            );
+        } else {
+            assert!(
+                !t.fs.needs_device()
+                    || t.fs.fsck().is_none()
+                    || host::which(t.fs.fsck().unwrap().0).is_none()
+            );
+        }
+        tried.push(t.name.clone());
+    }
+    for must in ["ext4", "xfs", "btrfs", "tmpfs"] {
+        assert!(
+            tried.iter().any(|n| n == must),
+            "{must} was not provisioned: {tried:?}"
+        );
+    }
+    assert!(
+        leftovers(&root.path).is_empty(),
+        "{:?}",
+        leftovers(&root.path)
+    );
+    // Only the journal and marker remain in the run dir; images and mount points are gone.
+    let images = work.run.join("images");
+    assert_eq!(std::fs::read_dir(&images).unwrap().count(), 0);
+}
+
+#[test]
+fn a_failed_mkfs_undoes_what_was_made() {
+    require_root();
+    let root = TestRoot::new("fail");
+    let work = WorkDir::create(&root.path).unwrap();
+    let mut t = catalogue::get("ext4").unwrap();
+    t.mkfs_args = vec!["-b".into(), "12345".into()]; // not a valid block size
+    let spec = InstanceSpec {
+        target: &t,
+        seq: 1,
+        size: 256 << 20,
+        allow_device: false,
+        wipe: false,
+    };
+    let err = Instance::provision(&spec, &work)
+        .err()
+        .expect("mkfs must fail");
+    assert!(matches!(err, ProvisionError::Tool { .. }), "{err}");
+    assert!(leftovers(&root.path).is_empty());
+    assert_eq!(
+        std::fs::read_dir(work.run.join("images")).unwrap().count(),
+        0
+    );
+}
+
+/// A loop device made by the test itself, detached on drop.
+struct TestLoop {
+    dev: String,
+    _img: std::path::PathBuf,
+}
+
+impl TestLoop {
+    fn new(root: &std::path::Path, name: &str) -> TestLoop {
+        let img = root.join(format!("{name}.img"));
+        let f = std::fs::File::create(&img).unwrap();
+        f.set_len(64 << 20).unwrap();
+        let out = Cmd::new("losetup")
+            .args(["--find", "--show"])
+            .arg(img.display().to_string())
+            .run("util-linux")
+            .unwrap();
+        TestLoop {
+            dev: out.stdout.trim().to_string(),
+            _img: img,
+        }
+    }
+    fn checksum(&self) -> u64 {
+        let data = std::fs::read(&self.dev).unwrap();
+        xxhash_rust::xxh3::xxh3_64(&data)
+    }
+}
+
+impl Drop for TestLoop {
+    fn drop(&mut self) {
+        let _ = Cmd::new("umount").arg(&self.dev).output("");
+        let _ = Cmd::new("losetup").args(["-d", &self.dev]).output("");
+    }
+}
+
+#[test]
+fn guard_refuses_signed_and_mounted_devices_and_leaves_them_unchanged() {
+    require_root();
+    let root = TestRoot::new("guard");
+    let work = WorkDir::create(&root.path).unwrap();
+
+    // A device with an ext4 signature: refused, the refusal names the signature.
+    let signed = TestLoop::new(&root.path, "signed");
+    Cmd::new("mkfs.ext4")
+        .args(["-q", "-F", "-L", "precious", &signed.dev])
+        .run("e2fsprogs")
+        .unwrap();
+    let before = signed.checksum();
+    let err = guard::check_device(std::path::Path::new(&signed.dev), false)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("ext4 signature") && err.contains("precious") && err.contains("--wipe"),
+        "{err}"
+    );
+    // Through the provisioner too (the path users take), by a symlink to the device.
+    let link = root.path.join("link-to-signed");
+    std::os::unix::fs::symlink(&signed.dev, &link).unwrap();
+    let mut t = catalogue::get("xfs").unwrap();
+    t.location = fsarena::plan::Location::Device(link.clone());
+    let spec = InstanceSpec {
+        target: &t,
+        seq: 1,
+        size: 0,
+        allow_device: true,
+        wipe: false,
+    };
+    let err = Instance::provision(&spec, &work)
+        .err()
+        .expect("refused")
+        .to_string();
+    assert!(err.contains("ext4 signature"), "{err}");
+    // Without --allow-device nothing is even inspected.
+    let spec = InstanceSpec {
+        allow_device: false,
+        ..spec
+    };
+    let err = Instance::provision(&spec, &work)
+        .err()
+        .expect("refused")
+        .to_string();
+    assert!(err.contains("--allow-device"), "{err}");
+    assert_eq!(
+        signed.checksum(),
+        before,
+        "a refused device must be left unchanged"
+    );
+
+    // A mounted device: refused even with --wipe.
+    let mounted = TestLoop::new(&root.path, "mounted");
+    Cmd::new("mkfs.ext4")
+        .args(["-q", "-F", &mounted.dev])
+        .run("e2fsprogs")
+        .unwrap();
+    let mnt = root.path.join("mnt");
+    std::fs::create_dir(&mnt).unwrap();
+    // Checksums are taken unmounted: a mounted ext4 shows in-memory superblock changes.
+    let before = mounted.checksum();
+    Cmd::new("mount")
+        .args(["-o", "ro", &mounted.dev, &mnt.display().to_string()])
+        .run("mount")
+        .unwrap();
+    let err = guard::check_device(std::path::Path::new(&mounted.dev), true)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("mounted at") && err.contains(&mnt.display().to_string()),
+        "{err}"
+    );
+    Cmd::new("umount")
+        .arg(mnt.display().to_string())
+        .run("mount")
+        .unwrap();
+    assert_eq!(mounted.checksum(), before);
+
+    // A blank device is allowed; a non-device is refused.
+    let blank = TestLoop::new(&root.path, "blank");
+    assert!(guard::check_device(std::path::Path::new(&blank.dev), false).is_ok());
+    let err = guard::check_device(&root.path, false)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("not a block device"), "{err}");
+    // The disk holding / is refused.
+    let rootdev = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+    let src = fsarena::provision::mounts::parse_mountinfo(&rootdev)
+        .into_iter()
+        .find(|m| m.target == std::path::Path::new("/") && m.source.starts_with("/dev/"));
+    if let Some(m) = src {
+        let err = guard::check_device(std::path::Path::new(&m.source), true)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("mounted at /") || err.contains("holding /"),
+            "{err}"
+        );
+    }
+}
+
+#[test]
+fn direct_writes_on_ext4_have_write_amplification_near_one() {
+    require_root();
+    let root = TestRoot::new("wa");
+    let work = WorkDir::create(&root.path).unwrap();
+    let t = catalogue::get("ext4").unwrap();
+    assert_eq!(t.fs, FsKind::Ext4);
+    let spec = InstanceSpec {
+        target: &t,
+        seq: 1,
+        size: 1 << 30,
+        allow_device: false,
+        wipe: false,
+    };
+    let inst = Instance::provision(&spec, &work).unwrap();
+    let path = inst.root.join("direct");
+    // Allocate first so the measured phase writes data, not block-allocation metadata.
+    const N: usize = 64 << 20;
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .custom_flags(libc::O_DIRECT)
+        .open(&path)
+        .unwrap();
+    fsarena::sys::syncfs(&inst.root).unwrap();
+    let layout = std::alloc::Layout::from_size_align(1 << 20, 4096).unwrap();
+    // SAFETY: the buffer is allocated with the layout above, fully initialised before use
+    // and freed with the same layout.
+    let buf = unsafe {
+        let p = std::alloc::alloc_zeroed(layout);
+        std::slice::from_raw_parts_mut(p, 1 << 20)
+    };
+    buf.iter_mut()
+        .enumerate()
+        .for_each(|(i, b)| *b = (i % 251) as u8);
+    let mon = Monitor::start(&inst.devices, Duration::from_millis(100)).unwrap();
+    for _ in 0..(N >> 20) {
+        f.write_all(buf).unwrap();
+    }
+    f.sync_all().unwrap();
+    fsarena::sys::syncfs(&inst.root).unwrap();
+    let report = mon.stop();
+    unsafe { std::alloc::dealloc(buf.as_mut_ptr(), layout) };
+    drop(f);
+    let dev = &report.devices[0];
+    assert!(dev.seen);
+    let wa = dev.write_bytes as f64 / N as f64;
+    eprintln!(
+        "ext4 O_DIRECT {N} bytes: device wrote {} (WA {wa:.3})",
+        dev.write_bytes
+    );
+    assert!((0.98..1.15).contains(&wa), "write amplification {wa}");
+    let (_, res) = inst.teardown(false);
+    res.unwrap();
+    assert!(leftovers(&root.path).is_empty());
+}
