@@ -242,8 +242,12 @@ fn build_plan(args: &RunArgs) -> Result<Plan> {
     };
     let file = args.plan.as_deref().map(file::read_plan_file).transpose()?;
     let names = crate::workload::names();
-    let plan = file::resolve(file, &o, &names, &|t| host::support(t).is_ok())?;
-    Ok(plan)
+    match file::resolve(file, &o, &names, &|t| host::support(t).is_ok()) {
+        Err(crate::plan::PlanError::NoTargets) if !host::is_root() => Err(anyhow::anyhow!(
+            "not running as root: the catalogue targets need root (loop devices, mkfs, mount); run as root, or benchmark a directory you can write with --target dir:PATH"
+        )),
+        other => Ok(other?),
+    }
 }
 
 fn default_out() -> PathBuf {

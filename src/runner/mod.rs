@@ -161,6 +161,24 @@ pub fn usable_targets(plan: &Plan, work_root: &Path) -> (Vec<usize>, Vec<(String
     (ok, skipped)
 }
 
+/// Named block devices are checked before anything is created: a refusal is bad input
+/// (exit 2), not a failed measurement. Each cell checks again before its mkfs.
+fn check_devices(plan: &Plan, opts: &RunOptions) -> Result<(), RunError> {
+    for t in &plan.targets {
+        if let Location::Device(d) = &t.location {
+            if !opts.allow_device {
+                return Err(RunError::Refused(format!(
+                    "target {} would format {}, destroying everything on it: pass --allow-device to allow that",
+                    t.name,
+                    d.display()
+                )));
+            }
+            crate::provision::guard::check_device(d, opts.wipe)?;
+        }
+    }
+    Ok(())
+}
+
 fn resolve_workloads(plan: &Plan) -> Result<Vec<Box<dyn Workload>>, RunError> {
     plan.workloads
         .iter()
@@ -179,6 +197,7 @@ fn resolve_workloads(plan: &Plan) -> Result<Vec<Box<dyn Workload>>, RunError> {
 pub fn dry_run(plan: &Plan, opts: &RunOptions) -> Result<String, RunError> {
     use std::fmt::Write;
     let workloads = resolve_workloads(plan)?;
+    check_devices(plan, opts)?;
     let (usable, skipped) = usable_targets(plan, &opts.work_root);
     let manifest = plan.dataset.plan()?;
     let data = manifest.total_bytes();
@@ -259,6 +278,7 @@ pub fn run(
     cancel: &Arc<AtomicBool>,
 ) -> Result<RunSummary, RunError> {
     let workloads = resolve_workloads(plan)?;
+    check_devices(plan, opts)?;
     let (usable, skipped) = usable_targets(plan, &opts.work_root);
     if usable.is_empty() {
         let why: Vec<String> = skipped.iter().map(|(n, w)| format!("{n}: {w}")).collect();
@@ -326,7 +346,7 @@ pub fn run(
     let mut rep = 0u32;
     'reps: while rep < plan.runs.max() {
         if rep >= plan.runs.min() {
-            match extra_repetition_reason(plan.runs, &opts.out, &plan.baseline) {
+            match extra_repetition_reason(plan.runs, &opts.out, &workloads) {
                 Some(why) => {
                     progress.println(&format!("repetition {}: {why}", rep + 1));
                     progress.grow(cells_per_rep as u64);
@@ -435,13 +455,54 @@ fn describe(m: &Measurement, w: &dyn Workload) -> String {
     }
 }
 
-/// With `--runs auto`, why one more repetition is needed (None: stop).
-fn extra_repetition_reason(runs: Runs, out: &Path, baseline: &str) -> Option<String> {
-    let Runs::Auto { .. } = runs else {
+/// With `--runs auto`, why one more repetition is needed (None: stop). Looks at each
+/// group's key metric over the `ok` repetitions recorded so far.
+fn extra_repetition_reason(
+    runs: Runs,
+    out: &Path,
+    workloads: &[Box<dyn Workload>],
+) -> Option<String> {
+    let Runs::Auto { min, max } = runs else {
         return None;
     };
     let loaded = store::load(out).ok()?;
-    crate::stats::adaptive::reason_for_another_run(&loaded.measurements, baseline)
+    let mut groups: std::collections::BTreeMap<(String, String, String, u32), Vec<f64>> =
+        Default::default();
+    for m in loaded
+        .measurements
+        .iter()
+        .filter(|m| m.status == Status::Ok)
+    {
+        let Some(w) = workloads.iter().find(|w| w.name() == m.workload) else {
+            continue;
+        };
+        if let Some(v) = m.metrics.get(w.key_metric().0) {
+            groups
+                .entry((
+                    m.target.clone(),
+                    m.workload.clone(),
+                    m.variant.clone(),
+                    m.threads,
+                ))
+                .or_default()
+                .push(*v);
+        }
+    }
+    let rule = crate::stats::adaptive::AdaptiveRule {
+        min_runs: min as usize,
+        max_runs: max as usize,
+        target_cv: 0.05,
+    };
+    groups.iter().find_map(|((t, w, v, th), samples)| {
+        crate::stats::adaptive::needs_another_run(samples, &rule).map(|why| {
+            let variant = if v.is_empty() {
+                String::new()
+            } else {
+                format!(" [{v}]")
+            };
+            format!("{t} {w}{variant} threads {th}: {why}")
+        })
+    })
 }
 
 fn base_measurement(spec: &InstanceSpec, w: &dyn Workload, cell: &schedule::Cell) -> Measurement {
