@@ -37,6 +37,8 @@ pub struct RunOptions {
     pub wipe: bool,
     /// Append to an existing results directory, skipping what it already holds.
     pub resume: bool,
+    /// Refuse a plan whose data set does not fit the work directory's free space.
+    pub space_check: bool,
     pub command_line: Vec<String>,
 }
 
@@ -65,7 +67,12 @@ pub enum RunError {
 }
 
 /// Sizes images and checks the host can hold them; returns the default image size.
-fn size_check(plan: &Plan, data_bytes: u64, work_root: &Path) -> Result<u64, RunError> {
+fn size_check(
+    plan: &Plan,
+    data_bytes: u64,
+    work_root: &Path,
+    enforce: bool,
+) -> Result<u64, RunError> {
     const MIB: u64 = 1 << 20;
     // Room for the data set twice (copy within the target) plus file-system overhead.
     let image = (4 * data_bytes + 512 * MIB).max(1 << 30).div_ceil(MIB) * MIB;
@@ -201,7 +208,7 @@ pub fn dry_run(plan: &Plan, opts: &RunOptions) -> Result<String, RunError> {
     let (usable, skipped) = usable_targets(plan, &opts.work_root);
     let manifest = plan.dataset.plan()?;
     let data = manifest.total_bytes();
-    let image = size_check(plan, data, &opts.work_root)?;
+    let image = size_check(plan, data, &opts.work_root, opts.space_check)?;
     let run_dir = opts.work_root.join("run-<time>-<pid>");
     let mut s = String::new();
     let _ = writeln!(
@@ -291,7 +298,12 @@ pub fn run(
         eprintln!("fsarena: skipping target {name}: {why}");
     }
     let manifest = plan.dataset.plan()?;
-    let image = size_check(plan, manifest.total_bytes(), &opts.work_root)?;
+    let image = size_check(
+        plan,
+        manifest.total_bytes(),
+        &opts.work_root,
+        opts.space_check,
+    )?;
 
     // The results store first: nothing is provisioned for a run that cannot record.
     let (mut store, done) = if opts.resume {
