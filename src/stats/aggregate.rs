@@ -55,6 +55,10 @@ pub struct Group {
     /// Repetitions that finished but whose file system failed its health check afterwards.
     pub invalid: usize,
     pub metrics: BTreeMap<String, MetricStats>,
+    /// Group-level warnings first (too few runs, failures, invalid runs, no baseline), then
+    /// per-metric ones in metric order. Spread and outlier warnings are raised for every
+    /// metric (`seconds` and `files_per_s` usually both trip); a report that shows only some
+    /// metrics should show only their warnings.
     pub warnings: Vec<Warning>,
 }
 
