@@ -7,13 +7,153 @@
 //! * [`aggregate`](mod@aggregate): groups measurements and compares each target to a baseline.
 //! * [`adaptive`]: whether `--runs auto` should measure once more.
 
+pub mod adaptive;
+pub mod aggregate;
 pub mod outliers;
 pub mod significance;
 pub mod summary;
 
+pub use adaptive::{needs_another_run, needs_another_run_for, AdaptiveRule};
+pub use aggregate::{aggregate, Group, GroupKey, MetricStats, Warning};
 pub use outliers::{mad_outliers, robust_sigma, OUTLIER_SIGMAS};
 pub use significance::{
     choose_test, compare, mann_whitney, mann_whitney_min_p, skewness, welch, Comparison,
     MannWhitneyResult, MwMethod, Test, WelchResult,
 };
 pub use summary::{summarize, Summary};
+
+#[cfg(test)]
+mod proptests {
+    //! Whatever numbers arrive (from a broken workload, a hand-edited results file), the
+    //! statistics must answer or decline, never panic, and what they answer must be coherent.
+
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::results::{Measurement, Status};
+
+    /// Realistic values, repeated small integers (ties), extremes and non-finite values.
+    fn value() -> impl Strategy<Value = f64> {
+        prop_oneof![
+            4 => -1e6..1e6f64,
+            2 => (0i32..4).prop_map(f64::from),
+            2 => any::<f64>(),
+            1 => Just(f64::NAN),
+            1 => Just(f64::INFINITY),
+            1 => Just(f64::NEG_INFINITY),
+            1 => Just(f64::MAX),
+            1 => Just(-f64::MAX),
+            1 => Just(f64::MIN_POSITIVE),
+        ]
+    }
+
+    fn finite() -> impl Strategy<Value = f64> {
+        prop_oneof![
+            4 => -1e6..1e6f64,
+            2 => (0i32..4).prop_map(f64::from),
+            1 => any::<f64>().prop_filter("finite", |x| x.is_finite()),
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn summarize_never_panics_and_is_coherent(xs in prop::collection::vec(value(), 0..40)) {
+            let s = summarize(&xs);
+            let all_finite = xs.iter().all(|x| x.is_finite());
+            prop_assert_eq!(s.is_some(), !xs.is_empty() && all_finite);
+            if let Some(s) = s {
+                prop_assert_eq!(s.n, xs.len());
+                prop_assert!(s.min <= s.median && s.median <= s.max);
+                prop_assert!(!s.mean.is_nan() && !s.stddev.is_nan() && !s.cv.is_nan());
+                prop_assert!(s.stddev >= 0.0 && s.cv >= 0.0);
+                prop_assert!(s.outliers.iter().all(|&i| i < xs.len()));
+                if let Some((lo, hi)) = s.ci95 {
+                    prop_assert!(lo <= s.mean && s.mean <= hi, "{} {} {}", lo, s.mean, hi);
+                }
+            }
+        }
+
+        #[test]
+        fn compare_never_panics_and_is_coherent(
+            a in prop::collection::vec(value(), 0..25),
+            b in prop::collection::vec(value(), 0..25),
+            alpha in 0.0..1.0f64,
+        ) {
+            if let Some(c) = compare(&a, &b, alpha) {
+                prop_assert!(a.iter().chain(&b).all(|x| x.is_finite()));
+                prop_assert!((0.0..=1.0).contains(&c.p_value), "p {}", c.p_value);
+                prop_assert_eq!(c.significant, c.p_value < alpha);
+                if let Some((lo, hi)) = c.pct_ci95 {
+                    prop_assert!(lo <= hi, "{} > {}", lo, hi);
+                }
+            }
+            if let Some(w) = welch(&a, &b) {
+                prop_assert!((0.0..=1.0).contains(&w.p));
+            }
+            if let Some(m) = mann_whitney(&a, &b) {
+                prop_assert!((0.0..=1.0).contains(&m.p), "p {}", m.p);
+                prop_assert!(m.u >= 0.0 && m.u <= (a.len() * b.len()) as f64);
+            }
+        }
+
+        #[test]
+        fn compare_answers_for_usable_finite_samples(
+            a in prop::collection::vec(finite(), 2..25),
+            b in prop::collection::vec(finite(), 2..25),
+        ) {
+            let differs = |xs: &[f64]| xs.iter().any(|&x| x != xs[0]);
+            let mean = |xs: &[f64]| xs.iter().map(|x| x / xs.len() as f64).sum::<f64>();
+            let (ma, mb) = (mean(&a), mean(&b));
+            // Declining is allowed only for the documented reasons.
+            let c = compare(&a, &b, 0.05);
+            if c.is_none() {
+                prop_assert!(
+                    ma == 0.0 || !(mb - ma).is_finite() || !(differs(&a) || differs(&b)),
+                    "declined {:?} vs {:?}", a, b
+                );
+            }
+        }
+
+        #[test]
+        fn aggregate_never_panics(
+            rows in prop::collection::vec(
+                (0usize..3, 0usize..2, 1u32..3, 0usize..3, value()),
+                0..40,
+            ),
+        ) {
+            let statuses = [Status::Ok, Status::Ok, Status::Invalid, Status::Eio];
+            let input: Vec<Measurement> = rows
+                .iter()
+                .enumerate()
+                .map(|(i, &(target, workload, threads, status, v))| Measurement {
+                    target: format!("t{target}"),
+                    workload: format!("w{workload}"),
+                    threads,
+                    repetition: i as u32,
+                    status: statuses[(i + status) % statuses.len()],
+                    metrics: [("x".to_string(), v)].into_iter().collect(),
+                    ..Default::default()
+                })
+                .collect();
+            let groups = aggregate(&input, "t0", 0.05);
+            let counted: usize = groups.iter().map(|g| g.ok + g.failed.len() + g.invalid).sum();
+            prop_assert_eq!(counted, input.len());
+            for g in &groups {
+                for w in &g.warnings {
+                    prop_assert!(!w.to_string().is_empty());
+                }
+            }
+        }
+
+        #[test]
+        fn needs_another_run_never_panics(xs in prop::collection::vec(value(), 0..15)) {
+            let rule = AdaptiveRule::default();
+            let r = needs_another_run(&xs, &rule);
+            if xs.len() >= rule.max_runs {
+                prop_assert!(r.is_none());
+            } else if xs.len() < rule.min_runs {
+                prop_assert!(r.is_some());
+            }
+        }
+    }
+}

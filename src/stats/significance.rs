@@ -6,7 +6,7 @@ use statrs::distribution::{ContinuousCDF, StudentsT};
 use statrs::function::erf::erfc;
 
 use super::outliers::mad_outliers;
-use super::summary::{mean, t_quantile_975, variance};
+use super::summary::{mean, stddev, t_quantile_975};
 
 /// Which test produced a [`Comparison`]'s p-value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -94,23 +94,27 @@ pub const SKEW_LIMIT: f64 = 1.0;
 
 /// Welch's unequal-variance t-test of `mean(a) − mean(b)`.
 ///
-/// `None` when either sample has fewer than 2 values, any value is non-finite, or both
-/// samples have zero variance (the statistic is 0/0 or ±∞ and has no distribution).
+/// `None` when either sample has fewer than 2 values, any value is non-finite, both
+/// samples have zero variance (the statistic is 0/0 or ±∞ and has no distribution), or the
+/// difference of the means overflows f64.
 pub fn welch(a: &[f64], b: &[f64]) -> Option<WelchResult> {
     if a.len() < 2 || b.len() < 2 || !all_finite(a) || !all_finite(b) {
         return None;
     }
     let (na, nb) = (a.len() as f64, b.len() as f64);
     let (ma, mb) = (mean(a), mean(b));
-    let (qa, qb) = (variance(a, ma) / na, variance(b, mb) / nb);
-    let se2 = qa + qb;
-    if !(se2 > 0.0 && se2.is_finite()) {
+    // Standard errors of each mean, combined without squaring them (hypot), and the
+    // Welch–Satterthwaite df from their shares of the total, which are scale-free: values
+    // near the ends of the f64 range neither overflow nor underflow.
+    let (ea, eb) = (stddev(a, ma) / na.sqrt(), stddev(b, mb) / nb.sqrt());
+    let se = ea.hypot(eb);
+    if !(se > 0.0 && se.is_finite()) {
         return None;
     }
-    let se = se2.sqrt();
     let mean_diff = ma - mb;
     let t = mean_diff / se;
-    let df = se2 * se2 / (qa * qa / (na - 1.0) + qb * qb / (nb - 1.0));
+    let (sa, sb) = ((ea / se).powi(2), (eb / se).powi(2));
+    let df = 1.0 / (sa * sa / (na - 1.0) + sb * sb / (nb - 1.0));
     if !(t.is_finite() && df.is_finite() && df > 0.0) {
         return None;
     }
@@ -206,8 +210,8 @@ pub fn mann_whitney_min_p(n1: usize, n2: usize) -> f64 {
 /// # When there is no answer
 ///
 /// `None` when either side has fewer than 2 values, any value is non-finite, the baseline
-/// mean is 0 (a percentage of zero is meaningless), or both sides have zero variance and
-/// equal means. Zero variance on both sides with *different* means (a deterministic
+/// mean is 0 (a percentage of zero is meaningless), both sides have zero variance and
+/// equal means, or the numbers are so large (beyond ±1e307) that their difference overflows. Zero variance on both sides with *different* means (a deterministic
 /// counter that changed) is reported as significant with p = 0 and a zero-width interval:
 /// Welch's statistic is infinite there, and no amount of repetition would change it.
 pub fn compare(baseline: &[f64], candidate: &[f64], alpha: f64) -> Option<Comparison> {
@@ -492,6 +496,13 @@ mod tests {
         // a=[(i*7919 % 1000)/10 + 30 for i in range(40)]; b as above; METHOD='exact'
         let a = spread(40, 7919, 30.0);
         mw_case(&a, &b, MwMethod::Exact, 1353.0, 4.3761962611955034e-05);
+        // At the exact limit (n1 + n2 = 120), where the i128 counts are largest:
+        // a=[(i*7919 % 1000)/10 + 3 for i in range(60)]; b=[(i*7907 % 1000)/10 + 0.05 for i in range(60)]; METHOD='exact'
+        let (a, b) = (spread(60, 7919, 3.0), spread(60, 7907, 0.05));
+        mw_case(&a, &b, MwMethod::Exact, 1856.0, 0.7716380536474137);
+        // a=[(i*7919 % 1000)/10 + 3 for i in range(110)]; b=[(i*7907 % 1000)/10 + 0.05 for i in range(10)]; METHOD='exact'
+        let (a, b) = (spread(110, 7919, 3.0), spread(10, 7907, 0.05));
+        mw_case(&a, &b, MwMethod::Exact, 595.0, 0.6770727606792463);
     }
 
     #[test]
@@ -639,6 +650,23 @@ mod tests {
         assert!(c.significant);
         assert!(close(c.pct_diff, 10.0, 1e-12));
         assert_eq!(c.pct_ci95, Some((c.pct_diff, c.pct_diff)));
+    }
+
+    #[test]
+    fn compare_survives_extreme_magnitudes() {
+        // Found by the proptest: the variance of the second sample (~1e542) overflowed f64
+        // before the standard deviation was computed by scaling.
+        let c = compare(
+            &[0.0, -958868.5102307461],
+            &[-2.456592688410405e271, 0.0],
+            0.05,
+        );
+        let c = c.unwrap();
+        assert!(c.pct_diff.is_finite() && c.p_value > 0.05);
+        // And underflow: a spread of 1e-200 is still a spread. t is scale-free, so:
+        // python: from scipy import stats; print(repr(float(stats.ttest_ind([1.,2.,3.],[4.,5.,6.],equal_var=False).statistic)))
+        let w = welch(&[1e-200, 2e-200, 3e-200], &[4e-200, 5e-200, 6e-200]).unwrap();
+        assert!(close(w.t, -3.6742346141747673, 1e-9), "{}", w.t);
     }
 
     #[test]

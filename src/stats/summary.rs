@@ -36,11 +36,7 @@ pub fn summarize(samples: &[f64]) -> Option<Summary> {
     }
     let n = samples.len();
     let mean = mean(samples);
-    let stddev = if n < 2 {
-        0.0
-    } else {
-        variance(samples, mean).sqrt()
-    };
+    let stddev = stddev(samples, mean);
     let cv = if n < 2 || stddev == 0.0 {
         0.0
     } else {
@@ -69,24 +65,42 @@ pub fn summarize(samples: &[f64]) -> Option<Summary> {
     })
 }
 
-/// Arithmetic mean, accumulated incrementally so that a sum of large values does not
-/// overflow before the division. NaN for an empty slice.
+/// Arithmetic mean of finite values; NaN for an empty slice.
+///
+/// Accumulated incrementally, which keeps a run of equal values exactly equal to their mean
+/// (so identical samples get a zero spread, not a rounding residue). When values near
+/// ±f64::MAX make a step overflow, it falls back to summing `x / n`, which cannot.
 pub(crate) fn mean(xs: &[f64]) -> f64 {
+    if xs.is_empty() {
+        return f64::NAN;
+    }
     let mut m = 0.0;
     for (i, &x) in xs.iter().enumerate() {
         m += (x - m) / (i as f64 + 1.0);
     }
-    if xs.is_empty() {
-        f64::NAN
-    } else {
+    if m.is_finite() {
         m
+    } else {
+        let n = xs.len() as f64;
+        xs.iter().map(|x| x / n).sum()
     }
 }
 
-/// Sample variance (divisor n − 1) around a known mean, two-pass for accuracy.
-pub(crate) fn variance(xs: &[f64], mean: f64) -> f64 {
-    let ss: f64 = xs.iter().map(|x| (x - mean) * (x - mean)).sum();
-    ss / (xs.len() as f64 - 1.0)
+/// Sample standard deviation (divisor n − 1) around a known mean; 0 for fewer than 2 values.
+///
+/// Two-pass for accuracy, and the deviations are divided by the largest one before
+/// squaring, so values far from 1 (1e200 or 1e-200) neither overflow nor underflow: the
+/// result is infinite only when the spread itself exceeds f64.
+pub(crate) fn stddev(xs: &[f64], mean: f64) -> f64 {
+    if xs.len() < 2 {
+        return 0.0;
+    }
+    let scale = xs.iter().map(|x| (x - mean).abs()).fold(0.0, f64::max);
+    if scale == 0.0 || !scale.is_finite() {
+        return scale;
+    }
+    let ss: f64 = xs.iter().map(|x| ((x - mean) / scale).powi(2)).sum();
+    scale * (ss / (xs.len() as f64 - 1.0)).sqrt()
 }
 
 /// Median of an already sorted, non-empty slice (mean of the middle two for even n).
@@ -147,6 +161,15 @@ mod tests {
         assert_eq!(s.cv, 0.0);
         assert_eq!(s.ci95, Some((7.0, 7.0)));
         assert!(s.outliers.is_empty());
+    }
+
+    #[test]
+    fn huge_values_do_not_overflow_the_mean() {
+        let s = summarize(&[f64::MAX, f64::MAX, f64::MAX]).unwrap();
+        assert_eq!(s.mean, f64::MAX);
+        assert_eq!(s.stddev, 0.0);
+        let s = summarize(&[-f64::MAX, f64::MAX, f64::MAX]).unwrap();
+        assert!(s.mean.is_finite() && s.mean > 0.0);
     }
 
     #[test]
