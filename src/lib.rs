@@ -7,6 +7,7 @@
 pub mod cli;
 pub mod dataset;
 pub mod doctor;
+pub mod fsops;
 pub mod monitor;
 pub mod plan;
 pub mod provision;

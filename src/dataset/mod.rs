@@ -2,6 +2,15 @@
 
 use std::path::PathBuf;
 
+pub mod content;
+pub mod generate;
+pub mod manifest;
+pub mod profile;
+
+pub use content::{fill_content, materialize, materialize_timed, ContentId, Written};
+pub use manifest::plan_source;
+pub use profile::parse_profile;
+
 use serde::{Deserialize, Serialize};
 
 /// The shapes users compare file systems with (sizes at `--scale 1`).

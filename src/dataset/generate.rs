@@ -1,0 +1,676 @@
+//! The seeded layout generator: directories, names, sizes, content ids, planted duplicates
+//! and decoys, all drawn from one ChaCha stream in a fixed order.
+//!
+//! Portability: only the ChaCha stream (specified to the byte) and IEEE-754 basic arithmetic
+//! (`+ - * /`, `floor`, `sqrt`, which are exactly rounded everywhere) feed the layout. The
+//! log-normal sizes use a hand-written `exp2`/`log2` built from those operations instead of
+//! the platform's libm, and integers are drawn without `rand`'s version-dependent
+//! algorithms, so a seed gives the same tree on any machine and any dependency update.
+
+use std::collections::BTreeSet;
+
+use rand_chacha::rand_core::{RngCore, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use rayon::prelude::*;
+
+use super::content::{self, ContentId};
+use super::profile::{self, Shape, SizeDist, MIN_FILE_SIZE};
+use super::{DatasetError, DatasetSpec, FileEntry, Manifest};
+
+/// Bytes generated per step when hashing or writing content.
+pub const CHUNK: usize = 1 << 20;
+
+/// Files per 200 that become decoys of each kind (at least one pair of each kind).
+const DECOYS_PER_200: u64 = 1;
+
+impl DatasetSpec {
+    /// Lays out the tree (dirs, names, sizes, content ids, hashes) without touching the
+    /// target. Deterministic: the same spec gives the same manifest on every machine and for
+    /// any number of threads.
+    ///
+    /// For `source_dir`: walks the user's directory and hashes every regular file. Symbolic
+    /// links, sockets, FIFOs and device nodes are skipped (they are not data to copy);
+    /// [`super::manifest::plan_source`] returns the list of what was skipped.
+    pub fn plan(&self) -> Result<Manifest, DatasetError> {
+        if let Some(dir) = &self.source_dir {
+            return super::manifest::plan_source(dir).map(|(m, _skipped)| m);
+        }
+        if !(0.0..=0.9).contains(&self.duplicate_fraction) {
+            return Err(DatasetError::Invalid(format!(
+                "duplicate_fraction must be within 0..=0.9, got {}",
+                self.duplicate_fraction
+            )));
+        }
+        if !(0.0..=1.0).contains(&self.compressibility) {
+            return Err(DatasetError::Invalid(format!(
+                "compressibility must be within 0..=1, got {}",
+                self.compressibility
+            )));
+        }
+        let shape = profile::scaled_shape(self.profile, self.scale)?;
+        let mut manifest = layout(self, &shape);
+        hash_all(self, &mut manifest.files);
+        Ok(manifest)
+    }
+}
+
+/// A file while the layout is drawn.
+struct Draft {
+    dir: usize,
+    name: String,
+    size: u64,
+    class: usize,
+}
+
+/// Draws the whole layout (everything but the hashes).
+fn layout(spec: &DatasetSpec, shape: &Shape) -> Manifest {
+    let mut rng = ChaCha8Rng::from_seed(content::key(spec.seed, 0, content::DOMAIN_LAYOUT));
+    let total: u64 = shape.classes.iter().map(|c| c.count).sum();
+
+    // Directories: a random recursive tree (each new directory hangs under a uniformly
+    // chosen earlier one), which gives the few-wide-many-deep shape of real trees.
+    let n_dirs = ((total as f64 / shape.files_per_dir).round() as usize).max(1);
+    let mut dir_path: Vec<String> = vec![String::new()];
+    let mut dir_depth: Vec<u32> = vec![0];
+    let mut used: Vec<BTreeSet<String>> = vec![BTreeSet::new()];
+    for i in 1..n_dirs {
+        let mut parent = 0;
+        for _ in 0..8 {
+            let p = below(&mut rng, i as u64) as usize;
+            if dir_depth[p] < shape.max_depth {
+                parent = p;
+                break;
+            }
+        }
+        let name = unique(&mut used[parent], dir_name(&mut rng), "");
+        let path = join(&dir_path[parent], &name);
+        dir_path.push(path);
+        dir_depth.push(dir_depth[parent] + 1);
+        used.push(BTreeSet::new());
+    }
+
+    // Files, class by class.
+    let mut drafts = Vec::with_capacity(total as usize);
+    for (ci, class) in shape.classes.iter().enumerate() {
+        for _ in 0..class.count {
+            let size = sample_size(&mut rng, &class.size);
+            let ext = pick_weighted(&mut rng, class.exts);
+            let dir = below(&mut rng, n_dirs as u64) as usize;
+            let stem = file_stem(&mut rng);
+            let name = unique(&mut used[dir], stem, ext);
+            drafts.push(Draft {
+                dir,
+                name,
+                size,
+                class: ci,
+            });
+        }
+    }
+
+    let mut files: Vec<(String, u64, usize)> = drafts
+        .into_iter()
+        .map(|d| (join(&dir_path[d.dir], &d.name), d.size, d.class))
+        .collect();
+    files.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    let mut entries: Vec<FileEntry> = files
+        .iter()
+        .enumerate()
+        .map(|(i, (path, size, _))| FileEntry {
+            path: path.clone(),
+            size: *size,
+            content: i as u64 + 1,
+            hash: 0,
+        })
+        .collect();
+    let classes: Vec<usize> = files.iter().map(|f| f.2).collect();
+
+    let mut taken = vec![false; entries.len()];
+    let duplicate_groups = plant_duplicates(
+        &mut rng,
+        &mut entries,
+        &classes,
+        &mut taken,
+        spec.duplicate_fraction,
+        shape.classes.len(),
+    );
+    plant_decoys(&mut rng, &mut entries, &classes, &mut taken, shape);
+
+    let mut dirs: Vec<String> = dir_path.into_iter().skip(1).collect();
+    dirs.sort_unstable();
+    Manifest {
+        files: entries,
+        dirs,
+        duplicate_groups,
+    }
+}
+
+/// Plants groups of 2–5 files with equal bytes, within each size class (so a duplicate
+/// of a 3 GiB video is another video, and the total stays close to the profile's).
+fn plant_duplicates(
+    rng: &mut ChaCha8Rng,
+    entries: &mut [FileEntry],
+    classes: &[usize],
+    taken: &mut [bool],
+    fraction: f64,
+    n_classes: usize,
+) -> Vec<Vec<usize>> {
+    let mut groups = Vec::new();
+    for class in 0..n_classes {
+        let mut pool: Vec<usize> = (0..entries.len())
+            .filter(|&i| classes[i] == class)
+            .collect();
+        shuffle(rng, &mut pool);
+        let mut remaining = (fraction * pool.len() as f64).round() as usize;
+        let mut next = 0;
+        while remaining >= 2 {
+            let mut g = 2 + below(rng, 4) as usize;
+            g = g.min(remaining);
+            if remaining - g == 1 {
+                g -= 1;
+            }
+            let members = &pool[next..next + g];
+            next += g;
+            remaining -= g;
+            let leader = members[0];
+            let (size, content) = (entries[leader].size, entries[leader].content);
+            for &m in members {
+                entries[m].size = size;
+                entries[m].content = content;
+                taken[m] = true;
+            }
+            let mut group = members.to_vec();
+            group.sort_unstable();
+            groups.push(group);
+        }
+    }
+    groups.sort_unstable();
+    groups
+}
+
+/// Plants files that a careless duplicate finder would group: pairs with equal sizes but
+/// different bytes, and pairs that differ only in their last byte. Drawn from the class
+/// with the smallest files, which is where real collisions of size happen.
+fn plant_decoys(
+    rng: &mut ChaCha8Rng,
+    entries: &mut [FileEntry],
+    classes: &[usize],
+    taken: &mut [bool],
+    shape: &Shape,
+) {
+    let smallest = (0..shape.classes.len())
+        .min_by(|&a, &b| {
+            let (ma, mb) = (shape.classes[a].size.mean(), shape.classes[b].size.mean());
+            ma.partial_cmp(&mb).unwrap_or(std::cmp::Ordering::Equal)
+        })
+        .unwrap_or(0);
+    let mut pool: Vec<usize> = (0..entries.len())
+        .filter(|&i| classes[i] == smallest && !taken[i])
+        .collect();
+    shuffle(rng, &mut pool);
+    let pairs = (entries.len() as u64).div_ceil(200).max(1) * DECOYS_PER_200;
+    let mut it = pool.chunks_exact(2);
+    for kind in [0, 1] {
+        for _ in 0..pairs {
+            let Some(pair) = it.next() else { return };
+            let (a, b) = (pair[0], pair[1]);
+            entries[b].size = entries[a].size;
+            if kind == 1 {
+                // Same bytes as `a` except the last one; skipped if the id does not fit.
+                if let Some(id) = ContentId::tweak(entries[a].content, entries[a].size - 1) {
+                    entries[b].content = id;
+                }
+            }
+            taken[a] = true;
+            taken[b] = true;
+        }
+    }
+}
+
+/// Computes every distinct content's hash once, in parallel. The result does not depend
+/// on the thread count: each hash is a pure function of (content, size).
+fn hash_all(spec: &DatasetSpec, files: &mut [FileEntry]) {
+    let mut unique: Vec<(u64, u64)> = files.iter().map(|f| (f.content, f.size)).collect();
+    unique.sort_unstable();
+    unique.dedup();
+    let hashes: Vec<u64> = unique
+        .par_iter()
+        .map_init(
+            || vec![0u8; CHUNK],
+            |buf, &(content, size)| {
+                let n = (size as usize).clamp(1, CHUNK);
+                content::hash_content(spec, content, size, &mut buf[..n])
+            },
+        )
+        .collect();
+    for f in files.iter_mut() {
+        if let Ok(i) = unique.binary_search(&(f.content, f.size)) {
+            f.hash = hashes[i];
+        }
+    }
+}
+
+fn join(dir: &str, name: &str) -> String {
+    if dir.is_empty() {
+        name.to_string()
+    } else {
+        format!("{dir}/{name}")
+    }
+}
+
+/// Makes `stem.ext` unique in a directory, case-insensitively (exFAT and NTFS fold case),
+/// by appending `-2`, `-3`, … to the stem.
+fn unique(used: &mut BTreeSet<String>, stem: String, ext: &str) -> String {
+    let with_ext = |s: &str| {
+        if ext.is_empty() {
+            s.to_string()
+        } else {
+            format!("{s}.{ext}")
+        }
+    };
+    let mut name = with_ext(&stem);
+    let mut k = 2;
+    while !used.insert(name.to_lowercase()) {
+        name = with_ext(&format!("{stem}-{k}"));
+        k += 1;
+    }
+    name
+}
+
+// ---- portable random draws -------------------------------------------------------------
+
+/// A uniform integer in `0..n` (Lemire's multiply-shift; bias < n/2^64, irrelevant here).
+fn below(rng: &mut ChaCha8Rng, n: u64) -> u64 {
+    ((u128::from(rng.next_u64()) * u128::from(n)) >> 64) as u64
+}
+
+/// A uniform f64 in [0, 1) from 53 random bits (exact on every IEEE machine).
+fn unit(rng: &mut ChaCha8Rng) -> f64 {
+    (rng.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
+}
+
+fn shuffle<T>(rng: &mut ChaCha8Rng, v: &mut [T]) {
+    for i in (1..v.len()).rev() {
+        let j = below(rng, i as u64 + 1) as usize;
+        v.swap(i, j);
+    }
+}
+
+fn pick_weighted(rng: &mut ChaCha8Rng, items: &'static [(&'static str, u32)]) -> &'static str {
+    let total: u64 = items.iter().map(|&(_, w)| u64::from(w)).sum();
+    let mut x = below(rng, total.max(1));
+    for &(item, w) in items {
+        if x < u64::from(w) {
+            return item;
+        }
+        x -= u64::from(w);
+    }
+    items.first().map(|&(i, _)| i).unwrap_or("")
+}
+
+const LN2: f64 = std::f64::consts::LN_2;
+
+/// 2^x from basic IEEE operations only (a Taylor series on the fractional part).
+fn exp2_det(x: f64) -> f64 {
+    let k = x.floor();
+    let t = (x - k) * LN2;
+    let mut term = 1.0;
+    let mut sum = 1.0;
+    for i in 1..=18 {
+        term = term * t / f64::from(i);
+        sum += term;
+    }
+    let k = (k as i64).clamp(-1000, 1000);
+    sum * f64::from_bits(((k + 1023) as u64) << 52)
+}
+
+/// log2(x) for x > 0 from basic IEEE operations only (atanh series on the mantissa).
+fn log2_det(x: f64) -> f64 {
+    let bits = x.to_bits();
+    let e = ((bits >> 52) & 0x7ff) as i64 - 1023;
+    let m = f64::from_bits((bits & ((1u64 << 52) - 1)) | (1023u64 << 52)); // in [1, 2)
+    let s = (m - 1.0) / (m + 1.0);
+    let s2 = s * s;
+    let mut power = s;
+    let mut sum = 0.0;
+    for k in 0..30 {
+        sum += power / f64::from(2 * k + 1);
+        power *= s2;
+    }
+    e as f64 + 2.0 * sum / LN2
+}
+
+/// A standard normal draw (Irwin–Hall: the sum of 12 uniforms minus 6; tails cut at ±6σ,
+/// which only trims absurd sizes).
+fn normal(rng: &mut ChaCha8Rng) -> f64 {
+    let mut s = 0.0;
+    for _ in 0..12 {
+        s += unit(rng);
+    }
+    s - 6.0
+}
+
+fn sample_size(rng: &mut ChaCha8Rng, dist: &SizeDist) -> u64 {
+    let (bytes, min, max) = match *dist {
+        SizeDist::LogNormal {
+            mean,
+            sigma,
+            min,
+            max,
+        } => {
+            // ln X ~ N(mu, sigma²) with mean e^(mu + sigma²/2) = `mean`.
+            let log2_median = log2_det(mean) - sigma * sigma / (2.0 * LN2);
+            (exp2_det(log2_median + sigma / LN2 * normal(rng)), min, max)
+        }
+        SizeDist::LogUniform { min, max } => {
+            let (a, b) = (log2_det(min), log2_det(max));
+            (exp2_det(a + (b - a) * unit(rng)), min, max)
+        }
+    };
+    (bytes.clamp(min, max).round() as u64).max(MIN_FILE_SIZE)
+}
+
+// ---- names ---------------------------------------------------------------------------
+
+const CONSONANTS: &[u8] = b"bcdfghjklmnprstvwz";
+const VOWELS: &[u8] = b"aeiou";
+const DIR_NAMES: &[&str] = &[
+    "src",
+    "lib",
+    "docs",
+    "assets",
+    "images",
+    "data",
+    "build",
+    "test",
+    "config",
+    "photos",
+    "music",
+    "backup",
+    "archive",
+    "2019",
+    "2020",
+    "2021",
+    "2022",
+    "2023",
+    "misc",
+    "old",
+    "new",
+    "share",
+    "include",
+    "bin",
+    "res",
+    "scripts",
+    "media",
+    "projects",
+    "notes",
+    "Downloads",
+];
+
+fn word(rng: &mut ChaCha8Rng) -> String {
+    let syllables = 1 + below(rng, 3);
+    let mut w = String::new();
+    for _ in 0..syllables {
+        w.push(CONSONANTS[below(rng, CONSONANTS.len() as u64) as usize] as char);
+        w.push(VOWELS[below(rng, VOWELS.len() as u64) as usize] as char);
+        if below(rng, 10) < 3 {
+            w.push(CONSONANTS[below(rng, CONSONANTS.len() as u64) as usize] as char);
+        }
+    }
+    w
+}
+
+fn capitalize(w: &str) -> String {
+    let mut c = w.chars();
+    match c.next() {
+        Some(f) => f.to_ascii_uppercase().to_string() + c.as_str(),
+        None => String::new(),
+    }
+}
+
+fn digits(rng: &mut ChaCha8Rng, n: u64) -> String {
+    (0..n)
+        .map(|_| char::from(b'0' + below(rng, 10) as u8))
+        .collect()
+}
+
+fn dir_name(rng: &mut ChaCha8Rng) -> String {
+    match below(rng, 10) {
+        0..=3 => DIR_NAMES[below(rng, DIR_NAMES.len() as u64) as usize].to_string(),
+        4..=6 => word(rng),
+        7 => capitalize(&word(rng)),
+        8 => format!("{}_{}", word(rng), word(rng)),
+        _ => {
+            let n = 1 + below(rng, 3);
+            format!("{}-{}", word(rng), digits(rng, n))
+        }
+    }
+}
+
+/// A file stem in one of the styles real trees are full of; lengths mostly 6–30 characters.
+fn file_stem(rng: &mut ChaCha8Rng) -> String {
+    match below(rng, 20) {
+        0..=7 => {
+            let n = 1 + below(rng, 3);
+            let joiner = ["_", "-", "", " "][below(rng, 4) as usize];
+            let words: Vec<String> = (0..n)
+                .map(|i| {
+                    let w = word(rng);
+                    if joiner.is_empty() && i > 0 {
+                        capitalize(&w)
+                    } else {
+                        w
+                    }
+                })
+                .collect();
+            words.join(joiner)
+        }
+        8..=10 => {
+            let prefix = ["IMG_", "DSC", "PXL_", "VID_"][below(rng, 4) as usize];
+            let n = 4 + below(rng, 5);
+            format!("{prefix}{}", digits(rng, n))
+        }
+        11..=14 => {
+            let sep = ["_", "-", ""][below(rng, 3) as usize];
+            let n = 1 + below(rng, 4);
+            format!("{}{sep}{}", word(rng), digits(rng, n))
+        }
+        15..=17 => format!(
+            "20{}-{:02}-{:02}_{}",
+            10 + below(rng, 15),
+            1 + below(rng, 12),
+            1 + below(rng, 28),
+            word(rng)
+        ),
+        _ => {
+            let n = 3 + below(rng, 4);
+            let words: Vec<String> = (0..n).map(|_| word(rng)).collect();
+            capitalize(&words.join("_"))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+    use crate::dataset::Profile;
+
+    #[test]
+    fn deterministic_math_is_close_to_libm() {
+        for x in [-3.5, -1.0, 0.0, 0.3, 1.0, 7.25, 30.9] {
+            let a = exp2_det(x);
+            assert!((a / x.exp2() - 1.0).abs() < 1e-12, "exp2({x})");
+        }
+        for x in [1e-3, 0.7, 1.0, 3.0, 16384.0, 4.0e9] {
+            let a = log2_det(x);
+            assert!((a - x.log2()).abs() < 1e-12, "log2({x})");
+        }
+    }
+
+    #[test]
+    fn lognormal_sizes_average_near_the_mean_and_include_tiny_files() {
+        let mut rng = ChaCha8Rng::from_seed([7; 32]);
+        let dist = SizeDist::LogNormal {
+            mean: 16384.0,
+            sigma: 1.2,
+            min: 32.0,
+            max: 16.0 * 1024.0 * 1024.0,
+        };
+        let sizes: Vec<u64> = (0..20_000).map(|_| sample_size(&mut rng, &dist)).collect();
+        let mean = sizes.iter().sum::<u64>() as f64 / sizes.len() as f64;
+        assert!((mean / 16384.0 - 1.0).abs() < 0.1, "mean {mean}");
+        let tiny = sizes.iter().filter(|&&s| s < 4096).count();
+        assert!(tiny > sizes.len() / 10, "{tiny} files below 4 KiB");
+    }
+
+    #[test]
+    fn names_are_unique_case_insensitively() {
+        let mut used = BTreeSet::new();
+        let a = unique(&mut used, "Readme".into(), "md");
+        let b = unique(&mut used, "README".into(), "md");
+        assert_eq!(a, "Readme.md");
+        assert_eq!(b, "README-2.md");
+    }
+
+    fn tiny(seed: u64) -> DatasetSpec {
+        DatasetSpec {
+            scale: 0.002,
+            seed,
+            ..DatasetSpec::default()
+        }
+    }
+
+    fn plan_on(threads: usize, spec: &DatasetSpec) -> Manifest {
+        crate::fsops::pool(threads)
+            .unwrap()
+            .install(|| spec.plan().unwrap())
+    }
+
+    #[test]
+    fn same_seed_same_digest_across_thread_counts_and_different_seed_differs() {
+        let a = plan_on(1, &tiny(42));
+        let b = plan_on(2, &tiny(42));
+        assert_eq!(a, b);
+        assert_eq!(a.digest(), b.digest());
+        let c = plan_on(2, &tiny(43));
+        assert_ne!(a.digest(), c.digest());
+    }
+
+    /// Pinned: if this changes, every data set generated before (and on every other
+    /// machine) no longer matches. Change it only together with `GENERATOR_VERSION`.
+    #[test]
+    fn small_digest_is_pinned() {
+        let m = tiny(42).plan().unwrap();
+        assert_eq!(m.files.len(), 500);
+        assert_eq!(m.digest(), "127516d02256cbc8bd52dae82e6909d8");
+    }
+
+    #[test]
+    fn manifest_is_sorted_unique_and_parents_come_first() {
+        for profile in [Profile::Small, Profile::Smallfolder, Profile::Large] {
+            let spec = DatasetSpec {
+                profile,
+                scale: 0.002,
+                ..DatasetSpec::default()
+            };
+            let m = spec.plan().unwrap();
+            assert!(m.files.windows(2).all(|w| w[0].path < w[1].path));
+            assert!(m.dirs.windows(2).all(|w| w[0] < w[1]));
+            let dirs: BTreeSet<&str> = m.dirs.iter().map(String::as_str).collect();
+            for (i, d) in m.dirs.iter().enumerate() {
+                if let Some((parent, _)) = d.rsplit_once('/') {
+                    let at = m.dirs.iter().position(|x| x == parent).unwrap();
+                    assert!(at < i, "{parent} after {d}");
+                }
+            }
+            for f in &m.files {
+                if let Some((parent, _)) = f.path.rsplit_once('/') {
+                    assert!(dirs.contains(parent), "{}", f.path);
+                }
+                assert!(f.size >= MIN_FILE_SIZE);
+            }
+            let lower: BTreeSet<String> = m
+                .files
+                .iter()
+                .map(|f| f.path.to_lowercase())
+                .chain(m.dirs.iter().map(|d| d.to_lowercase()))
+                .collect();
+            assert_eq!(
+                lower.len(),
+                m.files.len() + m.dirs.len(),
+                "case-folded clash"
+            );
+        }
+    }
+
+    #[test]
+    fn duplicates_are_planted_and_decoys_are_not_grouped() {
+        let m = DatasetSpec {
+            scale: 0.004,
+            ..DatasetSpec::default()
+        }
+        .plan()
+        .unwrap();
+        let in_groups: usize = m.duplicate_groups.iter().map(Vec::len).sum();
+        assert_eq!(in_groups, 100, "10 % of 1000 files");
+        for g in &m.duplicate_groups {
+            assert!((2..=5).contains(&g.len()));
+            let f0 = &m.files[g[0]];
+            for &i in g {
+                assert_eq!((m.files[i].content, m.files[i].hash), (f0.content, f0.hash));
+            }
+        }
+        // Every set of equal-hash files is exactly a planted group.
+        let mut by_hash: BTreeMap<(u64, u64), Vec<usize>> = BTreeMap::new();
+        for (i, f) in m.files.iter().enumerate() {
+            by_hash.entry((f.size, f.hash)).or_default().push(i);
+        }
+        let found: Vec<Vec<usize>> = {
+            let mut v: Vec<Vec<usize>> = by_hash.into_values().filter(|g| g.len() > 1).collect();
+            v.sort();
+            v
+        };
+        assert_eq!(found, m.duplicate_groups);
+        // Decoys: same size, different bytes; and last-byte tweaks.
+        let tweaked: Vec<&FileEntry> = m
+            .files
+            .iter()
+            .filter(|f| matches!(ContentId::decode(f.content), ContentId::Tweaked { .. }))
+            .collect();
+        assert!(!tweaked.is_empty());
+        for t in tweaked {
+            let ContentId::Tweaked { base, offset } = ContentId::decode(t.content) else {
+                unreachable!()
+            };
+            let orig = m.files.iter().find(|f| f.content == base).unwrap();
+            assert_eq!((orig.size, offset), (t.size, t.size - 1));
+            assert_ne!(orig.hash, t.hash);
+        }
+    }
+
+    #[test]
+    fn default_scale_is_about_2500_files_and_40_mb() {
+        let m = DatasetSpec::default().plan().unwrap();
+        assert_eq!(m.files.len(), 2500);
+        let mb = m.total_bytes() as f64 / 1e6;
+        assert!((25.0..60.0).contains(&mb), "{mb} MB");
+        assert!(m.files.iter().any(|f| f.size < 4096));
+        assert!(m.dirs.len() > 50);
+    }
+
+    #[test]
+    fn every_profile_plans_at_a_tiny_scale_and_keeps_its_character() {
+        for name in profile::PROFILE_NAMES {
+            let spec = DatasetSpec {
+                profile: profile::parse_profile(name).unwrap(),
+                scale: 0.0001,
+                ..DatasetSpec::default()
+            };
+            let shape = profile::scaled_shape(spec.profile, spec.scale).unwrap();
+            let expected: u64 = shape.classes.iter().map(|c| c.count).sum();
+            let layout = layout(&spec, &shape);
+            assert_eq!(layout.files.len() as u64, expected, "{name}");
+        }
+    }
+}

@@ -1,0 +1,369 @@
+//! What each [`Profile`] looks like, and how `--scale` shrinks it.
+//!
+//! A profile is a mixture of size classes. Each class has a file count at `--scale 1`, a
+//! size distribution, and the extensions its files carry (a 40 MB video is not called
+//! `notes.txt`). The directory shape (files per directory, depth) belongs to the profile.
+//!
+//! # The scale rule
+//! * **Counts** scale linearly: `max(floor, round(count × scale))`. The floor keeps every
+//!   class present at tiny scales, so a tiny `bigfolder` still has big files *and* tiny ones.
+//! * **Sizes** shrink only for classes whose average is ≥ 1 MiB, and only by `√scale`
+//!   (never grown above the `--scale 1` size): at the default 0.01 a 4 MiB file becomes
+//!   ~410 KiB, still far above `small`'s 16 KiB, so "large" stays large relative to
+//!   "small", while the total stays small enough to run in seconds. Classes below 1 MiB keep
+//!   their sizes, because small-file behaviour is exactly what they measure. A shrunk class
+//!   keeps an average of at least 256 KiB.
+
+use super::{DatasetError, Profile};
+
+const KIB: f64 = 1024.0;
+const MIB: f64 = 1024.0 * 1024.0;
+const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
+
+/// Every profile name, as accepted on the command line.
+pub const PROFILE_NAMES: &[&str] = &[
+    "small",
+    "medium",
+    "large",
+    "huge",
+    "bigfolder",
+    "smallfolder",
+];
+
+/// Parses a profile name (`small`, `medium`, …); the error lists the valid names.
+pub fn parse_profile(name: &str) -> Result<Profile, DatasetError> {
+    Ok(match name.trim().to_ascii_lowercase().as_str() {
+        "small" => Profile::Small,
+        "medium" => Profile::Medium,
+        "large" => Profile::Large,
+        "huge" => Profile::Huge,
+        "bigfolder" => Profile::Bigfolder,
+        "smallfolder" => Profile::Smallfolder,
+        other => {
+            return Err(DatasetError::Invalid(format!(
+                "unknown profile {other:?}; valid profiles: {}",
+                PROFILE_NAMES.join(", ")
+            )))
+        }
+    })
+}
+
+impl Profile {
+    /// The lowercase name used on the command line and in results.
+    pub fn name(self) -> &'static str {
+        match self {
+            Profile::Small => "small",
+            Profile::Medium => "medium",
+            Profile::Large => "large",
+            Profile::Huge => "huge",
+            Profile::Bigfolder => "bigfolder",
+            Profile::Smallfolder => "smallfolder",
+        }
+    }
+}
+
+/// How sizes of a class spread.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum SizeDist {
+    /// Log-normal with the given arithmetic mean (bytes) and σ of the underlying normal,
+    /// clamped to `[min, max]`. Most real file-size distributions look like this.
+    LogNormal {
+        mean: f64,
+        sigma: f64,
+        min: f64,
+        max: f64,
+    },
+    /// Uniform in log space between `min` and `max` (media/VM folders: 0.5–4 GiB).
+    LogUniform { min: f64, max: f64 },
+}
+
+impl SizeDist {
+    /// The expected size, for defaults and documentation.
+    pub fn mean(&self) -> f64 {
+        match *self {
+            SizeDist::LogNormal { mean, .. } => mean,
+            SizeDist::LogUniform { min, max } => (max - min) / (max / min).ln(),
+        }
+    }
+
+    fn scaled(&self, f: f64) -> SizeDist {
+        match *self {
+            SizeDist::LogNormal {
+                mean,
+                sigma,
+                min,
+                max,
+            } => SizeDist::LogNormal {
+                mean: mean * f,
+                sigma,
+                min: (min * f).max(MIN_FILE_SIZE as f64),
+                max: max * f,
+            },
+            SizeDist::LogUniform { min, max } => SizeDist::LogUniform {
+                min: (min * f).max(MIN_FILE_SIZE as f64),
+                max: max * f,
+            },
+        }
+    }
+}
+
+/// The smallest file a generator makes. Below ~16 bytes, two random files of equal size
+/// could collide by chance and become unplanned duplicates; 32 bytes rules that out.
+pub const MIN_FILE_SIZE: u64 = 32;
+
+/// One size class of a profile.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SizeClass {
+    /// Files at `--scale 1`.
+    pub count: u64,
+    /// Files at any scale, at least.
+    pub floor: u64,
+    pub size: SizeDist,
+    /// Extensions with weights; `""` means no extension (README, Makefile).
+    pub exts: &'static [(&'static str, u32)],
+}
+
+/// The whole shape of a profile.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Shape {
+    pub classes: Vec<SizeClass>,
+    /// Average files per directory (the directory count is derived from it).
+    pub files_per_dir: f64,
+    /// Deepest directory level below the root.
+    pub max_depth: u32,
+    /// Default name pattern for the `search` workload.
+    pub search_pattern: &'static str,
+}
+
+const DOCS: &[(&str, u32)] = &[
+    ("txt", 12),
+    ("md", 6),
+    ("json", 8),
+    ("jpg", 14),
+    ("png", 8),
+    ("pdf", 6),
+    ("html", 6),
+    ("js", 8),
+    ("css", 4),
+    ("xml", 4),
+    ("log", 6),
+    ("csv", 5),
+    ("", 3),
+];
+const OFFICE: &[(&str, u32)] = &[
+    ("jpg", 20),
+    ("png", 10),
+    ("pdf", 14),
+    ("docx", 10),
+    ("xlsx", 6),
+    ("mp3", 10),
+    ("zip", 5),
+    ("svg", 5),
+];
+const MEDIA: &[(&str, u32)] = &[
+    ("flac", 12),
+    ("mp3", 10),
+    ("cr2", 10),
+    ("tif", 6),
+    ("pdf", 4),
+    ("zip", 6),
+];
+const VIDEO: &[(&str, u32)] = &[("mkv", 10), ("mp4", 10), ("iso", 4), ("img", 3), ("vdi", 2)];
+const SIDECAR: &[(&str, u32)] = &[
+    ("nfo", 10),
+    ("txt", 8),
+    ("srt", 12),
+    ("jpg", 6),
+    ("json", 4),
+    ("sha256", 3),
+];
+const SOURCE: &[(&str, u32)] = &[
+    ("rs", 10),
+    ("c", 10),
+    ("h", 12),
+    ("py", 8),
+    ("js", 8),
+    ("json", 6),
+    ("toml", 3),
+    ("md", 4),
+    ("txt", 4),
+    ("xml", 4),
+    ("lua", 4),
+    ("cfg", 3),
+    ("", 2),
+];
+const ASSETS: &[(&str, u32)] = &[
+    ("pak", 6),
+    ("dll", 8),
+    ("so", 4),
+    ("png", 8),
+    ("ogg", 6),
+    ("bin", 4),
+];
+
+fn lognormal(mean: f64, sigma: f64, min: f64, max: f64) -> SizeDist {
+    SizeDist::LogNormal {
+        mean,
+        sigma,
+        min,
+        max,
+    }
+}
+
+/// The shape of `profile` at `--scale 1`.
+pub fn base_shape(profile: Profile) -> Shape {
+    let tiny = |count, floor, exts| SizeClass {
+        count,
+        floor,
+        size: lognormal(1.5 * KIB, 1.0, 32.0, 64.0 * KIB),
+        exts,
+    };
+    match profile {
+        Profile::Small => Shape {
+            classes: vec![SizeClass {
+                count: 250_000,
+                floor: 20,
+                size: lognormal(16.0 * KIB, 1.2, 32.0, 16.0 * MIB),
+                exts: DOCS,
+            }],
+            files_per_dir: 25.0,
+            max_depth: 6,
+            search_pattern: "*.jpg",
+        },
+        Profile::Medium => Shape {
+            classes: vec![SizeClass {
+                count: 50_000,
+                floor: 20,
+                size: lognormal(64.0 * KIB, 1.3, 32.0, 64.0 * MIB),
+                exts: OFFICE,
+            }],
+            files_per_dir: 40.0,
+            max_depth: 5,
+            search_pattern: "*.pdf",
+        },
+        Profile::Large => Shape {
+            classes: vec![
+                SizeClass {
+                    count: 980,
+                    floor: 8,
+                    size: lognormal(4.0 * MIB, 0.6, 256.0 * KIB, 64.0 * MIB),
+                    exts: MEDIA,
+                },
+                tiny(20, 2, SIDECAR),
+            ],
+            files_per_dir: 50.0,
+            max_depth: 3,
+            search_pattern: "*.flac",
+        },
+        Profile::Huge => Shape {
+            classes: vec![
+                SizeClass {
+                    count: 30,
+                    floor: 3,
+                    size: lognormal(1.0 * GIB, 0.3, 256.0 * MIB, 4.0 * GIB),
+                    exts: VIDEO,
+                },
+                tiny(2, 1, SIDECAR),
+            ],
+            files_per_dir: 16.0,
+            max_depth: 1,
+            search_pattern: "*.mkv",
+        },
+        Profile::Bigfolder => Shape {
+            classes: vec![
+                SizeClass {
+                    count: 40,
+                    floor: 3,
+                    size: SizeDist::LogUniform {
+                        min: 0.5 * GIB,
+                        max: 4.0 * GIB,
+                    },
+                    exts: VIDEO,
+                },
+                tiny(3_000, 20, SIDECAR),
+            ],
+            files_per_dir: 30.0,
+            max_depth: 3,
+            search_pattern: "*.srt",
+        },
+        Profile::Smallfolder => Shape {
+            classes: vec![
+                SizeClass {
+                    count: 19_000,
+                    floor: 40,
+                    size: lognormal(6.0 * KIB, 1.5, 32.0, 4.0 * MIB),
+                    exts: SOURCE,
+                },
+                SizeClass {
+                    count: 1_000,
+                    floor: 3,
+                    size: lognormal(3.0 * MIB, 0.8, 1.0 * MIB, 256.0 * MIB),
+                    exts: ASSETS,
+                },
+            ],
+            files_per_dir: 12.0,
+            max_depth: 8,
+            search_pattern: "*.rs",
+        },
+    }
+}
+
+/// A class of big files is never shrunk below this average (it must stay "big").
+const MIN_SCALED_MEAN: f64 = 256.0 * KIB;
+
+/// The size factor applied to classes whose average is ≥ 1 MiB (before the floor).
+pub fn size_factor(scale: f64) -> f64 {
+    scale.sqrt().min(1.0)
+}
+
+/// The shape of `profile` at `scale` (see the module docs for the rule).
+pub fn scaled_shape(profile: Profile, scale: f64) -> Result<Shape, DatasetError> {
+    if !(scale.is_finite() && scale > 0.0) {
+        return Err(DatasetError::Invalid(format!(
+            "scale must be a positive number, got {scale}"
+        )));
+    }
+    let mut shape = base_shape(profile);
+    let f = size_factor(scale);
+    for class in &mut shape.classes {
+        class.count = ((class.count as f64 * scale).round() as u64).max(class.floor);
+        let mean = class.size.mean();
+        if mean >= MIB {
+            class.size = class.size.scaled(f.max(MIN_SCALED_MEAN / mean));
+        }
+    }
+    Ok(shape)
+}
+
+/// The default size range for `search`: files between 2× and 16× the average of the
+/// profile's first (main) class, after scaling.
+pub fn default_search_sizes(profile: Profile, scale: f64) -> Result<(u64, u64), DatasetError> {
+    let shape = scaled_shape(profile, scale)?;
+    let mean = shape.classes[0].size.mean();
+    Ok(((2.0 * mean) as u64, (16.0 * mean) as u64))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parse_accepts_every_name_and_lists_them_on_error() {
+        for n in PROFILE_NAMES {
+            assert_eq!(parse_profile(n).unwrap().name(), *n);
+        }
+        let err = parse_profile("tiny").unwrap_err().to_string();
+        assert!(err.contains("smallfolder") && err.contains("tiny"), "{err}");
+    }
+
+    #[test]
+    fn scale_keeps_large_larger_than_small() {
+        for scale in [1.0, 0.01, 0.0001] {
+            let small = scaled_shape(Profile::Small, scale).unwrap();
+            let large = scaled_shape(Profile::Large, scale).unwrap();
+            assert!(large.classes[0].size.mean() > 4.0 * small.classes[0].size.mean());
+        }
+        assert!(scaled_shape(Profile::Small, 0.0).is_err());
+        assert!(scaled_shape(Profile::Small, f64::NAN).is_err());
+    }
+}
