@@ -77,7 +77,12 @@ pub fn examine(work_root: &Path) -> Doctor {
     for fs in FsKind::PROVISIONABLE {
         if let Some((prog, _)) = fs.fsck() {
             if !tools.iter().any(|t| t.name == prog) {
-                tools.push(tool(prog, &["-V"], fs.package().unwrap_or("?")));
+                let args: &[&str] = if prog == "btrfs" {
+                    &["--version"]
+                } else {
+                    &["-V"]
+                };
+                tools.push(tool(prog, args, fs.package().unwrap_or("?")));
             }
         }
     }

@@ -83,10 +83,11 @@ fn size_check(
     let free = crate::provision::workdir::free_bytes(probe).unwrap_or(u64::MAX);
     // Scratch source + the most a cell writes into its sparse image.
     let need = 4 * data_bytes + 256 * MIB;
-    if plan
-        .targets
-        .iter()
-        .any(|t| matches!(t.location, Location::Loop))
+    if enforce
+        && plan
+            .targets
+            .iter()
+            .any(|t| matches!(t.location, Location::Loop))
         && free < need
     {
         return Err(RunError::Refused(format!(
