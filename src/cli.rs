@@ -53,6 +53,21 @@ pub enum Command {
     },
     /// List the catalogue of targets and the workloads.
     List,
+    /// Write a generated data set into DIR (for looking at it, or benchmarking other tools
+    /// on exactly the tree fsarena measures) and print its manifest digest.
+    Dataset {
+        dir: PathBuf,
+        #[arg(long, default_value = "small")]
+        profile: String,
+        #[arg(long, default_value_t = crate::plan::DEFAULT_SCALE)]
+        scale: f64,
+        #[arg(long, default_value_t = 42)]
+        seed: u64,
+        #[arg(long, default_value_t = 0.10)]
+        duplicate_fraction: f64,
+        #[arg(long, default_value_t = 4)]
+        threads: usize,
+    },
 }
 
 #[derive(Debug, Args)]
@@ -201,6 +216,41 @@ fn dispatch(cli: Cli) -> Result<i32> {
             } else {
                 EXIT_FAILED
             })
+        }
+        Command::Dataset {
+            dir,
+            profile,
+            scale,
+            seed,
+            duplicate_fraction,
+            threads,
+        } => {
+            let spec = crate::dataset::DatasetSpec {
+                profile: crate::dataset::parse_profile(&profile)?,
+                scale,
+                seed,
+                duplicate_fraction,
+                ..Default::default()
+            };
+            let manifest = spec.plan()?;
+            std::fs::create_dir_all(&dir)
+                .with_context(|| format!("cannot create {}", dir.display()))?;
+            if std::fs::read_dir(&dir)?.next().is_some() {
+                anyhow::bail!(
+                    "{} is not empty: name a new or empty directory",
+                    dir.display()
+                );
+            }
+            let bytes = crate::dataset::materialize(&spec, &manifest, &dir, threads.max(1))?;
+            println!(
+                "{} files, {} directories, {} bytes, {} planted duplicate groups, digest {}",
+                manifest.files.len(),
+                manifest.dirs.len(),
+                bytes,
+                manifest.duplicate_groups.len(),
+                manifest.digest()
+            );
+            Ok(EXIT_OK)
         }
         Command::List => {
             println!("targets:");
