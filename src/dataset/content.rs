@@ -190,7 +190,7 @@ pub fn materialize(
     root: &Path,
     threads: usize,
 ) -> Result<u64, DatasetError> {
-    materialize_timed(spec, manifest, root, threads, false).map(|w| w.bytes)
+    materialize_timed(spec, manifest, root, threads, false, &|| false).map(|w| w.bytes)
 }
 
 /// Files written per task at most, so a directory of thousands of small files still
@@ -199,7 +199,9 @@ const BATCH_FILES: usize = 64;
 /// Bytes written per task at most (a larger file is a task of its own).
 const BATCH_BYTES: u64 = 32 << 20;
 
-/// [`materialize`], optionally timing each file. Directories are made level by level
+/// [`materialize`], optionally timing each file, and stopping early with an error of kind
+/// [`std::io::ErrorKind::Interrupted`] once `stop()` returns true (polled per batch, so a
+/// cancelled run does not write a whole data set first). Directories are made level by level
 /// (parents first, each level in parallel); files are written in batches of one directory,
 /// each batch opening its directory once and creating files with `openat` relative to it
 /// (`O_EXCL`: the target must be fresh).
@@ -209,6 +211,7 @@ pub fn materialize_timed(
     root: &Path,
     threads: usize,
     time_files: bool,
+    stop: &(dyn Fn() -> bool + Sync),
 ) -> Result<Written, DatasetError> {
     let io_err = |path: &Path, e: std::io::Error| DatasetError::Io {
         path: path.to_path_buf(),
@@ -267,11 +270,18 @@ pub fn materialize_timed(
     pool.install(|| {
         batches
             .par_iter()
-            .try_fold(Written::default, |mut acc, (dir, files)| {
-                let mut buf = Vec::new();
-                write_batch(&ctx, dir, files, &mut buf, &mut acc)?;
-                Ok::<Written, DatasetError>(acc)
-            })
+            // The buffer lives in the fold state: one per rayon job, not one per batch.
+            .try_fold(
+                || (Written::default(), Vec::new()),
+                |(mut acc, mut buf), (dir, files)| {
+                    if stop() {
+                        return Err(io_err(root, std::io::ErrorKind::Interrupted.into()));
+                    }
+                    write_batch(&ctx, dir, files, &mut buf, &mut acc)?;
+                    Ok((acc, buf))
+                },
+            )
+            .map(|r| r.map(|(acc, _)| acc))
             .try_reduce(Written::default, |mut a, b| {
                 a.bytes += b.bytes;
                 a.files += b.files;

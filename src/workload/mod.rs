@@ -15,6 +15,13 @@ use std::time::Instant;
 use crate::dataset::DatasetSpec;
 use crate::results::Status;
 
+pub mod chmod;
+pub mod create;
+pub mod delete;
+pub mod scan;
+pub mod search;
+pub mod touch;
+
 /// Everything a workload may know about where and how it runs.
 pub struct Ctx<'a> {
     /// A fresh, empty directory on the target file system. The workload owns it.
@@ -199,7 +206,14 @@ impl<T> IoContext<T> for io::Result<T> {
 
 /// Every workload fsarena knows, in the order the default run uses them.
 pub fn all() -> Vec<Box<dyn Workload>> {
-    vec![]
+    vec![
+        Box::new(create::Create),
+        Box::new(scan::Scan),
+        Box::new(search::Search),
+        Box::new(touch::Touch),
+        Box::new(chmod::Chmod),
+        Box::new(delete::Delete),
+    ]
 }
 
 /// Looks a workload up by name.
