@@ -530,8 +530,60 @@ fn base_measurement(spec: &InstanceSpec, w: &dyn Workload, cell: &schedule::Cell
     }
 }
 
-/// One cell: provision, run every point, check, tear down. Never panics on the workload's
-/// behalf and always returns at least one record.
+/// A provisioned file system with the two working directories of one point.
+struct Fresh {
+    inst: Instance,
+    root: PathBuf,
+    scratch: PathBuf,
+}
+
+fn fresh(spec: &InstanceSpec, work: &WorkDir, point: usize) -> Result<Fresh, (Status, String)> {
+    let inst =
+        Instance::provision(spec, work).map_err(|e| (Status::Error, format!("provision: {e}")))?;
+    let root = inst.root.join("fsarena-work");
+    let scratch = work
+        .run
+        .join("scratch")
+        .join(format!("{}-{point}", spec.seq));
+    if let Err(e) = std::fs::create_dir(&root).and_then(|_| std::fs::create_dir_all(&scratch)) {
+        let _ = inst.teardown(false);
+        let _ = std::fs::remove_dir_all(&scratch);
+        return Err((
+            workload::status_of_io(&e),
+            format!("cannot prepare the working directories: {e}"),
+        ));
+    }
+    Ok(Fresh {
+        inst,
+        root,
+        scratch,
+    })
+}
+
+/// Unmounts, checks and removes a point's file system; a failed check invalidates the
+/// measurement made on it.
+fn retire(f: Fresh, m: &mut Measurement, target: &str) {
+    let (health, td) = f.inst.teardown(true);
+    let _ = std::fs::remove_dir_all(&f.scratch);
+    if let Some(h) = health {
+        if !h.passed && m.status == Status::Ok {
+            m.status = Status::Invalid;
+            m.error = Some(format!(
+                "the file system failed its check after the measurement ({})",
+                h.command.join(" ")
+            ));
+        }
+        m.health = Some(h);
+    }
+    if let Err(e) = td {
+        m.notes.push(format!("teardown: {e}"));
+        eprintln!("fsarena: teardown of {target}: {e}");
+    }
+}
+
+/// One cell: every point of the workload, each on its own freshly made file system
+/// (a second point must not find the first one's files, caches or free-space layout).
+/// Never panics on the workload's behalf and always returns at least one record.
 fn run_cell(
     plan: &Plan,
     spec: &InstanceSpec,
@@ -547,111 +599,87 @@ fn run_cell(
         m.error = Some(error);
         vec![m]
     };
-    let inst = match Instance::provision(spec, work) {
-        Ok(i) => i,
-        Err(e) => return fail(Status::Error, format!("provision: {e}")),
-    };
-    let root = inst.root.join("fsarena-work");
-    let scratch = work.run.join("scratch").join(spec.seq.to_string());
-    let made = std::fs::create_dir(&root).and_then(|_| std::fs::create_dir_all(&scratch));
-    if let Err(e) = made {
-        let status = workload::status_of_io(&e);
-        let _ = inst.teardown(false);
-        return fail(
-            status,
-            format!("cannot prepare the working directories: {e}"),
-        );
-    }
     let empty = toml::Table::new();
-    let mut ctx = Ctx {
-        root: &root,
-        scratch: &scratch,
-        threads: cell.threads,
-        dataset: &plan.dataset,
-        options: plan.workload_options.get(w.name()).unwrap_or(&empty),
-        cancel,
-        deadline: Some(Instant::now() + plan.timeout),
+    let options = plan.workload_options.get(w.name()).unwrap_or(&empty);
+    let mut current = match fresh(spec, work, 0) {
+        Ok(f) => Some(f),
+        Err((status, e)) => return fail(status, e),
     };
-    let mut records = Vec::new();
-    match w.points(&ctx) {
+    // Points are asked of the first file system: some depend on it (an io sweep sizes its
+    // large file from the target's free space).
+    let points = {
+        let Some(f) = current.as_ref() else {
+            return fail(Status::Error, "internal: no file system".into());
+        };
+        let ctx = Ctx {
+            root: &f.root,
+            scratch: &f.scratch,
+            threads: cell.threads,
+            dataset: &plan.dataset,
+            options,
+            cancel,
+            deadline: Some(Instant::now() + plan.timeout),
+        };
+        w.points(&ctx)
+    };
+    let points = match points {
+        Ok(p) if !p.is_empty() => p,
+        Ok(_) => vec![workload::Point::default()],
         Err(e) => {
             let mut m = base_measurement(spec, w, cell);
             m.status = e.status();
             m.error = Some(e.to_string());
-            m.provenance = inst.provenance.clone();
+            if let Some(f) = current.take() {
+                m.provenance = f.inst.provenance.clone();
+                retire(f, &mut m, &spec.target.name);
+            }
+            return vec![m];
+        }
+    };
+    let mut records = Vec::new();
+    for (i, p) in points.iter().enumerate() {
+        if cancel.load(Ordering::SeqCst) {
+            // Recorded so `--resume` knows this cell is unfinished and runs it again.
+            let mut m = base_measurement(spec, w, cell);
+            m.variant = p.variant.clone();
+            m.params = p.params.clone();
+            m.status = Status::Interrupted;
+            m.error = Some("interrupted before this point ran".into());
             records.push(m);
+            break;
         }
-        Ok(points) => {
-            for p in points {
-                if cancel.load(Ordering::SeqCst) {
-                    break;
+        let f = match current.take() {
+            Some(f) => f,
+            None => match fresh(spec, work, i) {
+                Ok(f) => f,
+                Err((status, e)) => {
+                    let mut m = base_measurement(spec, w, cell);
+                    m.variant = p.variant.clone();
+                    m.params = p.params.clone();
+                    m.status = status;
+                    m.error = Some(e);
+                    records.push(m);
+                    continue;
                 }
-                progress.point(&p.variant);
-                ctx.deadline = Some(Instant::now() + plan.timeout);
-                let mut h = MonitoredHarness {
-                    devices: &inst.devices,
-                    root: &root,
-                    observed: Default::default(),
-                };
-                let result = w.run(&ctx, &p, &mut h);
-                let mut m = base_measurement(spec, w, cell);
-                m.variant = p.variant.clone();
-                m.params = p.params.clone();
-                m.provenance = inst.provenance.clone();
-                m.notes = std::mem::take(&mut h.observed.notes);
-                match result {
-                    Ok(outcome) if h.observed.measured == 1 => {
-                        m.metrics = assemble::metrics(&outcome, &h.observed);
-                        m.notes.extend(outcome.notes.iter().cloned());
-                        m.series = h
-                            .observed
-                            .monitor
-                            .take()
-                            .map(|r| r.series)
-                            .unwrap_or_default();
-                    }
-                    Ok(_) => {
-                        m.status = Status::Error;
-                        m.error = Some(format!(
-                            "internal: workload measured {} phases instead of one",
-                            h.observed.measured
-                        ));
-                    }
-                    Err(e) => {
-                        let e = if cancel.load(Ordering::SeqCst)
-                            && !matches!(e, WorkloadError::Interrupted)
-                        {
-                            WorkloadError::Interrupted
-                        } else {
-                            e
-                        };
-                        m.status = e.status();
-                        m.error = Some(e.to_string());
-                    }
-                }
-                records.push(m);
-            }
-        }
+            },
+        };
+        progress.point(&p.variant);
+        let ctx = Ctx {
+            root: &f.root,
+            scratch: &f.scratch,
+            threads: cell.threads,
+            dataset: &plan.dataset,
+            options,
+            cancel,
+            deadline: Some(Instant::now() + plan.timeout),
+        };
+        let mut m = measure_point(w, &ctx, p, &f.inst, spec, cell);
+        retire(f, &mut m, &spec.target.name);
+        records.push(m);
     }
-    let (health, td) = inst.teardown(true);
-    let _ = std::fs::remove_dir_all(&scratch);
-    if let Some(h) = &health {
-        for m in &mut records {
-            m.health = Some(h.clone());
-            if !h.passed && m.status == Status::Ok {
-                m.status = Status::Invalid;
-                m.error = Some(format!(
-                    "the file system failed its check ({})",
-                    h.command.join(" ")
-                ));
-            }
-        }
-    }
-    if let Err(e) = td {
-        for m in &mut records {
-            m.notes.push(format!("teardown: {e}"));
-        }
-        eprintln!("fsarena: teardown of {}: {e}", spec.target.name);
+    if let Some(f) = current.take() {
+        let mut m = base_measurement(spec, w, cell);
+        retire(f, &mut m, &spec.target.name);
     }
     if records.is_empty() {
         return fail(
@@ -660,4 +688,59 @@ fn run_cell(
         );
     }
     records
+}
+
+/// Runs one point under the monitor and turns what happened into a measurement.
+fn measure_point(
+    w: &dyn Workload,
+    ctx: &Ctx,
+    p: &workload::Point,
+    inst: &Instance,
+    spec: &InstanceSpec,
+    cell: &schedule::Cell,
+) -> Measurement {
+    let mut h = MonitoredHarness {
+        devices: &inst.devices,
+        root: ctx.root,
+        observed: Default::default(),
+    };
+    let result = w.run(ctx, p, &mut h);
+    let mut m = base_measurement(spec, w, cell);
+    m.variant = p.variant.clone();
+    m.params = p.params.clone();
+    m.provenance = inst.provenance.clone();
+    m.notes = std::mem::take(&mut h.observed.notes);
+    if let Some(r) = &h.observed.monitor {
+        m.notes.extend(r.warnings.iter().cloned());
+    }
+    match result {
+        Ok(outcome) if h.observed.measured == 1 => {
+            m.metrics = assemble::metrics(&outcome, &h.observed);
+            m.notes.extend(outcome.notes.iter().cloned());
+            m.series = h
+                .observed
+                .monitor
+                .take()
+                .map(|r| r.series)
+                .unwrap_or_default();
+        }
+        Ok(_) => {
+            m.status = Status::Error;
+            m.error = Some(format!(
+                "internal: workload measured {} phases instead of one",
+                h.observed.measured
+            ));
+        }
+        Err(e) => {
+            let e = if ctx.cancel.load(Ordering::SeqCst) && !matches!(e, WorkloadError::Interrupted)
+            {
+                WorkloadError::Interrupted
+            } else {
+                e
+            };
+            m.status = e.status();
+            m.error = Some(e.to_string());
+        }
+    }
+    m
 }
