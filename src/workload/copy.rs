@@ -403,9 +403,9 @@ impl Workload for Copy {
         let prep = filetree::prep_threads(ctx);
         let manifest = filetree::generate(ctx, ctx.dataset, &src, prep)?;
         age_files(&src, &manifest, ctx.dataset.seed, prep)?;
-        if within {
-            crate::sys::syncfs(&src).ctx(|| format!("syncfs {}", src.display()))?;
-        }
+        // Written back before the clock starts (it stays cached): the copy must not share the
+        // device or the flusher threads with the preparation's writeback.
+        crate::sys::syncfs(&src).ctx(|| format!("syncfs {}", src.display()))?;
 
         let mut result = None;
         let mut outcome = harness.measure(&mut || {

@@ -183,6 +183,8 @@ impl Workload for CopyVerify {
         let prep = filetree::prep_threads(ctx);
         let manifest = filetree::generate(ctx, ctx.dataset, &src, prep)?;
         age_files(&src, &manifest, ctx.dataset.seed, prep)?;
+        // Clean but still cached: the source is warm, and its writeback is not measured.
+        crate::sys::syncfs(&src).ctx(|| format!("syncfs {}", src.display()))?;
         let dst = ctx.root;
 
         let mut readback = None;

@@ -603,7 +603,10 @@ impl Workload for Sync {
         copy_tree(ctx, &src, ctx.root, prep, CopyMode::Fast { reflink: false })?;
         let (changes, after) = plan_changes(&before, ctx.dataset, fraction)?;
         apply_changes(&src, ctx.dataset, &changes)?;
-        crate::sys::syncfs(ctx.root).ctx(|| format!("syncfs {}", ctx.root.display()))?;
+        // Both trees written back before the clock starts (the source stays cached).
+        for d in [src.as_path(), ctx.root] {
+            crate::sys::syncfs(d).ctx(|| format!("syncfs {}", d.display()))?;
+        }
 
         let mut result = None;
         let mut outcome = harness.measure(&mut || {
