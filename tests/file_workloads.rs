@@ -236,6 +236,7 @@ fn chmod_sets_modes_and_xattrs_and_verify_catches_a_reverted_one() {
     assert!(out.metrics.contains_key("chmod_p99_us"));
     let expect = chmod::Expect {
         mode: Some(chmod::TARGET_MODE),
+        mode_stored: true,
         xattr: Some(chmod::xattr_value(env.spec.seed)),
     };
     chmod::verify(env.root.path(), 2, &m, &expect).unwrap();
@@ -320,4 +321,111 @@ fn enospc_keeps_its_os_error_and_status() {
         other => panic!("expected an I/O error, got {other}"),
     }
     assert_eq!(err.status(), Status::Enospc);
+}
+
+/// An exFAT image on a loop device mounted through FUSE; unmounted, detached and deleted
+/// when dropped, even if the test fails.
+struct ExfatGuard {
+    image: PathBuf,
+    mnt: PathBuf,
+    loop_dev: Option<String>,
+    mounted: bool,
+}
+
+impl ExfatGuard {
+    fn run(cmd: &str, args: &[&str]) -> std::process::Output {
+        std::process::Command::new(cmd)
+            .args(args)
+            .output()
+            .unwrap_or_else(|e| panic!("{cmd}: {e}"))
+    }
+
+    /// None when the exFAT tools are not installed on this machine.
+    fn new(dir: &Path) -> Option<ExfatGuard> {
+        for tool in ["mkfs.exfat", "mount.exfat-fuse", "losetup"] {
+            if which(tool).is_none() {
+                eprintln!("skipping: {tool} not installed");
+                return None;
+            }
+        }
+        let mut g = ExfatGuard {
+            image: dir.join("exfat.img"),
+            mnt: dir.join("exfat"),
+            loop_dev: None,
+            mounted: false,
+        };
+        fs::File::create(&g.image)
+            .unwrap()
+            .set_len(96 << 20)
+            .unwrap();
+        fs::create_dir(&g.mnt).unwrap();
+        let img = g.image.to_str().unwrap().to_string();
+        assert!(Self::run("mkfs.exfat", &[&img]).status.success());
+        let out = Self::run("losetup", &["--find", "--show", &img]);
+        assert!(out.status.success(), "{out:?}");
+        g.loop_dev = Some(String::from_utf8(out.stdout).unwrap().trim().to_string());
+        let dev = g.loop_dev.clone().unwrap();
+        let out = Self::run("mount.exfat-fuse", &[&dev, g.mnt.to_str().unwrap()]);
+        assert!(out.status.success(), "{out:?}");
+        g.mounted = true;
+        Some(g)
+    }
+}
+
+impl Drop for ExfatGuard {
+    fn drop(&mut self) {
+        if self.mounted {
+            let _ = Self::run("umount", &[self.mnt.to_str().unwrap_or("")]);
+        }
+        if let Some(dev) = &self.loop_dev {
+            let _ = Self::run("losetup", &["-d", dev]);
+        }
+        let _ = fs::remove_file(&self.image);
+    }
+}
+
+fn which(tool: &str) -> Option<PathBuf> {
+    std::env::var_os("PATH")
+        .into_iter()
+        .flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
+        .chain(["/sbin".into(), "/usr/sbin".into()])
+        .map(|d| d.join(tool))
+        .find(|p| p.exists())
+}
+
+/// exFAT folds case, keeps no mode bits and no xattrs, and stores times coarsely: the
+/// data set, touch and chmod must still be right there.
+#[test]
+fn exfat_create_touch_and_chmod_report_what_the_file_system_supports() {
+    let env = Env::new();
+    let Some(g) = ExfatGuard::new(env.scratch.path()) else {
+        return;
+    };
+    let m = env.plan();
+    for (w, sub) in [
+        (&create::Create as &dyn Workload, "c"),
+        (&touch::Touch, "t"),
+        (&chmod::Chmod, "m"),
+    ] {
+        let root = g.mnt.join(sub);
+        fs::create_dir(&root).unwrap();
+        let ctx = env.ctx_at(&root);
+        let mut h = PlainHarness::default();
+        let out = w
+            .run(&ctx, &Point::default(), &mut h)
+            .unwrap_or_else(|e| panic!("{} on exFAT: {e}", w.name()));
+        assert_eq!(out.files, m.files.len() as u64, "{}", w.name());
+        if w.name() == "chmod" {
+            assert_eq!(out.metrics["xattr_supported"], 0.0);
+            assert_eq!(out.metrics["mode_supported"], 0.0);
+            assert!(
+                out.notes
+                    .iter()
+                    .any(|n| n.contains("xattrs are not supported")),
+                "{:?}",
+                out.notes
+            );
+            assert!(out.metrics.contains_key("chmod_p99_us"));
+        }
+    }
 }

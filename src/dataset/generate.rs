@@ -324,7 +324,7 @@ fn exp2_det(x: f64) -> f64 {
 }
 
 /// log2(x) for x > 0 from basic IEEE operations only (atanh series on the mantissa).
-fn log2_det(x: f64) -> f64 {
+pub(super) fn log2_det(x: f64) -> f64 {
     let bits = x.to_bits();
     let e = ((bits >> 52) & 0x7ff) as i64 - 1023;
     let m = f64::from_bits((bits & ((1u64 << 52) - 1)) | (1023u64 << 52)); // in [1, 2)
@@ -672,5 +672,24 @@ mod tests {
             let layout = layout(&spec, &shape);
             assert_eq!(layout.files.len() as u64, expected, "{name}");
         }
+    }
+
+    #[test]
+    fn bigfolder_at_full_scale_is_big_files_plus_thousands_of_tiny_ones() {
+        let spec = DatasetSpec {
+            profile: Profile::Bigfolder,
+            scale: 1.0,
+            ..DatasetSpec::default()
+        };
+        let shape = profile::scaled_shape(spec.profile, spec.scale).unwrap();
+        let m = layout(&spec, &shape);
+        const GIB: u64 = 1 << 30;
+        let big = m.files.iter().filter(|f| f.size >= GIB / 2).count();
+        let tiny = m.files.iter().filter(|f| f.size < 64 * 1024).count();
+        assert_eq!(big + tiny, m.files.len());
+        assert!((35..=45).contains(&big), "{big} big files");
+        assert!(tiny > 2900, "{tiny} tiny files");
+        assert!(m.files.iter().all(|f| f.size <= 4 * GIB));
+        assert!(m.files.iter().filter(|f| f.size < 4096).count() > 1000);
     }
 }

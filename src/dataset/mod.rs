@@ -9,7 +9,7 @@ pub mod profile;
 
 pub use content::{fill_content, materialize, materialize_timed, ContentId, Written};
 pub use manifest::plan_source;
-pub use profile::parse_profile;
+pub use profile::{parse_profile, profile_name};
 
 use serde::{Deserialize, Serialize};
 

@@ -14,6 +14,7 @@
 //!   their sizes, because small-file behaviour is exactly what they measure. A shrunk class
 //!   keeps an average of at least 256 KiB.
 
+use super::generate::log2_det;
 use super::{DatasetError, Profile};
 
 const KIB: f64 = 1024.0;
@@ -48,17 +49,16 @@ pub fn parse_profile(name: &str) -> Result<Profile, DatasetError> {
     })
 }
 
-impl Profile {
-    /// The lowercase name used on the command line and in results.
-    pub fn name(self) -> &'static str {
-        match self {
-            Profile::Small => "small",
-            Profile::Medium => "medium",
-            Profile::Large => "large",
-            Profile::Huge => "huge",
-            Profile::Bigfolder => "bigfolder",
-            Profile::Smallfolder => "smallfolder",
-        }
+/// The lowercase name used on the command line and in results (a free function rather than
+/// a method, so that it cannot clash with impls others add to the shared `Profile` type).
+pub fn profile_name(profile: Profile) -> &'static str {
+    match profile {
+        Profile::Small => "small",
+        Profile::Medium => "medium",
+        Profile::Large => "large",
+        Profile::Huge => "huge",
+        Profile::Bigfolder => "bigfolder",
+        Profile::Smallfolder => "smallfolder",
     }
 }
 
@@ -78,11 +78,15 @@ pub enum SizeDist {
 }
 
 impl SizeDist {
-    /// The expected size, for defaults and documentation.
+    /// The expected size. Computed without the platform's libm, because the scale rule
+    /// uses it and the layout must not depend on the machine.
     pub fn mean(&self) -> f64 {
         match *self {
             SizeDist::LogNormal { mean, .. } => mean,
-            SizeDist::LogUniform { min, max } => (max - min) / (max / min).ln(),
+            // ln(x) = log2(x) · ln 2, with the portable log2 the generator uses.
+            SizeDist::LogUniform { min, max } => {
+                (max - min) / (log2_det(max / min) * std::f64::consts::LN_2)
+            }
         }
     }
 
@@ -350,7 +354,7 @@ mod tests {
     #[test]
     fn parse_accepts_every_name_and_lists_them_on_error() {
         for n in PROFILE_NAMES {
-            assert_eq!(parse_profile(n).unwrap().name(), *n);
+            assert_eq!(profile_name(parse_profile(n).unwrap()), *n);
         }
         let err = parse_profile("tiny").unwrap_err().to_string();
         assert!(err.contains("smallfolder") && err.contains("tiny"), "{err}");

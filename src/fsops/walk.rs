@@ -241,6 +241,9 @@ pub struct WalkOptions {
     pub need: Need,
     /// Time every `statx` (one `Instant` pair each) into [`WalkStats::stat_ns`].
     pub time_stats: bool,
+    /// Treat every `d_type` as `DT_UNKNOWN`, as some FUSE and network file systems report
+    /// it, so the `statx` fallback can be exercised (and its cost seen) anywhere.
+    pub force_type_lookup: bool,
 }
 
 impl WalkOptions {
@@ -249,6 +252,7 @@ impl WalkOptions {
             threads,
             need,
             time_stats: false,
+            force_type_lookup: false,
         }
     }
 }
@@ -480,7 +484,7 @@ where
             name_start,
             name_end: w.names.len(),
             kind: Kind::from_file_type(entry.file_type()).unwrap_or(Kind::Other),
-            unknown: entry.file_type() == FileType::Unknown,
+            unknown: shared.opts.force_type_lookup || entry.file_type() == FileType::Unknown,
             meta: Meta::default(),
         });
     }
@@ -653,6 +657,36 @@ mod tests {
             assert!(states.len() <= threads);
             assert_eq!(states.iter().sum::<u64>(), 2016);
         }
+    }
+
+    #[test]
+    fn unknown_d_type_falls_back_to_statx_for_the_kind() {
+        let t = tree();
+        let mut o = WalkOptions::new(2, Need::NONE);
+        o.force_type_lookup = true;
+        let (s, kinds) = walk_with(
+            t.path(),
+            &o,
+            Vec::new,
+            |v: &mut Vec<(PathBuf, Kind, Meta)>, d: &Dir| {
+                v.extend(d.entries().map(|e| (d.path_of(e.name), e.kind, e.meta)));
+                Ok::<(), FsError>(())
+            },
+        )
+        .unwrap();
+        assert_eq!((s.dirs, s.files, s.symlinks), (6, 4, 1));
+        assert_eq!((s.stat_calls, s.unknown_types), (10, 10));
+        let mut kinds: Vec<_> = kinds.into_iter().flatten().collect();
+        kinds.sort_by(|a, b| a.0.cmp(&b.0));
+        assert_eq!(kinds[0].0, Path::new("a"));
+        assert_eq!(kinds[0].1, Kind::Dir);
+        // Need::NONE: the type lookup fills no metadata.
+        assert!(kinds.iter().all(|k| k.2 == Meta::default()));
+        // With metadata asked for, one statx serves both.
+        o.need = Need::SIZE;
+        let l = walk::<FsError, _>(t.path(), 2, Need::SIZE, |_| Ok(())).unwrap();
+        let (s, _) = walk_with(t.path(), &o, || (), |_, _: &Dir| Ok::<(), FsError>(())).unwrap();
+        assert_eq!(s.stat_calls, l.stat_calls);
     }
 
     #[test]

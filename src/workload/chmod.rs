@@ -2,7 +2,9 @@
 //! fd) and set a user extended attribute on it (`openat` + `fsetxattr`), where the file
 //! system supports them. Support is probed once, unmeasured, on a scratch file: exFAT keeps
 //! neither mode bits nor xattrs, and tmpfs before Linux 6.6 has no `user.*` xattrs. What
-//! was probed is recorded (`mode_supported`, `xattr_supported`) and said in `notes`.
+//! was probed is recorded (`mode_supported`: mode bits are stored; `xattr_supported`) and
+//! said in `notes`. Where `chmod` succeeds without storing anything (exFAT), the calls are
+//! still measured and the notes say their effect could not be verified.
 
 use std::ffi::CStr;
 use std::os::fd::AsFd;
@@ -32,8 +34,12 @@ pub fn xattr_value(seed: u64) -> Vec<u8> {
 /// What the workload sets, and therefore what verification expects.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Expect {
-    /// Permission bits (`& 0o7777`), when the file system stores them.
+    /// Permission bits (`& 0o7777`) to set with `chmod`, unless `chmod` fails outright here.
     pub mode: Option<u32>,
+    /// Whether the file system stores mode bits, so verification can read them back.
+    /// exFAT accepts `chmod` and keeps reporting its mount-time mode: the calls are still
+    /// measured (users run them), but their effect cannot be checked, and notes say so.
+    pub mode_stored: bool,
     /// `user.fsarena` value, when the file system supports user xattrs.
     pub xattr: Option<Vec<u8>>,
 }
@@ -53,16 +59,17 @@ impl Workload for Chmod {
         _point: &Point,
         harness: &mut dyn Harness,
     ) -> Result<Outcome, WorkloadError> {
-        let (mode_ok, xattr_ok, notes) = probe(ctx.root)?;
-        if !mode_ok && !xattr_ok {
+        let probed = probe(ctx.root)?;
+        if !probed.chmod_works && !probed.xattr {
             return Err(WorkloadError::Unsupported(format!(
-                "this file system keeps neither mode bits nor user xattrs ({})",
-                notes.join("; ")
+                "this file system supports neither chmod nor user xattrs ({})",
+                probed.notes.join("; ")
             )));
         }
         let expect = Expect {
-            mode: mode_ok.then_some(TARGET_MODE),
-            xattr: xattr_ok.then(|| xattr_value(ctx.dataset.seed)),
+            mode: probed.chmod_works.then_some(TARGET_MODE),
+            mode_stored: probed.mode_stored,
+            xattr: probed.xattr.then(|| xattr_value(ctx.dataset.seed)),
         };
         let manifest = prepare(ctx)?;
         let mut outcome = harness.measure(&mut || {
@@ -82,13 +89,14 @@ impl Workload for Chmod {
             Ok(out)
         })?;
         verify(ctx.root, ctx.threads, &manifest, &expect)?;
+        outcome.metrics.insert(
+            "mode_supported".into(),
+            f64::from(u8::from(probed.mode_stored)),
+        );
         outcome
             .metrics
-            .insert("mode_supported".into(), f64::from(u8::from(mode_ok)));
-        outcome
-            .metrics
-            .insert("xattr_supported".into(), f64::from(u8::from(xattr_ok)));
-        outcome.notes.extend(notes);
+            .insert("xattr_supported".into(), f64::from(u8::from(probed.xattr)));
+        outcome.notes.extend(probed.notes);
         outcome
             .notes
             .push("setxattr_* latencies cover openat + fsetxattr + close".into());
@@ -101,9 +109,22 @@ fn unsupported(e: rustix::io::Errno) -> bool {
     [libc::ENOTSUP, libc::EOPNOTSUPP, libc::ENOSYS, libc::EPERM].contains(&e.raw_os_error())
 }
 
-/// Probes, on a scratch file in `dir` (removed again), whether mode bits and user xattrs
-/// stick. Returns (mode supported, xattr supported, notes explaining any "no").
-pub fn probe(dir: &Path) -> Result<(bool, bool, Vec<String>), WorkloadError> {
+/// What [`probe`] found out.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Probed {
+    /// `chmod` returns success.
+    pub chmod_works: bool,
+    /// ... and the new mode reads back.
+    pub mode_stored: bool,
+    /// A `user.*` xattr can be set and read back.
+    pub xattr: bool,
+    /// Explanations for every "no".
+    pub notes: Vec<String>,
+}
+
+/// Probes, on a scratch file in `dir` (removed again), whether `chmod` works and sticks
+/// and whether user xattrs are supported.
+pub fn probe(dir: &Path) -> Result<Probed, WorkloadError> {
     let at = |op: &str| {
         format!(
             "{op} {}",
@@ -123,62 +144,56 @@ pub fn probe(dir: &Path) -> Result<(bool, bool, Vec<String>), WorkloadError> {
         Mode::from_raw_mode(0o644),
     )
     .map_err(|e| WorkloadError::io(at("create"), e.into()))?;
-    let mut notes = Vec::new();
+    let mut p = Probed::default();
     let result = (|| {
-        let mode_ok = match rustix::fs::chmodat(
-            &dirfd,
-            PROBE_NAME,
-            Mode::from_raw_mode(TARGET_MODE),
-            AtFlags::empty(),
-        ) {
+        let mode = Mode::from_raw_mode(TARGET_MODE);
+        match rustix::fs::chmodat(&dirfd, PROBE_NAME, mode, AtFlags::empty()) {
             Ok(()) => {
-                let x = rustix::fs::statx(
-                    &dirfd,
-                    PROBE_NAME,
-                    AtFlags::SYMLINK_NOFOLLOW,
-                    StatxFlags::MODE,
-                )
-                .map_err(|e| WorkloadError::io(at("statx"), e.into()))?;
-                let kept = u32::from(x.stx_mode) & 0o7777 == TARGET_MODE;
-                if !kept {
-                    notes.push(format!(
-                        "chmod succeeds but mode bits are not stored (mode reads back {:o}); chmod not measured",
+                p.chmod_works = true;
+                let flags = AtFlags::SYMLINK_NOFOLLOW;
+                let x = rustix::fs::statx(&dirfd, PROBE_NAME, flags, StatxFlags::MODE)
+                    .map_err(|e| WorkloadError::io(at("statx"), e.into()))?;
+                p.mode_stored = u32::from(x.stx_mode) & 0o7777 == TARGET_MODE;
+                if !p.mode_stored {
+                    p.notes.push(format!(
+                        "chmod succeeds but mode bits are not stored (mode reads back {:o}, \
+                         e.g. exFAT): chmod calls measured, their effect not verifiable",
                         x.stx_mode & 0o7777
                     ));
                 }
-                kept
             }
             Err(e) if unsupported(e) => {
-                notes.push(format!(
+                p.notes.push(format!(
                     "chmod is not supported here ({e}); chmod not measured"
                 ));
-                false
             }
             Err(e) => return Err(WorkloadError::io(at("chmod"), e.into())),
-        };
+        }
         let value = b"probe";
-        let xattr_ok = match rustix::fs::fsetxattr(&fd, XATTR_NAME, value, XattrFlags::empty()) {
+        match rustix::fs::fsetxattr(&fd, XATTR_NAME, value, XattrFlags::empty()) {
             Ok(()) => {
                 let mut buf = [0u8; 16];
                 let n = rustix::fs::fgetxattr(&fd, XATTR_NAME, &mut buf[..])
                     .map_err(|e| WorkloadError::io(at("fgetxattr"), e.into()))?;
-                buf[..n] == value[..]
+                p.xattr = buf[..n] == value[..];
+                if !p.xattr {
+                    p.notes.push(
+                        "a user xattr did not read back as written; xattrs not measured".into(),
+                    );
+                }
             }
-            Err(e) if unsupported(e) => {
-                notes.push(format!(
-                    "user xattrs are not supported here ({e}), e.g. exFAT; xattrs not measured"
-                ));
-                false
-            }
+            Err(e) if unsupported(e) => p.notes.push(format!(
+                "user xattrs are not supported here ({e}; exFAT has none); xattrs not measured"
+            )),
             Err(e) => return Err(WorkloadError::io(at("fsetxattr"), e.into())),
-        };
-        Ok((mode_ok, xattr_ok))
+        }
+        Ok(())
     })();
     drop(fd);
     rustix::fs::unlinkat(&dirfd, PROBE_NAME, AtFlags::empty())
         .map_err(|e| WorkloadError::io(at("unlink"), e.into()))?;
-    let (m, x) = result?;
-    Ok((m, x, notes))
+    result?;
+    Ok(p)
 }
 
 /// What [`apply`] did.
@@ -238,7 +253,7 @@ pub fn apply(
 }
 
 /// Checks that `root` holds exactly the manifest's files, each with the expected mode bits
-/// and xattr value.
+/// (when the file system stores them) and xattr value.
 pub fn verify(
     root: &Path,
     threads: usize,
@@ -255,7 +270,7 @@ pub fn verify(
             for e in d.entries().filter(|e| e.kind == Kind::File) {
                 let path = d.path_of(e.name).to_string_lossy().into_owned();
                 let mut problem = None;
-                if let Some(m) = expect.mode {
+                if let Some(m) = expect.mode.filter(|_| expect.mode_stored) {
                     if e.meta.mode & 0o7777 != m {
                         problem = Some(format!("mode {:o} instead of {m:o}", e.meta.mode & 0o7777));
                     }
