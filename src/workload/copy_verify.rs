@@ -57,6 +57,7 @@ pub fn read_back(ctx: &Ctx, root: &Path, threads: usize) -> Result<ReadBack, Wor
             for e in d.entries() {
                 match e.kind {
                     Kind::File => {
+                        ctx.check()?;
                         let t = Instant::now();
                         let h = hash_at(d.fd(), e.name, &mut w.buf).ctx(|| {
                             format!("reading back {}", root.join(d.path_of(e.name)).display())
@@ -212,7 +213,7 @@ impl Workload for CopyVerify {
             };
             copy_report(&copied, &mut out);
             out.metrics.insert("copy_seconds".into(), copy_seconds);
-            out.metrics.insert("copy_sync_seconds".into(), sync_seconds);
+            out.metrics.insert("syncfs_seconds".into(), sync_seconds);
             out.metrics.insert("verify_seconds".into(), verify_seconds);
             out.metrics.insert("bytes_verified".into(), rb.bytes as f64);
             rb.latency

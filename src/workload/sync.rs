@@ -13,6 +13,7 @@
 //! copied to a temporary name and renamed over the old one (rsync's default, so a reader
 //! never sees half a file); a target entry the source lacks is deleted. A rename is seen as
 //! a deletion plus an addition, as rsync sees it. Directory times are not synchronised.
+//! The phase ends with `syncfs` on the target, inside `seconds`.
 //!
 //! Verification: the target must equal the changed source's manifest (paths, sizes,
 //! hashes, directories), carry its modification times, and the comparison must have copied
@@ -612,6 +613,8 @@ impl Workload for Sync {
         let mut outcome = harness.measure(&mut || {
             let t = Instant::now();
             let s = sync_tree(ctx, &src, ctx.root, ctx.threads, window_s)?;
+            let s0 = Instant::now();
+            crate::sys::syncfs(ctx.root).ctx(|| format!("syncfs {}", ctx.root.display()))?;
             let mut out = Outcome {
                 seconds: t.elapsed().as_secs_f64(),
                 files: s.files,
@@ -625,6 +628,7 @@ impl Workload for Sync {
             m.insert("bytes_copied".into(), s.bytes_copied as f64);
             m.insert("dirs_created".into(), s.dirs_created as f64);
             m.insert("dirs_deleted".into(), s.dirs_deleted as f64);
+            m.insert("syncfs_seconds".into(), s0.elapsed().as_secs_f64());
             s.latency.clone().add_metrics("file_copy", m);
             result = Some(s);
             Ok(out)
