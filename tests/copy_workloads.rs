@@ -115,7 +115,7 @@ fn methods_add_up(out: &Outcome) {
 fn copy_from_outside_copies_everything_and_verifies() {
     let env = Env::new();
     let manifest = env.manifest();
-    let w = copy::Copy;
+    let w = copy::CopyTree;
     let points = w.points(&env.ctx()).unwrap();
     assert_eq!(
         points
@@ -155,7 +155,7 @@ fn copy_from_outside_copies_everything_and_verifies() {
 fn copy_verification_catches_a_lost_modification_time() {
     let env = Env::new();
     let manifest = env.manifest();
-    env.run(&copy::Copy, "from-outside").unwrap();
+    env.run(&copy::CopyTree, "from-outside").unwrap();
     let src = env.scratch.path().join("copy-source");
     let victim = env.root.path().join(&manifest.files[0].path);
     let f = fs::OpenOptions::new().write(true).open(&victim).unwrap();
@@ -170,7 +170,7 @@ fn copy_verification_catches_a_lost_modification_time() {
 fn copy_within_reports_the_method_it_used() {
     let env = Env::new();
     let manifest = env.manifest();
-    let (out, _) = env.run(&copy::Copy, "within").unwrap();
+    let (out, _) = env.run(&copy::CopyTree, "within").unwrap();
     assert_eq!(out.files, manifest.files.len() as u64);
     assert_eq!(out.logical_read_bytes, manifest.total_bytes());
     methods_add_up(&out);
@@ -271,7 +271,9 @@ fn a_full_target_surfaces_as_enospc() {
     let target = TinyTmpfs::mount(1 << 20);
     let ctx = env.ctx_at(target.dir.path());
     let mut h = PlainHarness::default();
-    let err = copy::Copy.run(&ctx, &Point::default(), &mut h).unwrap_err();
+    let err = copy::CopyTree
+        .run(&ctx, &Point::default(), &mut h)
+        .unwrap_err();
     assert_eq!(err.status(), Status::Enospc, "{err}");
     match err {
         WorkloadError::Io { source, .. } => assert_eq!(source.raw_os_error(), Some(libc::ENOSPC)),
@@ -349,7 +351,7 @@ fn sync_copies_and_deletes_exactly_the_changes_and_catches_a_stale_file() {
     );
     assert!(!changes.renamed.is_empty() && !changes.deleted.is_empty());
 
-    let (out, h) = env.run(&sync::Sync, "").unwrap();
+    let (out, h) = env.run(&sync::SyncMirror, "").unwrap();
     assert_eq!(h.measured, 1);
     let m = &out.metrics;
     assert_eq!(m["files_copied"], changes.expected_copies() as f64);
@@ -386,7 +388,7 @@ fn sync_rejects_a_bad_fraction() {
     env.options
         .insert("change_fraction".into(), toml::Value::Float(1.5));
     assert!(matches!(
-        env.run(&sync::Sync, ""),
+        env.run(&sync::SyncMirror, ""),
         Err(WorkloadError::Option(_))
     ));
 }
@@ -490,7 +492,7 @@ fn cold_read_loads_the_install_and_catches_a_flipped_byte() {
 fn a_cancelled_run_stops_with_interrupted() {
     let env = Env::new();
     env.cancel.store(true, std::sync::atomic::Ordering::Relaxed);
-    let err = env.run(&copy::Copy, "from-outside").unwrap_err();
+    let err = env.run(&copy::CopyTree, "from-outside").unwrap_err();
     assert!(matches!(err, WorkloadError::Interrupted), "{err:?}");
 }
 
@@ -590,7 +592,9 @@ fn copy_within_btrfs_uses_reflinks() {
         variant: "within".into(),
         ..Point::default()
     };
-    let out = copy::Copy.run(&env.ctx_at(&root), &within, &mut h).unwrap();
+    let out = copy::CopyTree
+        .run(&env.ctx_at(&root), &within, &mut h)
+        .unwrap();
     assert_eq!(
         out.metrics["reflink_files"],
         manifest.files.len() as f64,

@@ -37,7 +37,8 @@ pub const COPY_BUF: usize = 1 << 20;
 /// 2-second timestamps; everything else keeps them to 100 ns or better.
 pub const MTIME_TOLERANCE_NS: i128 = 2_000_000_000;
 
-pub struct Copy;
+/// The `copy` workload (named so as not to shadow the `Copy` trait).
+pub struct CopyTree;
 
 /// What a tree copy did.
 #[derive(Debug, Default)]
@@ -353,7 +354,7 @@ pub(crate) fn copy_report(t: &TreeCopy, out: &mut Outcome) {
 const WITHIN_SRC: &str = "src";
 const WITHIN_DST: &str = "copy";
 
-impl Workload for Copy {
+impl Workload for CopyTree {
     fn name(&self) -> &'static str {
         "copy"
     }

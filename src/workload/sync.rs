@@ -37,7 +37,8 @@ use crate::dataset::{fill_content, DatasetSpec, FileEntry, Manifest};
 use crate::fsops::copy::{copy_file_at, CopyStrategy};
 use crate::fsops::{self, Dir, Kind, LatencyLog, Need, WalkOptions};
 
-pub struct Sync;
+/// The `sync` workload (named so as not to shadow the `Sync` trait).
+pub struct SyncMirror;
 
 /// Content ids of new bytes start here: plain ids (bit 63 clear) far above the generator's.
 const NEW_CONTENT_BASE: u64 = 1 << 62;
@@ -573,7 +574,7 @@ fn option_f64(ctx: &Ctx, key: &str, default: f64) -> Result<f64, WorkloadError> 
     }
 }
 
-impl Workload for Sync {
+impl Workload for SyncMirror {
     fn name(&self) -> &'static str {
         "sync"
     }
