@@ -531,7 +531,7 @@ mod tests {
         std::fs::create_dir_all(src.path().join("a/b")).unwrap();
         std::fs::write(src.path().join("a/x.txt"), b"same bytes").unwrap();
         std::fs::write(src.path().join("a/b/y.txt"), b"same bytes").unwrap();
-        std::fs::write(src.path().join("z.bin"), vec![7u8; 3 << 20]).unwrap();
+        std::fs::write(src.path().join("z.bin"), vec![7u8; 5 << 20]).unwrap();
         std::fs::write(src.path().join("empty1"), b"").unwrap();
         std::fs::write(src.path().join("empty2"), b"").unwrap();
         std::os::unix::fs::symlink("z.bin", src.path().join("link")).unwrap();
@@ -545,6 +545,13 @@ mod tests {
         assert_eq!(m.dirs, vec!["a", "a/b"]);
         assert_eq!(m.files.len(), 5);
         assert_eq!(m.duplicate_groups, vec![vec![0, 1]]); // a/b/y.txt, a/x.txt
+                                                          // Hashes are the real xxh3 of the bytes, for small files and for big (deferred) ones.
+        let z = m.file("z.bin").unwrap();
+        assert_eq!(z.hash, xxhash_rust::xxh3::xxh3_64(&vec![7u8; 5 << 20]));
+        assert_eq!(
+            m.file("a/x.txt").unwrap().hash,
+            xxhash_rust::xxh3::xxh3_64(b"same bytes")
+        );
         let dst = tempdir();
         assert_eq!(
             materialize(&spec, &m, dst.path(), 2).unwrap(),

@@ -8,7 +8,9 @@ use std::path::Path;
 
 use rustix::fs::{Advice, Mode, OFlags};
 
-use super::walk::{walk_with, Dir, Kind, Need, WalkOptions};
+use rayon::prelude::*;
+
+use super::walk::{pool, walk_with, Dir, Kind, Need, WalkOptions};
 use super::FsError;
 use crate::dataset::{FileEntry, Manifest};
 
@@ -78,12 +80,19 @@ pub struct Snapshot {
     pub skipped: Vec<String>,
 }
 
+/// Files at least this large are hashed after the walk, one task per file, so a
+/// directory of a few huge files still uses every thread; smaller ones are hashed inside
+/// the walk, relative to their directory's descriptor.
+const DEFER_HASH: u64 = 4 << 20;
+
 /// Walks `root` with `threads` workers and lists every regular file with its size (and
 /// xxh3-64 if `hash`, else 0) and every directory.
 pub fn snapshot(root: &Path, threads: usize, hash: bool) -> Result<Snapshot, FsError> {
     #[derive(Default)]
     struct Part {
         files: Vec<FileEntry>,
+        /// Indices into `files` of big files still to hash.
+        deferred: Vec<usize>,
         dirs: Vec<String>,
         skipped: Vec<String>,
         buf: Vec<u8>,
@@ -100,26 +109,18 @@ pub fn snapshot(root: &Path, threads: usize, hash: bool) -> Result<Snapshot, FsE
             match e.kind {
                 Kind::Dir => p.dirs.push(path),
                 Kind::File => {
-                    let h = if hash {
+                    let mut h = 0;
+                    if hash && e.meta.size >= DEFER_HASH {
+                        p.deferred.push(p.files.len());
+                    } else if hash {
                         if p.buf.is_empty() {
                             p.buf = vec![0u8; HASH_BUF];
                         }
-                        let h = hash_at(d.fd(), e.name, &mut p.buf)
+                        let got = hash_at(d.fd(), e.name, &mut p.buf)
                             .map_err(|err| FsError::new("hash", &root.join(&rel), err))?;
-                        if h.len != e.meta.size {
-                            return Err(FsError::new(
-                                "hash",
-                                &root.join(&rel),
-                                io::Error::other(format!(
-                                    "file changed while read: stat said {} bytes, read {}",
-                                    e.meta.size, h.len
-                                )),
-                            ));
-                        }
-                        h.hash
-                    } else {
-                        0
-                    };
+                        check_len(root, &path, e.meta.size, got)?;
+                        h = got.hash;
+                    }
                     p.files.push(FileEntry {
                         path,
                         size: e.meta.size,
@@ -134,10 +135,36 @@ pub fn snapshot(root: &Path, threads: usize, hash: bool) -> Result<Snapshot, FsE
         Ok::<(), FsError>(())
     })?;
     let mut snap = Snapshot::default();
+    let mut deferred = Vec::new();
     for p in parts {
+        let base = snap.manifest.files.len();
+        deferred.extend(p.deferred.iter().map(|i| base + i));
         snap.manifest.files.extend(p.files);
         snap.manifest.dirs.extend(p.dirs);
         snap.skipped.extend(p.skipped);
+    }
+    if !deferred.is_empty() {
+        let files = &snap.manifest.files;
+        let hashes: Vec<u64> = pool(threads)?.install(|| {
+            deferred
+                .par_iter()
+                .map_init(
+                    || vec![0u8; HASH_BUF],
+                    |buf, &i| {
+                        let f = &files[i];
+                        let full = root.join(&f.path);
+                        let got = hash_path(&full, buf)
+                            .map_err(|err| FsError::new("hash", &full, err))?;
+                        check_len(root, &f.path, f.size, got)?;
+                        Ok(got.hash)
+                    },
+                )
+                .collect::<Result<_, FsError>>()
+        })?;
+        for (&i, h) in deferred.iter().zip(hashes) {
+            snap.manifest.files[i].hash = h;
+            snap.manifest.files[i].content = h;
+        }
     }
     snap.manifest
         .files
@@ -145,4 +172,19 @@ pub fn snapshot(root: &Path, threads: usize, hash: bool) -> Result<Snapshot, FsE
     snap.manifest.dirs.sort_unstable();
     snap.skipped.sort_unstable();
     Ok(snap)
+}
+
+/// A file whose length changed between `statx` and reading is an error, not a result.
+fn check_len(root: &Path, path: &str, size: u64, got: Hashed) -> Result<(), FsError> {
+    if got.len == size {
+        return Ok(());
+    }
+    Err(FsError::new(
+        "hash",
+        &root.join(path),
+        io::Error::other(format!(
+            "file changed while read: stat said {size} bytes, read {}",
+            got.len
+        )),
+    ))
 }
