@@ -3,6 +3,7 @@
 //! walker ([`walk`]), xxh3 hashing over large reusable buffers ([`hash`]), and cheap
 //! per-operation latency logs ([`LatencyLog`]).
 
+pub mod copy;
 pub mod hash;
 pub mod walk;
 

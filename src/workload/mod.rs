@@ -16,10 +16,16 @@ use crate::dataset::DatasetSpec;
 use crate::results::Status;
 
 pub mod chmod;
+pub mod cold_read;
+pub mod copy;
+pub mod copy_verify;
 pub mod create;
 pub mod delete;
+pub mod dupes;
+mod filetree;
 pub mod scan;
 pub mod search;
+pub mod sync;
 pub mod touch;
 
 /// Everything a workload may know about where and how it runs.
@@ -213,6 +219,11 @@ pub fn all() -> Vec<Box<dyn Workload>> {
         Box::new(touch::Touch),
         Box::new(chmod::Chmod),
         Box::new(delete::Delete),
+        Box::new(copy::CopyTree),
+        Box::new(sync::SyncMirror),
+        Box::new(dupes::Dupes),
+        Box::new(copy_verify::CopyVerify),
+        Box::new(cold_read::ColdRead),
     ]
 }
 

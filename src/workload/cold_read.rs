@@ -1,0 +1,216 @@
+//! `cold-read`: how long a program takes to load its installed files from a cold cache.
+//!
+//! Preparation writes a `smallfolder`-shaped "application install" (source files, configs,
+//! a few MiB-sized assets) at the run's scale and seed, then drops the caches. The measured
+//! phase reads every file once, whole, on one thread, in a fixed order drawn from the seed —
+//! a program at start-up opens its files one after another in an order the directory layout
+//! does not predict. `seconds` is the time until the last byte is in.
+
+use std::fs::File;
+use std::io::Read;
+use std::os::fd::{AsFd, OwnedFd};
+use std::time::Instant;
+
+use rustix::fs::{Mode, OFlags};
+use xxhash_rust::xxh3::Xxh3Default;
+
+use super::filetree::{self, c_path, examples};
+use super::{Ctx, Harness, IoContext, Outcome, Point, WorkloadError};
+use crate::dataset::{DatasetSpec, Manifest, Profile};
+use crate::fsops::LatencyLog;
+
+/// Read buffer: large enough that a multi-MiB asset takes a handful of `read` calls.
+const BUF: usize = 1 << 20;
+/// Salt for the read-order stream, so it never equals a generator stream of the same seed.
+const ORDER_SALT: u64 = 0xC01D_4EAD_0000_0001;
+
+pub struct ColdRead;
+
+/// The install `cold-read` loads: `smallfolder` at the run's scale and seed. The user's own
+/// `source_dir` is not used: the workload needs a manifest to check every byte against.
+pub fn install_spec(run: &DatasetSpec) -> DatasetSpec {
+    DatasetSpec {
+        profile: Profile::Smallfolder,
+        source_dir: None,
+        ..run.clone()
+    }
+}
+
+/// Indices of `manifest.files` in the order a run with `seed` reads them.
+pub fn read_order(manifest: &Manifest, seed: u64) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..manifest.files.len()).collect();
+    filetree::shuffle(&mut filetree::rng_for(seed, ORDER_SALT), &mut order);
+    order
+}
+
+/// What the measured phase read: per file in `order`, its xxh3-64 and byte count.
+pub struct ReadBack {
+    pub hashes: Vec<(u64, u64)>,
+    pub bytes: u64,
+    pub latency: LatencyLog,
+}
+
+/// Reads every file of `order` under `root_fd`, whole, one after another. Each file is
+/// opened by its relative path from the root, as a program resolves its data paths.
+pub fn read_all(
+    ctx: &Ctx,
+    root_fd: &OwnedFd,
+    manifest: &Manifest,
+    order: &[usize],
+) -> Result<ReadBack, WorkloadError> {
+    let mut buf = vec![0u8; BUF];
+    let mut out = ReadBack {
+        hashes: Vec::with_capacity(order.len()),
+        bytes: 0,
+        latency: LatencyLog(Vec::with_capacity(order.len())),
+    };
+    for &i in order {
+        ctx.check()?;
+        let rel = &manifest.files[i].path;
+        let t = Instant::now();
+        let (hash, n) = read_one(root_fd, rel, &mut buf)?;
+        out.latency.0.push(t.elapsed().as_nanos() as u64);
+        out.hashes.push((hash, n));
+        out.bytes += n;
+    }
+    Ok(out)
+}
+
+fn read_one(root_fd: &OwnedFd, rel: &str, buf: &mut [u8]) -> Result<(u64, u64), WorkloadError> {
+    let cpath = c_path(rel)?;
+    let fd = rustix::fs::openat(
+        root_fd.as_fd(),
+        &cpath,
+        OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NOFOLLOW,
+        Mode::empty(),
+    )
+    .map_err(std::io::Error::from)
+    .ctx(|| format!("opening {rel}"))?;
+    let mut file = File::from(fd);
+    let mut h = Xxh3Default::new();
+    let mut n = 0u64;
+    loop {
+        match file.read(buf) {
+            Ok(0) => break,
+            Ok(k) => {
+                h.update(&buf[..k]);
+                n += k as u64;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(WorkloadError::io(format!("reading {rel}"), e)),
+        }
+    }
+    Ok((h.digest(), n))
+}
+
+/// Checks that every file read holds the manifest's bytes (hash and length).
+pub fn verify_reads(
+    manifest: &Manifest,
+    order: &[usize],
+    reads: &[(u64, u64)],
+) -> Result<(), WorkloadError> {
+    if reads.len() != order.len() {
+        return Err(WorkloadError::Verify(format!(
+            "read {} files, expected {}",
+            reads.len(),
+            order.len()
+        )));
+    }
+    let wrong: Vec<&str> = order
+        .iter()
+        .zip(reads)
+        .filter(|(&i, &(hash, n))| {
+            let f = &manifest.files[i];
+            f.hash != hash || f.size != n
+        })
+        .map(|(&i, _)| manifest.files[i].path.as_str())
+        .collect();
+    if wrong.is_empty() {
+        Ok(())
+    } else {
+        Err(WorkloadError::Verify(format!(
+            "{} files read back with wrong content: {}",
+            wrong.len(),
+            examples(&wrong)
+        )))
+    }
+}
+
+impl super::Workload for ColdRead {
+    fn name(&self) -> &'static str {
+        "cold-read"
+    }
+    fn describe(&self) -> &'static str {
+        "load an application install (smallfolder) file by file from a cold cache, one thread"
+    }
+    fn key_metric(&self) -> (&'static str, bool) {
+        ("seconds", false)
+    }
+    fn uses_threads(&self) -> bool {
+        false
+    }
+    fn run(
+        &self,
+        ctx: &Ctx,
+        _point: &Point,
+        harness: &mut dyn Harness,
+    ) -> Result<Outcome, WorkloadError> {
+        let spec = install_spec(ctx.dataset);
+        let manifest = filetree::generate(ctx, &spec, ctx.root, filetree::prep_threads(ctx))?;
+        let order = read_order(&manifest, spec.seed);
+        let root_fd = filetree::open_dir(ctx.root)?;
+        harness
+            .drop_caches()
+            .ctx(|| "dropping caches before the cold read".to_string())?;
+
+        let mut reads = None;
+        let mut outcome = harness.measure(&mut || {
+            let t = Instant::now();
+            let r = read_all(ctx, &root_fd, &manifest, &order)?;
+            let seconds = t.elapsed().as_secs_f64();
+            let mut out = Outcome {
+                seconds,
+                files: r.hashes.len() as u64,
+                logical_read_bytes: r.bytes,
+                ..Outcome::default()
+            };
+            r.latency.add_metrics("file_read", &mut out.metrics);
+            reads = Some(r.hashes);
+            Ok(out)
+        })?;
+        let reads =
+            reads.ok_or_else(|| WorkloadError::Verify("measured phase did not run".into()))?;
+        verify_reads(&manifest, &order, &reads)?;
+        outcome
+            .notes
+            .push("file_read_* latencies cover open + read to the end + close of one file".into());
+        Ok(outcome)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn read_order_is_a_seeded_permutation() {
+        let m = Manifest {
+            files: (0..50)
+                .map(|i| crate::dataset::FileEntry {
+                    path: format!("f{i}"),
+                    size: 1,
+                    content: i,
+                    hash: 0,
+                })
+                .collect(),
+            ..Manifest::default()
+        };
+        let a = read_order(&m, 1);
+        let mut sorted = a.clone();
+        sorted.sort_unstable();
+        assert_eq!(sorted, (0..50).collect::<Vec<_>>());
+        assert_eq!(a, read_order(&m, 1));
+        assert_ne!(a, read_order(&m, 2));
+        assert_ne!(a, sorted);
+    }
+}

@@ -1,0 +1,244 @@
+//! `copy-verify`: copy a tree onto the target, then read the copy back and compare every
+//! file's hash with the source's — what verifying copiers (TeraCopy, `rsync -c` after the
+//! fact) do, and what the user studies timed "with verification".
+//!
+//! The copy hashes the source as it streams through the user buffer, so the source is read
+//! once (this means read/write, never `copy_file_range`: the bytes must pass through user
+//! space to be hashed; between the scratch area and the target `copy_file_range` is refused
+//! with EXDEV anyway). `copy_seconds` ends with `syncfs` on the target: a verifier that
+//! wants to read back what reached the device must wait for it to get there.
+//!
+//! **Cache dropping** (`verify_cold`, default true): between the copy and the read-back the
+//! page cache is dropped, so the verify reads the device and not the copy's own pages. The
+//! drop happens *inside* the measured phase (the monitor sees it; the harness cannot be
+//! called from within `measure`, so it is `sys::drop_caches`), but its duration is in
+//! neither `copy_seconds` nor `verify_seconds`, and `seconds` is their sum. The `sync` the
+//! drop starts with finds nothing dirty: `copy_seconds` already ended with `syncfs`.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use super::copy::{copy_report, copy_tree, verify_mtimes, CopyMode};
+use super::filetree::{self, age_files, examples};
+use super::{Ctx, Harness, IoContext, Outcome, Point, Workload, WorkloadError};
+use crate::dataset::{FileEntry, Manifest};
+use crate::fsops::{self, hash_at, Dir, Kind, LatencyLog, Need, WalkOptions, HASH_BUF};
+
+pub struct CopyVerify;
+
+/// (relative path, xxh3-64, bytes) of one file.
+pub type FileHash = (PathBuf, u64, u64);
+
+/// What the read-back found.
+#[derive(Debug, Default)]
+pub struct ReadBack {
+    pub files: Vec<FileHash>,
+    pub dirs: Vec<PathBuf>,
+    pub bytes: u64,
+    pub latency: LatencyLog,
+}
+
+/// Reads every file under `root` back (one task per directory) and hashes it.
+pub fn read_back(ctx: &Ctx, root: &Path, threads: usize) -> Result<ReadBack, WorkloadError> {
+    struct Worker {
+        buf: Vec<u8>,
+        out: ReadBack,
+    }
+    let opts = WalkOptions::new(threads, Need::NONE);
+    let (_, workers) = fsops::walk_with(
+        root,
+        &opts,
+        || Worker {
+            buf: vec![0u8; HASH_BUF],
+            out: ReadBack::default(),
+        },
+        |w: &mut Worker, d: &Dir| {
+            ctx.check()?;
+            for e in d.entries() {
+                match e.kind {
+                    Kind::File => {
+                        ctx.check()?;
+                        let t = Instant::now();
+                        let h = hash_at(d.fd(), e.name, &mut w.buf).ctx(|| {
+                            format!("reading back {}", root.join(d.path_of(e.name)).display())
+                        })?;
+                        w.out.latency.0.push(t.elapsed().as_nanos() as u64);
+                        w.out.bytes += h.len;
+                        w.out.files.push((d.path_of(e.name), h.hash, h.len));
+                    }
+                    Kind::Dir => w.out.dirs.push(d.path_of(e.name)),
+                    Kind::Symlink | Kind::Other => {}
+                }
+            }
+            Ok::<(), WorkloadError>(())
+        },
+    )?;
+    let mut all = ReadBack::default();
+    let mut logs = Vec::new();
+    for w in workers {
+        all.files.extend(w.out.files);
+        all.dirs.extend(w.out.dirs);
+        all.bytes += w.out.bytes;
+        logs.push(w.out.latency);
+    }
+    all.latency = LatencyLog::merge(logs);
+    Ok(all)
+}
+
+/// Compares the hashes read back with the hashes taken from the source while copying:
+/// every source file must be there with the same length and hash, and nothing else.
+pub fn compare_with_source(source: &[FileHash], dest: &[FileHash]) -> Result<(), WorkloadError> {
+    let mut a: Vec<&FileHash> = source.iter().collect();
+    let mut b: Vec<&FileHash> = dest.iter().collect();
+    a.sort_unstable_by(|x, y| x.0.cmp(&y.0));
+    b.sort_unstable_by(|x, y| x.0.cmp(&y.0));
+    let (mut i, mut j) = (0, 0);
+    let mut problems: Vec<String> = Vec::new();
+    while i < a.len() || j < b.len() {
+        match (a.get(i), b.get(j)) {
+            (Some(s), Some(d)) if s.0 == d.0 => {
+                if s.1 != d.1 || s.2 != d.2 {
+                    problems.push(format!("{} differs from its source", d.0.display()));
+                }
+                i += 1;
+                j += 1;
+            }
+            (Some(s), Some(d)) if s.0 < d.0 => {
+                problems.push(format!("{} missing", s.0.display()));
+                i += 1;
+            }
+            (Some(s), None) => {
+                problems.push(format!("{} missing", s.0.display()));
+                i += 1;
+            }
+            (_, Some(d)) => {
+                problems.push(format!("{} not in the source", d.0.display()));
+                j += 1;
+            }
+            (None, None) => break,
+        }
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(WorkloadError::Verify(format!(
+            "{} files failed verification against the source: {}",
+            problems.len(),
+            examples(&problems)
+        )))
+    }
+}
+
+/// The read-back as a manifest (for the final comparison with the data set).
+fn as_manifest(rb: &ReadBack) -> Result<Manifest, WorkloadError> {
+    let utf8 = |p: &Path| {
+        p.to_str()
+            .map(str::to_owned)
+            .ok_or_else(|| WorkloadError::Verify(format!("non-UTF-8 name {}", p.display())))
+    };
+    let mut m = Manifest::default();
+    for (p, hash, len) in &rb.files {
+        m.files.push(FileEntry {
+            path: utf8(p)?,
+            size: *len,
+            content: *hash,
+            hash: *hash,
+        });
+    }
+    for d in &rb.dirs {
+        m.dirs.push(utf8(d)?);
+    }
+    m.files.sort_unstable_by(|a, b| a.path.cmp(&b.path));
+    Ok(m)
+}
+
+fn option_bool(ctx: &Ctx, key: &str, default: bool) -> Result<bool, WorkloadError> {
+    match ctx.options.get(key) {
+        None => Ok(default),
+        Some(toml::Value::Boolean(b)) => Ok(*b),
+        Some(v) => Err(WorkloadError::Option(format!(
+            "{key} must be true or false, got {v}"
+        ))),
+    }
+}
+
+impl Workload for CopyVerify {
+    fn name(&self) -> &'static str {
+        "copy-verify"
+    }
+    fn describe(&self) -> &'static str {
+        "copy a tree onto the target hashing the source, then read the copy back (cold) and compare"
+    }
+    fn key_metric(&self) -> (&'static str, bool) {
+        ("seconds", false)
+    }
+    fn run(
+        &self,
+        ctx: &Ctx,
+        _point: &Point,
+        harness: &mut dyn Harness,
+    ) -> Result<Outcome, WorkloadError> {
+        let verify_cold = option_bool(ctx, "verify_cold", true)?;
+        let src = ctx.scratch.join("copy-source");
+        std::fs::create_dir(&src).ctx(|| format!("creating {}", src.display()))?;
+        let prep = filetree::prep_threads(ctx);
+        let manifest = filetree::generate(ctx, ctx.dataset, &src, prep)?;
+        age_files(&src, &manifest, ctx.dataset.seed, prep)?;
+        // Clean but still cached: the source is warm, and its writeback is not measured.
+        crate::sys::syncfs(&src).ctx(|| format!("syncfs {}", src.display()))?;
+        let dst = ctx.root;
+
+        let mut readback = None;
+        let mut outcome = harness.measure(&mut || {
+            let t = Instant::now();
+            let copied = copy_tree(ctx, &src, dst, ctx.threads, CopyMode::Hashing)?;
+            let t_sync = Instant::now();
+            crate::sys::syncfs(dst).ctx(|| format!("syncfs {}", dst.display()))?;
+            let sync_seconds = t_sync.elapsed().as_secs_f64();
+            let copy_seconds = t.elapsed().as_secs_f64();
+            if verify_cold {
+                crate::sys::drop_caches().ctx(|| "dropping caches before verify".to_string())?;
+            }
+            let t = Instant::now();
+            let rb = read_back(ctx, dst, ctx.threads)?;
+            compare_with_source(&copied.source_hashes, &rb.files)?;
+            let verify_seconds = t.elapsed().as_secs_f64();
+
+            let mut out = Outcome {
+                seconds: copy_seconds + verify_seconds,
+                files: copied.files,
+                logical_read_bytes: rb.bytes,
+                logical_write_bytes: copied.bytes,
+                ..Outcome::default()
+            };
+            copy_report(&copied, &mut out);
+            out.metrics.insert("copy_seconds".into(), copy_seconds);
+            out.metrics.insert("syncfs_seconds".into(), sync_seconds);
+            out.metrics.insert("verify_seconds".into(), verify_seconds);
+            out.metrics.insert("bytes_verified".into(), rb.bytes as f64);
+            rb.latency
+                .clone()
+                .add_metrics("file_verify", &mut out.metrics);
+            readback = Some(rb);
+            Ok(out)
+        })?;
+        let rb =
+            readback.ok_or_else(|| WorkloadError::Verify("measured phase did not run".into()))?;
+        // The source hashes could only be wrong together with the copy; the data set's own
+        // hashes rule that out too.
+        let diff = manifest.diff(&as_manifest(&rb)?, true);
+        if !diff.is_empty() {
+            return Err(WorkloadError::Verify(format!(
+                "the copy does not match the data set: {}",
+                Manifest::diff_summary(&diff)
+            )));
+        }
+        verify_mtimes(&src, dst, prep)?;
+        outcome.notes.push(if verify_cold {
+            "verify read after syncfs and a cache drop (drop time in neither phase)".into()
+        } else {
+            "verify read from a warm cache".into()
+        });
+        Ok(outcome)
+    }
+}

@@ -1,0 +1,611 @@
+//! The copy-family workloads (copy, sync, dupes, copy-verify, cold-read) on real trees under
+//! /var/tmp: each runs and verifies its own work, and each verification catches a planted
+//! error.
+
+use std::fs;
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::sync::atomic::AtomicBool;
+
+use fsarena::dataset::{self, DatasetSpec, Manifest, Profile};
+use fsarena::results::Status;
+use fsarena::workload::{
+    cold_read, copy, copy_verify, dupes, sync, Ctx, Outcome, PlainHarness, Point, Workload,
+    WorkloadError,
+};
+
+/// A fresh root and scratch directory plus everything a `Ctx` borrows.
+struct Env {
+    root: tempfile::TempDir,
+    scratch: tempfile::TempDir,
+    spec: DatasetSpec,
+    options: toml::Table,
+    cancel: AtomicBool,
+}
+
+fn tmp() -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix("fsarena-cp-")
+        .tempdir_in("/var/tmp")
+        .unwrap()
+}
+
+impl Env {
+    fn new() -> Env {
+        Env {
+            root: tmp(),
+            scratch: tmp(),
+            spec: DatasetSpec {
+                scale: 0.001,
+                ..DatasetSpec::default()
+            },
+            options: toml::Table::new(),
+            cancel: AtomicBool::new(false),
+        }
+    }
+
+    fn ctx(&self) -> Ctx<'_> {
+        self.ctx_at(self.root.path())
+    }
+
+    fn ctx_at<'a>(&'a self, root: &'a Path) -> Ctx<'a> {
+        Ctx {
+            root,
+            scratch: self.scratch.path(),
+            threads: 2,
+            dataset: &self.spec,
+            options: &self.options,
+            cancel: &self.cancel,
+            deadline: None,
+        }
+    }
+
+    fn manifest(&self) -> Manifest {
+        self.spec.plan().unwrap()
+    }
+
+    fn run(
+        &self,
+        w: &dyn Workload,
+        variant: &str,
+    ) -> Result<(Outcome, PlainHarness), WorkloadError> {
+        let point = Point {
+            variant: variant.into(),
+            ..Point::default()
+        };
+        let mut h = PlainHarness::default();
+        let out = w.run(&self.ctx(), &point, &mut h)?;
+        Ok((out, h))
+    }
+}
+
+/// Inverts one byte in the middle of `path`.
+fn flip_byte(path: &Path) {
+    let mut f = fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(path)
+        .unwrap();
+    let len = f.metadata().unwrap().len();
+    assert!(len > 0);
+    let at = len / 2;
+    let mut b = [0u8; 1];
+    f.seek(SeekFrom::Start(at)).unwrap();
+    f.read_exact(&mut b).unwrap();
+    b[0] ^= 0xff;
+    f.seek(SeekFrom::Start(at)).unwrap();
+    f.write_all(&b).unwrap();
+}
+
+fn assert_verify_error(r: Result<(), WorkloadError>, what: &str) {
+    match r {
+        Err(WorkloadError::Verify(msg)) => assert!(msg.contains(what), "{msg}"),
+        other => panic!("expected a verification failure about {what}, got {other:?}"),
+    }
+}
+
+fn methods_add_up(out: &Outcome) {
+    let m = &out.metrics;
+    let sum = m["reflink_files"] + m["copy_file_range_files"] + m["readwrite_files"];
+    assert_eq!(sum, out.files as f64, "{m:?}");
+}
+
+#[test]
+fn copy_from_outside_copies_everything_and_verifies() {
+    let env = Env::new();
+    let manifest = env.manifest();
+    let w = copy::CopyTree;
+    let points = w.points(&env.ctx()).unwrap();
+    assert_eq!(
+        points
+            .iter()
+            .map(|p| p.variant.as_str())
+            .collect::<Vec<_>>(),
+        ["from-outside", "within"]
+    );
+    let (out, h) = env.run(&w, "from-outside").unwrap();
+    assert_eq!(h.measured, 1);
+    assert_eq!(out.files, manifest.files.len() as u64);
+    assert_eq!(out.logical_write_bytes, manifest.total_bytes());
+    assert_eq!(out.metrics["bytes_copied"], manifest.total_bytes() as f64);
+    assert!(out.seconds > out.metrics["syncfs_seconds"]);
+    assert!(out.metrics["file_copy_p99_us"] >= out.metrics["file_copy_p50_us"]);
+    methods_add_up(&out);
+    // Here scratch and root share /var/tmp, so copy_file_range may run; on a real target
+    // it is refused with EXDEV. Either way the notes say what ran.
+    assert!(
+        out.notes.iter().any(|n| n.starts_with("copied with")),
+        "{:?}",
+        out.notes
+    );
+
+    // The same check the workload ran catches one flipped byte in the copy.
+    let src = env.scratch.path().join("copy-source");
+    copy::verify_copy(&src, env.root.path(), &manifest, 2).unwrap();
+    let victim = &manifest.files[manifest.files.len() / 2].path;
+    flip_byte(&env.root.path().join(victim));
+    assert_verify_error(
+        copy::verify_copy(&src, env.root.path(), &manifest, 2),
+        victim,
+    );
+}
+
+#[test]
+fn copy_verification_catches_a_lost_modification_time() {
+    let env = Env::new();
+    let manifest = env.manifest();
+    env.run(&copy::CopyTree, "from-outside").unwrap();
+    let src = env.scratch.path().join("copy-source");
+    let victim = env.root.path().join(&manifest.files[0].path);
+    let f = fs::OpenOptions::new().write(true).open(&victim).unwrap();
+    f.set_modified(std::time::SystemTime::now()).unwrap();
+    assert_verify_error(
+        copy::verify_copy(&src, env.root.path(), &manifest, 2),
+        "modification time",
+    );
+}
+
+#[test]
+fn copy_within_reports_the_method_it_used() {
+    let env = Env::new();
+    let manifest = env.manifest();
+    let (out, _) = env.run(&copy::CopyTree, "within").unwrap();
+    assert_eq!(out.files, manifest.files.len() as u64);
+    assert_eq!(out.logical_read_bytes, manifest.total_bytes());
+    methods_add_up(&out);
+    // /var/tmp: ext4 refuses FICLONE and takes copy_file_range; btrfs/xfs would reflink.
+    let m = &out.metrics;
+    assert_eq!(m["readwrite_files"], 0.0, "{m:?} {:?}", out.notes);
+    if m["reflink_files"] == 0.0 {
+        assert!(
+            out.notes
+                .iter()
+                .any(|n| n.starts_with("reflink (FICLONE) refused")),
+            "{:?}",
+            out.notes
+        );
+    }
+    assert!(env.root.path().join("copy").is_dir() && env.root.path().join("src").is_dir());
+}
+
+#[test]
+fn copy_tree_falls_back_when_copy_file_range_is_refused() {
+    let env = Env::new();
+    let manifest = env.manifest();
+    let src = env.scratch.path();
+    dataset::materialize(&env.spec, &manifest, src, 2).unwrap();
+    let t = copy::copy_tree(
+        &env.ctx(),
+        src,
+        env.root.path(),
+        2,
+        copy::CopyMode::RefusedRange,
+    )
+    .unwrap();
+    assert_eq!(t.readwrite_files, manifest.files.len() as u64);
+    assert_eq!(t.copy_file_range_files + t.reflink_files, 0);
+    assert_eq!(t.refusals.len(), 1, "{:?}", t.refusals);
+    copy::verify_copy(src, env.root.path(), &manifest, 2).unwrap();
+}
+
+#[test]
+fn copy_keeps_directory_modes_and_symlinks() {
+    let env = Env::new();
+    let src = env.scratch.path();
+    fs::create_dir(src.join("d")).unwrap();
+    fs::write(src.join("d/f"), b"hello").unwrap();
+    fs::set_permissions(src.join("d"), fs::Permissions::from_mode(0o750)).unwrap();
+    std::os::unix::fs::symlink("d/f", src.join("link")).unwrap();
+    let t = copy::copy_tree(
+        &env.ctx(),
+        src,
+        env.root.path(),
+        2,
+        copy::CopyMode::Fast { reflink: false },
+    )
+    .unwrap();
+    assert_eq!((t.files, t.dirs, t.symlinks), (1, 1, 1));
+    let dst = env.root.path();
+    assert_eq!(
+        fs::metadata(dst.join("d")).unwrap().permissions().mode() & 0o7777,
+        0o750
+    );
+    assert_eq!(fs::read_link(dst.join("link")).unwrap(), Path::new("d/f"));
+    assert_eq!(fs::read(dst.join("link")).unwrap(), b"hello");
+}
+
+/// A tiny tmpfs mounted for one test and always unmounted, even when the test panics.
+struct TinyTmpfs {
+    dir: tempfile::TempDir,
+}
+
+impl TinyTmpfs {
+    fn mount(bytes: u64) -> TinyTmpfs {
+        let dir = tmp();
+        rustix::mount::mount(
+            "fsarena-test",
+            dir.path(),
+            "tmpfs",
+            rustix::mount::MountFlags::empty(),
+            std::ffi::CString::new(format!("size={bytes}"))
+                .unwrap()
+                .as_c_str(),
+        )
+        .expect("mount tmpfs (the tests run as root)");
+        TinyTmpfs { dir }
+    }
+}
+
+impl Drop for TinyTmpfs {
+    fn drop(&mut self) {
+        let _ = rustix::mount::unmount(self.dir.path(), rustix::mount::UnmountFlags::DETACH);
+    }
+}
+
+#[test]
+fn a_full_target_surfaces_as_enospc() {
+    let env = Env::new();
+    let manifest = env.manifest();
+    assert!(manifest.total_bytes() > 2 << 20);
+    let target = TinyTmpfs::mount(1 << 20);
+    let ctx = env.ctx_at(target.dir.path());
+    let mut h = PlainHarness::default();
+    let err = copy::CopyTree
+        .run(&ctx, &Point::default(), &mut h)
+        .unwrap_err();
+    assert_eq!(err.status(), Status::Enospc, "{err}");
+    match err {
+        WorkloadError::Io { source, .. } => assert_eq!(source.raw_os_error(), Some(libc::ENOSPC)),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn copy_verify_measures_both_phases_and_catches_a_flipped_byte() {
+    let env = Env::new();
+    let manifest = env.manifest();
+    let (out, h) = env.run(&copy_verify::CopyVerify, "").unwrap();
+    assert_eq!(h.measured, 1);
+    assert_eq!(out.files, manifest.files.len() as u64);
+    let m = &out.metrics;
+    assert!(m["copy_seconds"] > 0.0 && m["verify_seconds"] > 0.0);
+    assert!((m["copy_seconds"] + m["verify_seconds"] - out.seconds).abs() < 1e-9);
+    assert_eq!(out.logical_read_bytes, manifest.total_bytes());
+    assert_eq!(m["readwrite_files"], out.files as f64);
+    assert!(m.contains_key("file_verify_p50_us"));
+    assert!(
+        out.notes.iter().any(|n| n.contains("cache drop")),
+        "{:?}",
+        out.notes
+    );
+
+    // Source hashes from a hashing copy, then a flipped byte in the copy.
+    let dst = tmp();
+    let src = env.scratch.path().join("copy-source");
+    let copied = copy::copy_tree(&env.ctx(), &src, dst.path(), 2, copy::CopyMode::Hashing).unwrap();
+    assert_eq!(copied.source_hashes.len(), manifest.files.len());
+    let rb = copy_verify::read_back(&env.ctx(), dst.path(), 2).unwrap();
+    copy_verify::compare_with_source(&copied.source_hashes, &rb.files).unwrap();
+    let victim = &manifest.files[1].path;
+    flip_byte(&dst.path().join(victim));
+    let rb = copy_verify::read_back(&env.ctx(), dst.path(), 2).unwrap();
+    assert_verify_error(
+        copy_verify::compare_with_source(&copied.source_hashes, &rb.files),
+        victim,
+    );
+}
+
+#[test]
+fn copy_verify_warm_skips_the_cache_drop() {
+    let mut env = Env::new();
+    env.options
+        .insert("verify_cold".into(), toml::Value::Boolean(false));
+    let (out, _) = env.run(&copy_verify::CopyVerify, "").unwrap();
+    assert!(
+        out.notes.iter().any(|n| n.contains("warm")),
+        "{:?}",
+        out.notes
+    );
+    env.options
+        .insert("verify_cold".into(), toml::Value::from("yes"));
+    assert!(matches!(
+        env.run(&copy_verify::CopyVerify, ""),
+        Err(WorkloadError::Option(_))
+    ));
+}
+
+#[test]
+fn sync_copies_and_deletes_exactly_the_changes_and_catches_a_stale_file() {
+    let env = Env::new();
+    let before = env.manifest();
+    let (changes, after) = sync::plan_changes(&before, &env.spec, 0.1).unwrap();
+    // 10 % of the files, split four ways.
+    let n = (0.1 * before.files.len() as f64).round() as usize;
+    assert_eq!(
+        changes.modified.len()
+            + changes.added.len()
+            + changes.deleted.len()
+            + changes.renamed.len(),
+        n
+    );
+    assert!(!changes.renamed.is_empty() && !changes.deleted.is_empty());
+
+    let (out, h) = env.run(&sync::SyncMirror, "").unwrap();
+    assert_eq!(h.measured, 1);
+    let m = &out.metrics;
+    assert_eq!(m["files_copied"], changes.expected_copies() as f64);
+    assert_eq!(m["files_deleted"], changes.expected_deletes() as f64);
+    let copied_bytes: u64 = changes
+        .modified
+        .iter()
+        .chain(&changes.added)
+        .map(|f| f.size)
+        .chain(
+            changes
+                .renamed
+                .iter()
+                .map(|(from, _)| before.file(from).unwrap().size),
+        )
+        .sum();
+    assert_eq!(m["bytes_copied"], copied_bytes as f64);
+    assert!(out.seconds > m["syncfs_seconds"]);
+    assert_eq!(out.files, after.files.len() as u64);
+
+    // The workload's check passes on the synced mirror, then fails on a stale leftover.
+    fsarena::workload::create::verify(env.root.path(), &after, 2).unwrap();
+    let (gone, _) = &changes.renamed[0];
+    fs::write(env.root.path().join(gone), b"stale").unwrap();
+    assert_verify_error(
+        fsarena::workload::create::verify(env.root.path(), &after, 2),
+        gone,
+    );
+}
+
+#[test]
+fn sync_rejects_a_bad_fraction() {
+    let mut env = Env::new();
+    env.options
+        .insert("change_fraction".into(), toml::Value::Float(1.5));
+    assert!(matches!(
+        env.run(&sync::SyncMirror, ""),
+        Err(WorkloadError::Option(_))
+    ));
+}
+
+#[test]
+fn dupes_finds_exactly_the_planted_groups() {
+    let mut env = Env::new();
+    env.options
+        .insert("cold".into(), toml::Value::Boolean(false));
+    let manifest = env.manifest();
+    assert!(manifest.duplicate_groups.len() >= 2);
+    let (out, h) = env.run(&dupes::Dupes, "").unwrap();
+    assert_eq!(h.dropped, 0);
+    let m = &out.metrics;
+    assert_eq!(m["groups"], manifest.duplicate_groups.len() as f64);
+    let members: usize = manifest.duplicate_groups.iter().map(Vec::len).sum();
+    assert_eq!(m["duplicate_files"], members as f64);
+    assert_eq!(out.files, manifest.files.len() as u64);
+    // The stages prune: fewer files get a full hash than a prefix hash.
+    assert!(m["full_hashed_files"] < m["prefix_hashed_files"], "{m:?}");
+    assert!(m["bytes_hashed"] < manifest.total_bytes() as f64, "{m:?}");
+}
+
+#[test]
+fn dupes_verification_catches_a_missing_duplicate() {
+    let env = Env::new();
+    let manifest = env.manifest();
+    dataset::materialize(&env.spec, &manifest, env.root.path(), 2).unwrap();
+    let s = dupes::find_duplicates(&env.ctx(), env.root.path(), 2).unwrap();
+    let found = dupes::groups_in_manifest(&s, &manifest).unwrap();
+    dupes::check_groups(&found, &manifest).unwrap();
+
+    let group = &manifest.duplicate_groups[0];
+    let victim = &manifest.files[group[group.len() - 1]].path;
+    fs::remove_file(env.root.path().join(victim)).unwrap();
+    let s = dupes::find_duplicates(&env.ctx(), env.root.path(), 2).unwrap();
+    let found = dupes::groups_in_manifest(&s, &manifest).unwrap();
+    assert_verify_error(dupes::check_groups(&found, &manifest), "not found");
+}
+
+#[test]
+fn dupes_is_not_fooled_by_a_last_byte_difference() {
+    let env = Env::new();
+    let manifest = env.manifest();
+    dataset::materialize(&env.spec, &manifest, env.root.path(), 2).unwrap();
+    // Make a large planted duplicate differ in its very last byte only.
+    let group = manifest
+        .duplicate_groups
+        .iter()
+        .find(|g| manifest.files[g[0]].size > 3 * dupes::PARTIAL)
+        .expect("a planted group of files above 12 KiB");
+    let victim = env.root.path().join(&manifest.files[group[0]].path);
+    let mut f = fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&victim)
+        .unwrap();
+    let mut b = [0u8; 1];
+    f.seek(SeekFrom::End(-1)).unwrap();
+    f.read_exact(&mut b).unwrap();
+    f.seek(SeekFrom::End(-1)).unwrap();
+    f.write_all(&[b[0] ^ 1]).unwrap();
+    drop(f);
+    let s = dupes::find_duplicates(&env.ctx(), env.root.path(), 2).unwrap();
+    let found = dupes::groups_in_manifest(&s, &manifest).unwrap();
+    assert!(!found.iter().any(|g| g.contains(&group[0])), "{found:?}");
+    assert!(dupes::check_groups(&found, &manifest).is_err());
+}
+
+#[test]
+fn cold_read_loads_the_install_and_catches_a_flipped_byte() {
+    let env = Env::new();
+    let spec = cold_read::install_spec(&env.spec);
+    assert_eq!(spec.profile, Profile::Smallfolder);
+    let manifest = spec.plan().unwrap();
+    let w = cold_read::ColdRead;
+    assert!(!w.uses_threads());
+    let (out, h) = env.run(&w, "").unwrap();
+    assert_eq!((h.dropped, h.measured), (1, 1));
+    assert_eq!(out.files, manifest.files.len() as u64);
+    assert_eq!(out.logical_read_bytes, manifest.total_bytes());
+    assert!(out.metrics.contains_key("file_read_p99_us"));
+
+    let order = cold_read::read_order(&manifest, spec.seed);
+    let root_fd = rustix::fs::open(
+        env.root.path(),
+        rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::DIRECTORY,
+        rustix::fs::Mode::empty(),
+    )
+    .unwrap();
+    let victim = &manifest.files[order[3]].path;
+    flip_byte(&env.root.path().join(victim));
+    let r = cold_read::read_all(&env.ctx(), &root_fd, &manifest, &order).unwrap();
+    assert_verify_error(
+        cold_read::verify_reads(&manifest, &order, &r.hashes),
+        victim,
+    );
+}
+
+#[test]
+fn a_cancelled_run_stops_with_interrupted() {
+    let env = Env::new();
+    env.cancel.store(true, std::sync::atomic::Ordering::Relaxed);
+    let err = env.run(&copy::CopyTree, "from-outside").unwrap_err();
+    assert!(matches!(err, WorkloadError::Interrupted), "{err:?}");
+}
+
+#[test]
+fn the_workloads_are_registered() {
+    let names = fsarena::workload::names();
+    for n in ["copy", "sync", "dupes", "copy-verify", "cold-read"] {
+        assert!(names.contains(&n), "{n} missing from {names:?}");
+    }
+}
+
+/// A btrfs file system on a loop device for one test: image, loop device and mount are all
+/// undone on drop, also when the test fails.
+struct LoopBtrfs {
+    dir: tempfile::TempDir,
+    image: std::path::PathBuf,
+    device: Option<String>,
+    mounted: bool,
+}
+
+impl LoopBtrfs {
+    fn mnt(&self) -> std::path::PathBuf {
+        self.dir.path().join("mnt")
+    }
+
+    fn new(bytes: u64) -> LoopBtrfs {
+        use std::process::Command;
+        let dir = tmp();
+        let image = dir.path().join("btrfs.img");
+        let mut me = LoopBtrfs {
+            dir,
+            image,
+            device: None,
+            mounted: false,
+        };
+        fs::File::create(&me.image).unwrap().set_len(bytes).unwrap();
+        let out = Command::new("losetup")
+            .args(["--find", "--show"])
+            .arg(&me.image)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "losetup: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let dev = String::from_utf8(out.stdout).unwrap().trim().to_string();
+        me.device = Some(dev.clone());
+        let out = Command::new("mkfs.btrfs")
+            .args(["-q", "-f", &dev])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "mkfs.btrfs: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        fs::create_dir(me.mnt()).unwrap();
+        rustix::mount::mount(
+            dev.as_str(),
+            me.mnt(),
+            "btrfs",
+            rustix::mount::MountFlags::empty(),
+            None,
+        )
+        .unwrap();
+        me.mounted = true;
+        me
+    }
+}
+
+impl Drop for LoopBtrfs {
+    fn drop(&mut self) {
+        if self.mounted {
+            let _ = rustix::mount::unmount(self.mnt(), rustix::mount::UnmountFlags::empty())
+                .or_else(|_| {
+                    rustix::mount::unmount(self.mnt(), rustix::mount::UnmountFlags::DETACH)
+                });
+        }
+        if let Some(dev) = &self.device {
+            let _ = std::process::Command::new("losetup")
+                .args(["-d", dev])
+                .status();
+        }
+    }
+}
+
+#[test]
+fn copy_within_btrfs_uses_reflinks() {
+    let fsys = LoopBtrfs::new(256 << 20);
+    let root = fsys.mnt().join("cell");
+    fs::create_dir(&root).unwrap();
+    let env = Env::new();
+    let manifest = env.manifest();
+    let mut h = PlainHarness::default();
+    let within = Point {
+        variant: "within".into(),
+        ..Point::default()
+    };
+    let out = copy::CopyTree
+        .run(&env.ctx_at(&root), &within, &mut h)
+        .unwrap();
+    assert_eq!(
+        out.metrics["reflink_files"],
+        manifest.files.len() as f64,
+        "{:?}",
+        out.notes
+    );
+    assert!(
+        out.notes
+            .iter()
+            .any(|n| n.starts_with("copied with reflink")),
+        "{:?}",
+        out.notes
+    );
+}
