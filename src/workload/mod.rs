@@ -6,6 +6,8 @@
 //! starts the monitor, runs the closure, ends with `syncfs`, stops the monitor), then verifies
 //! its own work so that it can never be fast by being wrong.
 
+pub mod fio;
+
 use std::collections::BTreeMap;
 use std::io;
 use std::path::Path;
