@@ -475,8 +475,18 @@ pub fn run(
     job: &FioJob,
     check: &dyn Fn() -> Result<(), WorkloadError>,
 ) -> Result<FioRun, WorkloadError> {
+    run_program("fio", dir, job, check)
+}
+
+/// [`run`] with the program named, so a test can stand for "fio is not installed".
+fn run_program(
+    program: &str,
+    dir: &Path,
+    job: &FioJob,
+    check: &dyn Fn() -> Result<(), WorkloadError>,
+) -> Result<FioRun, WorkloadError> {
     let args = job.args();
-    let mut child = match Command::new("fio")
+    let mut child = match Command::new(program)
         .args(&args)
         .current_dir(dir)
         .stdin(Stdio::null())
@@ -894,6 +904,22 @@ mod tests {
             .iter()
             .any(|x| x.starts_with("--rwmixread") || x == "--time_based"));
         assert_eq!(s.expected_io_bytes(), Some(2 * (16 << 20)));
+    }
+
+    #[test]
+    fn missing_fio_names_the_package() {
+        let dir = std::env::temp_dir();
+        let err = run_program(
+            "fsarena-no-such-fio",
+            &dir,
+            &job(Rw::Read, None),
+            &|| Ok(()),
+        )
+        .unwrap_err();
+        assert!(matches!(err, WorkloadError::Unsupported(_)), "{err:?}");
+        let msg = err.to_string();
+        assert!(msg.contains("Debian package `fio`"), "{msg}");
+        assert!(msg.contains("apt-get install fio"), "{msg}");
     }
 
     #[test]

@@ -7,6 +7,9 @@
 //! its own work so that it can never be fast by being wrong.
 
 pub mod fio;
+// `io` would shadow `std::io` here, so the file io.rs is mounted under another name.
+#[path = "io.rs"]
+pub mod io_workload;
 
 use std::collections::BTreeMap;
 use std::io;
@@ -201,7 +204,10 @@ impl<T> IoContext<T> for io::Result<T> {
 
 /// Every workload fsarena knows, in the order the default run uses them.
 pub fn all() -> Vec<Box<dyn Workload>> {
-    vec![]
+    vec![
+        Box::new(io_workload::IoWorkload::quick()),
+        Box::new(io_workload::IoWorkload::sweep()),
+    ]
 }
 
 /// Looks a workload up by name.
