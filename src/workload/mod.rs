@@ -6,6 +6,7 @@
 //! starts the monitor, runs the closure, ends with `syncfs`, stops the monitor), then verifies
 //! its own work so that it can never be fast by being wrong.
 
+pub mod db;
 pub mod fio;
 // `io` would shadow `std::io` here, so the file io.rs is mounted under another name.
 #[path = "io.rs"]
@@ -207,6 +208,7 @@ pub fn all() -> Vec<Box<dyn Workload>> {
     vec![
         Box::new(io_workload::IoWorkload::quick()),
         Box::new(io_workload::IoWorkload::sweep()),
+        Box::new(db::Db),
     ]
 }
 
