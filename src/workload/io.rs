@@ -2,10 +2,10 @@
 //!
 //! Each point is one fio job (rw × block size × jobs × queue depth × file size × direct ×
 //! engine). Per point: pick the engine (probed once per file system), lay the file out with
-//! real writes (unmeasured), run the measured fio job under the harness, and check fio's own
-//! accounting. The data file is written before any read so that no read ever hits a hole or a
-//! preallocated extent, which file systems answer with zeros without touching the device
-//! (fio #719).
+//! real writes (unmeasured; a file only read since its lay-out is reused), run the measured
+//! fio job under the harness, and check fio's own accounting. The data file is written before
+//! any read so that no read ever hits a hole or a preallocated extent, which file systems
+//! answer with zeros without touching the device (fio #719).
 
 use std::collections::{BTreeMap, HashMap};
 use std::fs;
@@ -487,7 +487,12 @@ impl Workload for IoWorkload {
             ));
         }
         ctx.check()?;
-        notes.push(lay_out(ctx, &spec.filename(), spec.size_bytes)?);
+        let file = spec.filename();
+        notes.push(prepare_file(ctx, &file, spec.size_bytes)?);
+        if spec.rw.writes() {
+            // This job ages the file: no later point may take it for a fresh lay-out.
+            remove_if_present(&ctx.root.join(pristine_marker(&file)))?;
+        }
         ctx.check()?;
 
         let job = spec.job(&cfg, engine);
@@ -502,6 +507,10 @@ impl Workload for IoWorkload {
             WorkloadError::Tool("the harness did not run the measured fio job".into())
         })?;
         notes.push(fio::verify(&job, &run)?);
+        if spec.rw.writes() {
+            // Aged and no longer reusable: free the space rather than leave it on the target.
+            remove_if_present(&ctx.root.join(&file))?;
+        }
         notes.push(format!(
             "{}; {}",
             run.report.fio_version,
@@ -575,12 +584,41 @@ fn probe_engine(ctx: &Ctx) -> Result<IoEngine, WorkloadError> {
     )))
 }
 
+/// The marker that says a data file is exactly as laid out: no point has written to it.
+fn pristine_marker(name: &str) -> String {
+    format!("{name}.pristine")
+}
+
+/// Gives the point a data file as freshly laid out: every point sees the same file, never
+/// one aged by an earlier random-write point (fragmented on copy-on-write file systems),
+/// so results do not depend on point order. A file only read since its lay-out (marked
+/// pristine) is reused after re-checking it; otherwise it is laid out again.
+fn prepare_file(ctx: &Ctx, name: &str, size: u64) -> Result<String, WorkloadError> {
+    let marker = ctx.root.join(pristine_marker(name));
+    if marker.exists() {
+        if let Ok(sampled) = verify_written(&ctx.root.join(name), size) {
+            return Ok(format!(
+                "reused the data file laid out for an earlier point (only read since);                  no holes, {sampled} sampled blocks hold non-zero data"
+            ));
+        }
+    }
+    let note = lay_out(ctx, name, size)?;
+    fs::write(&marker, size.to_string()).ctx(|| format!("writing {}", marker.display()))?;
+    Ok(note)
+}
+
+fn remove_if_present(path: &Path) -> Result<(), WorkloadError> {
+    match fs::remove_file(path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            Err(WorkloadError::io(format!("removing {}", path.display()), e))
+        }
+        _ => Ok(()),
+    }
+}
+
 /// Writes `size` bytes of fio's (non-zero, pseudo-random) buffer data into `name` with plain
 /// buffered writes and an fsync, then proves the file holds written data. Any other data
 /// file in the directory is removed first so at most one occupies the target.
-///
-/// The file is laid out fresh for every point: a file aged by an earlier random-write point
-/// (fragmented on copy-on-write file systems) would make results depend on point order.
 fn lay_out(ctx: &Ctx, name: &str, size: u64) -> Result<String, WorkloadError> {
     remove_data_files(ctx.root)?;
     let bs = [MIB, 64 << 10, 4096, 512]
@@ -617,7 +655,9 @@ fn remove_data_files(root: &Path) -> Result<(), WorkloadError> {
         let entry = entry.ctx(|| format!("reading {}", root.display()))?;
         let name = entry.file_name();
         let name = name.to_string_lossy();
-        if name.starts_with("fsarena-io-") && name.ends_with(".dat") {
+        if name.starts_with("fsarena-io-")
+            && (name.ends_with(".dat") || name.ends_with(".dat.pristine"))
+        {
             fs::remove_file(entry.path()).ctx(|| format!("removing {}", entry.path().display()))?;
         }
     }
@@ -1133,9 +1173,11 @@ mod tests {
         let env = Env::new("runtime = 0.5\nramp_time = 0");
         let ctx = env.ctx(t.path());
         let w = IoWorkload::quick();
+        let mut layouts = Vec::new();
         for point in w.points(&ctx).unwrap() {
             let mut h = PlainHarness::default();
             let out = w.run(&ctx, &point, &mut h).unwrap();
+            layouts.push(out.notes.iter().any(|n| n.starts_with("laid out")));
             let writes = point.params["rw"].as_str().unwrap().contains("write");
             assert_eq!(out.logical_write_bytes > 0, writes, "{}", point.variant);
             assert_eq!(out.logical_read_bytes > 0, !writes, "{}", point.variant);
@@ -1164,9 +1206,36 @@ mod tests {
             assert!((mbps / out.metrics["mb_per_s"] - 1.0).abs() < 0.01);
             assert!(out.notes.iter().any(|n| n.starts_with("ioengine auto → ")));
         }
-        // Only the current data file is left behind.
+        // randread lays out; randwrite reuses that pristine file and ages it; read must lay
+        // out again; write reuses read's file.
+        assert_eq!(layouts, [true, false, true, false]);
+        // The last point wrote, so its aged data file was removed: nothing is left behind.
         let files: Vec<_> = fs::read_dir(t.path()).unwrap().collect();
-        assert_eq!(files.len(), 1);
+        assert!(files.is_empty(), "{files:?}");
+    }
+
+    #[test]
+    fn a_damaged_pristine_file_is_laid_out_again() {
+        let _turn = fio_turn();
+        let dir = tempfile::tempdir_in("/var/tmp").unwrap();
+        let env = Env::new("");
+        let ctx = env.ctx(dir.path());
+        let name = "fsarena-io-1048576.dat";
+        // A marker next to a sparse file of the right size: reading it would read a hole.
+        fs::File::create(dir.path().join(name))
+            .unwrap()
+            .set_len(MIB)
+            .unwrap();
+        fs::write(dir.path().join(pristine_marker(name)), "1048576").unwrap();
+        assert!(matches!(
+            verify_written(&dir.path().join(name), MIB),
+            Err(WorkloadError::Verify(_))
+        ));
+        let note = prepare_file(&ctx, name, MIB).unwrap();
+        assert!(note.starts_with("laid out"), "{note}");
+        assert_all_written(&dir.path().join(name), MIB);
+        let again = prepare_file(&ctx, name, MIB).unwrap();
+        assert!(again.starts_with("reused"), "{again}");
     }
 
     #[test]
