@@ -6,6 +6,10 @@
 //! starts the monitor, runs the closure, ends with `syncfs`, stops the monitor), then verifies
 //! its own work so that it can never be fast by being wrong.
 
+pub mod db;
+pub mod fio;
+pub mod io_sweep;
+
 use std::collections::BTreeMap;
 use std::io;
 use std::path::Path;
@@ -224,6 +228,9 @@ pub fn all() -> Vec<Box<dyn Workload>> {
         Box::new(dupes::Dupes),
         Box::new(copy_verify::CopyVerify),
         Box::new(cold_read::ColdRead),
+        Box::new(io_sweep::IoWorkload::quick()),
+        Box::new(io_sweep::IoWorkload::sweep()),
+        Box::new(db::Db),
     ]
 }
 
