@@ -87,7 +87,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "N|auto")]
     pub runs: Option<String>,
     /// Shrinks the data sets (1 = full size: 250,000 × 16 KiB for `small`).
-    #[arg(long, value_name = "F")]
+    #[arg(long, value_name = "F", allow_negative_numbers = true)]
     pub scale: Option<f64>,
     /// The target others are compared with (default: the first).
     #[arg(long, value_name = "NAME")]
@@ -144,13 +144,22 @@ pub struct RunArgs {
 pub fn main() -> i32 {
     let cli = match Cli::try_parse() {
         Ok(c) => c,
+        Err(e) if e.use_stderr() => {
+            // One line, like every other refusal: clap's first line says what is wrong.
+            let text = e.render().to_string();
+            let first = text
+                .lines()
+                .find(|l| !l.trim().is_empty())
+                .unwrap_or("bad arguments");
+            eprintln!(
+                "fsarena: {} (see fsarena --help)",
+                first.trim_start_matches("error: ")
+            );
+            return EXIT_BAD_INPUT;
+        }
         Err(e) => {
             let _ = e.print();
-            return if e.use_stderr() {
-                EXIT_BAD_INPUT
-            } else {
-                EXIT_OK
-            };
+            return EXIT_OK;
         }
     };
     match dispatch(cli) {
@@ -435,7 +444,7 @@ mod tests {
     #[test]
     fn civil_dates() {
         assert_eq!(civil_from_days(0), (1970, 1, 1));
-        assert_eq!(civil_from_days(20_779), (2026, 11, 21));
+        assert_eq!(civil_from_days(20_778), (2026, 11, 21));
     }
 
     #[test]
