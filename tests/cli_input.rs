@@ -53,6 +53,24 @@ fn malformed_plans_name_file_line_and_column() {
         &fsarena(&["run", plan.to_str().unwrap()], &work),
         &["threads", "1 to 1024"],
     );
+    std::fs::write(
+        &plan,
+        "targets = [\"tmpfs\"]\n[workload.scan]\ncolt = true\n",
+    )
+    .unwrap();
+    refused(
+        &fsarena(&["run", plan.to_str().unwrap()], &work),
+        &["[workload.scan]", "`colt`"],
+    );
+    std::fs::write(
+        &plan,
+        "targets = [\"tmpfs\"]\n[workload.dupes]\ncolt = true\n",
+    )
+    .unwrap();
+    refused(
+        &fsarena(&["run", plan.to_str().unwrap()], &work),
+        &["[workload.dupes]", "`colt`", "valid: cold"],
+    );
     std::fs::write(&plan, "[[target]]\nname = \"x\"\nfs = \"zfs\"\n").unwrap();
     refused(
         &fsarena(&["run", plan.to_str().unwrap()], &work),

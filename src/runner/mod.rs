@@ -187,7 +187,17 @@ fn check_devices(plan: &Plan, opts: &RunOptions) -> Result<(), RunError> {
     Ok(())
 }
 
+/// The plan's workloads, with their options checked before anything is provisioned.
 fn resolve_workloads(plan: &Plan) -> Result<Vec<Box<dyn Workload>>, RunError> {
+    for (name, table) in &plan.workload_options {
+        let w = workload::by_name(name).ok_or_else(|| {
+            RunError::Refused(format!(
+                "[workload.{name}]: unknown workload; valid: {}",
+                workload::names().join(", ")
+            ))
+        })?;
+        workload::options::check_keys(name, table, w.option_keys()).map_err(RunError::Refused)?;
+    }
     plan.workloads
         .iter()
         .map(|n| {
@@ -197,6 +207,22 @@ fn resolve_workloads(plan: &Plan) -> Result<Vec<Box<dyn Workload>>, RunError> {
                     workload::names().join(", ")
                 ))
             })
+        })
+        .collect()
+}
+
+/// Each workload with the thread counts it runs at (`--threads` only where it applies).
+fn thread_lists(plan: &Plan, workloads: &[Box<dyn Workload>]) -> Vec<(usize, Vec<usize>)> {
+    workloads
+        .iter()
+        .enumerate()
+        .map(|(i, w)| {
+            let threads = if w.uses_threads() {
+                plan.threads.clone()
+            } else {
+                vec![1]
+            };
+            (i, threads)
         })
         .collect()
 }
@@ -236,20 +262,7 @@ pub fn dry_run(plan: &Plan, opts: &RunOptions) -> Result<String, RunError> {
     for (name, why) in &skipped {
         let _ = writeln!(s, "skip target {name}: {why}");
     }
-    let wl: Vec<(usize, Vec<usize>)> = workloads
-        .iter()
-        .enumerate()
-        .map(|(i, w)| {
-            (
-                i,
-                if w.uses_threads() {
-                    plan.threads.clone()
-                } else {
-                    vec![1]
-                },
-            )
-        })
-        .collect();
+    let wl = thread_lists(plan, &workloads);
     let mut seq = 0;
     for rep in 0..plan.runs.max() {
         for cell in schedule::repetition(rep, usable.len(), &wl) {
@@ -339,20 +352,7 @@ pub fn run(
         skipped_targets: skipped,
         ..Default::default()
     };
-    let wl: Vec<(usize, Vec<usize>)> = workloads
-        .iter()
-        .enumerate()
-        .map(|(i, w)| {
-            (
-                i,
-                if w.uses_threads() {
-                    plan.threads.clone()
-                } else {
-                    vec![1]
-                },
-            )
-        })
-        .collect();
+    let wl = thread_lists(plan, &workloads);
     let cells_per_rep = usable.len() * wl.iter().map(|(_, t)| t.len()).sum::<usize>();
     let mut progress = Progress::new(cells_per_rep as u64 * plan.runs.min() as u64, opts.quiet);
     let mut seq = 0u64;

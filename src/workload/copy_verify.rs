@@ -152,16 +152,6 @@ fn as_manifest(rb: &ReadBack) -> Result<Manifest, WorkloadError> {
     Ok(m)
 }
 
-fn option_bool(ctx: &Ctx, key: &str, default: bool) -> Result<bool, WorkloadError> {
-    match ctx.options.get(key) {
-        None => Ok(default),
-        Some(toml::Value::Boolean(b)) => Ok(*b),
-        Some(v) => Err(WorkloadError::Option(format!(
-            "{key} must be true or false, got {v}"
-        ))),
-    }
-}
-
 impl Workload for CopyVerify {
     fn name(&self) -> &'static str {
         "copy-verify"
@@ -172,13 +162,16 @@ impl Workload for CopyVerify {
     fn key_metric(&self) -> (&'static str, bool) {
         ("seconds", false)
     }
+    fn option_keys(&self) -> &'static [&'static str] {
+        &["verify_cold"]
+    }
     fn run(
         &self,
         ctx: &Ctx,
         _point: &Point,
         harness: &mut dyn Harness,
     ) -> Result<Outcome, WorkloadError> {
-        let verify_cold = option_bool(ctx, "verify_cold", true)?;
+        let verify_cold = super::options::bool_or(ctx, "verify_cold", true)?;
         let src = ctx.scratch.join("copy-source");
         std::fs::create_dir(&src).ctx(|| format!("creating {}", src.display()))?;
         let prep = filetree::prep_threads(ctx);

@@ -730,6 +730,9 @@ impl Workload for Db {
         "SQLite (WAL) transactions: insert/delete/replace/read from many threads, lazy and durable commits"
     }
 
+    fn option_keys(&self) -> &'static [&'static str] {
+        KEYS
+    }
     fn key_metric(&self) -> (&'static str, bool) {
         ("transactions_per_s", true)
     }

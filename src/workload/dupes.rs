@@ -320,21 +320,16 @@ impl Workload for Dupes {
     fn key_metric(&self) -> (&'static str, bool) {
         ("seconds", false)
     }
+    fn option_keys(&self) -> &'static [&'static str] {
+        &["cold"]
+    }
     fn run(
         &self,
         ctx: &Ctx,
         _point: &Point,
         harness: &mut dyn Harness,
     ) -> Result<Outcome, WorkloadError> {
-        let cold = match ctx.options.get("cold") {
-            None => true,
-            Some(toml::Value::Boolean(b)) => *b,
-            Some(v) => {
-                return Err(WorkloadError::Option(format!(
-                    "cold must be true or false, got {v}"
-                )))
-            }
-        };
+        let cold = super::options::bool_or(ctx, "cold", true)?;
         let manifest = filetree::generate(ctx, ctx.dataset, ctx.root, filetree::prep_threads(ctx))?;
         if cold {
             harness

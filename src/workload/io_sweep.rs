@@ -403,6 +403,9 @@ impl Workload for IoWorkload {
         }
     }
 
+    fn option_keys(&self) -> &'static [&'static str] {
+        KEYS
+    }
     fn key_metric(&self) -> (&'static str, bool) {
         ("iops", true)
     }

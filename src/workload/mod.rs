@@ -9,6 +9,7 @@
 pub mod db;
 pub mod fio;
 pub mod io_sweep;
+pub mod options;
 
 use std::collections::BTreeMap;
 use std::io;
@@ -131,6 +132,11 @@ pub trait Workload: Send + Sync {
     /// The headline metric for tables and the decision summary, and whether higher is better.
     fn key_metric(&self) -> (&'static str, bool) {
         ("files_per_s", true)
+    }
+    /// The keys its `[workload.NAME]` table may hold; the runner refuses any other before
+    /// provisioning anything.
+    fn option_keys(&self) -> &'static [&'static str] {
+        &[]
     }
     /// Whether `--threads` applies. Workloads that ignore it run once with `threads = 1`.
     fn uses_threads(&self) -> bool {

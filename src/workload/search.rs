@@ -57,6 +57,9 @@ impl Workload for Search {
         ])
     }
 
+    fn option_keys(&self) -> &'static [&'static str] {
+        &["pattern", "min_size", "max_size"]
+    }
     fn run(
         &self,
         ctx: &Ctx,

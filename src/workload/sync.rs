@@ -563,17 +563,6 @@ fn sync_dir(sc: &SyncCtx, w: &mut Worker, d: &Dir) -> Result<(), WorkloadError> 
     Ok(())
 }
 
-fn option_f64(ctx: &Ctx, key: &str, default: f64) -> Result<f64, WorkloadError> {
-    match ctx.options.get(key) {
-        None => Ok(default),
-        Some(toml::Value::Float(f)) => Ok(*f),
-        Some(toml::Value::Integer(i)) => Ok(*i as f64),
-        Some(v) => Err(WorkloadError::Option(format!(
-            "{key} must be a number, got {v}"
-        ))),
-    }
-}
-
 impl Workload for SyncMirror {
     fn name(&self) -> &'static str {
         "sync"
@@ -584,14 +573,17 @@ impl Workload for SyncMirror {
     fn key_metric(&self) -> (&'static str, bool) {
         ("seconds", false)
     }
+    fn option_keys(&self) -> &'static [&'static str] {
+        &["change_fraction", "modify_window_s"]
+    }
     fn run(
         &self,
         ctx: &Ctx,
         _point: &Point,
         harness: &mut dyn Harness,
     ) -> Result<Outcome, WorkloadError> {
-        let fraction = option_f64(ctx, "change_fraction", DEFAULT_FRACTION)?;
-        let window_s = option_f64(ctx, "modify_window_s", DEFAULT_WINDOW_S)?;
+        let fraction = super::options::f64_or(ctx, "change_fraction", DEFAULT_FRACTION)?;
+        let window_s = super::options::f64_or(ctx, "modify_window_s", DEFAULT_WINDOW_S)?;
         if !(window_s.is_finite() && window_s >= 0.0) {
             return Err(WorkloadError::Option(format!(
                 "modify_window_s must be ≥ 0, got {window_s}"
