@@ -40,7 +40,7 @@ pub enum Command {
     },
     /// Run a comparison (with no arguments: every supported catalogue file system, the
     /// file-management workloads, a small data set, 3 repetitions).
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// Print the report of a results directory.
     Report { dir: PathBuf },
     /// Compare two results directories of the same plan side by side.
@@ -191,7 +191,7 @@ fn dispatch(cli: Cli) -> Result<i32> {
             }
             Ok(EXIT_OK)
         }
-        Command::Run(args) => run(args),
+        Command::Run(args) => run(*args),
         Command::Report { dir } => {
             crate::report::report_dir(&dir)?;
             Ok(EXIT_OK)

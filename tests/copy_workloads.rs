@@ -6,65 +6,18 @@ use std::fs;
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
-use std::sync::atomic::AtomicBool;
 
-use fsarena::dataset::{self, DatasetSpec, Manifest, Profile};
+use fsarena::dataset::{self, Profile};
 use fsarena::results::Status;
 use fsarena::workload::{
-    cold_read, copy, copy_verify, dupes, sync, Ctx, Outcome, PlainHarness, Point, Workload,
+    cold_read, copy, copy_verify, dupes, sync, Outcome, PlainHarness, Point, Workload,
     WorkloadError,
 };
 
-/// A fresh root and scratch directory plus everything a `Ctx` borrows.
-struct Env {
-    root: tempfile::TempDir,
-    scratch: tempfile::TempDir,
-    spec: DatasetSpec,
-    options: toml::Table,
-    cancel: AtomicBool,
-}
-
-fn tmp() -> tempfile::TempDir {
-    tempfile::Builder::new()
-        .prefix("fsarena-cp-")
-        .tempdir_in("/var/tmp")
-        .unwrap()
-}
+mod common;
+use common::Env;
 
 impl Env {
-    fn new() -> Env {
-        Env {
-            root: tmp(),
-            scratch: tmp(),
-            spec: DatasetSpec {
-                scale: 0.001,
-                ..DatasetSpec::default()
-            },
-            options: toml::Table::new(),
-            cancel: AtomicBool::new(false),
-        }
-    }
-
-    fn ctx(&self) -> Ctx<'_> {
-        self.ctx_at(self.root.path())
-    }
-
-    fn ctx_at<'a>(&'a self, root: &'a Path) -> Ctx<'a> {
-        Ctx {
-            root,
-            scratch: self.scratch.path(),
-            threads: 2,
-            dataset: &self.spec,
-            options: &self.options,
-            cancel: &self.cancel,
-            deadline: None,
-        }
-    }
-
-    fn manifest(&self) -> Manifest {
-        self.spec.plan().unwrap()
-    }
-
     fn run(
         &self,
         w: &dyn Workload,
@@ -242,7 +195,7 @@ struct TinyTmpfs {
 
 impl TinyTmpfs {
     fn mount(bytes: u64) -> TinyTmpfs {
-        let dir = tmp();
+        let dir = common::var_tmp_dir();
         rustix::mount::mount(
             "fsarena-test",
             dir.path(),
@@ -301,7 +254,7 @@ fn copy_verify_measures_both_phases_and_catches_a_flipped_byte() {
     );
 
     // Source hashes from a hashing copy, then a flipped byte in the copy.
-    let dst = tmp();
+    let dst = common::var_tmp_dir();
     let src = env.scratch.path().join("copy-source");
     let copied = copy::copy_tree(&env.ctx(), &src, dst.path(), 2, copy::CopyMode::Hashing).unwrap();
     assert_eq!(copied.source_hashes.len(), manifest.files.len());
@@ -520,7 +473,7 @@ impl LoopBtrfs {
 
     fn new(bytes: u64) -> LoopBtrfs {
         use std::process::Command;
-        let dir = tmp();
+        let dir = common::var_tmp_dir();
         let image = dir.path().join("btrfs.img");
         let mut me = LoopBtrfs {
             dir,

@@ -4,64 +4,16 @@
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::AtomicBool;
 
-use fsarena::dataset::{DatasetSpec, Manifest};
+use fsarena::dataset::Manifest;
 use fsarena::results::Status;
 use fsarena::workload::{
-    self, chmod, create, delete, scan, search, touch, Ctx, Outcome, PlainHarness, Point, Workload,
+    self, chmod, create, delete, scan, search, touch, Outcome, PlainHarness, Point, Workload,
     WorkloadError,
 };
 
-/// A fresh root and scratch directory plus everything a `Ctx` borrows.
-struct Env {
-    root: tempfile::TempDir,
-    scratch: tempfile::TempDir,
-    spec: DatasetSpec,
-    options: toml::Table,
-    cancel: AtomicBool,
-}
-
-impl Env {
-    fn new() -> Env {
-        let tmp = || {
-            tempfile::Builder::new()
-                .prefix("fsarena-wl-")
-                .tempdir_in("/var/tmp")
-                .unwrap()
-        };
-        Env {
-            root: tmp(),
-            scratch: tmp(),
-            spec: DatasetSpec {
-                scale: 0.001,
-                ..DatasetSpec::default()
-            },
-            options: toml::Table::new(),
-            cancel: AtomicBool::new(false),
-        }
-    }
-
-    fn ctx(&self) -> Ctx<'_> {
-        self.ctx_at(self.root.path())
-    }
-
-    fn ctx_at<'a>(&'a self, root: &'a Path) -> Ctx<'a> {
-        Ctx {
-            root,
-            scratch: self.scratch.path(),
-            threads: 2,
-            dataset: &self.spec,
-            options: &self.options,
-            cancel: &self.cancel,
-            deadline: None,
-        }
-    }
-
-    fn plan(&self) -> Manifest {
-        self.spec.plan().unwrap()
-    }
-}
+mod common;
+use common::Env;
 
 fn run_point(w: &dyn Workload, env: &Env, variant: &str) -> Result<Outcome, WorkloadError> {
     let ctx = env.ctx();
@@ -98,7 +50,7 @@ fn all_six_are_registered() {
 #[test]
 fn create_writes_the_data_set_and_verify_catches_changes() {
     let env = Env::new();
-    let m = env.plan();
+    let m = env.manifest();
     let out = run_point(&create::Create, &env, "").unwrap();
     assert_eq!(out.files, m.files.len() as u64);
     assert_eq!(out.logical_write_bytes, m.total_bytes());
@@ -133,7 +85,7 @@ fn create_writes_the_data_set_and_verify_catches_changes() {
 fn scan_cold_and_warm_total_the_tree_and_verify_catches_a_grown_file() {
     for variant in ["cold", "warm"] {
         let env = Env::new();
-        let m = env.plan();
+        let m = env.manifest();
         let out = run_point(&scan::Scan, &env, variant).unwrap();
         assert_eq!(out.files, m.files.len() as u64);
         assert_eq!(out.metrics["logical_bytes"], m.total_bytes() as f64);
@@ -142,7 +94,7 @@ fn scan_cold_and_warm_total_the_tree_and_verify_catches_a_grown_file() {
         assert!(out.metrics.contains_key("statx_p99_us"));
     }
     let env = Env::new();
-    let m = env.plan();
+    let m = env.manifest();
     let ctx = env.ctx();
     fsarena::dataset::materialize(&env.spec, &m, env.root.path(), 2).unwrap();
     let usage = scan::analyze(env.root.path(), 2, &ctx).unwrap();
@@ -169,7 +121,7 @@ fn search_by_name_and_size_and_verify_catches_a_missed_file() {
         assert!(out.metrics["matches"] > 0.0, "{variant}: nothing found");
     }
     let env = Env::new();
-    let m = env.plan();
+    let m = env.manifest();
     let ctx = env.ctx();
     fsarena::dataset::materialize(&env.spec, &m, env.root.path(), 2).unwrap();
     let q = search::Query::Name("*.jpg".into());
@@ -207,7 +159,7 @@ fn search_rejects_bad_options() {
 #[test]
 fn touch_sets_mtimes_and_verify_catches_a_reverted_one() {
     let env = Env::new();
-    let m = env.plan();
+    let m = env.manifest();
     let out = run_point(&touch::Touch, &env, "").unwrap();
     assert_eq!(out.files, m.files.len() as u64);
     assert!(out.metrics.contains_key("utimensat_p99_us"));
@@ -227,7 +179,7 @@ fn touch_sets_mtimes_and_verify_catches_a_reverted_one() {
 #[test]
 fn chmod_sets_modes_and_xattrs_and_verify_catches_a_reverted_one() {
     let env = Env::new();
-    let m = env.plan();
+    let m = env.manifest();
     let out = run_point(&chmod::Chmod, &env, "").unwrap();
     assert_eq!(out.files, m.files.len() as u64);
     // /var/tmp is on ext4 here: both are supported.
@@ -257,7 +209,7 @@ fn chmod_sets_modes_and_xattrs_and_verify_catches_a_reverted_one() {
 #[test]
 fn delete_empties_the_root_and_verify_catches_a_leftover() {
     let env = Env::new();
-    let m = env.plan();
+    let m = env.manifest();
     let out = run_point(&delete::Delete, &env, "").unwrap();
     assert_eq!(out.files, m.files.len() as u64);
     assert_eq!(out.metrics["dirs_removed"], m.dirs.len() as f64);
@@ -401,7 +353,7 @@ fn exfat_create_touch_and_chmod_report_what_the_file_system_supports() {
     let Some(g) = ExfatGuard::new(env.scratch.path()) else {
         return;
     };
-    let m = env.plan();
+    let m = env.manifest();
     for (w, sub) in [
         (&create::Create as &dyn Workload, "c"),
         (&touch::Touch, "t"),

@@ -66,3 +66,55 @@ pub fn leftovers(root: &Path) -> Vec<String> {
 pub fn bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_fsarena"))
 }
+
+/// A fresh root and scratch directory under /var/tmp plus everything a workload `Ctx`
+/// borrows, for running workloads directly (without the runner) at a tiny scale.
+pub struct Env {
+    pub root: tempfile::TempDir,
+    pub scratch: tempfile::TempDir,
+    pub spec: fsarena::dataset::DatasetSpec,
+    pub options: toml::Table,
+    pub cancel: std::sync::atomic::AtomicBool,
+}
+
+pub fn var_tmp_dir() -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix("fsarena-wl-")
+        .tempdir_in("/var/tmp")
+        .unwrap()
+}
+
+impl Env {
+    pub fn new() -> Env {
+        Env {
+            root: var_tmp_dir(),
+            scratch: var_tmp_dir(),
+            spec: fsarena::dataset::DatasetSpec {
+                scale: 0.001,
+                ..Default::default()
+            },
+            options: toml::Table::new(),
+            cancel: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
+
+    pub fn ctx(&self) -> fsarena::workload::Ctx<'_> {
+        self.ctx_at(self.root.path())
+    }
+
+    pub fn ctx_at<'a>(&'a self, root: &'a Path) -> fsarena::workload::Ctx<'a> {
+        fsarena::workload::Ctx {
+            root,
+            scratch: self.scratch.path(),
+            threads: 2,
+            dataset: &self.spec,
+            options: &self.options,
+            cancel: &self.cancel,
+            deadline: None,
+        }
+    }
+
+    pub fn manifest(&self) -> fsarena::dataset::Manifest {
+        self.spec.plan().unwrap()
+    }
+}
