@@ -3,6 +3,8 @@
 
 #![allow(dead_code)]
 
+pub mod fixture;
+
 use std::path::{Path, PathBuf};
 
 /// Fails loudly (rather than passing vacuously) when the tests cannot do their job.

@@ -1,0 +1,69 @@
+//! `summary.csv`: one row per target × workload × variant × threads × metric, for
+//! spreadsheets and scripts.
+
+use super::model::Report;
+
+pub const HEADER: [&str; 22] = [
+    "workload",
+    "variant",
+    "threads",
+    "target",
+    "fs",
+    "metric",
+    "n",
+    "mean",
+    "median",
+    "stddev",
+    "cv",
+    "min",
+    "max",
+    "ci95_low",
+    "ci95_high",
+    "pct_vs_baseline",
+    "pct_ci95_low",
+    "pct_ci95_high",
+    "p_value",
+    "test",
+    "significant",
+    "outliers",
+];
+
+pub fn render(r: &Report) -> Result<String, csv::Error> {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    w.write_record(HEADER)?;
+    let num = |v: Option<f64>| v.map(|x| format!("{x}")).unwrap_or_default();
+    for s in &r.sections {
+        for row in &s.rows {
+            for (metric, m) in &row.metrics {
+                let sm = &m.summary;
+                let c = m.vs_baseline.as_ref();
+                w.write_record([
+                    s.workload.clone(),
+                    s.variant.clone(),
+                    s.threads.to_string(),
+                    row.target.clone(),
+                    row.fs.clone(),
+                    metric.clone(),
+                    sm.n.to_string(),
+                    num(Some(sm.mean)),
+                    num(Some(sm.median)),
+                    num(Some(sm.stddev)),
+                    num(Some(sm.cv)),
+                    num(Some(sm.min)),
+                    num(Some(sm.max)),
+                    num(sm.ci95.map(|c| c.0)),
+                    num(sm.ci95.map(|c| c.1)),
+                    num(c.map(|c| c.pct_diff)),
+                    num(c.and_then(|c| c.pct_ci95).map(|x| x.0)),
+                    num(c.and_then(|c| c.pct_ci95).map(|x| x.1)),
+                    num(c.map(|c| c.p_value)),
+                    c.map(|c| c.test.as_str().to_string()).unwrap_or_default(),
+                    c.map(|c| c.significant.to_string()).unwrap_or_default(),
+                    sm.outliers.len().to_string(),
+                ])?;
+            }
+        }
+    }
+    let bytes = w.into_inner().map_err(|e| e.into_error())?;
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
+}

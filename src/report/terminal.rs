@@ -1,0 +1,133 @@
+//! The terminal report: per workload point, targets as rows. Colour on a TTY (unless
+//! NO_COLOR), plain text otherwise, so logs and snapshots stay clean.
+
+use comfy_table::presets::{ASCII_MARKDOWN, UTF8_FULL_CONDENSED};
+use comfy_table::{Attribute, Cell, Color, Table};
+
+use super::format::{header, mean_ci, value, vs_baseline};
+use super::model::{Mark, Report, Section};
+
+/// Renders the whole report as text.
+pub fn render(r: &Report, color: bool) -> String {
+    let mut out = String::new();
+    if let Some(why) = &r.incomplete {
+        out.push_str(&format!("INCOMPLETE: {why}\n\n"));
+    }
+    out.push_str(&format!(
+        "fresh file system per repetition; baseline {}; 95 % intervals; \"≈\" = not significant (p ≥ 0.05)\n",
+        r.baseline
+    ));
+    for s in &r.sections {
+        out.push('\n');
+        out.push_str(&section(s, &r.baseline, color));
+    }
+    for (n, why) in &r.skipped_lines {
+        out.push_str(&format!("results.jsonl line {n} skipped: {why}\n"));
+    }
+    out
+}
+
+fn section(s: &Section, baseline: &str, color: bool) -> String {
+    let mut t = Table::new();
+    t.load_preset(if color {
+        UTF8_FULL_CONDENSED
+    } else {
+        ASCII_MARKDOWN
+    });
+    if color {
+        t.enforce_styling();
+    } else {
+        t.force_no_tty();
+    }
+    let key = &s.key_metric;
+    let mut head = vec![
+        Cell::new("target"),
+        Cell::new("runs"),
+        Cell::new(format!(
+            "{} ({})",
+            header(key),
+            if s.higher_is_better {
+                "higher is better"
+            } else {
+                "lower is better"
+            }
+        )),
+        Cell::new("CV"),
+        Cell::new(format!("vs {baseline}")),
+    ];
+    head.extend(
+        s.columns
+            .iter()
+            .filter(|c| *c != key)
+            .map(|c| Cell::new(header(c))),
+    );
+    t.set_header(head);
+    for row in &s.rows {
+        let runs = if row.failed.is_empty() && row.invalid == 0 {
+            row.ok.to_string()
+        } else {
+            format!(
+                "{} ({} failed, {} invalid)",
+                row.ok,
+                row.failed.len(),
+                row.invalid
+            )
+        };
+        let (k, cv, vs) = match row.metric(key) {
+            Some(m) => (
+                mean_ci(key, m),
+                format!("{:.1} %", m.summary.cv * 100.0),
+                if row.target == baseline {
+                    "baseline".to_string()
+                } else {
+                    vs_baseline(m.vs_baseline.as_ref())
+                },
+            ),
+            None => ("—".into(), String::new(), String::new()),
+        };
+        let mark = match row.mark {
+            Some(Mark::Best) => " ✓",
+            Some(Mark::Worst) => " ✗",
+            None => "",
+        };
+        let mut key_cell = Cell::new(format!("{k}{mark}"));
+        if color {
+            key_cell = match row.mark {
+                Some(Mark::Best) => key_cell.fg(Color::Green).add_attribute(Attribute::Bold),
+                Some(Mark::Worst) => key_cell.fg(Color::Red),
+                None => key_cell,
+            };
+        }
+        let mut cells = vec![
+            Cell::new(&row.target),
+            Cell::new(runs),
+            key_cell,
+            Cell::new(cv),
+            Cell::new(vs),
+        ];
+        for c in s.columns.iter().filter(|c| *c != key) {
+            cells.push(Cell::new(
+                row.mean(c)
+                    .map(|v| value(c, v))
+                    .unwrap_or_else(|| "—".into()),
+            ));
+        }
+        t.add_row(cells);
+    }
+    let mut out = format!("{} — {}\n{t}\n", s.title(), s.decision);
+    for row in &s.rows {
+        for (rep, status, err) in &row.failed {
+            out.push_str(&format!(
+                "  {} repetition {}: {}{}\n",
+                row.target,
+                rep + 1,
+                status.as_str(),
+                err.as_ref().map(|e| format!(" ({e})")).unwrap_or_default()
+            ));
+        }
+        for w in &row.warnings {
+            out.push_str(&format!("  {}: {w}\n", row.target));
+        }
+    }
+    out
+}
