@@ -1163,6 +1163,27 @@ mod tests {
     }
 
     #[test]
+    fn real_run_on_loop_mounted_ext4_matches_fio_by_hand() {
+        use crate::provision::{Instance, InstanceSpec, WorkDir};
+        let _turn = fio_turn();
+        let root = tempfile::tempdir_in("/var/tmp").unwrap();
+        let work = WorkDir::create(root.path()).unwrap();
+        let target = crate::plan::catalogue::get("ext4").unwrap();
+        let spec = InstanceSpec {
+            target: &target,
+            seq: 1,
+            size: 1 << 30,
+            allow_device: false,
+            wipe: false,
+        };
+        // Dropped on a panic too: unmounted and detached either way.
+        let inst = Instance::provision(&spec, &work).unwrap();
+        read_point_matches_fio_by_hand(&inst.root, true);
+        let (_, res) = inst.teardown(false);
+        res.unwrap();
+    }
+
+    #[test]
     fn real_run_on_tmpfs_matches_fio_by_hand() {
         let _turn = fio_turn();
         let t = Tmpfs::mount("64m");
