@@ -744,3 +744,45 @@ fn measure_point(
     }
     m
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::results::{HostFacts, Measurement};
+
+    fn store_with(values: &[f64]) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = Store::create(dir.path(), &HostFacts::default()).unwrap();
+        for (rep, v) in values.iter().enumerate() {
+            s.append(&Measurement {
+                target: "ext4".into(),
+                workload: "create".into(),
+                repetition: rep as u32,
+                threads: 1,
+                metrics: [("files_per_s".to_string(), *v)].into_iter().collect(),
+                ..Default::default()
+            })
+            .unwrap();
+        }
+        dir
+    }
+
+    #[test]
+    fn auto_runs_repeat_while_the_key_metric_spreads() {
+        let w: Vec<Box<dyn Workload>> = vec![workload::by_name("create").unwrap()];
+        let auto = Runs::Auto { min: 3, max: 10 };
+        let noisy = store_with(&[100.0, 130.0, 80.0]);
+        let why = extra_repetition_reason(auto, noisy.path(), &w).expect("another run");
+        assert!(why.starts_with("ext4 create threads 1:"), "{why}");
+        let steady = store_with(&[100.0, 101.0, 99.5]);
+        assert_eq!(extra_repetition_reason(auto, steady.path(), &w), None);
+        let capped = store_with(&[
+            100.0, 130.0, 80.0, 120.0, 90.0, 100.0, 130.0, 80.0, 120.0, 90.0,
+        ]);
+        assert_eq!(extra_repetition_reason(auto, capped.path(), &w), None);
+        assert_eq!(
+            extra_repetition_reason(Runs::Fixed(3), noisy.path(), &w),
+            None
+        );
+    }
+}
