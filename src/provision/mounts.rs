@@ -151,3 +151,27 @@ garbage line
         assert_eq!(m[2].fstype, "btrfs");
     }
 }
+
+#[cfg(test)]
+mod fuzz {
+    use super::parse_mountinfo;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
+
+        #[test]
+        fn any_text_never_panics(text in "\\PC{0,400}") {
+            let _ = parse_mountinfo(&text);
+        }
+
+        #[test]
+        fn mountinfo_shaped_lines_never_panic(
+            a in "[0-9:]{0,8}", target in "[ -~]{0,30}", sep in prop_oneof![Just(" - "), Just(" -"), Just("")],
+            tail in "[ -~\\\\]{0,40}",
+        ) {
+            let line = format!("22 1 {a} / {target} rw shared:1{sep}{tail}\n");
+            let _ = parse_mountinfo(&line);
+        }
+    }
+}

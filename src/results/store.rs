@@ -197,3 +197,37 @@ mod tests {
         assert!(matches!(load(dir.path()), Err(StoreError::NotResults(_))));
     }
 }
+
+#[cfg(test)]
+mod fuzz {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+
+        /// Whatever follows the host line, loading never panics and keeps the host facts.
+        #[test]
+        fn any_lines_after_the_host_line(lines in proptest::collection::vec("\\PC{0,120}", 0..20)) {
+            let dir = tempfile::tempdir().unwrap();
+            let s = Store::create(dir.path(), &HostFacts::default()).unwrap();
+            drop(s);
+            let mut f = OpenOptions::new().append(true).open(dir.path().join(FILE_NAME)).unwrap();
+            for l in &lines {
+                f.write_all(l.as_bytes()).unwrap();
+                f.write_all(b"\n").unwrap();
+            }
+            drop(f);
+            let loaded = load(dir.path());
+            prop_assert!(loaded.is_ok());
+        }
+
+        /// Random bytes as a whole file: an error or a load, never a panic.
+        #[test]
+        fn any_bytes_as_a_file(bytes in proptest::collection::vec(any::<u8>(), 0..1000)) {
+            let dir = tempfile::tempdir().unwrap();
+            std::fs::write(dir.path().join(FILE_NAME), &bytes).unwrap();
+            let _ = load(dir.path());
+        }
+    }
+}

@@ -940,3 +940,29 @@ mod tests {
         assert_eq!(IoEngine::parse("libaio"), Some(IoEngine::Libaio));
     }
 }
+
+#[cfg(test)]
+mod fuzz {
+    use super::parse_output;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 1000, ..ProptestConfig::default() })]
+
+        /// Arbitrary bytes never panic the parser.
+        #[test]
+        fn any_bytes(bytes in proptest::collection::vec(any::<u8>(), 0..2000)) {
+            let _ = parse_output(&bytes);
+        }
+
+        /// A real fio output cut, spliced or with junk around it never panics the parser.
+        #[test]
+        fn damaged_real_output(cut in 0usize..20_000, junk in "\\PC{0,80}", at in 0usize..20_000) {
+            let real = include_bytes!("testdata/fio/randread-4k-qd8-io_uring.json");
+            let mut v = real[..cut.min(real.len())].to_vec();
+            let at = at.min(v.len());
+            v.splice(at..at, junk.bytes());
+            let _ = parse_output(&v);
+        }
+    }
+}
