@@ -246,3 +246,55 @@ fn not_root_says_what_still_works() {
         .unwrap();
     refused(&out, &["root", "dir:"]);
 }
+
+#[test]
+fn a_scale_that_does_not_fit_is_refused_with_the_numbers() {
+    require_root();
+    let root = TestRoot::new("cli-space");
+    let work = root.path.join("small");
+    std::fs::create_dir_all(&work).unwrap();
+    fsarena::provision::command::Cmd::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=64M", "tmpfs"])
+        .arg(work.display().to_string())
+        .run("mount")
+        .unwrap();
+    struct Unmount(std::path::PathBuf);
+    impl Drop for Unmount {
+        fn drop(&mut self) {
+            let _ = fsarena::provision::command::Cmd::new("umount")
+                .arg(self.0.display().to_string())
+                .output("");
+        }
+    }
+    let _guard = Unmount(work.clone());
+    let t0 = std::time::Instant::now();
+    let out = fsarena(
+        &[
+            "run",
+            "--target",
+            "ext4",
+            "--workload",
+            "create",
+            "--scale",
+            "0.1",
+        ],
+        &work,
+    );
+    refused(&out, &["needs about", "free in", "lower --scale"]);
+    untouched(&work);
+    // Even an absurd scale is refused at once, not after generating the data.
+    let out = fsarena(
+        &[
+            "run",
+            "--target",
+            "ext4",
+            "--workload",
+            "create",
+            "--scale",
+            "100",
+        ],
+        &work,
+    );
+    refused(&out, &["needs about"]);
+    assert!(t0.elapsed() < std::time::Duration::from_secs(5));
+}

@@ -371,3 +371,44 @@ mod tests {
         assert!(scaled_shape(Profile::Small, f64::NAN).is_err());
     }
 }
+
+/// The expected bytes of a generated data set, without generating it. Planning hashes every
+/// byte, so free space is checked against this first: a scale that cannot fit is refused in
+/// a moment instead of after generating terabytes.
+pub fn estimated_bytes(profile: Profile, scale: f64) -> Result<f64, DatasetError> {
+    let shape = scaled_shape(profile, scale)?;
+    Ok(shape
+        .classes
+        .iter()
+        .map(|c| c.count as f64 * c.size.mean())
+        .sum())
+}
+
+#[cfg(test)]
+mod estimate_tests {
+    use super::*;
+
+    #[test]
+    fn estimate_is_close_to_the_planned_size() {
+        for (p, scale) in [
+            (Profile::Small, 0.01),
+            (Profile::Medium, 0.02),
+            (Profile::Smallfolder, 0.01),
+        ] {
+            let est = estimated_bytes(p, scale).unwrap();
+            let spec = crate::dataset::DatasetSpec {
+                profile: p,
+                scale,
+                ..Default::default()
+            };
+            let real = spec.plan().unwrap().total_bytes() as f64;
+            assert!(
+                (est / real - 1.0).abs() < 0.35,
+                "{p:?}: estimate {est} vs {real}"
+            );
+        }
+        // Full-size `huge` is 32 GiB and must be estimated instantly.
+        let huge = estimated_bytes(Profile::Huge, 1.0).unwrap();
+        assert!(huge > 20e9 && huge < 60e9, "{huge}");
+    }
+}

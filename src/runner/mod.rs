@@ -131,6 +131,16 @@ fn mem_available() -> Option<u64> {
     Some(kb * 1024)
 }
 
+/// The expected data-set size before planning it (a user's directory is measured by
+/// planning, which only stats and hashes what is there).
+fn estimate(plan: &Plan) -> Result<u64, RunError> {
+    if plan.dataset.source_dir.is_some() {
+        return Ok(0);
+    }
+    let bytes = crate::dataset::profile::estimated_bytes(plan.dataset.profile, plan.dataset.scale)?;
+    Ok(bytes.min(u64::MAX as f64 / 8.0) as u64)
+}
+
 /// Checks a `dir:` target before anything is created in it.
 fn check_dir_target(p: &Path, work_root: &Path) -> Result<(), String> {
     let md = std::fs::symlink_metadata(p).map_err(|e| format!("{}: {e}", p.display()))?;
@@ -233,6 +243,7 @@ pub fn dry_run(plan: &Plan, opts: &RunOptions) -> Result<String, RunError> {
     let workloads = resolve_workloads(plan)?;
     check_devices(plan, opts)?;
     let (usable, skipped) = usable_targets(plan, &opts.work_root);
+    size_check(plan, estimate(plan)?, &opts.work_root, opts.space_check)?;
     let manifest = plan.dataset.plan()?;
     let data = manifest.total_bytes();
     let image = size_check(plan, data, &opts.work_root, opts.space_check)?;
@@ -311,6 +322,8 @@ pub fn run(
     for (name, why) in &skipped {
         eprintln!("fsarena: skipping target {name}: {why}");
     }
+    // A cheap estimate first: planning hashes every byte of the data set.
+    size_check(plan, estimate(plan)?, &opts.work_root, opts.space_check)?;
     let manifest = plan.dataset.plan()?;
     let image = size_check(
         plan,
