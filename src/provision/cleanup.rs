@@ -4,6 +4,7 @@
 
 use std::fs;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use super::journal::{self, Journal, Kind};
 use super::workdir::{start_time_of, OWNER_FILE};
@@ -38,6 +39,89 @@ pub fn owner_alive(run: &Path) -> bool {
     start_time_of(&pid).is_some_and(|s| s.to_string() == start)
 }
 
+/// How long a dead run's helper processes get to finish before they are stopped.
+const HELPER_GRACE: Duration = Duration::from_secs(5);
+
+fn unmount_all(run: &Path, live: &[journal::Entry], report: &mut CleanupReport) {
+    let mut targets: Vec<PathBuf> = mounts::under(run).into_iter().map(|m| m.target).collect();
+    for e in live.iter().filter(|e| e.kind == Kind::Mount) {
+        if !targets.contains(&e.path) && mounts::find(&e.path).is_some() {
+            targets.push(e.path.clone());
+        }
+    }
+    for t in targets {
+        match mounts::unmount(&t) {
+            Ok(()) => report.unmounted.push(t),
+            Err(e) => report.errors.push(format!("{}: {e}", t.display())),
+        }
+    }
+}
+
+/// Processes other than this one whose command line names a path inside `run` or one of
+/// the loop devices backed by its images: the mkfs, mount, fsck or fio a run was waiting
+/// for when it died. Nothing else is ever matched.
+pub fn helpers(run: &Path) -> Vec<u32> {
+    let run_s = run.to_string_lossy().into_owned();
+    let loops: Vec<String> = loopdev::attached()
+        .into_iter()
+        .filter(|(_, b)| b.starts_with(run))
+        .map(|(d, _)| d.to_string_lossy().into_owned())
+        .collect();
+    let me = std::process::id();
+    let Ok(rd) = fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    rd.flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|&pid| pid != me)
+        .filter(|pid| {
+            let Ok(raw) = fs::read(format!("/proc/{pid}/cmdline")) else {
+                return false;
+            };
+            raw.split(|&b| b == 0)
+                .map(String::from_utf8_lossy)
+                .any(|a| names_run(&a, &run_s, &loops))
+        })
+        .collect()
+}
+
+/// Whether one command-line argument names the run directory (or something in it) or one
+/// of its loop devices (`/dev/loop1` or `--filename=/dev/loop1`, never `/dev/loop10`).
+fn names_run(arg: &str, run: &str, loops: &[String]) -> bool {
+    let under = |s: &str| {
+        s.strip_prefix(run)
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+    };
+    let value = arg.rsplit_once('=').map_or(arg, |(_, v)| v);
+    under(arg) || under(value) || loops.iter().any(|l| arg == l || value == l)
+}
+
+/// Waits up to `grace` for a dead run's helpers to exit, then SIGKILLs the rest and waits
+/// (bounded) for them to go. Returns whether there were any.
+fn settle_helpers(run: &Path, grace: Duration) -> bool {
+    let first = helpers(run);
+    if first.is_empty() {
+        return false;
+    }
+    let t0 = Instant::now();
+    let mut left = first;
+    while !left.is_empty() && t0.elapsed() < grace {
+        std::thread::sleep(Duration::from_millis(50));
+        left = helpers(run);
+    }
+    for pid in &left {
+        if let Some(pid) = rustix::process::Pid::from_raw(*pid as i32) {
+            let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+        }
+    }
+    // A process in uninterruptible sleep dies when its system call returns.
+    let t1 = Instant::now();
+    while !helpers(run).is_empty() && t1.elapsed() < 2 * grace {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    true
+}
+
 /// Cleans every abandoned run directory under `root`.
 pub fn cleanup(root: &Path) -> CleanupReport {
     let mut report = CleanupReport::default();
@@ -67,21 +151,18 @@ pub fn cleanup_run(run: &Path, report: &mut CleanupReport) {
     let live = journal::live(&entries);
 
     // 1. Mounts: everything mounted inside the run directory, deepest first, plus any
-    //    journaled mount elsewhere that is still there.
-    let mut targets: Vec<PathBuf> = mounts::under(run).into_iter().map(|m| m.target).collect();
-    for e in live.iter().filter(|e| e.kind == Kind::Mount) {
-        if !targets.contains(&e.path) && mounts::find(&e.path).is_some() {
-            targets.push(e.path.clone());
-        }
-    }
-    for t in targets {
-        match mounts::unmount(&t) {
-            Ok(()) => report.unmounted.push(t),
-            Err(e) => report.errors.push(format!("{}: {e}", t.display())),
-        }
+    //    journaled mount elsewhere that is still there. Unmounting first lets FUSE daemons
+    //    (ntfs-3g, exfat) exit on their own.
+    unmount_all(run, &live, report);
+
+    // 2. A killed run's helpers (mkfs, mount, fsck, fio) outlive it as orphans and keep
+    //    working on its devices: an orphaned `mount` can even finish after step 1. Wait
+    //    for them, stop them if they linger, then look for mounts once more.
+    if settle_helpers(run, HELPER_GRACE) {
+        unmount_all(run, &live, report);
     }
 
-    // 2. Loop devices whose backing file is one of this run's images.
+    // 3. Loop devices whose backing file is one of this run's images.
     for (dev, backing) in loopdev::attached() {
         let b = PathBuf::from(backing.to_string_lossy().trim_end_matches(" (deleted)"));
         let journaled = live.iter().any(|e| e.kind != Kind::Mount && e.path == b);
@@ -93,7 +174,7 @@ pub fn cleanup_run(run: &Path, report: &mut CleanupReport) {
         }
     }
 
-    // 3. Working directories fsarena made inside `dir:` targets (journaled as trees).
+    // 4. Working directories fsarena made inside `dir:` targets (journaled as trees).
     for e in live
         .iter()
         .filter(|e| e.kind == Kind::Dir && e.detail.as_deref() == Some("tree"))
@@ -110,7 +191,7 @@ pub fn cleanup_run(run: &Path, report: &mut CleanupReport) {
         }
     }
 
-    // 4. The run directory itself — never while anything is still mounted inside it, or
+    // 5. The run directory itself — never while anything is still mounted inside it, or
     //    removing it would delete that file system's contents.
     let still: Vec<_> = mounts::under(run);
     if !still.is_empty() {
@@ -124,5 +205,29 @@ pub fn cleanup_run(run: &Path, report: &mut CleanupReport) {
     match fs::remove_dir_all(run) {
         Ok(()) => report.removed.push(run.to_path_buf()),
         Err(e) => report.errors.push(format!("{}: {e}", run.display())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn helper_arguments_match_only_the_runs_own_paths_and_devices() {
+        let run = "/var/tmp/fsarena/run-1-2";
+        let loops = vec!["/dev/loop1".to_string()];
+        assert!(names_run("/var/tmp/fsarena/run-1-2/mnt/xfs-4", run, &loops));
+        assert!(names_run(run, run, &loops));
+        assert!(names_run("/dev/loop1", run, &loops));
+        assert!(names_run("--filename=/dev/loop1", run, &loops));
+        assert!(names_run(
+            "--directory=/var/tmp/fsarena/run-1-2/mnt/a",
+            run,
+            &loops
+        ));
+        assert!(!names_run("/dev/loop10", run, &loops));
+        assert!(!names_run("/var/tmp/fsarena/run-1-23/mnt", run, &loops));
+        assert!(!names_run("/var/tmp/fsarena", run, &loops));
+        assert!(!names_run("-n", run, &loops));
     }
 }
