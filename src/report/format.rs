@@ -106,6 +106,52 @@ pub fn header(metric: &str) -> String {
     }
 }
 
+/// The cells every table shows for a row: key metric (with ✓/✗), CV, and the comparison
+/// with the baseline; plus the runs cell. One place, so the outputs cannot drift apart.
+pub struct RowCells {
+    pub key: String,
+    pub mark: &'static str,
+    pub cv: String,
+    pub vs: String,
+    pub runs: String,
+}
+
+pub fn row_cells(row: &super::model::Row, key: &str, baseline: &str) -> RowCells {
+    use super::model::Mark;
+    let (k, cv, vs) = match row.metric(key) {
+        Some(m) => (
+            mean_ci(key, m),
+            format!("{:.1} %", m.summary.cv * 100.0),
+            if row.target == baseline {
+                "baseline".to_string()
+            } else {
+                vs_baseline(m.vs_baseline.as_ref())
+            },
+        ),
+        None => ("—".into(), String::new(), String::new()),
+    };
+    RowCells {
+        key: k,
+        mark: match row.mark {
+            Some(Mark::Best) => " ✓",
+            Some(Mark::Worst) => " ✗",
+            None => "",
+        },
+        cv,
+        vs,
+        runs: if row.failed.is_empty() && row.invalid == 0 {
+            row.ok.to_string()
+        } else {
+            format!(
+                "{} ({} failed, {} invalid)",
+                row.ok,
+                row.failed.len(),
+                row.invalid
+            )
+        },
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

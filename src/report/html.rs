@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write;
 
 use super::charts::{self, Bar, Line};
-use super::format::{header, mean_ci, value, vs_baseline};
+use super::format::{header, row_cells, value};
 use super::model::{Mark, Report};
 use crate::results::{Measurement, Status};
 
@@ -92,41 +92,21 @@ fn summary(h: &mut String, r: &Report) {
         }
         h.push_str("</tr>");
         for row in &s.rows {
-            let (cls, mark) = match row.mark {
-                Some(Mark::Best) => ("best", " ✓"),
-                Some(Mark::Worst) => ("worst", " ✗"),
-                None => ("", ""),
-            };
-            let (k, cv, vs) = match row.metric(key) {
-                Some(m) => (
-                    mean_ci(key, m),
-                    format!("{:.1} %", m.summary.cv * 100.0),
-                    if row.target == r.baseline {
-                        "baseline".into()
-                    } else {
-                        vs_baseline(m.vs_baseline.as_ref())
-                    },
-                ),
-                None => ("—".into(), String::new(), String::new()),
-            };
-            let runs = if row.failed.is_empty() && row.invalid == 0 {
-                row.ok.to_string()
-            } else {
-                format!(
-                    "{} ({} failed, {} invalid)",
-                    row.ok,
-                    row.failed.len(),
-                    row.invalid
-                )
+            let c = row_cells(row, key, &r.baseline);
+            let cls = match row.mark {
+                Some(Mark::Best) => "best",
+                Some(Mark::Worst) => "worst",
+                None => "",
             };
             let _ = write!(
                 h,
-                "<tr><td>{}</td><td>{}</td><td class=\"{cls}\">{}{mark}</td><td>{}</td><td>{}</td>",
+                "<tr><td>{}</td><td>{}</td><td class=\"{cls}\">{}{}</td><td>{}</td><td>{}</td>",
                 esc(&row.target),
-                runs,
-                esc(&k),
-                cv,
-                esc(&vs)
+                c.runs,
+                esc(&c.key),
+                c.mark,
+                c.cv,
+                esc(&c.vs)
             );
             for c in &cols {
                 let _ = write!(

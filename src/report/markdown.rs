@@ -1,7 +1,7 @@
 //! `summary.md`: the terminal tables as Markdown, for pasting into an issue or a wiki.
 
-use super::format::{header, mean_ci, value, vs_baseline};
-use super::model::{Mark, Report};
+use super::format::{header, row_cells, value};
+use super::model::Report;
 
 pub fn render(r: &Report) -> String {
     let mut out = String::from("# fsarena results\n\n");
@@ -30,42 +30,20 @@ pub fn render(r: &Report) -> String {
             "---|".repeat(cols.len())
         ));
         for row in &s.rows {
-            let mark = match row.mark {
-                Some(Mark::Best) => " ✓",
-                Some(Mark::Worst) => " ✗",
-                None => "",
-            };
-            let (k, cv, vs) = match row.metric(key) {
-                Some(m) => (
-                    mean_ci(key, m),
-                    format!("{:.1} %", m.summary.cv * 100.0),
-                    if row.target == r.baseline {
-                        "baseline".into()
-                    } else {
-                        vs_baseline(m.vs_baseline.as_ref())
-                    },
-                ),
-                None => ("—".into(), String::new(), String::new()),
-            };
-            let fails = if row.failed.is_empty() && row.invalid == 0 {
-                String::new()
-            } else {
-                format!(" ({} failed, {} invalid)", row.failed.len(), row.invalid)
-            };
+            let c = row_cells(row, key, &r.baseline);
             out.push_str(&format!(
-                "| {} | {}{} | {}{} | {} | {} |{}\n",
+                "| {} | {} | {}{} | {} | {} |{}\n",
                 row.target,
-                row.ok,
-                fails,
-                k,
-                mark,
-                cv,
-                vs,
+                c.runs,
+                c.key,
+                c.mark,
+                c.cv,
+                c.vs,
                 cols.iter()
-                    .map(|c| format!(
+                    .map(|col| format!(
                         " {} |",
-                        row.mean(c)
-                            .map(|v| value(c, v))
+                        row.mean(col)
+                            .map(|v| value(col, v))
                             .unwrap_or_else(|| "—".into())
                     ))
                     .collect::<String>()

@@ -4,7 +4,7 @@
 use comfy_table::presets::{ASCII_MARKDOWN, UTF8_FULL_CONDENSED};
 use comfy_table::{Attribute, Cell, Color, Table};
 
-use super::format::{header, mean_ci, value, vs_baseline};
+use super::format::{header, row_cells, value};
 use super::model::{Mark, Report, Section};
 
 /// Renders the whole report as text.
@@ -63,34 +63,8 @@ fn section(s: &Section, baseline: &str, color: bool) -> String {
     );
     t.set_header(head);
     for row in &s.rows {
-        let runs = if row.failed.is_empty() && row.invalid == 0 {
-            row.ok.to_string()
-        } else {
-            format!(
-                "{} ({} failed, {} invalid)",
-                row.ok,
-                row.failed.len(),
-                row.invalid
-            )
-        };
-        let (k, cv, vs) = match row.metric(key) {
-            Some(m) => (
-                mean_ci(key, m),
-                format!("{:.1} %", m.summary.cv * 100.0),
-                if row.target == baseline {
-                    "baseline".to_string()
-                } else {
-                    vs_baseline(m.vs_baseline.as_ref())
-                },
-            ),
-            None => ("—".into(), String::new(), String::new()),
-        };
-        let mark = match row.mark {
-            Some(Mark::Best) => " ✓",
-            Some(Mark::Worst) => " ✗",
-            None => "",
-        };
-        let mut key_cell = Cell::new(format!("{k}{mark}"));
+        let c = row_cells(row, key, baseline);
+        let mut key_cell = Cell::new(format!("{}{}", c.key, c.mark));
         if color {
             key_cell = match row.mark {
                 Some(Mark::Best) => key_cell.fg(Color::Green).add_attribute(Attribute::Bold),
@@ -100,15 +74,15 @@ fn section(s: &Section, baseline: &str, color: bool) -> String {
         }
         let mut cells = vec![
             Cell::new(&row.target),
-            Cell::new(runs),
+            Cell::new(c.runs),
             key_cell,
-            Cell::new(cv),
-            Cell::new(vs),
+            Cell::new(c.cv),
+            Cell::new(c.vs),
         ];
-        for c in s.columns.iter().filter(|c| *c != key) {
+        for col in s.columns.iter().filter(|c| *c != key) {
             cells.push(Cell::new(
-                row.mean(c)
-                    .map(|v| value(c, v))
+                row.mean(col)
+                    .map(|v| value(col, v))
                     .unwrap_or_else(|| "—".into()),
             ));
         }
