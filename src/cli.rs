@@ -68,6 +68,46 @@ pub enum Command {
         #[arg(long, default_value_t = 4)]
         threads: usize,
     },
+    /// Run one workload's measured operation on an existing tree and print
+    /// `NAME seconds=… files=… bytes=…` (for timing fsarena next to peer tools; see
+    /// bench/ and BENCHMARKS.md). No data generation and no verification: point it at a
+    /// tree written by `fsarena dataset`.
+    #[command(hide = true)]
+    Op(OpArgs),
+}
+
+/// `fsarena op NAME SRC [DEST]`.
+#[derive(Debug, Args)]
+pub struct OpArgs {
+    /// The operation.
+    #[arg(value_enum)]
+    pub name: crate::bench_op::OpName,
+    /// The tree to work on (copy/sync: the source).
+    pub src: PathBuf,
+    /// copy: a directory to create and copy into; sync: the mirror to bring in line.
+    pub dest: Option<PathBuf>,
+    /// Worker threads (default: the CPUs).
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// search-name: glob on the file name.
+    #[arg(long, default_value = "*.jpg")]
+    pub pattern: String,
+    /// search-size: smallest size in bytes.
+    #[arg(long, default_value_t = 0)]
+    pub min_size: u64,
+    /// search-size: largest size in bytes.
+    #[arg(long, default_value_t = u64::MAX)]
+    pub max_size: u64,
+    /// touch: the modification time to set, in seconds since the epoch.
+    #[arg(long, default_value_t = 1_000_000_000)]
+    pub time: i64,
+    /// chmod: the permission bits to set, in octal.
+    #[arg(long, default_value = "640")]
+    pub mode: String,
+    /// sync: modification times this many seconds apart count as equal (rsync
+    /// --modify-window).
+    #[arg(long, default_value_t = 0.0)]
+    pub modify_window: f64,
 }
 
 #[derive(Debug, Args)]
@@ -261,6 +301,7 @@ fn dispatch(cli: Cli) -> Result<i32> {
             );
             Ok(EXIT_OK)
         }
+        Command::Op(a) => op(a),
         Command::List => {
             println!("targets:");
             for t in crate::plan::catalogue::all() {
@@ -280,6 +321,31 @@ fn dispatch(cli: Cli) -> Result<i32> {
             Ok(EXIT_OK)
         }
     }
+}
+
+fn op(a: OpArgs) -> Result<i32> {
+    let mode = u32::from_str_radix(&a.mode, 8)
+        .ok()
+        .filter(|m| *m <= 0o7777)
+        .ok_or_else(|| anyhow::anyhow!("--mode takes octal permission bits, e.g. 640"))?;
+    let threads = a
+        .threads
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let args = crate::bench_op::OpArgs {
+        name: a.name,
+        src: a.src,
+        dest: a.dest,
+        threads,
+        pattern: a.pattern,
+        min_size: a.min_size,
+        max_size: a.max_size,
+        time: a.time,
+        mode,
+        modify_window_s: a.modify_window,
+    };
+    let report = crate::bench_op::run(&args)?;
+    println!("{}", report.line(args.name));
+    Ok(EXIT_OK)
 }
 
 fn build_plan(args: &RunArgs) -> Result<Plan> {

@@ -4,6 +4,7 @@
 //! → [`results`] → [`stats`] → [`report`]. The [`runner`] walks a plan through that pipeline;
 //! the binary in `main.rs` is a thin shell over [`cli`].
 
+pub mod bench_op;
 pub mod cli;
 pub mod dataset;
 pub mod doctor;
