@@ -90,40 +90,13 @@ pub struct Report {
     pub measurements: Vec<Measurement>,
 }
 
-/// Columns shown beside the key metric, per workload family.
+/// Columns shown beside the key metric: what the workload declares.
 fn columns_for(workload: &str) -> Vec<String> {
-    let v: &[&str] = match workload {
-        "io-quick" | "io-sweep" => &[
-            "mb_per_s",
-            "lat_p99_us",
-            "device_read_latency_ms",
-            "device_write_latency_ms",
-            "write_amplification",
-            "fio_cpu_sys_pct",
-        ],
-        "db" => &[
-            "device_read_iops",
-            "device_write_iops",
-            "device_read_latency_ms",
-            "device_write_latency_ms",
-            "wal_bytes_written",
-            "cpu_system_pct",
-        ],
-        "create" | "copy" | "copy-verify" | "sync" => &[
-            "mb_per_s",
-            "write_amplification",
-            "space_amplification",
-            "peak_cached_bytes",
-            "cpu_system_pct",
-        ],
-        _ => &[
-            "files_per_s",
-            "write_amplification",
-            "peak_cached_bytes",
-            "cpu_system_pct",
-        ],
-    };
-    v.iter().map(|s| s.to_string()).collect()
+    workload::by_name(workload)
+        .map_or(workload::FILE_COLUMNS, |w| w.columns())
+        .iter()
+        .map(|s| s.to_string())
+        .collect()
 }
 
 fn key_of(workload: &str) -> (String, bool) {

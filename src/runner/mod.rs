@@ -206,7 +206,7 @@ fn resolve_workloads(plan: &Plan) -> Result<Vec<Box<dyn Workload>>, RunError> {
                 workload::names().join(", ")
             ))
         })?;
-        workload::options::check_keys(name, table, w.option_keys()).map_err(RunError::Refused)?;
+        w.check_options(table).map_err(RunError::Refused)?;
     }
     plan.workloads
         .iter()

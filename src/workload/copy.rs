@@ -364,6 +364,9 @@ impl Workload for CopyTree {
     fn key_metric(&self) -> (&'static str, bool) {
         ("seconds", false)
     }
+    fn columns(&self) -> &'static [&'static str] {
+        super::WRITE_COLUMNS
+    }
     fn points(&self, _ctx: &Ctx) -> Result<Vec<Point>, WorkloadError> {
         let point = |variant: &str, source: &str| Point {
             variant: variant.into(),

@@ -162,6 +162,9 @@ impl Workload for CopyVerify {
     fn key_metric(&self) -> (&'static str, bool) {
         ("seconds", false)
     }
+    fn columns(&self) -> &'static [&'static str] {
+        super::WRITE_COLUMNS
+    }
     fn option_keys(&self) -> &'static [&'static str] {
         &["verify_cold"]
     }

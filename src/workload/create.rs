@@ -22,6 +22,10 @@ impl Workload for Create {
         "write the data set (directories and files) from scratch; verify every path, size and hash"
     }
 
+    fn columns(&self) -> &'static [&'static str] {
+        super::WRITE_COLUMNS
+    }
+
     fn run(
         &self,
         ctx: &Ctx,

@@ -737,6 +737,17 @@ impl Workload for Db {
         ("transactions_per_s", true)
     }
 
+    fn columns(&self) -> &'static [&'static str] {
+        &[
+            "device_read_iops",
+            "device_write_iops",
+            "device_read_latency_ms",
+            "device_write_latency_ms",
+            "wal_bytes_written",
+            "cpu_system_pct",
+        ]
+    }
+
     /// The `threads` option rules: the engine's worker count is part of the workload.
     fn uses_threads(&self) -> bool {
         false

@@ -17,7 +17,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::fio::{self, FioJob, FioReport, IoEngine, Rw};
-use super::{Ctx, Harness, IoContext, Outcome, Point, Workload, WorkloadError};
+use super::{Chart, Ctx, Harness, IoContext, Outcome, Point, Workload, WorkloadError};
 
 const MIB: u64 = 1 << 20;
 
@@ -408,6 +408,37 @@ impl Workload for IoWorkload {
     }
     fn key_metric(&self) -> (&'static str, bool) {
         ("iops", true)
+    }
+
+    fn columns(&self) -> &'static [&'static str] {
+        &[
+            "mb_per_s",
+            "lat_p99_us",
+            "device_read_latency_ms",
+            "device_write_latency_ms",
+            "write_amplification",
+            "fio_cpu_sys_pct",
+        ]
+    }
+
+    /// The fio study's main figure: IOPS and p99 latency against pending I/Os.
+    fn charts(&self) -> &'static [Chart] {
+        &[
+            Chart::Curve {
+                x: "iodepth",
+                x_label: "queue depth (pending I/Os)",
+                metric: "iops",
+                y_label: "IOPS",
+                log_x: true,
+            },
+            Chart::Curve {
+                x: "iodepth",
+                x_label: "queue depth (pending I/Os)",
+                metric: "lat_p99_us",
+                y_label: "p99 completion latency (µs)",
+                log_x: true,
+            },
+        ]
     }
 
     /// `numjobs` is a sweep axis; `--threads` does not apply.

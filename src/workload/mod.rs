@@ -138,6 +138,23 @@ pub trait Workload: Send + Sync {
     fn option_keys(&self) -> &'static [&'static str] {
         &[]
     }
+    /// Checks the `[workload.NAME]` table — keys *and* values — before anything is
+    /// provisioned, so a bad option is bad input (exit 2), not a failed cell mid-run. A
+    /// workload with options parses them into its own serde struct (`deny_unknown_fields`)
+    /// with [`options::parse`]; the default accepts no options at all.
+    fn check_options(&self, table: &toml::Table) -> Result<(), String> {
+        options::check_keys(self.name(), table, self.option_keys())
+    }
+    /// The side metrics its report tables show beside the key metric. Declared here so the
+    /// report never has to know workload names.
+    fn columns(&self) -> &'static [&'static str] {
+        FILE_COLUMNS
+    }
+    /// Charts its results call for beyond the report's standard ones (bars, thread
+    /// scaling, monitor series).
+    fn charts(&self) -> &'static [Chart] {
+        &[]
+    }
     /// Whether `--threads` applies. Workloads that ignore it run once with `threads = 1`.
     fn uses_threads(&self) -> bool {
         true
@@ -154,6 +171,41 @@ pub trait Workload: Send + Sync {
         harness: &mut dyn Harness,
     ) -> Result<Outcome, WorkloadError>;
 }
+
+/// A chart a workload declares for the HTML report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Chart {
+    /// One line per target: `metric` (y) against the numeric point parameter `x`, one chart
+    /// for every combination of the point's other parameters. Points of one repetition
+    /// that share every parameter are averaged.
+    Curve {
+        /// The point parameter on the x axis (a key of [`Point::params`]).
+        x: &'static str,
+        x_label: &'static str,
+        /// The metric on the y axis (a key of the measurement's metrics).
+        metric: &'static str,
+        y_label: &'static str,
+        /// Logarithmic x axis.
+        log_x: bool,
+    },
+}
+
+/// Columns of the workloads that operate on files: rate and what the device and cache saw.
+pub const FILE_COLUMNS: &[&str] = &[
+    "files_per_s",
+    "write_amplification",
+    "peak_cached_bytes",
+    "cpu_system_pct",
+];
+
+/// Columns of the workloads that write a data set: throughput and what it cost on disk.
+pub const WRITE_COLUMNS: &[&str] = &[
+    "mb_per_s",
+    "write_amplification",
+    "space_amplification",
+    "peak_cached_bytes",
+    "cpu_system_pct",
+];
 
 /// Why a workload did not produce a result. Typed so the runner can record a status.
 #[derive(Debug, thiserror::Error)]

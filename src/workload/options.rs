@@ -1,7 +1,47 @@
 //! Reading a workload's `[workload.NAME]` options: typed getters with one-line errors, shared
 //! so every workload words a bad value the same way.
 
+use serde::de::DeserializeOwned;
+use serde::Deserialize;
+
 use super::{Ctx, WorkloadError};
+
+/// The options of a workload that takes none: any key is refused.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NoOptions {}
+
+/// Parses a `[workload.NAME]` table into the workload's options struct (serde, with
+/// `deny_unknown_fields`). Errors are one line that names the table, the bad key and the
+/// valid keys, the same wording [`check_keys`] used.
+pub fn parse<T: DeserializeOwned>(workload: &str, table: &toml::Table) -> Result<T, String> {
+    T::deserialize(toml::Value::Table(table.clone()))
+        .map_err(|e| one_line(workload, &e.to_string()))
+}
+
+/// Rewords serde's error text as fsarena's one line.
+fn one_line(workload: &str, msg: &str) -> String {
+    let msg = msg.split_whitespace().collect::<Vec<_>>().join(" ");
+    if let Some(rest) = msg.strip_prefix("unknown field ") {
+        // "unknown field `x`, expected one of `a`, `b`" | "expected `a`" | "there are no fields"
+        let (bad, valid) = rest.split_once(", ").unwrap_or((rest, ""));
+        let valid: Vec<&str> = valid
+            .split('`')
+            .skip(1)
+            .step_by(2)
+            .filter(|s| !s.is_empty())
+            .collect();
+        return if valid.is_empty() {
+            format!("[workload.{workload}]: unknown option {bad}; {workload} takes no options")
+        } else {
+            format!(
+                "[workload.{workload}]: unknown option {bad}; valid: {}",
+                valid.join(", ")
+            )
+        };
+    }
+    format!("[workload.{workload}]: {msg}")
+}
 
 /// A boolean option, or `default` when absent.
 pub fn bool_or(ctx: &Ctx, key: &str, default: bool) -> Result<bool, WorkloadError> {
@@ -38,5 +78,44 @@ pub fn check_keys(workload: &str, table: &toml::Table, valid: &[&str]) -> Result
             "[workload.{workload}]: unknown option `{bad}`; valid: {}",
             valid.join(", ")
         )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code)]
+    struct Two {
+        cold: Option<bool>,
+        fraction: Option<f64>,
+    }
+
+    fn table(src: &str) -> toml::Table {
+        src.parse().expect("test table")
+    }
+
+    #[test]
+    fn unknown_keys_name_the_valid_ones_on_one_line() {
+        let e = parse::<Two>("dupes", &table("colt = true")).unwrap_err();
+        assert_eq!(
+            e,
+            "[workload.dupes]: unknown option `colt`; valid: cold, fraction"
+        );
+        let e = parse::<NoOptions>("scan", &table("x = 1")).unwrap_err();
+        assert_eq!(
+            e,
+            "[workload.scan]: unknown option `x`; scan takes no options"
+        );
+    }
+
+    #[test]
+    fn wrong_types_are_one_line() {
+        let e = parse::<Two>("dupes", &table("cold = 3")).unwrap_err();
+        assert!(e.starts_with("[workload.dupes]: "), "{e}");
+        assert!(!e.contains('\n'), "{e}");
+        assert!(parse::<Two>("dupes", &table("cold = false")).is_ok());
     }
 }

@@ -573,6 +573,9 @@ impl Workload for SyncMirror {
     fn key_metric(&self) -> (&'static str, bool) {
         ("seconds", false)
     }
+    fn columns(&self) -> &'static [&'static str] {
+        super::WRITE_COLUMNS
+    }
     fn option_keys(&self) -> &'static [&'static str] {
         &["change_fraction", "modify_window_s"]
     }
