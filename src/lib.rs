@@ -8,6 +8,7 @@ pub mod bench_op;
 pub mod cli;
 pub mod dataset;
 pub mod doctor;
+pub mod fio;
 pub mod fsops;
 pub mod monitor;
 pub mod plan;

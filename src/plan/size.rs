@@ -1,8 +1,24 @@
 //! Human sizes (`512M`, `4GiB`, `65536`) for plan files and flags.
 
 /// Parses a byte size: a number with an optional binary suffix (K, M, G, T; `KiB` and `KB`
-/// are read as binary too, as mkfs tools do).
+/// are read as binary too, as mkfs tools do). A fraction of a byte is dropped.
 pub fn parse_size(s: &str) -> Result<u64, String> {
+    parse_bytes(s).map(|b| b as u64)
+}
+
+/// Parses a byte size that must come out a whole number of bytes (`1.5g` yes, `1.3` no), for
+/// sizes handed to tools as exact byte counts (fio block and file sizes, SQLite pages), where
+/// a fractional byte is a typo rather than something to round.
+pub fn parse_whole_size(s: &str) -> Result<u64, String> {
+    let bytes = parse_bytes(s)?;
+    if bytes.fract() != 0.0 {
+        return Err(format!("size `{s}` is not a whole number of bytes"));
+    }
+    Ok(bytes as u64)
+}
+
+/// The size `s` spells, in bytes, before any rounding; at least one byte.
+fn parse_bytes(s: &str) -> Result<f64, String> {
     let t = s.trim();
     let split = t
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
@@ -27,7 +43,7 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
     if !bytes.is_finite() || bytes < 1.0 || bytes > u64::MAX as f64 {
         return Err(format!("size `{s}` is out of range"));
     }
-    Ok(bytes as u64)
+    Ok(bytes)
 }
 
 /// Formats bytes with a binary unit for messages and tables.
@@ -60,6 +76,17 @@ mod tests {
         assert!(parse_size("12Q").is_err());
         assert!(parse_size("-5M").is_err());
         assert!(parse_size("0").is_err());
+    }
+
+    #[test]
+    fn whole_sizes_refuse_fractions_of_a_byte() {
+        assert_eq!(parse_whole_size("4k"), Ok(4096));
+        assert_eq!(parse_whole_size("64MiB"), Ok(64 << 20));
+        assert_eq!(parse_whole_size(" 1.5g "), Ok(3 << 29));
+        assert_eq!(parse_whole_size("512"), Ok(512));
+        assert!(parse_whole_size("1.3").is_err());
+        assert!(parse_whole_size("4x").is_err());
+        assert!(parse_whole_size("").is_err());
     }
 
     #[test]

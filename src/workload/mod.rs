@@ -7,12 +7,20 @@
 //! its own work so that it can never be fast by being wrong.
 
 pub mod db;
-pub mod fio;
-pub mod io_sweep;
+pub mod io;
 pub mod options;
 
+/// Transitional, for `db` only: it still reads sizes through `fio::parse_size`, which is
+/// now `crate::plan::size::parse_whole_size(s).ok()` (the one size parser). Delete this
+/// once `db` calls that directly.
+mod fio {
+    /// A size in whole bytes (`4k`, `1m`, `512`), or `None`.
+    pub fn parse_size(s: &str) -> Option<u64> {
+        crate::plan::size::parse_whole_size(s).ok()
+    }
+}
+
 use std::collections::BTreeMap;
-use std::io;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
@@ -93,7 +101,7 @@ pub struct Outcome {
 /// Services the runner gives a workload.
 pub trait Harness {
     /// `sync`, then drop the page cache, dentries and inodes, so the next phase starts cold.
-    fn drop_caches(&mut self) -> io::Result<()>;
+    fn drop_caches(&mut self) -> std::io::Result<()>;
     /// Runs the measured phase under the monitor and ends it with `syncfs` on the target so
     /// buffered writes are counted. Call it exactly once per point.
     fn measure(
@@ -110,7 +118,7 @@ pub struct PlainHarness {
 }
 
 impl Harness for PlainHarness {
-    fn drop_caches(&mut self) -> io::Result<()> {
+    fn drop_caches(&mut self) -> std::io::Result<()> {
         self.dropped += 1;
         crate::sys::drop_caches()
     }
@@ -214,7 +222,7 @@ pub enum WorkloadError {
     Io {
         context: String,
         #[source]
-        source: io::Error,
+        source: std::io::Error,
     },
     /// The workload's own check of its work failed: the result would have been a lie.
     #[error("verification failed: {0}")]
@@ -234,7 +242,7 @@ pub enum WorkloadError {
 
 impl WorkloadError {
     /// Wraps an I/O error with what was being done and to which path.
-    pub fn io(context: impl Into<String>, source: io::Error) -> Self {
+    pub fn io(context: impl Into<String>, source: std::io::Error) -> Self {
         WorkloadError::Io {
             context: context.into(),
             source,
@@ -253,7 +261,7 @@ impl WorkloadError {
 }
 
 /// Maps an OS error to the status users care about: a full file system or a failing device.
-pub fn status_of_io(e: &io::Error) -> Status {
+pub fn status_of_io(e: &std::io::Error) -> Status {
     match e.raw_os_error() {
         Some(libc::ENOSPC) | Some(libc::EDQUOT) => Status::Enospc,
         Some(libc::EIO) | Some(libc::EROFS) | Some(libc::EUCLEAN) => Status::Eio,
@@ -261,12 +269,12 @@ pub fn status_of_io(e: &io::Error) -> Status {
     }
 }
 
-/// Adds `.with_path(...)`-style context to `io::Result`s inside workloads.
+/// Adds `.with_path(...)`-style context to `std::io::Result`s inside workloads.
 pub trait IoContext<T> {
     fn ctx(self, what: impl FnOnce() -> String) -> Result<T, WorkloadError>;
 }
 
-impl<T> IoContext<T> for io::Result<T> {
+impl<T> IoContext<T> for std::io::Result<T> {
     fn ctx(self, what: impl FnOnce() -> String) -> Result<T, WorkloadError> {
         self.map_err(|e| WorkloadError::io(what(), e))
     }
@@ -286,8 +294,8 @@ pub fn all() -> Vec<Box<dyn Workload>> {
         Box::new(dupes::Dupes),
         Box::new(copy_verify::CopyVerify),
         Box::new(cold_read::ColdRead),
-        Box::new(io_sweep::IoWorkload::quick()),
-        Box::new(io_sweep::IoWorkload::sweep()),
+        Box::new(io::IoWorkload::quick()),
+        Box::new(io::IoWorkload::sweep()),
         Box::new(db::Db),
     ]
 }

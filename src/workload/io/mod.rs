@@ -1,0 +1,348 @@
+//! `io-quick` and `io-sweep`: raw I/O on one file, measured by fio.
+//!
+//! Each point is one fio job (rw × block size × jobs × queue depth × file size × direct ×
+//! engine). Per point: pick the engine (probed once per file system), lay the file out with
+//! real writes (unmeasured; a file only read since its lay-out is reused), run the measured
+//! fio job under the harness, and check fio's own accounting. The fio driver itself is
+//! [`crate::fio`]; this module turns its errors into [`WorkloadError`]s (see the `From`
+//! impl) so each keeps its status.
+//!
+//! Rooms: `options` (the `[workload.NAME]` table, checked before provisioning), `points`
+//! (a point's parameters and its fio job), `datafile` (lay-out, pristine markers,
+//! removal), `metrics` (a report's numbers).
+
+use std::collections::HashMap;
+use std::fs;
+use std::os::unix::fs::MetadataExt;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use crate::fio::{self, FioError, FioJob, FioRun, IoEngine, Rw};
+use crate::workload::{Chart, Ctx, Harness, IoContext, Outcome, Point, Workload, WorkloadError};
+
+mod datafile;
+mod metrics;
+mod options;
+mod points;
+#[cfg(test)]
+mod tests;
+
+use datafile::{prepare_file, pristine_marker, remove_if_present};
+use options::{Config, EngineChoice, SizeChoice};
+use points::{size_label, PointSpec};
+
+const MIB: u64 = 1 << 20;
+
+/// Which default set of points a workload measures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Preset {
+    Quick,
+    Sweep,
+}
+
+/// The `io-quick` and `io-sweep` workloads (same machinery, different default axes).
+pub struct IoWorkload {
+    preset: Preset,
+    /// Engine that worked, per file system (st_dev of the work directory): probed once.
+    probed: Mutex<HashMap<u64, IoEngine>>,
+}
+
+impl IoWorkload {
+    /// A few points: 4k random read and write at queue depth 32, 1m sequential read and write,
+    /// on the small file, O_DIRECT, 3 s each.
+    pub fn quick() -> IoWorkload {
+        IoWorkload {
+            preset: Preset::Quick,
+            probed: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The full sweep: read, randread, write, randwrite × 8k, 64k, 512k × 1–4 jobs × queue
+    /// depth 1–128 (powers of two) × small and large file.
+    pub fn sweep() -> IoWorkload {
+        IoWorkload {
+            preset: Preset::Sweep,
+            probed: Mutex::new(HashMap::new()),
+        }
+    }
+}
+
+impl Workload for IoWorkload {
+    fn name(&self) -> &'static str {
+        match self.preset {
+            Preset::Quick => "io-quick",
+            Preset::Sweep => "io-sweep",
+        }
+    }
+
+    fn describe(&self) -> &'static str {
+        match self.preset {
+            Preset::Quick => "fio: 4k random read/write at QD32 and 1m sequential read/write on a small file",
+            Preset::Sweep => "fio sweep: read/randread/write/randwrite × 8k/64k/512k × 1–4 jobs × QD 1–128 × small/large file",
+        }
+    }
+
+    /// Parses and checks every value before anything is provisioned (see `options`).
+    fn check_options(&self, table: &toml::Table) -> Result<(), String> {
+        Config::from_options(self.preset, table, self.name()).map(|_| ())
+    }
+
+    fn key_metric(&self) -> (&'static str, bool) {
+        ("iops", true)
+    }
+
+    fn columns(&self) -> &'static [&'static str] {
+        &[
+            "mb_per_s",
+            "lat_p99_us",
+            "device_read_latency_ms",
+            "device_write_latency_ms",
+            "write_amplification",
+            "fio_cpu_sys_pct",
+        ]
+    }
+
+    /// The fio study's main figure: IOPS and p99 latency against pending I/Os.
+    fn charts(&self) -> &'static [Chart] {
+        &[
+            Chart::Curve {
+                x: "iodepth",
+                x_label: "queue depth (pending I/Os)",
+                metric: "iops",
+                y_label: "IOPS",
+                log_x: true,
+            },
+            Chart::Curve {
+                x: "iodepth",
+                x_label: "queue depth (pending I/Os)",
+                metric: "lat_p99_us",
+                y_label: "p99 completion latency (µs)",
+                log_x: true,
+            },
+        ]
+    }
+
+    /// `numjobs` is a sweep axis; `--threads` does not apply.
+    fn uses_threads(&self) -> bool {
+        false
+    }
+
+    fn points(&self, ctx: &Ctx) -> Result<Vec<Point>, WorkloadError> {
+        let cfg = self.config(ctx)?;
+        let scale = scale_of(ctx);
+        let mut points = Vec::new();
+        for size in &cfg.size {
+            let (size_bytes, size_label) = match size {
+                SizeChoice::Small => (cfg.small_bytes(scale), "small".to_string()),
+                SizeChoice::Large => (cfg.large_bytes(scale, ctx.root)?, "large".to_string()),
+                SizeChoice::Bytes(b) => (*b, size_label(*b)),
+            };
+            for &(rw, bs, iodepth) in &cfg.shapes {
+                if bs > size_bytes {
+                    return Err(WorkloadError::Option(options::too_big(
+                        self.name(),
+                        bs,
+                        &size_label,
+                        size_bytes,
+                    )));
+                }
+                for &numjobs in &cfg.numjobs {
+                    for &direct in &cfg.direct {
+                        for &ioengine in &cfg.ioengine {
+                            let spec = PointSpec {
+                                rw,
+                                rwmixread: cfg.rwmixread,
+                                bs,
+                                numjobs,
+                                iodepth,
+                                size_bytes,
+                                size_label: size_label.clone(),
+                                direct,
+                                ioengine,
+                            };
+                            points.push(spec.to_point());
+                        }
+                    }
+                }
+            }
+        }
+        Ok(points)
+    }
+
+    fn run(
+        &self,
+        ctx: &Ctx,
+        point: &Point,
+        harness: &mut dyn Harness,
+    ) -> Result<Outcome, WorkloadError> {
+        let cfg = self.config(ctx)?;
+        let spec = PointSpec::from_point(point)?;
+        let mut notes = Vec::new();
+
+        let engine = match spec.ioengine {
+            EngineChoice::Fixed(e) => e,
+            EngineChoice::Auto => {
+                let (e, fresh) = self.engine_for(ctx)?;
+                notes.push(format!(
+                    "ioengine auto → {}{}",
+                    e.as_str(),
+                    if fresh {
+                        " (probed here)"
+                    } else {
+                        " (probed earlier on this file system)"
+                    }
+                ));
+                e
+            }
+        };
+        if engine.is_sync() && spec.iodepth > 1 {
+            notes.push(format!(
+                "{} is synchronous: iodepth {} ran as 1",
+                engine.as_str(),
+                spec.iodepth
+            ));
+        }
+        ctx.check()?;
+        let file = spec.filename();
+        notes.push(prepare_file(ctx, &file, spec.size_bytes)?);
+        if spec.rw.writes() {
+            // This job ages the file: no later point may take it for a fresh lay-out.
+            remove_if_present(&ctx.root.join(pristine_marker(&file)))?;
+        }
+        ctx.check()?;
+
+        let job = spec.job(&cfg, engine);
+        let mut finished = None;
+        let outcome = harness.measure(&mut || {
+            let run = run_fio(ctx, &job)?;
+            let outcome = metrics::outcome_of(&run.report);
+            finished = Some(run);
+            Ok(outcome)
+        })?;
+        let run = finished.ok_or_else(|| {
+            WorkloadError::Tool("the harness did not run the measured fio job".into())
+        })?;
+        notes.push(fio::verify(&job, &run)?);
+        if spec.rw.writes() {
+            // Aged and no longer reusable: free the space rather than leave it on the target.
+            remove_if_present(&ctx.root.join(&file))?;
+        }
+        notes.push(format!(
+            "{}; {}",
+            run.report.fio_version,
+            job.args().join(" ")
+        ));
+        let mut outcome = outcome;
+        outcome.notes.extend(notes);
+        Ok(outcome)
+    }
+}
+
+impl IoWorkload {
+    /// The run's options, through the same parse as `check_options`.
+    fn config(&self, ctx: &Ctx) -> Result<Config, WorkloadError> {
+        Config::from_options(self.preset, ctx.options, self.name()).map_err(WorkloadError::Option)
+    }
+
+    /// The engine to use in `ctx.root`: io_uring, else libaio, else psync, whichever first
+    /// completes a small real write job there. Cached per file system; returns whether it
+    /// was probed by this call.
+    fn engine_for(&self, ctx: &Ctx) -> Result<(IoEngine, bool), WorkloadError> {
+        let dev = fs::metadata(ctx.root)
+            .ctx(|| format!("stat {}", ctx.root.display()))?
+            .dev();
+        if let Some(&e) = self.probed.lock().map_err(|_| poisoned())?.get(&dev) {
+            return Ok((e, false));
+        }
+        let e = probe_engine(ctx)?;
+        self.probed.lock().map_err(|_| poisoned())?.insert(dev, e);
+        Ok((e, true))
+    }
+}
+
+/// The engine cache is only a cache, but a poisoned lock means a probe panicked.
+fn poisoned() -> WorkloadError {
+    WorkloadError::Tool("engine cache lock poisoned".into())
+}
+
+/// Tries each engine with a 1 MiB buffered write in `ctx.root`; the first that completes
+/// with no error wins. A missing fio is reported at once rather than masked by fallbacks.
+fn probe_engine(ctx: &Ctx) -> Result<IoEngine, WorkloadError> {
+    const PROBE: &str = ".fsarena-fio-probe";
+    let mut failures = Vec::new();
+    for engine in IoEngine::FALLBACK {
+        let job = FioJob {
+            name: "probe".into(),
+            filename: PROBE.into(),
+            rw: Rw::Write,
+            rwmixread: 50,
+            bs: 4096,
+            size: MIB,
+            numjobs: 1,
+            iodepth: 4,
+            direct: false,
+            ioengine: engine,
+            runtime: None,
+            ramp_time: Duration::ZERO,
+            end_fsync: false,
+        };
+        let result = run_fio(ctx, &job).and_then(|run| Ok(fio::verify(&job, &run)?));
+        let _ = fs::remove_file(ctx.root.join(PROBE));
+        match result {
+            Ok(_) => return Ok(engine),
+            Err(
+                e @ (WorkloadError::Unsupported(_)
+                | WorkloadError::Interrupted
+                | WorkloadError::Timeout),
+            ) => return Err(e),
+            Err(e) => failures.push(format!("{}: {e}", engine.as_str())),
+        }
+    }
+    Err(WorkloadError::Unsupported(format!(
+        "no fio engine works in {}: {}",
+        ctx.root.display(),
+        failures.join("; ")
+    )))
+}
+
+/// The data set's scale, which sizes the small and large files; 1 when unusable.
+fn scale_of(ctx: &Ctx) -> f64 {
+    let s = ctx.dataset.scale;
+    if s.is_finite() && s > 0.0 {
+        s
+    } else {
+        1.0
+    }
+}
+
+/// Runs `job` in the work directory, stopping fio as soon as the run is cancelled or past
+/// its deadline; the stop comes back as the reason (`Interrupted` or `Timeout`).
+fn run_fio(ctx: &Ctx, job: &FioJob) -> Result<FioRun, WorkloadError> {
+    let mut why = None;
+    let result = fio::run(ctx.root, job, &mut || match ctx.check() {
+        Ok(()) => false,
+        Err(e) => {
+            why = Some(e);
+            true
+        }
+    });
+    match result {
+        Err(FioError::Cancelled) => Err(why.unwrap_or(WorkloadError::Interrupted)),
+        other => Ok(other?),
+    }
+}
+
+/// The driver's errors as workload errors, each keeping its status: a missing fio is
+/// "unsupported here", fio's errno stays an I/O error (ENOSPC, EIO), a wrong volume is a
+/// failed verification.
+impl From<FioError> for WorkloadError {
+    fn from(e: FioError) -> Self {
+        match e {
+            FioError::NotInstalled => WorkloadError::Unsupported(e.to_string()),
+            FioError::Io { context, source } => WorkloadError::Io { context, source },
+            FioError::Tool(msg) => WorkloadError::Tool(msg),
+            FioError::Verify(msg) => WorkloadError::Verify(msg),
+            FioError::Cancelled => WorkloadError::Interrupted,
+        }
+    }
+}

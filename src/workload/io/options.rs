@@ -1,0 +1,381 @@
+//! The `[workload.io-quick]` / `[workload.io-sweep]` options: parsed with serde (unknown keys
+//! refused), every value checked, and resolved against the preset's defaults into a
+//! [`Config`].
+//!
+//! One code path: the runner's `check_options` (before anything is provisioned) and `points`
+//! / `run` all go through [`Config::from_options`], so an accepted table is a table `run`
+//! accepts. Only what needs the mounted target stays for later: the `large` file's size
+//! (RAM and free space) and the default `small` file's size (the data set's scale).
+
+use std::fs;
+use std::path::Path;
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use super::points::size_label;
+use super::{Preset, MIB};
+use crate::fio::{IoEngine, Rw};
+use crate::plan::size::parse_whole_size;
+use crate::workload::options;
+use crate::workload::{IoContext, WorkloadError};
+
+/// Default `small` file at scale 1: small enough to sit in any cache.
+const SMALL_DEFAULT: u64 = 64 * MIB;
+/// Floor for the small file after scaling, so 1 MiB blocks and several jobs still make sense.
+const SMALL_FLOOR: u64 = 16 * MIB;
+/// Default cap on the `large` file.
+const MAX_LARGE_DEFAULT: u64 = 64 << 30;
+/// The longest `runtime` or `ramp_time` accepted: a day is surely a typo.
+const MAX_SECONDS: f64 = 86_400.0;
+
+/// The options table as written. Axis options take one value or a list; their values are
+/// checked by [`Config::from_options`] so that every bad value gets the same one-line
+/// wording (which key, what was given, what is valid). Field order is the order the
+/// "valid:" list names them in.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct IoOptions {
+    /// Access patterns: read, randread, write, randwrite, randrw.
+    rw: Option<toml::Value>,
+    /// Block sizes: bytes or a size such as `4k`.
+    bs: Option<toml::Value>,
+    /// Jobs per point, 1..=1024.
+    numjobs: Option<toml::Value>,
+    /// Queue depths, 1..=4096.
+    iodepth: Option<toml::Value>,
+    /// File sizes: `small`, `large` or a size.
+    size: Option<toml::Value>,
+    /// O_DIRECT or buffered.
+    direct: Option<toml::Value>,
+    /// Engines: auto, io_uring, libaio, psync.
+    ioengine: Option<toml::Value>,
+    /// Seconds per point; 0 makes jobs size-bounded.
+    runtime: Option<f64>,
+    /// Seconds of warm-up excluded from fio's statistics.
+    ramp_time: Option<f64>,
+    /// Read percentage of `randrw`, 0..=100.
+    rwmixread: Option<i64>,
+    /// The small file, taken literally when given.
+    small: Option<toml::Value>,
+    /// Cap on the large file.
+    max_large: Option<toml::Value>,
+}
+
+/// A file-size axis value: labels resolve against the target when points are made.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) enum SizeChoice {
+    /// Fits any cache.
+    Small,
+    /// Sized from RAM and free space so that caches do not hold it (at scale 1).
+    Large,
+    /// An explicit size, taken literally.
+    Bytes(u64),
+}
+
+/// The engine axis: `auto` probes io_uring → libaio → psync.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) enum EngineChoice {
+    Auto,
+    Fixed(IoEngine),
+}
+
+impl EngineChoice {
+    /// The name in options and point parameters.
+    pub(super) fn as_str(self) -> &'static str {
+        match self {
+            EngineChoice::Auto => "auto",
+            EngineChoice::Fixed(e) => e.as_str(),
+        }
+    }
+
+    /// `auto` or a fio engine fsarena drives.
+    pub(super) fn parse(s: &str) -> Option<EngineChoice> {
+        match s {
+            "auto" => Some(EngineChoice::Auto),
+            _ => IoEngine::parse(s).map(EngineChoice::Fixed),
+        }
+    }
+}
+
+/// The resolved options of one run.
+#[derive(Debug, Clone)]
+pub(super) struct Config {
+    /// (rw, bs, iodepth) combinations: a fixed list for io-quick, else a product.
+    pub(super) shapes: Vec<(Rw, u64, u32)>,
+    pub(super) numjobs: Vec<u32>,
+    pub(super) size: Vec<SizeChoice>,
+    pub(super) direct: Vec<bool>,
+    pub(super) ioengine: Vec<EngineChoice>,
+    pub(super) rwmixread: u32,
+    /// `None`: size-bounded jobs (`runtime = 0`).
+    pub(super) runtime: Option<Duration>,
+    pub(super) ramp_time: Duration,
+    /// Small file at scale 1 and whether the user set it (user sizes are taken literally).
+    small: (u64, bool),
+    max_large: u64,
+}
+
+impl Config {
+    /// Parses and checks the `[workload.NAME]` table and fills in the preset's defaults.
+    /// Errors are one line naming the table and the bad key.
+    pub(super) fn from_options(
+        preset: Preset,
+        table: &toml::Table,
+        name: &str,
+    ) -> Result<Config, String> {
+        let opts: IoOptions = options::parse(name, table)?;
+        let bad = |key: &str, v: &toml::Value, want: &str| bad_value(name, key, v, want);
+        let rw = axis(
+            name,
+            "rw",
+            &opts.rw,
+            |v| v.as_str().and_then(Rw::parse),
+            RW_WANT,
+        )?;
+        let bs = axis(name, "bs", &opts.bs, size_value, "a size such as 4k or 1m")?;
+        let iodepth = axis(
+            name,
+            "iodepth",
+            &opts.iodepth,
+            |v| positive(v, 4096),
+            "1..=4096",
+        )?;
+        let numjobs = axis(
+            name,
+            "numjobs",
+            &opts.numjobs,
+            |v| positive(v, 1024),
+            "1..=1024",
+        )?;
+        let size = axis(name, "size", &opts.size, size_choice, SIZE_WANT)?;
+        let direct = axis(
+            name,
+            "direct",
+            &opts.direct,
+            toml::Value::as_bool,
+            "true or false",
+        )?;
+        let ioengine = axis(
+            name,
+            "ioengine",
+            &opts.ioengine,
+            |v| v.as_str().and_then(EngineChoice::parse),
+            "auto, io_uring, libaio or psync",
+        )?;
+
+        let quick = preset == Preset::Quick;
+        let shapes = if quick && rw.is_none() && bs.is_none() && iodepth.is_none() {
+            vec![
+                (Rw::RandRead, 4096, 32),
+                (Rw::RandWrite, 4096, 32),
+                (Rw::Read, MIB, 8),
+                (Rw::Write, MIB, 8),
+            ]
+        } else {
+            let rw = rw.unwrap_or_else(|| {
+                if quick {
+                    vec![Rw::RandRead, Rw::RandWrite, Rw::Read, Rw::Write]
+                } else {
+                    vec![Rw::Read, Rw::RandRead, Rw::Write, Rw::RandWrite]
+                }
+            });
+            let bs = bs.unwrap_or_else(|| {
+                if quick {
+                    vec![4096]
+                } else {
+                    vec![8 << 10, 64 << 10, 512 << 10]
+                }
+            });
+            let iodepth = iodepth.unwrap_or_else(|| {
+                if quick {
+                    vec![32]
+                } else {
+                    (0..8).map(|i| 1 << i).collect()
+                }
+            });
+            let mut shapes = Vec::new();
+            for &r in &rw {
+                for &b in &bs {
+                    for &q in &iodepth {
+                        shapes.push((r, b, q));
+                    }
+                }
+            }
+            shapes
+        };
+        let (runtime_default, sizes_default) = match preset {
+            Preset::Quick => (3.0, vec![SizeChoice::Small]),
+            Preset::Sweep => (5.0, vec![SizeChoice::Small, SizeChoice::Large]),
+        };
+        let secs = |key: &str, v: Option<f64>, default: f64| match v {
+            None => Ok(default),
+            Some(s) if s.is_finite() && (0.0..MAX_SECONDS).contains(&s) => Ok(s),
+            Some(s) => Err(bad(key, &toml::Value::Float(s), "seconds (a number ≥ 0)")),
+        };
+        let runtime = secs("runtime", opts.runtime, runtime_default)?;
+        let ramp = secs("ramp_time", opts.ramp_time, 1.0)?;
+        let rwmixread = match opts.rwmixread {
+            None => 50,
+            Some(i) => u32::try_from(i)
+                .ok()
+                .filter(|&p| p <= 100)
+                .ok_or_else(|| bad("rwmixread", &toml::Value::Integer(i), "0..=100"))?,
+        };
+        let small = match &opts.small {
+            None => (SMALL_DEFAULT, false),
+            Some(v) => (
+                size_value(v).ok_or_else(|| bad("small", v, "a size such as 64m"))?,
+                true,
+            ),
+        };
+        let max_large = match &opts.max_large {
+            None => MAX_LARGE_DEFAULT,
+            Some(v) => size_value(v).ok_or_else(|| bad("max_large", v, "a size such as 100g"))?,
+        };
+        let cfg = Config {
+            shapes,
+            numjobs: numjobs.unwrap_or_else(|| if quick { vec![1] } else { vec![1, 2, 3, 4] }),
+            size: size.unwrap_or(sizes_default),
+            direct: direct.unwrap_or_else(|| vec![true]),
+            ioengine: ioengine.unwrap_or_else(|| vec![EngineChoice::Auto]),
+            rwmixread,
+            runtime: (runtime > 0.0).then(|| Duration::from_secs_f64(runtime)),
+            ramp_time: Duration::from_secs_f64(ramp),
+            small,
+            max_large,
+        };
+        cfg.check_block_sizes(name)?;
+        Ok(cfg)
+    }
+
+    /// Refuses a block size larger than a file size already known without the target: an
+    /// explicit size, or a `small` file the user set. (The default small file depends on
+    /// the data set's scale and the large one on the target; `points` checks those.)
+    fn check_block_sizes(&self, name: &str) -> Result<(), String> {
+        for size in &self.size {
+            let (bytes, label) = match size {
+                SizeChoice::Bytes(b) => (*b, size_label(*b)),
+                SizeChoice::Small if self.small.1 => (self.small.0, "small".to_string()),
+                _ => continue,
+            };
+            if let Some(&(_, bs, _)) = self.shapes.iter().find(|s| s.1 > bytes) {
+                return Err(too_big(name, bs, &label, bytes));
+            }
+        }
+        Ok(())
+    }
+
+    /// The small file for this scale: defaults shrink with the data set's scale (floored at
+    /// 16 MiB); a size the user gave is used as given. Whole MiB so every block size divides it.
+    pub(super) fn small_bytes(&self, scale: f64) -> u64 {
+        match self.small {
+            (bytes, true) => bytes,
+            (bytes, false) => round_mib((bytes as f64 * scale) as u64).max(SMALL_FLOOR),
+        }
+    }
+
+    /// The large file: twice RAM (so no cache holds it) times the scale, at most half the
+    /// target's free space and at most `max_large`; never smaller than the small file.
+    pub(super) fn large_bytes(&self, scale: f64, root: &Path) -> Result<u64, WorkloadError> {
+        let ram = mem_total_bytes()?;
+        let vfs = rustix::fs::statvfs(root)
+            .map_err(|e| WorkloadError::io(format!("statvfs {}", root.display()), e.into()))?;
+        let free = vfs.f_bavail.saturating_mul(vfs.f_frsize);
+        let want = ((2 * ram) as f64 * scale) as u64;
+        let large = round_mib(want.min(free / 2).min(self.max_large));
+        Ok(large.max(self.small_bytes(scale)))
+    }
+}
+
+/// The one wording of "this block size does not fit that file", before and after the
+/// target is known.
+pub(super) fn too_big(name: &str, bs: u64, label: &str, bytes: u64) -> String {
+    format!(
+        "{name}: block size {} is larger than the {label} file ({bytes} bytes)",
+        size_label(bs)
+    )
+}
+
+const RW_WANT: &str = "read|randread|write|randwrite|randrw";
+const SIZE_WANT: &str = "small, large or a size such as 256m";
+
+/// The one wording of a bad value: which table, which key, what was given, what is valid.
+fn bad_value(name: &str, key: &str, v: &toml::Value, want: &str) -> String {
+    format!("[workload.{name}]: `{key}` = {v} is not valid; expected {want}")
+}
+
+/// An axis option: a list (or a single value standing for a list of one) of items each
+/// accepted by `parse`. An empty list is refused: it would silently measure nothing.
+fn axis<T>(
+    name: &str,
+    key: &str,
+    v: &Option<toml::Value>,
+    parse: impl Fn(&toml::Value) -> Option<T>,
+    want: &str,
+) -> Result<Option<Vec<T>>, String> {
+    let Some(v) = v else {
+        return Ok(None);
+    };
+    let items: Vec<&toml::Value> = match v {
+        toml::Value::Array(a) => a.iter().collect(),
+        other => vec![other],
+    };
+    if items.is_empty() {
+        return Err(bad_value(
+            name,
+            key,
+            v,
+            &format!("a non-empty list of {want}"),
+        ));
+    }
+    items
+        .into_iter()
+        .map(|i| parse(i).ok_or_else(|| bad_value(name, key, i, want)))
+        .collect::<Result<Vec<T>, _>>()
+        .map(Some)
+}
+
+fn positive(v: &toml::Value, max: u32) -> Option<u32> {
+    v.as_integer()
+        .and_then(|i| u32::try_from(i).ok())
+        .filter(|&i| (1..=max).contains(&i))
+}
+
+/// A size: an integer of bytes or a string such as `4k` (whole bytes, more than zero).
+fn size_value(v: &toml::Value) -> Option<u64> {
+    match v {
+        toml::Value::Integer(i) => u64::try_from(*i).ok(),
+        toml::Value::String(s) => parse_whole_size(s).ok(),
+        _ => None,
+    }
+    .filter(|&b| b > 0)
+}
+
+fn size_choice(v: &toml::Value) -> Option<SizeChoice> {
+    match v.as_str() {
+        Some("small") => Some(SizeChoice::Small),
+        Some("large") => Some(SizeChoice::Large),
+        _ => size_value(v).map(SizeChoice::Bytes),
+    }
+}
+
+fn round_mib(b: u64) -> u64 {
+    b / MIB * MIB
+}
+
+/// Total RAM, from `/proc/meminfo`: the large file must be bigger than any cache.
+pub(super) fn mem_total_bytes() -> Result<u64, WorkloadError> {
+    let text = fs::read_to_string("/proc/meminfo").ctx(|| "reading /proc/meminfo".into())?;
+    text.lines()
+        .find_map(|l| l.strip_prefix("MemTotal:"))
+        .and_then(|rest| {
+            rest.trim()
+                .trim_end_matches("kB")
+                .trim()
+                .parse::<u64>()
+                .ok()
+        })
+        .map(|kib| kib * 1024)
+        .ok_or_else(|| WorkloadError::Tool("no MemTotal in /proc/meminfo".into()))
+}
