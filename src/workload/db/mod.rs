@@ -1,0 +1,338 @@
+//! `db`: a transactional workload on a real database engine (SQLite, WAL mode).
+//!
+//! It stands in for Exchange Jetstress and SQL Server tests: many threads run short
+//! transactions (insert, delete, replace, read) against a database file, most commits lazy
+//! (the WAL is not fsynced at commit) and the rest durable, while a background thread
+//! checkpoints the WAL into the database like an engine's maintenance does. What it shows
+//! about a file system: transactional throughput and latency under fsync and small random
+//! writes. Device figures come from the runner's monitor; this reports what the engine did.
+//!
+//! Each repetition builds the database fresh from the seed (unmeasured), so every target
+//! starts from the same bytes and every worker replays the same stream of random choices.
+//!
+//! The parts, by job: [`options`] (the `[workload.db]` table, checked before provisioning),
+//! [`schema`] (building and opening the database), [`mix`] (the worker threads, their
+//! transactions and the checkpointer) and [`outcome`] (turning what they counted into
+//! metrics). This file runs them in order and verifies the database afterwards.
+
+mod mix;
+mod options;
+mod outcome;
+mod schema;
+
+use std::fs;
+use std::path::PathBuf;
+
+use rusqlite::Connection;
+
+use self::options::Config;
+use self::outcome::outcome_of;
+use self::schema::{build, open, sql_err, DB_FILE};
+use super::{Ctx, Harness, IoContext, Outcome, Point, Workload, WorkloadError};
+
+/// The `db` workload.
+pub struct Db;
+
+/// Totals of the measured phase, kept for verification after it.
+#[derive(Debug, Default)]
+struct Totals {
+    inserted: u64,
+    deleted: u64,
+}
+
+impl Workload for Db {
+    fn name(&self) -> &'static str {
+        "db"
+    }
+
+    fn describe(&self) -> &'static str {
+        "SQLite (WAL) transactions: insert/delete/replace/read from many threads, lazy and durable commits"
+    }
+
+    /// Parses and checks every option (keys and values) the way `run` will.
+    fn check_options(&self, table: &toml::Table) -> Result<(), String> {
+        options::config(table, 1.0).map(drop)
+    }
+
+    fn key_metric(&self) -> (&'static str, bool) {
+        ("transactions_per_s", true)
+    }
+
+    fn columns(&self) -> &'static [&'static str] {
+        &[
+            "device_read_iops",
+            "device_write_iops",
+            "device_read_latency_ms",
+            "device_write_latency_ms",
+            "wal_bytes_written",
+            "cpu_system_pct",
+        ]
+    }
+
+    /// The `threads` option rules: the engine's worker count is part of the workload.
+    fn uses_threads(&self) -> bool {
+        false
+    }
+
+    fn run(
+        &self,
+        ctx: &Ctx,
+        _point: &Point,
+        harness: &mut dyn Harness,
+    ) -> Result<Outcome, WorkloadError> {
+        let cfg = Config::from_ctx(ctx)?;
+        let path = ctx.root.join(DB_FILE);
+        let seed = ctx.dataset.seed;
+        let built = build(&path, &cfg, seed, ctx)?;
+        crate::sys::syncfs(ctx.root).ctx(|| format!("syncfs {}", ctx.root.display()))?;
+
+        // The keeper connection stays open through the measured phase so that no worker's
+        // close is the last one (which would checkpoint and delete the WAL mid-measurement).
+        let keeper = open(&path, &cfg)?;
+        let e = |what: &'static str| move |err| sql_err(what, err);
+        let page_size: u32 = keeper
+            .pragma_query_value(None, "page_size", |r| r.get(0))
+            .map_err(e("page_size"))?;
+        let journal: String = keeper
+            .pragma_query_value(None, "journal_mode", |r| r.get(0))
+            .map_err(e("journal_mode"))?;
+        let cache_kib: i64 = keeper
+            .pragma_query_value(None, "cache_size", |r| r.get(0))
+            .map_err(e("cache_size"))?;
+        if page_size != cfg.page_size || !journal.eq_ignore_ascii_case("wal") {
+            return Err(WorkloadError::Verify(format!(
+                "asked for page_size {} in WAL mode, SQLite has page_size {page_size}, journal_mode {journal}",
+                cfg.page_size
+            )));
+        }
+        let workers: Vec<Connection> = (0..cfg.threads)
+            .map(|_| open(&path, &cfg))
+            .collect::<Result<_, _>>()?;
+        let mut checkpoint_conn = match cfg.checkpoint_interval {
+            Some(_) => Some(open(&path, &cfg)?),
+            None => None,
+        };
+        ctx.check()?;
+
+        let wal_path = PathBuf::from(format!("{}-wal", path.display()));
+        let mut workers = Some(workers);
+        let mut totals = Totals::default();
+        let outcome = harness.measure(&mut || {
+            let conns = workers
+                .take()
+                .ok_or_else(|| WorkloadError::Tool("db measured twice".into()))?;
+            let m = mix::run(&cfg, ctx, &built, seed, conns, checkpoint_conn.take())?;
+            let wal_file_bytes = fs::metadata(&wal_path).map(|m| m.len()).unwrap_or(0);
+            totals.inserted = m.stats.iter().map(|s| s.inserted).sum();
+            totals.deleted = m.stats.iter().map(|s| s.deleted).sum();
+            Ok(outcome_of(
+                &cfg,
+                &built,
+                &m.stats,
+                &m.ckpt,
+                m.seconds,
+                wal_file_bytes,
+            ))
+        })?;
+
+        // Verification: the rows the transactions say they left, and an intact database.
+        ctx.check()?;
+        let rows: i64 = keeper
+            .query_row("SELECT count(*) FROM items", [], |r| r.get(0))
+            .map_err(e("count"))?;
+        let expected = built.rows as i64 + totals.inserted as i64 - totals.deleted as i64;
+        if rows != expected {
+            return Err(WorkloadError::Verify(format!(
+                "{rows} rows in the database, expected {expected} = {} built + {} inserted − {} deleted",
+                built.rows, totals.inserted, totals.deleted
+            )));
+        }
+        let check: Vec<String> = keeper
+            .prepare("PRAGMA quick_check")
+            .and_then(|mut s| s.query_map([], |r| r.get(0))?.collect())
+            .map_err(e("quick_check"))?;
+        if check != ["ok"] {
+            return Err(WorkloadError::Verify(format!(
+                "PRAGMA quick_check: {}",
+                check.join("; ")
+            )));
+        }
+        let mut outcome = outcome;
+        outcome.metrics.insert("final_rows".into(), rows as f64);
+        outcome
+            .metrics
+            .insert("page_size_bytes".into(), f64::from(page_size));
+        outcome
+            .metrics
+            .insert("cache_size_kib".into(), (-cache_kib) as f64);
+        outcome.notes.push(format!(
+            "SQLite {} in effect: journal_mode={journal}, page_size={page_size}, cache_size={} KiB per connection",
+            rusqlite::version(),
+            -cache_kib
+        ));
+        outcome.notes.push(format!(
+            "verified: {rows} rows = {} built + {} inserted − {} deleted; quick_check ok",
+            built.rows, totals.inserted, totals.deleted
+        ));
+        Ok(outcome)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::thread;
+    use std::time::{Duration, Instant};
+
+    use super::options::OPS;
+    use super::*;
+    use crate::dataset::DatasetSpec;
+    use crate::workload::PlainHarness;
+
+    /// A workload context over a temporary directory, shared by the db module's tests.
+    pub(super) struct Env {
+        pub(super) dataset: DatasetSpec,
+        options: toml::Table,
+        cancel: AtomicBool,
+        deadline: Option<Instant>,
+    }
+
+    impl Env {
+        pub(super) fn new(options: &str) -> Env {
+            Env {
+                dataset: DatasetSpec::default(),
+                options: options.parse().unwrap(),
+                cancel: AtomicBool::new(false),
+                deadline: None,
+            }
+        }
+        pub(super) fn ctx<'a>(&'a self, root: &'a Path) -> Ctx<'a> {
+            Ctx {
+                root,
+                scratch: root,
+                threads: 1,
+                dataset: &self.dataset,
+                options: &self.options,
+                cancel: &self.cancel,
+                deadline: self.deadline,
+            }
+        }
+    }
+
+    fn run(env: &Env, root: &Path) -> Result<Outcome, WorkloadError> {
+        let mut h = PlainHarness::default();
+        let out = Db.run(&env.ctx(root), &Point::default(), &mut h);
+        assert_eq!(h.measured, 1);
+        out
+    }
+
+    /// A real run: counts add up, the database holds what they say, the PRAGMAs took.
+    #[test]
+    fn real_run_counts_add_up() {
+        let dir = tempfile::tempdir_in("/var/tmp").unwrap();
+        let env = Env::new(
+            "size = \"4m\"\npage_size = 8192\ncache_size = 32\nthreads = 4\nduration = 1\n\
+             checkpoint_interval_ms = 200",
+        );
+        let out = run(&env, dir.path()).unwrap();
+        let m = &out.metrics;
+        let count = |op: &str| m[&format!("{op}_count")];
+        let total = count("insert") + count("delete") + count("replace") + count("read");
+        assert!(total > 50.0, "{m:?}");
+        assert_eq!(m["transactions"], total);
+        assert_eq!(out.files as f64, total);
+        assert!((m["transactions_per_s"] - total / out.seconds).abs() < 1e-6);
+        assert!(out.seconds >= 1.0 && out.seconds < 5.0, "{}", out.seconds);
+        let writes = count("insert") + count("delete") + count("replace");
+        assert_eq!(m["lazy_commits"] + m["durable_commits"], writes);
+        assert!(m["durable_commits"] > 0.0 && m["lazy_commits"] > m["durable_commits"]);
+        let deleted = count("delete") - m["delete_misses"];
+        assert_eq!(
+            m["final_rows"],
+            m["initial_rows"] + count("insert") - deleted
+        );
+        for op in OPS {
+            assert!(m[&format!("{op}_p50_ms")] <= m[&format!("{op}_p99_ms")]);
+        }
+        assert!(m["checkpoints"] >= 1.0, "{m:?}");
+        assert!(
+            m["wal_bytes_written"] >= writes * 8192.0,
+            "every commit writes at least a page"
+        );
+        assert!(m["checkpoint_bytes_written"] > 0.0);
+        assert_eq!(
+            out.logical_write_bytes as f64,
+            m["wal_bytes_written"] + m["checkpoint_bytes_written"]
+        );
+        assert_eq!(m["page_size_bytes"], 8192.0);
+        assert_eq!(m["cache_size_kib"], 32.0 * 1024.0);
+        // What is in the file on disk, asked of SQLite independently.
+        let conn = Connection::open(dir.path().join(DB_FILE)).unwrap();
+        let page: u32 = conn
+            .pragma_query_value(None, "page_size", |r| r.get(0))
+            .unwrap();
+        let mode: String = conn
+            .pragma_query_value(None, "journal_mode", |r| r.get(0))
+            .unwrap();
+        let rows: f64 = conn
+            .query_row("SELECT count(*) FROM items", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!((page, mode.as_str(), rows), (8192, "wal", m["final_rows"]));
+    }
+
+    /// With checkpoints off the WAL only grows, so the bytes the workers wrote must be the
+    /// WAL file (header plus frames) — plus the one byte SQLite writes into each new 4 KiB
+    /// page of the -shm index as it grows (8 per 32 KiB region, one region per ~4096 frames).
+    #[test]
+    fn wal_bytes_match_the_wal_file_without_checkpoints() {
+        let dir = tempfile::tempdir().unwrap();
+        let env = Env::new(
+            "size = \"4m\"\npage_size = 4096\ncache_size = 32\nthreads = 3\nduration = 0.7\n\
+             checkpoint_interval_ms = 0\nlazy_commit_pct = 100",
+        );
+        let out = run(&env, dir.path()).unwrap();
+        let m = &out.metrics;
+        assert_eq!(m["checkpoints"], 0.0);
+        assert_eq!(m["checkpoint_bytes_written"], 0.0);
+        assert_eq!(m["durable_commits"], 0.0);
+        let file = m["wal_file_bytes"];
+        assert!(
+            file > 32.0 && (file - 32.0) % (4096.0 + 24.0) == 0.0,
+            "{file}"
+        );
+        let frames = (file - 32.0) / (4096.0 + 24.0);
+        let extra = m["wal_bytes_written"] - file;
+        assert!(extra >= 0.0 && extra % 8.0 == 0.0, "{m:?}");
+        assert!(
+            extra <= 8.0 * (frames / 4062.0).ceil(),
+            "{extra} extra bytes: {m:?}"
+        );
+    }
+
+    #[test]
+    fn cancel_mid_run_is_interrupted() {
+        let dir = tempfile::tempdir().unwrap();
+        let env = Env::new("size = \"4m\"\nthreads = 4\nduration = 30\ncache_size = 32");
+        let started = Instant::now();
+        let err = thread::scope(|s| {
+            s.spawn(|| {
+                thread::sleep(Duration::from_millis(700));
+                env.cancel.store(true, Ordering::Relaxed);
+            });
+            run(&env, dir.path()).unwrap_err()
+        });
+        assert!(matches!(err, WorkloadError::Interrupted), "{err:?}");
+        assert!(started.elapsed() < Duration::from_secs(5));
+    }
+
+    #[test]
+    fn deadline_mid_run_is_a_timeout() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut env = Env::new("size = \"4m\"\nthreads = 2\nduration = 30\ncache_size = 32");
+        env.deadline = Some(Instant::now() + Duration::from_millis(1500));
+        let err = run(&env, dir.path()).unwrap_err();
+        assert!(matches!(err, WorkloadError::Timeout), "{err:?}");
+        assert_eq!(err.status(), crate::results::Status::Timeout);
+    }
+}

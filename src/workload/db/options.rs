@@ -1,0 +1,314 @@
+//! `[workload.db]` options: parsed with serde (unknown keys refused) and every value checked
+//! here, so the runner's `check_options` refuses a bad plan before anything is provisioned
+//! and `run` reads the options through the very same path.
+
+use std::collections::BTreeMap;
+use std::fmt::Display;
+use std::time::Duration;
+
+use serde::Deserialize;
+
+// fio's size syntax (`4k`, `1.5g`, no fractional bytes) is what `db` has always accepted.
+use crate::workload::fio::parse_size;
+use crate::workload::{options, Ctx, WorkloadError};
+
+pub(super) const MIB: u64 = 1 << 20;
+
+/// Transaction type names, in the order of [`Op`] and of the `mix` weights.
+pub(super) const OPS: [&str; 4] = ["insert", "delete", "replace", "read"];
+const CHECKPOINT_MODES: [&str; 4] = ["passive", "full", "restart", "truncate"];
+
+/// A transaction type. Declared beside the options because the `mix` weights are indexed
+/// by it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Op {
+    Insert = 0,
+    Delete = 1,
+    /// Rewrite an existing item's body and timestamp (Jetstress's "replace").
+    Replace = 2,
+    /// Read one item (checking its checksum) and list the newest items of its folder.
+    Read = 3,
+}
+
+impl Op {
+    pub(super) const ALL: [Op; 4] = [Op::Insert, Op::Delete, Op::Replace, Op::Read];
+    pub(super) fn name(self) -> &'static str {
+        OPS[self as usize]
+    }
+}
+
+/// The `[workload.db]` table as written. Sizes stay raw TOML values because they may be a
+/// number or a string (and a bare `cache_size` number means MiB); [`DbOptions::resolve`]
+/// checks and interprets them.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DbOptions {
+    /// Database size to build: bytes or a size such as `"1g"`.
+    size: Option<toml::Value>,
+    page_size: Option<toml::Value>,
+    /// A number of MiB or a size such as `"64m"`.
+    cache_size: Option<toml::Value>,
+    threads: Option<i64>,
+    /// Seconds.
+    duration: Option<f64>,
+    /// Weights by transaction type name.
+    mix: Option<BTreeMap<String, i64>>,
+    lazy_commit_pct: Option<i64>,
+    checkpoint_interval_ms: Option<i64>,
+    checkpoint_mode: Option<String>,
+    busy_timeout_ms: Option<i64>,
+}
+
+/// Resolved options.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct Config {
+    /// Database size to build, bytes.
+    pub(super) size: u64,
+    pub(super) page_size: u32,
+    /// SQLite page cache per connection (`PRAGMA cache_size`), bytes.
+    pub(super) cache_bytes: u64,
+    pub(super) threads: usize,
+    pub(super) duration: Duration,
+    /// Relative weights of insert, delete, replace, read.
+    pub(super) mix: [u32; 4],
+    /// Share of write transactions committed with `synchronous=NORMAL` (no WAL fsync).
+    pub(super) lazy_commit_pct: u32,
+    /// Background checkpoint period; `None` turns checkpoints off (the WAL only grows).
+    pub(super) checkpoint_interval: Option<Duration>,
+    /// `wal_checkpoint` mode, upper case. RESTART by default: PASSIVE alone never completes
+    /// while readers keep arriving, so the WAL would grow without bound (SQLite's
+    /// "checkpoint starvation"); RESTART briefly holds off writers and lets the next one
+    /// start the WAL over, which keeps it bounded, as an engine's maintenance would.
+    pub(super) checkpoint_mode: &'static str,
+    pub(super) busy_timeout: Duration,
+}
+
+impl Config {
+    /// The run's options: the table checked by [`config`], defaults scaled by the data set.
+    pub(super) fn from_ctx(ctx: &Ctx) -> Result<Config, WorkloadError> {
+        config(ctx.options, ctx.dataset.scale).map_err(WorkloadError::Option)
+    }
+}
+
+/// Parses and checks a `[workload.db]` table. `scale` (the data set's) only shapes the
+/// defaults of `size` and `duration`, so whether a table is valid does not depend on it.
+pub(super) fn config(table: &toml::Table, scale: f64) -> Result<Config, String> {
+    options::parse::<DbOptions>("db", table)?.resolve(scale)
+}
+
+impl DbOptions {
+    fn resolve(self, scale: f64) -> Result<Config, String> {
+        let scale = match scale {
+            s if s.is_finite() && s > 0.0 => s,
+            _ => 1.0,
+        };
+        let size = match &self.size {
+            None => ((1u64 << 30) as f64 * scale) as u64 / MIB * MIB,
+            Some(v) => size_of(v).ok_or_else(|| bad("size", v, "a size such as 1g"))?,
+        }
+        .max(4 * MIB);
+        let page_size = match &self.page_size {
+            None => 32768,
+            Some(v) => size_of(v)
+                .filter(|p| p.is_power_of_two() && (512..=65536).contains(p))
+                .ok_or_else(|| bad("page_size", v, "a power of two from 512 to 65536"))?
+                as u32,
+        };
+        let cache_bytes = match &self.cache_size {
+            None => 64 * MIB,
+            // A bare number is MiB; a string is a size.
+            Some(toml::Value::Integer(i)) => u64::try_from(*i).unwrap_or(0).saturating_mul(MIB),
+            Some(v) => size_of(v).unwrap_or(0),
+        };
+        if !(32 * MIB..=256 * MIB).contains(&cache_bytes) {
+            return Err(format!(
+                "[workload.db]: `cache_size` must be 32 to 256 MiB (a number of MiB or a size \
+                 such as \"64m\"), got {}",
+                self.cache_size
+                    .as_ref()
+                    .map(|v| v.to_string())
+                    .unwrap_or_default()
+            ));
+        }
+        let threads = int("threads", self.threads, 1, 1024)?.unwrap_or(12) as usize;
+        // Default 10 s, shortened at small scales (≈ 3 s at 0.01) so a quick plan stays quick.
+        let duration = match self.duration {
+            None => (10.0 * (10.0 * scale).sqrt()).clamp(2.0, 10.0),
+            Some(s) if s.is_finite() && s > 0.0 && s <= 86_400.0 => s,
+            Some(s) => return Err(bad("duration", s, "seconds > 0")),
+        };
+        let mix = match &self.mix {
+            None => [40, 20, 5, 35],
+            Some(t) => {
+                if let Some(k) = t.keys().find(|k| !OPS.contains(&k.as_str())) {
+                    return Err(format!(
+                        "[workload.db]: unknown transaction type `{k}` in `mix`; valid: {}",
+                        OPS.join(", ")
+                    ));
+                }
+                let mut mix = [0u32; 4];
+                for (i, name) in OPS.iter().enumerate() {
+                    mix[i] = int(name, t.get(*name).copied(), 0, 1_000_000)?.unwrap_or(0);
+                }
+                if mix.iter().all(|&w| w == 0) {
+                    return Err("[workload.db]: `mix` weights are all zero".into());
+                }
+                mix
+            }
+        };
+        let lazy_commit_pct = int("lazy_commit_pct", self.lazy_commit_pct, 0, 100)?.unwrap_or(70);
+        // Every 250 ms: at a few hundred MB/s of WAL (32 KiB pages) that keeps the WAL near
+        // 100 MB, in the range of SQLite's own 1000-page auto-checkpoint.
+        let checkpoint_ms = int(
+            "checkpoint_interval_ms",
+            self.checkpoint_interval_ms,
+            0,
+            3_600_000,
+        )?
+        .unwrap_or(250);
+        let busy_ms = int("busy_timeout_ms", self.busy_timeout_ms, 1, 600_000)?.unwrap_or(2000);
+        let checkpoint_mode = match self.checkpoint_mode.as_deref() {
+            None => "RESTART",
+            Some(v) => match v.to_ascii_lowercase().as_str() {
+                "passive" => "PASSIVE",
+                "full" => "FULL",
+                "restart" => "RESTART",
+                "truncate" => "TRUNCATE",
+                _ => {
+                    return Err(bad(
+                        "checkpoint_mode",
+                        format!("{v:?}"),
+                        &CHECKPOINT_MODES.join(", "),
+                    ))
+                }
+            },
+        };
+        Ok(Config {
+            size,
+            page_size,
+            cache_bytes,
+            threads,
+            duration: Duration::from_secs_f64(duration),
+            mix,
+            lazy_commit_pct,
+            checkpoint_interval: (checkpoint_ms > 0)
+                .then(|| Duration::from_millis(u64::from(checkpoint_ms))),
+            checkpoint_mode,
+            busy_timeout: Duration::from_millis(u64::from(busy_ms)),
+        })
+    }
+}
+
+fn bad(key: &str, v: impl Display, want: &str) -> String {
+    format!("[workload.db]: `{key}` = {v} is not valid; expected {want}")
+}
+
+/// An integer option within `min..=max`, or `None` when absent.
+fn int(key: &str, v: Option<i64>, min: u32, max: u32) -> Result<Option<u32>, String> {
+    match v {
+        None => Ok(None),
+        Some(i) => u32::try_from(i)
+            .ok()
+            .filter(|i| (min..=max).contains(i))
+            .map(Some)
+            .ok_or_else(|| bad(key, i, &format!("an integer from {min} to {max}"))),
+    }
+}
+
+/// A size given as a number of bytes or a string such as `"4m"`; zero is no size.
+fn size_of(v: &toml::Value) -> Option<u64> {
+    match v {
+        toml::Value::Integer(i) => u64::try_from(*i).ok(),
+        toml::Value::String(s) => parse_size(s),
+        _ => None,
+    }
+    .filter(|&b| b > 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::workload::db::tests::Env;
+
+    #[test]
+    fn defaults_and_option_errors() {
+        let dir = tempfile::tempdir().unwrap();
+        let env = Env::new("");
+        let cfg = Config::from_ctx(&env.ctx(dir.path())).unwrap();
+        assert_eq!(cfg.size, 10 * MIB, "1 GiB × scale 0.01");
+        assert_eq!(cfg.page_size, 32768);
+        assert_eq!(cfg.cache_bytes, 64 * MIB);
+        assert_eq!(cfg.threads, 12);
+        assert!(cfg.duration > Duration::from_secs(2) && cfg.duration <= Duration::from_secs(10));
+        assert_eq!(cfg.mix, [40, 20, 5, 35]);
+        assert_eq!(cfg.lazy_commit_pct, 70);
+        assert_eq!(cfg.checkpoint_interval, Some(Duration::from_millis(250)));
+        assert_eq!(cfg.checkpoint_mode, "RESTART");
+        let mut env1 = Env::new("");
+        env1.dataset.scale = 1.0;
+        let cfg1 = Config::from_ctx(&env1.ctx(dir.path())).unwrap();
+        assert_eq!(
+            (cfg1.size, cfg1.duration),
+            (1 << 30, Duration::from_secs(10))
+        );
+
+        let err = |opts: &str| Config::from_ctx(&Env::new(opts).ctx(dir.path())).unwrap_err();
+        let msg = err("thread = 4").to_string();
+        assert!(
+            msg.contains("`thread`")
+                && msg.contains("threads")
+                && msg.contains("checkpoint_interval_ms")
+        );
+        for bad in [
+            "cache_size = 16",
+            "cache_size = \"1g\"",
+            "page_size = 1000",
+            "threads = 0",
+            "duration = 0",
+            "lazy_commit_pct = 101",
+            "mix = { update = 5 }",
+            "mix = { read = 0 }",
+            "mix = 5",
+            "size = \"big\"",
+            "checkpoint_mode = \"lazy\"",
+        ] {
+            assert!(
+                matches!(
+                    Config::from_ctx(&Env::new(bad).ctx(dir.path())),
+                    Err(WorkloadError::Option(_))
+                ),
+                "{bad} accepted"
+            );
+        }
+        let ok = Config::from_ctx(
+            &Env::new("cache_size = \"128m\"\nmix = { read = 1 }").ctx(dir.path()),
+        )
+        .unwrap();
+        assert_eq!((ok.cache_bytes, ok.mix), (128 * MIB, [0, 0, 0, 1]));
+    }
+
+    /// The runner's check before provisioning goes through the same parse as `run`.
+    #[test]
+    fn check_options_refuses_bad_values_up_front() {
+        use crate::workload::Workload;
+        let check = |src: &str| super::super::Db.check_options(&src.parse().unwrap());
+        assert!(check("").is_ok());
+        assert!(check("size = \"64m\"\nmix = { read = 3, insert = 1 }").is_ok());
+        let e = check("thread = 4").unwrap_err();
+        assert!(
+            e.contains("`thread`") && e.contains("busy_timeout_ms"),
+            "{e}"
+        );
+        for bad in [
+            "threads = 0",
+            "page_size = \"1.5k\"",
+            "mix = { update = 1 }",
+        ] {
+            let e = check(bad).unwrap_err();
+            assert!(
+                e.starts_with("[workload.db]: ") && !e.contains('\n'),
+                "{bad}: {e}"
+            );
+        }
+    }
+}
