@@ -84,9 +84,9 @@ fn crate_refs(code: &str) -> Vec<(usize, String)> {
                 .collect();
             if !name.is_empty() {
                 out.push((n + 1, name));
-            } else if rest.starts_with('{') {
+            } else if let Some(braced) = rest.strip_prefix('{') {
                 // `use crate::{a, b::c}`: every name at the top of the braces.
-                let inner = rest[1..].split('}').next().unwrap_or("");
+                let inner = braced.split('}').next().unwrap_or("");
                 for part in inner.split(',') {
                     let name: String = part
                         .trim()

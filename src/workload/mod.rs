@@ -10,16 +10,6 @@ pub mod db;
 pub mod io;
 pub mod options;
 
-/// Transitional, for `db` only: it still reads sizes through `fio::parse_size`, which is
-/// now `crate::plan::size::parse_whole_size(s).ok()` (the one size parser). Delete this
-/// once `db` calls that directly.
-mod fio {
-    /// A size in whole bytes (`4k`, `1m`, `512`), or `None`.
-    pub fn parse_size(s: &str) -> Option<u64> {
-        crate::plan::size::parse_whole_size(s).ok()
-    }
-}
-
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};

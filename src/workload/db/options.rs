@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde::Deserialize;
 
 // fio's size syntax (`4k`, `1.5g`, no fractional bytes) is what `db` has always accepted.
-use crate::workload::fio::parse_size;
+use crate::plan::size::parse_whole_size;
 use crate::workload::{options, Ctx, WorkloadError};
 
 pub(super) const MIB: u64 = 1 << 20;
@@ -219,7 +219,7 @@ fn int(key: &str, v: Option<i64>, min: u32, max: u32) -> Result<Option<u32>, Str
 fn size_of(v: &toml::Value) -> Option<u64> {
     match v {
         toml::Value::Integer(i) => u64::try_from(*i).ok(),
-        toml::Value::String(s) => parse_size(s),
+        toml::Value::String(s) => parse_whole_size(s).ok(),
         _ => None,
     }
     .filter(|&b| b > 0)
