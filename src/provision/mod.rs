@@ -12,6 +12,7 @@ pub mod instance;
 pub mod journal;
 pub mod loopdev;
 pub mod mounts;
+pub mod planned;
 pub mod workdir;
 
 pub use instance::{Instance, InstanceSpec};

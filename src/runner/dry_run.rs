@@ -6,7 +6,7 @@ use std::fmt::Write;
 use super::{preflight, schedule, RunError, RunOptions};
 use crate::plan::size::human_bytes;
 use crate::plan::Plan;
-use crate::provision::instance::planned_commands;
+use crate::provision::planned::planned_commands;
 use crate::provision::InstanceSpec;
 use crate::results::store;
 
