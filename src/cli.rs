@@ -15,8 +15,11 @@ use crate::plan::Plan;
 use crate::provision::{cleanup, host, workdir};
 use crate::runner::{self, RunError, RunOptions};
 
+/// Exit code: everything measured `ok`.
 pub const EXIT_OK: i32 = 0;
+/// Exit code: the run finished but some measurement did not end `ok`.
 pub const EXIT_FAILED: i32 = 1;
+/// Exit code: bad input or a refusal; nothing was measured.
 pub const EXIT_BAD_INPUT: i32 = 2;
 
 #[derive(Debug, Parser)]

@@ -53,6 +53,7 @@ pub struct PlanFile {
     pub workload: BTreeMap<String, toml::Table>,
 }
 
+/// `runs = 3` or `runs = "auto"`: either shape is accepted, checked on resolution.
 #[derive(Debug, Deserialize)]
 #[serde(untagged)]
 pub enum RunsValue {
@@ -60,6 +61,7 @@ pub enum RunsValue {
     Word(String),
 }
 
+/// The `[dataset]` table: every key optional, flags override it.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct DatasetTable {
@@ -70,6 +72,7 @@ pub struct DatasetTable {
     pub dir: Option<PathBuf>,
 }
 
+/// A `[[target]]` table: a configuration of the user's own.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TargetTable {

@@ -310,6 +310,7 @@ impl Instance {
         Ok(())
     }
 
+    /// The file system this instance holds.
     pub fn fs(&self) -> FsKind {
         self.fs
     }

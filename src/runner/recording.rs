@@ -9,8 +9,9 @@ use crate::results::store::{self, Store};
 use crate::results::{Measurement, Status};
 use crate::workload::Workload;
 
-/// A cell's identity in the store: target, workload, threads, repetition.
-pub type CellKey = (String, String, u32, u32);
+/// A cell as `--resume` skips it (target, workload, threads, repetition): all its points
+/// together, unlike the per-point [`crate::results::CellKey`].
+pub type DoneKey = (String, String, u32, u32);
 
 /// Opens the results store: a new one with the host facts, or with `--resume` the existing
 /// one plus the cells it already holds in final form (a cell with any unfinished record is
@@ -19,7 +20,7 @@ pub fn open_store(
     plan: &Plan,
     opts: &RunOptions,
     skipped: &[(String, String)],
-) -> Result<(Store, HashSet<CellKey>), RunError> {
+) -> Result<(Store, HashSet<DoneKey>), RunError> {
     if !opts.resume {
         let plan_json = serde_json::to_value(plan).unwrap_or(serde_json::Value::Null);
         let mut facts = host_facts::gather(&opts.work_root, opts.command_line.clone(), plan_json);
