@@ -9,13 +9,17 @@ use std::sync::Arc;
 use anyhow::{Context, Result};
 use clap::{Args, Parser, Subcommand};
 
-use crate::plan::file::{self, Overrides};
+use crate::plan::file;
+use crate::plan::resolve::{self, Overrides};
 use crate::plan::Plan;
 use crate::provision::{cleanup, host, workdir};
 use crate::runner::{self, RunError, RunOptions};
 
+/// Exit code: everything measured `ok`.
 pub const EXIT_OK: i32 = 0;
+/// Exit code: the run finished but some measurement did not end `ok`.
 pub const EXIT_FAILED: i32 = 1;
+/// Exit code: bad input or a refusal; nothing was measured.
 pub const EXIT_BAD_INPUT: i32 = 2;
 
 #[derive(Debug, Parser)]
@@ -371,7 +375,7 @@ fn build_plan(args: &RunArgs) -> Result<Plan> {
     };
     let file = args.plan.as_deref().map(file::read_plan_file).transpose()?;
     let names = crate::workload::names();
-    match file::resolve(file, &o, &names, &|t| host::support(t).is_ok()) {
+    match resolve::resolve(file, &o, &names, &|t| host::support(t).is_ok()) {
         Err(crate::plan::PlanError::NoTargets) if !host::is_root() => Err(anyhow::anyhow!(
             "not running as root: the catalogue targets need root (loop devices, mkfs, mount); run as root, or benchmark a directory you can write with --target dir:PATH"
         )),

@@ -10,6 +10,7 @@ use crate::plan::{catalogue, FsKind};
 use crate::provision::command::Cmd;
 use crate::provision::{host, workdir};
 
+/// One external tool fsarena may call, and where and which version this host has.
 #[derive(Debug, Serialize)]
 pub struct Tool {
     pub name: String,
@@ -18,6 +19,7 @@ pub struct Tool {
     pub package: String,
 }
 
+/// Whether one catalogue target can run on this host, and why not.
 #[derive(Debug, Serialize)]
 pub struct TargetSupport {
     pub name: String,
@@ -25,6 +27,7 @@ pub struct TargetSupport {
     pub reason: Option<String>,
 }
 
+/// What `fsarena doctor` found: everything that decides which targets can run here.
 #[derive(Debug, Serialize)]
 pub struct Doctor {
     pub root: bool,
@@ -62,6 +65,8 @@ fn tool(name: &str, version_args: &[&str], package: &str) -> Tool {
     }
 }
 
+/// Looks at the host (root, loop devices, tools, caches, free space under `work_root`)
+/// without changing anything.
 pub fn examine(work_root: &Path) -> Doctor {
     let mut tools = Vec::new();
     for fs in FsKind::PROVISIONABLE {
@@ -127,6 +132,7 @@ pub fn examine(work_root: &Path) -> Doctor {
 }
 
 impl Doctor {
+    /// The report as the terminal shows it.
     pub fn render(&self) -> String {
         let yes = |b: bool| if b { "yes" } else { "NO" };
         let mut s = String::new();

@@ -178,10 +178,12 @@ pub fn defaults() -> Vec<TargetConfig> {
     ENTRIES.iter().filter(|e| e.4).map(build).collect()
 }
 
+/// The catalogue entry called `name`, if any.
 pub fn get(name: &str) -> Option<TargetConfig> {
     ENTRIES.iter().find(|e| e.0 == name).map(build)
 }
 
+/// Every catalogue name, listed when a target name is unknown.
 pub fn names() -> Vec<&'static str> {
     ENTRIES.iter().map(|e| e.0).collect()
 }

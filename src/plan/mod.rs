@@ -3,6 +3,7 @@
 
 pub mod catalogue;
 pub mod file;
+pub mod resolve;
 pub mod size;
 pub mod target;
 
@@ -70,8 +71,11 @@ pub const DEFAULT_WORKLOADS: &[&str] = &[
     "cold-read",
     "delete",
 ];
+/// Repetitions when neither flag nor file says.
 pub const DEFAULT_RUNS: u32 = 3;
+/// Data-set scale when neither flag nor file says: small enough for a first run.
 pub const DEFAULT_SCALE: f64 = 0.01;
+/// Per-measurement time limit when neither flag nor file says.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// Why a plan could not be built. Each is one line that says what to do.

@@ -19,6 +19,7 @@ pub enum FsKind {
 }
 
 impl FsKind {
+    /// The file systems fsarena can make itself (everything but an existing directory).
     pub const PROVISIONABLE: [FsKind; 7] = [
         FsKind::Ext4,
         FsKind::Xfs,
@@ -29,6 +30,7 @@ impl FsKind {
         FsKind::Tmpfs,
     ];
 
+    /// The name used in plans, results and reports.
     pub fn name(self) -> &'static str {
         match self {
             FsKind::Ext4 => "ext4",
@@ -42,6 +44,7 @@ impl FsKind {
         }
     }
 
+    /// The kind named `s` (`dir` for an existing directory).
     pub fn parse(s: &str) -> Option<FsKind> {
         FsKind::PROVISIONABLE
             .into_iter()

@@ -22,6 +22,7 @@ pub struct Ran {
 }
 
 impl Cmd {
+    /// A command running `program` with no arguments yet.
     pub fn new(program: impl Into<String>) -> Self {
         Cmd {
             program: program.into(),
@@ -29,11 +30,13 @@ impl Cmd {
         }
     }
 
+    /// Appends one argument.
     pub fn arg(mut self, a: impl Into<String>) -> Self {
         self.args.push(a.into());
         self
     }
 
+    /// Appends several arguments.
     pub fn args<I, S>(mut self, a: I) -> Self
     where
         I: IntoIterator<Item = S>,
@@ -84,6 +87,7 @@ impl Cmd {
         }
     }
 
+    /// The error for a run that failed: the command line, its status and its stderr.
     pub fn failure(&self, ran: &Ran) -> ProvisionError {
         let text = if ran.stderr.trim().is_empty() {
             &ran.stdout

@@ -162,6 +162,7 @@ pub fn whole_disk(dev: DevId) -> Option<DevId> {
     parse_devid(fs::read_to_string(parent).ok()?.trim())
 }
 
+/// The kernel's name for a block device (`sdb1`), from sysfs.
 pub fn sysfs_name(dev: DevId) -> Option<String> {
     let p = fs::canonicalize(format!("/sys/dev/block/{dev}")).ok()?;
     Some(p.file_name()?.to_string_lossy().into_owned())

@@ -7,10 +7,12 @@ use std::sync::OnceLock;
 use super::command::Cmd;
 use crate::plan::{FsKind, Location, TargetConfig};
 
+/// Whether fsarena runs as root (needed for loop devices, mkfs and mount).
 pub fn is_root() -> bool {
     rustix::process::geteuid().is_root()
 }
 
+/// The running kernel's release, recorded with every measurement.
 pub fn kernel_release() -> String {
     rustix::system::uname()
         .release()

@@ -53,7 +53,8 @@ pub struct Instance {
     journal: Arc<Journal>,
 }
 
-fn sanitize(name: &str) -> String {
+/// A target name made safe for image and mount-point file names.
+pub(super) fn sanitize(name: &str) -> String {
     name.chars()
         .map(|c| {
             if c.is_ascii_alphanumeric() || c == '-' || c == '.' {
@@ -65,7 +66,8 @@ fn sanitize(name: &str) -> String {
         .collect()
 }
 
-fn mkfs_cmd(t: &TargetConfig, device: &str) -> Option<Cmd> {
+/// The mkfs command for a target on `device` (None: the file system has no mkfs).
+pub(super) fn mkfs_cmd(t: &TargetConfig, device: &str) -> Option<Cmd> {
     let (prog, base) = t.fs.mkfs_base()?;
     Some(
         Cmd::new(prog)
@@ -84,70 +86,8 @@ fn mkfs_version_cached(fs: FsKind) -> Option<String> {
         .clone()
 }
 
-/// The commands a cell would run, for `--dry-run`. Touches nothing.
-pub fn planned_commands(spec: &InstanceSpec, run_dir: &Path) -> Vec<String> {
-    let t = spec.target;
-    let name = format!("{}-{}", sanitize(&t.name), spec.seq);
-    let mnt = run_dir.join("mnt").join(&name);
-    let mut out = Vec::new();
-    let mount_from = |dev: &str, out: &mut Vec<String>| {
-        if let Some(m) = mkfs_cmd(t, dev) {
-            out.push(m.to_string());
-        }
-        out.push(format!("mkdir {}", mnt.display()));
-        out.push(
-            mounts::mount_cmd(host::mount_type(t.fs), &t.mount_options, dev, &mnt).to_string(),
-        );
-    };
-    match &t.location {
-        Location::Loop => {
-            let img = run_dir.join("images").join(format!("{name}.img"));
-            out.push(format!(
-                "create sparse image {} ({})",
-                img.display(),
-                crate::plan::size::human_bytes(spec.size)
-            ));
-            out.push(loopdev::attach_cmd(&img).to_string());
-            mount_from("/dev/loopN", &mut out);
-            out.push(format!(
-                "... measure ...; umount {}; read-only fsck; losetup -d /dev/loopN; rm {}",
-                mnt.display(),
-                img.display()
-            ));
-        }
-        Location::Device(d) => {
-            out.push(format!(
-                "check {} is not mounted, swap, held, the root disk, or signed{}",
-                d.display(),
-                if spec.wipe {
-                    " (signatures allowed: --wipe)"
-                } else {
-                    ""
-                }
-            ));
-            mount_from(&d.display().to_string(), &mut out);
-            out.push(format!(
-                "... measure ...; umount {}; read-only fsck",
-                mnt.display()
-            ));
-        }
-        Location::Memory => {
-            let mut opts = vec![format!("size={}", spec.size)];
-            opts.extend(t.mount_options.iter().cloned());
-            out.push(format!("mkdir {}", mnt.display()));
-            out.push(mounts::mount_cmd("tmpfs", &opts, "tmpfs", &mnt).to_string());
-            out.push(format!("... measure ...; umount {}", mnt.display()));
-        }
-        Location::Dir(p) => {
-            let sub = p.join(format!("fsarena-{}-{}", run_id(run_dir), spec.seq));
-            out.push(format!("mkdir {}", sub.display()));
-            out.push(format!("... measure ...; rm -r {}", sub.display()));
-        }
-    }
-    out
-}
-
-fn run_id(run_dir: &Path) -> String {
+/// The run directory's name, which names a `dir:` target's subdirectory.
+pub(super) fn run_id(run_dir: &Path) -> String {
     run_dir
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -370,6 +310,7 @@ impl Instance {
         Ok(())
     }
 
+    /// The file system this instance holds.
     pub fn fs(&self) -> FsKind {
         self.fs
     }

@@ -22,6 +22,7 @@ pub enum Kind {
     Dir,
 }
 
+/// Whether a journal entry records something made or something released.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Op {
@@ -29,6 +30,7 @@ pub enum Op {
     Release,
 }
 
+/// One journal line: what was made or released, and where.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Entry {
     pub op: Op,
@@ -46,8 +48,10 @@ pub struct Journal {
 }
 
 impl Journal {
+    /// The journal's file name inside the run directory.
     pub const FILE_NAME: &'static str = "journal.jsonl";
 
+    /// Opens (or creates) the journal at `path` for appending.
     pub fn open(path: &Path) -> io::Result<Journal> {
         let file = OpenOptions::new().create(true).append(true).open(path)?;
         Ok(Journal {
@@ -56,6 +60,7 @@ impl Journal {
         })
     }
 
+    /// Where the journal lives.
     pub fn path(&self) -> &Path {
         &self.path
     }

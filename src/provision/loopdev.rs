@@ -17,6 +17,7 @@ pub struct LoopDev {
     pub direct_io: bool,
 }
 
+/// The `losetup` command that attaches `image` with direct I/O.
 pub fn attach_cmd(image: &Path) -> Cmd {
     Cmd::new("losetup")
         .args(["--find", "--show", "--direct-io=on"])

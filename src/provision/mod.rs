@@ -12,6 +12,7 @@ pub mod instance;
 pub mod journal;
 pub mod loopdev;
 pub mod mounts;
+pub mod planned;
 pub mod workdir;
 
 pub use instance::{Instance, InstanceSpec};
@@ -50,6 +51,7 @@ pub enum ProvisionError {
 }
 
 impl ProvisionError {
+    /// An I/O error with what fsarena was doing when it happened.
     pub fn io(context: impl Into<String>, source: std::io::Error) -> Self {
         ProvisionError::Io {
             context: context.into(),

@@ -75,6 +75,7 @@ pub fn parse_mountinfo(text: &str) -> Vec<MountEntry> {
     out
 }
 
+/// The current mounts, from `/proc/self/mountinfo` (empty if it cannot be read).
 pub fn read() -> Vec<MountEntry> {
     std::fs::read_to_string("/proc/self/mountinfo")
         .map(|t| parse_mountinfo(&t))
@@ -96,6 +97,7 @@ pub fn under(dir: &Path) -> Vec<MountEntry> {
     v
 }
 
+/// The `mount` command for `source` at `target` with the given type and options.
 pub fn mount_cmd(fstype: &str, options: &[String], source: &str, target: &Path) -> Cmd {
     let mut c = Cmd::new("mount").args(["-t", fstype]);
     if !options.is_empty() {

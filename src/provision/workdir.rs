@@ -65,6 +65,7 @@ impl WorkDir {
     }
 }
 
+/// Bytes an unprivileged writer may still use on the file system holding `path`.
 pub fn free_bytes(path: &Path) -> io::Result<u64> {
     let s = rustix::fs::statvfs(path).map_err(io::Error::from)?;
     Ok(s.f_bavail.saturating_mul(s.f_frsize))
@@ -76,6 +77,7 @@ pub fn process_start_time() -> u64 {
     start_time_of("self").unwrap_or(0)
 }
 
+/// The start time of process `pid` in clock ticks since boot (None if it is gone).
 pub fn start_time_of(pid: &str) -> Option<u64> {
     let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // The command name may contain spaces and parentheses: split after the last ')'.

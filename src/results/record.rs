@@ -27,9 +27,11 @@ pub enum Status {
 }
 
 impl Status {
+    /// Whether the measurement counts.
     pub fn is_ok(self) -> bool {
         self == Status::Ok
     }
+    /// The status as written in results files and reports.
     pub fn as_str(self) -> &'static str {
         match self {
             Status::Ok => "ok",

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 use super::record::{CellKey, HostFacts, Measurement, Record, Status};
 
+/// The results file's name inside a results directory.
 pub const FILE_NAME: &str = "results.jsonl";
 
 /// Why a results directory cannot be read.
@@ -67,6 +68,7 @@ impl Store {
         Ok(Store { path, file })
     }
 
+    /// The results file being written.
     pub fn path(&self) -> &Path {
         &self.path
     }

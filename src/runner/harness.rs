@@ -25,6 +25,8 @@ pub struct Observed {
     pub notes: Vec<String>,
 }
 
+/// The [`Harness`] a workload runs in: monitors `devices` while the measured phase runs
+/// under `root`, and keeps what it saw in `observed`.
 pub struct MonitoredHarness<'a> {
     pub devices: &'a [DevId],
     pub root: &'a Path,

@@ -8,6 +8,7 @@ use crate::provision::{guard, host};
 use crate::results::HostFacts;
 use crate::sys::DevId;
 
+/// The host facts recorded at the top of a new results file.
 pub fn gather(work_root: &Path, command_line: Vec<String>, plan: serde_json::Value) -> HostFacts {
     let cpuinfo = fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
     let cpu_model = cpuinfo
@@ -38,6 +39,7 @@ pub fn gather(work_root: &Path, command_line: Vec<String>, plan: serde_json::Val
     }
 }
 
+/// Seconds since the Unix epoch, as recorded in measurements.
 pub fn now_unix() -> f64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)

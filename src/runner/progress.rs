@@ -5,6 +5,7 @@ use std::io::IsTerminal;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
+/// The run's progress display; how it shows depends on the terminal and `--quiet`.
 pub struct Progress {
     bar: Option<ProgressBar>,
     plain: bool,
@@ -14,6 +15,7 @@ pub struct Progress {
 }
 
 impl Progress {
+    /// A display for `total` cells.
     pub fn new(total: u64, quiet: bool) -> Progress {
         let tty = std::io::stderr().is_terminal();
         let bar = (!quiet && tty).then(|| {
@@ -35,6 +37,7 @@ impl Progress {
         }
     }
 
+    /// Adds `more` cells (an extra `--runs auto` repetition).
     pub fn grow(&mut self, more: u64) {
         self.total += more;
         if let Some(b) = &self.bar {
@@ -42,6 +45,7 @@ impl Progress {
         }
     }
 
+    /// Shows which cell is running.
     pub fn start_cell(&mut self, target: &str, workload: &str, rep: u32, threads: usize) {
         self.label = format!("{target} {workload} threads {threads} repetition {rep}");
         if let Some(b) = &self.bar {
@@ -49,6 +53,7 @@ impl Progress {
         }
     }
 
+    /// Shows which point of the cell is running.
     pub fn point(&mut self, variant: &str) {
         if let Some(b) = &self.bar {
             if !variant.is_empty() {
@@ -57,6 +62,7 @@ impl Progress {
         }
     }
 
+    /// Counts a cell as done, with its one-line result.
     pub fn finish_cell(&mut self, result: &str) {
         self.n += 1;
         if let Some(b) = &self.bar {
@@ -66,6 +72,7 @@ impl Progress {
         }
     }
 
+    /// Prints a line without tearing the bar.
     pub fn println(&self, line: &str) {
         match &self.bar {
             Some(b) => b.println(line),
@@ -74,6 +81,7 @@ impl Progress {
         }
     }
 
+    /// Removes the bar at the end of the run.
     pub fn done(&self) {
         if let Some(b) = &self.bar {
             b.finish_and_clear();

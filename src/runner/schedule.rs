@@ -1,6 +1,9 @@
 //! The order cells run in. Repetitions are interleaved across targets (A B C, then B C A,
 //! then C A B) so slow drift on a shared machine does not land on one target.
 
+use crate::plan::Plan;
+use crate::workload::Workload;
+
 /// One cell: a fresh file system for one target × workload × thread count × repetition.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Cell {
@@ -27,6 +30,22 @@ pub fn repetition(rep: u32, targets: usize, workloads: &[(usize, Vec<usize>)]) -
         }
     }
     out
+}
+
+/// Each workload with the thread counts it runs at (`--threads` only where it applies).
+pub fn thread_lists(plan: &Plan, workloads: &[Box<dyn Workload>]) -> Vec<(usize, Vec<usize>)> {
+    workloads
+        .iter()
+        .enumerate()
+        .map(|(i, w)| {
+            let threads = if w.uses_threads() {
+                plan.threads.clone()
+            } else {
+                vec![1]
+            };
+            (i, threads)
+        })
+        .collect()
 }
 
 #[cfg(test)]

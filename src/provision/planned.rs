@@ -1,0 +1,72 @@
+//! `--dry-run` for provisioning: the commands a cell would run, as text, from the same
+//! helpers [`Instance`](super::Instance) uses so the description cannot drift from the deed.
+
+use std::path::Path;
+
+use super::instance::{mkfs_cmd, run_id, sanitize, InstanceSpec};
+use super::{host, loopdev, mounts};
+use crate::plan::size::human_bytes;
+use crate::plan::Location;
+
+/// The commands a cell would run, for `--dry-run`. Touches nothing.
+pub fn planned_commands(spec: &InstanceSpec, run_dir: &Path) -> Vec<String> {
+    let t = spec.target;
+    let name = format!("{}-{}", sanitize(&t.name), spec.seq);
+    let mnt = run_dir.join("mnt").join(&name);
+    let mut out = Vec::new();
+    let mount_from = |dev: &str, out: &mut Vec<String>| {
+        if let Some(m) = mkfs_cmd(t, dev) {
+            out.push(m.to_string());
+        }
+        out.push(format!("mkdir {}", mnt.display()));
+        out.push(
+            mounts::mount_cmd(host::mount_type(t.fs), &t.mount_options, dev, &mnt).to_string(),
+        );
+    };
+    match &t.location {
+        Location::Loop => {
+            let img = run_dir.join("images").join(format!("{name}.img"));
+            out.push(format!(
+                "create sparse image {} ({})",
+                img.display(),
+                human_bytes(spec.size)
+            ));
+            out.push(loopdev::attach_cmd(&img).to_string());
+            mount_from("/dev/loopN", &mut out);
+            out.push(format!(
+                "... measure ...; umount {}; read-only fsck; losetup -d /dev/loopN; rm {}",
+                mnt.display(),
+                img.display()
+            ));
+        }
+        Location::Device(d) => {
+            out.push(format!(
+                "check {} is not mounted, swap, held, the root disk, or signed{}",
+                d.display(),
+                if spec.wipe {
+                    " (signatures allowed: --wipe)"
+                } else {
+                    ""
+                }
+            ));
+            mount_from(&d.display().to_string(), &mut out);
+            out.push(format!(
+                "... measure ...; umount {}; read-only fsck",
+                mnt.display()
+            ));
+        }
+        Location::Memory => {
+            let mut opts = vec![format!("size={}", spec.size)];
+            opts.extend(t.mount_options.iter().cloned());
+            out.push(format!("mkdir {}", mnt.display()));
+            out.push(mounts::mount_cmd("tmpfs", &opts, "tmpfs", &mnt).to_string());
+            out.push(format!("... measure ...; umount {}", mnt.display()));
+        }
+        Location::Dir(p) => {
+            let sub = p.join(format!("fsarena-{}-{}", run_id(run_dir), spec.seq));
+            out.push(format!("mkdir {}", sub.display()));
+            out.push(format!("... measure ...; rm -r {}", sub.display()));
+        }
+    }
+    out
+}

@@ -1,0 +1,245 @@
+//! One cell: every point of a workload, each measured on its own freshly made file system,
+//! under the monitor, and checked after it. Whatever happens, a cell yields records.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use super::harness::MonitoredHarness;
+use super::progress::Progress;
+use super::schedule::Cell;
+use super::{assemble, host_facts};
+use crate::plan::Plan;
+use crate::provision::{Instance, InstanceSpec, WorkDir};
+use crate::results::{Measurement, Status};
+use crate::workload::{self, Ctx, Point, Workload, WorkloadError};
+
+/// What every point of one cell shares.
+pub struct CellRun<'a> {
+    pub plan: &'a Plan,
+    pub spec: &'a InstanceSpec<'a>,
+    pub workload: &'a dyn Workload,
+    pub cell: &'a Cell,
+    pub work: &'a WorkDir,
+    pub cancel: &'a Arc<AtomicBool>,
+}
+
+/// A provisioned file system with the two working directories of one point.
+struct Fresh {
+    inst: Instance,
+    root: PathBuf,
+    scratch: PathBuf,
+}
+
+impl CellRun<'_> {
+    /// A record of this cell with nothing measured yet.
+    fn base(&self) -> Measurement {
+        Measurement {
+            target: self.spec.target.name.clone(),
+            fs: self.spec.target.fs.name().to_string(),
+            workload: self.workload.name().to_string(),
+            repetition: self.cell.repetition,
+            threads: self.cell.threads as u32,
+            started_unix: host_facts::now_unix(),
+            ..Default::default()
+        }
+    }
+
+    /// A record of one point of this cell with nothing measured yet.
+    fn base_for(&self, p: &Point) -> Measurement {
+        let mut m = self.base();
+        m.variant = p.variant.clone();
+        m.params = p.params.clone();
+        m
+    }
+
+    /// A one-record result for a cell that could not get as far as its points.
+    fn fail(&self, status: Status, error: String) -> Vec<Measurement> {
+        let mut m = self.base();
+        m.status = status;
+        m.error = Some(error);
+        vec![m]
+    }
+
+    /// What the workload sees of one point: built in one place so `points` and `run`
+    /// see the same thing.
+    fn ctx<'b>(&'b self, f: &'b Fresh, options: &'b toml::Table) -> Ctx<'b> {
+        Ctx {
+            root: &f.root,
+            scratch: &f.scratch,
+            threads: self.cell.threads,
+            dataset: &self.plan.dataset,
+            options,
+            cancel: self.cancel,
+            deadline: Some(Instant::now() + self.plan.timeout),
+        }
+    }
+
+    /// Provisions a file system for point `point`, with its working directories.
+    fn fresh(&self, point: usize) -> Result<Fresh, (Status, String)> {
+        let (spec, work) = (self.spec, self.work);
+        let inst = Instance::provision(spec, work)
+            .map_err(|e| (Status::Error, format!("provision: {e}")))?;
+        let root = inst.root.join("fsarena-work");
+        let scratch = work
+            .run
+            .join("scratch")
+            .join(format!("{}-{point}", spec.seq));
+        if let Err(e) = std::fs::create_dir(&root).and_then(|_| std::fs::create_dir_all(&scratch)) {
+            let _ = inst.teardown(false);
+            let _ = std::fs::remove_dir_all(&scratch);
+            return Err((
+                workload::status_of_io(&e),
+                format!("cannot prepare the working directories: {e}"),
+            ));
+        }
+        Ok(Fresh {
+            inst,
+            root,
+            scratch,
+        })
+    }
+}
+
+/// Unmounts, checks and removes a point's file system; a failed check invalidates the
+/// measurement made on it.
+fn retire(f: Fresh, m: &mut Measurement, target: &str) {
+    let (health, td) = f.inst.teardown(true);
+    let _ = std::fs::remove_dir_all(&f.scratch);
+    if let Some(h) = health {
+        if !h.passed && m.status == Status::Ok {
+            m.status = Status::Invalid;
+            m.error = Some(format!(
+                "the file system failed its check after the measurement ({})",
+                h.command.join(" ")
+            ));
+        }
+        m.health = Some(h);
+    }
+    if let Err(e) = td {
+        m.notes.push(format!("teardown: {e}"));
+        eprintln!("fsarena: teardown of {target}: {e}");
+    }
+}
+
+/// One cell: every point of the workload, each on its own freshly made file system
+/// (a second point must not find the first one's files, caches or free-space layout).
+/// Never panics on the workload's behalf and always returns at least one record.
+pub fn run_cell(c: &CellRun, progress: &mut Progress) -> Vec<Measurement> {
+    let w = c.workload;
+    let target = &c.spec.target.name;
+    let empty = toml::Table::new();
+    let options = c.plan.workload_options.get(w.name()).unwrap_or(&empty);
+    let mut current = match c.fresh(0) {
+        Ok(f) => Some(f),
+        Err((status, e)) => return c.fail(status, e),
+    };
+    // Points are asked of the first file system: some depend on it (an io sweep sizes its
+    // large file from the target's free space).
+    let points = {
+        let Some(f) = current.as_ref() else {
+            return c.fail(Status::Error, "internal: no file system".into());
+        };
+        w.points(&c.ctx(f, options))
+    };
+    let points = match points {
+        Ok(p) if !p.is_empty() => p,
+        Ok(_) => vec![Point::default()],
+        Err(e) => {
+            let mut m = c.base();
+            m.status = e.status();
+            m.error = Some(e.to_string());
+            if let Some(f) = current.take() {
+                m.provenance = f.inst.provenance.clone();
+                retire(f, &mut m, target);
+            }
+            return vec![m];
+        }
+    };
+    let mut records = Vec::new();
+    for (i, p) in points.iter().enumerate() {
+        if c.cancel.load(Ordering::SeqCst) {
+            // Recorded so `--resume` knows this cell is unfinished and runs it again.
+            let mut m = c.base_for(p);
+            m.status = Status::Interrupted;
+            m.error = Some("interrupted before this point ran".into());
+            records.push(m);
+            break;
+        }
+        let f = match current.take() {
+            Some(f) => f,
+            None => match c.fresh(i) {
+                Ok(f) => f,
+                Err((status, e)) => {
+                    let mut m = c.base_for(p);
+                    m.status = status;
+                    m.error = Some(e);
+                    records.push(m);
+                    continue;
+                }
+            },
+        };
+        progress.point(&p.variant);
+        let mut m = measure_point(c, &c.ctx(&f, options), p, &f.inst);
+        retire(f, &mut m, target);
+        records.push(m);
+    }
+    if let Some(f) = current.take() {
+        let mut m = c.base();
+        retire(f, &mut m, target);
+    }
+    if records.is_empty() {
+        return c.fail(
+            Status::Interrupted,
+            "interrupted before the first point".into(),
+        );
+    }
+    records
+}
+
+/// Runs one point under the monitor and turns what happened into a measurement.
+fn measure_point(c: &CellRun, ctx: &Ctx, p: &Point, inst: &Instance) -> Measurement {
+    let mut h = MonitoredHarness {
+        devices: &inst.devices,
+        root: ctx.root,
+        observed: Default::default(),
+    };
+    let result = c.workload.run(ctx, p, &mut h);
+    let mut m = c.base_for(p);
+    m.provenance = inst.provenance.clone();
+    m.notes = std::mem::take(&mut h.observed.notes);
+    if let Some(r) = &h.observed.monitor {
+        m.notes.extend(r.warnings.iter().cloned());
+    }
+    match result {
+        Ok(outcome) if h.observed.measured == 1 => {
+            m.metrics = assemble::metrics(&outcome, &h.observed);
+            m.notes.extend(outcome.notes.iter().cloned());
+            m.series = h
+                .observed
+                .monitor
+                .take()
+                .map(|r| r.series)
+                .unwrap_or_default();
+        }
+        Ok(_) => {
+            m.status = Status::Error;
+            m.error = Some(format!(
+                "internal: workload measured {} phases instead of one",
+                h.observed.measured
+            ));
+        }
+        Err(e) => {
+            let e = if ctx.cancel.load(Ordering::SeqCst) && !matches!(e, WorkloadError::Interrupted)
+            {
+                WorkloadError::Interrupted
+            } else {
+                e
+            };
+            m.status = e.status();
+            m.error = Some(e.to_string());
+        }
+    }
+    m
+}

@@ -1,0 +1,210 @@
+//! Everything checked before anything is created: the plan's workloads and their
+//! `[workload.NAME]` options, named block devices, `dir:` targets, and whether the host has
+//! room for the data set. A refusal here is bad input (exit 2), never a failed measurement.
+
+use std::path::Path;
+
+use super::{RunError, RunOptions};
+use crate::plan::size::human_bytes;
+use crate::plan::{Location, Plan};
+use crate::provision::host;
+use crate::workload::{self, Workload};
+
+/// What the first checks found: the workloads to run and which targets this host can take.
+pub struct Checked {
+    pub workloads: Vec<Box<dyn Workload>>,
+    /// Indices into `plan.targets` of the targets that can run here.
+    pub usable: Vec<usize>,
+    /// Targets that cannot run here, each with why.
+    pub skipped: Vec<(String, String)>,
+}
+
+/// The data set as planned and the image size that follows from it.
+pub struct Sized {
+    /// The default image (and tmpfs) size in bytes.
+    pub image: u64,
+    pub data_bytes: u64,
+    pub files: usize,
+}
+
+/// Workloads and options, devices, then targets: the checks that need no data-set planning.
+pub fn check(plan: &Plan, opts: &RunOptions) -> Result<Checked, RunError> {
+    let workloads = resolve_workloads(plan)?;
+    check_devices(plan, opts)?;
+    let (usable, skipped) = usable_targets(plan, &opts.work_root);
+    Ok(Checked {
+        workloads,
+        usable,
+        skipped,
+    })
+}
+
+/// Plans the data set and sizes the images, refusing a plan the host cannot hold. A cheap
+/// estimate is checked first, because planning hashes every byte of a user's data set.
+pub fn size(plan: &Plan, opts: &RunOptions) -> Result<Sized, RunError> {
+    size_check(plan, estimate(plan)?, &opts.work_root, opts.space_check)?;
+    let manifest = plan.dataset.plan()?;
+    let data_bytes = manifest.total_bytes();
+    let image = size_check(plan, data_bytes, &opts.work_root, opts.space_check)?;
+    Ok(Sized {
+        image,
+        data_bytes,
+        files: manifest.files.len(),
+    })
+}
+
+/// Sizes images and checks the host can hold them; returns the default image size.
+fn size_check(
+    plan: &Plan,
+    data_bytes: u64,
+    work_root: &Path,
+    enforce: bool,
+) -> Result<u64, RunError> {
+    const MIB: u64 = 1 << 20;
+    // Room for the data set twice (copy within the target) plus file-system overhead.
+    let image = (4 * data_bytes + 512 * MIB).max(1 << 30).div_ceil(MIB) * MIB;
+    let probe = work_root
+        .ancestors()
+        .find(|a| a.exists())
+        .unwrap_or(Path::new("/"));
+    let free = crate::provision::workdir::free_bytes(probe).unwrap_or(u64::MAX);
+    // Scratch source + the most a cell writes into its sparse image.
+    let need = 4 * data_bytes + 256 * MIB;
+    if enforce
+        && plan
+            .targets
+            .iter()
+            .any(|t| matches!(t.location, Location::Loop))
+        && free < need
+    {
+        return Err(RunError::Refused(format!(
+            "the data set ({}) needs about {} free in {} but only {} is free: lower --scale or use --work-dir on a larger disk",
+            human_bytes(data_bytes),
+            human_bytes(need),
+            probe.display(),
+            human_bytes(free)
+        )));
+    }
+    if plan.targets.iter().any(|t| t.location == Location::Memory) {
+        let avail = mem_available().unwrap_or(u64::MAX);
+        let tmpfs = plan
+            .targets
+            .iter()
+            .filter(|t| t.location == Location::Memory)
+            .map(|t| t.size.unwrap_or(image))
+            .max()
+            .unwrap_or(image);
+        let fill = (3 * data_bytes).min(tmpfs);
+        if fill > avail / 2 {
+            return Err(RunError::Refused(format!(
+                "tmpfs would hold about {} but only {} of memory is available: lower --scale",
+                human_bytes(fill),
+                human_bytes(avail)
+            )));
+        }
+    }
+    Ok(image)
+}
+
+/// `MemAvailable` from `/proc/meminfo`: what tmpfs targets may fill without swapping.
+fn mem_available() -> Option<u64> {
+    let t = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let kb: u64 = t
+        .lines()
+        .find_map(|l| l.strip_prefix("MemAvailable:"))?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()?;
+    Some(kb * 1024)
+}
+
+/// The expected data-set size before planning it (a user's directory is measured by
+/// planning, which only stats and hashes what is there).
+fn estimate(plan: &Plan) -> Result<u64, RunError> {
+    if plan.dataset.source_dir.is_some() {
+        return Ok(0);
+    }
+    let bytes = crate::dataset::profile::estimated_bytes(plan.dataset.profile, plan.dataset.scale)?;
+    Ok(bytes.min(u64::MAX as f64 / 8.0) as u64)
+}
+
+/// Checks a `dir:` target before anything is created in it.
+fn check_dir_target(p: &Path, work_root: &Path) -> Result<(), String> {
+    std::fs::symlink_metadata(p).map_err(|e| format!("{}: {e}", p.display()))?;
+    let real = std::fs::canonicalize(p).map_err(|e| format!("{}: {e}", p.display()))?;
+    if !real.is_dir() {
+        return Err(format!("{} is not a directory", p.display()));
+    }
+    let root = std::fs::canonicalize(work_root).unwrap_or_else(|_| work_root.to_path_buf());
+    if real.starts_with(&root) {
+        return Err(format!(
+            "{} is inside fsarena's own work directory {}: name a directory of your own",
+            p.display(),
+            root.display()
+        ));
+    }
+    rustix::fs::access(&real, rustix::fs::Access::WRITE_OK)
+        .map_err(|_| format!("{} is not writable", p.display()))?;
+    Ok(())
+}
+
+/// Splits the plan's targets into those this host can run and those it cannot (with why).
+pub fn usable_targets(plan: &Plan, work_root: &Path) -> (Vec<usize>, Vec<(String, String)>) {
+    let mut ok = Vec::new();
+    let mut skipped = Vec::new();
+    for (i, t) in plan.targets.iter().enumerate() {
+        let r = match &t.location {
+            Location::Dir(p) => check_dir_target(p, work_root),
+            _ => host::support(t),
+        };
+        match r {
+            Ok(()) => ok.push(i),
+            Err(why) => skipped.push((t.name.clone(), why)),
+        }
+    }
+    (ok, skipped)
+}
+
+/// Named block devices are checked before anything is created: a refusal is bad input
+/// (exit 2), not a failed measurement. Each cell checks again before its mkfs.
+fn check_devices(plan: &Plan, opts: &RunOptions) -> Result<(), RunError> {
+    for t in &plan.targets {
+        if let Location::Device(d) = &t.location {
+            if !opts.allow_device {
+                return Err(RunError::Refused(format!(
+                    "target {} would format {}, destroying everything on it: pass --allow-device to allow that",
+                    t.name,
+                    d.display()
+                )));
+            }
+            crate::provision::guard::check_device(d, opts.wipe)?;
+        }
+    }
+    Ok(())
+}
+
+/// The plan's workloads, with every `[workload.NAME]` table checked by its workload's
+/// `check_options` before anything is provisioned.
+fn resolve_workloads(plan: &Plan) -> Result<Vec<Box<dyn Workload>>, RunError> {
+    for (name, table) in &plan.workload_options {
+        let w = workload::by_name(name).ok_or_else(|| {
+            RunError::Refused(format!(
+                "[workload.{name}]: unknown workload; valid: {}",
+                workload::names().join(", ")
+            ))
+        })?;
+        w.check_options(table).map_err(RunError::Refused)?;
+    }
+    plan.workloads
+        .iter()
+        .map(|n| {
+            workload::by_name(n).ok_or_else(|| {
+                RunError::Refused(format!(
+                    "unknown workload `{n}`; valid: {}",
+                    workload::names().join(", ")
+                ))
+            })
+        })
+        .collect()
+}
