@@ -22,9 +22,15 @@ pub fn parse<T: DeserializeOwned>(workload: &str, table: &toml::Table) -> Result
 /// Rewords serde's error text as fsarena's one line.
 fn one_line(workload: &str, msg: &str) -> String {
     let msg = msg.split_whitespace().collect::<Vec<_>>().join(" ");
+    // toml names the nested table an error is in after the message: "… in `mix`".
+    let (msg, within) = match msg.rsplit_once(" in `") {
+        Some((m, table)) => (m.to_string(), format!(" in `{}", table)),
+        None => (msg, String::new()),
+    };
     if let Some(rest) = msg.strip_prefix("unknown field ") {
+        let bad = format!("{}{within}", rest.split(", ").next().unwrap_or(rest));
         // "unknown field `x`, expected one of `a`, `b`" | "expected `a`" | "there are no fields"
-        let (bad, valid) = rest.split_once(", ").unwrap_or((rest, ""));
+        let valid = rest.split_once(", ").map_or("", |(_, v)| v);
         let valid: Vec<&str> = valid
             .split('`')
             .skip(1)
@@ -40,7 +46,7 @@ fn one_line(workload: &str, msg: &str) -> String {
             )
         };
     }
-    format!("[workload.{workload}]: {msg}")
+    format!("[workload.{workload}]: {msg}{within}")
 }
 
 /// A boolean option, or `default` when absent.
@@ -93,6 +99,21 @@ mod tests {
         fraction: Option<f64>,
     }
 
+    #[derive(Debug, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code)]
+    struct Mix {
+        insert: Option<u32>,
+        read: Option<u32>,
+    }
+
+    #[derive(Debug, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code)]
+    struct Nested {
+        mix: Option<Mix>,
+    }
+
     fn table(src: &str) -> toml::Table {
         src.parse().expect("test table")
     }
@@ -103,6 +124,11 @@ mod tests {
         assert_eq!(
             e,
             "[workload.dupes]: unknown option `colt`; valid: cold, fraction"
+        );
+        let e = parse::<Nested>("db", &table("[mix]\ninsret = 1")).unwrap_err();
+        assert_eq!(
+            e,
+            "[workload.db]: unknown option `insret` in `mix`; valid: insert, read"
         );
         let e = parse::<NoOptions>("scan", &table("x = 1")).unwrap_err();
         assert_eq!(
