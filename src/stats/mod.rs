@@ -1,6 +1,7 @@
 //! Statistics over repetitions: which differences between file systems are real, and which
 //! are noise. Pure functions over numbers and [`crate::results::Measurement`] records; no I/O.
 //!
+//! * [`estimators`]: mean, standard deviation, median, t quantile: the shared building blocks.
 //! * [`summary`]: mean, median, spread and a t-based 95 % interval of one metric.
 //! * [`outliers`]: robust (MAD) outlier flags; flagged, never dropped.
 //! * [`significance`]: Welch's t-test, Mann–Whitney U, and [`compare`] which picks one.
@@ -9,6 +10,7 @@
 
 pub mod adaptive;
 pub mod aggregate;
+pub mod estimators;
 pub mod outliers;
 pub mod significance;
 pub mod summary;

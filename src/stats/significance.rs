@@ -5,8 +5,8 @@ use serde::Serialize;
 use statrs::distribution::{ContinuousCDF, StudentsT};
 use statrs::function::erf::erfc;
 
+use super::estimators::{all_finite, mean, stddev, t_quantile_975};
 use super::outliers::mad_outliers;
-use super::summary::{mean, stddev, t_quantile_975};
 
 /// Which test produced a [`Comparison`]'s p-value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -290,10 +290,6 @@ pub fn skewness(xs: &[f64]) -> f64 {
     } else {
         0.0
     }
-}
-
-fn all_finite(xs: &[f64]) -> bool {
-    xs.iter().all(|x| x.is_finite())
 }
 
 /// P(Z > z) for a standard normal, via erfc so small tails keep their precision.
