@@ -18,6 +18,7 @@ use std::fmt::Write;
 use serde_json::Value;
 
 use super::charts::{self, Line};
+use super::format::header;
 use crate::plan::size::human_bytes;
 use crate::results::{Measurement, Status};
 use crate::workload::{self, Chart};
@@ -64,7 +65,7 @@ pub fn render(h: &mut String, ms: &[Measurement], colors: &BTreeMap<String, usiz
                         continue;
                     }
                     body.push_str(&charts::lines(
-                        &format!("{title}: {}", c.y_label),
+                        &format!("{title}: {}", header(c.metric)),
                         c.x_label,
                         c.y_label,
                         c.log_x,
