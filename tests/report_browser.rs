@@ -12,13 +12,13 @@ const SECTIONS: [&str; 7] = [
     "summary",
     "bars",
     "scaling",
-    "io",
+    "curves",
     "series",
     "amplification",
     "provenance",
 ];
 /// Sections whose screenshot must show coloured chart marks, not just text.
-const CHARTED: [&str; 4] = ["bars", "scaling", "io", "series"];
+const CHARTED: [&str; 4] = ["bars", "scaling", "curves", "series"];
 
 fn chromium() -> PathBuf {
     ["/usr/bin/chromium", "/usr/bin/chromium-browser"]
@@ -107,7 +107,7 @@ fn report_loads_offline_without_errors_and_draws_every_section() {
             .parse()
             .unwrap()
     };
-    // The fixture has 2 + 3 bar charts, 1 scaling chart, 2 io charts, 4 series charts.
+    // The fixture has 2 + 3 bar charts, 1 scaling chart, 2 curve charts, 4 series charts.
     assert!(
         attr("data-charts") >= 12,
         "charts drawn: {}",

@@ -55,7 +55,7 @@ pub fn render(r: &Report) -> String {
     summary(&mut h, r);
     bar_charts(&mut h, r, &colors);
     scaling(&mut h, r, &colors);
-    io_sweeps(&mut h, &r.measurements, &colors);
+    super::curves::render(&mut h, &r.measurements, &colors);
     series(&mut h, &r.measurements, &colors);
     amplification(&mut h, r);
     provenance(&mut h, r);
@@ -224,93 +224,6 @@ fn scaling(h: &mut String, r: &Report, colors: &BTreeMap<String, usize>) {
             &header(&key),
             true,
             &data,
-        ));
-    }
-    h.push_str("</div></section>");
-}
-
-fn param<'a>(m: &'a Measurement, k: &str) -> Option<&'a serde_json::Value> {
-    m.params.get(k)
-}
-
-fn io_sweeps(h: &mut String, ms: &[Measurement], colors: &BTreeMap<String, usize>) {
-    /// (workload, rw, bs, numjobs, size label): one pair of charts.
-    type Sweep = (String, String, String, String, String);
-    /// iodepth -> samples of (iops, p99 latency).
-    type Points = BTreeMap<u64, Vec<(f64, f64)>>;
-    let mut groups: BTreeMap<Sweep, BTreeMap<String, Points>> = BTreeMap::new();
-    for m in ms.iter().filter(|m| m.status == Status::Ok) {
-        let (Some(rw), Some(bs), Some(qd)) = (
-            param(m, "rw"),
-            param(m, "bs"),
-            param(m, "iodepth").and_then(|v| v.as_u64()),
-        ) else {
-            continue;
-        };
-        let (Some(iops), Some(p99)) = (m.metrics.get("iops"), m.metrics.get("lat_p99_us")) else {
-            continue;
-        };
-        let key = (
-            m.workload.clone(),
-            rw.as_str().unwrap_or("?").to_string(),
-            bs.to_string(),
-            param(m, "numjobs")
-                .map(|v| v.to_string())
-                .unwrap_or_default(),
-            param(m, "size_label")
-                .and_then(|v| v.as_str())
-                .unwrap_or("")
-                .to_string(),
-        );
-        groups
-            .entry(key)
-            .or_default()
-            .entry(m.target.clone())
-            .or_default()
-            .entry(qd)
-            .or_default()
-            .push((*iops, *p99));
-    }
-    let swept: Vec<_> = groups
-        .into_iter()
-        .filter(|(_, t)| t.values().any(|p| p.len() > 1))
-        .collect();
-    if swept.is_empty() {
-        return;
-    }
-    h.push_str(
-        "<section id=\"io\"><h2>IOPS and latency against queue depth</h2><div class=\"charts\">",
-    );
-    for ((w, rw, bs, jobs, size), targets) in swept {
-        let mk = |pick: fn(&(f64, f64)) -> f64| -> Vec<Line> {
-            targets
-                .iter()
-                .map(|(t, pts)| Line {
-                    name: t.clone(),
-                    color: colors.get(t).copied().unwrap_or(0),
-                    points: pts
-                        .iter()
-                        .map(|(qd, v)| {
-                            (*qd as f64, v.iter().map(pick).sum::<f64>() / v.len() as f64)
-                        })
-                        .collect(),
-                })
-                .collect()
-        };
-        let title = format!("{w} {rw} bs {bs} jobs {jobs} {size}");
-        h.push_str(&charts::lines(
-            &format!("{title}: IOPS"),
-            "queue depth (pending I/Os)",
-            "IOPS",
-            true,
-            &mk(|p| p.0),
-        ));
-        h.push_str(&charts::lines(
-            &format!("{title}: p99 latency"),
-            "queue depth (pending I/Os)",
-            "p99 completion latency (µs)",
-            true,
-            &mk(|p| p.1),
         ));
     }
     h.push_str("</div></section>");

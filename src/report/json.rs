@@ -1,10 +1,9 @@
-//! `summary.json`: the report model as JSON (schema in docs/summary-schema.md). Bump
-//! [`SCHEMA_VERSION`] on any change that could break a reader.
+//! `summary.json`: the report model as JSON (schema in docs/summary-schema.md). The schema is
+//! the model's shape, so its version, [`super::model::SCHEMA_VERSION`], lives beside the model.
 
 use super::model::Report;
 
-pub const SCHEMA_VERSION: u32 = 1;
-
+/// Serialises the model as pretty-printed JSON.
 pub fn render(r: &Report) -> serde_json::Result<String> {
     serde_json::to_string_pretty(r)
 }

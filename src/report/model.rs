@@ -12,6 +12,11 @@ use crate::results::{HostFacts, Measurement, Status};
 use crate::stats::{self, Group, MetricStats, Warning};
 use crate::workload;
 
+/// The version of `summary.json`'s schema, which is this model's shape (docs/summary-schema.md).
+/// Bump it on any change to the model that could break a reader: a field removed, renamed or
+/// changed in meaning.
+pub const SCHEMA_VERSION: u32 = 1;
+
 /// Significance level for every "is it real" decision in a report.
 pub const ALPHA: f64 = 0.05;
 
@@ -303,7 +308,7 @@ pub fn build(loaded: &Loaded) -> Report {
         s.decision = decision(&s.rows, &s.key_metric, s.higher_is_better);
     }
     Report {
-        schema_version: super::json::SCHEMA_VERSION,
+        schema_version: SCHEMA_VERSION,
         host: loaded.host.clone(),
         baseline,
         incomplete: incompleteness(loaded),

@@ -1,26 +1,35 @@
 //! Statistics over repetitions: which differences between file systems are real, and which
 //! are noise. Pure functions over numbers and [`crate::results::Measurement`] records; no I/O.
 //!
+//! * [`estimators`]: mean, standard deviation, median, t quantile: the shared building blocks.
 //! * [`summary`]: mean, median, spread and a t-based 95 % interval of one metric.
 //! * [`outliers`]: robust (MAD) outlier flags; flagged, never dropped.
-//! * [`significance`]: Welch's t-test, Mann–Whitney U, and [`compare`] which picks one.
+//! * [`welch`](mod@welch), [`mann_whitney`](mod@mann_whitney): the two tests, each checked
+//!   against scipy.
+//! * [`significance`]: [`compare`], which picks one of them and says whether a difference is
+//!   real.
 //! * [`aggregate`](mod@aggregate): groups measurements and compares each target to a baseline.
+//! * [`warnings`]: what a reader should distrust, in plain words.
 //! * [`adaptive`]: whether `--runs auto` should measure once more.
 
 pub mod adaptive;
 pub mod aggregate;
+pub mod estimators;
+pub mod mann_whitney;
 pub mod outliers;
 pub mod significance;
 pub mod summary;
+pub mod warnings;
+pub mod welch;
 
 pub use adaptive::{needs_another_run, needs_another_run_for, AdaptiveRule};
-pub use aggregate::{aggregate, Group, GroupKey, MetricStats, Warning};
+pub use aggregate::{aggregate, Group, GroupKey, MetricStats};
+pub use mann_whitney::{mann_whitney, mann_whitney_min_p, MannWhitneyResult, MwMethod};
 pub use outliers::{mad_outliers, robust_sigma, OUTLIER_SIGMAS};
-pub use significance::{
-    choose_test, compare, mann_whitney, mann_whitney_min_p, skewness, welch, Comparison,
-    MannWhitneyResult, MwMethod, Test, WelchResult,
-};
+pub use significance::{choose_test, compare, skewness, Comparison, Test};
 pub use summary::{summarize, Summary};
+pub use warnings::Warning;
+pub use welch::{welch, WelchResult};
 
 #[cfg(test)]
 mod proptests {

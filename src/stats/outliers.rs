@@ -25,6 +25,8 @@
 //! from them is flagged: with most runs agreeing to the last bit (typical for counters such
 //! as bytes written), a run that does not is worth a look.
 
+use super::estimators::median;
+
 /// How many robust standard deviations from the median make a value an outlier.
 pub const OUTLIER_SIGMAS: f64 = 10.0;
 
@@ -53,15 +55,6 @@ pub fn mad_outliers(samples: &[f64]) -> Vec<usize> {
         .filter(|(_, &x)| (x - med).abs() > limit)
         .map(|(i, _)| i)
         .collect()
-}
-
-fn median(xs: &[f64]) -> Option<f64> {
-    if xs.is_empty() || xs.iter().any(|x| !x.is_finite()) {
-        return None;
-    }
-    let mut sorted = xs.to_vec();
-    sorted.sort_by(f64::total_cmp);
-    Some(super::summary::median_of_sorted(&sorted))
 }
 
 #[cfg(test)]

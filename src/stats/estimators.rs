@@ -1,0 +1,109 @@
+//! The numerically careful building blocks every statistic here rests on: mean, sample
+//! standard deviation, median and Student's t quantile. Kept apart from [`super::summary`]
+//! so that the summary, the outlier rule and the significance tests all stand on them
+//! without standing on each other.
+
+use statrs::distribution::{ContinuousCDF, StudentsT};
+
+/// Whether every value is a finite number; the tests decline anything else.
+pub(crate) fn all_finite(xs: &[f64]) -> bool {
+    xs.iter().all(|x| x.is_finite())
+}
+
+/// Arithmetic mean of finite values; NaN for an empty slice.
+///
+/// Accumulated incrementally, which keeps a run of equal values exactly equal to their mean
+/// (so identical samples get a zero spread, not a rounding residue). When values near
+/// ±f64::MAX make a step overflow, it falls back to summing `x / n`, which cannot.
+pub(crate) fn mean(xs: &[f64]) -> f64 {
+    if xs.is_empty() {
+        return f64::NAN;
+    }
+    let mut m = 0.0;
+    for (i, &x) in xs.iter().enumerate() {
+        m += (x - m) / (i as f64 + 1.0);
+    }
+    if m.is_finite() {
+        m
+    } else {
+        let n = xs.len() as f64;
+        xs.iter().map(|x| x / n).sum()
+    }
+}
+
+/// Sample standard deviation (divisor n − 1) around a known mean; 0 for fewer than 2 values.
+///
+/// Two-pass for accuracy, and the deviations are divided by the largest one before
+/// squaring, so values far from 1 (1e200 or 1e-200) neither overflow nor underflow: the
+/// result is infinite only when the spread itself exceeds f64.
+pub(crate) fn stddev(xs: &[f64], mean: f64) -> f64 {
+    if xs.len() < 2 {
+        return 0.0;
+    }
+    let scale = xs.iter().map(|x| (x - mean).abs()).fold(0.0, f64::max);
+    if scale == 0.0 || !scale.is_finite() {
+        return scale;
+    }
+    let ss: f64 = xs.iter().map(|x| ((x - mean) / scale).powi(2)).sum();
+    scale * (ss / (xs.len() as f64 - 1.0)).sqrt()
+}
+
+/// Median of an already sorted, non-empty slice (mean of the middle two for even n).
+pub(crate) fn median_of_sorted(sorted: &[f64]) -> f64 {
+    let n = sorted.len();
+    if n % 2 == 1 {
+        sorted[n / 2]
+    } else {
+        // Halve first so two values near f64::MAX do not overflow.
+        sorted[n / 2 - 1] / 2.0 + sorted[n / 2] / 2.0
+    }
+}
+
+/// The 97.5 % quantile of Student's t with `df` degrees of freedom: the multiplier of a
+/// two-sided 95 % interval. `None` when `df` is not a positive finite number.
+pub(crate) fn t_quantile_975(df: f64) -> Option<f64> {
+    if !(df.is_finite() && df > 0.0) {
+        return None;
+    }
+    StudentsT::new(0.0, 1.0, df)
+        .ok()
+        .map(|t| t.inverse_cdf(0.975))
+}
+
+/// Median of finite values; `None` for an empty slice or when any value is non-finite
+/// (there is no meaningful middle then).
+pub(crate) fn median(xs: &[f64]) -> Option<f64> {
+    if xs.is_empty() || !all_finite(xs) {
+        return None;
+    }
+    let mut sorted = xs.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    Some(median_of_sorted(&sorted))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn close(a: f64, b: f64, rel: f64) -> bool {
+        (a - b).abs() <= rel * b.abs().max(1e-300)
+    }
+
+    #[test]
+    fn t_quantiles_match_scipy() {
+        // python: from scipy import stats; print([repr(stats.t.ppf(0.975, d)) for d in (1, 2, 4.5, 30, 1000)])
+        let cases = [
+            (1.0, 12.706204736174694),
+            (2.0, 4.302652729749462),
+            (4.5, 2.6589123472044034),
+            (30.0, 2.0422724563012378),
+            (1000.0, 1.9623390808264083),
+        ];
+        for (df, want) in cases {
+            let got = t_quantile_975(df).unwrap();
+            assert!(close(got, want, 1e-9), "df {df}: {got} vs {want}");
+        }
+        assert_eq!(t_quantile_975(0.0), None);
+        assert_eq!(t_quantile_975(f64::NAN), None);
+    }
+}

@@ -1,0 +1,145 @@
+//! What a reader should distrust, and what to do about it: the warnings [`super::aggregate`]
+//! raises, with their thresholds and their wording in one place, so every report says the
+//! same thing the same way.
+
+use std::fmt;
+
+use serde::Serialize;
+
+use super::outliers::OUTLIER_SIGMAS;
+
+/// A coefficient of variation above this makes [`Warning::WideSpread`]: differences
+/// smaller than the spread itself cannot be told apart with a handful of runs.
+pub const WIDE_SPREAD_CV: f64 = 0.10;
+
+/// Fewer successful runs than this make [`Warning::TooFewRuns`]: with 2 runs the
+/// t-multiplier of a 95 % interval is 12.7, with 3 it is 4.3.
+pub const MIN_USEFUL_RUNS: usize = 3;
+
+/// Something a reader should know before trusting a group's numbers. `Display` gives the
+/// explanation and what to do about it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Warning {
+    /// The coefficient of variation exceeds [`WIDE_SPREAD_CV`].
+    WideSpread { metric: String, cv: f64 },
+    /// Values flagged by [`super::outliers::mad_outliers`].
+    Outliers { metric: String, count: usize },
+    /// Fewer than [`MIN_USEFUL_RUNS`] successful repetitions.
+    TooFewRuns { n: usize },
+    /// Repetitions that ended in an error status.
+    Failed { count: usize },
+    /// Repetitions whose file system failed its health check.
+    Invalid { count: usize },
+    /// Metric values that were NaN or infinite and were left out.
+    NonFinite { metric: String, count: usize },
+    /// The baseline target has no successful run of this workload point.
+    NoBaseline { baseline: String },
+}
+
+impl fmt::Display for Warning {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Warning::WideSpread { metric, cv } if cv.is_finite() => write!(
+                f,
+                "{metric} varies {:.0} % between runs (CV) — too wide to decide; run with \
+                 --runs 10 or --runs auto, and make sure nothing else uses the disk or CPU",
+                cv * 100.0
+            ),
+            Warning::WideSpread { metric, .. } => write!(
+                f,
+                "{metric} scatters around zero, so its relative spread is unbounded — \
+                 compare absolute values instead"
+            ),
+            Warning::Outliers { metric, count } => write!(
+                f,
+                "{metric}: {} far from the others (more than {OUTLIER_SIGMAS} robust \
+                 standard deviations from the median) — something else may have run at the \
+                 same time; {} kept in the statistics, check the raw values",
+                runs(*count, "run is", "runs are"),
+                if *count == 1 { "it is" } else { "they are" }
+            ),
+            Warning::TooFewRuns { n: 0 } => write!(
+                f,
+                "no successful run — there is nothing to summarise; see the failures above"
+            ),
+            Warning::TooFewRuns { n } => write!(
+                f,
+                "only {} — {}; run with --runs {MIN_USEFUL_RUNS} or more",
+                runs(*n, "successful run", "successful runs"),
+                if *n == 1 {
+                    "no spread or confidence interval can be given"
+                } else {
+                    "the confidence interval is very wide"
+                }
+            ),
+            Warning::Failed { count } => write!(
+                f,
+                "{} failed and {} left out of the statistics — the remaining runs may flatter \
+                 this file system; see the status and error columns",
+                runs(*count, "run", "runs"),
+                if *count == 1 { "is" } else { "are" }
+            ),
+            Warning::Invalid { count } => write!(
+                f,
+                "{} failed the file-system health check afterwards — kept in the raw results, \
+                 never averaged; a file system that corrupts data is not fast",
+                runs(*count, "run", "runs")
+            ),
+            Warning::NonFinite { metric, count } => write!(
+                f,
+                "{metric}: {} not a finite number and left out — a zero duration or a \
+                 division by zero upstream",
+                runs(*count, "value was", "values were")
+            ),
+            Warning::NoBaseline { baseline } => write!(
+                f,
+                "baseline {baseline:?} has no successful run of this workload — nothing to \
+                 compare against; pick another with --baseline"
+            ),
+        }
+    }
+}
+
+/// "1 run" / "3 runs".
+fn runs(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn warnings_read_well() {
+        let w = Warning::WideSpread {
+            metric: "files_per_s".to_string(),
+            cv: 0.23,
+        };
+        assert_eq!(
+            w.to_string(),
+            "files_per_s varies 23 % between runs (CV) — too wide to decide; run with --runs \
+             10 or --runs auto, and make sure nothing else uses the disk or CPU"
+        );
+        let inf = Warning::WideSpread {
+            metric: "x".to_string(),
+            cv: f64::INFINITY,
+        };
+        assert!(inf.to_string().contains("around zero"));
+        assert!(Warning::TooFewRuns { n: 1 }
+            .to_string()
+            .starts_with("only 1 successful run — no spread"));
+        assert!(Warning::TooFewRuns { n: 2 }
+            .to_string()
+            .starts_with("only 2 successful runs — the confidence"));
+        assert!(Warning::Failed { count: 2 }
+            .to_string()
+            .starts_with("2 runs failed and are left out"));
+        assert!(Warning::Outliers {
+            metric: "seconds".to_string(),
+            count: 1
+        }
+        .to_string()
+        .starts_with("seconds: 1 run is far from the others"));
+    }
+}
