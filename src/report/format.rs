@@ -84,24 +84,23 @@ pub fn vs_baseline(c: Option<&Comparison>) -> String {
     }
 }
 
-/// The column header of a metric.
+/// The column header of a metric: the workload's own short name for it, else the common
+/// ones, else the metric's name with spaces.
 pub fn header(metric: &str) -> String {
+    if let Some(h) = crate::workload::metric_header(metric) {
+        return h.into();
+    }
     match metric {
         "files_per_s" => "files/s".into(),
         "mb_per_s" => "MB/s".into(),
-        "transactions_per_s" => "tx/s".into(),
-        "iops" => "IOPS".into(),
         "write_amplification" => "write amp".into(),
         "space_amplification" => "space amp".into(),
         "peak_cached_bytes" => "peak cache".into(),
         "cpu_system_pct" => "CPU sys".into(),
-        "lat_p99_us" => "p99 lat".into(),
         "device_read_latency_ms" => "dev read lat".into(),
         "device_write_latency_ms" => "dev write lat".into(),
         "device_read_iops" => "dev read IOPS".into(),
         "device_write_iops" => "dev write IOPS".into(),
-        "wal_bytes_written" => "WAL written".into(),
-        "fio_cpu_sys_pct" => "fio sys CPU".into(),
         other => other.replace('_', " "),
     }
 }

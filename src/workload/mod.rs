@@ -148,6 +148,10 @@ pub trait Workload: Send + Sync {
     fn columns(&self) -> &'static [&'static str] {
         FILE_COLUMNS
     }
+    /// Short column headers for its own metrics, where `name.replace('_', " ")` reads badly.
+    fn metric_headers(&self) -> &'static [(&'static str, &'static str)] {
+        &[]
+    }
     /// Charts its results call for beyond the report's standard ones (bars, thread
     /// scaling, monitor series).
     fn charts(&self) -> &'static [Chart] {
@@ -288,6 +292,16 @@ pub fn all() -> Vec<Box<dyn Workload>> {
         Box::new(io::IoWorkload::sweep()),
         Box::new(db::Db),
     ]
+}
+
+/// The short header a workload declares for `metric`, if any does.
+pub fn metric_header(metric: &str) -> Option<&'static str> {
+    all().iter().find_map(|w| {
+        w.metric_headers()
+            .iter()
+            .find(|(m, _)| *m == metric)
+            .map(|(_, h)| *h)
+    })
 }
 
 /// Looks a workload up by name.

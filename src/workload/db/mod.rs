@@ -58,6 +58,13 @@ impl Workload for Db {
         ("transactions_per_s", true)
     }
 
+    fn metric_headers(&self) -> &'static [(&'static str, &'static str)] {
+        &[
+            ("transactions_per_s", "tx/s"),
+            ("wal_bytes_written", "WAL written"),
+        ]
+    }
+
     fn columns(&self) -> &'static [&'static str] {
         &[
             "device_read_iops",

@@ -102,6 +102,14 @@ impl Workload for IoWorkload {
         ]
     }
 
+    fn metric_headers(&self) -> &'static [(&'static str, &'static str)] {
+        &[
+            ("iops", "IOPS"),
+            ("lat_p99_us", "p99 lat"),
+            ("fio_cpu_sys_pct", "fio sys CPU"),
+        ]
+    }
+
     /// The fio study's main figure: IOPS and p99 latency against pending I/Os.
     fn charts(&self) -> &'static [Chart] {
         &[
