@@ -11,13 +11,11 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-pub use hash::{hash_at, hash_fd, hash_path, snapshot, Hashed, Snapshot, HASH_BUF};
+pub use hash::{hash_at, hash_fd, hash_path, Hashed, HASH_BUF};
 pub use walk::{
     is_empty_dir, list, pool, walk, walk_with, Dir, Dirent, Entry, Kind, Meta, Need, WalkOptions,
     WalkStats,
 };
-
-use crate::workload::WorkloadError;
 
 /// An OS error with the operation and path it happened on. The `source` keeps its raw OS
 /// error, so ENOSPC and EIO are still recognisable after wrapping.
@@ -36,15 +34,6 @@ impl FsError {
             op,
             path: path.to_path_buf(),
             source,
-        }
-    }
-}
-
-impl From<FsError> for WorkloadError {
-    fn from(e: FsError) -> Self {
-        WorkloadError::Io {
-            context: format!("{} {}", e.op, e.path.display()),
-            source: e.source,
         }
     }
 }
