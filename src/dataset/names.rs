@@ -68,6 +68,7 @@ fn digits(rng: &mut ChaCha8Rng, n: u64) -> String {
         .collect()
 }
 
+/// A directory name: common names, words, capitalised words, joined words, numbered words.
 pub fn dir_name(rng: &mut ChaCha8Rng) -> String {
     match below(rng, 10) {
         0..=3 => DIR_NAMES[below(rng, DIR_NAMES.len() as u64) as usize].to_string(),

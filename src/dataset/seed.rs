@@ -2,8 +2,9 @@
 //! each content); a domain number per use keeps them apart, and a generator version keeps
 //! data of an older byte generator from ever looking like the current one's.
 
-/// Key domains, so the layout stream never equals a content stream.
+/// Key domains, so the layout stream never equals a content stream: file contents…
 pub const DOMAIN_CONTENT: u64 = 1;
+/// …and the layout (names, sizes, duplicates).
 pub const DOMAIN_LAYOUT: u64 = 2;
 /// Bumped if the byte generator ever changes, so old and new data never look alike.
 const GENERATOR_VERSION: u64 = 1;

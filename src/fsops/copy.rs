@@ -31,6 +31,7 @@ pub enum CopyMethod {
 }
 
 impl CopyMethod {
+    /// The name used in metrics and messages.
     pub fn as_str(self) -> &'static str {
         match self {
             CopyMethod::Reflink => "reflink",

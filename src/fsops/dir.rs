@@ -56,20 +56,25 @@ impl Kind {
 pub struct Need(u8);
 
 impl Need {
+    /// Names and kinds only.
     pub const NONE: Need = Need(0);
     /// Logical size in bytes.
     pub const SIZE: Need = Need(1);
     /// Allocated 512-byte blocks.
     pub const BLOCKS: Need = Need(2);
+    /// Modification time.
     pub const MTIME: Need = Need(4);
     /// Permission bits and file type.
     pub const MODE: Need = Need(8);
+    /// Everything above.
     pub const ALL: Need = Need(15);
 
+    /// No metadata asked for: no `statx` unless a kind is unknown.
     pub fn is_empty(self) -> bool {
         self.0 == 0
     }
 
+    /// Whether every field of `other` is asked for.
     pub fn contains(self, other: Need) -> bool {
         self.0 & other.0 == other.0
     }
@@ -131,6 +136,7 @@ pub struct Dirent<'a> {
 }
 
 impl<'a> Dirent<'a> {
+    /// The name without its NUL, for byte comparisons.
     pub fn name_bytes(&self) -> &'a [u8] {
         self.name.to_bytes()
     }
@@ -180,12 +186,15 @@ impl<'a> Dir<'a> {
     pub fn depth(&self) -> u32 {
         self.depth
     }
+    /// Entries, not counting `.` and `..`.
     pub fn len(&self) -> usize {
         self.ents.len()
     }
+    /// Whether the directory has no entries besides `.` and `..`.
     pub fn is_empty(&self) -> bool {
         self.ents.is_empty()
     }
+    /// Every entry, in `getdents` order.
     pub fn entries(&self) -> impl Iterator<Item = Dirent<'a>> + 'a {
         let names = self.names;
         self.ents.iter().map(move |e| Dirent {

@@ -23,6 +23,7 @@ pub struct Entry {
 }
 
 impl Entry {
+    /// The extension, as `Path::extension` defines it.
     pub fn ext(&self) -> Option<&OsStr> {
         self.path.extension()
     }

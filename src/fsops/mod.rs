@@ -40,6 +40,7 @@ pub struct FsError {
 }
 
 impl FsError {
+    /// `op` failed on `path` with `source`.
     pub fn new(op: &'static str, path: &Path, source: io::Error) -> Self {
         FsError {
             op,

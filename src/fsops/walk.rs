@@ -35,6 +35,7 @@ pub struct WalkOptions {
 }
 
 impl WalkOptions {
+    /// `threads` workers fetching `need`, without the diagnostics switches.
     pub fn new(threads: usize, need: Need) -> Self {
         WalkOptions {
             threads,
