@@ -1,24 +1,24 @@
 //! The seeded layout generator: directories, names, sizes, content ids, planted duplicates
 //! and decoys, all drawn from one ChaCha stream in a fixed order.
 //!
-//! Portability: only the ChaCha stream (specified to the byte) and IEEE-754 basic arithmetic
-//! (`+ - * /`, `floor`, `sqrt`, which are exactly rounded everywhere) feed the layout. The
-//! log-normal sizes use a hand-written `exp2`/`log2` built from those operations instead of
-//! the platform's libm, and integers are drawn without `rand`'s version-dependent
-//! algorithms, so a seed gives the same tree on any machine and any dependency update.
+//! Portability: every draw goes through [`super::draw`] (ChaCha and exactly rounded IEEE
+//! arithmetic only), so a seed gives the same tree on any machine and any dependency update.
 
 use std::collections::BTreeSet;
 
-use rand_chacha::rand_core::{RngCore, SeedableRng};
+use rand_chacha::rand_core::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
 
-use super::content::{self, ContentId};
+use super::content::{self, ContentId, CHUNK};
+use super::draw::{below, exp2_det, log2_det, normal, pick_weighted, shuffle, unit, LN2};
+use super::error::DatasetError;
+use super::manifest::{FileEntry, Manifest};
+use super::names::{dir_name, file_stem};
 use super::profile::{self, Shape, SizeDist, MIN_FILE_SIZE};
-use super::{DatasetError, DatasetSpec, FileEntry, Manifest};
-
-/// Bytes generated per step when hashing or writing content.
-pub const CHUNK: usize = 1 << 20;
+use super::seed::{key, DOMAIN_LAYOUT};
+use super::snapshot::plan_source;
+use super::spec::DatasetSpec;
 
 /// Files per 200 that become decoys of each kind (at least one pair of each kind).
 const DECOYS_PER_200: u64 = 1;
@@ -30,10 +30,10 @@ impl DatasetSpec {
     ///
     /// For `source_dir`: walks the user's directory and hashes every regular file. Symbolic
     /// links, sockets, FIFOs and device nodes are skipped (they are not data to copy);
-    /// [`super::manifest::plan_source`] returns the list of what was skipped.
+    /// [`plan_source`] returns the list of what was skipped.
     pub fn plan(&self) -> Result<Manifest, DatasetError> {
         if let Some(dir) = &self.source_dir {
-            return super::manifest::plan_source(dir).map(|(m, _skipped)| m);
+            return plan_source(dir).map(|(m, _skipped)| m);
         }
         if !(0.0..=0.9).contains(&self.duplicate_fraction) {
             return Err(DatasetError::Invalid(format!(
@@ -64,7 +64,7 @@ struct Draft {
 
 /// Draws the whole layout (everything but the hashes).
 fn layout(spec: &DatasetSpec, shape: &Shape) -> Manifest {
-    let mut rng = ChaCha8Rng::from_seed(content::key(spec.seed, 0, content::DOMAIN_LAYOUT));
+    let mut rng = ChaCha8Rng::from_seed(key(spec.seed, 0, DOMAIN_LAYOUT));
     let total: u64 = shape.classes.iter().map(|c| c.count).sum();
 
     // Directories: a random recursive tree (each new directory hangs under a uniformly
@@ -276,79 +276,6 @@ fn unique(used: &mut BTreeSet<String>, stem: String, ext: &str) -> String {
     name
 }
 
-// ---- portable random draws -------------------------------------------------------------
-
-/// A uniform integer in `0..n` (Lemire's multiply-shift; bias < n/2^64, irrelevant here).
-fn below(rng: &mut ChaCha8Rng, n: u64) -> u64 {
-    ((u128::from(rng.next_u64()) * u128::from(n)) >> 64) as u64
-}
-
-/// A uniform f64 in [0, 1) from 53 random bits (exact on every IEEE machine).
-fn unit(rng: &mut ChaCha8Rng) -> f64 {
-    (rng.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
-}
-
-fn shuffle<T>(rng: &mut ChaCha8Rng, v: &mut [T]) {
-    for i in (1..v.len()).rev() {
-        let j = below(rng, i as u64 + 1) as usize;
-        v.swap(i, j);
-    }
-}
-
-fn pick_weighted(rng: &mut ChaCha8Rng, items: &'static [(&'static str, u32)]) -> &'static str {
-    let total: u64 = items.iter().map(|&(_, w)| u64::from(w)).sum();
-    let mut x = below(rng, total.max(1));
-    for &(item, w) in items {
-        if x < u64::from(w) {
-            return item;
-        }
-        x -= u64::from(w);
-    }
-    items.first().map(|&(i, _)| i).unwrap_or("")
-}
-
-const LN2: f64 = std::f64::consts::LN_2;
-
-/// 2^x from basic IEEE operations only (a Taylor series on the fractional part).
-fn exp2_det(x: f64) -> f64 {
-    let k = x.floor();
-    let t = (x - k) * LN2;
-    let mut term = 1.0;
-    let mut sum = 1.0;
-    for i in 1..=18 {
-        term = term * t / f64::from(i);
-        sum += term;
-    }
-    let k = (k as i64).clamp(-1000, 1000);
-    sum * f64::from_bits(((k + 1023) as u64) << 52)
-}
-
-/// log2(x) for x > 0 from basic IEEE operations only (atanh series on the mantissa).
-pub(super) fn log2_det(x: f64) -> f64 {
-    let bits = x.to_bits();
-    let e = ((bits >> 52) & 0x7ff) as i64 - 1023;
-    let m = f64::from_bits((bits & ((1u64 << 52) - 1)) | (1023u64 << 52)); // in [1, 2)
-    let s = (m - 1.0) / (m + 1.0);
-    let s2 = s * s;
-    let mut power = s;
-    let mut sum = 0.0;
-    for k in 0..30 {
-        sum += power / f64::from(2 * k + 1);
-        power *= s2;
-    }
-    e as f64 + 2.0 * sum / LN2
-}
-
-/// A standard normal draw (Irwin–Hall: the sum of 12 uniforms minus 6; tails cut at ±6σ,
-/// which only trims absurd sizes).
-fn normal(rng: &mut ChaCha8Rng) -> f64 {
-    let mut s = 0.0;
-    for _ in 0..12 {
-        s += unit(rng);
-    }
-    s - 6.0
-}
-
 fn sample_size(rng: &mut ChaCha8Rng, dist: &SizeDist) -> u64 {
     let (bytes, min, max) = match *dist {
         SizeDist::LogNormal {
@@ -369,144 +296,12 @@ fn sample_size(rng: &mut ChaCha8Rng, dist: &SizeDist) -> u64 {
     (bytes.clamp(min, max).round() as u64).max(MIN_FILE_SIZE)
 }
 
-// ---- names ---------------------------------------------------------------------------
-
-const CONSONANTS: &[u8] = b"bcdfghjklmnprstvwz";
-const VOWELS: &[u8] = b"aeiou";
-const DIR_NAMES: &[&str] = &[
-    "src",
-    "lib",
-    "docs",
-    "assets",
-    "images",
-    "data",
-    "build",
-    "test",
-    "config",
-    "photos",
-    "music",
-    "backup",
-    "archive",
-    "2019",
-    "2020",
-    "2021",
-    "2022",
-    "2023",
-    "misc",
-    "old",
-    "new",
-    "share",
-    "include",
-    "bin",
-    "res",
-    "scripts",
-    "media",
-    "projects",
-    "notes",
-    "Downloads",
-];
-
-fn word(rng: &mut ChaCha8Rng) -> String {
-    let syllables = 1 + below(rng, 3);
-    let mut w = String::new();
-    for _ in 0..syllables {
-        w.push(CONSONANTS[below(rng, CONSONANTS.len() as u64) as usize] as char);
-        w.push(VOWELS[below(rng, VOWELS.len() as u64) as usize] as char);
-        if below(rng, 10) < 3 {
-            w.push(CONSONANTS[below(rng, CONSONANTS.len() as u64) as usize] as char);
-        }
-    }
-    w
-}
-
-fn capitalize(w: &str) -> String {
-    let mut c = w.chars();
-    match c.next() {
-        Some(f) => f.to_ascii_uppercase().to_string() + c.as_str(),
-        None => String::new(),
-    }
-}
-
-fn digits(rng: &mut ChaCha8Rng, n: u64) -> String {
-    (0..n)
-        .map(|_| char::from(b'0' + below(rng, 10) as u8))
-        .collect()
-}
-
-fn dir_name(rng: &mut ChaCha8Rng) -> String {
-    match below(rng, 10) {
-        0..=3 => DIR_NAMES[below(rng, DIR_NAMES.len() as u64) as usize].to_string(),
-        4..=6 => word(rng),
-        7 => capitalize(&word(rng)),
-        8 => format!("{}_{}", word(rng), word(rng)),
-        _ => {
-            let n = 1 + below(rng, 3);
-            format!("{}-{}", word(rng), digits(rng, n))
-        }
-    }
-}
-
-/// A file stem in one of the styles real trees are full of; lengths mostly 6–30 characters.
-fn file_stem(rng: &mut ChaCha8Rng) -> String {
-    match below(rng, 20) {
-        0..=7 => {
-            let n = 1 + below(rng, 3);
-            let joiner = ["_", "-", "", " "][below(rng, 4) as usize];
-            let words: Vec<String> = (0..n)
-                .map(|i| {
-                    let w = word(rng);
-                    if joiner.is_empty() && i > 0 {
-                        capitalize(&w)
-                    } else {
-                        w
-                    }
-                })
-                .collect();
-            words.join(joiner)
-        }
-        8..=10 => {
-            let prefix = ["IMG_", "DSC", "PXL_", "VID_"][below(rng, 4) as usize];
-            let n = 4 + below(rng, 5);
-            format!("{prefix}{}", digits(rng, n))
-        }
-        11..=14 => {
-            let sep = ["_", "-", ""][below(rng, 3) as usize];
-            let n = 1 + below(rng, 4);
-            format!("{}{sep}{}", word(rng), digits(rng, n))
-        }
-        15..=17 => format!(
-            "20{}-{:02}-{:02}_{}",
-            10 + below(rng, 15),
-            1 + below(rng, 12),
-            1 + below(rng, 28),
-            word(rng)
-        ),
-        _ => {
-            let n = 3 + below(rng, 4);
-            let words: Vec<String> = (0..n).map(|_| word(rng)).collect();
-            capitalize(&words.join("_"))
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use std::collections::BTreeMap;
 
     use super::*;
     use crate::dataset::Profile;
-
-    #[test]
-    fn deterministic_math_is_close_to_libm() {
-        for x in [-3.5, -1.0, 0.0, 0.3, 1.0, 7.25, 30.9] {
-            let a = exp2_det(x);
-            assert!((a / x.exp2() - 1.0).abs() < 1e-12, "exp2({x})");
-        }
-        for x in [1e-3, 0.7, 1.0, 3.0, 16384.0, 4.0e9] {
-            let a = log2_det(x);
-            assert!((a - x.log2()).abs() < 1e-12, "log2({x})");
-        }
-    }
 
     #[test]
     fn lognormal_sizes_average_near_the_mean_and_include_tiny_files() {

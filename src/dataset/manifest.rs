@@ -1,12 +1,34 @@
-//! What a manifest promises: a stable digest, totals, a readable diff against a tree, and
-//! manifests of a user's own directory (`source_dir`).
+//! The manifest: what a data set holds (every file's path, size, content id and hash, every
+//! directory, the planted duplicates), the ground truth every workload verifies against,
+//! and what it promises: a stable digest, totals, a readable diff against a tree. Reading a
+//! tree back into a manifest is [`super::snapshot`]'s job.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::path::Path;
 
-use super::{DatasetError, FileEntry, Manifest};
-use crate::fsops;
+use serde::{Deserialize, Serialize};
+
+/// One file of a data set. Paths are relative, `/`-separated, and never start with `/`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileEntry {
+    pub path: String,
+    pub size: u64,
+    /// Content identity: two entries with the same `content` have the same bytes.
+    pub content: u64,
+    /// xxh3-64 of the file's bytes.
+    pub hash: u64,
+}
+
+/// What a data set holds: the ground truth every workload verifies against.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Manifest {
+    pub files: Vec<FileEntry>,
+    /// Every directory (relative), parents before children; the root itself is not listed.
+    pub dirs: Vec<String>,
+    /// Planted duplicate groups: indices into `files`, each group ≥ 2 files of equal bytes,
+    /// groups sorted and each group's indices sorted, so they compare with `==`.
+    pub duplicate_groups: Vec<Vec<usize>>,
+}
 
 /// At most this many differences are listed by [`Manifest::diff`].
 const MAX_DIFF_LINES: usize = 20;
@@ -48,7 +70,7 @@ impl Manifest {
             .map(|i| &self.files[i])
     }
 
-    /// How `actual` (typically a [`fsops::snapshot`] of a tree) differs from this manifest:
+    /// How `actual` (typically a [`super::snapshot::snapshot`] of a tree) differs from this manifest:
     /// missing or extra files and directories, sizes, and (if `hashes`) contents. Empty when
     /// they agree; capped at 20 lines plus a count of the rest.
     pub fn diff(&self, actual: &Manifest, hashes: bool) -> Vec<String> {
@@ -100,36 +122,4 @@ impl Manifest {
         }
         s
     }
-}
-
-/// Plans a data set from a user's directory: every regular file with its size and xxh3-64.
-/// Returns the manifest and what was skipped (`path (reason)`): symbolic links, sockets,
-/// FIFOs, device nodes and non-UTF-8 names.
-///
-/// Content ids are assigned per distinct (size, hash); files sharing one form the
-/// duplicate groups, except empty files, which are never reported as duplicates (as
-/// duplicate finders do by default). Equality here rests on a 64-bit hash, not a byte
-/// comparison: a collision is possible in principle (about 2^-64 per pair).
-pub fn plan_source(dir: &Path) -> Result<(Manifest, Vec<String>), DatasetError> {
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let snap = fsops::snapshot(dir, threads, true).map_err(|e| DatasetError::Io {
-        path: e.path,
-        source: e.source,
-    })?;
-    let mut m = snap.manifest;
-    let mut ids: BTreeMap<(u64, u64), (u64, Vec<usize>)> = BTreeMap::new();
-    for (i, f) in m.files.iter_mut().enumerate() {
-        let next = ids.len() as u64 + 1;
-        let slot = ids.entry((f.size, f.hash)).or_insert((next, Vec::new()));
-        f.content = slot.0;
-        slot.1.push(i);
-    }
-    let mut groups: Vec<Vec<usize>> = ids
-        .into_iter()
-        .filter(|((size, _), (_, members))| *size > 0 && members.len() >= 2)
-        .map(|(_, (_, members))| members)
-        .collect();
-    groups.sort_unstable();
-    m.duplicate_groups = groups;
-    Ok((m, snap.skipped))
 }

@@ -14,8 +14,9 @@
 //!   their sizes, because small-file behaviour is exactly what they measure. A shrunk class
 //!   keeps an average of at least 256 KiB.
 
-use super::generate::log2_det;
-use super::{DatasetError, Profile};
+use super::draw::log2_det;
+use super::error::DatasetError;
+use super::spec::Profile;
 
 const KIB: f64 = 1024.0;
 const MIB: f64 = 1024.0 * 1024.0;

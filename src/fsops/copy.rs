@@ -15,7 +15,7 @@ use std::os::fd::{AsFd, BorrowedFd};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 
-use rustix::fs::{AtFlags, Mode, OFlags, StatxFlags, Timestamps};
+use rustix::fs::{AtFlags, FileType, Mode, OFlags, StatxFlags, Timestamps};
 use rustix::io::Errno;
 use xxhash_rust::xxh3::Xxh3Default;
 
@@ -31,6 +31,7 @@ pub enum CopyMethod {
 }
 
 impl CopyMethod {
+    /// The name used in metrics and messages.
     pub fn as_str(self) -> &'static str {
         match self {
             CopyMethod::Reflink => "reflink",
@@ -160,7 +161,7 @@ fn open_pair(
         Mode::empty(),
     )?;
     let meta = source_meta(src.as_fd())?;
-    if meta.mode & libc::S_IFMT != libc::S_IFREG {
+    if FileType::from_raw_mode(meta.mode) != FileType::RegularFile {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
             "not a regular file",
@@ -397,7 +398,7 @@ mod tests {
         let dst = tmp_in("/var/tmp");
         let data = make_source(src.path());
         let s = CopyStrategy::new(false, true);
-        s.simulate_copy_file_range_refusal(libc::EOPNOTSUPP);
+        s.simulate_copy_file_range_refusal(Errno::OPNOTSUPP.raw_os_error());
         let r = copy(src.path(), dst.path(), &s);
         assert_eq!(r.method, CopyMethod::ReadWrite);
         assert_eq!(r.bytes, data.len() as u64);
@@ -500,6 +501,6 @@ mod tests {
             &mut buf,
         )
         .unwrap_err();
-        assert_eq!(e.raw_os_error(), Some(libc::ENOENT));
+        assert_eq!(e.raw_os_error(), Some(Errno::NOENT.raw_os_error()));
     }
 }

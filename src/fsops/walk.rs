@@ -1,237 +1,25 @@
-//! A parallel directory walker built the way the fastest tools build theirs.
+//! The parallel directory walker, built the way the fastest tools build theirs.
 //!
 //! * One task per directory on a rayon pool of exactly `threads` threads; a task opens its
 //!   directory with `openat(root_fd, relative_path)` (so no descriptor is held while the
 //!   task waits in a queue, and wide trees cannot exhaust the descriptor limit).
-//! * Entries come from `getdents64` into a 64 KiB buffer (rustix `RawDir`) that each worker
-//!   reuses, and names are packed into one reusable byte arena per worker: no allocation per
-//!   entry.
-//! * `d_type` gives the kind for free; `statx` runs only when the caller needs metadata
-//!   ([`Need`]) and asks only for those fields, or when `d_type` is `DT_UNKNOWN` (some FUSE
-//!   and network file systems), in which case it asks for the type alone.
+//! * Each pool thread owns one worker (the caller's per-worker state plus reading buffers,
+//!   see [`super::dir`]); work stealing moves tasks, never buffers.
 //! * The visitor sees a whole directory at once ([`Dir`]): its descriptor (so callers can
 //!   `utimensat`/`fchmodat`/`unlinkat` relative to it, never resolving full paths) and all of
-//!   its entries, read completely before the visitor runs, so a visitor may remove entries
-//!   without disturbing the `getdents` offsets of FUSE file systems.
+//!   its entries.
 
-use std::ffi::{CStr, OsStr};
-use std::mem::MaybeUninit;
-use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
-use std::os::unix::ffi::OsStrExt;
+use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
-use std::time::Instant;
 
-use rustix::fs::{AtFlags, FileType, Mode, OFlags, RawDir, StatxFlags};
+use rustix::fs::{Mode, OFlags};
 
+use super::dir::{Dir, DirBuf, Need, ReadHow, WalkStats};
+use super::pool::pool;
+use super::totals::Totals;
 use super::FsError;
-
-/// Size of each worker's `getdents64` buffer.
-const DENTS_BUF: usize = 64 * 1024;
-
-/// What kind of entry a directory entry is. Symbolic links are never followed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Kind {
-    File,
-    Dir,
-    Symlink,
-    /// FIFOs, sockets, device nodes.
-    Other,
-}
-
-impl Kind {
-    fn from_file_type(t: FileType) -> Option<Kind> {
-        match t {
-            FileType::RegularFile => Some(Kind::File),
-            FileType::Directory => Some(Kind::Dir),
-            FileType::Symlink => Some(Kind::Symlink),
-            FileType::Unknown => None,
-            _ => Some(Kind::Other),
-        }
-    }
-
-    fn from_mode(mode: u32) -> Kind {
-        Kind::from_file_type(FileType::from_raw_mode(mode)).unwrap_or(Kind::Other)
-    }
-}
-
-/// Which metadata the caller needs; [`Need::NONE`] means names and kinds only (no `statx`
-/// unless `d_type` is unknown). Combine with `|`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Need(u8);
-
-impl Need {
-    pub const NONE: Need = Need(0);
-    /// Logical size in bytes.
-    pub const SIZE: Need = Need(1);
-    /// Allocated 512-byte blocks.
-    pub const BLOCKS: Need = Need(2);
-    pub const MTIME: Need = Need(4);
-    /// Permission bits and file type.
-    pub const MODE: Need = Need(8);
-    pub const ALL: Need = Need(15);
-
-    pub fn is_empty(self) -> bool {
-        self.0 == 0
-    }
-
-    pub fn contains(self, other: Need) -> bool {
-        self.0 & other.0 == other.0
-    }
-
-    fn statx_mask(self) -> StatxFlags {
-        let mut m = StatxFlags::TYPE;
-        if self.contains(Need::SIZE) {
-            m |= StatxFlags::SIZE;
-        }
-        if self.contains(Need::BLOCKS) {
-            m |= StatxFlags::BLOCKS;
-        }
-        if self.contains(Need::MTIME) {
-            m |= StatxFlags::MTIME;
-        }
-        if self.contains(Need::MODE) {
-            m |= StatxFlags::MODE;
-        }
-        m
-    }
-}
-
-impl std::ops::BitOr for Need {
-    type Output = Need;
-    fn bitor(self, rhs: Need) -> Need {
-        Need(self.0 | rhs.0)
-    }
-}
-
-/// Metadata of an entry; only the fields asked for through [`Need`] are filled.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Meta {
-    pub size: u64,
-    /// Allocated space in 512-byte units, as `st_blocks`.
-    pub blocks: u64,
-    /// Seconds and nanoseconds since the epoch.
-    pub mtime: (i64, u32),
-    /// `st_mode`: file type and permission bits.
-    pub mode: u32,
-}
-
-impl Meta {
-    fn from_statx(x: &rustix::fs::Statx) -> Meta {
-        Meta {
-            size: x.stx_size,
-            blocks: x.stx_blocks,
-            mtime: (x.stx_mtime.tv_sec, x.stx_mtime.tv_nsec),
-            mode: u32::from(x.stx_mode),
-        }
-    }
-}
-
-/// One entry of a directory, borrowed from the walker's buffers.
-#[derive(Debug, Clone, Copy)]
-pub struct Dirent<'a> {
-    pub name: &'a CStr,
-    pub kind: Kind,
-    pub meta: Meta,
-}
-
-impl<'a> Dirent<'a> {
-    pub fn name_bytes(&self) -> &'a [u8] {
-        self.name.to_bytes()
-    }
-
-    /// The extension (after the last `.` that is not the first character), if any.
-    pub fn ext(&self) -> Option<&'a [u8]> {
-        ext_of(self.name.to_bytes())
-    }
-}
-
-/// The extension of a file name, as `Path::extension` defines it.
-pub fn ext_of(name: &[u8]) -> Option<&[u8]> {
-    let dot = name.iter().rposition(|&b| b == b'.')?;
-    (dot > 0).then(|| &name[dot + 1..])
-}
-
-struct RawEnt {
-    name_start: usize,
-    name_end: usize, // includes the NUL
-    kind: Kind,
-    /// `d_type` was `DT_UNKNOWN`: the kind comes from a `statx`.
-    unknown: bool,
-    meta: Meta,
-}
-
-/// A directory as the visitor sees it: its descriptor, its path relative to the walk root
-/// (empty for the root), and all of its entries except `.` and `..`.
-pub struct Dir<'a> {
-    fd: BorrowedFd<'a>,
-    rel: &'a Path,
-    depth: u32,
-    names: &'a [u8],
-    ents: &'a [RawEnt],
-}
-
-impl<'a> Dir<'a> {
-    /// The open directory, for `*at` calls relative to it.
-    pub fn fd(&self) -> BorrowedFd<'a> {
-        self.fd
-    }
-    /// The directory's path relative to the walk root; empty for the root itself.
-    pub fn rel(&self) -> &'a Path {
-        self.rel
-    }
-    /// 0 for the root, 1 for its children, …
-    pub fn depth(&self) -> u32 {
-        self.depth
-    }
-    pub fn len(&self) -> usize {
-        self.ents.len()
-    }
-    pub fn is_empty(&self) -> bool {
-        self.ents.is_empty()
-    }
-    pub fn entries(&self) -> impl Iterator<Item = Dirent<'a>> + 'a {
-        let names = self.names;
-        self.ents.iter().map(move |e| Dirent {
-            name: CStr::from_bytes_with_nul(&names[e.name_start..e.name_end]).unwrap_or(c"?"),
-            kind: e.kind,
-            meta: e.meta,
-        })
-    }
-    /// The relative path of an entry of this directory (allocates; for results, not loops).
-    pub fn path_of(&self, name: &CStr) -> PathBuf {
-        self.rel.join(OsStr::from_bytes(name.to_bytes()))
-    }
-}
-
-/// Totals of a walk.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct WalkStats {
-    /// Directories visited, including the root.
-    pub dirs: u64,
-    pub files: u64,
-    pub symlinks: u64,
-    pub other: u64,
-    /// `statx` calls made.
-    pub stat_calls: u64,
-    /// Entries whose `d_type` was `DT_UNKNOWN` and needed a `statx` for their kind.
-    pub unknown_types: u64,
-    /// Nanoseconds of each `statx` call, when [`WalkOptions::time_stats`] is set.
-    pub stat_ns: Vec<u64>,
-}
-
-impl WalkStats {
-    fn add(&mut self, o: WalkStats) {
-        self.dirs += o.dirs;
-        self.files += o.files;
-        self.symlinks += o.symlinks;
-        self.other += o.other;
-        self.stat_calls += o.stat_calls;
-        self.unknown_types += o.unknown_types;
-        self.stat_ns.extend(o.stat_ns);
-    }
-}
 
 /// How to walk.
 #[derive(Debug, Clone, Copy)]
@@ -247,6 +35,7 @@ pub struct WalkOptions {
 }
 
 impl WalkOptions {
+    /// `threads` workers fetching `need`, without the diagnostics switches.
     pub fn new(threads: usize, need: Need) -> Self {
         WalkOptions {
             threads,
@@ -255,15 +44,6 @@ impl WalkOptions {
             force_type_lookup: false,
         }
     }
-}
-
-/// Builds a rayon pool of exactly `threads` threads (at least one).
-pub fn pool(threads: usize) -> Result<rayon::ThreadPool, FsError> {
-    rayon::ThreadPoolBuilder::new()
-        .num_threads(threads.max(1))
-        .thread_name(|i| format!("fsarena-{i}"))
-        .build()
-        .map_err(|e| FsError::new("start thread pool", Path::new(""), std::io::Error::other(e)))
 }
 
 /// Walks `root` with `threads` workers and calls `visit` once per directory (root
@@ -325,24 +105,22 @@ where
     if let Some(e) = error.into_inner().unwrap_or_else(|p| p.into_inner()) {
         return Err(e);
     }
-    let mut stats = WalkStats::default();
-    let mut states = Vec::new();
     let workers = slots
         .into_iter()
         .filter_map(|m| m.into_inner().unwrap_or_else(|p| p.into_inner()))
         .chain(spare.into_inner().unwrap_or_else(|p| p.into_inner()));
-    for w in workers {
-        stats.add(w.stats);
+    let mut states = Vec::new();
+    let stats = WalkStats::sum_all(workers.map(|w| {
         states.push(w.state);
-    }
+        w.stats
+    }));
     Ok((stats, states))
 }
 
+/// One worker's state: the caller's `S`, the reading buffers and the totals so far.
 struct Worker<S> {
     state: S,
-    dents: Vec<u8>,
-    names: Vec<u8>,
-    ents: Vec<RawEnt>,
+    buf: DirBuf,
     stats: WalkStats,
 }
 
@@ -374,9 +152,7 @@ where
         }
         Worker {
             state: (self.init)(),
-            dents: Vec::with_capacity(DENTS_BUF),
-            names: Vec::with_capacity(16 * 1024),
-            ents: Vec::with_capacity(256),
+            buf: DirBuf::new(),
             stats: WalkStats::default(),
         }
     }
@@ -426,12 +202,9 @@ fn process<'s, S, E, I, F>(
     let result = read_and_visit(shared, &mut w, &rel, depth);
     // Children are spawned after the visit, from the names read into the arena.
     if result.is_ok() {
-        for e in &w.ents {
-            if e.kind == Kind::Dir {
-                let name = &w.names[e.name_start..e.name_end - 1];
-                let child = rel.join(OsStr::from_bytes(name));
-                scope.spawn(move |s| process(shared, s, child, depth + 1));
-            }
+        for name in w.buf.subdirs() {
+            let child = rel.join(name);
+            scope.spawn(move |s| process(shared, s, child, depth + 1));
         }
     }
     shared.put_worker(w);
@@ -440,6 +213,7 @@ fn process<'s, S, E, I, F>(
     }
 }
 
+/// Opens `rel` under the walk root, reads it into the worker's buffers and runs the visitor.
 fn read_and_visit<S, E, I, F>(
     shared: &Shared<'_, S, E, I, F>,
     w: &mut Worker<S>,
@@ -451,9 +225,6 @@ where
     I: Fn() -> S,
     F: Fn(&mut S, &Dir) -> Result<(), E>,
 {
-    let io_err = |op: &'static str, path: &Path, e: rustix::io::Errno| {
-        E::from(FsError::new(op, &shared.root.join(path), e.into()))
-    };
     let owned;
     let fd = if rel.as_os_str().is_empty() {
         shared.root_fd.as_fd()
@@ -464,149 +235,34 @@ where
             OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC | OFlags::NOFOLLOW,
             Mode::empty(),
         )
-        .map_err(|e| io_err("open directory", rel, e))?;
+        .map_err(|e| {
+            E::from(FsError::new(
+                "open directory",
+                &shared.root.join(rel),
+                e.into(),
+            ))
+        })?;
         owned.as_fd()
     };
-    w.names.clear();
-    w.ents.clear();
-    w.stats.dirs += 1;
-    let need = shared.opts.need;
-    let mut dir = RawDir::new(fd, w.dents.spare_capacity_mut());
-    while let Some(entry) = dir.next() {
-        let entry = entry.map_err(|e| io_err("read directory", rel, e))?;
-        let name = entry.file_name().to_bytes_with_nul();
-        if name == b".\0" || name == b"..\0" {
-            continue;
-        }
-        let name_start = w.names.len();
-        w.names.extend_from_slice(name);
-        w.ents.push(RawEnt {
-            name_start,
-            name_end: w.names.len(),
-            kind: Kind::from_file_type(entry.file_type()).unwrap_or(Kind::Other),
-            unknown: shared.opts.force_type_lookup || entry.file_type() == FileType::Unknown,
-            meta: Meta::default(),
-        });
-    }
-    for e in w.ents.iter_mut() {
-        let unknown = e.unknown;
-        if unknown || !need.is_empty() {
-            let name = CStr::from_bytes_with_nul(&w.names[e.name_start..e.name_end])
-                .map_err(|_| io_err("read directory", rel, rustix::io::Errno::INVAL))?;
-            let mask = if need.is_empty() {
-                StatxFlags::TYPE
-            } else {
-                need.statx_mask()
-            };
-            let t0 = shared.opts.time_stats.then(Instant::now);
-            let x = rustix::fs::statx(
-                fd,
-                name,
-                AtFlags::SYMLINK_NOFOLLOW | AtFlags::STATX_DONT_SYNC,
-                mask,
-            )
-            .map_err(|err| io_err("statx", &rel.join(OsStr::from_bytes(name.to_bytes())), err))?;
-            if let Some(t0) = t0 {
-                w.stats.stat_ns.push(t0.elapsed().as_nanos() as u64);
-            }
-            w.stats.stat_calls += 1;
-            if unknown {
-                w.stats.unknown_types += 1;
-                e.kind = Kind::from_mode(u32::from(x.stx_mode));
-            }
-            e.meta = if need.is_empty() {
-                Meta::default()
-            } else {
-                Meta::from_statx(&x)
-            };
-        }
-        match e.kind {
-            Kind::File => w.stats.files += 1,
-            Kind::Symlink => w.stats.symlinks += 1,
-            Kind::Other => w.stats.other += 1,
-            Kind::Dir => {}
-        }
-    }
-    let view = Dir {
-        fd,
-        rel,
-        depth,
-        names: &w.names,
-        ents: &w.ents,
+    let how = ReadHow {
+        need: shared.opts.need,
+        time_stats: shared.opts.time_stats,
+        force_type_lookup: shared.opts.force_type_lookup,
     };
-    (shared.visit)(&mut w.state, &view)
-}
-
-/// An owned entry, for callers that want a sorted list rather than a visitor.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Entry {
-    /// Relative to the walk root.
-    pub path: PathBuf,
-    pub kind: Kind,
-    pub size: u64,
-    /// 512-byte units.
-    pub blocks: u64,
-    pub mtime: (i64, u32),
-    pub mode: u32,
-}
-
-impl Entry {
-    pub fn ext(&self) -> Option<&OsStr> {
-        self.path.extension()
-    }
-}
-
-/// Every entry under `root` (not the root itself), sorted by path bytes. Allocates per entry:
-/// meant for verification and small trees, not for measured phases.
-pub fn list(root: &Path, threads: usize, need: Need) -> Result<Vec<Entry>, FsError> {
-    let opts = WalkOptions::new(threads, need);
-    let (_, parts) = walk_with(root, &opts, Vec::new, |out: &mut Vec<Entry>, d: &Dir| {
-        for e in d.entries() {
-            out.push(Entry {
-                path: d.path_of(e.name),
-                kind: e.kind,
-                size: e.meta.size,
-                blocks: e.meta.blocks,
-                mtime: e.meta.mtime,
-                mode: e.meta.mode,
-            });
-        }
-        Ok::<(), FsError>(())
-    })?;
-    let mut all: Vec<Entry> = parts.into_iter().flatten().collect();
-    // Byte order, like the manifest (Path's own order is per component).
-    all.sort_unstable_by(|a, b| {
-        a.path
-            .as_os_str()
-            .as_bytes()
-            .cmp(b.path.as_os_str().as_bytes())
-    });
-    Ok(all)
-}
-
-/// Whether `dir` has no entries besides `.` and `..`.
-pub fn is_empty_dir(dir: &Path) -> Result<bool, FsError> {
-    let fd = rustix::fs::open(
-        dir,
-        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
-        Mode::empty(),
-    )
-    .map_err(|e| FsError::new("open directory", dir, e.into()))?;
-    let mut buf = [MaybeUninit::<u8>::uninit(); 4096];
-    let mut it = RawDir::new(&fd, &mut buf);
-    while let Some(entry) = it.next() {
-        let entry = entry.map_err(|e| FsError::new("read directory", dir, e.into()))?;
-        let name = entry.file_name().to_bytes();
-        if name != b"." && name != b".." {
-            return Ok(false);
-        }
-    }
-    Ok(true)
+    w.buf
+        .read(fd, &shared.root, rel, how, &mut w.stats)
+        .map_err(E::from)?;
+    (shared.visit)(&mut w.state, &w.buf.view(fd, rel, depth))
 }
 
 #[cfg(test)]
 mod tests {
+    use std::ffi::OsStr;
+
     use super::*;
+    use crate::fsops::dir::{ext_of, is_empty_dir, Kind, Meta};
+    use crate::fsops::list::list;
+    use rustix::io::Errno;
 
     fn tree() -> tempfile::TempDir {
         let dir = tempfile::Builder::new()
@@ -719,21 +375,21 @@ mod tests {
             |_| Ok(()),
         )
         .unwrap_err();
-        assert_eq!(err.source.raw_os_error(), Some(libc::ENOENT));
+        assert_eq!(err.source.raw_os_error(), Some(Errno::NOENT.raw_os_error()));
         let t = tree();
         let err = walk::<FsError, _>(t.path(), 2, Need::NONE, |d| {
             if d.depth() == 1 {
                 Err(FsError::new(
                     "visit",
                     d.rel(),
-                    std::io::Error::from_raw_os_error(libc::EIO),
+                    std::io::Error::from_raw_os_error(Errno::IO.raw_os_error()),
                 ))
             } else {
                 Ok(())
             }
         })
         .unwrap_err();
-        assert_eq!(err.source.raw_os_error(), Some(libc::EIO));
+        assert_eq!(err.source.raw_os_error(), Some(Errno::IO.raw_os_error()));
         assert!(!is_empty_dir(t.path()).unwrap());
         assert!(is_empty_dir(&t.path().join("a-x")).unwrap());
     }

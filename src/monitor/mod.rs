@@ -301,7 +301,7 @@ mod tests {
         let mut file = std::fs::OpenOptions::new()
             .write(true)
             .create_new(true)
-            .custom_flags(libc::O_DIRECT)
+            .custom_flags(rustix::fs::OFlags::DIRECT.bits() as i32)
             .open(&path)
             .unwrap();
         // O_DIRECT needs an aligned buffer; carve one out of a larger Vec.

@@ -101,7 +101,7 @@ pub fn dataset_error(e: DatasetError) -> WorkloadError {
 /// Checks that `root` holds exactly the manifest: every directory, every file with its
 /// size and xxh3 hash, nothing missing and nothing extra.
 pub fn verify(root: &Path, manifest: &Manifest, threads: usize) -> Result<(), WorkloadError> {
-    let snap = fsops::snapshot(root, threads, true)?;
+    let snap = dataset::snapshot(root, threads, true)?;
     let diff = manifest.diff(&snap.manifest, true);
     let mut problems = diff;
     problems.extend(snap.skipped.iter().map(|s| format!("unexpected entry {s}")));

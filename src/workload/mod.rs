@@ -254,6 +254,17 @@ impl WorkloadError {
     }
 }
 
+/// An fsops error (operation and path) as a workload error with that context; fsops sits
+/// below workloads and so cannot name this type itself.
+impl From<crate::fsops::FsError> for WorkloadError {
+    fn from(e: crate::fsops::FsError) -> Self {
+        WorkloadError::Io {
+            context: format!("{} {}", e.op, e.path.display()),
+            source: e.source,
+        }
+    }
+}
+
 /// Maps an OS error to the status users care about: a full file system or a failing device.
 pub fn status_of_io(e: &std::io::Error) -> Status {
     match e.raw_os_error() {

@@ -12,7 +12,7 @@ use serde_json::json;
 use super::create::prepare;
 use super::{Ctx, Harness, Outcome, Point, Workload, WorkloadError};
 use crate::dataset::Manifest;
-use crate::fsops::walk::ext_of;
+use crate::fsops::ext_of;
 use crate::fsops::{self, Dir, Kind, LatencyLog, Need, WalkOptions};
 
 pub struct Scan;

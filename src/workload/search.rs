@@ -16,7 +16,7 @@ use serde_json::json;
 use super::create::{dataset_error, prepare};
 use super::{Ctx, Harness, Outcome, Point, Workload, WorkloadError};
 use crate::dataset::{profile, Manifest};
-use crate::fsops::walk::ext_of;
+use crate::fsops::ext_of;
 use crate::fsops::{self, Dir, Kind, Need, WalkOptions};
 
 pub struct Search;
