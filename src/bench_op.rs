@@ -25,10 +25,10 @@ use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 
 use crate::dataset::DatasetSpec;
-use crate::workload::copy::CopyMode;
+use crate::workload::tree_copy::{copy_tree, CopyMode};
 use crate::workload::search::Query;
 use crate::workload::{
-    chmod, copy, copy_verify, delete, dupes, scan, search, sync, touch, Ctx, IoContext,
+    chmod, copy_verify, delete, dupes, scan, search, sync, touch, Ctx, IoContext,
     WorkloadError,
 };
 
@@ -177,7 +177,7 @@ pub fn run(args: &OpArgs) -> Result<OpReport, WorkloadError> {
             // `cp -a SRC DEST` creates DEST; copy_tree fills an existing directory.
             create_dir_like(src, dest)?;
             // `cp` reflinks where the file system offers it (--reflink=auto).
-            let t = copy::copy_tree(&ctx, src, dest, threads, CopyMode::Fast { reflink: true })?;
+            let t = copy_tree(&ctx, src, dest, threads, CopyMode::Fast { reflink: true })?;
             (t.files, t.bytes)
         }
         OpName::Sync => {
