@@ -2,20 +2,11 @@
 //! be timed by an outside tool (hyperfine) next to the peer program that does the same job.
 //!
 //! Each op calls exactly the core function the workload wraps in `Harness::measure` — no
-//! data generation, no verification, no monitor — with the work matched to its peer:
-//!
-//! | op          | core function                      | peer it is compared with              |
-//! |-------------|------------------------------------|---------------------------------------|
-//! | scan        | `scan::analyze`                    | `du -s`, `dua`, `pdu`                 |
-//! | search-name | `search::search` (name glob)       | `find -name`, `fdfind -g`             |
-//! | search-size | `search::search` (size range)      | `find -size`                          |
-//! | dupes       | `dupes::find_duplicates`           | `jdupes -r`, `rmlint`, `fclones group`|
-//! | copy        | `copy::copy_tree` (into DEST)      | `cp -a`, `rsync -a`, `xcp -r`         |
-//! | sync        | `sync::sync_tree` (SRC onto DEST)  | `rsync -a --delete`                   |
-//! | delete      | `delete::remove_tree_contents` + `rmdir SRC` | `rm -rf`                    |
-//! | touch       | `touch::touch_all`                 | `find -type f -exec touch {} +`       |
-//! | chmod       | `chmod::apply` (mode only)         | `chmod -R`                            |
-//! | hash        | `copy_verify::read_back`           | `xxhsum` over every file              |
+//! data generation, no verification, no monitor — with the work matched to its peer. The
+//! ops are one table, [`OPS`]: each row names the op, the registry workload
+//! ([`crate::workload::all`]) whose measured phase it is, the peers it is compared with,
+//! and the call. The command line's list of names is that table, so there is no second list
+//! to keep in step.
 //!
 //! The time printed is the op's own wall clock around the core call; an outside timer also
 //! sees process start and exit, which is the point of comparing with whole peer programs.
@@ -25,55 +16,154 @@ use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 
 use crate::dataset::DatasetSpec;
-use crate::workload::copy::CopyMode;
 use crate::workload::search::Query;
+use crate::workload::tree_copy::{copy_tree, CopyMode};
 use crate::workload::{
-    chmod, copy, copy_verify, delete, dupes, scan, search, sync, touch, Ctx, IoContext,
-    WorkloadError,
+    chmod, copy_verify, delete, dupes, scan, search, sync, touch, Ctx, IoContext, WorkloadError,
 };
 
-/// The operations `fsarena op` runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum OpName {
-    Scan,
-    SearchName,
-    SearchSize,
-    Dupes,
-    Copy,
-    Sync,
-    Delete,
-    Touch,
-    Chmod,
-    Hash,
+/// What an op's core call returns: a count and a byte total (see [`run`]).
+type Counts = Result<(u64, u64), WorkloadError>;
+
+/// One operation of `fsarena op`: a row of [`OPS`].
+#[derive(Clone, Copy)]
+pub struct Op {
+    /// The name as typed on the command line.
+    pub name: &'static str,
+    /// The registry workload whose measured phase this op is.
+    pub workload: &'static str,
+    /// The core function called, for the help text.
+    pub core: &'static str,
+    /// The peer programs bench/files.sh times it against.
+    pub peers: &'static str,
+    /// Whether the op writes into a second tree (DEST).
+    pub needs_dest: bool,
+    /// The core call: (args, context, source tree, destination when `needs_dest`).
+    call: fn(&OpArgs, &Ctx, &Path, Option<&Path>) -> Counts,
 }
 
-impl OpName {
-    /// The name as typed on the command line.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            OpName::Scan => "scan",
-            OpName::SearchName => "search-name",
-            OpName::SearchSize => "search-size",
-            OpName::Dupes => "dupes",
-            OpName::Copy => "copy",
-            OpName::Sync => "sync",
-            OpName::Delete => "delete",
-            OpName::Touch => "touch",
-            OpName::Chmod => "chmod",
-            OpName::Hash => "hash",
-        }
-    }
+/// Every op `fsarena op` runs, in the order `--help` lists them.
+pub const OPS: &[Op] = &[
+    Op {
+        name: "scan",
+        workload: "scan",
+        core: "scan::analyze",
+        peers: "du -s, dua, pdu",
+        needs_dest: false,
+        call: op_scan,
+    },
+    Op {
+        name: "search-name",
+        workload: "search",
+        core: "search::search (name glob)",
+        peers: "find -name, fdfind -g",
+        needs_dest: false,
+        call: op_search_name,
+    },
+    Op {
+        name: "search-size",
+        workload: "search",
+        core: "search::search (size range)",
+        peers: "find -size",
+        needs_dest: false,
+        call: op_search_size,
+    },
+    Op {
+        name: "dupes",
+        workload: "dupes",
+        core: "dupes::find_duplicates",
+        peers: "jdupes -r, rmlint, fclones group",
+        needs_dest: false,
+        call: op_dupes,
+    },
+    Op {
+        name: "copy",
+        workload: "copy",
+        core: "tree_copy::copy_tree (into DEST)",
+        peers: "cp -a, rsync -a, xcp -r",
+        needs_dest: true,
+        call: op_copy,
+    },
+    Op {
+        name: "sync",
+        workload: "sync",
+        core: "sync::sync_tree (SRC onto DEST)",
+        peers: "rsync -a --delete",
+        needs_dest: true,
+        call: op_sync,
+    },
+    Op {
+        name: "delete",
+        workload: "delete",
+        core: "delete::remove_tree_contents + rmdir SRC",
+        peers: "rm -rf",
+        needs_dest: false,
+        call: op_delete,
+    },
+    Op {
+        name: "touch",
+        workload: "touch",
+        core: "touch::touch_all",
+        peers: "find -type f -exec touch {} +",
+        needs_dest: false,
+        call: op_touch,
+    },
+    Op {
+        name: "chmod",
+        workload: "chmod",
+        core: "chmod::apply (mode only)",
+        peers: "chmod -R",
+        needs_dest: false,
+        call: op_chmod,
+    },
+    Op {
+        name: "hash",
+        workload: "copy-verify",
+        core: "copy_verify::read_back",
+        peers: "xxhsum over every file",
+        needs_dest: false,
+        call: op_hash,
+    },
+];
 
-    /// Whether the op writes into a second tree.
-    pub fn needs_dest(self) -> bool {
-        matches!(self, OpName::Copy | OpName::Sync)
+impl Op {
+    /// The op called `name`, if there is one.
+    pub fn by_name(name: &str) -> Option<Op> {
+        OPS.iter().find(|o| o.name == name).copied()
+    }
+}
+
+impl std::fmt::Debug for Op {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name)
+    }
+}
+
+impl PartialEq for Op {
+    fn eq(&self, other: &Op) -> bool {
+        self.name == other.name
+    }
+}
+
+impl Eq for Op {}
+
+/// Lets clap take an op name as a positional argument, listing [`OPS`] as its values.
+impl clap::ValueEnum for Op {
+    fn value_variants<'a>() -> &'a [Self] {
+        OPS
+    }
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        Some(clap::builder::PossibleValue::new(self.name).help(format!(
+            "workload {}: {}; peers: {}",
+            self.workload, self.core, self.peers
+        )))
     }
 }
 
 /// What to run and with which parameters.
 #[derive(Debug, Clone)]
 pub struct OpArgs {
-    pub name: OpName,
+    pub name: Op,
     pub src: PathBuf,
     pub dest: Option<PathBuf>,
     pub threads: usize,
@@ -101,13 +191,10 @@ pub struct OpReport {
 
 impl OpReport {
     /// The one line `fsarena op` prints.
-    pub fn line(&self, name: OpName) -> String {
+    pub fn line(&self, op: Op) -> String {
         format!(
             "{} seconds={:.6} files={} bytes={}",
-            name.as_str(),
-            self.seconds,
-            self.files,
-            self.bytes
+            op.name, self.seconds, self.files, self.bytes
         )
     }
 }
@@ -120,19 +207,19 @@ pub fn run(args: &OpArgs) -> Result<OpReport, WorkloadError> {
     let spec = DatasetSpec::default();
     let options = toml::Table::new();
     let cancel = AtomicBool::new(false);
-    let dest = match (args.name.needs_dest(), &args.dest) {
+    let op = args.name;
+    let dest = match (op.needs_dest, &args.dest) {
         (true, Some(d)) => Some(d.as_path()),
         (true, None) => {
             return Err(WorkloadError::Option(format!(
                 "op {} needs a destination: fsarena op {} SRC DEST",
-                args.name.as_str(),
-                args.name.as_str()
+                op.name, op.name
             )))
         }
         (false, Some(_)) => {
             return Err(WorkloadError::Option(format!(
                 "op {} takes no destination",
-                args.name.as_str()
+                op.name
             )))
         }
         (false, None) => None,
@@ -146,77 +233,91 @@ pub fn run(args: &OpArgs) -> Result<OpReport, WorkloadError> {
         cancel: &cancel,
         deadline: None,
     };
-    let (src, threads) = (args.src.as_path(), ctx.threads);
     let t0 = Instant::now();
-    let (files, bytes) = match args.name {
-        OpName::Scan => {
-            let u = scan::analyze(src, threads, &ctx)?;
-            (u.files, u.allocated())
-        }
-        OpName::SearchName | OpName::SearchSize => {
-            let q = if args.name == OpName::SearchName {
-                Query::Name(args.pattern.clone())
-            } else {
-                Query::Size {
-                    min: args.min_size,
-                    max: args.max_size,
-                }
-            };
-            let found = search::search(src, threads, &q, &ctx)?;
-            (found.paths.len() as u64, 0)
-        }
-        OpName::Dupes => {
-            let s = dupes::find_duplicates(&ctx, src, threads)?;
-            (
-                s.groups.iter().map(Vec::len).sum::<usize>() as u64,
-                s.bytes_hashed,
-            )
-        }
-        OpName::Copy => {
-            let dest = dest_dir(dest)?;
-            // `cp -a SRC DEST` creates DEST; copy_tree fills an existing directory.
-            create_dir_like(src, dest)?;
-            // `cp` reflinks where the file system offers it (--reflink=auto).
-            let t = copy::copy_tree(&ctx, src, dest, threads, CopyMode::Fast { reflink: true })?;
-            (t.files, t.bytes)
-        }
-        OpName::Sync => {
-            let dest = dest_dir(dest)?;
-            if !dest.exists() {
-                create_dir_like(src, dest)?;
-            }
-            let s = sync::sync_tree(&ctx, src, dest, threads, args.modify_window_s)?;
-            (s.files_copied, s.bytes_copied)
-        }
-        OpName::Delete => {
-            let r = delete::remove_tree_contents(src, threads, &ctx)?;
-            // `rm -rf SRC` removes SRC itself too.
-            std::fs::remove_dir(src).ctx(|| format!("removing {}", src.display()))?;
-            (r.files + r.dirs + 1, 0)
-        }
-        OpName::Touch => {
-            let (n, _) = touch::touch_all(src, threads, args.time, &ctx)?;
-            (n, 0)
-        }
-        OpName::Chmod => {
-            let expect = chmod::Expect {
-                mode: Some(args.mode),
-                mode_stored: true,
-                xattr: None,
-            };
-            let a = chmod::apply(src, threads, &expect, &ctx)?;
-            (a.files, 0)
-        }
-        OpName::Hash => {
-            let rb = copy_verify::read_back(&ctx, src, threads)?;
-            (rb.files.len() as u64, rb.bytes)
-        }
-    };
+    let (files, bytes) = (op.call)(args, &ctx, &args.src, dest)?;
     Ok(OpReport {
         seconds: t0.elapsed().as_secs_f64(),
         files,
         bytes,
     })
+}
+
+fn op_scan(_: &OpArgs, ctx: &Ctx, src: &Path, _: Option<&Path>) -> Counts {
+    let u = scan::analyze(src, ctx.threads, ctx)?;
+    Ok((u.files, u.allocated()))
+}
+
+fn op_search_name(args: &OpArgs, ctx: &Ctx, src: &Path, _: Option<&Path>) -> Counts {
+    let found = search::search(src, ctx.threads, &Query::Name(args.pattern.clone()), ctx)?;
+    Ok((found.paths.len() as u64, 0))
+}
+
+fn op_search_size(args: &OpArgs, ctx: &Ctx, src: &Path, _: Option<&Path>) -> Counts {
+    let q = Query::Size {
+        min: args.min_size,
+        max: args.max_size,
+    };
+    let found = search::search(src, ctx.threads, &q, ctx)?;
+    Ok((found.paths.len() as u64, 0))
+}
+
+fn op_dupes(_: &OpArgs, ctx: &Ctx, src: &Path, _: Option<&Path>) -> Counts {
+    let s = dupes::find_duplicates(ctx, src, ctx.threads)?;
+    Ok((
+        s.groups.iter().map(Vec::len).sum::<usize>() as u64,
+        s.bytes_hashed,
+    ))
+}
+
+fn op_copy(_: &OpArgs, ctx: &Ctx, src: &Path, dest: Option<&Path>) -> Counts {
+    let dest = dest_dir(dest)?;
+    // `cp -a SRC DEST` creates DEST; copy_tree fills an existing directory.
+    create_dir_like(src, dest)?;
+    // `cp` reflinks where the file system offers it (--reflink=auto).
+    let t = copy_tree(
+        ctx,
+        src,
+        dest,
+        ctx.threads,
+        CopyMode::Fast { reflink: true },
+    )?;
+    Ok((t.files, t.bytes))
+}
+
+fn op_sync(args: &OpArgs, ctx: &Ctx, src: &Path, dest: Option<&Path>) -> Counts {
+    let dest = dest_dir(dest)?;
+    if !dest.exists() {
+        create_dir_like(src, dest)?;
+    }
+    let s = sync::sync_tree(ctx, src, dest, ctx.threads, args.modify_window_s)?;
+    Ok((s.files_copied, s.bytes_copied))
+}
+
+fn op_delete(_: &OpArgs, ctx: &Ctx, src: &Path, _: Option<&Path>) -> Counts {
+    let r = delete::remove_tree_contents(src, ctx.threads, ctx)?;
+    // `rm -rf SRC` removes SRC itself too.
+    std::fs::remove_dir(src).ctx(|| format!("removing {}", src.display()))?;
+    Ok((r.files + r.dirs + 1, 0))
+}
+
+fn op_touch(args: &OpArgs, ctx: &Ctx, src: &Path, _: Option<&Path>) -> Counts {
+    let (n, _) = touch::touch_all(src, ctx.threads, args.time, ctx)?;
+    Ok((n, 0))
+}
+
+fn op_chmod(args: &OpArgs, ctx: &Ctx, src: &Path, _: Option<&Path>) -> Counts {
+    let expect = chmod::Expect {
+        mode: Some(args.mode),
+        mode_stored: true,
+        xattr: None,
+    };
+    let a = chmod::apply(src, ctx.threads, &expect, ctx)?;
+    Ok((a.files, 0))
+}
+
+fn op_hash(_: &OpArgs, ctx: &Ctx, src: &Path, _: Option<&Path>) -> Counts {
+    let rb = copy_verify::read_back(ctx, src, ctx.threads)?;
+    Ok((rb.files.len() as u64, rb.bytes))
 }
 
 fn dest_dir(dest: Option<&Path>) -> Result<&Path, WorkloadError> {
@@ -245,9 +346,13 @@ fn create_dir_like(src: &Path, dest: &Path) -> Result<(), WorkloadError> {
 mod tests {
     use super::*;
 
-    fn args(name: OpName, src: &Path, dest: Option<&Path>) -> OpArgs {
+    fn op(name: &str) -> Op {
+        Op::by_name(name).unwrap()
+    }
+
+    fn args(name: &str, src: &Path, dest: Option<&Path>) -> OpArgs {
         OpArgs {
-            name,
+            name: op(name),
             src: src.to_path_buf(),
             dest: dest.map(Path::to_path_buf),
             threads: 2,
@@ -278,42 +383,61 @@ mod tests {
             .tempdir_in("/var/tmp")
             .unwrap();
         let t = tree(base.path());
-        let r = |n, d: Option<&Path>| run(&args(n, &t, d)).unwrap();
-        assert_eq!(r(OpName::Scan, None).files, 3);
-        assert_eq!(r(OpName::SearchName, None).files, 2);
-        assert_eq!(r(OpName::SearchSize, None).files, 2);
-        let d = r(OpName::Dupes, None);
+        let r = |n: &str, d: Option<&Path>| run(&args(n, &t, d)).unwrap();
+        assert_eq!(r("scan", None).files, 3);
+        assert_eq!(r("search-name", None).files, 2);
+        assert_eq!(r("search-size", None).files, 2);
+        let d = r("dupes", None);
         assert_eq!(d.files, 2);
-        let h = r(OpName::Hash, None);
+        let h = r("hash", None);
         assert_eq!((h.files, h.bytes), (3, 105));
 
         let copy_dest = base.path().join("copy");
-        let c = r(OpName::Copy, Some(&copy_dest));
+        let c = r("copy", Some(&copy_dest));
         assert_eq!((c.files, c.bytes), (3, 105));
         assert_eq!(std::fs::read(copy_dest.join("a/y.txt")).unwrap(), b"hello");
         // A second copy onto an existing destination is refused, not merged.
-        assert!(run(&args(OpName::Copy, &t, Some(&copy_dest))).is_err());
+        assert!(run(&args("copy", &t, Some(&copy_dest))).is_err());
 
         std::fs::write(t.join("a/y.txt"), b"changed!").unwrap();
         std::fs::remove_file(t.join("b/z.jpg")).unwrap();
-        let s = r(OpName::Sync, Some(&copy_dest));
+        let s = r("sync", Some(&copy_dest));
         assert_eq!((s.files, s.bytes), (1, 8));
         assert!(!copy_dest.join("b/z.jpg").exists());
 
-        assert_eq!(r(OpName::Touch, None).files, 2);
+        assert_eq!(r("touch", None).files, 2);
         use std::os::unix::fs::MetadataExt;
         let m = std::fs::metadata(t.join("a/x.jpg")).unwrap();
         assert_eq!(m.mtime(), 1_000_000_000);
-        assert_eq!(r(OpName::Chmod, None).files, 2);
+        assert_eq!(r("chmod", None).files, 2);
         assert_eq!(
             std::fs::metadata(t.join("a/x.jpg")).unwrap().mode() & 0o7777,
             0o640
         );
 
         // root + a + b + 2 files
-        assert_eq!(r(OpName::Delete, None).files, 5);
+        assert_eq!(r("delete", None).files, 5);
         assert!(!t.exists());
-        assert!(run(&args(OpName::Scan, &t, Some(&copy_dest))).is_err());
-        assert!(run(&args(OpName::Copy, &copy_dest, None)).is_err());
+        assert!(run(&args("scan", &t, Some(&copy_dest))).is_err());
+        assert!(run(&args("copy", &copy_dest, None)).is_err());
+    }
+
+    #[test]
+    fn every_op_belongs_to_a_registry_workload_and_names_are_unique() {
+        let workloads = crate::workload::names();
+        for o in OPS {
+            assert!(
+                workloads.contains(&o.workload),
+                "{} -> {}",
+                o.name,
+                o.workload
+            );
+            assert_eq!(Op::by_name(o.name), Some(*o));
+        }
+        let mut names: Vec<&str> = OPS.iter().map(|o| o.name).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), OPS.len());
+        assert!(Op::by_name("nope").is_none());
     }
 }

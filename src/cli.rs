@@ -85,7 +85,7 @@ pub enum Command {
 pub struct OpArgs {
     /// The operation.
     #[arg(value_enum)]
-    pub name: crate::bench_op::OpName,
+    pub name: crate::bench_op::Op,
     /// The tree to work on (copy/sync: the source).
     pub src: PathBuf,
     /// copy: a directory to create and copy into; sync: the mirror to bring in line.

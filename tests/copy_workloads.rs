@@ -10,7 +10,7 @@ use std::path::Path;
 use fsarena::dataset::{self, Profile};
 use fsarena::results::Status;
 use fsarena::workload::{
-    cold_read, copy, copy_verify, dupes, sync, Outcome, PlainHarness, Point, Workload,
+    cold_read, copy, copy_verify, dupes, sync, tree_copy, Outcome, PlainHarness, Point, Workload,
     WorkloadError,
 };
 
@@ -148,12 +148,12 @@ fn copy_tree_falls_back_when_copy_file_range_is_refused() {
     let manifest = env.manifest();
     let src = env.scratch.path();
     dataset::materialize(&env.spec, &manifest, src, 2).unwrap();
-    let t = copy::copy_tree(
+    let t = tree_copy::copy_tree(
         &env.ctx(),
         src,
         env.root.path(),
         2,
-        copy::CopyMode::RefusedRange,
+        tree_copy::CopyMode::RefusedRange,
     )
     .unwrap();
     assert_eq!(t.readwrite_files, manifest.files.len() as u64);
@@ -170,12 +170,12 @@ fn copy_keeps_directory_modes_and_symlinks() {
     fs::write(src.join("d/f"), b"hello").unwrap();
     fs::set_permissions(src.join("d"), fs::Permissions::from_mode(0o750)).unwrap();
     std::os::unix::fs::symlink("d/f", src.join("link")).unwrap();
-    let t = copy::copy_tree(
+    let t = tree_copy::copy_tree(
         &env.ctx(),
         src,
         env.root.path(),
         2,
-        copy::CopyMode::Fast { reflink: false },
+        tree_copy::CopyMode::Fast { reflink: false },
     )
     .unwrap();
     assert_eq!((t.files, t.dirs, t.symlinks), (1, 1, 1));
@@ -256,7 +256,14 @@ fn copy_verify_measures_both_phases_and_catches_a_flipped_byte() {
     // Source hashes from a hashing copy, then a flipped byte in the copy.
     let dst = common::var_tmp_dir();
     let src = env.scratch.path().join("copy-source");
-    let copied = copy::copy_tree(&env.ctx(), &src, dst.path(), 2, copy::CopyMode::Hashing).unwrap();
+    let copied = tree_copy::copy_tree(
+        &env.ctx(),
+        &src,
+        dst.path(),
+        2,
+        tree_copy::CopyMode::Hashing,
+    )
+    .unwrap();
     assert_eq!(copied.source_hashes.len(), manifest.files.len());
     let rb = copy_verify::read_back(&env.ctx(), dst.path(), 2).unwrap();
     copy_verify::compare_with_source(&copied.source_hashes, &rb.files).unwrap();
@@ -326,11 +333,11 @@ fn sync_copies_and_deletes_exactly_the_changes_and_catches_a_stale_file() {
     assert_eq!(out.files, after.files.len() as u64);
 
     // The workload's check passes on the synced mirror, then fails on a stale leftover.
-    fsarena::workload::create::verify(env.root.path(), &after, 2).unwrap();
+    fsarena::workload::verify::tree(env.root.path(), &after, 2).unwrap();
     let (gone, _) = &changes.renamed[0];
     fs::write(env.root.path().join(gone), b"stale").unwrap();
     assert_verify_error(
-        fsarena::workload::create::verify(env.root.path(), &after, 2),
+        fsarena::workload::verify::tree(env.root.path(), &after, 2),
         gone,
     );
 }

@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 use fsarena::dataset::Manifest;
 use fsarena::results::Status;
 use fsarena::workload::{
-    self, chmod, create, delete, scan, search, touch, Outcome, PlainHarness, Point, Workload,
-    WorkloadError,
+    self, chmod, create, delete, scan, search, touch, verify, Outcome, PlainHarness, Point,
+    Workload, WorkloadError,
 };
 
 mod common;
@@ -57,27 +57,27 @@ fn create_writes_the_data_set_and_verify_catches_changes() {
     assert!(out.seconds > 0.0);
     assert!(out.metrics["file_create_p99_us"] >= out.metrics["file_create_p50_us"]);
     let root = env.root.path();
-    create::verify(root, &m, 2).unwrap();
+    verify::tree(root, &m, 2).unwrap();
 
     // A size change.
     let victim = root.join(first_file(&m));
     let f = fs::OpenOptions::new().append(true).open(&victim).unwrap();
     f.set_len(m.files[0].size + 1).unwrap();
-    let err = create::verify(root, &m, 2).unwrap_err().to_string();
+    let err = verify::tree(root, &m, 2).unwrap_err().to_string();
     assert!(err.contains("size"), "{err}");
     // Same size, one byte different.
     f.set_len(m.files[0].size).unwrap();
-    create::verify(root, &m, 2).unwrap();
+    verify::tree(root, &m, 2).unwrap();
     let mut bytes = fs::read(&victim).unwrap();
     bytes[0] ^= 1;
     fs::write(&victim, &bytes).unwrap();
-    let err = create::verify(root, &m, 2).unwrap_err().to_string();
+    let err = verify::tree(root, &m, 2).unwrap_err().to_string();
     assert!(err.contains("content differs"), "{err}");
     bytes[0] ^= 1;
     fs::write(&victim, &bytes).unwrap();
     // An extra file.
     fs::write(root.join("stray.txt"), b"x").unwrap();
-    let err = create::verify(root, &m, 2).unwrap_err().to_string();
+    let err = verify::tree(root, &m, 2).unwrap_err().to_string();
     assert!(err.contains("unexpected file stray.txt"), "{err}");
 }
 

@@ -13,7 +13,7 @@ use std::time::Instant;
 
 use rustix::fs::{AtFlags, Mode, OFlags, StatxFlags, XattrFlags};
 
-use super::create::prepare;
+use super::prepare::prepare;
 use super::{Ctx, Harness, IoContext, Outcome, Point, Workload, WorkloadError};
 use crate::dataset::Manifest;
 use crate::fsops::{self, Dir, Kind, LatencyLog, Need, WalkOptions};

@@ -14,7 +14,10 @@ use std::time::Instant;
 use rustix::fs::{Mode, OFlags};
 use xxhash_rust::xxh3::Xxh3Default;
 
-use super::filetree::{self, c_path, examples};
+use super::dirfd::{c_path, open_dir};
+use super::prepare::{generate, prep_threads};
+use super::seeded;
+use super::verify::examples;
 use super::{Ctx, Harness, IoContext, Outcome, Point, WorkloadError};
 use crate::dataset::{DatasetSpec, Manifest, Profile};
 use crate::fsops::LatencyLog;
@@ -39,7 +42,7 @@ pub fn install_spec(run: &DatasetSpec) -> DatasetSpec {
 /// Indices of `manifest.files` in the order a run with `seed` reads them.
 pub fn read_order(manifest: &Manifest, seed: u64) -> Vec<usize> {
     let mut order: Vec<usize> = (0..manifest.files.len()).collect();
-    filetree::shuffle(&mut filetree::rng_for(seed, ORDER_SALT), &mut order);
+    seeded::shuffle(&mut seeded::rng_for(seed, ORDER_SALT), &mut order);
     order
 }
 
@@ -156,9 +159,9 @@ impl super::Workload for ColdRead {
         harness: &mut dyn Harness,
     ) -> Result<Outcome, WorkloadError> {
         let spec = install_spec(ctx.dataset);
-        let manifest = filetree::generate(ctx, &spec, ctx.root, filetree::prep_threads(ctx))?;
+        let manifest = generate(ctx, &spec, ctx.root, prep_threads(ctx))?;
         let order = read_order(&manifest, spec.seed);
-        let root_fd = filetree::open_dir(ctx.root)?;
+        let root_fd = open_dir(ctx.root)?;
         harness
             .drop_caches()
             .ctx(|| "dropping caches before the cold read".to_string())?;

@@ -18,13 +18,37 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use super::copy::{copy_report, copy_tree, verify_mtimes, CopyMode};
-use super::filetree::{self, age_files, examples};
-use super::{Ctx, Harness, IoContext, Outcome, Point, Workload, WorkloadError};
+use serde::Deserialize;
+
+use super::prepare::{age_files, generate, prep_threads};
+use super::tree_copy::{copy_report, copy_tree, CopyMode};
+use super::verify::{self, examples};
+use super::{options, Ctx, Harness, IoContext, Outcome, Point, Workload, WorkloadError};
 use crate::dataset::{FileEntry, Manifest};
 use crate::fsops::{self, hash_at, Dir, Kind, LatencyLog, Need, WalkOptions, HASH_BUF};
 
 pub struct CopyVerify;
+
+/// `[workload.copy-verify]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CopyVerifyOptions {
+    /// Drop the page cache between the copy and the read-back (default true), so the verify
+    /// reads the device and not the copy's own pages.
+    #[serde(default = "yes")]
+    pub verify_cold: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+impl CopyVerifyOptions {
+    /// Parses the table (keys and types; a bool has no values to range-check).
+    pub fn from_table(table: &toml::Table) -> Result<CopyVerifyOptions, String> {
+        options::parse("copy-verify", table)
+    }
+}
 
 /// (relative path, xxh3-64, bytes) of one file.
 pub type FileHash = (PathBuf, u64, u64);
@@ -165,8 +189,8 @@ impl Workload for CopyVerify {
     fn columns(&self) -> &'static [&'static str] {
         super::WRITE_COLUMNS
     }
-    fn option_keys(&self) -> &'static [&'static str] {
-        &["verify_cold"]
+    fn check_options(&self, table: &toml::Table) -> Result<(), String> {
+        CopyVerifyOptions::from_table(table).map(drop)
     }
     fn run(
         &self,
@@ -174,11 +198,13 @@ impl Workload for CopyVerify {
         _point: &Point,
         harness: &mut dyn Harness,
     ) -> Result<Outcome, WorkloadError> {
-        let verify_cold = super::options::bool_or(ctx, "verify_cold", true)?;
+        let verify_cold = CopyVerifyOptions::from_table(ctx.options)
+            .map_err(WorkloadError::Option)?
+            .verify_cold;
         let src = ctx.scratch.join("copy-source");
         std::fs::create_dir(&src).ctx(|| format!("creating {}", src.display()))?;
-        let prep = filetree::prep_threads(ctx);
-        let manifest = filetree::generate(ctx, ctx.dataset, &src, prep)?;
+        let prep = prep_threads(ctx);
+        let manifest = generate(ctx, ctx.dataset, &src, prep)?;
         age_files(&src, &manifest, ctx.dataset.seed, prep)?;
         // Clean but still cached: the source is warm, and its writeback is not measured.
         crate::sys::syncfs(&src).ctx(|| format!("syncfs {}", src.display()))?;
@@ -229,7 +255,7 @@ impl Workload for CopyVerify {
                 Manifest::diff_summary(&diff)
             )));
         }
-        verify_mtimes(&src, dst, prep)?;
+        verify::mtimes(&src, dst, prep)?;
         outcome.notes.push(if verify_cold {
             "verify read after syncfs and a cache drop (drop time in neither phase)".into()
         } else {

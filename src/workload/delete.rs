@@ -9,7 +9,7 @@ use std::time::Instant;
 use rayon::prelude::*;
 use rustix::fs::{AtFlags, Mode, OFlags};
 
-use super::create::prepare;
+use super::prepare::prepare;
 use super::{Ctx, Harness, IoContext, Outcome, Point, Workload, WorkloadError};
 use crate::fsops::{self, Dir, Kind, LatencyLog, Need, WalkOptions};
 

@@ -20,9 +20,12 @@ use std::time::Instant;
 
 use rayon::prelude::*;
 use rustix::fs::{Mode, OFlags};
+use serde::Deserialize;
 
-use super::filetree::{self, examples};
-use super::{Ctx, Harness, IoContext, Outcome, Point, Workload, WorkloadError};
+use super::dirfd::open_dir;
+use super::prepare::{generate, prep_threads};
+use super::verify::examples;
+use super::{options, Ctx, Harness, IoContext, Outcome, Point, Workload, WorkloadError};
 use crate::dataset::Manifest;
 use crate::fsops::{self, hash_fd, Dir, Kind, LatencyLog, Need, WalkOptions, HASH_BUF};
 
@@ -81,7 +84,7 @@ pub fn find_duplicates(ctx: &Ctx, root: &Path, threads: usize) -> Result<Search,
     }
     let mut groups: Vec<Vec<usize>> = by_size.into_values().filter(|g| g.len() >= 2).collect();
 
-    let root_fd = filetree::open_dir(root)?;
+    let root_fd = open_dir(root)?;
     let pool = fsops::pool(threads)?;
     for (n, stage) in [Stage::Prefix, Stage::Suffix, Stage::Full]
         .into_iter()
@@ -310,6 +313,27 @@ pub fn check_groups(found: &[Vec<usize>], manifest: &Manifest) -> Result<(), Wor
     )))
 }
 
+/// `[workload.dupes]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DupesOptions {
+    /// Drop the caches before the search (default true): a duplicate finder usually runs
+    /// over a tree it has not just read.
+    #[serde(default = "yes")]
+    pub cold: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+impl DupesOptions {
+    /// Parses the table (keys and types; a bool has no values to range-check).
+    pub fn from_table(table: &toml::Table) -> Result<DupesOptions, String> {
+        options::parse("dupes", table)
+    }
+}
+
 impl Workload for Dupes {
     fn name(&self) -> &'static str {
         "dupes"
@@ -320,8 +344,8 @@ impl Workload for Dupes {
     fn key_metric(&self) -> (&'static str, bool) {
         ("seconds", false)
     }
-    fn option_keys(&self) -> &'static [&'static str] {
-        &["cold"]
+    fn check_options(&self, table: &toml::Table) -> Result<(), String> {
+        DupesOptions::from_table(table).map(drop)
     }
     fn run(
         &self,
@@ -329,8 +353,10 @@ impl Workload for Dupes {
         _point: &Point,
         harness: &mut dyn Harness,
     ) -> Result<Outcome, WorkloadError> {
-        let cold = super::options::bool_or(ctx, "cold", true)?;
-        let manifest = filetree::generate(ctx, ctx.dataset, ctx.root, filetree::prep_threads(ctx))?;
+        let cold = DupesOptions::from_table(ctx.options)
+            .map_err(WorkloadError::Option)?
+            .cold;
+        let manifest = generate(ctx, ctx.dataset, ctx.root, prep_threads(ctx))?;
         if cold {
             harness
                 .drop_caches()

@@ -24,12 +24,16 @@ pub mod copy;
 pub mod copy_verify;
 pub mod create;
 pub mod delete;
+mod dirfd;
 pub mod dupes;
-mod filetree;
+pub mod prepare;
 pub mod scan;
 pub mod search;
+mod seeded;
 pub mod sync;
 pub mod touch;
+pub mod tree_copy;
+pub mod verify;
 
 /// Everything a workload may know about where and how it runs.
 pub struct Ctx<'a> {

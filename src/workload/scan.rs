@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use serde_json::json;
 
-use super::create::prepare;
+use super::prepare::prepare;
 use super::{Ctx, Harness, Outcome, Point, Workload, WorkloadError};
 use crate::dataset::Manifest;
 use crate::fsops::ext_of;

@@ -11,10 +11,11 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Instant;
 
+use serde::Deserialize;
 use serde_json::json;
 
-use super::create::{dataset_error, prepare};
-use super::{Ctx, Harness, Outcome, Point, Workload, WorkloadError};
+use super::prepare::{dataset_error, prepare};
+use super::{options, Ctx, Harness, Outcome, Point, Workload, WorkloadError};
 use crate::dataset::{profile, Manifest};
 use crate::fsops::ext_of;
 use crate::fsops::{self, Dir, Kind, Need, WalkOptions};
@@ -40,7 +41,7 @@ impl Workload for Search {
     }
 
     fn points(&self, ctx: &Ctx) -> Result<Vec<Point>, WorkloadError> {
-        let (pattern, min, max) = options(ctx, None)?;
+        let (pattern, min, max) = resolve(ctx, None)?;
         Ok(vec![
             Point {
                 variant: "name".into(),
@@ -57,9 +58,10 @@ impl Workload for Search {
         ])
     }
 
-    fn option_keys(&self) -> &'static [&'static str] {
-        &["pattern", "min_size", "max_size"]
+    fn check_options(&self, table: &toml::Table) -> Result<(), String> {
+        SearchOptions::from_table(table).map(drop)
     }
+
     fn run(
         &self,
         ctx: &Ctx,
@@ -67,7 +69,7 @@ impl Workload for Search {
         harness: &mut dyn Harness,
     ) -> Result<Outcome, WorkloadError> {
         let manifest = prepare(ctx)?;
-        let (pattern, min, max) = options(ctx, Some(&manifest))?;
+        let (pattern, min, max) = resolve(ctx, Some(&manifest))?;
         let query = match point.variant.as_str() {
             "name" => Query::Name(pattern),
             "size" => Query::Size { min, max },
@@ -208,11 +210,56 @@ pub fn verify(found: &[String], expected: &[String]) -> Result<(), WorkloadError
     )))
 }
 
+/// `[workload.search]`: each key overrides its default (see [`resolve`]).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SearchOptions {
+    /// Glob on the file name.
+    pub pattern: Option<String>,
+    /// Smallest size of the `size` point, in bytes.
+    pub min_size: Option<u64>,
+    /// Largest size of the `size` point, in bytes.
+    pub max_size: Option<u64>,
+}
+
+impl SearchOptions {
+    /// Parses and checks the table: the pattern must be a glob, and a size range given in
+    /// full must not be upside down. (A bound against its default is checked in
+    /// [`resolve`], which knows the data set.)
+    pub fn from_table(table: &toml::Table) -> Result<SearchOptions, String> {
+        let o: SearchOptions = options::parse("search", table)?;
+        if let Some(p) = &o.pattern {
+            glob(p).map_err(|e| format!("[workload.search]: {}", option_text(e)))?;
+        }
+        if let (Some(min), Some(max)) = (o.min_size, o.max_size) {
+            check_range(min, max).map_err(|e| format!("[workload.search]: {}", option_text(e)))?;
+        }
+        Ok(o)
+    }
+}
+
+fn option_text(e: WorkloadError) -> String {
+    match e {
+        WorkloadError::Option(msg) => msg,
+        other => other.to_string(),
+    }
+}
+
+fn check_range(min: u64, max: u64) -> Result<(), WorkloadError> {
+    if min > max {
+        return Err(WorkloadError::Option(format!(
+            "search.min_size ({min}) is above search.max_size ({max})"
+        )));
+    }
+    Ok(())
+}
+
 /// The pattern and size range from the options, or the defaults: per profile for generated
 /// data sets; for a `source_dir`, the most common extension and 2×–16× the mean size
 /// (these need the manifest, so `points` shows placeholders until it exists).
-fn options(ctx: &Ctx, manifest: Option<&Manifest>) -> Result<(String, u64, u64), WorkloadError> {
-    let (mut pattern, mut min, mut max) = match (&ctx.dataset.source_dir, manifest) {
+fn resolve(ctx: &Ctx, manifest: Option<&Manifest>) -> Result<(String, u64, u64), WorkloadError> {
+    let opts = SearchOptions::from_table(ctx.options).map_err(WorkloadError::Option)?;
+    let (pattern, min, max) = match (&ctx.dataset.source_dir, manifest) {
         (None, _) => {
             let shape = profile::scaled_shape(ctx.dataset.profile, ctx.dataset.scale)
                 .map_err(dataset_error)?;
@@ -223,38 +270,10 @@ fn options(ctx: &Ctx, manifest: Option<&Manifest>) -> Result<(String, u64, u64),
         (Some(_), Some(m)) => source_defaults(m),
         (Some(_), None) => ("*".to_string(), 0, u64::MAX),
     };
-    if let Some(v) = ctx.options.get("pattern") {
-        pattern = v
-            .as_str()
-            .ok_or_else(|| WorkloadError::Option("search.pattern must be a string".into()))?
-            .to_string();
-        glob(&pattern)?;
-    }
-    let size = |key: &str| -> Result<Option<u64>, WorkloadError> {
-        match ctx.options.get(key) {
-            None => Ok(None),
-            Some(v) => v
-                .as_integer()
-                .and_then(|i| u64::try_from(i).ok())
-                .map(Some)
-                .ok_or_else(|| {
-                    WorkloadError::Option(format!(
-                        "search.{key} must be a non-negative integer (bytes)"
-                    ))
-                }),
-        }
-    };
-    if let Some(v) = size("min_size")? {
-        min = v;
-    }
-    if let Some(v) = size("max_size")? {
-        max = v;
-    }
-    if min > max {
-        return Err(WorkloadError::Option(format!(
-            "search.min_size ({min}) is above search.max_size ({max})"
-        )));
-    }
+    let pattern = opts.pattern.unwrap_or(pattern);
+    let min = opts.min_size.unwrap_or(min);
+    let max = opts.max_size.unwrap_or(max);
+    check_range(min, max)?;
     Ok((pattern, min, max))
 }
 
@@ -278,4 +297,31 @@ fn source_defaults(m: &Manifest) -> (String, u64, u64) {
         });
     let mean = m.total_bytes() / (m.files.len() as u64).max(1);
     (pattern, 2 * mean, 16 * mean)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(src: &str) -> Result<(), String> {
+        Search.check_options(&src.parse::<toml::Table>().expect("test table"))
+    }
+
+    #[test]
+    fn options_are_checked_before_anything_runs() {
+        check("").unwrap();
+        check("pattern = \"*.rs\"\nmin_size = 1\nmax_size = 10").unwrap();
+        for bad in [
+            "pattern = \"[\"",
+            "pattern = 3",
+            "min_size = 10\nmax_size = 5",
+            "min_size = -1",
+            "max_size = 1.5",
+        ] {
+            let e = check(bad).unwrap_err();
+            assert!(e.starts_with("[workload.search]: "), "{bad}: {e}");
+        }
+        let e = check("patern = \"*\"").unwrap_err();
+        assert!(e.contains("valid: pattern, min_size, max_size"), "{e}");
+    }
 }

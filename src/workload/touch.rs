@@ -8,7 +8,8 @@ use std::time::Instant;
 
 use rustix::fs::{AtFlags, Timespec, Timestamps};
 
-use super::create::{file_set_problem, prepare};
+use super::prepare::prepare;
+use super::verify::file_set_problem;
 use super::{Ctx, Harness, IoContext, Outcome, Point, Workload, WorkloadError};
 use crate::dataset::Manifest;
 use crate::fsops::{self, Dir, Kind, LatencyLog, Need, WalkOptions};

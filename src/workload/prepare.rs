@@ -1,0 +1,99 @@
+//! Unmeasured preparation shared by the tree workloads: planning the data set, laying it
+//! down on disk (or in the scratch area), and dating its files the way copied files are
+//! dated.
+//!
+//! Kept apart from any one workload so that a workload file holds its own measured phase
+//! and nothing its siblings borrow; every workload prepares through the same code, so a
+//! difference between two workloads' numbers is never a difference in how the tree was made.
+
+use std::path::Path;
+
+use rayon::prelude::*;
+use rustix::fs::{AtFlags, Timespec, Timestamps};
+
+use super::dirfd::open_dir;
+use super::{Ctx, IoContext, WorkloadError};
+use crate::dataset::{self, DatasetError, DatasetSpec, Manifest};
+
+/// Threads for unmeasured preparation: at least the measured count, at least the CPUs, so a
+/// single-threaded workload does not prepare its data set on one core.
+pub fn prep_threads(ctx: &Ctx) -> usize {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    ctx.threads.max(cpus).max(1)
+}
+
+/// Plans the context's data set (unmeasured).
+pub fn plan(ctx: &Ctx) -> Result<Manifest, WorkloadError> {
+    ctx.dataset.plan().map_err(dataset_error)
+}
+
+/// Plans `spec` and writes it under `root` (unmeasured preparation); stops early when the
+/// run is cancelled or past its deadline, with the runner's own reason.
+pub fn generate(
+    ctx: &Ctx,
+    spec: &DatasetSpec,
+    root: &Path,
+    threads: usize,
+) -> Result<Manifest, WorkloadError> {
+    let manifest = spec.plan().map_err(dataset_error)?;
+    ctx.check()?;
+    let stop = || ctx.check().is_err();
+    dataset::materialize_timed(spec, &manifest, root, threads, false, &stop)
+        .map_err(|e| ctx.check().err().unwrap_or_else(|| dataset_error(e)))?;
+    Ok(manifest)
+}
+
+/// Plans the data set and writes it into `ctx.root`, then `syncfs`, so that the next
+/// measured phase does not pay for this one's writeback. Unmeasured preparation for the
+/// workloads that operate on an existing tree.
+pub fn prepare(ctx: &Ctx) -> Result<Manifest, WorkloadError> {
+    let manifest = generate(ctx, ctx.dataset, ctx.root, ctx.threads)?;
+    crate::sys::syncfs(ctx.root).ctx(|| format!("syncfs {}", ctx.root.display()))?;
+    Ok(manifest)
+}
+
+/// Maps a data-set error to a workload error, keeping the OS error (ENOSPC, EIO).
+pub fn dataset_error(e: DatasetError) -> WorkloadError {
+    match e {
+        DatasetError::Io { path, source } => {
+            WorkloadError::io(format!("writing data set at {}", path.display()), source)
+        }
+        DatasetError::Invalid(msg) => WorkloadError::Option(msg),
+    }
+}
+
+/// 2019-01-01T00:00:00Z: generated files are dated within the four years after it.
+const AGE_BASE: i64 = 1_546_300_800;
+const AGE_SPAN_2S: u64 = 4 * 365 * 24 * 3600 / 2;
+
+/// Gives every file of `manifest` under `root` an old, seed-determined modification (and
+/// access) time on an even second, as files a user copies have. Two reasons: a copy that
+/// fails to keep times then shows a difference of years, not milliseconds; and even seconds
+/// are stored exactly by every file system (FAT-family keep 2 s), so an unchanged file looks
+/// unchanged to `sync` everywhere.
+pub fn age_files(
+    root: &Path,
+    manifest: &Manifest,
+    seed: u64,
+    threads: usize,
+) -> Result<(), WorkloadError> {
+    let root_fd = open_dir(root)?;
+    let pool = crate::fsops::pool(threads)?;
+    pool.install(|| {
+        manifest.files.par_iter().try_for_each(|f| {
+            let h = xxhash_rust::xxh3::xxh3_64_with_seed(f.path.as_bytes(), seed);
+            let t = Timespec {
+                tv_sec: AGE_BASE + 2 * (h % AGE_SPAN_2S) as i64,
+                tv_nsec: 0,
+            };
+            let times = Timestamps {
+                last_access: t,
+                last_modification: t,
+            };
+            rustix::fs::utimensat(&root_fd, f.path.as_str(), &times, AtFlags::SYMLINK_NOFOLLOW)
+                .map_err(|e| {
+                    WorkloadError::io(format!("dating {}", root.join(&f.path).display()), e.into())
+                })
+        })
+    })
+}

@@ -1,0 +1,95 @@
+//! Checks the workloads run on their own results, shared so that every workload holds its
+//! work to the same standard: a tree equals a manifest (every path, size and hash, nothing
+//! extra), a set of files is the manifest's, copied files kept their source's times.
+//!
+//! A workload that is fast by being wrong must fail here, never be reported.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use super::WorkloadError;
+use crate::dataset::{self, Manifest};
+use crate::fsops::{self, Kind, Need};
+
+/// Modification times may differ by this much after a copy: FAT-family file systems keep
+/// 2-second timestamps; everything else keeps them to 100 ns or better.
+pub const MTIME_TOLERANCE_NS: i128 = 2_000_000_000;
+
+/// Checks that `root` holds exactly the manifest: every directory, every file with its
+/// size and xxh3 hash, nothing missing and nothing extra.
+pub fn tree(root: &Path, manifest: &Manifest, threads: usize) -> Result<(), WorkloadError> {
+    let snap = dataset::snapshot(root, threads, true)?;
+    let diff = manifest.diff(&snap.manifest, true);
+    let mut problems = diff;
+    problems.extend(snap.skipped.iter().map(|s| format!("unexpected entry {s}")));
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(WorkloadError::Verify(format!(
+            "tree under {} differs from the data set: {}",
+            root.display(),
+            Manifest::diff_summary(&problems)
+        )))
+    }
+}
+
+/// Whether `files` (sorted by path bytes, as [`fsops::list`] returns them) are exactly the
+/// manifest's files; a description of the first difference if not.
+pub fn file_set_problem(manifest: &Manifest, files: &[&fsops::Entry]) -> Option<String> {
+    if files.len() != manifest.files.len() {
+        return Some(format!(
+            "{} files instead of {}",
+            files.len(),
+            manifest.files.len()
+        ));
+    }
+    files
+        .iter()
+        .zip(&manifest.files)
+        .find(|(e, m)| e.path.to_str() != Some(m.path.as_str()))
+        .map(|(e, m)| format!("found {} where {} was expected", e.path.display(), m.path))
+}
+
+/// Checks that every regular file under `dst` carries the modification time of its
+/// counterpart under `src` (within [`MTIME_TOLERANCE_NS`]).
+pub fn mtimes(src: &Path, dst: &Path, threads: usize) -> Result<(), WorkloadError> {
+    let a = fsops::list(src, threads, Need::MTIME)?;
+    let b = fsops::list(dst, threads, Need::MTIME)?;
+    let ns = |t: (i64, u32)| i128::from(t.0) * 1_000_000_000 + i128::from(t.1);
+    let theirs: BTreeMap<&Path, (i64, u32)> = b
+        .iter()
+        .filter(|e| e.kind == Kind::File)
+        .map(|e| (e.path.as_path(), e.mtime))
+        .collect();
+    let wrong: Vec<String> = a
+        .iter()
+        .filter(|e| e.kind == Kind::File)
+        .filter(|e| {
+            theirs
+                .get(e.path.as_path())
+                .map_or(true, |t| (ns(*t) - ns(e.mtime)).abs() > MTIME_TOLERANCE_NS)
+        })
+        .map(|e| e.path.display().to_string())
+        .collect();
+    if wrong.is_empty() {
+        Ok(())
+    } else {
+        Err(WorkloadError::Verify(format!(
+            "{} copied files lack their source's modification time: {}",
+            wrong.len(),
+            examples(&wrong)
+        )))
+    }
+}
+
+/// Lists up to five examples after a count, for verification messages that stay readable
+/// when a million files are wrong.
+pub fn examples<T: std::fmt::Display>(items: &[T]) -> String {
+    let shown: Vec<String> = items.iter().take(5).map(|s| s.to_string()).collect();
+    let more = items.len().saturating_sub(5);
+    if more > 0 {
+        format!("{} (and {more} more)", shown.join(", "))
+    } else {
+        shown.join(", ")
+    }
+}
