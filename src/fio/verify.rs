@@ -124,7 +124,7 @@ mod tests {
         let err = verify(&job(Rw::Write, None), &run).unwrap_err();
         // The errno survives, so the caller records ENOSPC (see `workload::io`'s conversion).
         assert!(
-            matches!(&err, FioError::Io { source, .. } if source.raw_os_error() == Some(libc::ENOSPC)),
+            matches!(&err, FioError::Io { source, .. } if source.raw_os_error() == Some(rustix::io::Errno::NOSPC.raw_os_error())),
             "{err:?}"
         );
         assert!(err.to_string().contains("No space left"), "{err}");

@@ -22,6 +22,13 @@ impl Totals for u64 {
     }
 }
 
+impl<A: Totals, B: Totals> Totals for (A, B) {
+    fn add(&mut self, other: (A, B)) {
+        self.0.add(other.0);
+        self.1.add(other.1);
+    }
+}
+
 impl<T> Totals for Vec<T> {
     fn add(&mut self, other: Vec<T>) {
         self.extend(other);

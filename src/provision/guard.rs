@@ -118,7 +118,7 @@ pub fn inspect(real: &Path, dev: DevId) -> Findings {
     if f.in_use.is_empty() {
         if let Err(e) = fs::OpenOptions::new()
             .read(true)
-            .custom_flags(libc::O_EXCL)
+            .custom_flags(rustix::fs::OFlags::EXCL.bits() as i32)
             .open(real)
         {
             f.in_use

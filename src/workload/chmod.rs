@@ -106,7 +106,13 @@ impl Workload for Chmod {
 
 /// Whether an error means "this file system does not do that" rather than a failure.
 fn unsupported(e: rustix::io::Errno) -> bool {
-    [libc::ENOTSUP, libc::EOPNOTSUPP, libc::ENOSYS, libc::EPERM].contains(&e.raw_os_error())
+    [
+        rustix::io::Errno::NOTSUP,
+        rustix::io::Errno::OPNOTSUPP,
+        rustix::io::Errno::NOSYS,
+        rustix::io::Errno::PERM,
+    ]
+    .contains(&e)
 }
 
 /// What [`probe`] found out.

@@ -25,7 +25,7 @@ use super::tree_copy::{copy_report, copy_tree, CopyMode};
 use super::verify::{self, examples};
 use super::{options, Ctx, Harness, IoContext, Outcome, Point, Workload, WorkloadError};
 use crate::dataset::{FileEntry, Manifest};
-use crate::fsops::{self, hash_at, Dir, Kind, LatencyLog, Need, WalkOptions, HASH_BUF};
+use crate::fsops::{self, hash_at, Dir, Kind, LatencyLog, Need, Totals, WalkOptions, HASH_BUF};
 
 pub struct CopyVerify;
 
@@ -60,6 +60,15 @@ pub struct ReadBack {
     pub dirs: Vec<PathBuf>,
     pub bytes: u64,
     pub latency: LatencyLog,
+}
+
+impl Totals for ReadBack {
+    fn add(&mut self, o: ReadBack) {
+        self.files.add(o.files);
+        self.dirs.add(o.dirs);
+        self.bytes += o.bytes;
+        self.latency.add(o.latency);
+    }
 }
 
 /// Reads every file under `root` back (one task per directory) and hashes it.
@@ -97,16 +106,7 @@ pub fn read_back(ctx: &Ctx, root: &Path, threads: usize) -> Result<ReadBack, Wor
             Ok::<(), WorkloadError>(())
         },
     )?;
-    let mut all = ReadBack::default();
-    let mut logs = Vec::new();
-    for w in workers {
-        all.files.extend(w.out.files);
-        all.dirs.extend(w.out.dirs);
-        all.bytes += w.out.bytes;
-        logs.push(w.out.latency);
-    }
-    all.latency = LatencyLog::merge(logs);
-    Ok(all)
+    Ok(ReadBack::sum_all(workers.into_iter().map(|w| w.out)))
 }
 
 /// Compares the hashes read back with the hashes taken from the source while copying:

@@ -15,6 +15,8 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
+use rustix::io::Errno;
+
 use crate::dataset::DatasetSpec;
 use crate::results::Status;
 
@@ -135,17 +137,12 @@ pub trait Workload: Send + Sync {
     fn key_metric(&self) -> (&'static str, bool) {
         ("files_per_s", true)
     }
-    /// The keys its `[workload.NAME]` table may hold; the runner refuses any other before
-    /// provisioning anything.
-    fn option_keys(&self) -> &'static [&'static str] {
-        &[]
-    }
     /// Checks the `[workload.NAME]` table — keys *and* values — before anything is
     /// provisioned, so a bad option is bad input (exit 2), not a failed cell mid-run. A
     /// workload with options parses them into its own serde struct (`deny_unknown_fields`)
     /// with [`options::parse`]; the default accepts no options at all.
     fn check_options(&self, table: &toml::Table) -> Result<(), String> {
-        options::check_keys(self.name(), table, self.option_keys())
+        options::parse::<options::NoOptions>(self.name(), table).map(|_| ())
     }
     /// The side metrics its report tables show beside the key metric. Declared here so the
     /// report never has to know workload names.
@@ -272,8 +269,20 @@ impl From<crate::fsops::FsError> for WorkloadError {
 /// Maps an OS error to the status users care about: a full file system or a failing device.
 pub fn status_of_io(e: &std::io::Error) -> Status {
     match e.raw_os_error() {
-        Some(libc::ENOSPC) | Some(libc::EDQUOT) => Status::Enospc,
-        Some(libc::EIO) | Some(libc::EROFS) | Some(libc::EUCLEAN) => Status::Eio,
+        Some(c)
+            if [Errno::NOSPC, Errno::DQUOT]
+                .map(Errno::raw_os_error)
+                .contains(&c) =>
+        {
+            Status::Enospc
+        }
+        Some(c)
+            if [Errno::IO, Errno::ROFS, Errno::UCLEAN]
+                .map(Errno::raw_os_error)
+                .contains(&c) =>
+        {
+            Status::Eio
+        }
         _ => Status::Error,
     }
 }

@@ -21,7 +21,7 @@ use rustix::fs::{AtFlags, Mode, StatxFlags, Timespec, Timestamps};
 use super::dirfd::{open_dir, open_rel_dir};
 use super::{Ctx, IoContext, Outcome, WorkloadError};
 use crate::fsops::copy::{copy_file_at, copy_file_hashing, CopyMethod, CopyStrategy};
-use crate::fsops::{self, Dir, Kind, LatencyLog, Need, WalkOptions};
+use crate::fsops::{self, Dir, Kind, LatencyLog, Need, Totals, WalkOptions};
 
 /// Read/write fallback buffer per worker: large, so a big file takes few syscalls.
 pub const COPY_BUF: usize = 1 << 20;
@@ -48,6 +48,23 @@ pub struct TreeCopy {
 }
 
 /// How file bytes move.
+impl Totals for TreeCopy {
+    fn add(&mut self, o: TreeCopy) {
+        self.files += o.files;
+        self.bytes += o.bytes;
+        self.dirs += o.dirs;
+        self.symlinks += o.symlinks;
+        self.skipped += o.skipped;
+        self.reflink_files += o.reflink_files;
+        self.copy_file_range_files += o.copy_file_range_files;
+        self.readwrite_files += o.readwrite_files;
+        self.mode_not_kept += o.mode_not_kept;
+        self.latency.add(o.latency);
+        self.source_hashes.add(o.source_hashes);
+        self.refusals.add(o.refusals);
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CopyMode {
     /// Fastest available: reflink (if `reflink`), then `copy_file_range`, then read/write.
@@ -102,7 +119,7 @@ pub fn copy_tree(
         CopyMode::Hashing => CopyStrategy::new(false, false),
         CopyMode::RefusedRange => {
             let s = CopyStrategy::new(false, true);
-            s.simulate_copy_file_range_refusal(libc::EOPNOTSUPP);
+            s.simulate_copy_file_range_refusal(rustix::io::Errno::OPNOTSUPP.raw_os_error());
             s
         }
     };
@@ -119,25 +136,11 @@ pub fn copy_tree(
         |w: &mut Worker, d: &Dir| copy_dir(ctx, &strategy, mode, &dst_root, dst, w, d),
     )?;
 
-    let mut total = TreeCopy::default();
     let mut dir_times = Vec::new();
-    let mut logs = Vec::new();
-    for w in workers {
-        let o = w.out;
-        total.files += o.files;
-        total.bytes += o.bytes;
-        total.dirs += o.dirs;
-        total.symlinks += o.symlinks;
-        total.skipped += o.skipped;
-        total.reflink_files += o.reflink_files;
-        total.copy_file_range_files += o.copy_file_range_files;
-        total.readwrite_files += o.readwrite_files;
-        total.mode_not_kept += o.mode_not_kept;
-        total.source_hashes.extend(o.source_hashes);
-        logs.push(o.latency);
+    let mut total = TreeCopy::sum_all(workers.into_iter().map(|w| {
         dir_times.extend(w.dir_times);
-    }
-    total.latency = LatencyLog::merge(logs);
+        w.out
+    }));
     total.refusals = strategy.refusals();
 
     // Directory times last: every file creation above moved the parents' mtimes.

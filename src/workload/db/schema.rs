@@ -29,8 +29,8 @@ const BUILD_BATCH: u64 = 500;
 /// meaning; anything else is an engine error.
 pub(super) fn sql_err(what: &str, e: rusqlite::Error) -> WorkloadError {
     let errno = match e.sqlite_error_code() {
-        Some(ErrorCode::DiskFull) => Some(libc::ENOSPC),
-        Some(ErrorCode::SystemIoFailure) => Some(libc::EIO),
+        Some(ErrorCode::DiskFull) => Some(rustix::io::Errno::NOSPC.raw_os_error()),
+        Some(ErrorCode::SystemIoFailure) => Some(rustix::io::Errno::IO.raw_os_error()),
         _ => None,
     };
     match errno {

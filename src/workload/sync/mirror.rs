@@ -18,7 +18,7 @@ use std::time::Instant;
 use rustix::fs::{AtFlags, Mode};
 
 use crate::fsops::copy::{copy_file_at, CopyStrategy};
-use crate::fsops::{self, Dir, Kind, LatencyLog, Need, WalkOptions};
+use crate::fsops::{self, Dir, Kind, LatencyLog, Need, Totals, WalkOptions};
 use crate::workload::dirfd::{open_dir, open_rel_dir};
 use crate::workload::tree_copy::COPY_BUF;
 use crate::workload::{Ctx, IoContext, WorkloadError};
@@ -113,12 +113,7 @@ fn remove_tree(dst: &Path, rel: &Path) -> Result<(u64, u64), WorkloadError> {
             Ok::<(), WorkloadError>(())
         },
     )?;
-    let mut files = 0;
-    let mut dirs: Vec<PathBuf> = Vec::new();
-    for (f, d) in parts {
-        files += f;
-        dirs.extend(d);
-    }
+    let (files, mut dirs) = <(u64, Vec<PathBuf>)>::sum_all(parts);
     dirs.sort_unstable_by_key(|d| std::cmp::Reverse(d.components().count()));
     for d in dirs
         .iter()
@@ -141,6 +136,18 @@ pub struct SyncStats {
     pub dirs_created: u64,
     pub dirs_deleted: u64,
     pub latency: LatencyLog,
+}
+
+impl Totals for SyncStats {
+    fn add(&mut self, o: SyncStats) {
+        self.files += o.files;
+        self.files_copied += o.files_copied;
+        self.bytes_copied += o.bytes_copied;
+        self.files_deleted += o.files_deleted;
+        self.dirs_created += o.dirs_created;
+        self.dirs_deleted += o.dirs_deleted;
+        self.latency.add(o.latency);
+    }
 }
 
 struct Worker {
@@ -186,20 +193,7 @@ pub fn sync_tree(
         },
         |w: &mut Worker, d: &Dir| sync_dir(&sc, w, d),
     )?;
-    let mut total = SyncStats::default();
-    let mut logs = Vec::new();
-    for w in workers {
-        let s = w.stats;
-        total.files += s.files;
-        total.files_copied += s.files_copied;
-        total.bytes_copied += s.bytes_copied;
-        total.files_deleted += s.files_deleted;
-        total.dirs_created += s.dirs_created;
-        total.dirs_deleted += s.dirs_deleted;
-        logs.push(s.latency);
-    }
-    total.latency = LatencyLog::merge(logs);
-    Ok(total)
+    Ok(SyncStats::sum_all(workers.into_iter().map(|w| w.stats)))
 }
 
 fn ns(t: (i64, u32)) -> i128 {
