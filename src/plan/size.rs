@@ -62,6 +62,23 @@ pub fn human_bytes(b: u64) -> String {
     }
 }
 
+/// The short label fio users expect, which [`parse_whole_size`] reads back: `4k`, `1m`,
+/// `2g`, or plain bytes.
+pub fn short_label(bytes: u64) -> String {
+    const UNITS: [(u64, &str); 4] = [
+        (1 << 40, "t"),
+        (1 << 30, "g"),
+        (1 << 20, "m"),
+        (1 << 10, "k"),
+    ];
+    for (mult, suffix) in UNITS {
+        if bytes >= mult && bytes % mult == 0 {
+            return format!("{}{suffix}", bytes / mult);
+        }
+    }
+    bytes.to_string()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

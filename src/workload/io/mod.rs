@@ -27,9 +27,10 @@ mod points;
 #[cfg(test)]
 mod tests;
 
+use crate::plan::size::short_label as size_label;
 use datafile::{prepare_file, pristine_marker, remove_if_present};
 use options::{Config, EngineChoice, SizeChoice};
-use points::{size_label, PointSpec};
+use points::PointSpec;
 
 const MIB: u64 = 1 << 20;
 

@@ -13,10 +13,10 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use super::points::size_label;
 use super::{Preset, MIB};
 use crate::fio::{IoEngine, Rw};
 use crate::plan::size::parse_whole_size;
+use crate::plan::size::short_label as size_label;
 use crate::workload::options;
 use crate::workload::{IoContext, WorkloadError};
 

@@ -11,6 +11,7 @@ use serde_json::Value;
 
 use super::options::{Config, EngineChoice};
 use crate::fio::{FioJob, IoEngine, Rw};
+use crate::plan::size::short_label as size_label;
 use crate::workload::{Point, WorkloadError};
 
 /// One point's parameters, as stored in [`Point::params`] and read back by `run`.
@@ -135,22 +136,6 @@ impl PointSpec {
             end_fsync: false,
         }
     }
-}
-
-/// The short label fio users expect: `4k`, `1m`, `2g`, or plain bytes.
-pub(super) fn size_label(bytes: u64) -> String {
-    const UNITS: [(u64, &str); 4] = [
-        (1 << 40, "t"),
-        (1 << 30, "g"),
-        (1 << 20, "m"),
-        (1 << 10, "k"),
-    ];
-    for (mult, suffix) in UNITS {
-        if bytes >= mult && bytes % mult == 0 {
-            return format!("{}{suffix}", bytes / mult);
-        }
-    }
-    bytes.to_string()
 }
 
 #[cfg(test)]
