@@ -317,27 +317,66 @@ mod tests {
         );
     }
 
+    /// A harness that says when the measured phase has begun, so a test can cancel *during*
+    /// it however long the unmeasured build took on a loaded machine.
+    struct Signalling<'a> {
+        measuring: &'a AtomicBool,
+        inner: PlainHarness,
+    }
+
+    impl Harness for Signalling<'_> {
+        fn drop_caches(&mut self) -> std::io::Result<()> {
+            self.inner.drop_caches()
+        }
+        fn measure(
+            &mut self,
+            work: &mut dyn FnMut() -> Result<Outcome, WorkloadError>,
+        ) -> Result<Outcome, WorkloadError> {
+            self.measuring.store(true, Ordering::SeqCst);
+            self.inner.measure(work)
+        }
+    }
+
     #[test]
     fn cancel_mid_run_is_interrupted() {
         let dir = tempfile::tempdir().unwrap();
         let env = Env::new("size = \"4m\"\nthreads = 4\nduration = 30\ncache_size = 32");
-        let started = Instant::now();
-        let err = thread::scope(|s| {
-            s.spawn(|| {
+        let measuring = AtomicBool::new(false);
+        let mut h = Signalling {
+            measuring: &measuring,
+            inner: PlainHarness::default(),
+        };
+        let (err, cancelled_at) = thread::scope(|s| {
+            let canceller = s.spawn(|| {
+                // Bounded, so a run that fails before measuring ends the test instead of
+                // hanging it (the assertion on `measured` then says why).
+                let waiting = Instant::now();
+                while !measuring.load(Ordering::SeqCst)
+                    && waiting.elapsed() < Duration::from_secs(60)
+                {
+                    thread::sleep(Duration::from_millis(10));
+                }
                 thread::sleep(Duration::from_millis(700));
                 env.cancel.store(true, Ordering::Relaxed);
+                Instant::now()
             });
-            run(&env, dir.path()).unwrap_err()
+            let err = Db
+                .run(&env.ctx(dir.path()), &Point::default(), &mut h)
+                .unwrap_err();
+            (err, canceller.join().unwrap())
         });
+        assert_eq!(h.inner.measured, 1);
         assert!(matches!(err, WorkloadError::Interrupted), "{err:?}");
-        assert!(started.elapsed() < Duration::from_secs(5));
+        assert!(cancelled_at.elapsed() < Duration::from_secs(5));
     }
 
     #[test]
     fn deadline_mid_run_is_a_timeout() {
         let dir = tempfile::tempdir().unwrap();
         let mut env = Env::new("size = \"4m\"\nthreads = 2\nduration = 30\ncache_size = 32");
-        env.deadline = Some(Instant::now() + Duration::from_millis(1500));
+        // Long enough for the unmeasured build on a loaded machine, far shorter than the
+        // 30 s measured phase.
+        env.deadline = Some(Instant::now() + Duration::from_millis(3000));
         let err = run(&env, dir.path()).unwrap_err();
         assert!(matches!(err, WorkloadError::Timeout), "{err:?}");
         assert_eq!(err.status(), crate::results::Status::Timeout);
