@@ -84,10 +84,7 @@ pub(crate) fn median(xs: &[f64]) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn close(a: f64, b: f64, rel: f64) -> bool {
-        (a - b).abs() <= rel * b.abs().max(1e-300)
-    }
+    use crate::stats::fixtures::close;
 
     #[test]
     fn t_quantiles_match_scipy() {

@@ -151,13 +151,7 @@ fn exact_upper_tail(m: usize, n: usize, u: usize) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn close(a: f64, b: f64, rel: f64) -> bool {
-        (a - b).abs() <= rel * b.abs().max(1e-300)
-    }
-
-    const A: [f64; 6] = [12.1, 11.8, 12.6, 12.0, 11.9, 12.3];
-    const B: [f64; 5] = [13.0, 12.4, 13.5, 12.9, 13.2];
+    use crate::stats::fixtures::{close, A, B};
 
     fn mw_case(a: &[f64], b: &[f64], method: MwMethod, u: f64, p: f64) {
         let r = mann_whitney(a, b).unwrap();

@@ -15,6 +15,8 @@
 pub mod adaptive;
 pub mod aggregate;
 pub mod estimators;
+#[cfg(test)]
+mod fixtures;
 pub mod mann_whitney;
 pub mod outliers;
 pub mod significance;

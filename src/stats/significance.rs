@@ -163,10 +163,7 @@ pub fn skewness(xs: &[f64]) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn close(a: f64, b: f64, rel: f64) -> bool {
-        (a - b).abs() <= rel * b.abs().max(1e-300)
-    }
+    use crate::stats::fixtures::close;
 
     #[test]
     fn skewness_matches_scipy() {

@@ -68,10 +68,7 @@ pub fn summarize(samples: &[f64]) -> Option<Summary> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn close(a: f64, b: f64, rel: f64) -> bool {
-        (a - b).abs() <= rel * b.abs().max(1e-300)
-    }
+    use crate::stats::fixtures::close;
 
     #[test]
     fn empty_and_non_finite_are_none() {

@@ -63,13 +63,7 @@ pub fn welch(a: &[f64], b: &[f64]) -> Option<WelchResult> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn close(a: f64, b: f64, rel: f64) -> bool {
-        (a - b).abs() <= rel * b.abs().max(1e-300)
-    }
-
-    const A: [f64; 6] = [12.1, 11.8, 12.6, 12.0, 11.9, 12.3];
-    const B: [f64; 5] = [13.0, 12.4, 13.5, 12.9, 13.2];
+    use crate::stats::fixtures::{close, A, B};
 
     fn welch_case(a: &[f64], b: &[f64], want: [f64; 5]) {
         let w = welch(a, b).unwrap();
