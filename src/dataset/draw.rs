@@ -1,4 +1,4 @@
-//! Portable random draws and math for the layout generator.
+//! Portable random draws and math for the layout generator and the workloads' seeded choices.
 //!
 //! Only the ChaCha stream (specified to the byte) and IEEE-754 basic arithmetic (`+ - * /`,
 //! `floor`, `sqrt`, which are exactly rounded everywhere) are used: `exp2`/`log2` are built

@@ -16,9 +16,10 @@ use xxhash_rust::xxh3::Xxh3Default;
 
 use super::dirfd::{c_path, open_dir};
 use super::prepare::{generate, prep_threads};
-use super::seeded;
 use super::verify::examples;
 use super::{Ctx, Harness, IoContext, Outcome, Point, WorkloadError};
+use crate::dataset::draw;
+use crate::dataset::seed::workload_rng;
 use crate::dataset::{DatasetSpec, Manifest, Profile};
 use crate::fsops::LatencyLog;
 
@@ -42,7 +43,7 @@ pub fn install_spec(run: &DatasetSpec) -> DatasetSpec {
 /// Indices of `manifest.files` in the order a run with `seed` reads them.
 pub fn read_order(manifest: &Manifest, seed: u64) -> Vec<usize> {
     let mut order: Vec<usize> = (0..manifest.files.len()).collect();
-    seeded::shuffle(&mut seeded::rng_for(seed, ORDER_SALT), &mut order);
+    draw::shuffle(&mut workload_rng(seed, ORDER_SALT), &mut order);
     order
 }
 

@@ -31,7 +31,6 @@ pub mod dupes;
 pub mod prepare;
 pub mod scan;
 pub mod search;
-mod seeded;
 pub mod sync;
 pub mod touch;
 pub mod tree_copy;

@@ -7,8 +7,9 @@ use std::collections::{BTreeSet, HashMap};
 use std::io::Write;
 use std::path::Path;
 
+use crate::dataset::draw::{below, shuffle};
+use crate::dataset::seed::workload_rng as rng_for;
 use crate::dataset::{fill_content, DatasetSpec, FileEntry, Manifest};
-use crate::workload::seeded::{below, rng_for, shuffle};
 use crate::workload::{IoContext, WorkloadError};
 
 /// Content ids of new bytes start here: plain ids (bit 63 clear) far above the generator's.
