@@ -62,12 +62,17 @@ pub(crate) fn median_of_sorted(sorted: &[f64]) -> f64 {
 /// The 97.5 % quantile of Student's t with `df` degrees of freedom: the multiplier of a
 /// two-sided 95 % interval. `None` when `df` is not a positive finite number.
 pub(crate) fn t_quantile_975(df: f64) -> Option<f64> {
-    if !(df.is_finite() && df > 0.0) {
+    t_quantile(0.975, df)
+}
+
+/// The `p` quantile of Student's t with `df` degrees of freedom (0.95 for the multiplier of
+/// a two-sided 90 % interval). `None` when `df` is not a positive finite number or `p` is
+/// not strictly between 0 and 1.
+pub(crate) fn t_quantile(p: f64, df: f64) -> Option<f64> {
+    if !(df.is_finite() && df > 0.0 && p > 0.0 && p < 1.0) {
         return None;
     }
-    StudentsT::new(0.0, 1.0, df)
-        .ok()
-        .map(|t| t.inverse_cdf(0.975))
+    StudentsT::new(0.0, 1.0, df).ok().map(|t| t.inverse_cdf(p))
 }
 
 /// Median of finite values; `None` for an empty slice or when any value is non-finite
@@ -101,6 +106,17 @@ mod tests {
             assert!(close(got, want, 1e-9), "df {df}: {got} vs {want}");
         }
         assert_eq!(t_quantile_975(0.0), None);
+        // python: from scipy import stats; print([repr(float(stats.t.ppf(0.95, d))) for d in (2, 4.5, 30)])
+        let cases = [
+            (2.0, 2.9199855803537242),
+            (4.5, 2.065575888878524),
+            (30.0, 1.697260886593957),
+        ];
+        for (df, want) in cases {
+            let got = t_quantile(0.95, df).unwrap();
+            assert!(close(got, want, 1e-9), "df {df}: {got} vs {want}");
+        }
+        assert_eq!(t_quantile(1.0, 3.0), None);
         assert_eq!(t_quantile_975(f64::NAN), None);
     }
 }

@@ -8,12 +8,15 @@
 //!   against scipy.
 //! * [`significance`]: [`compare`], which picks one of them and says whether a difference is
 //!   real.
+//! * [`decision`]: better / worse / equivalent / undecided: Holm control, TOST, and the
+//!   runs a comparison still needs.
 //! * [`aggregate`](mod@aggregate): groups measurements and compares each target to a baseline.
 //! * [`warnings`]: what a reader should distrust, in plain words.
 //! * [`adaptive`]: whether `--runs auto` should measure once more.
 
 pub mod adaptive;
 pub mod aggregate;
+pub mod decision;
 pub mod estimators;
 #[cfg(test)]
 mod fixtures;
@@ -26,6 +29,7 @@ pub mod welch;
 
 pub use adaptive::{needs_another_run, needs_another_run_for, AdaptiveRule};
 pub use aggregate::{aggregate, Group, GroupKey, MetricStats};
+pub use decision::{decide, holm, runs_to_decide, tost_p, Decision, Verdict, DEFAULT_MARGIN_PCT};
 pub use mann_whitney::{mann_whitney, mann_whitney_min_p, MannWhitneyResult, MwMethod};
 pub use outliers::{mad_outliers, robust_sigma, OUTLIER_SIGMAS};
 pub use significance::{choose_test, compare, skewness, Comparison, Test};

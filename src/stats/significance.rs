@@ -39,11 +39,19 @@ pub struct Comparison {
     /// has no interval for a difference of means. It is always a 95 % interval, whatever
     /// `alpha` is.
     pub pct_ci95: Option<(f64, f64)>,
+    /// 90 % interval of `pct_diff`, built like `pct_ci95`: the interval the equivalence test
+    /// (TOST, [`super::decision`]) checks against the margin.
+    pub pct_ci90: Option<(f64, f64)>,
     /// Two-sided p-value of `test`.
     pub p_value: f64,
     pub test: Test,
-    /// `p_value < alpha`.
+    /// `p_value < alpha`, before any multiple-comparison control: the report's word is
+    /// `verdict.decision`, which is Holm-adjusted.
     pub significant: bool,
+    /// The three-way decision, set by whoever knows the family of comparisons and the
+    /// metric's direction (the report model, for key metrics); `None` from [`compare`].
+    #[serde(flatten)]
+    pub verdict: Option<super::decision::Verdict>,
 }
 
 /// A sample this small is not judged for shape (see [`choose_test`]).
@@ -100,16 +108,20 @@ pub fn compare(baseline: &[f64], candidate: &[f64], alpha: f64) -> Option<Compar
         return Some(Comparison {
             pct_diff,
             pct_ci95: Some((pct_diff, pct_diff)),
+            pct_ci90: Some((pct_diff, pct_diff)),
             p_value: 0.0,
             test: Test::Welch,
             significant: 0.0 < alpha,
+            verdict: None,
         });
     }
     let w = welch(candidate, baseline);
-    let pct_ci95 = w.map(|w| {
-        let (lo, hi) = (w.ci95.0 / mb * 100.0, w.ci95.1 / mb * 100.0);
+    let pct = |(lo, hi): (f64, f64)| {
+        let (lo, hi) = (lo / mb * 100.0, hi / mb * 100.0);
         (lo.min(hi), lo.max(hi))
-    });
+    };
+    let pct_ci95 = w.map(|w| pct(w.ci95));
+    let pct_ci90 = w.map(|w| pct(w.ci90));
     let test = choose_test(baseline, candidate);
     let p_value = match test {
         Test::Welch => w?.p,
@@ -118,9 +130,11 @@ pub fn compare(baseline: &[f64], candidate: &[f64], alpha: f64) -> Option<Compar
     Some(Comparison {
         pct_diff,
         pct_ci95,
+        pct_ci90,
         p_value,
         test,
         significant: p_value < alpha,
+        verdict: None,
     })
 }
 

@@ -6,7 +6,7 @@
 use serde::Serialize;
 use statrs::distribution::{ContinuousCDF, StudentsT};
 
-use super::estimators::{all_finite, mean, stddev, t_quantile_975};
+use super::estimators::{all_finite, mean, stddev, t_quantile, t_quantile_975};
 
 /// Result of [`welch`]. The difference is `mean(a) − mean(b)`, as in
 /// `scipy.stats.ttest_ind(a, b, equal_var=False)`.
@@ -20,6 +20,11 @@ pub struct WelchResult {
     pub mean_diff: f64,
     /// 95 % interval of `mean_diff`.
     pub ci95: (f64, f64),
+    /// 90 % interval of `mean_diff`: the interval of the two one-sided tests (TOST) at 5 %
+    /// each, which decides equivalence (see [`super::decision`]).
+    pub ci90: (f64, f64),
+    /// Standard error of `mean_diff`.
+    pub se: f64,
 }
 
 /// Welch's unequal-variance t-test of `mean(a) − mean(b)`.
@@ -51,12 +56,15 @@ pub fn welch(a: &[f64], b: &[f64]) -> Option<WelchResult> {
     let dist = StudentsT::new(0.0, 1.0, df).ok()?;
     let p = (2.0 * dist.sf(t.abs())).clamp(0.0, 1.0);
     let half = t_quantile_975(df)? * se;
+    let half90 = t_quantile(0.95, df)? * se;
     Some(WelchResult {
         t,
         df,
         p,
         mean_diff,
         ci95: (mean_diff - half, mean_diff + half),
+        ci90: (mean_diff - half90, mean_diff + half90),
+        se,
     })
 }
 
