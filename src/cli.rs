@@ -46,9 +46,20 @@ pub enum Command {
     /// file-management workloads, a small data set, 3 repetitions).
     Run(Box<RunArgs>),
     /// Print the report of a results directory.
-    Report { dir: PathBuf },
+    Report {
+        dir: PathBuf,
+        /// Equivalence margin in % of the baseline (default: the run's, else 5).
+        #[arg(long, value_name = "PCT", value_parser = parse_margin)]
+        margin: Option<f64>,
+    },
     /// Compare two results directories of the same plan side by side.
-    Compare { dir_a: PathBuf, dir_b: PathBuf },
+    Compare {
+        dir_a: PathBuf,
+        dir_b: PathBuf,
+        /// Equivalence margin in % of A (default 5).
+        #[arg(long, value_name = "PCT", value_parser = parse_margin)]
+        margin: Option<f64>,
+    },
     /// Remove mounts, loop devices and images left by a killed run (touches nothing else).
     Cleanup {
         /// The work directory root the run used.
@@ -151,6 +162,10 @@ pub struct RunArgs {
     /// Per-measurement time limit in seconds.
     #[arg(long, value_name = "SECS")]
     pub timeout: Option<f64>,
+    /// Equivalence margin in % of the baseline: a difference whose 90 % interval lies
+    /// inside ±PCT is reported as `equivalent` (default 5).
+    #[arg(long, value_name = "PCT", value_parser = parse_margin)]
+    pub margin: Option<f64>,
     /// Image (or tmpfs) size for every target, e.g. 2G.
     #[arg(long, value_name = "SIZE")]
     pub size: Option<String>,
@@ -236,12 +251,16 @@ fn dispatch(cli: Cli) -> Result<i32> {
             Ok(EXIT_OK)
         }
         Command::Run(args) => run(*args),
-        Command::Report { dir } => {
-            crate::report::report_dir(&dir)?;
+        Command::Report { dir, margin } => {
+            crate::report::report_dir(&dir, margin)?;
             Ok(EXIT_OK)
         }
-        Command::Compare { dir_a, dir_b } => {
-            crate::report::compare_dirs(&dir_a, &dir_b)?;
+        Command::Compare {
+            dir_a,
+            dir_b,
+            margin,
+        } => {
+            crate::report::compare_dirs(&dir_a, &dir_b, margin)?;
             Ok(EXIT_OK)
         }
         Command::Cleanup { work_dir } => {
@@ -352,6 +371,15 @@ fn op(a: OpArgs) -> Result<i32> {
     Ok(EXIT_OK)
 }
 
+/// `--margin PCT`: a finite percentage in (0, 100), refused by the parser (exit 2) otherwise.
+fn parse_margin(s: &str) -> Result<f64, String> {
+    let v: f64 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{s}` is not a number"))?;
+    crate::plan::check_margin(v).map_err(|e| e.to_string())
+}
+
 fn build_plan(args: &RunArgs) -> Result<Plan> {
     let dataset_dir = match &args.dataset {
         None => None,
@@ -372,6 +400,7 @@ fn build_plan(args: &RunArgs) -> Result<Plan> {
         compressibility: args.compressibility,
         timeout: args.timeout,
         size: args.size.clone(),
+        margin: args.margin,
     };
     let file = args.plan.as_deref().map(file::read_plan_file).transpose()?;
     let names = crate::workload::names();
@@ -479,7 +508,7 @@ fn run(args: RunArgs) -> Result<i32> {
         Err(e) => return Err(e.into()),
     };
     if summary.measured > 0 {
-        if let Err(e) = crate::report::report_dir(&summary.out) {
+        if let Err(e) = crate::report::report_dir(&summary.out, None) {
             eprintln!("fsarena: report: {}", one_line(&e));
         }
     }

@@ -298,3 +298,24 @@ fn a_scale_that_does_not_fit_is_refused_with_the_numbers() {
     refused(&out, &["needs about"]);
     assert!(t0.elapsed() < std::time::Duration::from_secs(5));
 }
+
+#[test]
+fn a_margin_that_is_not_a_percentage_in_0_to_100_is_refused() {
+    let root = TestRoot::new("cli-margin");
+    let work = root.path.join("work");
+    for bad in ["0", "100", "-5", "nan", "inf", "abc", "250"] {
+        refused(
+            &fsarena(&["run", "--target", "ext4", "--margin", bad], &work),
+            &["margin"],
+        );
+        for cmd in [&["report", "/nonexistent"][..], &["compare", "/a", "/b"]] {
+            let out = Command::new(bin())
+                .args(cmd)
+                .args(["--margin", bad])
+                .output()
+                .unwrap();
+            refused(&out, &["margin"]);
+        }
+    }
+    untouched(&work);
+}

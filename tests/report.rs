@@ -7,7 +7,9 @@ mod common;
 use std::path::Path;
 
 use fsarena::report::{self, model};
-use fsarena::results::store;
+use fsarena::results::store::{self, Store};
+use fsarena::results::{HostFacts, Measurement, Status};
+use fsarena::stats::Decision;
 
 fn check_snapshot(name: &str, actual: &str) {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -41,7 +43,7 @@ fn fixture(complete: bool) -> (tempfile::TempDir, model::Report) {
     let dir = tempfile::tempdir().unwrap();
     common::fixture::write(dir.path(), complete);
     let loaded = store::load(dir.path()).unwrap();
-    let r = model::build(&loaded);
+    let r = model::build(&loaded, None);
     (dir, r)
 }
 
@@ -62,10 +64,12 @@ fn decisions_marks_and_baseline_comparisons_are_right() {
         .find(|s| s.workload == "create" && s.threads == 1)
         .unwrap();
     assert_eq!(s.key_metric, "files_per_s");
-    // ext4 and xfs are 1 % apart with 3 % jitter: no real difference, so no ✓.
+    // ext4 and xfs are 1 % apart with 3 % jitter and 3 runs: neither a real difference nor
+    // shown equal within ±5 %, so undecided, with a number of runs that would decide it; no ✓.
     assert!(
-        s.decision
-            .contains("no real difference between ext4 and xfs"),
+        s.decision.contains("ext4 leads xfs")
+            && s.decision.contains("undecided")
+            && s.decision.contains("more runs per target"),
         "{}",
         s.decision
     );
@@ -89,6 +93,12 @@ fn decisions_marks_and_baseline_comparisons_are_right() {
         .as_ref()
         .unwrap();
     assert!(c.significant && (c.pct_diff + 75.0).abs() < 2.0, "{c:?}");
+    assert_eq!(c.verdict.as_ref().unwrap().decision, Decision::Worse);
+    let x = xfs.metric("files_per_s").unwrap().vs_baseline.as_ref();
+    assert_eq!(
+        x.unwrap().verdict.as_ref().unwrap().decision,
+        Decision::Undecided
+    );
     assert!(r.incomplete.is_none());
 }
 
@@ -102,7 +112,7 @@ fn an_interrupted_run_is_labelled_incomplete_everywhere() {
     );
     assert!(report::terminal::render(&r, false).starts_with("INCOMPLETE:"));
     assert!(report::markdown::render(&r).contains("**Incomplete:**"));
-    report::write_files(dir.path()).unwrap();
+    report::write_files(dir.path(), None).unwrap();
     let html = std::fs::read_to_string(dir.path().join("report.html")).unwrap();
     assert!(html.contains("class=\"incomplete\""));
     let json: serde_json::Value =
@@ -119,7 +129,7 @@ fn a_corrupted_results_line_is_skipped_and_said() {
     let mut text = std::fs::read_to_string(&path).unwrap();
     text.push_str("{\"record\":\"measurement\",\"target\":\n");
     std::fs::write(&path, text).unwrap();
-    let r = model::build(&store::load(dir.path()).unwrap());
+    let r = model::build(&store::load(dir.path()).unwrap(), None);
     assert_eq!(r.skipped_lines.len(), 1);
     let out = report::terminal::render(&r, false);
     assert!(out.contains("skipped"), "{out}");
@@ -130,7 +140,153 @@ fn a_corrupted_results_line_is_skipped_and_said() {
 fn compare_matches_runs_of_the_same_plan() {
     let (a, _) = fixture(true);
     let (b, _) = fixture(true);
-    let out = report::compare::render(a.path(), b.path()).unwrap();
-    assert!(out.contains("≈"), "{out}");
+    let out = report::compare::render(a.path(), b.path(), None).unwrap();
+    // The same data twice: no change is significant, and none may be called better/worse.
+    assert!(!out.contains("≈"), "{out}");
+    assert!(
+        !out.contains("better") || out.contains("better/worse ="),
+        "{out}"
+    );
+    assert!(out.contains("equivalent") && out.contains("Holm"), "{out}");
     assert!(out.contains("ext4") && out.contains("create"));
+}
+
+/// One `create` section, files/s per target as given (fs = the name before any `-`), and
+/// `ext4` as the baseline, whatever order the targets come in.
+fn decided(targets: &[(&str, &str, [f64; 5])], margin: Option<f64>) -> model::Report {
+    let dir = tempfile::tempdir().unwrap();
+    let plan_targets: Vec<serde_json::Value> = targets
+        .iter()
+        .map(|(n, fs, _)| serde_json::json!({"name": n, "fs": fs, "mkfs_args": [], "mount_options": [], "location": "loop", "size": null, "description": ""}))
+        .collect();
+    let host = HostFacts {
+        fsarena_version: "0.1.0".into(),
+        kernel: "6.1.0-test".into(),
+        cpu_model: "Test CPU".into(),
+        cpus: 2,
+        plan: serde_json::json!({
+            "targets": plan_targets, "workloads": ["create"], "threads": [1],
+            "runs": {"fixed": 5},
+            "dataset": {"profile": "small", "scale": 0.01, "seed": 42, "duplicate_fraction": 0.1, "compressibility": 0.0, "source_dir": null},
+            "baseline": "ext4", "timeout": 600.0, "workload_options": {}
+        }),
+        ..Default::default()
+    };
+    let mut store = Store::create(dir.path(), &host).unwrap();
+    for rep in 0..5u32 {
+        for (name, fs, values) in targets {
+            let f = values[rep as usize];
+            store
+                .append(&Measurement {
+                    target: name.to_string(),
+                    fs: fs.to_string(),
+                    workload: "create".into(),
+                    repetition: rep,
+                    threads: 1,
+                    status: Status::Ok,
+                    metrics: [
+                        ("files_per_s".to_string(), f),
+                        ("seconds".to_string(), 1e4 / f),
+                    ]
+                    .into_iter()
+                    .collect(),
+                    ..Default::default()
+                })
+                .unwrap();
+        }
+    }
+    drop(store);
+    model::build(&store::load(dir.path()).unwrap(), margin)
+}
+
+const EXT4: [f64; 5] = [1000.0, 1010.0, 990.0, 1005.0, 995.0];
+const FOUR: [(&str, &str, [f64; 5]); 6] = [
+    // A RAM disk, five times faster than anything: a reference, never the winner.
+    ("tmpfs", "tmpfs", [5000.0, 5050.0, 4950.0, 5020.0, 4980.0]),
+    ("ext4", "ext4", EXT4),
+    ("xfs", "xfs", [1200.0, 1210.0, 1190.0, 1205.0, 1195.0]),
+    ("btrfs", "btrfs", [600.0, 605.0, 595.0, 602.0, 598.0]),
+    // 0.1 % apart, tight: its 90 % interval is well inside ±5 %.
+    ("f2fs", "f2fs", [1002.0, 1012.0, 992.0, 1001.0, 998.0]),
+    // Same mean as ext4 give or take, but a wide spread: cannot tell yet.
+    ("ntfs", "ntfs", [1000.0, 1100.0, 950.0, 1080.0, 920.0]),
+];
+
+fn decision_of(r: &model::Report, target: &str) -> Decision {
+    let s = &r.sections[0];
+    let row = s.rows.iter().find(|r| r.target == target).unwrap();
+    let c = row.metric("files_per_s").unwrap().vs_baseline.as_ref();
+    c.unwrap().verdict.as_ref().unwrap().decision
+}
+
+#[test]
+fn every_comparison_is_better_worse_equivalent_or_undecided() {
+    let r = decided(&FOUR, None);
+    assert_eq!(r.margin_pct, 5.0);
+    assert_eq!(decision_of(&r, "xfs"), Decision::Better);
+    assert_eq!(decision_of(&r, "btrfs"), Decision::Worse);
+    assert_eq!(decision_of(&r, "f2fs"), Decision::Equivalent);
+    assert_eq!(decision_of(&r, "ntfs"), Decision::Undecided);
+    let s = &r.sections[0];
+    let ntfs = s.rows.iter().find(|r| r.target == "ntfs").unwrap();
+    let v = ntfs
+        .metric("files_per_s")
+        .unwrap()
+        .vs_baseline
+        .as_ref()
+        .unwrap();
+    let v = v.verdict.as_ref().unwrap();
+    assert!(v.runs_to_decide.is_some_and(|n| n > 0), "{v:?}");
+    assert!(v.p_holm >= 0.05);
+    // A tighter margin turns "equivalent" into "undecided": the margin is used.
+    let tight = decided(&FOUR, Some(0.5));
+    assert_eq!(tight.margin_pct, 0.5);
+    assert_eq!(decision_of(&tight, "f2fs"), Decision::Undecided);
+    // Every output says the words, and none says "≈".
+    let term = report::terminal::render(&r, false);
+    let md = report::markdown::render(&r);
+    let csv = report::csv::render(&r).unwrap();
+    let html = report::html::render(&r);
+    for out in [&term, &md, &csv, &html] {
+        for word in ["better", "worse", "equivalent", "undecided"] {
+            assert!(out.contains(word), "`{word}` missing from:\n{out}");
+        }
+        assert!(!out.contains('≈'), "{out}");
+    }
+    assert!(term.contains("Holm") && md.contains("Holm") && html.contains("Holm"));
+    let json = serde_json::to_value(&r).unwrap();
+    let row = |t: &str| {
+        json["sections"][0]["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["target"] == t)
+            .unwrap()["metrics"]["files_per_s"]["vs_baseline"]
+            .clone()
+    };
+    assert_eq!(row("f2fs")["decision"], "equivalent");
+    assert_eq!(row("xfs")["decision"], "better");
+    assert_eq!(row("xfs")["margin_pct"], 5.0);
+    assert!(row("ntfs")["p_holm"].as_f64().unwrap() >= 0.05);
+    assert_eq!(row("f2fs")["pct_ci90"].as_array().unwrap().len(), 2);
+}
+
+#[test]
+fn tmpfs_is_a_reference_never_the_winner() {
+    let r = decided(&FOUR, None);
+    let s = &r.sections[0];
+    let tmpfs = s.rows.iter().find(|r| r.target == "tmpfs").unwrap();
+    assert!(tmpfs.reference);
+    assert_eq!(tmpfs.mark, None, "tmpfs marked");
+    assert!(!s.decision.contains("tmpfs"), "{}", s.decision);
+    assert!(s.decision.starts_with("xfs wins"), "{}", s.decision);
+    let mark = |t: &str| s.rows.iter().find(|r| r.target == t).unwrap().mark;
+    assert_eq!(mark("xfs"), Some(model::Mark::Best));
+    assert_eq!(mark("btrfs"), Some(model::Mark::Worst));
+    let term = report::terminal::render(&r, false);
+    assert!(term.contains("tmpfs (reference, RAM)"), "{term}");
+    // tmpfs alone beside one disk target: the disk target is the only one measured.
+    let r = decided(&[FOUR[0], FOUR[1]], None);
+    assert_eq!(r.sections[0].decision, "only ext4 was measured");
+    assert!(r.sections[0].rows.iter().all(|r| r.mark.is_none()));
 }

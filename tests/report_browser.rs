@@ -70,7 +70,7 @@ fn ink(png_path: &Path) -> (usize, usize) {
 fn report_loads_offline_without_errors_and_draws_every_section() {
     let dir = tempfile::tempdir().unwrap();
     common::fixture::write(dir.path(), true);
-    fsarena::report::write_files(dir.path()).unwrap();
+    fsarena::report::write_files(dir.path(), None).unwrap();
     let html_path = dir.path().join("report.html");
     let html = std::fs::read_to_string(&html_path).unwrap();
     // Self-contained: nothing to fetch (the SVG namespace URI is a name, not a fetch).

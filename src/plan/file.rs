@@ -10,6 +10,7 @@
 //! targets = ["ext4", "xfs"]          # catalogue names, dir:PATH, NAME@/dev/DEVICE
 //! baseline = "ext4"
 //! timeout = 600                      # seconds per measurement
+//! margin = 5                         # equivalence margin, % of the baseline
 //!
 //! [dataset]
 //! profile = "small"
@@ -46,6 +47,7 @@ pub struct PlanFile {
     pub targets: Option<Vec<String>>,
     pub baseline: Option<String>,
     pub timeout: Option<f64>,
+    pub margin: Option<f64>,
     pub dataset: Option<DatasetTable>,
     #[serde(default, rename = "target")]
     pub custom_targets: Vec<TargetTable>,

@@ -28,6 +28,11 @@ pub struct Plan {
     /// Per-measurement time limit; a stuck workload becomes a `timeout` record.
     #[serde(with = "secs")]
     pub timeout: Duration,
+    /// Equivalence margin in percent of the baseline mean: a difference whose 90 % interval
+    /// lies inside ±margin is reported as `equivalent`. Results written before the margin
+    /// existed read back with the default.
+    #[serde(default = "default_margin")]
+    pub margin_pct: f64,
     /// `[workload.NAME]` tables, handed to the workload untouched.
     pub workload_options: BTreeMap<String, toml::Table>,
 }
@@ -75,6 +80,8 @@ pub const DEFAULT_WORKLOADS: &[&str] = &[
 pub const DEFAULT_RUNS: u32 = 3;
 /// Data-set scale when neither flag nor file says: small enough for a first run.
 pub const DEFAULT_SCALE: f64 = 0.01;
+/// The equivalence margin when none is given: ±5 % of the baseline mean.
+pub const DEFAULT_MARGIN_PCT: f64 = 5.0;
 /// Per-measurement time limit when neither flag nor file says.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
 
@@ -112,6 +119,24 @@ pub enum PlanError {
     DuplicateTarget(String),
     #[error("no targets to run (none given, and none of the catalogue's default targets is supported here: run `fsarena doctor`)")]
     NoTargets,
+}
+
+fn default_margin() -> f64 {
+    DEFAULT_MARGIN_PCT
+}
+
+/// A margin in percent: a finite number strictly between 0 and 100. Shared by the plan
+/// file, `fsarena run`, `fsarena report` and `fsarena compare`.
+pub fn check_margin(v: f64) -> Result<f64, PlanError> {
+    if v.is_finite() && v > 0.0 && v < 100.0 {
+        Ok(v)
+    } else {
+        Err(PlanError::Invalid {
+            what: "margin",
+            value: v.to_string(),
+            why: "use a percentage greater than 0 and less than 100".into(),
+        })
+    }
 }
 
 mod secs {

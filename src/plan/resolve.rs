@@ -27,6 +27,7 @@ pub struct Overrides {
     pub compressibility: Option<f64>,
     pub timeout: Option<f64>,
     pub size: Option<String>,
+    pub margin: Option<f64>,
 }
 
 /// Resolves file + flags into a plan. `workload_names` are the valid workloads; `available`
@@ -47,6 +48,8 @@ pub fn resolve(
     let dataset = dataset(f.dataset.unwrap_or_default(), o, scale)?;
     let baseline = baseline(&targets, f.baseline.as_ref(), o)?;
     let timeout = timeout(f.timeout, o)?;
+    let margin_pct =
+        super::check_margin(o.margin.or(f.margin).unwrap_or(super::DEFAULT_MARGIN_PCT))?;
     Ok(Plan {
         targets,
         workloads,
@@ -55,6 +58,7 @@ pub fn resolve(
         dataset,
         baseline,
         timeout,
+        margin_pct,
         workload_options: f.workload,
     })
 }
@@ -237,7 +241,8 @@ fn dataset(ds: DatasetTable, o: &Overrides, scale: f64) -> Result<DatasetSpec, P
     Ok(dataset)
 }
 
-/// The target the others are compared with: named by flag or file, else the first.
+/// The target the others are compared with: named by flag or file, else the first disk
+/// target (a memory target such as tmpfs is a reference, not a candidate), else the first.
 fn baseline(
     targets: &[TargetConfig],
     from_file: Option<&String>,
@@ -247,7 +252,9 @@ fn baseline(
         Some(b) if targets.iter().any(|t| &t.name == b) => Ok(b.clone()),
         Some(b) => Err(PlanError::UnknownBaseline(b.clone())),
         None => targets
-            .first()
+            .iter()
+            .find(|t| !t.fs.is_memory())
+            .or(targets.first())
             .map(|t| t.name.clone())
             .ok_or(PlanError::NoTargets),
     }

@@ -120,6 +120,13 @@ impl FsKind {
         }
     }
 
+    /// Whether the file system lives in memory (tmpfs): a reference for what the disk file
+    /// systems could reach, never a candidate a user is choosing, so never ranked, never the
+    /// default baseline.
+    pub fn is_memory(self) -> bool {
+        matches!(self, FsKind::Tmpfs)
+    }
+
     /// Whether the file system needs a block device (and so a loop image by default).
     pub fn needs_device(self) -> bool {
         !matches!(self, FsKind::Tmpfs | FsKind::Existing)

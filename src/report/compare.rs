@@ -1,5 +1,7 @@
 //! `fsarena compare A B`: the same plan run twice (another kernel, machine or option), side
-//! by side, matched by target, workload, variant and threads.
+//! by side, matched by target, workload, variant and threads. Every matched key metric is
+//! decided as B against A: better / worse (Holm-controlled over all matched rows),
+//! equivalent (90 % interval within ±margin) or undecided.
 
 use std::path::Path;
 
@@ -7,20 +9,18 @@ use anyhow::Result;
 use comfy_table::presets::ASCII_MARKDOWN;
 use comfy_table::Table;
 
-use super::format::{header, mean_ci};
+use super::format::{header, legend, mean_ci};
 use super::model::{self, ALPHA};
+use super::verdicts::runs_phrase;
 use crate::results::store;
-use crate::stats;
+use crate::stats::{self, decide, holm, runs_to_decide, Decision, Verdict};
 
-pub fn render(a: &Path, b: &Path) -> Result<String> {
+pub fn render(a: &Path, b: &Path, margin_pct: Option<f64>) -> Result<String> {
     let (la, lb) = (store::load(a)?, store::load(b)?);
-    let (ra, rb) = (model::build(&la), model::build(&lb));
-    let mut t = Table::new();
-    t.load_preset(ASCII_MARKDOWN);
-    t.set_header([
-        "workload", "threads", "target", "metric", "A", "B", "change", "p",
-    ]);
-    let mut matched = 0;
+    let (ra, rb) = (model::build(&la, margin_pct), model::build(&lb, margin_pct));
+    let margin = ra.margin_pct;
+    // (label, threads, target, metric, A, B, A raw, B raw, higher is better)
+    let mut rows = Vec::new();
     for sa in &ra.sections {
         let Some(sb) = rb.sections.iter().find(|s| {
             s.workload == sa.workload && s.variant == sa.variant && s.threads == sa.threads
@@ -35,42 +35,71 @@ pub fn render(a: &Path, b: &Path) -> Result<String> {
             let (Some(ma), Some(mb)) = (row_a.metric(key), row_b.metric(key)) else {
                 continue;
             };
-            matched += 1;
-            let (change, p) = match stats::compare(&ma.raw, &mb.raw, ALPHA) {
-                Some(c) if c.significant => {
-                    (format!("{:+.1} %", c.pct_diff), format!("{:.3}", c.p_value))
-                }
-                Some(c) => ("≈".to_string(), format!("{:.3}", c.p_value)),
-                None => ("too few runs".to_string(), String::new()),
-            };
             let mut w = sa.workload.clone();
             if !sa.variant.is_empty() {
                 w.push_str(&format!(" [{}]", sa.variant));
             }
-            t.add_row([
+            rows.push((
                 w,
                 sa.threads.to_string(),
                 row_a.target.clone(),
                 header(key),
                 mean_ci(key, ma),
                 mean_ci(key, mb),
-                change,
-                p,
-            ]);
+                ma.raw.clone(),
+                mb.raw.clone(),
+                sa.higher_is_better,
+            ));
         }
     }
-    if matched == 0 {
+    if rows.is_empty() {
         anyhow::bail!(
             "{} and {} share no target and workload: compare runs of the same plan",
             a.display(),
             b.display()
         );
     }
+    let cmps: Vec<_> = rows
+        .iter()
+        .map(|r| stats::compare(&r.6, &r.7, ALPHA))
+        .collect();
+    let p: Vec<f64> = cmps.iter().flatten().map(|c| c.p_value).collect();
+    let adjusted = holm(&p);
+    let alpha_strict = ALPHA / p.len().max(1) as f64;
+    let mut next_p = adjusted.iter();
+    let mut t = Table::new();
+    t.load_preset(ASCII_MARKDOWN);
+    t.set_header([
+        "workload", "threads", "target", "metric", "A", "B", "B vs A", "decision", "Holm p",
+    ]);
+    for (r, c) in rows.into_iter().zip(cmps) {
+        // Only answered comparisons entered the family, so only they take the next p.
+        let (change, word, p) = match c.map(|c| (next_p.next().copied(), c)) {
+            Some((Some(ph), c)) => {
+                let decision = decide(c.pct_diff, c.pct_ci90, ph, ALPHA, margin, r.8);
+                let word = if decision == Decision::Undecided {
+                    let v = Verdict {
+                        decision,
+                        p_holm: ph,
+                        margin_pct: margin,
+                        runs_to_decide: runs_to_decide(&r.6, &r.7, margin, alpha_strict),
+                    };
+                    format!("undecided, {}", runs_phrase(&v))
+                } else {
+                    decision.as_str().to_string()
+                };
+                (format!("{:+.1} %", c.pct_diff), word, format!("{ph:.3}"))
+            }
+            _ => (String::new(), "too few runs".to_string(), String::new()),
+        };
+        t.add_row([r.0, r.1, r.2, r.3, r.4, r.5, change, word, p]);
+    }
     Ok(format!(
-        "A = {} (kernel {})\nB = {} (kernel {})\n\"≈\" = no significant change (p ≥ {ALPHA})\n{t}\n",
+        "A = {} (kernel {})\nB = {} (kernel {})\n{}\n{t}\n",
         a.display(),
         la.host.kernel,
         b.display(),
-        lb.host.kernel
+        lb.host.kernel,
+        legend(margin)
     ))
 }

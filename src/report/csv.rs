@@ -1,9 +1,11 @@
 //! `summary.csv`: one row per target × workload × variant × threads × metric, for
-//! spreadsheets and scripts.
+//! spreadsheets and scripts. `decision` (better / worse / equivalent / undecided), `p_holm`,
+//! the 90 % interval and `margin_pct` are filled for the key metric of each section, which is
+//! what the Holm family covers; side metrics leave them empty.
 
 use super::model::Report;
 
-pub const HEADER: [&str; 22] = [
+pub const HEADER: [&str; 29] = [
     "workload",
     "variant",
     "threads",
@@ -26,6 +28,13 @@ pub const HEADER: [&str; 22] = [
     "test",
     "significant",
     "outliers",
+    "reference",
+    "decision",
+    "p_holm",
+    "pct_ci90_low",
+    "pct_ci90_high",
+    "margin_pct",
+    "runs_to_decide",
 ];
 
 pub fn render(r: &Report) -> Result<String, csv::Error> {
@@ -37,6 +46,7 @@ pub fn render(r: &Report) -> Result<String, csv::Error> {
             for (metric, m) in &row.metrics {
                 let sm = &m.summary;
                 let c = m.vs_baseline.as_ref();
+                let v = c.and_then(|c| c.verdict.as_ref());
                 w.write_record([
                     s.workload.clone(),
                     s.variant.clone(),
@@ -60,6 +70,16 @@ pub fn render(r: &Report) -> Result<String, csv::Error> {
                     c.map(|c| c.test.as_str().to_string()).unwrap_or_default(),
                     c.map(|c| c.significant.to_string()).unwrap_or_default(),
                     sm.outliers.len().to_string(),
+                    row.reference.to_string(),
+                    v.map(|v| v.decision.as_str().to_string())
+                        .unwrap_or_default(),
+                    num(v.map(|v| v.p_holm)),
+                    num(v.and(c.and_then(|c| c.pct_ci90)).map(|x| x.0)),
+                    num(v.and(c.and_then(|c| c.pct_ci90)).map(|x| x.1)),
+                    num(v.map(|v| v.margin_pct)),
+                    v.and_then(|v| v.runs_to_decide)
+                        .map(|n| n.to_string())
+                        .unwrap_or_default(),
                 ])?;
             }
         }

@@ -1,8 +1,8 @@
 //! How numbers read in every report: units from the metric's name, three significant digits,
-//! and "≈" for a difference that is not significant.
+//! and the decision word (better / worse / equivalent / undecided) beside every difference.
 
 use crate::plan::size::human_bytes;
-use crate::stats::{Comparison, MetricStats};
+use crate::stats::{Comparison, Decision, MetricStats};
 
 /// A readable value with its unit, chosen from the metric's snake_case name.
 pub fn value(metric: &str, v: f64) -> String {
@@ -72,16 +72,32 @@ pub fn mean_ci(metric: &str, m: &MetricStats) -> String {
     }
 }
 
-/// The % difference against the baseline, or "≈" when it is not significant.
+/// The % difference against the baseline and its decision: "-74.8 % (±6.9) worse",
+/// "+0.5 % equivalent", "-2.0 % (±6.7) undecided (~7 more runs)".
 pub fn vs_baseline(c: Option<&Comparison>) -> String {
-    match c {
-        None => String::new(),
-        Some(c) if !c.significant => "≈".into(),
-        Some(c) => match c.pct_ci95 {
-            Some((lo, hi)) => format!("{:+.1} % (±{:.1})", c.pct_diff, (hi - lo) / 2.0),
-            None => format!("{:+.1} %", c.pct_diff),
+    let Some(c) = c else {
+        return String::new();
+    };
+    let pct = match c.pct_ci95 {
+        Some((lo, hi)) => format!("{:+.1} % (±{:.1})", c.pct_diff, (hi - lo) / 2.0),
+        None => format!("{:+.1} %", c.pct_diff),
+    };
+    match &c.verdict {
+        None => pct,
+        Some(v) if v.decision == Decision::Undecided => match v.runs_to_decide {
+            Some(n) if n > 0 => format!("{pct} undecided (~{n} more runs)"),
+            _ => format!("{pct} undecided"),
         },
+        Some(v) => format!("{pct} {}", v.decision.as_str()),
     }
+}
+
+/// The legend every report prints once: what the decision words mean.
+pub fn legend(margin_pct: f64) -> String {
+    format!(
+        "better/worse = significant after Holm correction over the run (α 0.05); \
+         equivalent = 90 % CI within ±{margin_pct} %; undecided = neither yet"
+    )
 }
 
 /// The column header of a metric: the workload's own short name for it, else the common
@@ -108,6 +124,8 @@ pub fn header(metric: &str) -> String {
 /// The cells every table shows for a row: key metric (with ✓/✗), CV, and the comparison
 /// with the baseline; plus the runs cell. One place, so the outputs cannot drift apart.
 pub struct RowCells {
+    /// The target's name, with "(reference, RAM)" for a memory target.
+    pub target: String,
     pub key: String,
     pub mark: &'static str,
     pub cv: String,
@@ -130,6 +148,11 @@ pub fn row_cells(row: &super::model::Row, key: &str, baseline: &str) -> RowCells
         None => ("—".into(), String::new(), String::new()),
     };
     RowCells {
+        target: if row.reference {
+            format!("{} (reference, RAM)", row.target)
+        } else {
+            row.target.clone()
+        },
         key: k,
         mark: match row.mark {
             Some(Mark::Best) => " ✓",

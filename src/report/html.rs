@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write;
 
 use super::charts::{self, Bar, Line};
-use super::format::{header, row_cells, value};
+use super::format::{header, legend, row_cells, value};
 use super::model::{Mark, Report};
 use crate::results::{Measurement, Status};
 
@@ -43,8 +43,8 @@ pub fn render(r: &Report) -> String {
         h,
         "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>fsarena report</title><style>{STYLE}</style></head><body>"
     );
-    let _ = write!(h, "<h1>fsarena report</h1><p>Kernel {} · {} CPUs ({}) · {} memory · fsarena {} · baseline <b>{}</b> · a fresh file system for every repetition · 95&nbsp;% intervals · ≈ = not significant (p ≥ 0.05)</p>",
-        esc(&r.host.kernel), r.host.cpus, esc(&r.host.cpu_model), value("x_bytes", r.host.mem_total_bytes as f64), esc(&r.host.fsarena_version), esc(&r.baseline));
+    let _ = write!(h, "<h1>fsarena report</h1><p>Kernel {} · {} CPUs ({}) · {} memory · fsarena {} · baseline <b>{}</b> · a fresh file system for every repetition · 95&nbsp;% intervals · {}</p>",
+        esc(&r.host.kernel), r.host.cpus, esc(&r.host.cpu_model), value("x_bytes", r.host.mem_total_bytes as f64), esc(&r.host.fsarena_version), esc(&r.baseline), esc(&legend(r.margin_pct)));
     if let Some(why) = &r.incomplete {
         let _ = write!(
             h,
@@ -101,7 +101,7 @@ fn summary(h: &mut String, r: &Report) {
             let _ = write!(
                 h,
                 "<tr><td>{}</td><td>{}</td><td class=\"{cls}\">{}{}</td><td>{}</td><td>{}</td>",
-                esc(&row.target),
+                esc(&c.target),
                 c.runs,
                 esc(&c.key),
                 c.mark,

@@ -1,6 +1,6 @@
 //! `summary.md`: the terminal tables as Markdown, for pasting into an issue or a wiki.
 
-use super::format::{header, row_cells, value};
+use super::format::{header, legend, row_cells, value};
 use super::model::Report;
 
 pub fn render(r: &Report) -> String {
@@ -10,8 +10,13 @@ pub fn render(r: &Report) -> String {
     }
     out.push_str(&format!(
         "Kernel {}, {} × {}, fsarena {}. Fresh file system per repetition; baseline **{}**; \
-         95 % intervals; ≈ = not significant (p ≥ 0.05).\n",
-        r.host.kernel, r.host.cpus, r.host.cpu_model, r.host.fsarena_version, r.baseline
+         95 % intervals; {}.\n",
+        r.host.kernel,
+        r.host.cpus,
+        r.host.cpu_model,
+        r.host.fsarena_version,
+        r.baseline,
+        legend(r.margin_pct)
     ));
     for s in &r.sections {
         let key = &s.key_metric;
@@ -33,7 +38,7 @@ pub fn render(r: &Report) -> String {
             let c = row_cells(row, key, &r.baseline);
             out.push_str(&format!(
                 "| {} | {} | {}{} | {} | {} |{}\n",
-                row.target,
+                c.target,
                 c.runs,
                 c.key,
                 c.mark,

@@ -11,6 +11,7 @@ pub mod json;
 pub mod markdown;
 pub mod model;
 pub mod terminal;
+pub mod verdicts;
 
 use std::io::IsTerminal;
 use std::path::Path;
@@ -23,10 +24,11 @@ use crate::results::store;
 pub const FILES: [&str; 4] = ["summary.json", "summary.csv", "summary.md", "report.html"];
 
 /// Writes every report file into `dir` (atomically: temp file, then rename) and returns the
-/// model, so a crash mid-write never leaves half a report.
-pub fn write_files(dir: &Path) -> Result<model::Report> {
+/// model, so a crash mid-write never leaves half a report. `margin_pct` overrides the run's
+/// equivalence margin.
+pub fn write_files(dir: &Path, margin_pct: Option<f64>) -> Result<model::Report> {
     let loaded = store::load(dir)?;
-    let report = model::build(&loaded);
+    let report = model::build(&loaded, margin_pct);
     let outputs = [
         ("summary.json", json::render(&report)?),
         ("summary.csv", csv::render(&report)?),
@@ -42,8 +44,8 @@ pub fn write_files(dir: &Path) -> Result<model::Report> {
 }
 
 /// Prints the terminal report of a results directory and (re)writes its report files.
-pub fn report_dir(dir: &Path) -> Result<()> {
-    let report = write_files(dir)?;
+pub fn report_dir(dir: &Path, margin_pct: Option<f64>) -> Result<()> {
+    let report = write_files(dir, margin_pct)?;
     let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
     print!("{}", terminal::render(&report, color));
     println!("\nreport: {}", dir.join("report.html").display());
@@ -51,7 +53,7 @@ pub fn report_dir(dir: &Path) -> Result<()> {
 }
 
 /// Prints two results directories side by side.
-pub fn compare_dirs(a: &Path, b: &Path) -> Result<()> {
-    print!("{}", compare::render(a, b)?);
+pub fn compare_dirs(a: &Path, b: &Path, margin_pct: Option<f64>) -> Result<()> {
+    print!("{}", compare::render(a, b, margin_pct)?);
     Ok(())
 }

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::plan::Plan;
+use crate::plan::{FsKind, Plan};
 use crate::results::store::Loaded;
 use crate::results::{HostFacts, Measurement, Status};
 use crate::stats::{self, Group, MetricStats, Warning};
@@ -20,7 +20,8 @@ pub const SCHEMA_VERSION: u32 = 1;
 /// Significance level for every "is it real" decision in a report.
 pub const ALPHA: f64 = 0.05;
 
-/// Best (✓) or worst (✗), only when the difference to the next one is significant.
+/// Best (✓) or worst (✗) among the disk targets, only when the gap to the neighbour is
+/// significant after Holm control (see [`super::verdicts`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Mark {
@@ -37,6 +38,8 @@ pub struct Row {
     pub failed: Vec<(u32, Status, Option<String>)>,
     pub invalid: usize,
     pub mark: Option<Mark>,
+    /// A memory file system (tmpfs): shown for reference, never ranked or marked.
+    pub reference: bool,
     pub metrics: BTreeMap<String, MetricStats>,
     pub warnings: Vec<Warning>,
 }
@@ -61,7 +64,8 @@ pub struct Section {
     /// Extra metrics worth a column for this workload.
     pub columns: Vec<String>,
     pub rows: Vec<Row>,
-    /// One sentence: who won and by how much, or that there is no real difference.
+    /// One sentence about the disk targets: who wins (better, after Holm), that the two
+    /// leaders are equivalent, or that it is undecided and how many runs would decide it.
     pub decision: String,
 }
 
@@ -86,6 +90,8 @@ pub struct Report {
     pub schema_version: u32,
     pub host: HostFacts,
     pub baseline: String,
+    /// The equivalence margin the decisions used, in % of the baseline mean.
+    pub margin_pct: f64,
     /// Why the run is incomplete, when it is.
     pub incomplete: Option<String>,
     pub sections: Vec<Section>,
@@ -111,89 +117,6 @@ fn key_of(workload: &str) -> (String, bool) {
             (k.to_string(), h)
         })
         .unwrap_or_else(|| ("seconds".to_string(), false))
-}
-
-/// Marks the best and worst rows when each differs significantly from its neighbour.
-fn mark(rows: &mut [Row], key: &str, higher: bool) {
-    let mut order: Vec<usize> = (0..rows.len())
-        .filter(|&i| rows[i].mean(key).is_some())
-        .collect();
-    if order.len() < 2 {
-        return;
-    }
-    order.sort_by(|&a, &b| {
-        let (x, y) = (
-            rows[a].mean(key).unwrap_or(0.0),
-            rows[b].mean(key).unwrap_or(0.0),
-        );
-        let o = x.partial_cmp(&y).unwrap_or(std::cmp::Ordering::Equal);
-        if higher {
-            o.reverse()
-        } else {
-            o
-        }
-    });
-    let raw: Vec<Vec<f64>> = rows
-        .iter()
-        .map(|r| r.metric(key).map(|m| m.raw.clone()).unwrap_or_default())
-        .collect();
-    let differs =
-        |a: usize, b: usize| stats::compare(&raw[a], &raw[b], ALPHA).is_some_and(|c| c.significant);
-    let (best, second) = (order[0], order[1]);
-    let (worst, second_worst) = (order[order.len() - 1], order[order.len() - 2]);
-    let (mark_best, mark_worst) = (differs(second, best), differs(second_worst, worst));
-    if mark_best {
-        rows[best].mark = Some(Mark::Best);
-    }
-    if mark_worst {
-        rows[worst].mark = Some(Mark::Worst);
-    }
-}
-
-fn decision(rows: &[Row], key: &str, higher: bool) -> String {
-    let mut ranked: Vec<&Row> = rows.iter().filter(|r| r.mean(key).is_some()).collect();
-    if ranked.is_empty() {
-        return "no successful measurement".into();
-    }
-    if ranked.len() == 1 {
-        return format!("only {} was measured", ranked[0].target);
-    }
-    ranked.sort_by(|a, b| {
-        let o = a
-            .mean(key)
-            .partial_cmp(&b.mean(key))
-            .unwrap_or(std::cmp::Ordering::Equal);
-        if higher {
-            o.reverse()
-        } else {
-            o
-        }
-    });
-    let (win, next) = (ranked[0], ranked[1]);
-    let raw = |r: &Row| r.metric(key).map(|m| m.raw.clone()).unwrap_or_default();
-    match stats::compare(&raw(next), &raw(win), ALPHA) {
-        Some(c) if c.significant => {
-            let by = c.pct_diff.abs();
-            let ci = c
-                .pct_ci95
-                .map(|(lo, hi)| format!(" (95 % CI {:+.0} % to {:+.0} %)", lo, hi))
-                .unwrap_or_default();
-            format!(
-                "{} wins: {key} {by:.0} % {} than {}{ci}",
-                win.target,
-                if c.pct_diff > 0.0 { "higher" } else { "lower" },
-                next.target
-            )
-        }
-        Some(_) => format!(
-            "no real difference between {} and {} (≈, p ≥ {ALPHA})",
-            win.target, next.target
-        ),
-        None => format!(
-            "{} leads {}, but there are too few runs to tell",
-            win.target, next.target
-        ),
-    }
 }
 
 /// What the plan asked for that the results do not hold.
@@ -248,9 +171,13 @@ fn incompleteness(loaded: &Loaded) -> Option<String> {
     }
 }
 
-/// Builds the report of a loaded results file.
-pub fn build(loaded: &Loaded) -> Report {
+/// Builds the report of a loaded results file. `margin_pct` overrides the run's margin (the
+/// plan's, else [`crate::plan::DEFAULT_MARGIN_PCT`]).
+pub fn build(loaded: &Loaded, margin_pct: Option<f64>) -> Report {
     let plan: Option<Plan> = serde_json::from_value(loaded.host.plan.clone()).ok();
+    let margin_pct = margin_pct
+        .or(plan.as_ref().map(|p| p.margin_pct))
+        .unwrap_or(crate::plan::DEFAULT_MARGIN_PCT);
     let baseline = plan
         .as_ref()
         .map(|p| p.baseline.clone())
@@ -292,6 +219,7 @@ pub fn build(loaded: &Loaded) -> Report {
                 _ => true,
             })
             .collect();
+        let reference = FsKind::parse(&g.fs).is_some_and(FsKind::is_memory);
         sections[i].rows.push(Row {
             target: g.key.target,
             fs: g.fs,
@@ -299,18 +227,17 @@ pub fn build(loaded: &Loaded) -> Report {
             failed: g.failed,
             invalid: g.invalid,
             mark: None,
+            reference,
             metrics: g.metrics,
             warnings,
         });
     }
-    for s in &mut sections {
-        mark(&mut s.rows, &s.key_metric, s.higher_is_better);
-        s.decision = decision(&s.rows, &s.key_metric, s.higher_is_better);
-    }
+    super::verdicts::decide_all(&mut sections, &baseline, margin_pct);
     Report {
         schema_version: SCHEMA_VERSION,
         host: loaded.host.clone(),
         baseline,
+        margin_pct,
         incomplete: incompleteness(loaded),
         sections,
         skipped_lines: loaded.skipped.clone(),

@@ -4,7 +4,7 @@
 use comfy_table::presets::{ASCII_MARKDOWN, UTF8_FULL_CONDENSED};
 use comfy_table::{Attribute, Cell, Color, Table};
 
-use super::format::{header, row_cells, value};
+use super::format::{header, legend, row_cells, value};
 use super::model::{Mark, Report, Section};
 
 /// Renders the whole report as text.
@@ -14,8 +14,9 @@ pub fn render(r: &Report, color: bool) -> String {
         out.push_str(&format!("INCOMPLETE: {why}\n\n"));
     }
     out.push_str(&format!(
-        "fresh file system per repetition; baseline {}; 95 % intervals; \"≈\" = not significant (p ≥ 0.05)\n",
-        r.baseline
+        "fresh file system per repetition; baseline {}; 95 % intervals; {}\n",
+        r.baseline,
+        legend(r.margin_pct)
     ));
     for s in &r.sections {
         out.push('\n');
@@ -73,7 +74,7 @@ fn section(s: &Section, baseline: &str, color: bool) -> String {
             };
         }
         let mut cells = vec![
-            Cell::new(&row.target),
+            Cell::new(&c.target),
             Cell::new(c.runs),
             key_cell,
             Cell::new(c.cv),

@@ -15,9 +15,6 @@ use statrs::distribution::{ContinuousCDF, StudentsT};
 
 use super::estimators::{all_finite, mean, stddev, t_quantile};
 
-/// The equivalence margin when none is given: ±5 % of the baseline mean.
-pub const DEFAULT_MARGIN_PCT: f64 = 5.0;
-
 /// [`runs_to_decide`] looks no further than this many runs per target.
 pub const MAX_RUNS_ESTIMATE: usize = 1000;
 

@@ -29,7 +29,7 @@ pub mod welch;
 
 pub use adaptive::{needs_another_run, needs_another_run_for, AdaptiveRule};
 pub use aggregate::{aggregate, Group, GroupKey, MetricStats};
-pub use decision::{decide, holm, runs_to_decide, tost_p, Decision, Verdict, DEFAULT_MARGIN_PCT};
+pub use decision::{decide, holm, runs_to_decide, tost_p, Decision, Verdict};
 pub use mann_whitney::{mann_whitney, mann_whitney_min_p, MannWhitneyResult, MwMethod};
 pub use outliers::{mad_outliers, robust_sigma, OUTLIER_SIGMAS};
 pub use significance::{choose_test, compare, skewness, Comparison, Test};
