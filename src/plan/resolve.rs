@@ -360,6 +360,37 @@ mod tests {
     }
 
     #[test]
+    fn a_memory_target_is_never_the_default_baseline_and_the_margin_is_checked() {
+        let o = Overrides {
+            targets: vec!["tmpfs".into(), "xfs".into(), "ext4".into()],
+            ..Default::default()
+        };
+        let p = resolve(None, &o, W, &all).unwrap();
+        assert_eq!(p.baseline, "xfs");
+        assert_eq!(p.margin_pct, super::super::DEFAULT_MARGIN_PCT);
+        // Named explicitly, tmpfs may still be the baseline; alone, it is the only choice.
+        let named = Overrides {
+            baseline: Some("tmpfs".into()),
+            ..o.clone()
+        };
+        assert_eq!(resolve(None, &named, W, &all).unwrap().baseline, "tmpfs");
+        let alone = Overrides {
+            targets: vec!["tmpfs".into()],
+            ..Default::default()
+        };
+        assert_eq!(resolve(None, &alone, W, &all).unwrap().baseline, "tmpfs");
+        let f = parse_plan_file("margin = 2.5\n", "p").unwrap();
+        assert_eq!(resolve(Some(f), &o, W, &all).unwrap().margin_pct, 2.5);
+        for bad in [0.0, 100.0, -1.0, f64::NAN, f64::INFINITY] {
+            let o = Overrides {
+                margin: Some(bad),
+                ..o.clone()
+            };
+            assert!(resolve(None, &o, W, &all).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
     fn custom_target_from_base() {
         let f = parse_plan_file(
             "[[target]]\nname = \"mine\"\nbase = \"ext4\"\nmount = [\"noatime\"]\nsize = \"2G\"\n",
