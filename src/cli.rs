@@ -49,7 +49,7 @@ pub enum Command {
     Report {
         dir: PathBuf,
         /// Equivalence margin in % of the baseline (default: the run's, else 5).
-        #[arg(long, value_name = "PCT", value_parser = parse_margin)]
+        #[arg(long, value_name = "PCT", value_parser = parse_margin, allow_negative_numbers = true)]
         margin: Option<f64>,
     },
     /// Compare two results directories of the same plan side by side.
@@ -57,7 +57,7 @@ pub enum Command {
         dir_a: PathBuf,
         dir_b: PathBuf,
         /// Equivalence margin in % of A (default 5).
-        #[arg(long, value_name = "PCT", value_parser = parse_margin)]
+        #[arg(long, value_name = "PCT", value_parser = parse_margin, allow_negative_numbers = true)]
         margin: Option<f64>,
     },
     /// Remove mounts, loop devices and images left by a killed run (touches nothing else).
@@ -164,7 +164,7 @@ pub struct RunArgs {
     pub timeout: Option<f64>,
     /// Equivalence margin in % of the baseline: a difference whose 90 % interval lies
     /// inside ±PCT is reported as `equivalent` (default 5).
-    #[arg(long, value_name = "PCT", value_parser = parse_margin)]
+    #[arg(long, value_name = "PCT", value_parser = parse_margin, allow_negative_numbers = true)]
     pub margin: Option<f64>,
     /// Image (or tmpfs) size for every target, e.g. 2G.
     #[arg(long, value_name = "SIZE")]
