@@ -366,7 +366,7 @@ fn a_populated_image_is_cloned_one_at_a_time_and_each_clone_holds_the_data_set()
             wipe: false,
         };
         let master: MasterImage = populate_master(&plan, &spec(1), &work, &cancel)
-            .unwrap_or_else(|e| panic!("{name}: {e}"));
+            .unwrap_or_else(|e| panic!("{name}: {e:?}"));
         assert!(master.health.as_ref().is_some_and(|h| h.passed), "{name}");
         // Sealed: the master itself is attached nowhere, so no clone can meet its fsid.
         assert_eq!(attached_copies(&images, name), Vec::<String>::new());

@@ -125,17 +125,25 @@ impl CellRun<'_> {
 
 /// Makes `spec`'s populated image for the run: a fresh file system holding exactly what
 /// [`workload::prepare::prepare`] writes, where every workload expects it, then checked and
-/// detached. Built here, beside the cells' own contexts, so the two cannot disagree.
+/// detached. Built here, beside the cells' own contexts, so the two cannot disagree. An
+/// error keeps the status a cell writing the data set itself would have recorded (a
+/// target too small for the data set is `enospc`, not a generic error).
 pub fn populate_master(
     plan: &Plan,
     spec: &InstanceSpec,
     work: &WorkDir,
     cancel: &AtomicBool,
-) -> Result<MasterImage, String> {
-    let inst = MasterImage::provision(spec, work).map_err(|e| format!("provision: {e}"))?;
+) -> Result<MasterImage, (Status, String)> {
+    let inst = MasterImage::provision(spec, work)
+        .map_err(|e| (Status::Error, format!("provision: {e}")))?;
     let root = inst.root.join(WORK_DIR);
     let written = std::fs::create_dir(&root)
-        .map_err(|e| format!("cannot create {}: {e}", root.display()))
+        .map_err(|e| {
+            (
+                workload::status_of_io(&e),
+                format!("cannot create {}: {e}", root.display()),
+            )
+        })
         .and_then(|_| {
             let empty = toml::Table::new();
             let ctx = Ctx {
@@ -148,13 +156,13 @@ pub fn populate_master(
                 deadline: Some(Instant::now() + plan.timeout),
                 populated: false,
             };
-            workload::prepare::prepare(&ctx).map_err(|e| e.to_string())
+            workload::prepare::prepare(&ctx).map_err(|e| (e.status(), e.to_string()))
         });
     if let Err(e) = written {
         let _ = inst.teardown(false);
         return Err(e);
     }
-    MasterImage::seal(inst, &spec.target.name).map_err(|e| e.to_string())
+    MasterImage::seal(inst, &spec.target.name).map_err(|e| (Status::Error, e.to_string()))
 }
 
 /// Unmounts, checks and removes a point's file system; a failed check invalidates the

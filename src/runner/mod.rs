@@ -162,7 +162,7 @@ pub fn run(
                     this.master = Some(m);
                     cell::run_cell(&this, &mut progress)
                 }
-                populate::Source::Failed(e) => this.fail(Status::Error, e),
+                populate::Source::Failed(status, e) => this.fail(status, e),
                 populate::Source::Interrupted => this.fail(
                     Status::Interrupted,
                     "interrupted while populating the image".into(),

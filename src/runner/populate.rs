@@ -9,6 +9,7 @@ use super::progress::Progress;
 use crate::plan::Plan;
 use crate::provision::master::clonable;
 use crate::provision::{InstanceSpec, MasterImage, WorkDir};
+use crate::results::Status;
 use crate::workload::Workload;
 
 /// Populated images by target index; a failure is kept so that every cell of that target
@@ -17,7 +18,7 @@ pub struct Masters<'r> {
     pub plan: &'r Plan,
     pub work: &'r WorkDir,
     pub cancel: &'r AtomicBool,
-    built: HashMap<usize, Result<MasterImage, String>>,
+    built: HashMap<usize, Result<MasterImage, (Status, String)>>,
 }
 
 /// What a cell gets: no image (it makes its own file system), an image, or the reason the
@@ -25,7 +26,7 @@ pub struct Masters<'r> {
 pub enum Source<'a> {
     Fresh,
     Clone(&'a MasterImage),
-    Failed(String),
+    Failed(Status, String),
     /// Cancelled while the image was being written.
     Interrupted,
 }
@@ -67,8 +68,10 @@ impl<'r> Masters<'r> {
         }
         match self.built.get(&target) {
             Some(Ok(m)) => Source::Clone(m),
-            Some(Err(e)) => Source::Failed(format!("cannot populate the image: {e}")),
-            None => Source::Failed("internal: no populated image".into()),
+            Some(Err((status, e))) => {
+                Source::Failed(*status, format!("cannot populate the image: {e}"))
+            }
+            None => Source::Failed(Status::Error, "internal: no populated image".into()),
         }
     }
 }
