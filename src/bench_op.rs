@@ -232,6 +232,7 @@ pub fn run(args: &OpArgs) -> Result<OpReport, WorkloadError> {
         options: &options,
         cancel: &cancel,
         deadline: None,
+        populated: false,
     };
     let t0 = Instant::now();
     let (files, bytes) = (op.call)(args, &ctx, &args.src, dest)?;

@@ -224,3 +224,153 @@ fn kill9_then_cleanup_then_resume_completes_the_run() {
             .collect::<Vec<_>>()
     );
 }
+
+/// Loop devices backed by images of the run(s) under `work`, grouped by target: a master
+/// image is `images/TARGET-master.img`, its clones `images/TARGET-SEQ.img`.
+fn attached_by_target(work: &Path) -> std::collections::HashMap<String, Vec<String>> {
+    let mut by: std::collections::HashMap<String, Vec<String>> = Default::default();
+    for (dev, backing) in fsarena::provision::loopdev::attached() {
+        if !backing.starts_with(work) {
+            continue;
+        }
+        let name = backing.file_stem().unwrap().to_string_lossy().into_owned();
+        let target = name
+            .rsplit_once('-')
+            .map_or(name.clone(), |(t, _)| t.into());
+        by.entry(target)
+            .or_default()
+            .push(format!("{} -> {}", dev.display(), backing.display()));
+    }
+    by
+}
+
+#[test]
+fn clones_of_one_image_are_never_attached_together() {
+    require_root();
+    let root = TestRoot::new("clones");
+    let (out, work) = (root.path.join("out"), root.path.join("work"));
+    let mut child = Command::new(bin())
+        .args(["run", "--target", "btrfs", "--target", "ext4"])
+        .args(["--workload", "scan,touch,delete", "--runs", "2"])
+        .args(["--scale", "0.01", "--quiet", "--out"])
+        .arg(&out)
+        .arg("--work-dir")
+        .arg(&work)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t0 = Instant::now();
+    let mut seen = HashSet::new();
+    while child.try_wait().unwrap().is_none() {
+        for (target, devs) in attached_by_target(&work) {
+            assert!(devs.len() <= 1, "{target}: attached together: {devs:?}");
+            seen.extend(
+                devs.into_iter()
+                    .filter_map(|d| d.split(" -> ").nth(1).map(String::from)),
+            );
+        }
+        assert!(t0.elapsed() < Duration::from_secs(300), "no end");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    assert_eq!(wait_exit(&mut child), 0);
+    // Not vacuous: the poll saw clones of both targets come and go.
+    for t in ["btrfs", "ext4"] {
+        let clones = seen
+            .iter()
+            .filter(|b| b.contains(&format!("/{t}-")) && !b.ends_with("-master.img"))
+            .count();
+        assert!(clones >= 2, "{t}: saw only {seen:?}");
+    }
+    let loaded = store::load(&out).unwrap();
+    // Every cell (target × workload × repetition), some with several points.
+    assert!(
+        loaded.measurements.len() >= 2 * 2 * 3,
+        "{}",
+        loaded.measurements.len()
+    );
+    for m in &loaded.measurements {
+        assert_eq!(m.status, Status::Ok, "{:?}", m.error);
+        let c = m.provenance.clone.as_ref().expect("ran on a clone");
+        assert!(c.method == "copy" || c.method == "reflink");
+    }
+    assert!(
+        leftovers(&root.path).is_empty(),
+        "{:?}",
+        leftovers(&root.path)
+    );
+    no_run_dirs(&work);
+}
+
+#[test]
+fn kill9_with_a_populated_image_and_a_clone_then_cleanup_removes_both() {
+    require_root();
+    let root = TestRoot::new("kill9clone");
+    let (out, work) = (root.path.join("out"), root.path.join("work"));
+    let mut child = Command::new(bin())
+        .args([
+            "run",
+            "--target",
+            "xfs",
+            "--workload",
+            "scan,touch",
+            "--runs",
+            "3",
+        ])
+        .args(["--scale", "0.01", "--quiet", "--out"])
+        .arg(&out)
+        .arg("--work-dir")
+        .arg(&work)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Kill once a clone is attached beside its (detached) master image.
+    let t0 = Instant::now();
+    let images = loop {
+        let clone_attached = attached_by_target(&work)
+            .get("xfs")
+            .is_some_and(|d| d.iter().any(|b| !b.ends_with("-master.img")));
+        let imgs: Vec<_> = glob_images(&work);
+        if clone_attached && imgs.iter().any(|p| p.ends_with("xfs-master.img")) && imgs.len() >= 2 {
+            break imgs;
+        }
+        assert!(child.try_wait().unwrap().is_none(), "the run ended first");
+        assert!(t0.elapsed() < Duration::from_secs(120), "no clone seen");
+        std::thread::sleep(Duration::from_millis(2));
+    };
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(images.iter().all(|p| Path::new(p).exists()));
+    let c = Command::new(bin())
+        .arg("cleanup")
+        .arg("--work-dir")
+        .arg(&work)
+        .output()
+        .unwrap();
+    assert!(c.status.success(), "{}", String::from_utf8_lossy(&c.stderr));
+    assert!(
+        leftovers(&root.path).is_empty(),
+        "{:?}",
+        leftovers(&root.path)
+    );
+    for p in &images {
+        assert!(!Path::new(p).exists(), "{p} survived cleanup");
+    }
+    no_run_dirs(&work);
+}
+
+/// Every image file in the runs under `work`.
+fn glob_images(work: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    for run in std::fs::read_dir(work).into_iter().flatten().flatten() {
+        for img in std::fs::read_dir(run.path().join("images"))
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            out.push(img.path().display().to_string());
+        }
+    }
+    out
+}

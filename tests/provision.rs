@@ -311,3 +311,115 @@ fn direct_writes_on_ext4_have_write_amplification_near_one() {
     res.unwrap();
     assert!(leftovers(&root.path).is_empty());
 }
+
+/// Loop devices currently backed by a file under `images` whose name starts with `prefix`
+/// (a master image and its clones share the target's prefix).
+fn attached_copies(images: &std::path::Path, prefix: &str) -> Vec<String> {
+    fsarena::provision::loopdev::attached()
+        .into_iter()
+        .filter(|(_, b)| {
+            b.starts_with(images)
+                && b.file_name()
+                    .is_some_and(|n| n.to_string_lossy().starts_with(prefix))
+        })
+        .map(|(d, b)| format!("{} -> {}", d.display(), b.display()))
+        .collect()
+}
+
+#[test]
+fn a_populated_image_is_cloned_one_at_a_time_and_each_clone_holds_the_data_set() {
+    use fsarena::provision::MasterImage;
+    use fsarena::runner::cell::{populate_master, WORK_DIR};
+    use std::sync::atomic::AtomicBool;
+
+    require_root();
+    let root = TestRoot::new("clone");
+    let work = WorkDir::create(&root.path).unwrap();
+    let images = work.run.join("images");
+    let mut plan = fsarena::plan::Plan {
+        targets: Vec::new(),
+        workloads: Vec::new(),
+        threads: vec![1],
+        runs: fsarena::plan::Runs::Fixed(1),
+        dataset: fsarena::dataset::DatasetSpec {
+            scale: 0.005,
+            ..Default::default()
+        },
+        baseline: String::new(),
+        timeout: Duration::from_secs(300),
+        workload_options: Default::default(),
+    };
+    let manifest = plan.dataset.plan().unwrap();
+    assert!(manifest.files.len() > 10, "the data set holds files");
+    let cancel = AtomicBool::new(false);
+    for name in ["ext4", "xfs", "btrfs"] {
+        let t = catalogue::get(name).unwrap();
+        if let Err(why) = host::support(&t) {
+            panic!("{name} must be supported here: {why}");
+        }
+        plan.targets = vec![t.clone()];
+        let spec = |seq| InstanceSpec {
+            target: &t,
+            seq,
+            size: 512 << 20,
+            allow_device: false,
+            wipe: false,
+        };
+        let master: MasterImage = populate_master(&plan, &spec(1), &work, &cancel)
+            .unwrap_or_else(|e| panic!("{name}: {e:?}"));
+        assert!(master.health.as_ref().is_some_and(|h| h.passed), "{name}");
+        // Sealed: the master itself is attached nowhere, so no clone can meet its fsid.
+        assert_eq!(attached_copies(&images, name), Vec::<String>::new());
+
+        let first = master.clone_for(&spec(2), &work).unwrap();
+        let clone = first.provenance.clone.clone().expect("clone provenance");
+        assert!(
+            ["reflink", "copy"].contains(&clone.method.as_str()),
+            "{clone:?}"
+        );
+        assert!(clone.seconds > 0.0, "{clone:?}");
+        assert!(
+            first.provenance.mkfs_command.is_some(),
+            "{name}: how it was made"
+        );
+        // The clone holds exactly the data set, where the workloads look for it.
+        fsarena::workload::verify::tree(&first.root.join(WORK_DIR), &manifest, 2)
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        // A second clone while the first is attached: two devices with one fsid, refused.
+        match master.clone_for(&spec(3), &work) {
+            Err(ProvisionError::Refused { .. }) => {}
+            Err(e) => panic!("{name}: wrong refusal: {e}"),
+            Ok(_) => panic!("{name}: two clones of one image attached at once"),
+        }
+        assert_eq!(attached_copies(&images, name).len(), 1, "{name}");
+        // The clone is a copy: writing it leaves the master (and the next clone) intact.
+        std::fs::remove_dir_all(first.root.join(WORK_DIR)).unwrap();
+        let (health, res) = first.teardown(true);
+        res.unwrap();
+        assert!(health.is_some_and(|h| h.passed), "{name}");
+
+        let second = master.clone_for(&spec(4), &work).unwrap();
+        fsarena::workload::verify::tree(&second.root.join(WORK_DIR), &manifest, 2)
+            .unwrap_or_else(|e| panic!("{name}: second clone: {e}"));
+        let (_, res) = second.teardown(true);
+        res.unwrap();
+        let master_path = master.path().to_path_buf();
+        assert!(master_path.exists());
+        drop(master);
+        assert!(!master_path.exists(), "{name}: the master outlived its run");
+    }
+    let left: Vec<_> = std::fs::read_dir(&images).unwrap().flatten().collect();
+    assert!(left.is_empty(), "images left: {left:?}");
+    assert_eq!(leftovers(&root.path), Vec::<String>::new());
+    let live = fsarena::provision::journal::live(
+        &fsarena::provision::journal::read(work.journal.path()).unwrap(),
+    );
+    let images_live: Vec<_> = live
+        .iter()
+        .filter(|e| e.kind == fsarena::provision::journal::Kind::Image)
+        .collect();
+    assert!(
+        images_live.is_empty(),
+        "journal still holds {images_live:?}"
+    );
+}

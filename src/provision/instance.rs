@@ -7,6 +7,7 @@ use std::collections::HashMap;
 use std::fs;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use super::command::Cmd;
@@ -31,9 +32,14 @@ pub struct InstanceSpec<'a> {
     pub wipe: bool,
 }
 
-enum Undo {
+pub(super) enum Undo {
     RemoveFile(PathBuf),
-    Detach { dev: PathBuf, image: PathBuf },
+    /// Gives back a master image's one-clone-attached claim (see `master`).
+    Unclaim(Arc<AtomicBool>),
+    Detach {
+        dev: PathBuf,
+        image: PathBuf,
+    },
     Unmount(PathBuf),
     RemoveDir(PathBuf),
     RemoveTree(PathBuf),
@@ -46,11 +52,11 @@ pub struct Instance {
     /// Devices for the monitor: the target's block device first, then the disk under it.
     pub devices: Vec<DevId>,
     pub provenance: Provenance,
-    fs: FsKind,
+    pub(super) fs: FsKind,
     /// The block device to check after unmounting.
-    check_device: Option<PathBuf>,
-    undo: Vec<Undo>,
-    journal: Arc<Journal>,
+    pub(super) check_device: Option<PathBuf>,
+    pub(super) undo: Vec<Undo>,
+    pub(super) journal: Arc<Journal>,
 }
 
 /// A target name made safe for image and mount-point file names.
@@ -98,18 +104,7 @@ impl Instance {
     /// Creates a fresh file system for one cell. On error, whatever was made is undone.
     pub fn provision(spec: &InstanceSpec, work: &WorkDir) -> Result<Instance, ProvisionError> {
         let t = spec.target;
-        let mut inst = Instance {
-            root: PathBuf::new(),
-            devices: Vec::new(),
-            provenance: Provenance {
-                kernel: host::kernel_release(),
-                ..Provenance::default()
-            },
-            fs: t.fs,
-            check_device: None,
-            undo: Vec::new(),
-            journal: Arc::clone(&work.journal),
-        };
+        let mut inst = Instance::empty(t, work);
         let name = format!("{}-{}", sanitize(&t.name), spec.seq);
         match &t.location {
             Location::Loop => inst.on_loop(spec, work, &name)?,
@@ -120,7 +115,23 @@ impl Instance {
         Ok(inst)
     }
 
-    fn journal(
+    /// An instance with nothing made yet.
+    pub(super) fn empty(t: &TargetConfig, work: &WorkDir) -> Instance {
+        Instance {
+            root: PathBuf::new(),
+            devices: Vec::new(),
+            provenance: Provenance {
+                kernel: host::kernel_release(),
+                ..Provenance::default()
+            },
+            fs: t.fs,
+            check_device: None,
+            undo: Vec::new(),
+            journal: Arc::clone(&work.journal),
+        }
+    }
+
+    pub(super) fn journal(
         &self,
         op: Op,
         kind: Kind,
@@ -132,16 +143,13 @@ impl Instance {
             .map_err(|e| ProvisionError::io("cannot write the run journal", e))
     }
 
-    fn on_loop(
+    pub(super) fn on_loop(
         &mut self,
         spec: &InstanceSpec,
         work: &WorkDir,
         name: &str,
     ) -> Result<(), ProvisionError> {
-        let images = work
-            .subdir("images")
-            .map_err(|e| ProvisionError::io("cannot create the image directory", e))?;
-        let img = images.join(format!("{name}.img"));
+        let img = image_path(work, name)?;
         self.journal(Op::Create, Kind::Image, &img, None)?;
         let f = fs::OpenOptions::new()
             .write(true)
@@ -151,24 +159,29 @@ impl Instance {
         self.undo.push(Undo::RemoveFile(img.clone()));
         f.set_len(spec.size)
             .map_err(|e| ProvisionError::io(format!("cannot size {}", img.display()), e))?;
-        let backing = f
-            .metadata()
-            .map(|m| DevId::from_dev_t(m.dev()))
-            .map_err(|e| ProvisionError::io("cannot stat the image", e))?;
         drop(f);
-        self.provenance.location = "loop".into();
-        self.provenance.image_bytes = Some(spec.size);
+        let dev = self.attach(&img)?;
+        self.format_and_mount(spec.target, work, &dev, name)
+    }
 
-        self.journal(Op::Create, Kind::Loop, &img, None)?;
-        let lo = loopdev::attach(&img)?;
+    /// Attaches the image `img` (already journaled and on the undo stack) to a loop device
+    /// and records it in the provenance; returns the device path.
+    pub(super) fn attach(&mut self, img: &Path) -> Result<String, ProvisionError> {
+        let md = fs::metadata(img).map_err(|e| ProvisionError::io("cannot stat the image", e))?;
+        let backing = DevId::from_dev_t(md.dev());
+        self.provenance.location = "loop".into();
+        self.provenance.image_bytes = Some(md.len());
+
+        self.journal(Op::Create, Kind::Loop, img, None)?;
+        let lo = loopdev::attach(img)?;
         self.undo.push(Undo::Detach {
             dev: lo.path.clone(),
-            image: img.clone(),
+            image: img.to_path_buf(),
         });
         self.journal(
             Op::Create,
             Kind::Loop,
-            &img,
+            img,
             Some(&lo.path.display().to_string()),
         )?;
         self.provenance.loop_device = Some(lo.path.display().to_string());
@@ -182,8 +195,7 @@ impl Instance {
         self.provenance.block_device = Some(lo.dev.to_string());
         self.provenance.backing_device = Some(backing.to_string());
         self.devices = vec![lo.dev, backing];
-        let dev = lo.path.display().to_string();
-        self.format_and_mount(spec.target, work, &dev, name)
+        Ok(lo.path.display().to_string())
     }
 
     fn on_device(
@@ -212,7 +224,11 @@ impl Instance {
         self.format_and_mount(spec.target, work, &path.display().to_string(), name)
     }
 
-    fn make_mountpoint(&mut self, work: &WorkDir, name: &str) -> Result<PathBuf, ProvisionError> {
+    pub(super) fn make_mountpoint(
+        &mut self,
+        work: &WorkDir,
+        name: &str,
+    ) -> Result<PathBuf, ProvisionError> {
         let mnt = work
             .subdir("mnt")
             .map_err(|e| ProvisionError::io("cannot create the mount directory", e))?
@@ -224,7 +240,7 @@ impl Instance {
         Ok(mnt)
     }
 
-    fn mount(&mut self, cmd: Cmd, mnt: &Path) -> Result<(), ProvisionError> {
+    pub(super) fn mount(&mut self, cmd: Cmd, mnt: &Path) -> Result<(), ProvisionError> {
         self.journal(Op::Create, Kind::Mount, mnt, None)?;
         cmd.run("mount")?;
         self.undo.push(Undo::Unmount(mnt.to_path_buf()));
@@ -257,6 +273,17 @@ impl Instance {
             self.provenance.mkfs_command = Some(cmd.argv());
             self.provenance.mkfs_version = mkfs_version_cached(t.fs);
         }
+        self.mount_device(t, work, dev, name)
+    }
+
+    /// Mounts the file system on `dev` with the target's options, at a new mount point.
+    pub(super) fn mount_device(
+        &mut self,
+        t: &TargetConfig,
+        work: &WorkDir,
+        dev: &str,
+        name: &str,
+    ) -> Result<(), ProvisionError> {
         self.check_device = Some(PathBuf::from(dev));
         let mnt = self.make_mountpoint(work, name)?;
         let cmd = mounts::mount_cmd(host::mount_type(t.fs), &t.mount_options, dev, &mnt);
@@ -319,14 +346,24 @@ impl Instance {
     /// read-only right after unmounting; the result says whether the repetition counts.
     /// Keeps going after a failed step so one stuck resource does not strand the others.
     pub fn teardown(mut self, check: bool) -> (Option<Health>, Result<(), ProvisionError>) {
-        self.unwind(check)
+        self.unwind(check, 0)
     }
 
-    fn unwind(&mut self, check: bool) -> (Option<Health>, Result<(), ProvisionError>) {
+    /// Undoes steps, newest first, until `keep` remain.
+    pub(super) fn unwind(
+        &mut self,
+        check: bool,
+        keep: usize,
+    ) -> (Option<Health>, Result<(), ProvisionError>) {
         let mut health = None;
         let mut first_err = None;
-        while let Some(step) = self.undo.pop() {
+        while self.undo.len() > keep {
+            let Some(step) = self.undo.pop() else { break };
             let (res, kind, path) = match step {
+                Undo::Unclaim(flag) => {
+                    flag.store(false, Ordering::SeqCst);
+                    continue;
+                }
                 Undo::Unmount(p) => {
                     let r = mounts::unmount(&p);
                     if r.is_ok() && check {
@@ -371,7 +408,7 @@ impl Instance {
         (health, first_err.map_or(Ok(()), Err))
     }
 
-    fn health_check(&self) -> Option<Health> {
+    pub(super) fn health_check(&self) -> Option<Health> {
         let (prog, args) = self.fs.fsck()?;
         let dev = self.check_device.as_ref()?;
         let cmd = Cmd::new(prog)
@@ -394,7 +431,15 @@ impl Instance {
     }
 }
 
-fn ignore_missing(e: std::io::Error) -> std::io::Result<()> {
+/// Where the image called `name` lives: the run's `images` directory.
+pub(super) fn image_path(work: &WorkDir, name: &str) -> Result<PathBuf, ProvisionError> {
+    let images = work
+        .subdir("images")
+        .map_err(|e| ProvisionError::io("cannot create the image directory", e))?;
+    Ok(images.join(format!("{name}.img")))
+}
+
+pub(super) fn ignore_missing(e: std::io::Error) -> std::io::Result<()> {
     if e.kind() == std::io::ErrorKind::NotFound {
         Ok(())
     } else {
@@ -405,7 +450,7 @@ fn ignore_missing(e: std::io::Error) -> std::io::Result<()> {
 impl Drop for Instance {
     fn drop(&mut self) {
         if !self.undo.is_empty() {
-            if let (_, Err(e)) = self.unwind(false) {
+            if let (_, Err(e)) = self.unwind(false, 0) {
                 eprintln!("fsarena: teardown: {e}");
             }
         }

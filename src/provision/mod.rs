@@ -8,14 +8,17 @@ pub mod cleanup;
 pub mod command;
 pub mod guard;
 pub mod host;
+pub mod image_copy;
 pub mod instance;
 pub mod journal;
 pub mod loopdev;
+pub mod master;
 pub mod mounts;
 pub mod planned;
 pub mod workdir;
 
 pub use instance::{Instance, InstanceSpec};
+pub use master::MasterImage;
 pub use workdir::WorkDir;
 
 /// Why a target could not be provisioned or taken down.

@@ -4,4 +4,4 @@
 pub mod record;
 pub mod store;
 
-pub use record::{Health, HostFacts, Measurement, Provenance, Record, Status};
+pub use record::{CloneOrigin, Health, HostFacts, Measurement, Provenance, Record, Status};

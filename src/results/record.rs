@@ -148,6 +148,20 @@ pub struct Provenance {
     pub kernel: String,
     #[serde(default)]
     pub notes: Vec<String>,
+    /// Set when the file system was a copy of an image populated once for the run (the data
+    /// set already laid down), not made fresh and populated by the workload. Absent in
+    /// results written before clones existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clone: Option<CloneOrigin>,
+}
+
+/// How a cell's file system was copied from the run's populated image.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CloneOrigin {
+    /// `reflink` (shared extents) or `copy` (data extents copied, holes kept).
+    pub method: String,
+    /// Seconds the copy took, including making it durable.
+    pub seconds: f64,
 }
 
 /// The read-only check run on the file system after a repetition.

@@ -11,7 +11,7 @@ use super::progress::Progress;
 use super::schedule::Cell;
 use super::{assemble, host_facts};
 use crate::plan::Plan;
-use crate::provision::{Instance, InstanceSpec, WorkDir};
+use crate::provision::{Instance, InstanceSpec, MasterImage, WorkDir};
 use crate::results::{Measurement, Status};
 use crate::workload::{self, Ctx, Point, Workload, WorkloadError};
 
@@ -23,13 +23,21 @@ pub struct CellRun<'a> {
     pub cell: &'a Cell,
     pub work: &'a WorkDir,
     pub cancel: &'a Arc<AtomicBool>,
+    /// The run's populated image of this target, when the workload wants the data set
+    /// present: each point then runs on a copy of it instead of an empty file system.
+    pub master: Option<&'a MasterImage>,
 }
+
+/// The workload's directory on a target's file system (also inside a populated image).
+pub const WORK_DIR: &str = "fsarena-work";
 
 /// A provisioned file system with the two working directories of one point.
 struct Fresh {
     inst: Instance,
     root: PathBuf,
     scratch: PathBuf,
+    /// The data set is already under `root` (a clone of the populated image).
+    populated: bool,
 }
 
 impl CellRun<'_> {
@@ -55,7 +63,7 @@ impl CellRun<'_> {
     }
 
     /// A one-record result for a cell that could not get as far as its points.
-    fn fail(&self, status: Status, error: String) -> Vec<Measurement> {
+    pub fn fail(&self, status: Status, error: String) -> Vec<Measurement> {
         let mut m = self.base();
         m.status = status;
         m.error = Some(error);
@@ -73,20 +81,32 @@ impl CellRun<'_> {
             options,
             cancel: self.cancel,
             deadline: Some(Instant::now() + self.plan.timeout),
+            populated: f.populated,
         }
     }
 
     /// Provisions a file system for point `point`, with its working directories.
     fn fresh(&self, point: usize) -> Result<Fresh, (Status, String)> {
         let (spec, work) = (self.spec, self.work);
-        let inst = Instance::provision(spec, work)
-            .map_err(|e| (Status::Error, format!("provision: {e}")))?;
-        let root = inst.root.join("fsarena-work");
+        let inst = match self.master {
+            Some(master) => master.clone_for(spec, work),
+            None => Instance::provision(spec, work),
+        }
+        .map_err(|e| (Status::Error, format!("provision: {e}")))?;
+        let root = inst.root.join(WORK_DIR);
         let scratch = work
             .run
             .join("scratch")
             .join(format!("{}-{point}", spec.seq));
-        if let Err(e) = std::fs::create_dir(&root).and_then(|_| std::fs::create_dir_all(&scratch)) {
+        let made = if self.master.is_some() {
+            // The copy arrives with the data set in place; its measured phase starts cold.
+            std::fs::metadata(&root)
+                .and_then(|_| crate::sys::drop_caches())
+                .and_then(|_| std::fs::create_dir_all(&scratch))
+        } else {
+            std::fs::create_dir(&root).and_then(|_| std::fs::create_dir_all(&scratch))
+        };
+        if let Err(e) = made {
             let _ = inst.teardown(false);
             let _ = std::fs::remove_dir_all(&scratch);
             return Err((
@@ -98,8 +118,51 @@ impl CellRun<'_> {
             inst,
             root,
             scratch,
+            populated: self.master.is_some(),
         })
     }
+}
+
+/// Makes `spec`'s populated image for the run: a fresh file system holding exactly what
+/// [`workload::prepare::prepare`] writes, where every workload expects it, then checked and
+/// detached. Built here, beside the cells' own contexts, so the two cannot disagree. An
+/// error keeps the status a cell writing the data set itself would have recorded (a
+/// target too small for the data set is `enospc`, not a generic error).
+pub fn populate_master(
+    plan: &Plan,
+    spec: &InstanceSpec,
+    work: &WorkDir,
+    cancel: &AtomicBool,
+) -> Result<MasterImage, (Status, String)> {
+    let inst = MasterImage::provision(spec, work)
+        .map_err(|e| (Status::Error, format!("provision: {e}")))?;
+    let root = inst.root.join(WORK_DIR);
+    let written = std::fs::create_dir(&root)
+        .map_err(|e| {
+            (
+                workload::status_of_io(&e),
+                format!("cannot create {}: {e}", root.display()),
+            )
+        })
+        .and_then(|_| {
+            let empty = toml::Table::new();
+            let ctx = Ctx {
+                root: &root,
+                scratch: &root,
+                threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
+                dataset: &plan.dataset,
+                options: &empty,
+                cancel,
+                deadline: Some(Instant::now() + plan.timeout),
+                populated: false,
+            };
+            workload::prepare::prepare(&ctx).map_err(|e| (e.status(), e.to_string()))
+        });
+    if let Err(e) = written {
+        let _ = inst.teardown(false);
+        return Err(e);
+    }
+    MasterImage::seal(inst, &spec.target.name).map_err(|e| (Status::Error, e.to_string()))
 }
 
 /// Unmounts, checks and removes a point's file system; a failed check invalidates the

@@ -10,6 +10,7 @@ pub mod cell;
 pub mod dry_run;
 pub mod harness;
 pub mod host_facts;
+pub mod populate;
 pub mod preflight;
 pub mod progress;
 pub mod recording;
@@ -107,6 +108,7 @@ pub fn run(
     let wl = schedule::thread_lists(plan, &workloads);
     let cells_per_rep = usable.len() * wl.iter().map(|(_, t)| t.len()).sum::<usize>();
     let mut progress = Progress::new(cells_per_rep as u64 * plan.runs.min() as u64, opts.quiet);
+    let mut masters = populate::Masters::new(plan, &work, cancel);
     let mut seq = 0u64;
     let mut rep = 0u32;
     'reps: while rep < plan.runs.max() {
@@ -145,15 +147,27 @@ pub fn run(
                 allow_device: opts.allow_device,
                 wipe: opts.wipe,
             };
-            let this = CellRun {
+            let mut this = CellRun {
                 plan,
                 spec: &spec,
                 workload: w,
                 cell: &cell,
                 work: &work,
                 cancel,
+                master: None,
             };
-            let records = cell::run_cell(&this, &mut progress);
+            let records = match masters.for_cell(w, cell.target, &spec, &progress) {
+                populate::Source::Fresh => cell::run_cell(&this, &mut progress),
+                populate::Source::Clone(m) => {
+                    this.master = Some(m);
+                    cell::run_cell(&this, &mut progress)
+                }
+                populate::Source::Failed(status, e) => this.fail(status, e),
+                populate::Source::Interrupted => this.fail(
+                    Status::Interrupted,
+                    "interrupted while populating the image".into(),
+                ),
+            };
             let mut line = String::new();
             for m in &records {
                 if let Err(e) = store.append(m) {
@@ -176,6 +190,8 @@ pub fn run(
         rep += 1;
     }
     progress.done();
+    // The populated images go before the work directory's cleanup reads the journal.
+    drop(masters);
     work_cleanup(work, !opts.keep);
     Ok(summary)
 }

@@ -68,8 +68,9 @@ fn size_check(
         .find(|a| a.exists())
         .unwrap_or(Path::new("/"));
     let free = crate::provision::workdir::free_bytes(probe).unwrap_or(u64::MAX);
-    // Scratch source + the most a cell writes into its sparse image.
-    let need = 4 * data_bytes + 256 * MIB;
+    // Scratch source + the most a cell writes into its sparse image, plus the populated
+    // images kept for the whole run (one per loop target, the data set and some metadata).
+    let need = 4 * data_bytes + 256 * MIB + populated_images(plan) * (data_bytes + 64 * MIB);
     if enforce
         && plan
             .targets
@@ -104,6 +105,23 @@ fn size_check(
         }
     }
     Ok(image)
+}
+
+/// How many populated images the run keeps at once: one per loop target, when any of the
+/// plan's workloads starts from the data set (see `runner::populate`).
+fn populated_images(plan: &Plan) -> u64 {
+    let wants = plan
+        .workloads
+        .iter()
+        .filter_map(|n| workload::by_name(n))
+        .any(|w| w.wants_populated_target());
+    if !wants {
+        return 0;
+    }
+    plan.targets
+        .iter()
+        .filter(|t| matches!(t.location, Location::Loop))
+        .count() as u64
 }
 
 /// `MemAvailable` from `/proc/meminfo`: what tmpfs targets may fill without swapping.
@@ -207,4 +225,33 @@ fn resolve_workloads(plan: &Plan) -> Result<Vec<Box<dyn Workload>>, RunError> {
             })
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::{catalogue, Runs};
+
+    fn plan(targets: &[&str], workloads: &[&str]) -> Plan {
+        Plan {
+            targets: targets.iter().map(|t| catalogue::get(t).unwrap()).collect(),
+            workloads: workloads.iter().map(|w| w.to_string()).collect(),
+            threads: vec![1],
+            runs: Runs::Fixed(1),
+            dataset: Default::default(),
+            baseline: String::new(),
+            timeout: std::time::Duration::from_secs(60),
+            workload_options: Default::default(),
+        }
+    }
+
+    #[test]
+    fn the_space_check_counts_one_populated_image_per_loop_target_that_needs_one() {
+        assert_eq!(
+            populated_images(&plan(&["ext4", "xfs", "tmpfs"], &["scan"])),
+            2
+        );
+        assert_eq!(populated_images(&plan(&["ext4", "xfs"], &["create"])), 0);
+        assert_eq!(populated_images(&plan(&["tmpfs"], &["delete"])), 0);
+    }
 }

@@ -45,6 +45,9 @@ pub struct Expect {
 }
 
 impl Workload for Chmod {
+    fn wants_populated_target(&self) -> bool {
+        true
+    }
     fn name(&self) -> &'static str {
         "chmod"
     }

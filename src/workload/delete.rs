@@ -16,6 +16,9 @@ use crate::fsops::{self, Dir, Kind, LatencyLog, Need, WalkOptions};
 pub struct Delete;
 
 impl Workload for Delete {
+    fn wants_populated_target(&self) -> bool {
+        true
+    }
     fn name(&self) -> &'static str {
         "delete"
     }

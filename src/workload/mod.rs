@@ -52,6 +52,9 @@ pub struct Ctx<'a> {
     pub cancel: &'a AtomicBool,
     /// The time after which the runner records a timeout.
     pub deadline: Option<Instant>,
+    /// The data set is already under `root`: the runner gave this point a copy of an image
+    /// populated once for the run, so [`prepare::prepare`] plans it and writes nothing.
+    pub populated: bool,
 }
 
 impl Ctx<'_> {
@@ -160,6 +163,12 @@ pub trait Workload: Send + Sync {
     /// Whether `--threads` applies. Workloads that ignore it run once with `threads = 1`.
     fn uses_threads(&self) -> bool {
         true
+    }
+    /// Whether its `run` starts with [`prepare::prepare`] on the target, so the runner may
+    /// hand it a copy of a file system already holding the data set instead of an empty
+    /// one. Only workloads whose preparation is exactly `prepare` may say yes.
+    fn wants_populated_target(&self) -> bool {
+        false
     }
     /// The points to measure; the default is one point.
     fn points(&self, _ctx: &Ctx) -> Result<Vec<Point>, WorkloadError> {

@@ -45,8 +45,14 @@ pub fn generate(
 
 /// Plans the data set and writes it into `ctx.root`, then `syncfs`, so that the next
 /// measured phase does not pay for this one's writeback. Unmeasured preparation for the
-/// workloads that operate on an existing tree.
+/// workloads that operate on an existing tree. When the runner says the data set is
+/// already there (`ctx.populated`: a copy of an image this same function filled), only
+/// the plan is made; the workload's own verification then checks the tree against it.
 pub fn prepare(ctx: &Ctx) -> Result<Manifest, WorkloadError> {
+    if ctx.populated {
+        ctx.check()?;
+        return plan(ctx);
+    }
     let manifest = generate(ctx, ctx.dataset, ctx.root, ctx.threads)?;
     crate::sys::syncfs(ctx.root).ctx(|| format!("syncfs {}", ctx.root.display()))?;
     Ok(manifest)

@@ -58,6 +58,9 @@ impl Usage {
 }
 
 impl Workload for Scan {
+    fn wants_populated_target(&self) -> bool {
+        true
+    }
     fn name(&self) -> &'static str {
         "scan"
     }

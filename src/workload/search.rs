@@ -32,6 +32,9 @@ pub enum Query {
 }
 
 impl Workload for Search {
+    fn wants_populated_target(&self) -> bool {
+        true
+    }
     fn name(&self) -> &'static str {
         "search"
     }

@@ -230,6 +230,7 @@ pub(crate) mod testenv {
                 options: &self.options,
                 cancel: &self.cancel,
                 deadline: None,
+                populated: false,
             }
         }
     }

@@ -27,6 +27,9 @@ pub fn target_time(seed: u64) -> i64 {
 }
 
 impl Workload for Touch {
+    fn wants_populated_target(&self) -> bool {
+        true
+    }
     fn name(&self) -> &'static str {
         "touch"
     }

@@ -23,6 +23,7 @@ fn prov(fs: &str) -> Provenance {
         backing_device: Some("254:0".into()),
         kernel: "6.1.0-test".into(),
         notes: vec![],
+        clone: None,
     }
 }
 

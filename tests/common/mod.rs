@@ -113,6 +113,7 @@ impl Env {
             options: &self.options,
             cancel: &self.cancel,
             deadline: None,
+            populated: false,
         }
     }
 

@@ -223,6 +223,7 @@ mod tests {
                 options: &self.options,
                 cancel: &self.cancel,
                 deadline: self.deadline,
+                populated: false,
             }
         }
     }

@@ -91,6 +91,7 @@ impl Env {
             options: &self.options,
             cancel: &self.cancel,
             deadline: None,
+            populated: false,
         }
     }
 }

@@ -1,0 +1,77 @@
+//! The run's populated images, one per target whose cells want the data set present, each
+//! built the first time a cell needs it and removed when the run ends.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use super::cell::populate_master;
+use super::progress::Progress;
+use crate::plan::Plan;
+use crate::provision::master::clonable;
+use crate::provision::{InstanceSpec, MasterImage, WorkDir};
+use crate::results::Status;
+use crate::workload::Workload;
+
+/// Populated images by target index; a failure is kept so that every cell of that target
+/// reports it instead of paying for another attempt.
+pub struct Masters<'r> {
+    pub plan: &'r Plan,
+    pub work: &'r WorkDir,
+    pub cancel: &'r AtomicBool,
+    built: HashMap<usize, Result<MasterImage, (Status, String)>>,
+}
+
+/// What a cell gets: no image (it makes its own file system), an image, or the reason the
+/// image could not be made.
+pub enum Source<'a> {
+    Fresh,
+    Clone(&'a MasterImage),
+    Failed(Status, String),
+    /// Cancelled while the image was being written.
+    Interrupted,
+}
+
+impl<'r> Masters<'r> {
+    /// No image built yet.
+    pub fn new(plan: &'r Plan, work: &'r WorkDir, cancel: &'r AtomicBool) -> Self {
+        Masters {
+            plan,
+            work,
+            cancel,
+            built: HashMap::new(),
+        }
+    }
+
+    /// The image cells of `w` on target `target` (provisioned as `spec`) copy, built now
+    /// if this is the first cell to need it.
+    pub fn for_cell<'a>(
+        &'a mut self,
+        w: &dyn Workload,
+        target: usize,
+        spec: &InstanceSpec,
+        progress: &Progress,
+    ) -> Source<'a> {
+        if !w.wants_populated_target() || !clonable(spec) {
+            return Source::Fresh;
+        }
+        if !self.built.contains_key(&target) {
+            progress.println(&format!(
+                "populating an image of {} with the data set (once per run)",
+                spec.target.name
+            ));
+            let made = populate_master(self.plan, spec, self.work, self.cancel);
+            if made.is_err() && self.cancel.load(Ordering::SeqCst) {
+                // Interrupted, not broken: `--resume` tries again.
+                return Source::Interrupted;
+            }
+            self.built.insert(target, made);
+        }
+        match self.built.get(&target) {
+            Some(Ok(m)) => Source::Clone(m),
+            Some(Err((status, e))) => {
+                Source::Failed(*status, format!("cannot populate the image: {e}"))
+            }
+            None => Source::Failed(Status::Error, "internal: no populated image".into()),
+        }
+    }
+}
