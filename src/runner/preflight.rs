@@ -242,6 +242,7 @@ mod tests {
             baseline: String::new(),
             timeout: std::time::Duration::from_secs(60),
             workload_options: Default::default(),
+            margin_pct: crate::plan::DEFAULT_MARGIN_PCT,
         }
     }
 
