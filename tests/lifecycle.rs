@@ -144,26 +144,10 @@ fn kill9_then_cleanup_then_resume_completes_the_run() {
     child.wait().unwrap();
     every_line_parses(&out);
 
-    let c = Command::new(bin())
-        .arg("cleanup")
-        .arg("--work-dir")
-        .arg(&work)
-        .output()
-        .unwrap();
-    assert!(c.status.success(), "{}", String::from_utf8_lossy(&c.stderr));
-    assert!(
-        leftovers(&root.path).is_empty(),
-        "{:?}",
-        leftovers(&root.path)
-    );
+    cleanup_leaves_nothing(&work, &root.path);
     no_run_dirs(&work);
     // A second cleanup finds nothing, and touches nothing it did not make.
-    let c = Command::new(bin())
-        .arg("cleanup")
-        .arg("--work-dir")
-        .arg(&work)
-        .output()
-        .unwrap();
+    let c = cleanup(&work);
     assert!(String::from_utf8_lossy(&c.stdout).contains("nothing to clean up"));
 
     let before = measured(&out);
@@ -342,22 +326,28 @@ fn kill9_with_a_populated_image_and_a_clone_then_cleanup_removes_both() {
     child.kill().unwrap();
     child.wait().unwrap();
     assert!(images.iter().all(|p| Path::new(p).exists()));
-    let c = Command::new(bin())
-        .arg("cleanup")
-        .arg("--work-dir")
-        .arg(&work)
-        .output()
-        .unwrap();
-    assert!(c.status.success(), "{}", String::from_utf8_lossy(&c.stderr));
-    assert!(
-        leftovers(&root.path).is_empty(),
-        "{:?}",
-        leftovers(&root.path)
-    );
+    cleanup_leaves_nothing(&work, &root.path);
     for p in &images {
         assert!(!Path::new(p).exists(), "{p} survived cleanup");
     }
     no_run_dirs(&work);
+}
+
+/// `fsarena cleanup --work-dir WORK`, as a user runs it after a kill -9.
+fn cleanup(work: &Path) -> std::process::Output {
+    Command::new(bin())
+        .arg("cleanup")
+        .arg("--work-dir")
+        .arg(work)
+        .output()
+        .unwrap()
+}
+
+/// Runs `fsarena cleanup` and checks it succeeded and left no mount or loop device of ours.
+fn cleanup_leaves_nothing(work: &Path, root: &Path) {
+    let c = cleanup(work);
+    assert!(c.status.success(), "{}", String::from_utf8_lossy(&c.stderr));
+    assert!(leftovers(root).is_empty(), "{:?}", leftovers(root));
 }
 
 /// Every image file in the runs under `work`.
