@@ -147,7 +147,10 @@ fn compare_matches_runs_of_the_same_plan() {
         !out.contains("better") || out.contains("better/worse ="),
         "{out}"
     );
-    assert!(out.contains("equivalent") && out.contains("Holm"), "{out}");
+    assert!(
+        out.contains("equivalent") && out.contains("Benjamini–Hochberg"),
+        "{out}"
+    );
     assert!(out.contains("ext4") && out.contains("create"));
 }
 
@@ -237,7 +240,7 @@ fn every_comparison_is_better_worse_equivalent_or_undecided() {
         .unwrap();
     let v = v.verdict.as_ref().unwrap();
     assert!(v.runs_to_decide.is_some_and(|n| n > 0), "{v:?}");
-    assert!(v.p_holm >= 0.05);
+    assert!(v.p_adjusted >= 0.05);
     // A tighter margin turns "equivalent" into "undecided": the margin is used.
     let tight = decided(&FOUR, Some(0.5));
     assert_eq!(tight.margin_pct, 0.5);
@@ -253,7 +256,11 @@ fn every_comparison_is_better_worse_equivalent_or_undecided() {
         }
         assert!(!out.contains('≈'), "{out}");
     }
-    assert!(term.contains("Holm") && md.contains("Holm") && html.contains("Holm"));
+    assert!(
+        term.contains("Benjamini–Hochberg")
+            && md.contains("Benjamini–Hochberg")
+            && html.contains("Benjamini–Hochberg")
+    );
     let json = serde_json::to_value(&r).unwrap();
     let row = |t: &str| {
         json["sections"][0]["rows"]
@@ -267,7 +274,7 @@ fn every_comparison_is_better_worse_equivalent_or_undecided() {
     assert_eq!(row("f2fs")["decision"], "equivalent");
     assert_eq!(row("xfs")["decision"], "better");
     assert_eq!(row("xfs")["margin_pct"], 5.0);
-    assert!(row("ntfs")["p_holm"].as_f64().unwrap() >= 0.05);
+    assert!(row("ntfs")["p_adjusted"].as_f64().unwrap() >= 0.05);
     assert_eq!(row("f2fs")["pct_ci90"].as_array().unwrap().len(), 2);
 }
 

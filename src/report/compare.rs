@@ -1,6 +1,6 @@
 //! `fsarena compare A B`: the same plan run twice (another kernel, machine or option), side
 //! by side, matched by target, workload, variant and threads. Every matched key metric is
-//! decided as B against A: better / worse (Holm-controlled over all matched rows),
+//! decided as B against A: better / worse (Benjamini–Hochberg-controlled over all matched rows),
 //! equivalent (90 % interval within ±margin) or undecided.
 
 use std::path::Path;
@@ -13,7 +13,9 @@ use super::format::{header, legend, mean_ci};
 use super::model::{self, ALPHA};
 use super::verdicts::runs_phrase;
 use crate::results::store;
-use crate::stats::{self, decide, holm, runs_to_decide, Decision, Verdict};
+use crate::stats::{
+    self, benjamini_hochberg, decide, next_level, runs_to_decide, Decision, Verdict,
+};
 
 pub fn render(a: &Path, b: &Path, margin_pct: Option<f64>) -> Result<String> {
     let (la, lb) = (store::load(a)?, store::load(b)?);
@@ -64,13 +66,14 @@ pub fn render(a: &Path, b: &Path, margin_pct: Option<f64>) -> Result<String> {
         .map(|r| stats::compare(&r.6, &r.7, ALPHA))
         .collect();
     let p: Vec<f64> = cmps.iter().flatten().map(|c| c.p_value).collect();
-    let adjusted = holm(&p);
-    let alpha_strict = ALPHA / p.len().max(1) as f64;
+    let adjusted = benjamini_hochberg(&p);
+    let called = adjusted.iter().filter(|&&x| x < ALPHA).count();
+    let level = next_level(ALPHA, called, p.len());
     let mut next_p = adjusted.iter();
     let mut t = Table::new();
     t.load_preset(ASCII_MARKDOWN);
     t.set_header([
-        "workload", "threads", "target", "metric", "A", "B", "B vs A", "decision", "Holm p",
+        "workload", "threads", "target", "metric", "A", "B", "B vs A", "decision", "BH p",
     ]);
     for (r, c) in rows.into_iter().zip(cmps) {
         // Only answered comparisons entered the family, so only they take the next p.
@@ -80,9 +83,9 @@ pub fn render(a: &Path, b: &Path, margin_pct: Option<f64>) -> Result<String> {
                 let word = if decision == Decision::Undecided {
                     let v = Verdict {
                         decision,
-                        p_holm: ph,
+                        p_adjusted: ph,
                         margin_pct: margin,
-                        runs_to_decide: runs_to_decide(&r.6, &r.7, margin, alpha_strict),
+                        runs_to_decide: runs_to_decide(&r.6, &r.7, margin, level),
                     };
                     format!("undecided, {}", runs_phrase(&v))
                 } else {

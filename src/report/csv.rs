@@ -1,7 +1,7 @@
 //! `summary.csv`: one row per target × workload × variant × threads × metric, for
-//! spreadsheets and scripts. `decision` (better / worse / equivalent / undecided), `p_holm`,
+//! spreadsheets and scripts. `decision` (better / worse / equivalent / undecided), `p_adjusted` (Benjamini–Hochberg),
 //! the 90 % interval and `margin_pct` are filled for the key metric of each section, which is
-//! what the Holm family covers; side metrics leave them empty.
+//! what the adjusted family covers; side metrics leave them empty.
 
 use super::model::Report;
 
@@ -30,7 +30,7 @@ pub const HEADER: [&str; 29] = [
     "outliers",
     "reference",
     "decision",
-    "p_holm",
+    "p_adjusted",
     "pct_ci90_low",
     "pct_ci90_high",
     "margin_pct",
@@ -73,7 +73,7 @@ pub fn render(r: &Report) -> Result<String, csv::Error> {
                     row.reference.to_string(),
                     v.map(|v| v.decision.as_str().to_string())
                         .unwrap_or_default(),
-                    num(v.map(|v| v.p_holm)),
+                    num(v.map(|v| v.p_adjusted)),
                     num(v.and(c.and_then(|c| c.pct_ci90)).map(|x| x.0)),
                     num(v.and(c.and_then(|c| c.pct_ci90)).map(|x| x.1)),
                     num(v.map(|v| v.margin_pct)),

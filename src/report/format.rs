@@ -95,8 +95,8 @@ pub fn vs_baseline(c: Option<&Comparison>) -> String {
 /// The legend every report prints once: what the decision words mean.
 pub fn legend(margin_pct: f64) -> String {
     format!(
-        "better/worse = significant after Holm correction over the run (α 0.05); \
-         equivalent = 90 % CI within ±{margin_pct} %; undecided = neither yet"
+        "better/worse = significant after Benjamini–Hochberg control over the run (FDR 5 %, \
+         ratio scale); equivalent = 90 % CI within ±{margin_pct} %; undecided = neither yet"
     )
 }
 

@@ -21,7 +21,7 @@ pub const SCHEMA_VERSION: u32 = 1;
 pub const ALPHA: f64 = 0.05;
 
 /// Best (✓) or worst (✗) among the disk targets, only when the gap to the neighbour is
-/// significant after Holm control (see [`super::verdicts`]).
+/// significant after Benjamini–Hochberg control (see [`super::verdicts`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Mark {
@@ -64,7 +64,7 @@ pub struct Section {
     /// Extra metrics worth a column for this workload.
     pub columns: Vec<String>,
     pub rows: Vec<Row>,
-    /// One sentence about the disk targets: who wins (better, after Holm), that the two
+    /// One sentence about the disk targets: who wins (better, after Benjamini–Hochberg), that the two
     /// leaders are equivalent, or that it is undecided and how many runs would decide it.
     pub decision: String,
 }

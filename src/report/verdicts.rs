@@ -1,6 +1,6 @@
 //! The report's decisions: every key-metric comparison of a run gets one of better / worse /
-//! equivalent / undecided ([`crate::stats::decision`]), with Holm–Bonferroni control over the
-//! whole run; each section's headline and its ✓ / ✗ marks rest on the same family.
+//! equivalent / undecided ([`crate::stats::decision`]), with Benjamini–Hochberg control over
+//! the whole run; each section's headline and its ✓ / ✗ marks rest on the same family.
 //!
 //! The family is every key-metric comparison against the baseline, plus, per section, the
 //! comparisons the headline and the marks make (leader vs runner-up, last vs second-to-last
@@ -8,7 +8,10 @@
 //! targets (tmpfs) are compared with the baseline, but never ranked: they are a reference.
 
 use super::model::{Mark, Row, Section, ALPHA};
-use crate::stats::{self, decide, holm, runs_to_decide, Comparison, Decision, Verdict};
+use crate::stats::{
+    self, benjamini_hochberg, decide, next_level, runs_to_decide, Comparison, Decision, Verdict,
+    ADJUSTMENT,
+};
 
 /// Where a p-value of the family came from.
 enum Slot {
@@ -100,17 +103,18 @@ pub fn decide_all(sections: &mut [Section], baseline: &str, margin_pct: f64) {
         }
         pairs.push(ps);
     }
-    let adjusted = holm(&p);
-    // Holm's strictest level: what the runs-to-decide estimate must reach to be safe.
-    let alpha_strict = ALPHA / p.len().max(1) as f64;
-    let mut row_holm: Vec<Vec<Option<f64>>> =
+    let adjusted = benjamini_hochberg(&p);
+    // The level BH asks of the next comparison it would call: what the runs-to-decide
+    // estimate must reach.
+    let called = adjusted.iter().filter(|&&x| x < ALPHA).count();
+    let level = next_level(ALPHA, called, p.len());
+    let mut row_adj: Vec<Vec<Option<f64>>> =
         sections.iter().map(|s| vec![None; s.rows.len()]).collect();
-    let mut pair_holm: Vec<Vec<Option<f64>>> =
-        pairs.iter().map(|ps| vec![None; ps.len()]).collect();
+    let mut pair_adj: Vec<Vec<Option<f64>>> = pairs.iter().map(|ps| vec![None; ps.len()]).collect();
     for (slot, &ph) in slots.iter().zip(&adjusted) {
         match *slot {
-            Slot::Row(si, ri) => row_holm[si][ri] = Some(ph),
-            Slot::Pair(si, pi) => pair_holm[si][pi] = Some(ph),
+            Slot::Row(si, ri) => row_adj[si][ri] = Some(ph),
+            Slot::Pair(si, pi) => pair_adj[si][pi] = Some(ph),
         }
     }
     for (si, s) in sections.iter_mut().enumerate() {
@@ -121,7 +125,7 @@ pub fn decide_all(sections: &mut [Section], baseline: &str, margin_pct: f64) {
             .iter()
             .find(|r| r.target == baseline)
             .map(|r| raw(r, &key));
-        for (row, ph) in s.rows.iter_mut().zip(&row_holm[si]) {
+        for (row, ph) in s.rows.iter_mut().zip(&row_adj[si]) {
             let cand = raw(row, &key);
             let Some(ph) = *ph else { continue };
             let Some(c) = row
@@ -134,20 +138,20 @@ pub fn decide_all(sections: &mut [Section], baseline: &str, margin_pct: f64) {
             c.verdict = Some(verdict(c, ph, higher, margin_pct, || {
                 base_raw
                     .as_ref()
-                    .and_then(|b| runs_to_decide(b, &cand, margin_pct, alpha_strict))
+                    .and_then(|b| runs_to_decide(b, &cand, margin_pct, level))
             }));
         }
         for (pi, pair) in pairs[si].iter_mut().enumerate() {
             let ph = match pair.same_as_row {
-                Some(ri) => row_holm[si][ri],
-                None => pair_holm[si][pi],
+                Some(ri) => row_adj[si][ri],
+                None => pair_adj[si][pi],
             };
             let (Some(c), Some(ph)) = (pair.cmp.as_mut(), ph) else {
                 continue;
             };
             let (next, win) = (raw(&s.rows[pair.next], &key), raw(&s.rows[pair.win], &key));
             c.verdict = Some(verdict(c, ph, higher, margin_pct, || {
-                runs_to_decide(&next, &win, margin_pct, alpha_strict)
+                runs_to_decide(&next, &win, margin_pct, level)
             }));
         }
         let decisive = |pair: &Pair| {
@@ -171,17 +175,28 @@ pub fn decide_all(sections: &mut [Section], baseline: &str, margin_pct: f64) {
 
 fn verdict(
     c: &Comparison,
-    p_holm: f64,
+    p_adjusted: f64,
     higher: bool,
     margin_pct: f64,
     runs: impl FnOnce() -> Option<usize>,
 ) -> Verdict {
-    let decision = decide(c.pct_diff, c.pct_ci90, p_holm, ALPHA, margin_pct, higher);
+    let decision = decide(
+        c.pct_diff, c.pct_ci90, p_adjusted, ALPHA, margin_pct, higher,
+    );
     Verdict {
         decision,
-        p_holm,
+        p_adjusted,
         margin_pct,
         runs_to_decide: (decision == Decision::Undecided).then(runs).flatten(),
+    }
+}
+
+/// A p-value as a reader wants it: two decimals, or "< 0.001" rather than "0.00".
+pub fn p_text(p: f64) -> String {
+    if p < 0.001 {
+        "< 0.001".into()
+    } else {
+        format!("{p:.3}")
     }
 }
 
@@ -228,8 +243,8 @@ fn headline(s: &Section, top: Option<&Pair>) -> String {
                 .map(|(lo, hi)| format!(", 95 % CI {lo:+.0} % to {hi:+.0} %"))
                 .unwrap_or_default();
             format!(
-                "{win} wins: {key} {by:.0} % {dir} than {next} (better, Holm p = {:.2}{ci})",
-                v.p_holm
+                "{win} wins: {key} {by:.0} % {dir} than {next} (better, {ADJUSTMENT} p = {}{ci})",
+                p_text(v.p_adjusted)
             )
         }
         Decision::Equivalent => {
@@ -243,8 +258,8 @@ fn headline(s: &Section, top: Option<&Pair>) -> String {
             )
         }
         Decision::Undecided => format!(
-            "{win} leads {next} by {by:.1} %, undecided (Holm p = {:.2}): {}",
-            v.p_holm,
+            "{win} leads {next} by {by:.1} %, undecided ({ADJUSTMENT} p = {}): {}",
+            p_text(v.p_adjusted),
             runs_phrase(v)
         ),
     }

@@ -8,7 +8,7 @@
 //!   against scipy.
 //! * [`significance`]: [`compare`], which picks one of them and says whether a difference is
 //!   real.
-//! * [`decision`]: better / worse / equivalent / undecided: Holm control, TOST, and the
+//! * [`decision`]: better / worse / equivalent / undecided: Benjamini–Hochberg control, TOST, and the
 //!   runs a comparison still needs.
 //! * [`aggregate`](mod@aggregate): groups measurements and compares each target to a baseline.
 //! * [`warnings`]: what a reader should distrust, in plain words.
@@ -29,10 +29,12 @@ pub mod welch;
 
 pub use adaptive::{needs_another_run, needs_another_run_for, AdaptiveRule};
 pub use aggregate::{aggregate, Group, GroupKey, MetricStats};
-pub use decision::{decide, holm, runs_to_decide, tost_p, Decision, Verdict};
+pub use decision::{
+    benjamini_hochberg, decide, next_level, runs_to_decide, tost_p, Decision, Verdict, ADJUSTMENT,
+};
 pub use mann_whitney::{mann_whitney, mann_whitney_min_p, MannWhitneyResult, MwMethod};
 pub use outliers::{mad_outliers, robust_sigma, OUTLIER_SIGMAS};
-pub use significance::{choose_test, compare, skewness, Comparison, Test};
+pub use significance::{choose_test, compare, log_values, skewness, Comparison, Scale, Test};
 pub use summary::{summarize, Summary};
 pub use warnings::Warning;
 pub use welch::{welch, WelchResult};
