@@ -138,9 +138,17 @@ pub struct RunArgs {
     /// Thread counts, e.g. 1,2,4.
     #[arg(long, value_name = "LIST")]
     pub threads: Option<String>,
-    /// Repetitions per target, or `auto` (repeat until the spread is small, at most 10).
+    /// Repetitions per target, or `auto` (the default): 3, then more runs for the
+    /// comparisons still undecided, closest to a decision first, within --budget.
     #[arg(long, value_name = "N|auto")]
     pub runs: Option<String>,
+    /// Wall time an `auto` run may spend, e.g. 5m, 90s, 1h (default 5m).
+    #[arg(long, value_name = "DURATION")]
+    pub budget: Option<String>,
+    /// Shortest measured phase a key metric may come from (default 0.5s): warm read-only
+    /// phases repeat until they reach it; shorter ones are flagged.
+    #[arg(long, value_name = "DURATION")]
+    pub phase_floor: Option<String>,
     /// Shrinks the data sets (1 = full size: 250,000 × 16 KiB for `small`).
     #[arg(long, value_name = "F", allow_negative_numbers = true)]
     pub scale: Option<f64>,
@@ -401,6 +409,8 @@ fn build_plan(args: &RunArgs) -> Result<Plan> {
         timeout: args.timeout,
         size: args.size.clone(),
         margin: args.margin,
+        budget: args.budget.clone(),
+        phase_floor: args.phase_floor.clone(),
     };
     let file = args.plan.as_deref().map(file::read_plan_file).transpose()?;
     let names = crate::workload::names();

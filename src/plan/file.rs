@@ -11,6 +11,8 @@
 //! baseline = "ext4"
 //! timeout = 600                      # seconds per measurement
 //! margin = 5                         # equivalence margin, % of the baseline
+//! budget = "5m"                      # wall time `auto` may spend (runs = "auto" or unset)
+//! phase_floor = "0.5s"               # shortest measured phase a key metric may come from
 //!
 //! [dataset]
 //! profile = "small"
@@ -48,6 +50,8 @@ pub struct PlanFile {
     pub baseline: Option<String>,
     pub timeout: Option<f64>,
     pub margin: Option<f64>,
+    pub budget: Option<String>,
+    pub phase_floor: Option<String>,
     pub dataset: Option<DatasetTable>,
     #[serde(default, rename = "target")]
     pub custom_targets: Vec<TargetTable>,

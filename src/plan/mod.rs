@@ -33,16 +33,27 @@ pub struct Plan {
     /// existed read back with the default.
     #[serde(default = "default_margin")]
     pub margin_pct: f64,
+    /// No key metric may come from a shorter measured phase: warm, read-only phases repeat
+    /// their pass until they reach it; others are flagged when they fall short.
+    #[serde(default = "default_phase_floor", with = "secs")]
+    pub phase_floor: Duration,
     /// `[workload.NAME]` tables, handed to the workload untouched.
     pub workload_options: BTreeMap<String, toml::Table>,
 }
 
-/// How many repetitions: fixed, or adaptive until the spread is small enough.
+/// How many repetitions: fixed, or `auto`: `min` for every group, then further runs for
+/// the comparisons still undecided, closest to a decision first, until each is decided,
+/// a group reaches `max`, or the run's wall time reaches `budget`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Runs {
     Fixed(u32),
-    Auto { min: u32, max: u32 },
+    Auto {
+        min: u32,
+        max: u32,
+        #[serde(default = "default_budget", with = "secs")]
+        budget: Duration,
+    },
 }
 
 impl Runs {
@@ -76,8 +87,14 @@ pub const DEFAULT_WORKLOADS: &[&str] = &[
     "cold-read",
     "delete",
 ];
-/// Repetitions when neither flag nor file says.
+/// Repetitions every group gets before `auto` spends the budget (and `--runs auto`'s floor).
 pub const DEFAULT_RUNS: u32 = 3;
+/// The most repetitions `auto` gives one group.
+pub const MAX_AUTO_RUNS: u32 = 30;
+/// The time budget of an `auto` run when none is given: the whole default run's wall time.
+pub const DEFAULT_BUDGET: Duration = Duration::from_secs(300);
+/// The shortest measured phase a key metric may come from (`--phase-floor`).
+pub const DEFAULT_PHASE_FLOOR: Duration = Duration::from_millis(500);
 /// Data-set scale when neither flag nor file says: small enough for a first run.
 pub const DEFAULT_SCALE: f64 = 0.01;
 /// The equivalence margin when none is given: ±5 % of the baseline mean.
@@ -123,6 +140,29 @@ pub enum PlanError {
 
 fn default_margin() -> f64 {
     DEFAULT_MARGIN_PCT
+}
+
+fn default_phase_floor() -> Duration {
+    DEFAULT_PHASE_FLOOR
+}
+
+fn default_budget() -> Duration {
+    DEFAULT_BUDGET
+}
+
+/// A duration a user typed: `5m`, `90s`, `1h 30m`, `500ms` (humantime), or a bare number of
+/// seconds. `what` names the setting in the one-line error.
+pub fn parse_duration(what: &'static str, s: &str) -> Result<Duration, PlanError> {
+    let t = s.trim();
+    let d = match t.parse::<f64>() {
+        Ok(secs) => Duration::try_from_secs_f64(secs).ok(),
+        Err(_) => humantime::parse_duration(t).ok(),
+    };
+    d.ok_or_else(|| PlanError::Invalid {
+        what,
+        value: s.to_string(),
+        why: "use a duration such as 90s, 5m, 1h 30m or 500ms".into(),
+    })
 }
 
 /// A margin in percent: a finite number strictly between 0 and 100. Shared by the plan

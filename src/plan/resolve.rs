@@ -28,6 +28,10 @@ pub struct Overrides {
     pub timeout: Option<f64>,
     pub size: Option<String>,
     pub margin: Option<f64>,
+    /// `--budget`: wall time an `auto` run may spend (implies `auto` when runs are not given).
+    pub budget: Option<String>,
+    /// `--phase-floor`: the shortest measured phase a key metric may come from.
+    pub phase_floor: Option<String>,
 }
 
 /// Resolves file + flags into a plan. `workload_names` are the valid workloads; `available`
@@ -44,6 +48,7 @@ pub fn resolve(
     let workloads = workloads(&f, o, workload_names)?;
     let threads = threads(&f, o)?;
     let runs = runs(&f, o)?;
+    let phase_floor = phase_floor(&f, o)?;
     let scale = scale(&f, o)?;
     let dataset = dataset(f.dataset.unwrap_or_default(), o, scale)?;
     let baseline = baseline(&targets, f.baseline.as_ref(), o)?;
@@ -59,6 +64,7 @@ pub fn resolve(
         baseline,
         timeout,
         margin_pct,
+        phase_floor,
         workload_options: f.workload,
     })
 }
@@ -190,13 +196,51 @@ fn threads(f: &PlanFile, o: &Overrides) -> Result<Vec<usize>, PlanError> {
 }
 
 /// Repetitions: a count or `auto`, from the flag, the file, or the default.
+/// Repetitions: `--runs N` (or `runs = N`) is fixed; `auto`, or nothing at all, is `auto`
+/// with the budget (`--budget`, `budget = "5m"`, else 5 minutes). A budget with a fixed
+/// count is a contradiction and is refused.
 fn runs(f: &PlanFile, o: &Overrides) -> Result<Runs, PlanError> {
-    match (&o.runs, &f.runs) {
-        (Some(s), _) => parse_runs(s),
-        (None, Some(RunsValue::Count(n))) => parse_runs(&n.to_string()),
-        (None, Some(RunsValue::Word(w))) => parse_runs(w),
-        (None, None) => Ok(Runs::Fixed(super::DEFAULT_RUNS)),
+    let runs = match (&o.runs, &f.runs) {
+        (Some(s), _) => parse_runs(s)?,
+        (None, Some(RunsValue::Count(n))) => parse_runs(&n.to_string())?,
+        (None, Some(RunsValue::Word(w))) => parse_runs(w)?,
+        (None, None) => parse_runs("auto")?,
+    };
+    let budget = match o.budget.as_ref().or(f.budget.as_ref()) {
+        None => return Ok(runs),
+        Some(b) => super::parse_duration("budget", b)?,
+    };
+    if budget.is_zero() {
+        return Err(PlanError::Invalid {
+            what: "budget",
+            value: "0".into(),
+            why: "use a positive duration such as 5m".into(),
+        });
     }
+    match runs {
+        Runs::Auto { min, max, .. } => Ok(Runs::Auto { min, max, budget }),
+        Runs::Fixed(n) => Err(PlanError::Invalid {
+            what: "budget",
+            value: o.budget.clone().or(f.budget.clone()).unwrap_or_default(),
+            why: format!("a budget applies to `--runs auto`; `--runs {n}` is a fixed count"),
+        }),
+    }
+}
+
+/// The phase floor: a positive duration of at most a minute.
+fn phase_floor(f: &PlanFile, o: &Overrides) -> Result<Duration, PlanError> {
+    let Some(s) = o.phase_floor.as_ref().or(f.phase_floor.as_ref()) else {
+        return Ok(super::DEFAULT_PHASE_FLOOR);
+    };
+    let d = super::parse_duration("phase floor", s)?;
+    if d > Duration::from_secs(60) {
+        return Err(PlanError::Invalid {
+            what: "phase floor",
+            value: s.clone(),
+            why: "use at most 60s (0 turns the floor off)".into(),
+        });
+    }
+    Ok(d)
 }
 
 /// The data-set scale: above 0 and at most 100 (1 = the full-size data sets).
@@ -305,7 +349,11 @@ fn check_threads(n: i64) -> Result<usize, String> {
 
 fn parse_runs(s: &str) -> Result<Runs, PlanError> {
     if s == "auto" {
-        return Ok(Runs::Auto { min: 3, max: 10 });
+        return Ok(Runs::Auto {
+            min: super::DEFAULT_RUNS,
+            max: super::MAX_AUTO_RUNS,
+            budget: super::DEFAULT_BUDGET,
+        });
     }
     match s.parse::<i64>() {
         Ok(n) if (1..=1000).contains(&n) => Ok(Runs::Fixed(n as u32)),

@@ -66,6 +66,22 @@ pub fn metrics(outcome: &Outcome, seen: &Observed) -> BTreeMap<String, f64> {
     m
 }
 
+/// Flags a phase shorter than the floor: sets `below_floor` = 1 (the statistics turn it into
+/// a warning a reader sees beside the figure) and returns the note that says so. A phase
+/// that repeated warm passes reached the floor by construction; a cold or mutating one can
+/// only reach it with a larger data set (`--scale`).
+pub fn below_floor(m: &mut BTreeMap<String, f64>, floor: std::time::Duration) -> Option<String> {
+    let secs = *m.get("seconds")?;
+    let floor = floor.as_secs_f64();
+    (secs < floor).then(|| {
+        m.insert("below_floor".into(), 1.0);
+        format!(
+            "measured phase {secs:.3} s is shorter than the {floor:.2} s floor: its figure is \
+             noisy (a larger --scale lengthens it)"
+        )
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -92,5 +108,16 @@ mod tests {
         // No monitor: no device figures and no write amplification invented.
         assert!(!m.contains_key("write_amplification"));
         assert!(!m.contains_key("device_write_bytes"));
+    }
+
+    #[test]
+    fn a_phase_under_the_floor_is_flagged_and_one_over_it_is_not() {
+        let floor = std::time::Duration::from_millis(500);
+        let mut short: BTreeMap<String, f64> = [("seconds".to_string(), 0.2)].into();
+        assert!(below_floor(&mut short, floor).is_some_and(|n| n.contains("0.50 s floor")));
+        assert_eq!(short["below_floor"], 1.0);
+        let mut long: BTreeMap<String, f64> = [("seconds".to_string(), 0.7)].into();
+        assert_eq!(below_floor(&mut long, floor), None);
+        assert!(!long.contains_key("below_floor"));
     }
 }

@@ -266,6 +266,7 @@ fn measure_point(c: &CellRun, ctx: &Ctx, p: &Point, inst: &Instance) -> Measurem
     let mut h = MonitoredHarness {
         devices: &inst.devices,
         root: ctx.root,
+        floor: c.plan.phase_floor,
         observed: Default::default(),
     };
     let result = c.workload.run(ctx, p, &mut h);
@@ -278,6 +279,9 @@ fn measure_point(c: &CellRun, ctx: &Ctx, p: &Point, inst: &Instance) -> Measurem
     match result {
         Ok(outcome) if h.observed.measured == 1 => {
             m.metrics = assemble::metrics(&outcome, &h.observed);
+            if let Some(note) = assemble::below_floor(&mut m.metrics, c.plan.phase_floor) {
+                m.notes.push(note);
+            }
             m.notes.extend(outcome.notes.iter().cloned());
             m.series = h
                 .observed

@@ -30,6 +30,8 @@ pub struct Observed {
 pub struct MonitoredHarness<'a> {
     pub devices: &'a [DevId],
     pub root: &'a Path,
+    /// The plan's phase floor, handed to workloads that repeat warm passes.
+    pub floor: Duration,
     pub observed: Observed,
 }
 
@@ -78,5 +80,9 @@ impl Harness for MonitoredHarness<'_> {
         self.observed.used_after = used_bytes(self.root);
         synced?;
         result
+    }
+
+    fn phase_floor(&self) -> Duration {
+        self.floor
     }
 }

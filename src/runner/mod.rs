@@ -6,6 +6,7 @@
 //! checks made before anything is created are in [`preflight`], one cell in [`cell`].
 
 pub mod assemble;
+pub mod budget;
 pub mod cell;
 pub mod dry_run;
 pub mod harness;
@@ -14,18 +15,20 @@ pub mod populate;
 pub mod preflight;
 pub mod progress;
 pub mod recording;
-pub mod repeat;
 pub mod schedule;
 
+use std::collections::HashMap;
+use std::ops::ControlFlow;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use crate::dataset::DatasetError;
-use crate::plan::Plan;
+use crate::plan::{Plan, Runs};
 use crate::provision::{InstanceSpec, ProvisionError, WorkDir};
-use crate::results::store::StoreError;
+use crate::results::store::{Store, StoreError};
 use crate::results::Status;
+use crate::workload::Workload;
 use cell::CellRun;
 pub use dry_run::dry_run;
 pub use preflight::usable_targets;
@@ -107,93 +110,245 @@ pub fn run(
     };
     let wl = schedule::thread_lists(plan, &workloads);
     let cells_per_rep = usable.len() * wl.iter().map(|(_, t)| t.len()).sum::<usize>();
-    let mut progress = Progress::new(cells_per_rep as u64 * plan.runs.min() as u64, opts.quiet);
-    let mut masters = populate::Masters::new(plan, &work, cancel);
-    let mut seq = 0u64;
-    let mut rep = 0u32;
-    'reps: while rep < plan.runs.max() {
-        if rep >= plan.runs.min() {
-            match repeat::extra_repetition_reason(plan.runs, &opts.out, &workloads) {
-                Some(why) => {
-                    progress.println(&format!("repetition {}: {why}", rep + 1));
-                    progress.grow(cells_per_rep as u64);
-                }
-                None => break,
-            }
-        }
+    let mut state = Walk {
+        plan,
+        opts,
+        cancel,
+        usable: &usable,
+        workloads: &workloads,
+        work: &work,
+        image,
+        done,
+        store: &mut store,
+        summary: &mut summary,
+        progress: Progress::new(cells_per_rep as u64 * plan.runs.min() as u64, opts.quiet),
+        masters: populate::Masters::new(plan, &work, cancel),
+        seq: 0,
+        costs: budget::Costs::default(),
+        started: std::time::Instant::now(),
+    };
+    'reps: for rep in 0..plan.runs.min() {
         for cell in schedule::repetition(rep, usable.len(), &wl) {
-            if cancel.load(Ordering::SeqCst) {
-                summary.interrupted = true;
+            if state.run_cell(&cell).is_break() {
                 break 'reps;
             }
-            let target = &plan.targets[usable[cell.target]];
-            let w = workloads[cell.workload].as_ref();
-            let key = (
-                target.name.clone(),
-                w.name().to_string(),
-                cell.threads as u32,
-                rep,
-            );
-            progress.start_cell(&target.name, w.name(), rep + 1, cell.threads);
-            if done.contains(&key) {
-                progress.finish_cell("already recorded");
-                continue;
-            }
-            seq += 1;
-            let spec = InstanceSpec {
-                target,
-                seq,
-                size: target.size.unwrap_or(image),
-                allow_device: opts.allow_device,
-                wipe: opts.wipe,
-            };
-            let mut this = CellRun {
-                plan,
-                spec: &spec,
-                workload: w,
-                cell: &cell,
-                work: &work,
-                cancel,
-                master: None,
-            };
-            let records = match masters.for_cell(w, cell.target, &spec, &progress) {
-                populate::Source::Fresh => cell::run_cell(&this, &mut progress),
-                populate::Source::Clone(m) => {
-                    this.master = Some(m);
-                    cell::run_cell(&this, &mut progress)
-                }
-                populate::Source::Failed(status, e) => this.fail(status, e),
-                populate::Source::Interrupted => this.fail(
-                    Status::Interrupted,
-                    "interrupted while populating the image".into(),
-                ),
-            };
-            let mut line = String::new();
-            for m in &records {
-                if let Err(e) = store.append(m) {
-                    // The store is the point of the run: stop rather than measure into the void.
-                    eprintln!("fsarena: cannot write {}: {e}", store.path().display());
-                    summary.interrupted = true;
-                    break 'reps;
-                }
-                summary.measured += 1;
-                if m.status != Status::Ok {
-                    summary.failures.push(recording::failure_line(m));
-                }
-                line = recording::describe(m, w);
-            }
-            if records.iter().any(|m| m.status == Status::Interrupted) {
-                summary.interrupted = true;
-            }
-            progress.finish_cell(&line);
         }
-        rep += 1;
     }
-    progress.done();
+    if let Runs::Auto { max, budget, .. } = plan.runs {
+        if !state.summary.interrupted {
+            state.spend_budget(max, budget);
+        }
+    }
+    state.progress.done();
     // The populated images go before the work directory's cleanup reads the journal.
-    drop(masters);
+    drop(state);
     work_cleanup(work, !opts.keep);
     Ok(summary)
+}
+
+/// A run in progress: what every cell needs, and what the run has recorded so far.
+struct Walk<'a> {
+    plan: &'a Plan,
+    opts: &'a RunOptions,
+    cancel: &'a Arc<AtomicBool>,
+    usable: &'a [usize],
+    workloads: &'a [Box<dyn Workload>],
+    work: &'a WorkDir,
+    image: u64,
+    done: std::collections::HashSet<(String, String, u32, u32)>,
+    store: &'a mut Store,
+    summary: &'a mut RunSummary,
+    progress: Progress,
+    masters: populate::Masters<'a>,
+    seq: u64,
+    costs: budget::Costs,
+    started: std::time::Instant,
+}
+
+impl Walk<'_> {
+    fn group(&self, cell: &schedule::Cell) -> budget::Group {
+        budget::Group {
+            target: self.plan.targets[self.usable[cell.target]].name.clone(),
+            workload: self.workloads[cell.workload].name().to_string(),
+            threads: cell.threads as u32,
+        }
+    }
+
+    /// Runs one cell and records what it measured; `Break` when the run must stop
+    /// (interrupted, or the results file cannot be written).
+    fn run_cell(&mut self, cell: &schedule::Cell) -> ControlFlow<()> {
+        if self.cancel.load(Ordering::SeqCst) {
+            self.summary.interrupted = true;
+            return ControlFlow::Break(());
+        }
+        let plan = self.plan;
+        let target = &plan.targets[self.usable[cell.target]];
+        let w = self.workloads[cell.workload].as_ref();
+        let rep = cell.repetition;
+        let key = (
+            target.name.clone(),
+            w.name().to_string(),
+            cell.threads as u32,
+            rep,
+        );
+        self.progress
+            .start_cell(&target.name, w.name(), rep + 1, cell.threads);
+        if self.done.contains(&key) {
+            self.progress.finish_cell("already recorded");
+            return ControlFlow::Continue(());
+        }
+        let t0 = std::time::Instant::now();
+        self.seq += 1;
+        let spec = InstanceSpec {
+            target,
+            seq: self.seq,
+            size: target.size.unwrap_or(self.image),
+            allow_device: self.opts.allow_device,
+            wipe: self.opts.wipe,
+        };
+        let mut this = CellRun {
+            plan,
+            spec: &spec,
+            workload: w,
+            cell,
+            work: self.work,
+            cancel: self.cancel,
+            master: None,
+        };
+        let records = match self.masters.for_cell(w, cell.target, &spec, &self.progress) {
+            populate::Source::Fresh => cell::run_cell(&this, &mut self.progress),
+            populate::Source::Clone(m) => {
+                this.master = Some(m);
+                cell::run_cell(&this, &mut self.progress)
+            }
+            populate::Source::Failed(status, e) => this.fail(status, e),
+            populate::Source::Interrupted => this.fail(
+                Status::Interrupted,
+                "interrupted while populating the image".into(),
+            ),
+        };
+        let mut line = String::new();
+        for m in &records {
+            if let Err(e) = self.store.append(m) {
+                // The store is the point of the run: stop rather than measure into the void.
+                eprintln!("fsarena: cannot write {}: {e}", self.store.path().display());
+                self.summary.interrupted = true;
+                return ControlFlow::Break(());
+            }
+            self.summary.measured += 1;
+            if m.status != Status::Ok {
+                self.summary.failures.push(recording::failure_line(m));
+            }
+            line = recording::describe(m, w);
+        }
+        let group = self.group(cell);
+        self.costs.add(group, t0.elapsed().as_secs_f64());
+        self.progress.finish_cell(&line);
+        if records.iter().any(|m| m.status == Status::Interrupted) {
+            self.summary.interrupted = true;
+            return ControlFlow::Break(());
+        }
+        ControlFlow::Continue(())
+    }
+
+    /// `--runs auto` after the minimum: rounds of one more repetition for the groups of the
+    /// comparisons still undecided, closest first, while the budget lasts ([`budget`]).
+    fn spend_budget(&mut self, max: u32, budget: std::time::Duration) {
+        let mut next_rep: HashMap<budget::Group, u32> = HashMap::new();
+        let wl = schedule::thread_lists(self.plan, self.workloads);
+        for t in 0..self.usable.len() {
+            for (w, threads) in &wl {
+                for &th in threads {
+                    let cell = schedule::Cell {
+                        repetition: 0,
+                        target: t,
+                        workload: *w,
+                        threads: th,
+                    };
+                    let g = self.group(&cell);
+                    let recorded = self
+                        .done
+                        .iter()
+                        .filter(|k| k.0 == g.target && k.1 == g.workload && k.2 == g.threads)
+                        .map(|k| k.3 + 1)
+                        .max()
+                        .unwrap_or(0);
+                    next_rep.insert(g, recorded.max(self.plan.runs.min()));
+                }
+            }
+        }
+        for round in 1.. {
+            let remaining = budget.saturating_sub(self.started.elapsed()).as_secs_f64();
+            let open = budget::open_questions(&self.opts.out, self.plan.margin_pct);
+            if open.is_empty() {
+                self.progress
+                    .println("budget: every comparison with the baseline is decided");
+                return;
+            }
+            let costs = &self.costs;
+            let r = budget::plan_round(
+                &open,
+                &self.plan.baseline,
+                &next_rep,
+                max,
+                &|g| costs.estimate(g),
+                remaining,
+            );
+            if r.groups.is_empty() {
+                self.progress.println(&format!(
+                    "budget: {} comparison{} still undecided; {:.0} s left, which pays for no \
+                     further round (or the rest cannot be decided by more runs)",
+                    open.len(),
+                    if open.len() == 1 { "" } else { "s" },
+                    remaining
+                ));
+                return;
+            }
+            self.progress.println(&format!(
+                "budget round {round}: {} undecided, repeating {} group{} for {} of them \
+                 (~{:.0} s of {:.0} s left)",
+                open.len(),
+                r.groups.len(),
+                if r.groups.len() == 1 { "" } else { "s" },
+                r.questions,
+                r.cost_s,
+                remaining
+            ));
+            self.progress.grow(r.groups.len() as u64);
+            let mut cells: Vec<schedule::Cell> = Vec::new();
+            for g in &r.groups {
+                let Some(cell) = self.cell_of(g, next_rep.get(g).copied().unwrap_or(0)) else {
+                    continue;
+                };
+                cells.push(cell);
+            }
+            // Interleaved as the minimum repetitions are: targets rotated by the round.
+            let n = self.usable.len().max(1);
+            cells.sort_by_key(|c| ((c.target + n - round % n) % n, c.workload, c.threads));
+            for cell in &cells {
+                if self.run_cell(cell).is_break() {
+                    return;
+                }
+                let g = self.group(cell);
+                *next_rep.entry(g).or_insert(0) += 1;
+            }
+        }
+    }
+
+    /// The cell of group `g` at repetition `rep`.
+    fn cell_of(&self, g: &budget::Group, rep: u32) -> Option<schedule::Cell> {
+        let target = self
+            .usable
+            .iter()
+            .position(|&i| self.plan.targets[i].name == g.target)?;
+        let workload = self.workloads.iter().position(|w| w.name() == g.workload)?;
+        Some(schedule::Cell {
+            repetition: rep,
+            target,
+            workload,
+            threads: g.threads as usize,
+        })
+    }
 }
 
 /// The work directory goes when the run ends, unless `--keep`; mounts and loop devices

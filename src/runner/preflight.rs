@@ -243,6 +243,7 @@ mod tests {
             timeout: std::time::Duration::from_secs(60),
             workload_options: Default::default(),
             margin_pct: crate::plan::DEFAULT_MARGIN_PCT,
+            phase_floor: crate::plan::DEFAULT_PHASE_FLOOR,
         }
     }
 

@@ -178,6 +178,16 @@ fn build_group(
             baseline: baseline.to_string(),
         });
     }
+    if let Some(short) = cell.raw.get("below_floor").filter(|v| !v.is_empty()) {
+        warnings.push(Warning::ShortPhase {
+            count: short.len(),
+            seconds: cell
+                .raw
+                .get("seconds")
+                .and_then(|s| summarize(s))
+                .map_or(0.0, |s| s.median),
+        });
+    }
     for (metric, &count) in &cell.non_finite {
         warnings.push(Warning::NonFinite {
             metric: metric.clone(),

@@ -12,9 +12,7 @@
 //!   runs a comparison still needs.
 //! * [`aggregate`](mod@aggregate): groups measurements and compares each target to a baseline.
 //! * [`warnings`]: what a reader should distrust, in plain words.
-//! * [`adaptive`]: whether `--runs auto` should measure once more.
 
-pub mod adaptive;
 pub mod aggregate;
 pub mod decision;
 pub mod estimators;
@@ -27,7 +25,6 @@ pub mod summary;
 pub mod warnings;
 pub mod welch;
 
-pub use adaptive::{needs_another_run, needs_another_run_for, AdaptiveRule};
 pub use aggregate::{aggregate, Group, GroupKey, MetricStats};
 pub use decision::{
     benjamini_hochberg, decide, next_level, runs_to_decide, tost_p, Decision, Verdict, ADJUSTMENT,
@@ -159,17 +156,6 @@ mod proptests {
                 for w in &g.warnings {
                     prop_assert!(!w.to_string().is_empty());
                 }
-            }
-        }
-
-        #[test]
-        fn needs_another_run_never_panics(xs in prop::collection::vec(value(), 0..15)) {
-            let rule = AdaptiveRule::default();
-            let r = needs_another_run(&xs, &rule);
-            if xs.len() >= rule.max_runs {
-                prop_assert!(r.is_none());
-            } else if xs.len() < rule.min_runs {
-                prop_assert!(r.is_some());
             }
         }
     }

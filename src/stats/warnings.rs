@@ -35,6 +35,9 @@ pub enum Warning {
     NonFinite { metric: String, count: usize },
     /// The baseline target has no successful run of this workload point.
     NoBaseline { baseline: String },
+    /// Runs whose measured phase was shorter than the run's phase floor (their records
+    /// carry `below_floor`); `seconds` is the median phase of the group.
+    ShortPhase { count: usize, seconds: f64 },
 }
 
 impl fmt::Display for Warning {
@@ -97,6 +100,12 @@ impl fmt::Display for Warning {
                 "baseline {baseline:?} has no successful run of this workload — nothing to \
                  compare against; pick another with --baseline"
             ),
+            Warning::ShortPhase { count, seconds } => write!(
+                f,
+                "{} measured for only {seconds:.3} s (median), under the phase floor — timer \
+                 and scheduler noise weigh on the figure; a larger --scale lengthens the phase",
+                runs(*count, "run was", "runs were")
+            ),
         }
     }
 }
@@ -135,6 +144,12 @@ mod tests {
         assert!(Warning::Failed { count: 2 }
             .to_string()
             .starts_with("2 runs failed and are left out"));
+        assert!(Warning::ShortPhase {
+            count: 3,
+            seconds: 0.042
+        }
+        .to_string()
+        .starts_with("3 runs were measured for only 0.042 s (median), under the phase floor"));
         assert!(Warning::Outliers {
             metric: "seconds".to_string(),
             count: 1

@@ -9,6 +9,7 @@
 pub mod db;
 pub mod io;
 pub mod options;
+pub mod passes;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -106,6 +107,11 @@ pub trait Harness {
         &mut self,
         work: &mut dyn FnMut() -> Result<Outcome, WorkloadError>,
     ) -> Result<Outcome, WorkloadError>;
+    /// The shortest phase a key metric may come from (`--phase-floor`): warm read-only
+    /// passes repeat until they reach it ([`passes::measure_passes`]). Zero outside a run.
+    fn phase_floor(&self) -> std::time::Duration {
+        std::time::Duration::ZERO
+    }
 }
 
 /// A harness without a monitor, for unit tests and for tools that only need timing.

@@ -14,6 +14,7 @@ use std::time::Instant;
 use serde::Deserialize;
 use serde_json::json;
 
+use super::passes::measure_passes;
 use super::prepare::{dataset_error, prepare};
 use super::{options, Ctx, Harness, Outcome, Point, Workload, WorkloadError};
 use crate::dataset::{profile, Manifest};
@@ -85,7 +86,8 @@ impl Workload for Search {
         // Warm-up walk, unmeasured, so both points see the same (warm) cache.
         search(ctx.root, ctx.threads, &query, ctx)?;
         let mut found = Found::default();
-        let mut outcome = harness.measure(&mut || {
+        // Warm and read-only: the pass repeats until the phase reaches the floor.
+        let mut outcome = measure_passes(harness, &mut || {
             let t0 = Instant::now();
             found = search(ctx.root, ctx.threads, &query, ctx)?;
             let mut out = Outcome {

@@ -1,0 +1,233 @@
+//! `--runs auto`: the time budget spent where the answer is still open.
+//!
+//! Every group (target × workload × thread count) first gets the minimum repetitions. Then,
+//! round after round, the run asks the report's own decisions which disk-target comparisons
+//! with the baseline are still `undecided`, orders them by the estimated runs that would
+//! decide them (closest first), and gives one more repetition to the candidate's and the
+//! baseline's group of as many of them as the remaining budget pays for, from what their
+//! cells cost so far. It stops when every comparison is decided, when no undecided one is
+//! decidable within [`crate::stats::decision::MAX_RUNS_ESTIMATE`] runs, when a group
+//! reaches the plan's maximum, or when the budget is spent. A reference target (tmpfs) is
+//! never a reason to run more: it is not ranked.
+//!
+//! The budget is the run's wall time from its start, minimum repetitions included; the
+//! minimum is always run, even past the budget (a comparison needs it), and the dry run
+//! says when that alone cannot fit.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+
+use crate::report::model;
+use crate::results::store;
+use crate::stats::Decision;
+
+/// One (target, workload, thread count): the unit a round repeats.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Group {
+    pub target: String,
+    pub workload: String,
+    pub threads: u32,
+}
+
+/// An undecided comparison of a disk target with the baseline.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Open {
+    pub group: Group,
+    /// The point within the workload (`cold`, `within`, …), for messages.
+    pub variant: String,
+    /// Estimated further runs per target that would decide it.
+    pub runs_to_decide: Option<usize>,
+}
+
+/// The key-metric comparisons of the results in `out` that are still undecided, as the
+/// report would print them (same statistics, same family, same margin).
+pub fn open_questions(out: &Path, margin_pct: f64) -> Vec<Open> {
+    let Ok(loaded) = store::load(out) else {
+        return Vec::new();
+    };
+    let report = model::build(&loaded, Some(margin_pct));
+    let mut open = Vec::new();
+    for s in &report.sections {
+        for row in s.rows.iter().filter(|r| !r.reference) {
+            let verdict = row
+                .metric(&s.key_metric)
+                .and_then(|m| m.vs_baseline.as_ref())
+                .and_then(|c| c.verdict.as_ref());
+            if let Some(v) = verdict.filter(|v| v.decision == Decision::Undecided) {
+                open.push(Open {
+                    group: Group {
+                        target: row.target.clone(),
+                        workload: s.workload.clone(),
+                        threads: s.threads,
+                    },
+                    variant: s.variant.clone(),
+                    runs_to_decide: v.runs_to_decide,
+                });
+            }
+        }
+    }
+    open
+}
+
+/// What one round will repeat, and why.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Round {
+    /// The groups to give one more repetition, in the order their questions were chosen.
+    pub groups: Vec<Group>,
+    /// Estimated seconds the round costs.
+    pub cost_s: f64,
+    /// Undecided comparisons the round works on.
+    pub questions: usize,
+}
+
+/// Chooses the next round: undecided comparisons closest to a decision first; each needs
+/// its candidate's and the baseline's group repeated once (shared groups are paid once);
+/// a comparison is taken when what it adds fits in `remaining_s` and none of its groups
+/// has reached `max_runs`. Comparisons no number of runs would decide are skipped.
+pub fn plan_round(
+    open: &[Open],
+    baseline: &str,
+    runs_done: &HashMap<Group, u32>,
+    max_runs: u32,
+    cost_s: &dyn Fn(&Group) -> f64,
+    remaining_s: f64,
+) -> Round {
+    let mut order: Vec<&Open> = open.iter().filter(|o| o.runs_to_decide.is_some()).collect();
+    order.sort_by_key(|o| (o.runs_to_decide, o.group.clone()));
+    let mut round = Round {
+        groups: Vec::new(),
+        cost_s: 0.0,
+        questions: 0,
+    };
+    for o in order {
+        let base = Group {
+            target: baseline.to_string(),
+            ..o.group.clone()
+        };
+        let needed: Vec<Group> = [o.group.clone(), base]
+            .into_iter()
+            .filter(|g| !round.groups.contains(g))
+            .collect();
+        if needed
+            .iter()
+            .any(|g| runs_done.get(g).copied().unwrap_or(0) >= max_runs)
+        {
+            continue;
+        }
+        let add: f64 = needed.iter().map(|g| cost_s(g)).sum();
+        if round.cost_s + add <= remaining_s {
+            round.cost_s += add;
+            round.groups.extend(needed);
+            round.questions += 1;
+        }
+    }
+    round
+}
+
+/// What cells have cost so far, per group, for the budget and the progress ETA.
+#[derive(Debug, Default, Clone)]
+pub struct Costs {
+    per_group: BTreeMap<Group, (f64, u32)>,
+}
+
+impl Costs {
+    /// Records one finished cell's wall seconds.
+    pub fn add(&mut self, g: Group, seconds: f64) {
+        let e = self.per_group.entry(g).or_insert((0.0, 0));
+        e.0 += seconds;
+        e.1 += 1;
+    }
+
+    /// The mean cost of `g`'s cells; else of the target's cells; else of all cells; else 0.
+    pub fn estimate(&self, g: &Group) -> f64 {
+        let mean = |it: &mut dyn Iterator<Item = &(f64, u32)>| {
+            let (s, n) = it.fold((0.0, 0u32), |(s, n), (a, b)| (s + a, n + b));
+            (n > 0).then(|| s / n as f64)
+        };
+        mean(&mut self.per_group.get(g).into_iter())
+            .or_else(|| {
+                mean(
+                    &mut self
+                        .per_group
+                        .iter()
+                        .filter(|(k, _)| k.target == g.target)
+                        .map(|(_, v)| v),
+                )
+            })
+            .or_else(|| mean(&mut self.per_group.values()))
+            .unwrap_or(0.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn g(t: &str, w: &str) -> Group {
+        Group {
+            target: t.into(),
+            workload: w.into(),
+            threads: 1,
+        }
+    }
+
+    fn question(t: &str, w: &str, runs: Option<usize>) -> Open {
+        Open {
+            group: g(t, w),
+            variant: String::new(),
+            runs_to_decide: runs,
+        }
+    }
+
+    #[test]
+    fn a_round_takes_the_closest_questions_that_fit_and_pays_shared_groups_once() {
+        let open = vec![
+            question("btrfs", "scan", Some(9)),
+            question("xfs", "scan", Some(2)),
+            question("ntfs", "delete", Some(4)),
+            question("exfat", "touch", None),
+        ];
+        let done = HashMap::new();
+        // Every cell costs 2 s; 7 s left.
+        let r = plan_round(&open, "ext4", &done, 30, &|_| 2.0, 7.0);
+        // xfs scan (closest) + ext4 scan = 4 s; ntfs delete needs 4 s more: too much;
+        // btrfs scan shares ext4 scan, so it adds 2 s: fits.
+        assert_eq!(
+            r.groups,
+            vec![g("xfs", "scan"), g("ext4", "scan"), g("btrfs", "scan")]
+        );
+        assert_eq!(r.cost_s, 6.0);
+        assert_eq!(r.questions, 2);
+        // Nothing fits in 1 s; an undecidable question (None) is never taken.
+        assert!(plan_round(&open, "ext4", &done, 30, &|_| 2.0, 1.0)
+            .groups
+            .is_empty());
+        let only_none = vec![question("exfat", "touch", None)];
+        assert!(plan_round(&only_none, "ext4", &done, 30, &|_| 0.0, 99.0)
+            .groups
+            .is_empty());
+    }
+
+    #[test]
+    fn a_group_at_the_maximum_is_not_repeated() {
+        let open = vec![
+            question("xfs", "scan", Some(1)),
+            question("btrfs", "touch", Some(2)),
+        ];
+        let done: HashMap<Group, u32> = [(g("ext4", "scan"), 30)].into_iter().collect();
+        let r = plan_round(&open, "ext4", &done, 30, &|_| 1.0, 100.0);
+        assert_eq!(r.groups, vec![g("btrfs", "touch"), g("ext4", "touch")]);
+    }
+
+    #[test]
+    fn costs_fall_back_from_group_to_target_to_all() {
+        let mut c = Costs::default();
+        assert_eq!(c.estimate(&g("ext4", "scan")), 0.0);
+        c.add(g("ext4", "scan"), 2.0);
+        c.add(g("ext4", "scan"), 4.0);
+        c.add(g("ntfs", "delete"), 10.0);
+        assert_eq!(c.estimate(&g("ext4", "scan")), 3.0);
+        assert_eq!(c.estimate(&g("ext4", "touch")), 3.0);
+        assert_eq!(c.estimate(&g("xfs", "touch")), 16.0 / 3.0);
+    }
+}
