@@ -114,7 +114,7 @@ pub fn plan_round(
         {
             continue;
         }
-        let add: f64 = needed.iter().map(|g| cost_s(g)).sum();
+        let add: f64 = needed.iter().map(cost_s).sum();
         if round.cost_s + add <= remaining_s {
             round.cost_s += add;
             round.groups.extend(needed);
