@@ -100,6 +100,10 @@ pub struct Measurement {
     #[serde(default)]
     pub notes: Vec<String>,
     pub started_unix: f64,
+    /// Wall seconds of the whole cell this record belongs to (provisioning, every point,
+    /// checks and teardown): what the budget, the ETA and `--dry-run`'s estimate learn from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cell_seconds: Option<f64>,
 }
 
 impl Measurement {

@@ -127,11 +127,14 @@ pub fn run(
         costs: budget::Costs::default(),
         started: std::time::Instant::now(),
     };
-    'reps: for rep in 0..plan.runs.min() {
-        for cell in schedule::repetition(rep, usable.len(), &wl) {
-            if state.run_cell(&cell).is_break() {
-                break 'reps;
-            }
+    let minimum: Vec<schedule::Cell> = (0..plan.runs.min())
+        .flat_map(|rep| schedule::repetition(rep, usable.len(), &wl))
+        .collect();
+    for (i, cell) in minimum.iter().enumerate() {
+        let eta = state.eta(&minimum[i..]);
+        state.progress.set_eta(eta);
+        if state.run_cell(cell).is_break() {
+            break;
         }
     }
     if let Runs::Auto { max, budget, .. } = plan.runs {
@@ -166,6 +169,24 @@ struct Walk<'a> {
 }
 
 impl Walk<'_> {
+    /// The time the `cells` still to run will take, each priced at what cells of its group
+    /// (else its target, else any) cost so far; within the budget's end for `auto`. `None`
+    /// until a cell has been timed.
+    fn eta(&self, cells: &[schedule::Cell]) -> Option<std::time::Duration> {
+        let mut secs = 0.0;
+        for c in cells {
+            secs += self.costs.estimate(&self.group(c));
+        }
+        if secs <= 0.0 {
+            return None;
+        }
+        let mut eta = std::time::Duration::from_secs_f64(secs);
+        if let Runs::Auto { budget, .. } = self.plan.runs {
+            eta = eta.max(budget.saturating_sub(self.started.elapsed()));
+        }
+        Some(eta)
+    }
+
     fn group(&self, cell: &schedule::Cell) -> budget::Group {
         budget::Group {
             target: self.plan.targets[self.usable[cell.target]].name.clone(),
@@ -227,6 +248,11 @@ impl Walk<'_> {
                 "interrupted while populating the image".into(),
             ),
         };
+        let mut records = records;
+        let cell_seconds = t0.elapsed().as_secs_f64();
+        for m in &mut records {
+            m.cell_seconds = Some(cell_seconds);
+        }
         let mut line = String::new();
         for m in &records {
             if let Err(e) = self.store.append(m) {
@@ -242,7 +268,7 @@ impl Walk<'_> {
             line = recording::describe(m, w);
         }
         let group = self.group(cell);
-        self.costs.add(group, t0.elapsed().as_secs_f64());
+        self.costs.add(group, cell_seconds);
         self.progress.finish_cell(&line);
         if records.iter().any(|m| m.status == Status::Interrupted) {
             self.summary.interrupted = true;
@@ -325,7 +351,9 @@ impl Walk<'_> {
             // Interleaved as the minimum repetitions are: targets rotated by the round.
             let n = self.usable.len().max(1);
             cells.sort_by_key(|c| ((c.target + n - round % n) % n, c.workload, c.threads));
-            for cell in &cells {
+            for (i, cell) in cells.iter().enumerate() {
+                let eta = self.eta(&cells[i..]);
+                self.progress.set_eta(eta);
                 if self.run_cell(cell).is_break() {
                     return;
                 }

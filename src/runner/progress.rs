@@ -1,5 +1,7 @@
 //! Progress: a bar with target, workload, repetition and ETA on a terminal; one plain line
-//! per cell otherwise (CI logs stay readable); nothing with `--quiet`.
+//! per cell otherwise (CI logs stay readable); nothing with `--quiet`. The ETA is the
+//! runner's: the remaining cells priced at what cells of the same target and workload cost
+//! so far (an ntfs cell costs ten of a tmpfs one), not an equal share per cell.
 
 use std::io::IsTerminal;
 
@@ -12,6 +14,7 @@ pub struct Progress {
     total: u64,
     n: u64,
     label: String,
+    eta: Option<std::time::Duration>,
 }
 
 impl Progress {
@@ -21,7 +24,7 @@ impl Progress {
         let bar = (!quiet && tty).then(|| {
             let b = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
             let style = ProgressStyle::with_template(
-                "{spinner} [{bar:30}] {pos}/{len} cells  ETA {eta}  {msg}",
+                "{spinner} [{bar:30}] {pos}/{len} cells  {prefix}  {msg}",
             )
             .map(|s| s.progress_chars("=> "))
             .unwrap_or_else(|_| ProgressStyle::default_bar());
@@ -34,6 +37,15 @@ impl Progress {
             total,
             n: 0,
             label: String::new(),
+            eta: None,
+        }
+    }
+
+    /// Sets the estimated time to the end of the run.
+    pub fn set_eta(&mut self, eta: Option<std::time::Duration>) {
+        self.eta = eta;
+        if let Some(b) = &self.bar {
+            b.set_prefix(eta_text(eta));
         }
     }
 
@@ -68,7 +80,13 @@ impl Progress {
         if let Some(b) = &self.bar {
             b.inc(1);
         } else if self.plain {
-            eprintln!("[{}/{}] {}: {result}", self.n, self.total, self.label);
+            eprintln!(
+                "[{}/{}] {}: {result} ({})",
+                self.n,
+                self.total,
+                self.label,
+                eta_text(self.eta)
+            );
         }
     }
 
@@ -86,5 +104,16 @@ impl Progress {
         if let Some(b) = &self.bar {
             b.finish_and_clear();
         }
+    }
+}
+
+/// "ETA 3m 10s", or "ETA ?" before anything has been timed.
+fn eta_text(eta: Option<std::time::Duration>) -> String {
+    match eta {
+        Some(d) => format!(
+            "ETA {}",
+            humantime::format_duration(std::time::Duration::from_secs(d.as_secs()))
+        ),
+        None => "ETA ?".into(),
     }
 }
