@@ -222,19 +222,23 @@ impl MemoryCgroup {
         read_u64(&self.file("memory.max_usage_in_bytes", "memory.peak"))
     }
 
-    /// `(anonymous, page cache)` bytes charged now.
-    pub fn usage(&self) -> Option<(u64, u64)> {
+    /// `(everything charged, page cache, shared memory)` bytes now. Shared memory (tmpfs
+    /// pages) is counted in the page cache but cannot be reclaimed without swap, so the
+    /// engine's own, unreclaimable memory is the first minus the second plus the third.
+    pub fn usage(&self) -> Option<(u64, u64, u64)> {
+        let total = read_u64(&self.file("memory.usage_in_bytes", "memory.current"))?;
         let stat = fs::read_to_string(self.path.join("memory.stat")).ok()?;
-        let field = |k: &str| {
+        let (cache_key, shmem_key) = match self.version {
+            Version::V1 => ("total_cache", "total_shmem"),
+            Version::V2 => ("file", "shmem"),
+        };
+        let field = |key: &str| {
             stat.lines().find_map(|l| {
                 let (name, v) = l.split_once(' ')?;
-                (name == k).then(|| v.trim().parse::<u64>().ok()).flatten()
+                (name == key).then(|| v.trim().parse::<u64>().ok()).flatten()
             })
         };
-        match self.version {
-            Version::V1 => Some((field("total_rss")?, field("total_cache")?)),
-            Version::V2 => Some((field("anon")?, field("file")?)),
-        }
+        Some((total, field(cache_key)?, field(shmem_key).unwrap_or(0)))
     }
 
     /// Times the limit was hit (v1 `memory.failcnt`, v2 `high` events).
