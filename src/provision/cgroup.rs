@@ -96,10 +96,8 @@ fn locate(
             pick(ctrl).then(|| path.trim_start_matches('/').to_string())
         })
     };
-    if let (Some(mnt), Some(path)) = (
-        v1,
-        own_path(&|c: &str| c.split(',').any(|x| x == "memory")),
-    ) {
+    if let (Some(mnt), Some(path)) = (v1, own_path(&|c: &str| c.split(',').any(|x| x == "memory")))
+    {
         let dir = mnt.join(path);
         if is_dir(&dir) {
             return Some(Parent {
@@ -115,12 +113,10 @@ fn locate(
             .split_whitespace()
             .any(|c| c == "memory")
     };
-    (is_dir(&dir) && has("cgroup.controllers") && has("cgroup.subtree_control")).then_some(
-        Parent {
-            dir,
-            version: Version::V2,
-        },
-    )
+    (is_dir(&dir) && has("cgroup.controllers") && has("cgroup.subtree_control")).then_some(Parent {
+        dir,
+        version: Version::V2,
+    })
 }
 
 /// The journal of the run directory holding `path` (a scratch or target directory of a
@@ -130,7 +126,9 @@ pub fn run_journal(path: &Path) -> Option<Arc<Journal>> {
     let run = path
         .ancestors()
         .find(|a| a.join(OWNER_FILE).is_file() && a.join(Journal::FILE_NAME).is_file())?;
-    Journal::open(&run.join(Journal::FILE_NAME)).ok().map(Arc::new)
+    Journal::open(&run.join(Journal::FILE_NAME))
+        .ok()
+        .map(Arc::new)
 }
 
 /// A memory cgroup fsarena made; removed (its processes killed first) when dropped.
@@ -164,8 +162,13 @@ impl MemoryCgroup {
         );
         let path = parent.dir.join(name);
         if let Some(j) = &journal {
-            j.record(Op::Create, Kind::Cgroup, &path, Some(parent.version.label()))
-                .map_err(|e| ProvisionError::io("cannot write the run journal", e))?;
+            j.record(
+                Op::Create,
+                Kind::Cgroup,
+                &path,
+                Some(parent.version.label()),
+            )
+            .map_err(|e| ProvisionError::io("cannot write the run journal", e))?;
         }
         let cg = MemoryCgroup {
             path,
@@ -235,7 +238,9 @@ impl MemoryCgroup {
         let field = |key: &str| {
             stat.lines().find_map(|l| {
                 let (name, v) = l.split_once(' ')?;
-                (name == key).then(|| v.trim().parse::<u64>().ok()).flatten()
+                (name == key)
+                    .then(|| v.trim().parse::<u64>().ok())
+                    .flatten()
             })
         };
         Some((total, field(cache_key)?, field(shmem_key).unwrap_or(0)))
@@ -408,7 +413,10 @@ mod tests {
         let j = Arc::new(Journal::open(&dir.path().join("j")).unwrap());
         let cg = MemoryCgroup::create(&parent, "test", 64 << 20, Some(j.clone())).unwrap();
         assert_eq!(cg.limit(), Some(64 << 20));
-        let mut child = std::process::Command::new("sleep").arg("60").spawn().unwrap();
+        let mut child = std::process::Command::new("sleep")
+            .arg("60")
+            .spawn()
+            .unwrap();
         cg.enter(child.id()).unwrap();
         assert_eq!(procs(&cg.path), vec![child.id() as i32]);
         let path = cg.path.clone();

@@ -143,9 +143,8 @@ impl Workload for Db {
                     .ctx(|| "dropping the built database from the cache".into())?;
                 let parent =
                     cgroup::parent().map_err(|e| WorkloadError::Unsupported(e.to_string()))?;
-                let cg =
-                    MemoryCgroup::create(&parent, "db", b, cgroup::run_journal(ctx.scratch))
-                        .map_err(|e| WorkloadError::Tool(e.to_string()))?;
+                let cg = MemoryCgroup::create(&parent, "db", b, cgroup::run_journal(ctx.scratch))
+                    .map_err(|e| WorkloadError::Tool(e.to_string()))?;
                 Some((cg, b))
             }
         };
@@ -180,7 +179,8 @@ impl Workload for Db {
         let confinement = match cg {
             Some((cg, _)) => {
                 let label = cg.version.label();
-                cg.remove().map_err(|e| WorkloadError::Tool(e.to_string()))?;
+                cg.remove()
+                    .map_err(|e| WorkloadError::Tool(e.to_string()))?;
                 figures.map(|f| (f, label))
             }
             None => None,
@@ -229,7 +229,10 @@ impl Workload for Db {
                 if let Some(p) = f.peak {
                     m.insert("cgroup_peak_bytes".into(), p as f64);
                 }
-                m.insert("cgroup_page_cache_peak_bytes".into(), f.page_cache_peak as f64);
+                m.insert(
+                    "cgroup_page_cache_peak_bytes".into(),
+                    f.page_cache_peak as f64,
+                );
                 if let Some(h) = f.limit_hits {
                     m.insert("cgroup_limit_hits".into(), h as f64);
                 }
@@ -243,9 +246,9 @@ impl Workload for Db {
                     human_bytes(f.page_cache_peak)
                 ));
             }
-            None => outcome
-                .notes
-                .push("no cache limit (cache = \"off\"): the database may sit in the page cache".into()),
+            None => outcome.notes.push(
+                "no cache limit (cache = \"off\"): the database may sit in the page cache".into(),
+            ),
         }
         outcome.notes.push(format!(
             "verified: {rows} rows = {} built + {} inserted − {} deleted; quick_check ok",

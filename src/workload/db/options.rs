@@ -242,7 +242,8 @@ impl DbOptions {
     }
 }
 
-const CACHE_WANT: &str = "a share of the database such as \"25%\", a size such as \"64m\", or \"off\"";
+const CACHE_WANT: &str =
+    "a share of the database such as \"25%\", a size such as \"64m\", or \"off\"";
 
 fn bad(key: &str, v: impl Display, want: &str) -> String {
     format!("[workload.db]: `{key}` = {v} is not valid; expected {want}")
