@@ -9,6 +9,7 @@
 pub mod db;
 pub mod io;
 pub mod options;
+pub mod pg;
 
 use std::collections::BTreeMap;
 use std::path::Path;
