@@ -41,6 +41,10 @@ pub struct Doctor {
     pub work_dir_free_bytes: Option<u64>,
     pub tools: Vec<Tool>,
     pub targets: Vec<TargetSupport>,
+    /// Where database engines' memory cgroups go, or why there are none.
+    pub memory_cgroup: Result<String, String>,
+    /// The PostgreSQL the `pg` workload would use, or why it is skipped.
+    pub postgresql: Result<String, String>,
 }
 
 fn tool(name: &str, version_args: &[&str], package: &str) -> Tool {
@@ -128,6 +132,11 @@ pub fn examine(work_root: &Path) -> Doctor {
                 }
             })
             .collect(),
+        memory_cgroup: crate::provision::cgroup::parent()
+            .map(|p| format!("{} ({})", p.dir.display(), p.version.label()))
+            .map_err(|e| e.to_string()),
+        postgresql: crate::workload::pg::install::locate()
+            .map(|i| format!("{} (major {})", i.bin.display(), i.major)),
     }
 }
 
@@ -161,6 +170,12 @@ impl Doctor {
             "kernel file systems:  {}",
             self.kernel_filesystems.join(" ")
         );
+        let line = |r: &Result<String, String>| match r {
+            Ok(v) => v.clone(),
+            Err(e) => format!("NO: {e}"),
+        };
+        let _ = writeln!(s, "memory cgroup (db):   {}", line(&self.memory_cgroup));
+        let _ = writeln!(s, "PostgreSQL (pg):      {}", line(&self.postgresql));
         let _ = writeln!(s, "tools:");
         for t in &self.tools {
             match (&t.path, &t.version) {

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use super::journal::{self, Journal, Kind};
 use super::workdir::{start_time_of, OWNER_FILE};
-use super::{loopdev, mounts};
+use super::{cgroup, loopdev, mounts};
 
 /// What a cleanup did and what it left alone.
 #[derive(Debug, Default)]
@@ -150,6 +150,10 @@ pub fn cleanup_run(run: &Path, report: &mut CleanupReport) {
     let entries = journal::read(&run.join(Journal::FILE_NAME)).unwrap_or_default();
     let live = journal::live(&entries);
 
+    // 0. Database servers and the memory cgroups their engines ran in: their processes
+    //    hold files open on the targets, so they go before the unmounts.
+    stop_servers(&live, report);
+
     // 1. Mounts: everything mounted inside the run directory, deepest first, plus any
     //    journaled mount elsewhere that is still there. Unmounting first lets FUSE daemons
     //    (ntfs-3g, exfat) exit on their own.
@@ -205,6 +209,40 @@ pub fn cleanup_run(run: &Path, report: &mut CleanupReport) {
     match fs::remove_dir_all(run) {
         Ok(()) => report.removed.push(run.to_path_buf()),
         Err(e) => report.errors.push(format!("{}: {e}", run.display())),
+    }
+}
+
+/// Kills each journaled server still running (its command line still names its data
+/// directory, so a recycled pid is left alone), then every journaled cgroup's processes,
+/// and removes the cgroups.
+fn stop_servers(live: &[journal::Entry], report: &mut CleanupReport) {
+    for e in live.iter().filter(|e| e.kind == Kind::Server) {
+        let Some(pid) = e
+            .detail
+            .as_deref()
+            .and_then(|d| d.strip_prefix("pid="))
+            .and_then(|p| p.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        let data = e.path.to_string_lossy();
+        let named = fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|raw| {
+            raw.split(|&b| b == 0)
+                .any(|a| String::from_utf8_lossy(a) == data)
+        });
+        if let (true, Some(p)) = (named, rustix::process::Pid::from_raw(pid)) {
+            let _ = rustix::process::kill_process(p, rustix::process::Signal::KILL);
+            report.removed.push(PathBuf::from(format!("/proc/{pid}")));
+        }
+    }
+    for e in live.iter().filter(|e| e.kind == Kind::Cgroup) {
+        if !e.path.exists() {
+            continue;
+        }
+        match cgroup::remove_path(&e.path) {
+            Ok(()) => report.removed.push(e.path.clone()),
+            Err(err) => report.errors.push(format!("{}: {err}", e.path.display())),
+        }
     }
 }
 

@@ -20,6 +20,12 @@ pub enum Kind {
     Mount,
     /// A directory fsarena created (mount points, `dir:` working directories).
     Dir,
+    /// A memory cgroup at `path` (a database engine's cache limit); cleanup kills what is
+    /// left in it and removes it.
+    Cgroup,
+    /// A database server whose data directory is `path`; `detail` holds `pid=N` once it
+    /// runs. Cleanup kills that process if it still names the data directory.
+    Server,
 }
 
 /// Whether a journal entry records something made or something released.

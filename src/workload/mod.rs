@@ -10,6 +10,7 @@ pub mod db;
 pub mod io;
 pub mod options;
 pub mod passes;
+pub mod pg;
 
 use std::collections::BTreeMap;
 use std::path::Path;

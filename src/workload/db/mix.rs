@@ -21,11 +21,15 @@ use super::schema::{fill_body, is_busy, sql_err, Built, BODY_MAX};
 use crate::workload::{Ctx, WorkloadError};
 
 /// What the measured phase produced: each worker's statistics, the checkpointer's, and the
-/// wall-clock seconds from the first transaction to the last thread's end.
+/// wall-clock seconds from the first transaction to the last thread's end. Serializable
+/// because a confined engine reports it from a child process.
+#[derive(serde::Serialize, serde::Deserialize)]
 pub(super) struct Measured {
     pub(super) stats: Vec<WorkerStats>,
     pub(super) ckpt: CheckpointStats,
     pub(super) seconds: f64,
+    /// The WAL file's size when the workers stopped.
+    pub(super) wal_file_bytes: u64,
 }
 
 /// Runs the mix for `cfg.duration`: one thread per connection in `conns`, plus the
@@ -80,10 +84,12 @@ pub(super) fn run(
     if stats.len() != cfg.threads {
         return Err(WorkloadError::Tool("a db worker thread panicked".into()));
     }
+    let wal = format!("{}-wal", sh.ctx.root.join(super::schema::DB_FILE).display());
     Ok(Measured {
         stats,
         ckpt,
         seconds,
+        wal_file_bytes: std::fs::metadata(wal).map_or(0, |m| m.len()),
     })
 }
 

@@ -15,20 +15,20 @@
 //! transactions and the checkpointer) and [`outcome`] (turning what they counted into
 //! metrics). This file runs them in order and verifies the database afterwards.
 
+mod confined;
 mod mix;
 mod options;
 mod outcome;
 mod schema;
 
-use std::fs;
-use std::path::PathBuf;
-
 use rusqlite::Connection;
 
-use self::options::Config;
+use self::options::{Cache, Config};
 use self::outcome::outcome_of;
 use self::schema::{build, open, sql_err, DB_FILE};
 use super::{Ctx, Harness, IoContext, Outcome, Point, Workload, WorkloadError};
+use crate::plan::size::human_bytes;
+use crate::provision::cgroup::{self, MemoryCgroup};
 
 /// The `db` workload.
 pub struct Db;
@@ -50,8 +50,16 @@ impl Workload for Db {
     }
 
     /// Parses and checks every option (keys and values) the way `run` will.
+    /// A cache limit also needs a memory cgroup on this host: refused here, in one line,
+    /// where there is none.
     fn check_options(&self, table: &toml::Table) -> Result<(), String> {
-        options::config(table, 1.0).map(drop)
+        let cfg = options::config(table, 1.0)?;
+        if cfg.cache != Cache::Off {
+            cgroup::parent().map_err(|e| {
+                format!("[workload.db]: {e}; set `cache = \"off\"` to run without a cache limit")
+            })?;
+        }
+        Ok(())
     }
 
     fn key_metric(&self) -> (&'static str, bool) {
@@ -112,24 +120,51 @@ impl Workload for Db {
                 cfg.page_size
             )));
         }
-        let workers: Vec<Connection> = (0..cfg.threads)
-            .map(|_| open(&path, &cfg))
-            .collect::<Result<_, _>>()?;
-        let mut checkpoint_conn = match cfg.checkpoint_interval {
-            Some(_) => Some(open(&path, &cfg)?),
+        // The engine: connections opened where it runs, so a confined engine's are its own.
+        let engine = || -> Result<mix::Measured, WorkloadError> {
+            let conns: Vec<Connection> = (0..cfg.threads)
+                .map(|_| open(&path, &cfg))
+                .collect::<Result<_, _>>()?;
+            let checkpoint_conn = match cfg.checkpoint_interval {
+                Some(_) => Some(open(&path, &cfg)?),
+                None => None,
+            };
+            mix::run(&cfg, ctx, &built, seed, conns, checkpoint_conn)
+        };
+        // A cache limit: the built database's pages leave the cache (they were charged to
+        // this process, and a page cached already is a hit the engine is never charged
+        // for), then the engine runs in a child inside the cgroup.
+        let budget = cfg.cache.bytes(built.bytes, page_size);
+        let cg = match budget {
             None => None,
+            Some(b) => {
+                harness
+                    .drop_caches()
+                    .ctx(|| "dropping the built database from the cache".into())?;
+                let parent =
+                    cgroup::parent().map_err(|e| WorkloadError::Unsupported(e.to_string()))?;
+                let cg = MemoryCgroup::create(&parent, "db", b, cgroup::run_journal(ctx.scratch))
+                    .map_err(|e| WorkloadError::Tool(e.to_string()))?;
+                Some((cg, b))
+            }
         };
         ctx.check()?;
 
-        let wal_path = PathBuf::from(format!("{}-wal", path.display()));
-        let mut workers = Some(workers);
+        let mut engine = Some(engine);
         let mut totals = Totals::default();
+        let mut figures = None;
         let outcome = harness.measure(&mut || {
-            let conns = workers
+            let engine = engine
                 .take()
                 .ok_or_else(|| WorkloadError::Tool("db measured twice".into()))?;
-            let m = mix::run(&cfg, ctx, &built, seed, conns, checkpoint_conn.take())?;
-            let wal_file_bytes = fs::metadata(&wal_path).map(|m| m.len()).unwrap_or(0);
+            let m = match &cg {
+                None => engine()?,
+                Some((cg, budget)) => {
+                    let (m, fig) = confined::run(ctx, cg, *budget, engine)?;
+                    figures = Some(fig);
+                    m
+                }
+            };
             totals.inserted = m.stats.iter().map(|s| s.inserted).sum();
             totals.deleted = m.stats.iter().map(|s| s.deleted).sum();
             Ok(outcome_of(
@@ -138,9 +173,18 @@ impl Workload for Db {
                 &m.stats,
                 &m.ckpt,
                 m.seconds,
-                wal_file_bytes,
+                m.wal_file_bytes,
             ))
         })?;
+        let confinement = match cg {
+            Some((cg, _)) => {
+                let label = cg.version.label();
+                cg.remove()
+                    .map_err(|e| WorkloadError::Tool(e.to_string()))?;
+                figures.map(|f| (f, label))
+            }
+            None => None,
+        };
 
         // Verification: the rows the transactions say they left, and an intact database.
         ctx.check()?;
@@ -177,6 +221,35 @@ impl Workload for Db {
             rusqlite::version(),
             -cache_kib
         ));
+        match &confinement {
+            Some((f, label)) => {
+                let m = &mut outcome.metrics;
+                m.insert("cgroup_cache_bytes".into(), f.cache_budget as f64);
+                m.insert("cgroup_limit_bytes".into(), f.limit_max as f64);
+                if let Some(p) = f.peak {
+                    m.insert("cgroup_peak_bytes".into(), p as f64);
+                }
+                m.insert(
+                    "cgroup_page_cache_peak_bytes".into(),
+                    f.page_cache_peak as f64,
+                );
+                if let Some(h) = f.limit_hits {
+                    m.insert("cgroup_limit_hits".into(), h as f64);
+                }
+                outcome.notes.push(format!(
+                    "engine confined to a memory cgroup ({label}): page cache budget {} of a \
+                     {} database; limit = the engine's own memory + budget, kept so every \
+                     10 ms (highest {}), peak page cache seen {}",
+                    human_bytes(f.cache_budget),
+                    human_bytes(built.bytes),
+                    human_bytes(f.limit_max),
+                    human_bytes(f.page_cache_peak)
+                ));
+            }
+            None => outcome.notes.push(
+                "no cache limit (cache = \"off\"): the database may sit in the page cache".into(),
+            ),
+        }
         outcome.notes.push(format!(
             "verified: {rows} rows = {} built + {} inserted − {} deleted; quick_check ok",
             built.rows, totals.inserted, totals.deleted

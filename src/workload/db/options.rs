@@ -57,6 +57,33 @@ struct DbOptions {
     checkpoint_interval_ms: Option<i64>,
     checkpoint_mode: Option<String>,
     busy_timeout_ms: Option<i64>,
+    /// The page cache the engine may hold: `"25%"` of the database (the default), a size
+    /// such as `"64m"`, or `"off"` (no memory cgroup).
+    cache: Option<toml::Value>,
+}
+
+/// The page cache the engine's memory cgroup allows.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) enum Cache {
+    /// No cgroup: the engine may use all the memory the host has.
+    Off,
+    /// A fixed number of bytes.
+    Bytes(u64),
+    /// A fraction (0–1] of the database file's size as built.
+    Fraction(f64),
+}
+
+impl Cache {
+    /// The budget in bytes for a database of `db_bytes`, or `None` when off. At least one
+    /// database page (`page`), so the engine can always make progress.
+    pub(super) fn bytes(self, db_bytes: u64, page: u32) -> Option<u64> {
+        match self {
+            Cache::Off => None,
+            Cache::Bytes(b) => Some(b),
+            Cache::Fraction(f) => Some((db_bytes as f64 * f) as u64),
+        }
+        .map(|b| b.max(u64::from(page)))
+    }
 }
 
 /// Resolved options.
@@ -81,6 +108,7 @@ pub(super) struct Config {
     /// start the WAL over, which keeps it bounded, as an engine's maintenance would.
     pub(super) checkpoint_mode: &'static str,
     pub(super) busy_timeout: Duration,
+    pub(super) cache: Cache,
 }
 
 impl Config {
@@ -183,7 +211,22 @@ impl DbOptions {
                 }
             },
         };
+        let cache = match &self.cache {
+            None => Cache::Fraction(0.25),
+            Some(toml::Value::String(s)) if s.eq_ignore_ascii_case("off") => Cache::Off,
+            Some(toml::Value::String(s)) if s.ends_with('%') => s[..s.len() - 1]
+                .trim()
+                .parse::<f64>()
+                .ok()
+                .filter(|p| p.is_finite() && *p > 0.0 && *p <= 1000.0)
+                .map(|p| Cache::Fraction(p / 100.0))
+                .ok_or_else(|| bad("cache", format!("{s:?}"), CACHE_WANT))?,
+            Some(v) => size_of(v)
+                .map(Cache::Bytes)
+                .ok_or_else(|| bad("cache", v, CACHE_WANT))?,
+        };
         Ok(Config {
+            cache,
             size,
             page_size,
             cache_bytes,
@@ -198,6 +241,9 @@ impl DbOptions {
         })
     }
 }
+
+const CACHE_WANT: &str =
+    "a share of the database such as \"25%\", a size such as \"64m\", or \"off\"";
 
 fn bad(key: &str, v: impl Display, want: &str) -> String {
     format!("[workload.db]: `{key}` = {v} is not valid; expected {want}")
@@ -244,6 +290,10 @@ mod tests {
         assert_eq!(cfg.lazy_commit_pct, 70);
         assert_eq!(cfg.checkpoint_interval, Some(Duration::from_millis(250)));
         assert_eq!(cfg.checkpoint_mode, "RESTART");
+        assert_eq!(cfg.cache, Cache::Fraction(0.25));
+        assert_eq!(cfg.cache.bytes(10 * MIB, 32768), Some(10 * MIB / 4));
+        assert_eq!(Cache::Bytes(1).bytes(10 * MIB, 32768), Some(32768));
+        assert_eq!(Cache::Off.bytes(10 * MIB, 32768), None);
         let mut env1 = Env::new("");
         env1.dataset.scale = 1.0;
         let cfg1 = Config::from_ctx(&env1.ctx(dir.path())).unwrap();
@@ -271,6 +321,11 @@ mod tests {
             "mix = 5",
             "size = \"big\"",
             "checkpoint_mode = \"lazy\"",
+            "cache = \"0%\"",
+            "cache = \"abc%\"",
+            "cache = \"lots\"",
+            "cache = 0",
+            "cache = true",
         ] {
             assert!(
                 matches!(
@@ -285,6 +340,15 @@ mod tests {
         )
         .unwrap();
         assert_eq!((ok.cache_bytes, ok.mix), (128 * MIB, [0, 0, 0, 1]));
+        for (src, want) in [
+            ("cache = \"off\"", Cache::Off),
+            ("cache = \"50%\"", Cache::Fraction(0.5)),
+            ("cache = \"3m\"", Cache::Bytes(3 * MIB)),
+            ("cache = 4096", Cache::Bytes(4096)),
+        ] {
+            let c = Config::from_ctx(&Env::new(src).ctx(dir.path())).unwrap();
+            assert_eq!(c.cache, want, "{src}");
+        }
     }
 
     /// The runner's check before provisioning goes through the same parse as `run`.

@@ -6,6 +6,8 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::time::Duration;
 
+use serde::{Deserialize, Serialize};
+
 use super::options::{Config, Op};
 use super::schema::Built;
 use crate::fsops;
@@ -49,7 +51,7 @@ impl ThreadIo {
 }
 
 /// What one worker thread did.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Serialize, Deserialize)]
 pub(super) struct WorkerStats {
     /// Latencies in nanoseconds per transaction type (committed transactions only).
     pub(super) lat: [Vec<u64>; 4],
@@ -66,7 +68,7 @@ pub(super) struct WorkerStats {
 }
 
 /// What the checkpoint thread did.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Serialize, Deserialize)]
 pub(super) struct CheckpointStats {
     pub(super) done: u64,
     pub(super) busy: u64,

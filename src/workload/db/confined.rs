@@ -1,0 +1,223 @@
+//! Running the engine's measured phase in a child process inside a memory cgroup.
+//!
+//! SQLite runs in-process, and the kernel charges a page cache page to the memory cgroup of
+//! the *process* (its mm owner) that faults it in, not of the thread: moving the worker
+//! threads into a cgroup would not confine the cache their reads use. So the measured phase
+//! forks: the child moves itself into the cgroup before it opens a connection, runs the
+//! workers, writes what it counted to a file and exits; the parent waits, stops it on a
+//! cancel or the deadline, and meanwhile keeps the cgroup's limit at the engine's own memory
+//! (heap, stacks, kernel objects) plus the page-cache budget, so the budget is what the
+//! database files get — neither less (the engine's heap would squeeze them) nor more.
+
+use std::fs;
+use std::path::Path;
+use std::time::Duration;
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+
+use crate::provision::cgroup::MemoryCgroup;
+use crate::workload::{Ctx, WorkloadError};
+
+/// Room above the engine's memory and the budget, so a burst of allocation between two
+/// adjustments is absorbed by reclaiming cache rather than stalling the engine.
+const SLACK: u64 = 256 << 10;
+/// How often the parent adjusts the limit and looks for a cancel.
+const POLL: Duration = Duration::from_millis(10);
+
+/// What the cgroup saw during the phase.
+#[derive(Debug, Default, Clone)]
+pub(super) struct CgroupFigures {
+    /// The page-cache budget.
+    pub(super) cache_budget: u64,
+    /// The highest limit the parent set.
+    pub(super) limit_max: u64,
+    /// The kernel's peak of everything charged.
+    pub(super) peak: Option<u64>,
+    /// The highest page cache seen at a poll.
+    pub(super) page_cache_peak: u64,
+    /// Times the limit was reached.
+    pub(super) limit_hits: Option<u64>,
+}
+
+/// A workload error as the child reports it.
+#[derive(Debug, Serialize, Deserialize)]
+struct ChildError {
+    status: String,
+    message: String,
+    errno: Option<i32>,
+}
+
+impl ChildError {
+    fn of(e: &WorkloadError) -> ChildError {
+        let errno = match e {
+            WorkloadError::Io { source, .. } => source.raw_os_error(),
+            _ => None,
+        };
+        let status = match e {
+            WorkloadError::Interrupted => "interrupted",
+            WorkloadError::Timeout => "timeout",
+            WorkloadError::Verify(_) => "verify",
+            WorkloadError::Unsupported(_) => "unsupported",
+            WorkloadError::Io { .. } => "io",
+            _ => "tool",
+        };
+        ChildError {
+            status: status.into(),
+            message: e.to_string(),
+            errno,
+        }
+    }
+
+    fn into_error(self) -> WorkloadError {
+        match (self.status.as_str(), self.errno) {
+            ("interrupted", _) => WorkloadError::Interrupted,
+            ("timeout", _) => WorkloadError::Timeout,
+            ("verify", _) => WorkloadError::Verify(self.message),
+            ("unsupported", _) => WorkloadError::Unsupported(self.message),
+            ("io", Some(n)) => {
+                WorkloadError::io(self.message, std::io::Error::from_raw_os_error(n))
+            }
+            _ => WorkloadError::Tool(self.message),
+        }
+    }
+}
+
+#[derive(Serialize, Deserialize)]
+enum Report<T> {
+    Ok(T),
+    Err(ChildError),
+}
+
+/// Runs `work` in a forked child inside `cg`, returning its result and the cgroup's
+/// figures. `cache_budget` is the page cache the child may hold.
+pub(super) fn run<T: Serialize + DeserializeOwned>(
+    ctx: &Ctx,
+    cg: &MemoryCgroup,
+    cache_budget: u64,
+    work: impl FnOnce() -> Result<T, WorkloadError>,
+) -> Result<(T, CgroupFigures), WorkloadError> {
+    let report = ctx.scratch.join("db-engine-report.json");
+    let _ = fs::remove_file(&report);
+    let procs = cg.procs_file();
+    let mut fig = CgroupFigures {
+        cache_budget,
+        limit_max: cache_budget + SLACK,
+        ..Default::default()
+    };
+    cg.set_limit(fig.limit_max)
+        .map_err(|e| WorkloadError::Tool(e.to_string()))?;
+    // SAFETY: the child touches only its own copies of the data, opens fresh SQLite
+    // connections (none is carried across the fork), allocates through glibc's fork-safe
+    // malloc, and leaves through `_exit` without running the parent's destructors.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        return Err(WorkloadError::io(
+            "fork for the db engine",
+            std::io::Error::last_os_error(),
+        ));
+    }
+    if pid == 0 {
+        child(&procs, &report, work);
+    }
+    let waited = supervise(ctx, cg, pid, &mut fig);
+    fig.peak = cg.peak();
+    fig.limit_hits = cg.limit_hits();
+    let status = waited?;
+    let text = fs::read_to_string(&report).map_err(|_| {
+        WorkloadError::Tool(format!(
+            "the db engine process ended ({status}) without a report"
+        ))
+    })?;
+    let _ = fs::remove_file(&report);
+    match serde_json::from_str::<Report<T>>(&text) {
+        Ok(Report::Ok(t)) => Ok((t, fig)),
+        Ok(Report::Err(e)) => Err(e.into_error()),
+        Err(e) => Err(WorkloadError::Tool(format!(
+            "unreadable db engine report: {e}"
+        ))),
+    }
+}
+
+/// The child: into the cgroup, run, report, `_exit`. Never returns.
+fn child<T: Serialize>(
+    procs: &Path,
+    report: &Path,
+    work: impl FnOnce() -> Result<T, WorkloadError>,
+) -> ! {
+    // SAFETY: resetting dispositions in a single-threaded child. The parent's handlers
+    // would forward a terminal's Ctrl-C into the parent's signal pipe a second time (and
+    // read as a second Ctrl-C); the parent stops the child itself.
+    unsafe {
+        libc::signal(libc::SIGINT, libc::SIG_DFL);
+        libc::signal(libc::SIGTERM, libc::SIG_DFL);
+    }
+    let code = match fs::write(procs, "0") {
+        Err(e) => write_report::<T>(
+            report,
+            &Report::Err(ChildError::of(&WorkloadError::io(
+                format!("entering {}", procs.display()),
+                e,
+            ))),
+        ),
+        Ok(()) => match std::panic::catch_unwind(std::panic::AssertUnwindSafe(work)) {
+            Ok(Ok(t)) => write_report(report, &Report::Ok(t)),
+            Ok(Err(e)) => write_report::<T>(report, &Report::Err(ChildError::of(&e))),
+            Err(_) => 101,
+        },
+    };
+    // SAFETY: ends the child without unwinding into the parent's frames.
+    unsafe { libc::_exit(code) }
+}
+
+fn write_report<T: Serialize>(path: &Path, r: &Report<T>) -> i32 {
+    match serde_json::to_vec(r).map(|b| fs::write(path, b)) {
+        Ok(Ok(())) => 0,
+        _ => 1,
+    }
+}
+
+/// Waits for the child, keeping the limit at its own memory plus the budget; on a cancel
+/// or the deadline kills it and returns that error. The result describes how it ended.
+fn supervise(
+    ctx: &Ctx,
+    cg: &MemoryCgroup,
+    pid: libc::pid_t,
+    fig: &mut CgroupFigures,
+) -> Result<String, WorkloadError> {
+    loop {
+        let mut status = 0;
+        // SAFETY: plain syscall on our own child.
+        let r = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
+        if r == pid {
+            return Ok(if libc::WIFEXITED(status) {
+                format!("exit {}", libc::WEXITSTATUS(status))
+            } else {
+                format!("signal {}", libc::WTERMSIG(status))
+            });
+        }
+        if r < 0 {
+            return Err(WorkloadError::io(
+                "waiting for the db engine",
+                std::io::Error::last_os_error(),
+            ));
+        }
+        if let Err(e) = ctx.check() {
+            // SAFETY: our own child, not yet reaped, so the pid cannot be recycled.
+            unsafe {
+                libc::kill(pid, libc::SIGKILL);
+                libc::waitpid(pid, &mut status, 0);
+            }
+            return Err(e);
+        }
+        if let Some((total, cache, shmem)) = cg.usage() {
+            fig.page_cache_peak = fig.page_cache_peak.max(cache);
+            let own = total.saturating_sub(cache) + shmem;
+            let want = own + fig.cache_budget + SLACK;
+            if want > fig.limit_max && cg.set_limit(want).is_ok() {
+                fig.limit_max = want;
+            }
+        }
+        std::thread::sleep(POLL);
+    }
+}
