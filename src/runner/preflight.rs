@@ -25,6 +25,8 @@ pub struct Sized {
     pub image: u64,
     pub data_bytes: u64,
     pub files: usize,
+    /// The most disk the run's work directory holds at once (see [`disk_need`]).
+    pub disk_bytes: u64,
 }
 
 /// Workloads and options, devices, then targets: the checks that need no data-set planning.
@@ -50,6 +52,7 @@ pub fn size(plan: &Plan, opts: &RunOptions) -> Result<Sized, RunError> {
         image,
         data_bytes,
         files: manifest.files.len(),
+        disk_bytes: disk_need(plan, data_bytes),
     })
 }
 
@@ -68,9 +71,7 @@ fn size_check(
         .find(|a| a.exists())
         .unwrap_or(Path::new("/"));
     let free = crate::provision::workdir::free_bytes(probe).unwrap_or(u64::MAX);
-    // Scratch source + the most a cell writes into its sparse image, plus the populated
-    // images kept for the whole run (one per loop target, the data set and some metadata).
-    let need = 4 * data_bytes + 256 * MIB + populated_images(plan) * (data_bytes + 64 * MIB);
+    let need = disk_need(plan, data_bytes);
     if enforce
         && plan
             .targets
@@ -105,6 +106,14 @@ fn size_check(
         }
     }
     Ok(image)
+}
+
+/// The most disk the work directory holds at once: the scratch copy source and the most a
+/// cell writes into its sparse image, plus the populated images kept for the whole run (one
+/// per loop target: the data set and some metadata).
+pub fn disk_need(plan: &Plan, data_bytes: u64) -> u64 {
+    const MIB: u64 = 1 << 20;
+    4 * data_bytes + 256 * MIB + populated_images(plan) * (data_bytes + 64 * MIB)
 }
 
 /// How many populated images the run keeps at once: one per loop target, when any of the
