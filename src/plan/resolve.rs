@@ -408,6 +408,55 @@ mod tests {
     }
 
     #[test]
+    fn runs_default_to_auto_within_a_budget_and_a_budget_with_a_fixed_count_is_refused() {
+        let o = Overrides {
+            targets: vec!["ext4".into()],
+            ..Default::default()
+        };
+        let p = resolve(None, &o, W, &all).unwrap();
+        assert_eq!(
+            p.runs,
+            Runs::Auto {
+                min: 3,
+                max: super::super::MAX_AUTO_RUNS,
+                budget: Duration::from_secs(300)
+            }
+        );
+        assert_eq!(p.phase_floor, Duration::from_millis(500));
+        let with = |runs: Option<&str>, budget: Option<&str>| {
+            resolve(
+                None,
+                &Overrides {
+                    runs: runs.map(String::from),
+                    budget: budget.map(String::from),
+                    ..o.clone()
+                },
+                W,
+                &all,
+            )
+        };
+        let p = with(None, Some("1h 30m")).unwrap();
+        assert!(matches!(p.runs, Runs::Auto { budget, .. } if budget == Duration::from_secs(5400)));
+        let p = with(Some("auto"), Some("90")).unwrap();
+        assert!(matches!(p.runs, Runs::Auto { budget, .. } if budget == Duration::from_secs(90)));
+        assert_eq!(with(Some("4"), None).unwrap().runs, Runs::Fixed(4));
+        let e = with(Some("3"), Some("5m")).unwrap_err().to_string();
+        assert!(e.contains("applies to `--runs auto`"), "{e}");
+        for bad in ["soon", "0", "-5m", ""] {
+            assert!(with(None, Some(bad)).is_err(), "{bad}");
+        }
+        let f = parse_plan_file("budget = \"2m\"\nphase_floor = \"250ms\"\n", "p").unwrap();
+        let p = resolve(Some(f), &o, W, &all).unwrap();
+        assert!(matches!(p.runs, Runs::Auto { budget, .. } if budget == Duration::from_secs(120)));
+        assert_eq!(p.phase_floor, Duration::from_millis(250));
+        let slow = Overrides {
+            phase_floor: Some("2m".into()),
+            ..o.clone()
+        };
+        assert!(resolve(None, &slow, W, &all).is_err());
+    }
+
+    #[test]
     fn a_memory_target_is_never_the_default_baseline_and_the_margin_is_checked() {
         let o = Overrides {
             targets: vec!["tmpfs".into(), "xfs".into(), "ext4".into()],

@@ -1,0 +1,142 @@
+//! `--runs auto` spends a time budget on the comparisons still undecided: the minimum runs
+//! first, then rounds for the undecided groups; it stops at the budget; and a run killed in
+//! the middle of its budget keeps and reports what it measured.
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{bin, leftovers, require_root, TestRoot};
+use fsarena::results::store;
+use fsarena::results::Status;
+
+/// Two identical ext4 configurations: their comparison cannot be "better" or "worse", and
+/// with a tiny data set (noisy 10 ms phases) it takes many runs to call them equivalent, so
+/// the budget, not the answer, ends the run.
+fn args(root: &Path, out: &Path, work: &Path, budget: &str) -> Vec<String> {
+    let plan = root.join("twins.toml");
+    std::fs::write(
+        &plan,
+        "targets = [\"ext4\"]\nworkloads = [\"touch\"]\nscale = 0.002\n\n\
+         [[target]]\nname = \"ext4-twin\"\nbase = \"ext4\"\n",
+    )
+    .unwrap();
+    [
+        "run".to_string(),
+        plan.display().to_string(),
+        "--budget".into(),
+        budget.into(),
+        "--out".into(),
+        out.display().to_string(),
+        "--work-dir".into(),
+        work.display().to_string(),
+    ]
+    .to_vec()
+}
+
+fn runs_per_target(out: &Path) -> Vec<(String, usize)> {
+    let loaded = store::load(out).unwrap();
+    ["ext4", "ext4-twin"]
+        .iter()
+        .map(|t| {
+            let n = loaded
+                .measurements
+                .iter()
+                .filter(|m| m.target == *t && m.status == Status::Ok)
+                .count();
+            (t.to_string(), n)
+        })
+        .collect()
+}
+
+#[test]
+fn auto_runs_the_minimum_then_spends_the_budget_and_stops_at_it() {
+    require_root();
+    let root = TestRoot::new("budget");
+    let (out, work) = (root.path.join("out"), root.path.join("work"));
+    let t0 = Instant::now();
+    let o = Command::new(bin())
+        .args(args(&root.path, &out, &work, "25s"))
+        .output()
+        .unwrap();
+    let took = t0.elapsed();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    // Twins are undecided after 3 runs; the rounds go on until they are called equivalent
+    // or the budget ends.
+    assert!(err.contains("budget round 1:"), "{err}");
+    assert!(
+        err.contains("still undecided")
+            || err.contains("every comparison with the baseline is decided"),
+        "{err}"
+    );
+    for (t, n) in runs_per_target(&out) {
+        assert!(n > 3, "{t}: only {n} runs, the budget was not spent");
+    }
+    // The budget bounds the run: a round is only started when its cells fit.
+    assert!(took < Duration::from_secs(25 + 20), "{took:?}");
+    let loaded = store::load(&out).unwrap();
+    assert!(loaded.measurements.iter().all(|m| m.cell_seconds.is_some()));
+    assert!(
+        leftovers(&root.path).is_empty(),
+        "{:?}",
+        leftovers(&root.path)
+    );
+}
+
+#[test]
+fn a_run_killed_mid_budget_keeps_and_reports_what_it_measured() {
+    require_root();
+    let root = TestRoot::new("budget-kill");
+    let (out, work) = (root.path.join("out"), root.path.join("work"));
+    let mut child = Command::new(bin())
+        .args(args(&root.path, &out, &work, "10m"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait until the budget rounds have started and one extra cell is recorded.
+    let stderr = child.stderr.take().unwrap();
+    let mut lines = BufReader::new(stderr).lines();
+    let t0 = Instant::now();
+    loop {
+        let line = lines.next().expect("stderr ended early").unwrap();
+        if line.contains("repetition 5") && line.contains(": ok") {
+            break;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(240), "no budget round");
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let cleanup = Command::new(bin())
+        .args(["cleanup", "--work-dir"])
+        .arg(&work)
+        .output()
+        .unwrap();
+    assert_eq!(cleanup.status.code(), Some(0));
+    assert!(
+        leftovers(&root.path).is_empty(),
+        "{:?}",
+        leftovers(&root.path)
+    );
+    let before: usize = runs_per_target(&out).iter().map(|(_, n)| n).sum();
+    assert!(before > 6, "only {before} runs recorded");
+    let report = Command::new(bin())
+        .arg("report")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert_eq!(
+        report.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&report.stderr)
+    );
+    let summary: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
+    let n = summary["sections"][0]["rows"][0]["ok"].as_u64().unwrap();
+    assert!(n >= 4, "the report shows {n} runs");
+}
