@@ -265,6 +265,9 @@ fn dispatch(cli: Cli) -> Result<i32> {
         }
         Command::Cleanup { work_dir } => {
             let r = cleanup::cleanup(&work_dir);
+            for k in &r.keys {
+                println!("removed the fscrypt key of {k}");
+            }
             for p in &r.unmounted {
                 println!("unmounted {}", p.display());
             }

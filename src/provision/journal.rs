@@ -20,6 +20,9 @@ pub enum Kind {
     Mount,
     /// A directory fsarena created (mount points, `dir:` working directories).
     Dir,
+    /// An fscrypt key added to the file system mounted at `path`; `detail` holds its
+    /// identifier once the kernel has returned it (never the key itself).
+    Key,
 }
 
 /// Whether a journal entry records something made or something released.

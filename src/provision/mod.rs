@@ -6,6 +6,7 @@
 
 pub mod cleanup;
 pub mod command;
+pub mod fscrypt;
 pub mod guard;
 pub mod host;
 pub mod image_copy;
