@@ -5,6 +5,7 @@ pub mod charts;
 pub mod compare;
 pub mod csv;
 pub mod curves;
+pub mod explain;
 pub mod format;
 pub mod html;
 pub mod json;
