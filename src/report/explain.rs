@@ -255,7 +255,7 @@ mod tests {
     const FAST_SECS: &[f64] = &[5.0, 5.1, 4.9];
 
     /// The neutral figures every test starts from: the same in both rows.
-    fn neutral<'a>(secs: &'a [f64]) -> Vec<(&'static str, &'a [f64])> {
+    fn neutral(secs: &[f64]) -> Vec<(&'static str, &[f64])> {
         vec![
             ("seconds", secs),
             ("device_write_bytes", &[100e6, 101e6, 99e6]),
