@@ -127,7 +127,7 @@ pub struct OpArgs {
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// A TOML plan file.
+    /// A TOML plan file, or study:NAME for a built-in study (`fsarena list`).
     pub plan: Option<PathBuf>,
     /// A target: catalogue name (ext4, xfs, btrfs-zstd, …), dir:PATH, or NAME@/dev/DEVICE.
     #[arg(long = "target", value_name = "SPEC")]
@@ -273,6 +273,9 @@ fn dispatch(cli: Cli) -> Result<i32> {
         }
         Command::Cleanup { work_dir } => {
             let r = cleanup::cleanup(&work_dir);
+            for k in &r.keys {
+                println!("removed the fscrypt key of {k}");
+            }
             for p in &r.unmounted {
                 println!("unmounted {}", p.display());
             }
@@ -349,6 +352,10 @@ fn dispatch(cli: Cli) -> Result<i32> {
             for w in crate::workload::all() {
                 println!("  {:<18} {}", w.name(), w.describe());
             }
+            println!("studies (fsarena run study:NAME):");
+            for s in crate::plan::study::all() {
+                println!("  {:<18} {}", s.name, s.description);
+            }
             Ok(EXIT_OK)
         }
     }
@@ -412,7 +419,13 @@ fn build_plan(args: &RunArgs) -> Result<Plan> {
         budget: args.budget.clone(),
         phase_floor: args.phase_floor.clone(),
     };
-    let file = args.plan.as_deref().map(file::read_plan_file).transpose()?;
+    let file = match args.plan.as_deref() {
+        None => None,
+        Some(p) => match p.to_str().and_then(crate::plan::study::plan_for) {
+            Some(study) => Some(study?),
+            None => Some(file::read_plan_file(p)?),
+        },
+    };
     let names = crate::workload::names();
     match resolve::resolve(file, &o, &names, &|t| host::support(t).is_ok()) {
         Err(crate::plan::PlanError::NoTargets) if !host::is_root() => Err(anyhow::anyhow!(

@@ -46,6 +46,14 @@ const ENTRIES: &[Entry] = &[
         "ext4 without metadata checksums",
     ),
     (
+        "ext4-fscrypt",
+        FsKind::Ext4,
+        &["-O", "encrypt"],
+        &[],
+        false,
+        "ext4 with native encryption (fscrypt v2, AES-256-XTS/CTS) on the work directory",
+    ),
+    (
         "ext4-noatime",
         FsKind::Ext4,
         &[],

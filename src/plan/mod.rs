@@ -5,6 +5,7 @@ pub mod catalogue;
 pub mod file;
 pub mod resolve;
 pub mod size;
+pub mod study;
 pub mod target;
 
 use std::collections::BTreeMap;

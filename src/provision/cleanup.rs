@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use super::journal::{self, Journal, Kind};
 use super::workdir::{start_time_of, OWNER_FILE};
-use super::{cgroup, loopdev, mounts};
+use super::{cgroup, fscrypt, loopdev, mounts};
 
 /// What a cleanup did and what it left alone.
 #[derive(Debug, Default)]
@@ -16,6 +16,8 @@ pub struct CleanupReport {
     pub unmounted: Vec<PathBuf>,
     pub detached: Vec<PathBuf>,
     pub removed: Vec<PathBuf>,
+    /// fscrypt keys removed from a still-mounted file system, as `mount point (identifier)`.
+    pub keys: Vec<String>,
     /// Runs still in progress (their owner process is alive).
     pub live: Vec<PathBuf>,
     pub errors: Vec<String>,
@@ -122,6 +124,28 @@ fn settle_helpers(run: &Path, grace: Duration) -> bool {
     true
 }
 
+/// Removes every journaled fscrypt key whose file system is still mounted.
+fn remove_keys(live: &[journal::Entry], report: &mut CleanupReport) {
+    for e in live.iter().filter(|e| e.kind == Kind::Key) {
+        let Some(id) = e.detail.as_deref().and_then(fscrypt::KeyId::parse) else {
+            continue;
+        };
+        if mounts::find(&e.path).is_none() {
+            continue;
+        }
+        match fscrypt::remove_key(&e.path, &id) {
+            Ok(_) => report
+                .keys
+                .push(format!("{} ({})", e.path.display(), id.hex())),
+            Err(err) => report.errors.push(format!(
+                "fscrypt key {} on {}: {err}",
+                id.hex(),
+                e.path.display()
+            )),
+        }
+    }
+}
+
 /// Cleans every abandoned run directory under `root`.
 pub fn cleanup(root: &Path) -> CleanupReport {
     let mut report = CleanupReport::default();
@@ -153,6 +177,9 @@ pub fn cleanup_run(run: &Path, report: &mut CleanupReport) {
     // 0. Database servers and the memory cgroups their engines ran in: their processes
     //    hold files open on the targets, so they go before the unmounts.
     stop_servers(&live, report);
+    // 0. fscrypt keys a dead run added, removed while their file system is still mounted
+    //    (unmounting would drop them too, but a key must not outlive the run by chance).
+    remove_keys(&live, report);
 
     // 1. Mounts: everything mounted inside the run directory, deepest first, plus any
     //    journaled mount elsewhere that is still there. Unmounting first lets FUSE daemons

@@ -83,6 +83,9 @@ pub fn support(t: &TargetConfig) -> Result<(), String> {
             return Err(format!("the kernel has no {k} file system"));
         }
     }
+    if super::fscrypt::wanted(t) {
+        super::fscrypt::kernel_support()?;
+    }
     if let Some((prog, _)) = t.fs.mkfs_base() {
         if which(prog).is_none() {
             return Err(format!(

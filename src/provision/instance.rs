@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use super::command::Cmd;
 use super::journal::{Journal, Kind, Op};
 use super::workdir::WorkDir;
-use super::{guard, host, loopdev, mounts, ProvisionError};
+use super::{fscrypt, guard, host, loopdev, mounts, ProvisionError};
 use crate::plan::{FsKind, Location, TargetConfig};
 use crate::results::{Health, Provenance};
 use crate::sys::DevId;
@@ -43,6 +43,11 @@ pub(super) enum Undo {
     Unmount(PathBuf),
     RemoveDir(PathBuf),
     RemoveTree(PathBuf),
+    /// Removes an fscrypt key from the file system mounted at `mnt` (before its unmount).
+    RemoveKey {
+        mnt: PathBuf,
+        id: fscrypt::KeyId,
+    },
 }
 
 /// A mounted, fresh file system (or a fresh directory on an existing one).
@@ -287,7 +292,52 @@ impl Instance {
         self.check_device = Some(PathBuf::from(dev));
         let mnt = self.make_mountpoint(work, name)?;
         let cmd = mounts::mount_cmd(host::mount_type(t.fs), &t.mount_options, dev, &mnt);
-        self.mount(cmd, &mnt)
+        self.mount(cmd, &mnt)?;
+        if fscrypt::wanted(t) {
+            self.encrypt_root(&mnt)?;
+        }
+        Ok(())
+    }
+
+    /// Adds the run's key to the file system at `mnt` and makes the instance's root its
+    /// encrypted directory: set up here, on an empty directory, when the file system is new;
+    /// found with its policy (and unlocked by the same key) on a copy of a populated image.
+    fn encrypt_root(&mut self, mnt: &Path) -> Result<(), ProvisionError> {
+        let failed = |what: &str, e: std::io::Error| {
+            ProvisionError::Unsupported(format!("fscrypt: cannot {what} on {}: {e}", mnt.display()))
+        };
+        self.journal(Op::Create, Kind::Key, mnt, None)?;
+        let id = match fscrypt::add_run_key(mnt) {
+            Ok(id) => id,
+            Err(e) => {
+                let _ = self.journal.record(Op::Release, Kind::Key, mnt, None);
+                return Err(failed("add the key", e));
+            }
+        };
+        self.journal(Op::Create, Kind::Key, mnt, Some(&id.hex()))?;
+        self.undo.push(Undo::RemoveKey {
+            mnt: mnt.to_path_buf(),
+            id,
+        });
+        let dir = mnt.join(fscrypt::ENC_DIR);
+        if !dir.exists() {
+            // Inside the new file system: it goes with it, like the workload's own files.
+            fs::create_dir(&dir)
+                .map_err(|e| ProvisionError::io(format!("cannot create {}", dir.display()), e))?;
+            fscrypt::set_policy(&dir, &id).map_err(|e| failed("set the policy", e))?;
+        }
+        let policy = fscrypt::get_policy(&dir)
+            .map_err(|e| failed("read the policy", e))?
+            .filter(|p| p.key == id)
+            .ok_or_else(|| {
+                ProvisionError::Unsupported(format!(
+                    "fscrypt: {} is not encrypted with the run's key",
+                    dir.display()
+                ))
+            })?;
+        self.provenance.encryption = Some(fscrypt::provenance(&policy));
+        self.root = dir;
+        Ok(())
     }
 
     fn on_tmpfs(
@@ -372,6 +422,19 @@ impl Instance {
                     (r, Kind::Mount, p)
                 }
                 Undo::Detach { dev, image } => (loopdev::detach(&dev), Kind::Loop, image),
+                Undo::RemoveKey { mnt, id } => {
+                    let r = fscrypt::remove_key(&mnt, &id).map(|_| ()).map_err(|e| {
+                        ProvisionError::io(
+                            format!("cannot remove the fscrypt key of {}", mnt.display()),
+                            e,
+                        )
+                    });
+                    if r.is_ok() {
+                        // Two entries were journaled: before the key was added, and with its id.
+                        let _ = self.journal.record(Op::Release, Kind::Key, &mnt, None);
+                    }
+                    (r, Kind::Key, mnt)
+                }
                 Undo::RemoveFile(p) => (
                     fs::remove_file(&p).or_else(ignore_missing).map_err(|e| {
                         ProvisionError::io(format!("cannot remove {}", p.display()), e)

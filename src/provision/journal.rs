@@ -26,6 +26,9 @@ pub enum Kind {
     /// A database server whose data directory is `path`; `detail` holds `pid=N` once it
     /// runs. Cleanup kills that process if it still names the data directory.
     Server,
+    /// An fscrypt key added to the file system mounted at `path`; `detail` holds its
+    /// identifier once the kernel has returned it (never the key itself).
+    Key,
 }
 
 /// Whether a journal entry records something made or something released.

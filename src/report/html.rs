@@ -121,6 +121,9 @@ fn summary(h: &mut String, r: &Report) {
             h.push_str("</tr>");
         }
         h.push_str("</table>");
+        for why in s.rows.iter().filter_map(|r| r.why.as_ref()) {
+            let _ = write!(h, "<p class=\"why\">why: {}</p>", esc(why));
+        }
         for row in &s.rows {
             for (rep, st, err) in &row.failed {
                 let _ = write!(

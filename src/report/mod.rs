@@ -5,11 +5,13 @@ pub mod charts;
 pub mod compare;
 pub mod csv;
 pub mod curves;
+pub mod explain;
 pub mod format;
 pub mod html;
 pub mod json;
 pub mod markdown;
 pub mod model;
+pub mod study_table;
 pub mod terminal;
 pub mod verdicts;
 
@@ -21,7 +23,13 @@ use anyhow::{Context, Result};
 use crate::results::store;
 
 /// The files written into a results directory.
-pub const FILES: [&str; 4] = ["summary.json", "summary.csv", "summary.md", "report.html"];
+pub const FILES: [&str; 5] = [
+    "summary.json",
+    "summary.csv",
+    "summary.md",
+    "report.html",
+    "study.md",
+];
 
 /// Writes every report file into `dir` (atomically: temp file, then rename) and returns the
 /// model, so a crash mid-write never leaves half a report. `margin_pct` overrides the run's
@@ -34,6 +42,7 @@ pub fn write_files(dir: &Path, margin_pct: Option<f64>) -> Result<model::Report>
         ("summary.csv", csv::render(&report)?),
         ("summary.md", markdown::render(&report)),
         ("report.html", html::render(&report)),
+        ("study.md", study_table::render(&report)),
     ];
     for (name, text) in outputs {
         let tmp = dir.join(format!(".{name}.tmp"));

@@ -42,6 +42,10 @@ pub struct Row {
     pub reference: bool,
     pub metrics: BTreeMap<String, MetricStats>,
     pub warnings: Vec<Warning>,
+    /// Why this row differs significantly from the baseline, from the monitor's figures in
+    /// the same cells ([`super::explain`]); absent when nothing measured explains it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub why: Option<String>,
 }
 
 impl Row {
@@ -230,9 +234,11 @@ pub fn build(loaded: &Loaded, margin_pct: Option<f64>) -> Report {
             reference,
             metrics: g.metrics,
             warnings,
+            why: None,
         });
     }
     super::verdicts::decide_all(&mut sections, &baseline, margin_pct);
+    super::explain::explain_all(&mut sections, &baseline);
     Report {
         schema_version: SCHEMA_VERSION,
         host: loaded.host.clone(),

@@ -90,6 +90,9 @@ fn section(s: &Section, baseline: &str, color: bool) -> String {
         t.add_row(cells);
     }
     let mut out = format!("{} — {}\n{t}\n", s.title(), s.decision);
+    for why in s.rows.iter().filter_map(|r| r.why.as_ref()) {
+        out.push_str(&format!("  why: {why}\n"));
+    }
     for row in &s.rows {
         for (rep, status, err) in &row.failed {
             out.push_str(&format!(

@@ -4,4 +4,6 @@
 pub mod record;
 pub mod store;
 
-pub use record::{CloneOrigin, Health, HostFacts, Measurement, Provenance, Record, Status};
+pub use record::{
+    CloneOrigin, Encryption, Health, HostFacts, Measurement, Provenance, Record, Status,
+};

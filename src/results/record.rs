@@ -157,6 +157,25 @@ pub struct Provenance {
     /// results written before clones existed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub clone: Option<CloneOrigin>,
+    /// Set when the work directory was encrypted (fscrypt): the policy as the kernel reports
+    /// it. Absent for unencrypted targets and in results written before encryption existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub encryption: Option<Encryption>,
+}
+
+/// The encryption a target's work directory had, read back from the kernel after setting it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Encryption {
+    /// `fscrypt` (ext4's native encryption).
+    pub method: String,
+    /// Policy version (2: keys in the file system's keyring).
+    pub policy_version: u8,
+    /// Cipher of file contents, e.g. `AES-256-XTS`.
+    pub contents_cipher: String,
+    /// Cipher of file names, e.g. `AES-256-CTS`.
+    pub filenames_cipher: String,
+    /// The key's identifier (derived from the key, not secret; the key itself is never stored).
+    pub key_identifier: String,
 }
 
 /// How a cell's file system was copied from the run's populated image.

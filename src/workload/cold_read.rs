@@ -5,6 +5,9 @@
 //! phase reads every file once, whole, on one thread, in a fixed order drawn from the seed —
 //! a program at start-up opens its files one after another in an order the directory layout
 //! does not predict. `seconds` is the time until the last byte is in.
+//!
+//! The `launch` point starts a real program installed on the target instead (see
+//! [`super::launch`]): exec, shared libraries, page faults and the data, timed to its exit.
 
 use std::fs::File;
 use std::io::Read;
@@ -17,7 +20,7 @@ use xxhash_rust::xxh3::Xxh3Default;
 use super::dirfd::{c_path, open_dir};
 use super::prepare::{generate, prep_threads};
 use super::verify::examples;
-use super::{Ctx, Harness, IoContext, Outcome, Point, WorkloadError};
+use super::{launch, Ctx, Harness, IoContext, Outcome, Point, WorkloadError};
 use crate::dataset::draw;
 use crate::dataset::seed::workload_rng;
 use crate::dataset::{DatasetSpec, Manifest, Profile};
@@ -153,12 +156,24 @@ impl super::Workload for ColdRead {
     fn uses_threads(&self) -> bool {
         false
     }
+    fn points(&self, _ctx: &Ctx) -> Result<Vec<Point>, WorkloadError> {
+        Ok(vec![
+            Point::default(),
+            Point {
+                variant: LAUNCH.into(),
+                ..Point::default()
+            },
+        ])
+    }
     fn run(
         &self,
         ctx: &Ctx,
-        _point: &Point,
+        point: &Point,
         harness: &mut dyn Harness,
     ) -> Result<Outcome, WorkloadError> {
+        if point.variant == LAUNCH {
+            return run_launch(ctx, harness);
+        }
         let spec = install_spec(ctx.dataset);
         let manifest = generate(ctx, &spec, ctx.root, prep_threads(ctx))?;
         let order = read_order(&manifest, spec.seed);
@@ -190,6 +205,56 @@ impl super::Workload for ColdRead {
             .push("file_read_* latencies cover open + read to the end + close of one file".into());
         Ok(outcome)
     }
+}
+
+/// The variant that starts a program rather than reading files.
+pub const LAUNCH: &str = "launch";
+
+/// The `launch` point: installs the program (its libraries and loader) under `app/` and the
+/// install under `data/`, drops the caches, starts the program and times it to its exit.
+fn run_launch(ctx: &Ctx, harness: &mut dyn Harness) -> Result<Outcome, WorkloadError> {
+    let spec = install_spec(ctx.dataset);
+    let data = ctx.root.join("data");
+    std::fs::create_dir(&data).ctx(|| format!("creating {}", data.display()))?;
+    let manifest = generate(ctx, &spec, &data, prep_threads(ctx))?;
+    let app = launch::install(&launch::host_program()?, &ctx.root.join("app"))?;
+    let mut cmd = app.command(&data);
+    harness
+        .drop_caches()
+        .ctx(|| "dropping caches before the launch".to_string())?;
+    let mut ran = None;
+    let outcome = harness.measure(&mut || {
+        let t = Instant::now();
+        let out = cmd
+            .output()
+            .ctx(|| format!("starting {}", app.program.display()))?;
+        let seconds = t.elapsed().as_secs_f64();
+        ran = Some(out);
+        Ok(Outcome {
+            seconds,
+            files: manifest.files.len() as u64 + app.files as u64,
+            logical_read_bytes: manifest.files.iter().map(|f| f.size).sum::<u64>() + app.bytes,
+            ..Outcome::default()
+        })
+    })?;
+    let out = ran.ok_or_else(|| WorkloadError::Verify("measured phase did not run".into()))?;
+    if !out.status.success() {
+        return Err(WorkloadError::Tool(format!(
+            "{} exited with {}: {}",
+            launch::PROGRAM,
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
+    }
+    launch::verify_output(&String::from_utf8_lossy(&out.stdout), &manifest)?;
+    let mut outcome = outcome;
+    outcome.notes.push(format!(
+        "launch: {} with {} libraries and its loader from the target, reading {} data files; seconds = exec to exit",
+        launch::PROGRAM,
+        app.files - 2,
+        manifest.files.len()
+    ));
+    Ok(outcome)
 }
 
 #[cfg(test)]

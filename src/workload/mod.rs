@@ -30,6 +30,7 @@ pub mod create;
 pub mod delete;
 mod dirfd;
 pub mod dupes;
+pub mod launch;
 pub mod prepare;
 pub mod scan;
 pub mod search;

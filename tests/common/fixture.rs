@@ -24,6 +24,7 @@ fn prov(fs: &str) -> Provenance {
         kernel: "6.1.0-test".into(),
         notes: vec![],
         clone: None,
+        encryption: None,
     }
 }
 

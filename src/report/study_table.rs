@@ -1,0 +1,74 @@
+//! `study.md`: each section as the studies printed their results — one row per metric, one
+//! column per configuration, and the % difference against the baseline beside each value —
+//! with the explanation lines under it. The same model as every other output; only the
+//! table is turned on its side.
+
+use std::fmt::Write;
+
+use super::format::{header, value};
+use super::model::{Mark, Report, Section};
+
+fn cell(s: &Section, metric: &str, ti: usize, baseline: &str) -> String {
+    let row = &s.rows[ti];
+    let Some(m) = row.metric(metric) else {
+        return "—".into();
+    };
+    let mut c = value(metric, m.summary.mean);
+    if metric == s.key_metric {
+        match row.mark {
+            Some(Mark::Best) => c.push_str(" ✓"),
+            Some(Mark::Worst) => c.push_str(" ✗"),
+            None => {}
+        }
+    }
+    if row.target != baseline {
+        if let Some(v) = &m.vs_baseline {
+            // The key metric's word is the Benjamini–Hochberg-controlled verdict; a side metric's is its
+            // own test (unadjusted), marked so a reader does not mistake noise for a result.
+            let real = match &v.verdict {
+                Some(verdict) => matches!(
+                    verdict.decision,
+                    crate::stats::Decision::Better | crate::stats::Decision::Worse
+                ),
+                None => v.significant,
+            };
+            let _ = write!(
+                c,
+                " ({:+.1} %{})",
+                v.pct_diff,
+                if real { "" } else { ", ≈" }
+            );
+        }
+    }
+    c
+}
+
+/// Renders every section as a metric × configuration table.
+pub fn render(r: &Report) -> String {
+    let mut out = format!(
+        "# Results by metric\n\nOne column per configuration; in brackets the difference against {} (≈: not significant).\n",
+        r.baseline
+    );
+    for s in &r.sections {
+        let _ = write!(out, "\n## {}\n\n{}\n\n| metric |", s.title(), s.decision);
+        for row in &s.rows {
+            let _ = write!(out, " {} |", row.target);
+        }
+        out.push_str("\n|---|");
+        out.push_str(&"---|".repeat(s.rows.len()));
+        out.push('\n');
+        let mut metrics = vec![s.key_metric.clone()];
+        metrics.extend(s.columns.iter().filter(|c| **c != s.key_metric).cloned());
+        for metric in &metrics {
+            let _ = write!(out, "| {} |", header(metric));
+            for ti in 0..s.rows.len() {
+                let _ = write!(out, " {} |", cell(s, metric, ti, &r.baseline));
+            }
+            out.push('\n');
+        }
+        for why in s.rows.iter().filter_map(|r| r.why.as_ref()) {
+            let _ = writeln!(out, "\nwhy: {why}");
+        }
+    }
+    out
+}
