@@ -237,9 +237,17 @@ fn a_slow_device_becomes_a_timeout_record() {
         t0.elapsed()
     );
     let st = statuses(&out);
+    // The file-by-file point reads the whole data set through the throttle and times out;
+    // the `launch` point (one small program) may finish within the limit or not.
     assert_eq!(
-        st,
-        vec![("ext4".to_string(), "cold-read".to_string(), Status::Timeout)]
+        st.first(),
+        Some(&("ext4".to_string(), "cold-read".to_string(), Status::Timeout)),
+        "{st:?}"
+    );
+    assert!(
+        st.iter()
+            .all(|(_, _, s)| matches!(s, Status::Timeout | Status::Ok)),
+        "{st:?}"
     );
     assert!(err.contains("timeout"), "{err}");
     assert!(
