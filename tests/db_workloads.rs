@@ -109,3 +109,111 @@ fn a_malformed_db_cache_option_is_refused_with_exit_2_before_provisioning() {
         .unwrap_or(0);
     assert_eq!(made, 0, "something was provisioned");
 }
+
+/// The fsarena cgroups the fsarena process `pid` made (named `fsarena-TAG-PID-SEQ`), with
+/// the processes in each.
+fn cgroups_of(pid: u32) -> Vec<(std::path::PathBuf, Vec<i32>)> {
+    let Ok(parent) = fsarena::provision::cgroup::parent() else {
+        return Vec::new();
+    };
+    let mark = format!("-{pid}-");
+    std::fs::read_dir(&parent.dir)
+        .map(|rd| {
+            rd.flatten()
+                .map(|e| e.path())
+                .filter(|p| {
+                    p.file_name().is_some_and(|n| {
+                        let n = n.to_string_lossy();
+                        n.starts_with(fsarena::provision::cgroup::PREFIX) && n.contains(&mark)
+                    })
+                })
+                .map(|p| {
+                    let procs = fsarena::provision::cgroup::procs(&p);
+                    (p, procs)
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Whether `pid` is a live (not zombie) process.
+fn alive(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+        s.rsplit_once(") ")
+            .is_some_and(|(_, rest)| !rest.starts_with('Z'))
+    })
+}
+
+/// Waits up to `secs` for `cond`.
+fn wait_for(secs: u64, mut cond: impl FnMut() -> bool) -> bool {
+    let t0 = std::time::Instant::now();
+    while t0.elapsed() < std::time::Duration::from_secs(secs) {
+        if cond() {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    cond()
+}
+
+/// Regression: the db engine (a forked child in the memory cgroup) outlived a `kill -9`
+/// of fsarena and went on writing to the target. It now dies with its parent
+/// (PR_SET_PDEATHSIG) before any cleanup runs; `fsarena cleanup` then removes the rest.
+#[test]
+fn db_engine_child_dies_with_fsarena_on_kill_9_without_cleanup() {
+    require_root();
+    fsarena::provision::cgroup::parent().expect("this test needs a memory cgroup");
+    let root = TestRoot::new("db-pdeath");
+    let plan = root.path.join("plan.toml");
+    std::fs::write(
+        &plan,
+        "workloads = [\"db\"]\ntargets = [\"ext4\"]\n[workload.db]\nsize = \"8m\"\n\
+         duration = 120\nthreads = 2\n",
+    )
+    .unwrap();
+    let work = root.path.join("work");
+    let mut run = Command::new(bin())
+        .arg("run")
+        .arg(&plan)
+        .arg("--quiet")
+        .arg("--work-dir")
+        .arg(&work)
+        .arg("--out")
+        .arg(root.path.join("out"))
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut engine = Vec::new();
+    let started = wait_for(60, || {
+        engine = cgroups_of(run.id())
+            .into_iter()
+            .flat_map(|(_, p)| p)
+            .collect();
+        !engine.is_empty()
+    });
+    if !started {
+        let _ = run.kill();
+        panic!("the db engine never started in a cgroup");
+    }
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    run.kill().unwrap(); // SIGKILL
+    run.wait().unwrap();
+    let gone = wait_for(5, || engine.iter().all(|&p| !alive(p)));
+    let left: Vec<i32> = engine.iter().copied().filter(|&p| alive(p)).collect();
+    // Clean up before asserting, so a failure leaves nothing behind.
+    let cleanup = Command::new(bin())
+        .arg("cleanup")
+        .arg("--work-dir")
+        .arg(&work)
+        .output()
+        .unwrap();
+    assert!(gone, "engine processes {left:?} outlived fsarena");
+    assert_eq!(
+        cleanup.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&cleanup.stderr)
+    );
+    assert!(cgroups_of(run.id()).is_empty());
+    assert!(leftovers(&root.path).is_empty());
+}

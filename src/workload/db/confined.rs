@@ -107,6 +107,7 @@ pub(super) fn run<T: Serialize + DeserializeOwned>(
     };
     cg.set_limit(fig.limit_max)
         .map_err(|e| WorkloadError::Tool(e.to_string()))?;
+    let parent = std::process::id() as libc::pid_t;
     // SAFETY: the child touches only its own copies of the data, opens fresh SQLite
     // connections (none is carried across the fork), allocates through glibc's fork-safe
     // malloc, and leaves through `_exit` without running the parent's destructors.
@@ -118,7 +119,7 @@ pub(super) fn run<T: Serialize + DeserializeOwned>(
         ));
     }
     if pid == 0 {
-        child(&procs, &report, work);
+        child(parent, &procs, &report, work);
     }
     let waited = supervise(ctx, cg, pid, &mut fig);
     fig.peak = cg.peak();
@@ -139,8 +140,10 @@ pub(super) fn run<T: Serialize + DeserializeOwned>(
     }
 }
 
-/// The child: into the cgroup, run, report, `_exit`. Never returns.
+/// The child: tied to the parent's life, into the cgroup, run, report, `_exit`. Never
+/// returns.
 fn child<T: Serialize>(
+    parent: libc::pid_t,
     procs: &Path,
     report: &Path,
     work: impl FnOnce() -> Result<T, WorkloadError>,
@@ -151,6 +154,24 @@ fn child<T: Serialize>(
     unsafe {
         libc::signal(libc::SIGINT, libc::SIG_DFL);
         libc::signal(libc::SIGTERM, libc::SIG_DFL);
+    }
+    // The engine dies with fsarena: after `kill -9` of the parent nothing would stop it,
+    // and it would go on writing to a target whose cleanup is about to unmount it. The
+    // death signal fires when the forking thread exits; that thread waits for this child
+    // in `supervise`, so it outlives it on every path but the parent's own death. A parent
+    // that died before the prctl took effect is caught by the ppid check.
+    // SAFETY: plain syscalls in the child.
+    unsafe {
+        libc::prctl(
+            libc::PR_SET_PDEATHSIG,
+            libc::SIGKILL as libc::c_ulong,
+            0,
+            0,
+            0,
+        );
+        if libc::getppid() != parent {
+            libc::_exit(1);
+        }
     }
     let code = match fs::write(procs, "0") {
         Err(e) => write_report::<T>(
