@@ -27,17 +27,17 @@ const POLL: Duration = Duration::from_millis(10);
 
 /// What the cgroup saw during the phase.
 #[derive(Debug, Default, Clone)]
-pub(super) struct CgroupFigures {
+pub(crate) struct CgroupFigures {
     /// The page-cache budget.
-    pub(super) cache_budget: u64,
+    pub(crate) cache_budget: u64,
     /// The highest limit the parent set.
-    pub(super) limit_max: u64,
+    pub(crate) limit_max: u64,
     /// The kernel's peak of everything charged.
-    pub(super) peak: Option<u64>,
+    pub(crate) peak: Option<u64>,
     /// The highest page cache seen at a poll.
-    pub(super) page_cache_peak: u64,
+    pub(crate) page_cache_peak: u64,
     /// Times the limit was reached.
-    pub(super) limit_hits: Option<u64>,
+    pub(crate) limit_hits: Option<u64>,
 }
 
 /// A workload error as the child reports it.
@@ -100,13 +100,7 @@ pub(super) fn run<T: Serialize + DeserializeOwned>(
     let report = ctx.scratch.join("db-engine-report.json");
     let _ = fs::remove_file(&report);
     let procs = cg.procs_file();
-    let mut fig = CgroupFigures {
-        cache_budget,
-        limit_max: cache_budget + SLACK,
-        ..Default::default()
-    };
-    cg.set_limit(fig.limit_max)
-        .map_err(|e| WorkloadError::Tool(e.to_string()))?;
+    let mut fig = start_figures(cg, cache_budget)?;
     let parent = std::process::id() as libc::pid_t;
     // SAFETY: the child touches only its own copies of the data, opens fresh SQLite
     // connections (none is carried across the fork), allocates through glibc's fork-safe
@@ -231,14 +225,43 @@ fn supervise(
             }
             return Err(e);
         }
-        if let Some((total, cache, shmem)) = cg.usage() {
-            fig.page_cache_peak = fig.page_cache_peak.max(cache);
-            let own = total.saturating_sub(cache) + shmem;
-            let want = own + fig.cache_budget + SLACK;
-            if want > fig.limit_max && cg.set_limit(want).is_ok() {
-                fig.limit_max = want;
-            }
-        }
+        keep_limit(cg, fig);
         std::thread::sleep(POLL);
     }
+}
+
+/// One adjustment: raises the limit to the engine's own memory (everything charged but
+/// reclaimable page cache) plus the budget, and records the page cache seen. Called every
+/// [`POLL`] by whoever supervises an engine in `cg` (the `db` child's parent, the `pg`
+/// server's keeper thread).
+pub(crate) fn keep_limit(cg: &MemoryCgroup, fig: &mut CgroupFigures) {
+    if let Some((total, cache, shmem)) = cg.usage() {
+        fig.page_cache_peak = fig.page_cache_peak.max(cache);
+        let own = total.saturating_sub(cache) + shmem;
+        let want = own + fig.cache_budget + SLACK;
+        if want > fig.limit_max && cg.set_limit(want).is_ok() {
+            fig.limit_max = want;
+        }
+    }
+}
+
+/// Starts confining `cg` to `cache_budget` of page cache: sets the limit to the memory of
+/// what already runs in it (nothing for `db`'s fresh cgroup, a running server for `pg`)
+/// plus the budget and slack, and returns the figures [`keep_limit`] then maintains.
+/// (cgroup v1 refuses, with EBUSY, a limit below what it cannot reclaim.)
+pub(crate) fn start_figures(
+    cg: &MemoryCgroup,
+    cache_budget: u64,
+) -> Result<CgroupFigures, WorkloadError> {
+    let own = cg.usage().map_or(0, |(total, cache, shmem)| {
+        total.saturating_sub(cache) + shmem
+    });
+    let fig = CgroupFigures {
+        cache_budget,
+        limit_max: own + cache_budget + SLACK,
+        ..Default::default()
+    };
+    cg.set_limit(fig.limit_max)
+        .map_err(|e| WorkloadError::Tool(e.to_string()))?;
+    Ok(fig)
 }
