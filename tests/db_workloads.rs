@@ -180,6 +180,7 @@ fn db_engine_child_dies_with_fsarena_on_kill_9_without_cleanup() {
         .arg(&work)
         .arg("--out")
         .arg(root.path.join("out"))
+        .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
@@ -216,4 +217,214 @@ fn db_engine_child_dies_with_fsarena_on_kill_9_without_cleanup() {
     );
     assert!(cgroups_of(run.id()).is_empty());
     assert!(leftovers(&root.path).is_empty());
+}
+
+/// Files under `dir` (recursively) whose name starts with `prefix`.
+fn files_named(dir: &Path, prefix: &str) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return out;
+    };
+    for e in rd.flatten() {
+        let p = e.path();
+        if e.file_name().to_string_lossy().starts_with(prefix) {
+            out.push(p.clone());
+        }
+        if e.file_type().is_ok_and(|t| t.is_dir()) {
+            out.extend(files_named(&p, prefix));
+        }
+    }
+    out
+}
+
+/// Live processes whose command line mentions `path` (a postmaster names its data
+/// directory).
+fn processes_naming(path: &Path) -> Vec<i32> {
+    let needle = path.to_string_lossy().into_owned();
+    std::fs::read_dir("/proc")
+        .map(|rd| {
+            rd.flatten()
+                .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+                .filter(|&pid| {
+                    std::fs::read(format!("/proc/{pid}/cmdline"))
+                        .is_ok_and(|c| String::from_utf8_lossy(&c).contains(&needle))
+                        && alive(pid)
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn pg_plan(root: &Path, options: &str) -> std::path::PathBuf {
+    let plan = root.join("plan.toml");
+    std::fs::write(
+        &plan,
+        format!(
+            "workloads = [\"pg\"]\ntargets = [\"ext4\"]\nthreads = [2]\n[workload.pg]\n{options}\n"
+        ),
+    )
+    .unwrap();
+    plan
+}
+
+/// The pg workload end to end: both points measured, the server's reads reach the device
+/// (the database does not fit in the cgroup's cache), the workload's own check passed, and
+/// no server, socket or cgroup is left.
+#[test]
+fn pg_runs_both_modes_with_device_reads_and_leaves_nothing() {
+    require_root();
+    fsarena::workload::pg::install::locate().expect("this test needs PostgreSQL (./dev deps)");
+    fsarena::provision::cgroup::parent().expect("this test needs a memory cgroup");
+    let root = TestRoot::new("pg-run");
+    let plan = pg_plan(&root.path, "seconds = 2");
+    let out = root.path.join("out");
+    let work = root.path.join("work");
+    let run = Command::new(bin())
+        .arg("run")
+        .arg(&plan)
+        .args(["--runs", "1", "--quiet"])
+        .arg("--work-dir")
+        .arg(&work)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(0), "{err}");
+    let ms = measurements(&out);
+    let variants: Vec<&str> = ms.iter().filter_map(|m| m["variant"].as_str()).collect();
+    assert_eq!(variants.len(), 2, "{ms:?}");
+    for m in &ms {
+        assert_eq!(m["status"], "ok", "{m}");
+        let x = &m["metrics"];
+        let f = |k: &str| x[k].as_f64().unwrap_or_else(|| panic!("no {k}: {x}"));
+        assert!(f("device_read_ios") > 0.0, "no device reads: {x}");
+        assert!(f("db_reads") > 0.0 && f("db_read_latency_ms") > 0.0, "{x}");
+        assert!(
+            f("transactions_per_s") > 0.0 && f("transactions") > 0.0,
+            "{x}"
+        );
+        assert_eq!(f("failed_transactions"), 0.0);
+        assert_eq!(f("accounts_rows"), 100_000.0);
+        assert!(f("latency_p50_ms") <= f("latency_p95_ms"));
+        assert!(f("latency_p95_ms") <= f("latency_p99_ms"));
+        assert!(
+            f("cgroup_page_cache_peak_bytes") < f("db_initial_bytes"),
+            "{x}"
+        );
+        assert!(f("server_cpu_ms_per_tx") > 0.0, "{x}");
+        if m["variant"] == "tpcb" {
+            assert!(f("wal_bytes") > f("transactions") * 100.0, "{x}");
+            assert!(
+                f("wal_syncs") > 0.0 && f("wal_sync_latency_ms") > 0.0,
+                "{x}"
+            );
+        } else {
+            assert_eq!(f("wal_bytes"), 0.0, "select-only writes no WAL: {x}");
+        }
+    }
+    assert!(leftovers(&root.path).is_empty());
+    assert!(processes_naming(&work).is_empty());
+    assert!(files_named(&work, ".s.PGSQL").is_empty());
+}
+
+/// Starts a long pg cell, waits until pgbench is measuring, sends `signal`, and (for
+/// SIGKILL) runs `fsarena cleanup`; then no postgres process, socket or cgroup is left.
+fn pg_server_gone_after(signal: i32, name: &str) {
+    require_root();
+    fsarena::workload::pg::install::locate().expect("this test needs PostgreSQL (./dev deps)");
+    fsarena::provision::cgroup::parent().expect("this test needs a memory cgroup");
+    let root = TestRoot::new(name);
+    let plan = pg_plan(&root.path, "seconds = 120\nmodes = [\"tpcb\"]");
+    let work = root.path.join("work");
+    let mut run = Command::new(bin())
+        .arg("run")
+        .arg(&plan)
+        .args(["--runs", "1", "--quiet"])
+        .arg("--work-dir")
+        .arg(&work)
+        .arg("--out")
+        .arg(root.path.join("out"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let measuring = wait_for(90, || !files_named(&work, "pgbench_log").is_empty());
+    let server: Vec<i32> = cgroups_of(run.id())
+        .into_iter()
+        .flat_map(|(_, p)| p)
+        .collect();
+    let sockets = files_named(&work, ".s.PGSQL");
+    unsafe { libc::kill(run.id() as i32, signal) };
+    let status = run.wait().unwrap();
+    if signal == libc::SIGKILL {
+        let c = Command::new(bin())
+            .arg("cleanup")
+            .arg("--work-dir")
+            .arg(&work)
+            .output()
+            .unwrap();
+        assert_eq!(
+            c.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&c.stderr)
+        );
+    } else {
+        assert_eq!(status.code(), Some(1), "an interrupted run exits 1");
+    }
+    assert!(measuring, "pgbench never started");
+    assert!(
+        server.len() >= 3,
+        "postmaster and helpers in the cgroup: {server:?}"
+    );
+    assert!(!sockets.is_empty(), "the server had a socket");
+    let gone = wait_for(5, || server.iter().all(|&p| !alive(p)));
+    assert!(gone, "server processes left: {server:?}");
+    assert!(processes_naming(&work).is_empty());
+    assert!(files_named(&work, ".s.PGSQL").is_empty());
+    assert!(cgroups_of(run.id()).is_empty());
+    assert!(leftovers(&root.path).is_empty());
+}
+
+#[test]
+fn pg_server_is_gone_after_sigint() {
+    pg_server_gone_after(libc::SIGINT, "pg-int");
+}
+
+#[test]
+fn pg_server_is_gone_after_sigterm() {
+    pg_server_gone_after(libc::SIGTERM, "pg-term");
+}
+
+#[test]
+fn pg_server_is_gone_after_kill_9_and_cleanup() {
+    pg_server_gone_after(libc::SIGKILL, "pg-kill");
+}
+
+/// A malformed pg option is bad input: one line, exit 2, nothing provisioned.
+#[test]
+fn a_malformed_pg_option_is_refused_with_exit_2_before_provisioning() {
+    require_root();
+    let root = TestRoot::new("pg-badopt");
+    for bad in ["seconds = \"five\"", "modes = [\"tpcc\"]", "clients = 3"] {
+        let plan = pg_plan(&root.path, bad);
+        let run = Command::new(bin())
+            .arg("run")
+            .arg(&plan)
+            .arg("--work-dir")
+            .arg(root.path.join("work"))
+            .arg("--out")
+            .arg(root.path.join("out"))
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&run.stderr);
+        assert_eq!(run.status.code(), Some(2), "{bad}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+        assert!(err.contains("[workload.pg]"), "{err}");
+        let made = std::fs::read_dir(root.path.join("work"))
+            .map(|rd| rd.count())
+            .unwrap_or(0);
+        assert_eq!(made, 0, "something was provisioned");
+    }
 }

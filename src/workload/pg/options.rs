@@ -150,7 +150,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(
-            (c.modes, c.pgbench_scale, c.shared_buffers_bytes()),
+            (c.modes.clone(), c.pgbench_scale, c.shared_buffers_bytes()),
             (vec!["select-only"], 3, 2 << 20)
         );
     }
