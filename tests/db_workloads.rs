@@ -10,22 +10,6 @@ use std::process::Command;
 
 use common::{bin, leftovers, require_root, TestRoot};
 
-/// Every fsarena cgroup under this process's own memory cgroup, where the fsarena it
-/// starts makes its cgroups.
-fn fsarena_cgroups() -> Vec<String> {
-    let Ok(parent) = fsarena::provision::cgroup::parent() else {
-        return Vec::new();
-    };
-    std::fs::read_dir(&parent.dir)
-        .map(|rd| {
-            rd.flatten()
-                .map(|e| e.file_name().to_string_lossy().into_owned())
-                .filter(|n| n.starts_with(fsarena::provision::cgroup::PREFIX))
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
 fn measurements(out: &Path) -> Vec<serde_json::Value> {
     std::fs::read_to_string(out.join("results.jsonl"))
         .unwrap()
@@ -58,8 +42,12 @@ fn db_reads_reach_the_device_in_every_repetition_at_the_default_scale() {
         .arg(&root.path)
         .arg("--out")
         .arg(&out)
-        .output()
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
         .unwrap();
+    let pid = run.id();
+    let run = run.wait_with_output().unwrap();
     let err = String::from_utf8_lossy(&run.stderr);
     assert_eq!(run.status.code(), Some(0), "{err}");
     let ms = measurements(&out);
@@ -77,7 +65,8 @@ fn db_reads_reach_the_device_in_every_repetition_at_the_default_scale() {
         assert!(f("cgroup_limit_bytes") >= f("cgroup_cache_bytes"), "{x}");
     }
     assert!(leftovers(&root.path).is_empty());
-    assert!(fsarena_cgroups().is_empty(), "{:?}", fsarena_cgroups());
+    // Only this run's cgroups: other tests may be running pg or db cells in parallel.
+    assert!(cgroups_of(pid).is_empty(), "{:?}", cgroups_of(pid));
 }
 
 /// A bad `cache` value is bad input: one line, exit 2, and no run directory was made.
