@@ -10,22 +10,6 @@ use std::process::Command;
 
 use common::{bin, leftovers, require_root, TestRoot};
 
-/// Every fsarena cgroup under this process's own memory cgroup, where the fsarena it
-/// starts makes its cgroups.
-fn fsarena_cgroups() -> Vec<String> {
-    let Ok(parent) = fsarena::provision::cgroup::parent() else {
-        return Vec::new();
-    };
-    std::fs::read_dir(&parent.dir)
-        .map(|rd| {
-            rd.flatten()
-                .map(|e| e.file_name().to_string_lossy().into_owned())
-                .filter(|n| n.starts_with(fsarena::provision::cgroup::PREFIX))
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
 fn measurements(out: &Path) -> Vec<serde_json::Value> {
     std::fs::read_to_string(out.join("results.jsonl"))
         .unwrap()
@@ -58,8 +42,12 @@ fn db_reads_reach_the_device_in_every_repetition_at_the_default_scale() {
         .arg(&root.path)
         .arg("--out")
         .arg(&out)
-        .output()
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
         .unwrap();
+    let pid = run.id();
+    let run = run.wait_with_output().unwrap();
     let err = String::from_utf8_lossy(&run.stderr);
     assert_eq!(run.status.code(), Some(0), "{err}");
     let ms = measurements(&out);
@@ -77,7 +65,8 @@ fn db_reads_reach_the_device_in_every_repetition_at_the_default_scale() {
         assert!(f("cgroup_limit_bytes") >= f("cgroup_cache_bytes"), "{x}");
     }
     assert!(leftovers(&root.path).is_empty());
-    assert!(fsarena_cgroups().is_empty(), "{:?}", fsarena_cgroups());
+    // Only this run's cgroups: other tests may be running pg or db cells in parallel.
+    assert!(cgroups_of(pid).is_empty(), "{:?}", cgroups_of(pid));
 }
 
 /// A bad `cache` value is bad input: one line, exit 2, and no run directory was made.
@@ -108,4 +97,323 @@ fn a_malformed_db_cache_option_is_refused_with_exit_2_before_provisioning() {
         .map(|rd| rd.count())
         .unwrap_or(0);
     assert_eq!(made, 0, "something was provisioned");
+}
+
+/// The fsarena cgroups the fsarena process `pid` made (named `fsarena-TAG-PID-SEQ`), with
+/// the processes in each.
+fn cgroups_of(pid: u32) -> Vec<(std::path::PathBuf, Vec<i32>)> {
+    let Ok(parent) = fsarena::provision::cgroup::parent() else {
+        return Vec::new();
+    };
+    let mark = format!("-{pid}-");
+    std::fs::read_dir(&parent.dir)
+        .map(|rd| {
+            rd.flatten()
+                .map(|e| e.path())
+                .filter(|p| {
+                    p.file_name().is_some_and(|n| {
+                        let n = n.to_string_lossy();
+                        n.starts_with(fsarena::provision::cgroup::PREFIX) && n.contains(&mark)
+                    })
+                })
+                .map(|p| {
+                    let procs = fsarena::provision::cgroup::procs(&p);
+                    (p, procs)
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Whether `pid` is a live (not zombie) process.
+fn alive(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+        s.rsplit_once(") ")
+            .is_some_and(|(_, rest)| !rest.starts_with('Z'))
+    })
+}
+
+/// Waits up to `secs` for `cond`.
+fn wait_for(secs: u64, mut cond: impl FnMut() -> bool) -> bool {
+    let t0 = std::time::Instant::now();
+    while t0.elapsed() < std::time::Duration::from_secs(secs) {
+        if cond() {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    cond()
+}
+
+/// Regression: the db engine (a forked child in the memory cgroup) outlived a `kill -9`
+/// of fsarena and went on writing to the target. It now dies with its parent
+/// (PR_SET_PDEATHSIG) before any cleanup runs; `fsarena cleanup` then removes the rest.
+#[test]
+fn db_engine_child_dies_with_fsarena_on_kill_9_without_cleanup() {
+    require_root();
+    fsarena::provision::cgroup::parent().expect("this test needs a memory cgroup");
+    let root = TestRoot::new("db-pdeath");
+    let plan = root.path.join("plan.toml");
+    std::fs::write(
+        &plan,
+        "workloads = [\"db\"]\ntargets = [\"ext4\"]\n[workload.db]\nsize = \"8m\"\n\
+         duration = 120\nthreads = 2\n",
+    )
+    .unwrap();
+    let work = root.path.join("work");
+    let mut run = Command::new(bin())
+        .arg("run")
+        .arg(&plan)
+        .arg("--quiet")
+        .arg("--work-dir")
+        .arg(&work)
+        .arg("--out")
+        .arg(root.path.join("out"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut engine = Vec::new();
+    let started = wait_for(60, || {
+        engine = cgroups_of(run.id())
+            .into_iter()
+            .flat_map(|(_, p)| p)
+            .collect();
+        !engine.is_empty()
+    });
+    if !started {
+        let _ = run.kill();
+        panic!("the db engine never started in a cgroup");
+    }
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    run.kill().unwrap(); // SIGKILL
+    run.wait().unwrap();
+    let gone = wait_for(5, || engine.iter().all(|&p| !alive(p)));
+    let left: Vec<i32> = engine.iter().copied().filter(|&p| alive(p)).collect();
+    // Clean up before asserting, so a failure leaves nothing behind.
+    let cleanup = Command::new(bin())
+        .arg("cleanup")
+        .arg("--work-dir")
+        .arg(&work)
+        .output()
+        .unwrap();
+    assert!(gone, "engine processes {left:?} outlived fsarena");
+    assert_eq!(
+        cleanup.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&cleanup.stderr)
+    );
+    assert!(cgroups_of(run.id()).is_empty());
+    assert!(leftovers(&root.path).is_empty());
+}
+
+/// Files under `dir` (recursively) whose name starts with `prefix`.
+fn files_named(dir: &Path, prefix: &str) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return out;
+    };
+    for e in rd.flatten() {
+        let p = e.path();
+        if e.file_name().to_string_lossy().starts_with(prefix) {
+            out.push(p.clone());
+        }
+        if e.file_type().is_ok_and(|t| t.is_dir()) {
+            out.extend(files_named(&p, prefix));
+        }
+    }
+    out
+}
+
+/// Live processes whose command line mentions `path` (a postmaster names its data
+/// directory).
+fn processes_naming(path: &Path) -> Vec<i32> {
+    let needle = path.to_string_lossy().into_owned();
+    std::fs::read_dir("/proc")
+        .map(|rd| {
+            rd.flatten()
+                .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+                .filter(|&pid| {
+                    std::fs::read(format!("/proc/{pid}/cmdline"))
+                        .is_ok_and(|c| String::from_utf8_lossy(&c).contains(&needle))
+                        && alive(pid)
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn pg_plan(root: &Path, options: &str) -> std::path::PathBuf {
+    let plan = root.join("plan.toml");
+    std::fs::write(
+        &plan,
+        format!(
+            "workloads = [\"pg\"]\ntargets = [\"ext4\"]\nthreads = [2]\n[workload.pg]\n{options}\n"
+        ),
+    )
+    .unwrap();
+    plan
+}
+
+/// The pg workload end to end: both points measured, the server's reads reach the device
+/// (the database does not fit in the cgroup's cache), the workload's own check passed, and
+/// no server, socket or cgroup is left.
+#[test]
+fn pg_runs_both_modes_with_device_reads_and_leaves_nothing() {
+    require_root();
+    fsarena::workload::pg::install::locate().expect("this test needs PostgreSQL (./dev deps)");
+    fsarena::provision::cgroup::parent().expect("this test needs a memory cgroup");
+    let root = TestRoot::new("pg-run");
+    let plan = pg_plan(&root.path, "seconds = 2");
+    let out = root.path.join("out");
+    let work = root.path.join("work");
+    let run = Command::new(bin())
+        .arg("run")
+        .arg(&plan)
+        .args(["--runs", "1", "--quiet"])
+        .arg("--work-dir")
+        .arg(&work)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(0), "{err}");
+    let ms = measurements(&out);
+    let variants: Vec<&str> = ms.iter().filter_map(|m| m["variant"].as_str()).collect();
+    assert_eq!(variants.len(), 2, "{ms:?}");
+    for m in &ms {
+        assert_eq!(m["status"], "ok", "{m}");
+        let x = &m["metrics"];
+        let f = |k: &str| x[k].as_f64().unwrap_or_else(|| panic!("no {k}: {x}"));
+        assert!(f("device_read_ios") > 0.0, "no device reads: {x}");
+        assert!(f("db_reads") > 0.0 && f("db_read_latency_ms") > 0.0, "{x}");
+        assert!(
+            f("transactions_per_s") > 0.0 && f("transactions") > 0.0,
+            "{x}"
+        );
+        assert_eq!(f("failed_transactions"), 0.0);
+        assert_eq!(f("accounts_rows"), 100_000.0);
+        assert!(f("latency_p50_ms") <= f("latency_p95_ms"));
+        assert!(f("latency_p95_ms") <= f("latency_p99_ms"));
+        assert!(
+            f("cgroup_page_cache_peak_bytes") < f("db_initial_bytes"),
+            "{x}"
+        );
+        assert!(f("server_cpu_ms_per_tx") > 0.0, "{x}");
+        if m["variant"] == "tpcb" {
+            assert!(f("wal_bytes") > f("transactions") * 100.0, "{x}");
+            assert!(
+                f("wal_syncs") > 0.0 && f("wal_sync_latency_ms") > 0.0,
+                "{x}"
+            );
+        } else {
+            assert_eq!(f("wal_bytes"), 0.0, "select-only writes no WAL: {x}");
+        }
+    }
+    assert!(leftovers(&root.path).is_empty());
+    assert!(processes_naming(&work).is_empty());
+    assert!(files_named(&work, ".s.PGSQL").is_empty());
+}
+
+/// Starts a long pg cell, waits until pgbench is measuring, sends `signal`, and (for
+/// SIGKILL) runs `fsarena cleanup`; then no postgres process, socket or cgroup is left.
+fn pg_server_gone_after(signal: i32, name: &str) {
+    require_root();
+    fsarena::workload::pg::install::locate().expect("this test needs PostgreSQL (./dev deps)");
+    fsarena::provision::cgroup::parent().expect("this test needs a memory cgroup");
+    let root = TestRoot::new(name);
+    let plan = pg_plan(&root.path, "seconds = 120\nmodes = [\"tpcb\"]");
+    let work = root.path.join("work");
+    let mut run = Command::new(bin())
+        .arg("run")
+        .arg(&plan)
+        .args(["--runs", "1", "--quiet"])
+        .arg("--work-dir")
+        .arg(&work)
+        .arg("--out")
+        .arg(root.path.join("out"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let measuring = wait_for(90, || !files_named(&work, "pgbench_log").is_empty());
+    let server: Vec<i32> = cgroups_of(run.id())
+        .into_iter()
+        .flat_map(|(_, p)| p)
+        .collect();
+    let sockets = files_named(&work, ".s.PGSQL");
+    unsafe { libc::kill(run.id() as i32, signal) };
+    let status = run.wait().unwrap();
+    if signal == libc::SIGKILL {
+        let c = Command::new(bin())
+            .arg("cleanup")
+            .arg("--work-dir")
+            .arg(&work)
+            .output()
+            .unwrap();
+        assert_eq!(
+            c.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&c.stderr)
+        );
+    } else {
+        assert_eq!(status.code(), Some(1), "an interrupted run exits 1");
+    }
+    assert!(measuring, "pgbench never started");
+    assert!(
+        server.len() >= 3,
+        "postmaster and helpers in the cgroup: {server:?}"
+    );
+    assert!(!sockets.is_empty(), "the server had a socket");
+    let gone = wait_for(5, || server.iter().all(|&p| !alive(p)));
+    assert!(gone, "server processes left: {server:?}");
+    assert!(processes_naming(&work).is_empty());
+    assert!(files_named(&work, ".s.PGSQL").is_empty());
+    assert!(cgroups_of(run.id()).is_empty());
+    assert!(leftovers(&root.path).is_empty());
+}
+
+#[test]
+fn pg_server_is_gone_after_sigint() {
+    pg_server_gone_after(libc::SIGINT, "pg-int");
+}
+
+#[test]
+fn pg_server_is_gone_after_sigterm() {
+    pg_server_gone_after(libc::SIGTERM, "pg-term");
+}
+
+#[test]
+fn pg_server_is_gone_after_kill_9_and_cleanup() {
+    pg_server_gone_after(libc::SIGKILL, "pg-kill");
+}
+
+/// A malformed pg option is bad input: one line, exit 2, nothing provisioned.
+#[test]
+fn a_malformed_pg_option_is_refused_with_exit_2_before_provisioning() {
+    require_root();
+    let root = TestRoot::new("pg-badopt");
+    for bad in ["seconds = \"five\"", "modes = [\"tpcc\"]", "clients = 3"] {
+        let plan = pg_plan(&root.path, bad);
+        let run = Command::new(bin())
+            .arg("run")
+            .arg(&plan)
+            .arg("--work-dir")
+            .arg(root.path.join("work"))
+            .arg("--out")
+            .arg(root.path.join("out"))
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&run.stderr);
+        assert_eq!(run.status.code(), Some(2), "{bad}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+        assert!(err.contains("[workload.pg]"), "{err}");
+        let made = std::fs::read_dir(root.path.join("work"))
+            .map(|rd| rd.count())
+            .unwrap_or(0);
+        assert_eq!(made, 0, "something was provisioned");
+    }
 }

@@ -331,6 +331,7 @@ pub fn all() -> Vec<Box<dyn Workload>> {
         Box::new(io::IoWorkload::quick()),
         Box::new(io::IoWorkload::sweep()),
         Box::new(db::Db),
+        Box::new(pg::Pg),
     ]
 }
 

@@ -27,17 +27,17 @@ const POLL: Duration = Duration::from_millis(10);
 
 /// What the cgroup saw during the phase.
 #[derive(Debug, Default, Clone)]
-pub(super) struct CgroupFigures {
+pub(crate) struct CgroupFigures {
     /// The page-cache budget.
-    pub(super) cache_budget: u64,
+    pub(crate) cache_budget: u64,
     /// The highest limit the parent set.
-    pub(super) limit_max: u64,
+    pub(crate) limit_max: u64,
     /// The kernel's peak of everything charged.
-    pub(super) peak: Option<u64>,
+    pub(crate) peak: Option<u64>,
     /// The highest page cache seen at a poll.
-    pub(super) page_cache_peak: u64,
+    pub(crate) page_cache_peak: u64,
     /// Times the limit was reached.
-    pub(super) limit_hits: Option<u64>,
+    pub(crate) limit_hits: Option<u64>,
 }
 
 /// A workload error as the child reports it.
@@ -100,13 +100,8 @@ pub(super) fn run<T: Serialize + DeserializeOwned>(
     let report = ctx.scratch.join("db-engine-report.json");
     let _ = fs::remove_file(&report);
     let procs = cg.procs_file();
-    let mut fig = CgroupFigures {
-        cache_budget,
-        limit_max: cache_budget + SLACK,
-        ..Default::default()
-    };
-    cg.set_limit(fig.limit_max)
-        .map_err(|e| WorkloadError::Tool(e.to_string()))?;
+    let mut fig = start_figures(cg, cache_budget)?;
+    let parent = std::process::id() as libc::pid_t;
     // SAFETY: the child touches only its own copies of the data, opens fresh SQLite
     // connections (none is carried across the fork), allocates through glibc's fork-safe
     // malloc, and leaves through `_exit` without running the parent's destructors.
@@ -118,7 +113,7 @@ pub(super) fn run<T: Serialize + DeserializeOwned>(
         ));
     }
     if pid == 0 {
-        child(&procs, &report, work);
+        child(parent, &procs, &report, work);
     }
     let waited = supervise(ctx, cg, pid, &mut fig);
     fig.peak = cg.peak();
@@ -139,8 +134,10 @@ pub(super) fn run<T: Serialize + DeserializeOwned>(
     }
 }
 
-/// The child: into the cgroup, run, report, `_exit`. Never returns.
+/// The child: tied to the parent's life, into the cgroup, run, report, `_exit`. Never
+/// returns.
 fn child<T: Serialize>(
+    parent: libc::pid_t,
     procs: &Path,
     report: &Path,
     work: impl FnOnce() -> Result<T, WorkloadError>,
@@ -151,6 +148,24 @@ fn child<T: Serialize>(
     unsafe {
         libc::signal(libc::SIGINT, libc::SIG_DFL);
         libc::signal(libc::SIGTERM, libc::SIG_DFL);
+    }
+    // The engine dies with fsarena: after `kill -9` of the parent nothing would stop it,
+    // and it would go on writing to a target whose cleanup is about to unmount it. The
+    // death signal fires when the forking thread exits; that thread waits for this child
+    // in `supervise`, so it outlives it on every path but the parent's own death. A parent
+    // that died before the prctl took effect is caught by the ppid check.
+    // SAFETY: plain syscalls in the child.
+    unsafe {
+        libc::prctl(
+            libc::PR_SET_PDEATHSIG,
+            libc::SIGKILL as libc::c_ulong,
+            0,
+            0,
+            0,
+        );
+        if libc::getppid() != parent {
+            libc::_exit(1);
+        }
     }
     let code = match fs::write(procs, "0") {
         Err(e) => write_report::<T>(
@@ -210,14 +225,43 @@ fn supervise(
             }
             return Err(e);
         }
-        if let Some((total, cache, shmem)) = cg.usage() {
-            fig.page_cache_peak = fig.page_cache_peak.max(cache);
-            let own = total.saturating_sub(cache) + shmem;
-            let want = own + fig.cache_budget + SLACK;
-            if want > fig.limit_max && cg.set_limit(want).is_ok() {
-                fig.limit_max = want;
-            }
-        }
+        keep_limit(cg, fig);
         std::thread::sleep(POLL);
     }
+}
+
+/// One adjustment: raises the limit to the engine's own memory (everything charged but
+/// reclaimable page cache) plus the budget, and records the page cache seen. Called every
+/// [`POLL`] by whoever supervises an engine in `cg` (the `db` child's parent, the `pg`
+/// server's keeper thread).
+pub(crate) fn keep_limit(cg: &MemoryCgroup, fig: &mut CgroupFigures) {
+    if let Some((total, cache, shmem)) = cg.usage() {
+        fig.page_cache_peak = fig.page_cache_peak.max(cache);
+        let own = total.saturating_sub(cache) + shmem;
+        let want = own + fig.cache_budget + SLACK;
+        if want > fig.limit_max && cg.set_limit(want).is_ok() {
+            fig.limit_max = want;
+        }
+    }
+}
+
+/// Starts confining `cg` to `cache_budget` of page cache: sets the limit to the memory of
+/// what already runs in it (nothing for `db`'s fresh cgroup, a running server for `pg`)
+/// plus the budget and slack, and returns the figures [`keep_limit`] then maintains.
+/// (cgroup v1 refuses, with EBUSY, a limit below what it cannot reclaim.)
+pub(crate) fn start_figures(
+    cg: &MemoryCgroup,
+    cache_budget: u64,
+) -> Result<CgroupFigures, WorkloadError> {
+    let own = cg.usage().map_or(0, |(total, cache, shmem)| {
+        total.saturating_sub(cache) + shmem
+    });
+    let fig = CgroupFigures {
+        cache_budget,
+        limit_max: own + cache_budget + SLACK,
+        ..Default::default()
+    };
+    cg.set_limit(fig.limit_max)
+        .map_err(|e| WorkloadError::Tool(e.to_string()))?;
+    Ok(fig)
 }

@@ -15,9 +15,9 @@
 //! transactions and the checkpointer) and [`outcome`] (turning what they counted into
 //! metrics). This file runs them in order and verifies the database afterwards.
 
-mod confined;
+pub(crate) mod confined;
 mod mix;
-mod options;
+pub(crate) mod options;
 mod outcome;
 mod schema;
 

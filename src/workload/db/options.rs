@@ -64,7 +64,7 @@ struct DbOptions {
 
 /// The page cache the engine's memory cgroup allows.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub(super) enum Cache {
+pub(crate) enum Cache {
     /// No cgroup: the engine may use all the memory the host has.
     Off,
     /// A fixed number of bytes.
@@ -76,7 +76,7 @@ pub(super) enum Cache {
 impl Cache {
     /// The budget in bytes for a database of `db_bytes`, or `None` when off. At least one
     /// database page (`page`), so the engine can always make progress.
-    pub(super) fn bytes(self, db_bytes: u64, page: u32) -> Option<u64> {
+    pub(crate) fn bytes(self, db_bytes: u64, page: u32) -> Option<u64> {
         match self {
             Cache::Off => None,
             Cache::Bytes(b) => Some(b),
@@ -211,20 +211,7 @@ impl DbOptions {
                 }
             },
         };
-        let cache = match &self.cache {
-            None => Cache::Fraction(0.25),
-            Some(toml::Value::String(s)) if s.eq_ignore_ascii_case("off") => Cache::Off,
-            Some(toml::Value::String(s)) if s.ends_with('%') => s[..s.len() - 1]
-                .trim()
-                .parse::<f64>()
-                .ok()
-                .filter(|p| p.is_finite() && *p > 0.0 && *p <= 1000.0)
-                .map(|p| Cache::Fraction(p / 100.0))
-                .ok_or_else(|| bad("cache", format!("{s:?}"), CACHE_WANT))?,
-            Some(v) => size_of(v)
-                .map(Cache::Bytes)
-                .ok_or_else(|| bad("cache", v, CACHE_WANT))?,
-        };
+        let cache = cache_of("db", self.cache.as_ref())?;
         Ok(Config {
             cache,
             size,
@@ -239,6 +226,26 @@ impl DbOptions {
             checkpoint_mode,
             busy_timeout: Duration::from_millis(u64::from(busy_ms)),
         })
+    }
+}
+
+/// Parses a `cache` option value (shared with `pg`): absent means a quarter of the
+/// database. Errors name the `[workload.NAME]` table.
+pub(crate) fn cache_of(workload: &str, v: Option<&toml::Value>) -> Result<Cache, String> {
+    let bad = |v: &dyn Display| {
+        format!("[workload.{workload}]: `cache` = {v} is not valid; expected {CACHE_WANT}")
+    };
+    match v {
+        None => Ok(Cache::Fraction(0.25)),
+        Some(toml::Value::String(s)) if s.eq_ignore_ascii_case("off") => Ok(Cache::Off),
+        Some(toml::Value::String(s)) if s.ends_with('%') => s[..s.len() - 1]
+            .trim()
+            .parse::<f64>()
+            .ok()
+            .filter(|p| p.is_finite() && *p > 0.0 && *p <= 1000.0)
+            .map(|p| Cache::Fraction(p / 100.0))
+            .ok_or_else(|| bad(&format!("{s:?}"))),
+        Some(v) => size_of(v).map(Cache::Bytes).ok_or_else(|| bad(v)),
     }
 }
 
@@ -262,7 +269,7 @@ fn int(key: &str, v: Option<i64>, min: u32, max: u32) -> Result<Option<u32>, Str
 }
 
 /// A size given as a number of bytes or a string such as `"4m"`; zero is no size.
-fn size_of(v: &toml::Value) -> Option<u64> {
+pub(crate) fn size_of(v: &toml::Value) -> Option<u64> {
     match v {
         toml::Value::Integer(i) => u64::try_from(*i).ok(),
         toml::Value::String(s) => parse_whole_size(s).ok(),

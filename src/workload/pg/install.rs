@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 /// The programs a `pg` cell needs, all from one PostgreSQL installation.
-pub const PROGRAMS: [&str; 4] = ["initdb", "postgres", "pg_ctl", "pgbench"];
+pub const PROGRAMS: [&str; 4] = ["initdb", "postgres", "psql", "pgbench"];
 
 /// A PostgreSQL installation: its `bin` directory and major version.
 #[derive(Debug, Clone, PartialEq, Eq)]

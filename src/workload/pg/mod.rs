@@ -1,6 +1,306 @@
-//! PostgreSQL for the coming `pg` workload (issue 13, step 2). So far only the part
-//! `doctor` reports: where this host's PostgreSQL programs are ([`install`]). The workload
-//! itself — initdb as an unprivileged user on the target, a server on a private Unix
-//! socket inside the engine's memory cgroup, pgbench — is not registered yet.
+//! `pg`: PostgreSQL under pgbench, a real server engine on the target.
+//!
+//! Per cell: `initdb` with the data directory on the target, run as the unprivileged system
+//! user [`server::USER`] that owns only that directory; the postmaster on a Unix socket in
+//! the cell's scratch directory (`listen_addresses = ''`, no TCP port), inside a memory
+//! cgroup whose page cache budget is a share of the database (`cache`, a quarter by
+//! default) so reads reach the device; `pgbench -i` at a scale derived from `--scale`
+//! (64 × scale, at least 1: ≈ 16 MiB per unit); then, measured, pgbench with `--threads`
+//! clients for `seconds`, one point per mode (TPC-B-like and select-only). Afterwards the
+//! workload checks its own work (no failed transaction, every account row present, and for
+//! TPC-B the history rows and balances agree with the transactions pgbench reported), and
+//! the server is stopped and its cgroup removed on every exit path; both are journaled, so
+//! `fsarena cleanup` kills them after `kill -9` (and the postmaster has a parent-death
+//! signal, so it dies with fsarena even before cleanup).
+//!
+//! Per-file figures come from PostgreSQL's own statistics with `track_io_timing` and
+//! `track_wal_io_timing` on (PostgreSQL 15: `pg_stat_database` for data-file reads,
+//! `pg_stat_wal` for WAL writes and fsyncs; `pg_stat_io` exists only from 16); see
+//! docs/databases.md.
 
+mod bench;
 pub mod install;
+mod options;
+pub mod server;
+mod stats;
+
+use crate::fsops::latency::percentile;
+use crate::plan::size::human_bytes;
+use crate::provision::cgroup::{self, MemoryCgroup};
+use crate::workload::db::confined;
+use crate::workload::{Ctx, Harness, Outcome, Point, Workload, WorkloadError};
+
+/// The `pg` workload.
+pub struct Pg;
+
+/// A limit far above any machine's memory: the cgroup exists but does not squeeze.
+const NO_LIMIT: u64 = 1 << 50;
+
+impl Workload for Pg {
+    fn name(&self) -> &'static str {
+        "pg"
+    }
+
+    fn describe(&self) -> &'static str {
+        "PostgreSQL + pgbench (TPC-B-like and select-only), server confined to a memory cgroup"
+    }
+
+    /// Every option is parsed as `run` will; a cache limit needs a memory cgroup here.
+    /// A missing PostgreSQL is not bad input: the cell records it as unsupported.
+    fn check_options(&self, table: &toml::Table) -> Result<(), String> {
+        let cfg = options::config(table, 1.0)?;
+        if cfg.cache != crate::workload::db::options::Cache::Off {
+            cgroup::parent().map_err(|e| {
+                format!("[workload.pg]: {e}; set `cache = \"off\"` to run without a cache limit")
+            })?;
+        }
+        Ok(())
+    }
+
+    fn key_metric(&self) -> (&'static str, bool) {
+        ("transactions_per_s", true)
+    }
+
+    fn metric_headers(&self) -> &'static [(&'static str, &'static str)] {
+        &[
+            ("transactions_per_s", "tps"),
+            ("latency_p99_ms", "p99 ms"),
+            ("db_read_latency_ms", "db read ms"),
+            ("wal_sync_latency_ms", "WAL fsync ms"),
+            ("wal_bytes", "WAL bytes"),
+        ]
+    }
+
+    fn columns(&self) -> &'static [&'static str] {
+        &[
+            "latency_p99_ms",
+            "device_read_iops",
+            "device_read_latency_ms",
+            "db_read_latency_ms",
+            "wal_sync_latency_ms",
+            "wal_bytes",
+        ]
+    }
+
+    /// One point per pgbench mode.
+    fn points(&self, ctx: &Ctx) -> Result<Vec<Point>, WorkloadError> {
+        let cfg = options::config(ctx.options, ctx.dataset.scale).map_err(WorkloadError::Option)?;
+        Ok(cfg
+            .modes
+            .iter()
+            .map(|m| Point {
+                variant: (*m).to_string(),
+                params: [("mode".to_string(), serde_json::json!(m))].into(),
+            })
+            .collect())
+    }
+
+    fn run(
+        &self,
+        ctx: &Ctx,
+        point: &Point,
+        harness: &mut dyn Harness,
+    ) -> Result<Outcome, WorkloadError> {
+        let cfg = options::config(ctx.options, ctx.dataset.scale).map_err(WorkloadError::Option)?;
+        let install = install::locate().map_err(WorkloadError::Unsupported)?;
+        let select_only = match point.variant.as_str() {
+            "tpcb" | "" => false,
+            "select-only" => true,
+            v => return Err(WorkloadError::Option(format!("unknown pg mode {v}"))),
+        };
+        let clients = ctx.threads.max(1);
+        let user = server::ensure_user()?;
+        let data = ctx.root.join("pgdata");
+        server::initdb(&install, &data, user)?;
+
+        // Declared before the server so it is dropped (removed) after the server stops.
+        let cg = match cfg.cache {
+            crate::workload::db::options::Cache::Off => None,
+            _ => {
+                let parent =
+                    cgroup::parent().map_err(|e| WorkloadError::Unsupported(e.to_string()))?;
+                Some(
+                    MemoryCgroup::create(&parent, "pg", NO_LIMIT, cgroup::run_journal(ctx.scratch))
+                        .map_err(|e| WorkloadError::Tool(e.to_string()))?,
+                )
+            }
+        };
+        let shared_buffers = cfg.shared_buffers_bytes();
+        let settings = [
+            ("shared_buffers", format!("{}kB", shared_buffers >> 10)),
+            ("max_connections", (clients + 10).to_string()),
+            ("max_wal_senders", "0".to_string()),
+            ("track_io_timing", "on".to_string()),
+            ("track_wal_io_timing", "on".to_string()),
+        ];
+        let procs = cg.as_ref().map(|c| c.procs_file());
+        let srv = server::Server::start(
+            &install,
+            &data,
+            &ctx.scratch.join("pg"),
+            &settings,
+            user,
+            procs.as_deref(),
+            cgroup::run_journal(ctx.scratch),
+        )?;
+
+        // Load (unmeasured), then everything it cached leaves the cache.
+        let mut load = server::command(&install.program("pgbench"), None, None);
+        load.arg("-h")
+            .arg(&srv.socket_dir)
+            .args(["-U", server::ROLE, "-i", "-q", "-s"])
+            .arg(cfg.pgbench_scale.to_string())
+            .arg("postgres")
+            .current_dir(ctx.scratch);
+        server::run_tool(load, "pgbench -i")?;
+        srv.sql("CHECKPOINT")?;
+        let num = |sql: &str| -> Result<f64, WorkloadError> {
+            let v = srv.sql(sql)?;
+            v.trim()
+                .parse()
+                .map_err(|_| WorkloadError::Tool(format!("{sql}: unreadable answer {v:?}")))
+        };
+        let db_bytes = num("SELECT pg_database_size(current_database())")? as u64;
+        let block = num("SELECT current_setting('block_size')::int")?;
+        ctx.check()?;
+        harness
+            .drop_caches()
+            .map_err(|e| WorkloadError::io("dropping the loaded database from the cache", e))?;
+        let budget = cfg.cache.bytes(db_bytes, block as u32);
+        let mut fig = match (&cg, budget) {
+            (Some(cg), Some(b)) => Some(confined::start_figures(cg, b)?),
+            _ => None,
+        };
+        let before = bench::snapshot(&srv)?;
+        let cpu0 = server::server_cpu_seconds(srv.pid());
+
+        let mut args: Vec<String> = vec![
+            "-n".into(),
+            "-c".into(),
+            clients.to_string(),
+            "-j".into(),
+            clients.min(num_cpus()).to_string(),
+            "-T".into(),
+            format!("{}", cfg.seconds.round().max(1.0) as u64),
+        ];
+        if select_only {
+            args.push("-S".into());
+        }
+        let mut result = None;
+        let outcome = harness.measure(&mut || {
+            let mut tick = || {
+                if let (Some(cg), Some(f)) = (&cg, fig.as_mut()) {
+                    confined::keep_limit(cg, f);
+                }
+            };
+            let r = bench::run(&install, &srv, &args, ctx.scratch, ctx, &mut tick)?;
+            let mut o = Outcome {
+                seconds: r.seconds,
+                files: r.processed,
+                ..Default::default()
+            };
+            o.metrics.insert("transactions_per_s".into(), r.tps);
+            result = Some(r);
+            Ok(o)
+        })?;
+        let r = result.ok_or_else(|| WorkloadError::Tool("pgbench did not run".into()))?;
+        // Measurement over: lift the limit so the statistics queries' backends fit.
+        if let Some(cg) = &cg {
+            cg.set_limit(NO_LIMIT)
+                .map_err(|e| WorkloadError::Tool(e.to_string()))?;
+        }
+        bench::wait_for_backends(&srv)?;
+        let after = bench::snapshot(&srv)?;
+        let cpu1 = server::server_cpu_seconds(srv.pid());
+        let checked = stats::verify(&srv, &cfg, &r, select_only, &before, &after)?;
+
+        let fig = fig.map(|mut f| {
+            if let Some(cg) = &cg {
+                f.peak = cg.peak();
+                f.limit_hits = cg.limit_hits();
+            }
+            f
+        });
+        let label = cg.as_ref().map(|c| c.version.label());
+        srv.stop()?;
+        if let Some(cg) = cg {
+            cg.remove()
+                .map_err(|e| WorkloadError::Tool(e.to_string()))?;
+        }
+
+        let mut outcome = outcome;
+        let m = &mut outcome.metrics;
+        let ms = |us: u64| us as f64 / 1000.0;
+        let lat = &r.latencies_us;
+        if !lat.is_empty() {
+            m.insert(
+                "latency_avg_ms".into(),
+                lat.iter().sum::<u64>() as f64 / lat.len() as f64 / 1000.0,
+            );
+            for (name, q) in [("p50", 0.50), ("p95", 0.95), ("p99", 0.99)] {
+                m.insert(format!("latency_{name}_ms"), ms(percentile(lat, q)));
+            }
+            m.insert("latency_max_ms".into(), ms(*lat.last().unwrap_or(&0)));
+        }
+        m.insert("transactions".into(), r.processed as f64);
+        m.insert("failed_transactions".into(), r.failed as f64);
+        m.insert("clients".into(), clients as f64);
+        m.insert("pgbench_scale".into(), f64::from(cfg.pgbench_scale));
+        m.insert("db_initial_bytes".into(), db_bytes as f64);
+        m.insert("shared_buffers_bytes".into(), shared_buffers as f64);
+        m.insert("accounts_rows".into(), checked.accounts as f64);
+        let tx = r.processed.max(1) as f64;
+        if let (Some(a), Some(b)) = (cpu0, cpu1) {
+            m.insert("server_cpu_ms_per_tx".into(), (b - a) * 1000.0 / tx);
+        }
+        m.insert("client_cpu_ms_per_tx".into(), r.client_cpu * 1000.0 / tx);
+        let io = stats::per_file(&before, &after, block, m);
+        outcome.logical_write_bytes = io.wal_bytes;
+        outcome.logical_read_bytes = io.db_read_bytes;
+        outcome.notes.push(format!(
+            "PostgreSQL {} (pgbench {}{}, {clients} clients, {} s, scale {}, database {} after \
+             load), shared_buffers {}",
+            install.major,
+            if select_only { "-S" } else { "TPC-B" },
+            "",
+            cfg.seconds.round(),
+            cfg.pgbench_scale,
+            human_bytes(db_bytes),
+            human_bytes(shared_buffers)
+        ));
+        match (fig, label) {
+            (Some(f), Some(label)) => {
+                m.insert("cgroup_cache_bytes".into(), f.cache_budget as f64);
+                m.insert("cgroup_limit_bytes".into(), f.limit_max as f64);
+                if let Some(p) = f.peak {
+                    m.insert("cgroup_peak_bytes".into(), p as f64);
+                }
+                m.insert(
+                    "cgroup_page_cache_peak_bytes".into(),
+                    f.page_cache_peak as f64,
+                );
+                if let Some(h) = f.limit_hits {
+                    m.insert("cgroup_limit_hits".into(), h as f64);
+                }
+                outcome.notes.push(format!(
+                    "server confined to a memory cgroup ({label}): page cache budget {} of a {} \
+                     database (highest limit {}, peak page cache seen {})",
+                    human_bytes(f.cache_budget),
+                    human_bytes(db_bytes),
+                    human_bytes(f.limit_max),
+                    human_bytes(f.page_cache_peak)
+                ));
+            }
+            _ => outcome.notes.push(
+                "no cache limit (cache = \"off\"): the database may sit in the page cache".into(),
+            ),
+        }
+        outcome.notes.push(checked.note);
+        Ok(outcome)
+    }
+}
+
+/// CPUs this process may run on, for pgbench's `-j`.
+fn num_cpus() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
