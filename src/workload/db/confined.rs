@@ -40,6 +40,24 @@ pub(crate) struct CgroupFigures {
     pub(crate) limit_hits: Option<u64>,
 }
 
+impl CgroupFigures {
+    /// The figures as measurement metrics (`cgroup_*`), the same for every engine.
+    pub(crate) fn add_metrics(&self, m: &mut std::collections::BTreeMap<String, f64>) {
+        m.insert("cgroup_cache_bytes".into(), self.cache_budget as f64);
+        m.insert("cgroup_limit_bytes".into(), self.limit_max as f64);
+        if let Some(p) = self.peak {
+            m.insert("cgroup_peak_bytes".into(), p as f64);
+        }
+        m.insert(
+            "cgroup_page_cache_peak_bytes".into(),
+            self.page_cache_peak as f64,
+        );
+        if let Some(h) = self.limit_hits {
+            m.insert("cgroup_limit_hits".into(), h as f64);
+        }
+    }
+}
+
 /// A workload error as the child reports it.
 #[derive(Debug, Serialize, Deserialize)]
 struct ChildError {

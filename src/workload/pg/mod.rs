@@ -270,18 +270,7 @@ impl Workload for Pg {
         ));
         match (fig, label) {
             (Some(f), Some(label)) => {
-                m.insert("cgroup_cache_bytes".into(), f.cache_budget as f64);
-                m.insert("cgroup_limit_bytes".into(), f.limit_max as f64);
-                if let Some(p) = f.peak {
-                    m.insert("cgroup_peak_bytes".into(), p as f64);
-                }
-                m.insert(
-                    "cgroup_page_cache_peak_bytes".into(),
-                    f.page_cache_peak as f64,
-                );
-                if let Some(h) = f.limit_hits {
-                    m.insert("cgroup_limit_hits".into(), h as f64);
-                }
+                f.add_metrics(m);
                 outcome.notes.push(format!(
                     "server confined to a memory cgroup ({label}): page cache budget {} of a {} \
                      database (highest limit {}, peak page cache seen {})",
