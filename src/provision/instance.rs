@@ -165,20 +165,25 @@ impl Instance {
         f.set_len(spec.size)
             .map_err(|e| ProvisionError::io(format!("cannot size {}", img.display()), e))?;
         drop(f);
-        let dev = self.attach(&img)?;
+        let dev = self.attach(&img, None)?;
         self.format_and_mount(spec.target, work, &dev, name)
     }
 
-    /// Attaches the image `img` (already journaled and on the undo stack) to a loop device
-    /// and records it in the provenance; returns the device path.
-    pub(super) fn attach(&mut self, img: &Path) -> Result<String, ProvisionError> {
+    /// Attaches the image `img` (already journaled and on the undo stack) to a loop device,
+    /// with the logical sector size `sector` when given, and records it in the provenance;
+    /// returns the device path.
+    pub(super) fn attach(
+        &mut self,
+        img: &Path,
+        sector: Option<u32>,
+    ) -> Result<String, ProvisionError> {
         let md = fs::metadata(img).map_err(|e| ProvisionError::io("cannot stat the image", e))?;
         let backing = DevId::from_dev_t(md.dev());
         self.provenance.location = "loop".into();
         self.provenance.image_bytes = Some(md.len());
 
         self.journal(Op::Create, Kind::Loop, img, None)?;
-        let lo = loopdev::attach(img)?;
+        let lo = loopdev::attach(img, sector)?;
         self.undo.push(Undo::Detach {
             dev: lo.path.clone(),
             image: img.to_path_buf(),

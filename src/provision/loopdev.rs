@@ -17,17 +17,24 @@ pub struct LoopDev {
     pub direct_io: bool,
 }
 
-/// The `losetup` command that attaches `image` with direct I/O.
-pub fn attach_cmd(image: &Path) -> Cmd {
-    Cmd::new("losetup")
-        .args(["--find", "--show", "--direct-io=on"])
-        .arg(image.display().to_string())
+/// The `losetup` command that attaches `image` with direct I/O, with the logical sector
+/// size `sector` when given.
+pub fn attach_cmd(image: &Path, sector: Option<u32>) -> Cmd {
+    let cmd = Cmd::new("losetup").args(["--find", "--show", "--direct-io=on"]);
+    let cmd = match sector {
+        Some(n) => cmd.args(["--sector-size", &n.to_string()]),
+        None => cmd,
+    };
+    cmd.arg(image.display().to_string())
 }
 
 /// Attaches `image` with direct I/O on, so the host page cache does not cache the image a
-/// second time under the file system's own cache.
-pub fn attach(image: &Path) -> Result<LoopDev, ProvisionError> {
-    let ran = attach_cmd(image).run("util-linux")?;
+/// second time under the file system's own cache. `sector` pins the logical sector size:
+/// a copy of a populated image must be presented with the geometry it was made on, and the
+/// kernel's default can differ between two attaches of the same bytes (on an xfs work
+/// directory, a new sparse file gets 512-byte sectors, a copy of it 4096).
+pub fn attach(image: &Path, sector: Option<u32>) -> Result<LoopDev, ProvisionError> {
+    let ran = attach_cmd(image, sector).run("util-linux")?;
     let path = PathBuf::from(ran.stdout.trim());
     let meta = fs::metadata(&path)
         .map_err(|e| ProvisionError::io(format!("cannot stat {}", path.display()), e))?;
@@ -45,6 +52,16 @@ pub fn attach(image: &Path) -> Result<LoopDev, ProvisionError> {
         dev,
         direct_io,
     })
+}
+
+/// The logical sector size of an attached loop device (`/dev/loopN`), from sysfs.
+pub fn sector_size(dev: &Path) -> Option<u32> {
+    let name = dev.file_name()?.to_string_lossy().into_owned();
+    fs::read_to_string(format!("/sys/block/{name}/queue/logical_block_size"))
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
 }
 
 /// Detaches, retrying while udev or a FUSE daemon still holds the device.

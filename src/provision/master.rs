@@ -30,6 +30,9 @@ pub struct MasterImage {
     target: String,
     mkfs_command: Option<Vec<String>>,
     mkfs_version: Option<String>,
+    /// The logical sector size of the loop device the file system was made on: every
+    /// clone is attached with it (an xfs made on 512-byte sectors does not mount on 4096).
+    sector_size: Option<u32>,
     /// The read-only check made on the populated file system before it was sealed.
     pub health: Option<Health>,
     /// Raised while a clone of this image is attached.
@@ -64,6 +67,11 @@ impl MasterImage {
     /// Unmounts the populated file system, checks it read-only and detaches it, keeping
     /// the image. A failed check is an error: no cell may measure on a damaged copy.
     pub fn seal(mut inst: Instance, target: &str) -> Result<MasterImage, ProvisionError> {
+        let sector_size = inst
+            .provenance
+            .loop_device
+            .as_deref()
+            .and_then(|d| super::loopdev::sector_size(Path::new(d)));
         // The undo stack of a loop instance starts with the image's removal: keep that one.
         let (health, res) = inst.unwind(true, 1);
         res?;
@@ -84,6 +92,7 @@ impl MasterImage {
             target: target.to_string(),
             mkfs_command: inst.provenance.mkfs_command.take(),
             mkfs_version: inst.provenance.mkfs_version.take(),
+            sector_size,
             health,
             claim: Arc::new(AtomicBool::new(false)),
             journal: Arc::clone(&inst.journal),
@@ -129,7 +138,7 @@ impl MasterImage {
         inst.journal(Op::Create, Kind::Image, &img, Some("clone"))?;
         inst.undo.push(Undo::RemoveFile(img.clone()));
         let (kind, seconds): (CopyKind, f64) = copy_image(&self.path, &img)?;
-        let dev = inst.attach(&img)?;
+        let dev = inst.attach(&img, self.sector_size)?;
         inst.provenance.mkfs_command = self.mkfs_command.clone();
         inst.provenance.mkfs_version = self.mkfs_version.clone();
         inst.provenance.clone = Some(CloneOrigin {

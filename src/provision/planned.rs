@@ -31,7 +31,7 @@ pub fn planned_commands(spec: &InstanceSpec, run_dir: &Path) -> Vec<String> {
                 img.display(),
                 human_bytes(spec.size)
             ));
-            out.push(loopdev::attach_cmd(&img).to_string());
+            out.push(loopdev::attach_cmd(&img, None).to_string());
             mount_from("/dev/loopN", &mut out);
             out.push(format!(
                 "... measure ...; umount {}; read-only fsck; losetup -d /dev/loopN; rm {}",
