@@ -5,9 +5,11 @@
 //! with the baseline are still `undecided`, orders them by the estimated runs that would
 //! decide them (closest first), and gives one more repetition to the candidate's and the
 //! baseline's group of as many of them as the remaining budget pays for, from what their
-//! cells cost so far. It stops when every comparison is decided, when no undecided one is
-//! decidable within [`crate::stats::decision::MAX_RUNS_ESTIMATE`] runs, when a group
-//! reaches the plan's maximum, or when the budget is spent. A reference target (tmpfs) is
+//! cells cost so far. Comparisons the estimate cannot promise a decision for (none within
+//! [`crate::stats::decision::MAX_RUNS_ESTIMATE`] runs) come last, not never: the estimate
+//! takes today's spread as the truth, and one wild run inflates it; more runs are how that
+//! is found out. It stops when every comparison is decided, when every group of an
+//! undecided one reaches the plan's maximum, or when the budget is spent. A reference target (tmpfs) is
 //! never a reason to run more: it is not ranked.
 //!
 //! The budget is the run's wall time from its start, minimum repetitions included; the
@@ -80,10 +82,10 @@ pub struct Round {
     pub questions: usize,
 }
 
-/// Chooses the next round: undecided comparisons closest to a decision first; each needs
-/// its candidate's and the baseline's group repeated once (shared groups are paid once);
-/// a comparison is taken when what it adds fits in `remaining_s` and none of its groups
-/// has reached `max_runs`. Comparisons no number of runs would decide are skipped.
+/// Chooses the next round: undecided comparisons closest to a decision first (those without
+/// an estimate last); each needs its candidate's and the baseline's group repeated once
+/// (shared groups are paid once); a comparison is taken when what it adds fits in
+/// `remaining_s` and none of its groups has reached `max_runs`.
 pub fn plan_round(
     open: &[Open],
     baseline: &str,
@@ -92,8 +94,8 @@ pub fn plan_round(
     cost_s: &dyn Fn(&Group) -> f64,
     remaining_s: f64,
 ) -> Round {
-    let mut order: Vec<&Open> = open.iter().filter(|o| o.runs_to_decide.is_some()).collect();
-    order.sort_by_key(|o| (o.runs_to_decide, o.group.clone()));
+    let mut order: Vec<&Open> = open.iter().collect();
+    order.sort_by_key(|o| (o.runs_to_decide.unwrap_or(usize::MAX), o.group.clone()));
     let mut round = Round {
         groups: Vec::new(),
         cost_s: 0.0,
@@ -198,14 +200,17 @@ mod tests {
         );
         assert_eq!(r.cost_s, 6.0);
         assert_eq!(r.questions, 2);
-        // Nothing fits in 1 s; an undecidable question (None) is never taken.
+        // Nothing fits in 1 s.
         assert!(plan_round(&open, "ext4", &done, 30, &|_| 2.0, 1.0)
             .groups
             .is_empty());
-        let only_none = vec![question("exfat", "touch", None)];
-        assert!(plan_round(&only_none, "ext4", &done, 30, &|_| 0.0, 99.0)
-            .groups
-            .is_empty());
+        // With room for all, the question without an estimate comes last.
+        let all = plan_round(&open, "ext4", &done, 30, &|_| 1.0, 99.0);
+        assert_eq!(all.questions, 4);
+        assert_eq!(
+            &all.groups[all.groups.len() - 2..],
+            &[g("exfat", "touch"), g("ext4", "touch")]
+        );
     }
 
     #[test]

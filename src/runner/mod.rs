@@ -324,7 +324,7 @@ impl Walk<'_> {
             if r.groups.is_empty() {
                 self.progress.println(&format!(
                     "budget: {} comparison{} still undecided; {:.0} s left, which pays for no \
-                     further round (or the rest cannot be decided by more runs)",
+                     further round (or their groups reached the most runs allowed)",
                     open.len(),
                     if open.len() == 1 { "" } else { "s" },
                     remaining
