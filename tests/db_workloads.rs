@@ -70,6 +70,27 @@ fn db_reads_reach_the_device_in_every_repetition_at_the_default_scale() {
 }
 
 /// A bad `cache` value is bad input: one line, exit 2, and no run directory was made.
+/// `fsarena run PLAN` exits 2 with one line naming `what`, and makes no run directory.
+fn refused_before_provisioning(root: &Path, plan: &Path, what: &str) {
+    let run = Command::new(bin())
+        .arg("run")
+        .arg(plan)
+        .arg("--work-dir")
+        .arg(root.join("work"))
+        .arg("--out")
+        .arg(root.join("out"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(2), "{}: {err}", plan.display());
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.contains(what), "{err}");
+    let made = std::fs::read_dir(root.join("work"))
+        .map(|rd| rd.count())
+        .unwrap_or(0);
+    assert_eq!(made, 0, "something was provisioned");
+}
+
 #[test]
 fn a_malformed_db_cache_option_is_refused_with_exit_2_before_provisioning() {
     require_root();
@@ -80,23 +101,7 @@ fn a_malformed_db_cache_option_is_refused_with_exit_2_before_provisioning() {
         "workloads = [\"db\"]\ntargets = [\"ext4\"]\n[workload.db]\ncache = \"lots\"\n",
     )
     .unwrap();
-    let run = Command::new(bin())
-        .arg("run")
-        .arg(&plan)
-        .arg("--work-dir")
-        .arg(root.path.join("work"))
-        .arg("--out")
-        .arg(root.path.join("out"))
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&run.stderr);
-    assert_eq!(run.status.code(), Some(2), "{err}");
-    assert_eq!(err.trim().lines().count(), 1, "{err}");
-    assert!(err.contains("`cache`"), "{err}");
-    let made = std::fs::read_dir(root.path.join("work"))
-        .map(|rd| rd.count())
-        .unwrap_or(0);
-    assert_eq!(made, 0, "something was provisioned");
+    refused_before_provisioning(&root.path, &plan, "`cache`");
 }
 
 /// The fsarena cgroups the fsarena process `pid` made (named `fsarena-TAG-PID-SEQ`), with
@@ -398,22 +403,6 @@ fn a_malformed_pg_option_is_refused_with_exit_2_before_provisioning() {
     let root = TestRoot::new("pg-badopt");
     for bad in ["seconds = \"five\"", "modes = [\"tpcc\"]", "clients = 3"] {
         let plan = pg_plan(&root.path, bad);
-        let run = Command::new(bin())
-            .arg("run")
-            .arg(&plan)
-            .arg("--work-dir")
-            .arg(root.path.join("work"))
-            .arg("--out")
-            .arg(root.path.join("out"))
-            .output()
-            .unwrap();
-        let err = String::from_utf8_lossy(&run.stderr);
-        assert_eq!(run.status.code(), Some(2), "{bad}: {err}");
-        assert_eq!(err.trim().lines().count(), 1, "{err}");
-        assert!(err.contains("[workload.pg]"), "{err}");
-        let made = std::fs::read_dir(root.path.join("work"))
-            .map(|rd| rd.count())
-            .unwrap_or(0);
-        assert_eq!(made, 0, "something was provisioned");
+        refused_before_provisioning(&root.path, &plan, "[workload.pg]");
     }
 }

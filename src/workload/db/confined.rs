@@ -218,22 +218,37 @@ fn supervise(
     pid: libc::pid_t,
     fig: &mut CgroupFigures,
 ) -> Result<String, WorkloadError> {
+    let (status, _) = wait_child(ctx, pid, "waiting for the db engine", &mut || {
+        keep_limit(cg, fig)
+    })?;
+    Ok(if libc::WIFEXITED(status) {
+        format!("exit {}", libc::WEXITSTATUS(status))
+    } else {
+        format!("signal {}", libc::WTERMSIG(status))
+    })
+}
+
+/// Waits for our child `pid`, polling every [`POLL`] and calling `tick` between polls (the
+/// cgroup limit keeper); when the run is cancelled or past its deadline, kills and reaps
+/// the child and returns that error. Returns the raw wait status and the child's CPU and
+/// memory usage. Shared by the `db` engine child and `pg`'s pgbench.
+pub(crate) fn wait_child(
+    ctx: &Ctx,
+    pid: libc::pid_t,
+    what: &str,
+    tick: &mut dyn FnMut(),
+) -> Result<(i32, libc::rusage), WorkloadError> {
+    let mut status = 0;
+    // SAFETY: a zeroed rusage is a valid value for wait4 to fill.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
     loop {
-        let mut status = 0;
-        // SAFETY: plain syscall on our own child.
-        let r = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
+        // SAFETY: our own child; wait4 fills `usage` with its CPU times when it is reaped.
+        let r = unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, &mut usage) };
         if r == pid {
-            return Ok(if libc::WIFEXITED(status) {
-                format!("exit {}", libc::WEXITSTATUS(status))
-            } else {
-                format!("signal {}", libc::WTERMSIG(status))
-            });
+            return Ok((status, usage));
         }
         if r < 0 {
-            return Err(WorkloadError::io(
-                "waiting for the db engine",
-                std::io::Error::last_os_error(),
-            ));
+            return Err(WorkloadError::io(what, std::io::Error::last_os_error()));
         }
         if let Err(e) = ctx.check() {
             // SAFETY: our own child, not yet reaped, so the pid cannot be recycled.
@@ -243,7 +258,7 @@ fn supervise(
             }
             return Err(e);
         }
-        keep_limit(cg, fig);
+        tick();
         std::thread::sleep(POLL);
     }
 }

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use super::install::Install;
 use super::server::{command, Server, ROLE};
+use crate::workload::db::confined::wait_child;
 use crate::workload::{Ctx, IoContext, WorkloadError};
 
 /// What one pgbench run reported and logged.
@@ -65,32 +66,7 @@ pub fn run(
     let t0 = Instant::now();
     let child = cmd.spawn().ctx(|| "starting pgbench".into())?;
     let pid = child.id() as libc::pid_t;
-    let mut status = 0;
-    // SAFETY: a zeroed rusage is a valid value for wait4 to fill.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    loop {
-        // SAFETY: our own child; wait4 fills `usage` with its CPU times when it is reaped.
-        let r = unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, &mut usage) };
-        if r == pid {
-            break;
-        }
-        if r < 0 {
-            return Err(WorkloadError::io(
-                "waiting for pgbench",
-                std::io::Error::last_os_error(),
-            ));
-        }
-        if let Err(e) = ctx.check() {
-            // SAFETY: our own child, not yet reaped.
-            unsafe {
-                libc::kill(pid, libc::SIGKILL);
-                libc::waitpid(pid, &mut status, 0);
-            }
-            return Err(e);
-        }
-        tick();
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    let (status, usage) = wait_child(ctx, pid, "waiting for pgbench", tick)?;
     let seconds = t0.elapsed().as_secs_f64();
     let exit = std::process::ExitStatus::from_raw(status);
     let out = fs::read_to_string(&out_path).unwrap_or_default();
