@@ -27,7 +27,11 @@ pub const EXIT_BAD_INPUT: i32 = 2;
     name = "fsarena",
     version,
     about = "A file-system benchmark lab: provision file systems, run workloads, compare honestly.",
-    after_help = "Run `fsarena doctor` first to see what this host can test."
+    after_help = "Run `fsarena doctor` first to see what this host can test.\n\n\
+Exit codes: 0 every measurement of the plan ok; 1 some measurement failed, the plan is \
+incomplete, or the run was interrupted (finish it with --resume); 2 bad input or a refusal, \
+nothing provisioned; 130 / 143 a second Ctrl-C / SIGTERM tore everything down at once; \
+101 a panic, never intended (please report it)."
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -238,13 +242,16 @@ pub fn main() -> i32 {
     }
 }
 
-/// Errors print as one line: the chain joined with ": ".
+/// Errors print as one line: the chain joined with ": ", each cause once (most errors
+/// already print their source).
 fn one_line(e: &anyhow::Error) -> String {
-    e.chain()
-        .map(|c| c.to_string())
-        .collect::<Vec<_>>()
-        .join(": ")
-        .replace('\n', " ")
+    let mut parts: Vec<String> = Vec::new();
+    for c in e.chain().map(|c| c.to_string()) {
+        if !parts.iter().any(|p| p.contains(&c)) {
+            parts.push(c);
+        }
+    }
+    parts.join(": ").replace('\n', " ")
 }
 
 fn dispatch(cli: Cli) -> Result<i32> {
@@ -287,6 +294,9 @@ fn dispatch(cli: Cli) -> Result<i32> {
             }
             for p in &r.live {
                 println!("left alone (its run is still in progress): {}", p.display());
+            }
+            for p in &r.foreign {
+                println!("left alone (not in the run's journal): {}", p.display());
             }
             if r.unmounted.is_empty() && r.detached.is_empty() && r.removed.is_empty() {
                 println!("nothing to clean up in {}", work_dir.display());
@@ -396,6 +406,24 @@ fn parse_margin(s: &str) -> Result<f64, String> {
 }
 
 fn build_plan(args: &RunArgs) -> Result<Plan> {
+    let o = overrides(args)?;
+    let file = match args.plan.as_deref() {
+        None => None,
+        Some(p) => match p.to_str().and_then(crate::plan::study::plan_for) {
+            Some(study) => Some(study?),
+            None => Some(file::read_plan_file(p)?),
+        },
+    };
+    let names = crate::workload::names();
+    match resolve::resolve(file, &o, &names, &|t| host::support(t).is_ok()) {
+        Err(crate::plan::PlanError::NoTargets) if !host::is_root() => Err(anyhow::anyhow!(
+            "not running as root: the catalogue targets need root (loop devices, mkfs, mount); run as root, or benchmark a directory you can write with --target dir:PATH"
+        )),
+        other => Ok(other?),
+    }
+}
+
+fn overrides(args: &RunArgs) -> Result<Overrides> {
     let dataset_dir = match &args.dataset {
         None => None,
         Some(s) => Some(PathBuf::from(s.strip_prefix("dir:").ok_or_else(|| {
@@ -419,20 +447,7 @@ fn build_plan(args: &RunArgs) -> Result<Plan> {
         budget: args.budget.clone(),
         phase_floor: args.phase_floor.clone(),
     };
-    let file = match args.plan.as_deref() {
-        None => None,
-        Some(p) => match p.to_str().and_then(crate::plan::study::plan_for) {
-            Some(study) => Some(study?),
-            None => Some(file::read_plan_file(p)?),
-        },
-    };
-    let names = crate::workload::names();
-    match resolve::resolve(file, &o, &names, &|t| host::support(t).is_ok()) {
-        Err(crate::plan::PlanError::NoTargets) if !host::is_root() => Err(anyhow::anyhow!(
-            "not running as root: the catalogue targets need root (loop devices, mkfs, mount); run as root, or benchmark a directory you can write with --target dir:PATH"
-        )),
-        other => Ok(other?),
-    }
+    Ok(o)
 }
 
 fn default_out() -> PathBuf {
@@ -498,8 +513,11 @@ fn run(args: RunArgs) -> Result<i32> {
     let (plan, out, resume) = match &args.resume {
         Some(dir) => {
             let loaded = crate::results::store::load(dir)?;
-            let plan: Plan = serde_json::from_value(loaded.host.plan.clone())
+            let mut plan: Plan = serde_json::from_value(loaded.host.plan.clone())
                 .with_context(|| format!("{}: the recorded plan cannot be read", dir.display()))?;
+            for said in resolve::on_resume(&mut plan, &overrides(&args)?)? {
+                eprintln!("fsarena: {said}");
+            }
             (plan, dir.clone(), true)
         }
         None => (

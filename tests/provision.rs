@@ -165,7 +165,7 @@ fn guard_refuses_signed_and_mounted_devices_and_leaves_them_unchanged() {
         .run("e2fsprogs")
         .unwrap();
     let before = signed.checksum();
-    let err = guard::check_device(std::path::Path::new(&signed.dev), false)
+    let err = guard::check_device(std::path::Path::new(&signed.dev), false, &root.path)
         .unwrap_err()
         .to_string();
     assert!(
@@ -219,7 +219,7 @@ fn guard_refuses_signed_and_mounted_devices_and_leaves_them_unchanged() {
         .args(["-o", "ro", &mounted.dev, &mnt.display().to_string()])
         .run("mount")
         .unwrap();
-    let err = guard::check_device(std::path::Path::new(&mounted.dev), true)
+    let err = guard::check_device(std::path::Path::new(&mounted.dev), true, &root.path)
         .unwrap_err()
         .to_string();
     assert!(
@@ -234,8 +234,8 @@ fn guard_refuses_signed_and_mounted_devices_and_leaves_them_unchanged() {
 
     // A blank device is allowed; a non-device is refused.
     let blank = TestLoop::new(&root.path, "blank");
-    assert!(guard::check_device(std::path::Path::new(&blank.dev), false).is_ok());
-    let err = guard::check_device(&root.path, false)
+    assert!(guard::check_device(std::path::Path::new(&blank.dev), false, &root.path).is_ok());
+    let err = guard::check_device(&root.path, false, &root.path)
         .unwrap_err()
         .to_string();
     assert!(err.contains("not a block device"), "{err}");
@@ -245,7 +245,7 @@ fn guard_refuses_signed_and_mounted_devices_and_leaves_them_unchanged() {
         .into_iter()
         .find(|m| m.target == std::path::Path::new("/") && m.source.starts_with("/dev/"));
     if let Some(m) = src {
-        let err = guard::check_device(std::path::Path::new(&m.source), true)
+        let err = guard::check_device(std::path::Path::new(&m.source), true, &root.path)
             .unwrap_err()
             .to_string();
         assert!(

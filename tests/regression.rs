@@ -86,3 +86,731 @@ fn clones_mount_when_the_work_directory_is_on_xfs() {
         .output();
     assert!(leftovers(&work).is_empty(), "{:?}", leftovers(&work));
 }
+
+// ---- issue 11 and the input checks of issue 14 ----------------------------------------
+
+/// Runs fsarena with `args`, then `--work-dir WORK`.
+fn fsarena(args: &[&str], work: &Path) -> std::process::Output {
+    Command::new(bin())
+        .args(args)
+        .arg("--work-dir")
+        .arg(work)
+        .output()
+        .unwrap()
+}
+
+/// Exit code 2 and one stderr line holding every needle; returns that line.
+fn refused(o: &std::process::Output, needles: &[&str]) -> String {
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert_eq!(o.status.code(), Some(2), "stderr: {err}");
+    let lines: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(lines.len(), 1, "want one line, got: {err}");
+    for n in needles {
+        assert!(lines[0].contains(n), "`{n}` missing from: {}", lines[0]);
+    }
+    lines[0].to_string()
+}
+
+fn sh(c: &mut Command) -> String {
+    let o = c.output().unwrap();
+    assert!(
+        o.status.success(),
+        "{c:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8_lossy(&o.stdout).trim().to_string()
+}
+
+/// Loop devices and mounts a test made by hand, taken down on drop (mounts first).
+#[derive(Default)]
+struct Made {
+    mounts: Vec<PathBuf>,
+    loops: Vec<String>,
+}
+
+impl Made {
+    fn attach(&mut self, img: &Path) -> String {
+        let d = sh(Command::new("losetup").args(["--find", "--show"]).arg(img));
+        self.loops.push(d.clone());
+        d
+    }
+    fn mount(&mut self, args: &[&str], at: &Path) {
+        std::fs::create_dir_all(at).unwrap();
+        sh(Command::new("mount").args(args).arg(at));
+        self.mounts.push(at.to_path_buf());
+    }
+}
+
+impl Drop for Made {
+    fn drop(&mut self) {
+        for m in self.mounts.iter().rev() {
+            let _ = Command::new("umount").arg(m).status();
+        }
+        for d in &self.loops {
+            let _ = Command::new("losetup").args(["-d", d]).status();
+        }
+    }
+}
+
+fn sparse(p: &Path, bytes: u64) {
+    std::fs::File::create(p).unwrap().set_len(bytes).unwrap();
+}
+
+/// Issue 11.1: with an image attached twice and mounted through the second loop device,
+/// `--allow-device --wipe` formatted the first, destroying the mounted file system.
+#[test]
+fn a_loop_device_whose_image_is_mounted_through_another_is_refused() {
+    require_root();
+    let root = TestRoot::new("reg-loop-alias");
+    let mut made = Made::default();
+    let img = root.path.join("shared.img");
+    sparse(&img, 256 << 20);
+    let ld = made.attach(&img);
+    let ld2 = made.attach(&img);
+    sh(Command::new("mkfs.ext4").args(["-q", &ld2]));
+    let mnt = root.path.join("mnt");
+    made.mount(&[&ld2], &mnt);
+    std::fs::write(mnt.join("keep.txt"), "precious").unwrap();
+    sh(&mut Command::new("sync"));
+    let work = root.path.join("work");
+    let target = format!("ext4@{ld}");
+    let line = refused(
+        &fsarena(
+            &["run", "--target", &target, "--allow-device", "--wipe"],
+            &work,
+        ),
+        &[&ld2, &mnt.display().to_string(), "destroy"],
+    );
+    assert!(line.contains("shared.img"), "{line}");
+    drop(
+        made.mounts
+            .pop()
+            .map(|m| Command::new("umount").arg(m).status()),
+    );
+    // The file system mounted through the alias is intact.
+    let fsck = Command::new("e2fsck")
+        .args(["-f", "-n", &ld2])
+        .output()
+        .unwrap();
+    assert!(
+        fsck.status.success(),
+        "{}",
+        String::from_utf8_lossy(&fsck.stdout)
+    );
+}
+
+/// Issue 14: the refusal of the disk holding the work directory named /var/tmp/fsarena
+/// even when --work-dir pointed elsewhere.
+#[test]
+fn the_device_refusal_names_the_real_work_directory() {
+    require_root();
+    let root = TestRoot::new("reg-workdir-disk");
+    let mut made = Made::default();
+    let img = root.path.join("w.img");
+    sparse(&img, 256 << 20);
+    let ld = made.attach(&img);
+    sh(Command::new("mkfs.ext4").args(["-q", &ld]));
+    let mnt = root.path.join("wmnt");
+    made.mount(&[&ld], &mnt);
+    let work = mnt.join("work");
+    let target = format!("ext4@{ld}");
+    let line = refused(
+        &fsarena(&["run", "--target", &target, "--allow-device"], &work),
+        &[&format!("the work directory {}", work.display())],
+    );
+    assert!(!line.contains("/var/tmp/fsarena "), "{line}");
+}
+
+/// Records of `out`'s results file, as raw lines.
+fn lines(out: &Path) -> Vec<String> {
+    std::fs::read_to_string(out.join(store::FILE_NAME))
+        .unwrap()
+        .lines()
+        .map(String::from)
+        .collect()
+}
+
+fn ok_variants(out: &Path) -> Vec<String> {
+    let mut v: Vec<String> = store::load(out)
+        .unwrap()
+        .measurements
+        .iter()
+        .filter(|m| m.status == Status::Ok)
+        .map(|m| format!("{} {} {}", m.target, m.variant, m.repetition))
+        .collect();
+    v.sort();
+    v
+}
+
+/// Issue 11.2: resume glued its first record onto a torn last line, and a cell whose
+/// record was cut off stayed short for good (a hand-truncated file even exited 0 with an
+/// INCOMPLETE report). Now the tail is cut (and kept aside), and what is missing is
+/// measured again.
+#[test]
+fn resume_cuts_a_torn_tail_and_remeasures_what_it_held() {
+    require_root();
+    let root = TestRoot::new("reg-torn");
+    let (out, work) = (root.path.join("out"), root.path.join("work"));
+    let args = [
+        "run",
+        "--target",
+        "tmpfs",
+        "--workload",
+        "scan",
+        "--runs",
+        "2",
+        "--scale",
+        "0.002",
+        "--quiet",
+        "--out",
+    ];
+    let mut a: Vec<&str> = args.to_vec();
+    let out_s = out.display().to_string();
+    a.push(&out_s);
+    let o = fsarena(&a, &work);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let full = ok_variants(&out);
+    assert_eq!(full.len(), 4, "{full:?}");
+    // Cut the last record in half, as a full disk or a kill mid-write leaves it.
+    let path = out.join(store::FILE_NAME);
+    let bytes = std::fs::read(&path).unwrap();
+    let cut = bytes.len() - bytes.len().min(200).max(40);
+    std::fs::write(&path, &bytes[..cut]).unwrap();
+    let r = fsarena(&["run", "--quiet", "--resume", &out_s], &work);
+    let err = String::from_utf8_lossy(&r.stderr);
+    assert_eq!(r.status.code(), Some(0), "{err}");
+    assert_eq!(err.matches("unterminated last line").count(), 1, "{err}");
+    let torn = root
+        .path
+        .join("out")
+        .join(format!("{}.torn-", store::FILE_NAME));
+    let kept: Vec<_> = std::fs::read_dir(&out)
+        .unwrap()
+        .flatten()
+        .filter(|e| {
+            e.path()
+                .display()
+                .to_string()
+                .starts_with(&torn.display().to_string())
+        })
+        .collect();
+    assert_eq!(
+        kept.len(),
+        1,
+        "the removed bytes are kept beside the results"
+    );
+    for l in lines(&out) {
+        assert!(
+            serde_json::from_str::<fsarena::results::Record>(&l).is_ok(),
+            "{l}"
+        );
+    }
+    assert_eq!(ok_variants(&out), full, "the cut point is measured again");
+    // A whole last line removed by hand: also measured again, and only it.
+    let mut ls = lines(&out);
+    ls.pop();
+    std::fs::write(&path, ls.join("\n") + "\n").unwrap();
+    let before = ls.len();
+    let r = fsarena(&["run", "--quiet", "--resume", &out_s], &work);
+    assert_eq!(
+        r.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&r.stderr)
+    );
+    assert_eq!(lines(&out).len(), before + 1);
+    assert_eq!(ok_variants(&out), full);
+}
+
+/// Issue 11.3: a resume started while the original run was still going measured the same
+/// cells beside it. The results directory is now locked for the life of a run.
+#[test]
+fn a_second_writer_to_a_results_directory_is_refused() {
+    require_root();
+    let root = TestRoot::new("reg-lock");
+    let (out, work) = (root.path.join("out"), root.path.join("work"));
+    let mut child = Command::new(bin())
+        .args(["run", "--target", "tmpfs", "--workload", "create,delete"])
+        .args(["--runs", "30", "--scale", "0.005", "--quiet", "--out"])
+        .arg(&out)
+        .arg("--work-dir")
+        .arg(&work)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let t0 = std::time::Instant::now();
+    while lines_or_empty(&out) < 2 {
+        assert!(child.try_wait().unwrap().is_none(), "the run ended early");
+        assert!(t0.elapsed().as_secs() < 60);
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let out_s = out.display().to_string();
+    let work2 = root.path.join("work2");
+    refused(
+        &fsarena(&["run", "--quiet", "--resume", &out_s], &work2),
+        &[
+            "being written by another fsarena run",
+            &format!("pid {}", child.id()),
+        ],
+    );
+    refused(
+        &fsarena(&["run", "--target", "tmpfs", "--out", &out_s], &work2),
+        &["being written by another fsarena run"],
+    );
+    rustix::process::kill_process(
+        rustix::process::Pid::from_child(&child),
+        rustix::process::Signal::INT,
+    )
+    .unwrap();
+    assert_eq!(child.wait().unwrap().code(), Some(1));
+}
+
+fn lines_or_empty(out: &Path) -> usize {
+    std::fs::read_to_string(out.join(store::FILE_NAME))
+        .map(|t| t.lines().count())
+        .unwrap_or(0)
+}
+
+/// Issue 11.3: `report` kept one of two records of the same repetition without a word.
+#[test]
+fn report_names_duplicate_repetitions() {
+    let dir = tempfile::tempdir().unwrap();
+    common::fixture::write(dir.path(), true);
+    let first = store::load(dir.path()).unwrap().measurements[0].clone();
+    let (mut s, _) = store::Store::reopen(dir.path()).unwrap();
+    s.append(&first).unwrap();
+    drop(s);
+    let o = Command::new(bin())
+        .arg("report")
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0));
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let dup = format!("{} {}", first.target, first.workload);
+    assert!(
+        text.lines()
+            .any(|l| l.contains("duplicate") && l.contains(&dup)),
+        "{text}"
+    );
+}
+
+/// Issue 11.4: `--resume DIR --target xfs --runs 5` exited 0 and did nothing.
+#[test]
+fn resume_refuses_flags_that_would_change_the_plan() {
+    let dir = tempfile::tempdir().unwrap();
+    common::fixture::write(dir.path(), false);
+    let d = dir.path().display().to_string();
+    let work = dir.path().join("work");
+    for (flags, named) in [
+        (vec!["--target", "xfs", "--runs", "5"], "--target"),
+        (vec!["--runs", "5"], "--runs"),
+        (vec!["--workload", "scan"], "--workload"),
+        (vec!["--scale", "1"], "--scale"),
+        (vec!["--budget", "1m"], "--budget"),
+    ] {
+        let mut a = vec!["run", "--resume", &d];
+        a.extend(flags);
+        refused(&fsarena(&a, &work), &[named, "--resume"]);
+    }
+    assert!(!work.exists(), "nothing was created");
+}
+
+/// Issue 11.5: `dir:/proc` and `dir:/sys` passed the up-front checks and failed while
+/// provisioning (exit 1).
+#[test]
+fn a_pseudo_file_system_directory_is_refused_up_front() {
+    let dir = tempfile::tempdir().unwrap();
+    let work = dir.path().join("work");
+    for t in ["dir:/proc", "dir:/sys", "dir:/sys/kernel", "dir:/dev"] {
+        refused(
+            &fsarena(&["run", "--target", t, "--workload", "scan"], &work),
+            &[&t[4..], "pseudo file system"],
+        );
+    }
+    assert!(!work.exists());
+}
+
+/// Issue 11.5: target names "", "a\nb", "../x", "a/b" were accepted (the newline split the
+/// table), and a `[[target]]` named like a catalogue entry shadowed it.
+#[test]
+fn unsafe_and_shadowing_target_names_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let work = dir.path().join("work");
+    let plan = dir.path().join("plan.toml");
+    for name in ["", "a\\nb", "../x", "a/b", ".hidden", "-x", "ext4"] {
+        std::fs::write(
+            &plan,
+            format!("[[target]]\nname = \"{name}\"\nbase = \"xfs\"\n"),
+        )
+        .unwrap();
+        let line = refused(
+            &fsarena(&["run", plan.to_str().unwrap(), "--dry-run"], &work),
+            &["target name"],
+        );
+        if name == "ext4" {
+            assert!(line.contains("shadow"), "{line}");
+        }
+    }
+    refused(
+        &fsarena(&["run", "--target", "dir:/tmp/a\nb", "--dry-run"], &work),
+        &["control characters"],
+    );
+}
+
+/// Issue 14: a `[[target]]` could not be named by `--target` or by the plan's own
+/// `targets = [...]` ("unknown target").
+#[test]
+fn a_plan_target_is_addressable_like_a_catalogue_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let work = dir.path().join("work");
+    let plan = dir.path().join("plan.toml");
+    std::fs::write(
+        &plan,
+        "targets = [\"mine\", \"ext4\"]\n[[target]]\nname = \"mine\"\nbase = \"xfs\"\n\
+         [[target]]\nname = \"other\"\nbase = \"ext4\"\nmount = [\"noatime\"]\n",
+    )
+    .unwrap();
+    let o = fsarena(&["run", plan.to_str().unwrap(), "--dry-run"], &work);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(text.contains("mine") && text.contains("other"), "{text}");
+    let o = fsarena(
+        &[
+            "run",
+            plan.to_str().unwrap(),
+            "--target",
+            "other",
+            "--dry-run",
+        ],
+        &work,
+    );
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(text.contains("other") && !text.contains("mine"), "{text}");
+}
+
+/// Issue 11.5 / 14: `--dataset dir:/proc`, a symlink loop, `report FILE` and a missing
+/// plan file printed their cause two or three times.
+#[test]
+fn each_cause_is_printed_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let work = dir.path().join("work");
+    let a = dir.path().join("a");
+    let b = dir.path().join("b");
+    std::os::unix::fs::symlink(&b, &a).unwrap();
+    std::os::unix::fs::symlink(&a, &b).unwrap();
+    let loop_spec = format!("dir:{}", a.display());
+    let missing = dir.path().join("missing.toml");
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (
+            vec!["run", "--target", "tmpfs", "--dataset", &loop_spec],
+            "Too many levels",
+        ),
+        (vec!["run", missing.to_str().unwrap()], "No such file"),
+    ];
+    for (args, cause) in cases {
+        let line = refused(&fsarena(&args, &work), &[cause]);
+        assert_eq!(line.matches(cause).count(), 1, "{line}");
+    }
+    let report = Command::new(bin())
+        .args(["report", "/etc/passwd"])
+        .output()
+        .unwrap();
+    let line = refused(&report, &["Not a directory"]);
+    assert_eq!(line.matches("Not a directory").count(), 1, "{line}");
+    let o = fsarena(
+        &[
+            "run",
+            "--target",
+            "tmpfs",
+            "--dataset",
+            "dir:/proc/self/net",
+        ],
+        &work,
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    let line = err.lines().next().unwrap_or("");
+    let cause = line.rsplit(": ").next().unwrap_or("");
+    assert!(
+        !cause.is_empty() && line.matches(cause).count() == 1,
+        "{err}"
+    );
+}
+
+/// Issue 14: `--size 1K` was accepted and failed later in mkfs.
+#[test]
+fn a_size_below_the_mkfs_minimum_is_refused_up_front() {
+    let dir = tempfile::tempdir().unwrap();
+    let work = dir.path().join("work");
+    refused(
+        &fsarena(&["run", "--target", "xfs", "--size", "1K"], &work),
+        &["xfs needs at least 300.0 MiB"],
+    );
+    refused(
+        &fsarena(&["run", "--target", "btrfs", "--size", "100M"], &work),
+        &["btrfs needs at least"],
+    );
+    assert!(!work.exists());
+}
+
+/// Issue 11.5 / 14: mkfs options the tool rejects failed every cell of the target, and
+/// each failure showed mkfs's last line (its usage text) instead of the error.
+#[test]
+fn a_target_whose_mkfs_fails_stops_with_the_error_and_keeps_the_whole_output() {
+    require_root();
+    let root = TestRoot::new("reg-mkfs");
+    let (out, work) = (root.path.join("out"), root.path.join("work"));
+    let plan = root.path.join("plan.toml");
+    std::fs::write(
+        &plan,
+        "targets = [\"tmpfs\"]\nworkloads = [\"create\"]\nruns = 3\nscale = 0.002\n\
+         [[target]]\nname = \"bad-xfs\"\nbase = \"xfs\"\nmkfs = [\"-b\", \"size=3000\"]\n",
+    )
+    .unwrap();
+    let o = Command::new(bin())
+        .arg("run")
+        .arg(&plan)
+        .args(["--quiet", "--out"])
+        .arg(&out)
+        .arg("--work-dir")
+        .arg(&work)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    let stopped: Vec<&str> = err.lines().filter(|l| l.contains("stopped")).collect();
+    assert_eq!(stopped.len(), 1, "{err}");
+    assert!(
+        stopped[0].contains("bad-xfs") && stopped[0].contains("power of 2"),
+        "{err}"
+    );
+    assert!(!err.contains("[-b size=num]"), "usage text printed: {err}");
+    let loaded = store::load(&out).unwrap();
+    let bad: Vec<_> = loaded
+        .measurements
+        .iter()
+        .filter(|m| m.target == "bad-xfs")
+        .collect();
+    assert_eq!(bad.len(), 1, "one cell tried, the others skipped");
+    assert!(
+        bad[0]
+            .notes
+            .iter()
+            .any(|n| n.contains("Usage") || n.contains("usage")),
+        "{:?}",
+        bad[0].notes
+    );
+    assert_eq!(
+        loaded
+            .measurements
+            .iter()
+            .filter(|m| m.target == "tmpfs" && m.status == Status::Ok)
+            .count(),
+        3
+    );
+    assert!(leftovers(&root.path).is_empty());
+}
+
+/// Issue 11.6: after a kill -9, `cleanup` deleted a file and unmounted a bind mount that
+/// someone had added inside the run directory.
+#[test]
+fn cleanup_leaves_what_the_journal_does_not_name() {
+    require_root();
+    let root = TestRoot::new("reg-cleanup");
+    let (out, work) = (root.path.join("out"), root.path.join("work"));
+    let mut child = Command::new(bin())
+        .args([
+            "run",
+            "--target",
+            "tmpfs",
+            "--target",
+            "ext4",
+            "--workload",
+            "create",
+        ])
+        .args(["--runs", "20", "--scale", "0.005", "--quiet", "--out"])
+        .arg(&out)
+        .arg("--work-dir")
+        .arg(&work)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let t0 = std::time::Instant::now();
+    while lines_or_empty(&out) < 3 {
+        assert!(child.try_wait().unwrap().is_none(), "the run ended early");
+        assert!(t0.elapsed().as_secs() < 120);
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let run = std::fs::read_dir(&work)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.join(fsarena::provision::workdir::OWNER_FILE).exists())
+        .expect("the killed run's directory");
+    let mut made = Made::default();
+    let foreign = run.join("notes.txt");
+    std::fs::write(&foreign, "mine").unwrap();
+    let src = root.path.join("bind-src");
+    std::fs::create_dir_all(&src).unwrap();
+    std::fs::write(src.join("inside.txt"), "also mine").unwrap();
+    let bind = run.join("bind");
+    made.mount(&["--bind", src.to_str().unwrap()], &bind);
+    let c = Command::new(bin())
+        .args(["cleanup", "--work-dir"])
+        .arg(&work)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&c.stdout);
+    assert!(c.status.success(), "{}", String::from_utf8_lossy(&c.stderr));
+    assert_eq!(std::fs::read_to_string(&foreign).unwrap(), "mine");
+    assert!(
+        fsarena::provision::mounts::find(&bind).is_some(),
+        "the bind mount survives"
+    );
+    assert_eq!(
+        std::fs::read_to_string(bind.join("inside.txt")).unwrap(),
+        "also mine"
+    );
+    assert!(
+        said.contains("left alone") && said.contains("notes.txt"),
+        "{said}"
+    );
+    // Everything the run made is gone.
+    let ours: Vec<String> = leftovers(&root.path)
+        .into_iter()
+        .filter(|l| !l.contains("/bind"))
+        .collect();
+    assert!(ours.is_empty(), "{ours:?}");
+    for own in ["images", "mnt", "scratch", "journal.jsonl"] {
+        assert!(!run.join(own).exists(), "{own} survived");
+    }
+    drop(made);
+    assert!(fsarena::provision::mounts::find(&bind).is_none());
+}
+
+/// Issue 11.7: exit code 130 after a second Ctrl-C (and 101, a panic) were undocumented.
+#[test]
+fn every_exit_code_is_documented() {
+    let o = Command::new(bin()).arg("--help").output().unwrap();
+    let help = String::from_utf8_lossy(&o.stdout);
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    for text in [help.as_ref(), readme.as_str()] {
+        for code in ["0 ", "1 ", "2 ", "130", "143", "101"] {
+            assert!(
+                text.contains(code),
+                "exit code {code} undocumented in: {text}"
+            );
+        }
+        assert!(text.contains("Exit codes"), "{text}");
+    }
+}
+
+/// Issue 11.8: a kill -9 during a long io-sweep cell lost the points it had finished (a
+/// cell's records were appended only when the whole cell was over).
+#[test]
+fn a_kill9_in_an_io_sweep_keeps_its_finished_points() {
+    require_root();
+    let root = TestRoot::new("reg-sweep");
+    let (out, work) = (root.path.join("out"), root.path.join("work"));
+    let plan = root.path.join("plan.toml");
+    std::fs::write(
+        &plan,
+        "targets = [\"ext4\"]\nworkloads = [\"io-sweep\"]\nruns = 1\nscale = 0.002\n\
+         [workload.io-sweep]\nrw = [\"randread\", \"randwrite\"]\nbs = [\"4k\"]\n\
+         iodepth = [1, 2, 4]\nnumjobs = [1]\nsize = [\"8m\"]\nruntime = 1\nramp_time = 0\n",
+    )
+    .unwrap();
+    let start = || {
+        Command::new(bin())
+            .arg("run")
+            .arg(&plan)
+            .args(["--quiet", "--out"])
+            .arg(&out)
+            .arg("--work-dir")
+            .arg(&work)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap()
+    };
+    let mut child = start();
+    let t0 = std::time::Instant::now();
+    while lines_or_empty(&out) < 3 {
+        assert!(child.try_wait().unwrap().is_none(), "the sweep ended first");
+        assert!(t0.elapsed().as_secs() < 120);
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let kept = lines(&out);
+    assert!(kept.len() >= 3, "two finished points survive the kill");
+    let c = Command::new(bin())
+        .args(["cleanup", "--work-dir"])
+        .arg(&work)
+        .output()
+        .unwrap();
+    assert!(c.status.success());
+    let r = fsarena(
+        &["run", "--quiet", "--resume", out.to_str().unwrap()],
+        &work,
+    );
+    assert_eq!(
+        r.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&r.stderr)
+    );
+    let after = lines(&out);
+    assert_eq!(
+        &after[..kept.len()],
+        &kept[..],
+        "nothing recorded was lost or rewritten"
+    );
+    let loaded = store::load(&out).unwrap();
+    let ok: Vec<_> = loaded
+        .measurements
+        .iter()
+        .filter(|m| m.status == Status::Ok)
+        .collect();
+    assert_eq!(
+        ok.len(),
+        6,
+        "every point once: {:?}",
+        loaded
+            .measurements
+            .iter()
+            .map(|m| (&m.variant, m.status))
+            .collect::<Vec<_>>()
+    );
+    assert_eq!(
+        after.len(),
+        1 + 6,
+        "the finished points were not measured again"
+    );
+    assert!(leftovers(&root.path).is_empty());
+}

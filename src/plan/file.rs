@@ -125,8 +125,52 @@ fn line_col(text: &str, offset: usize) -> (usize, usize) {
     (line, column)
 }
 
+/// The longest target name accepted.
+pub const MAX_NAME: usize = 64;
+
+/// A target name is a row of every table and a key of every result: letters, digits and
+/// `._+-`, not starting with `.` or `-`, 1 to [`MAX_NAME`] characters — so no newline
+/// splits a table and no `/` or `..` reaches a path.
+pub fn check_name(name: &str) -> Result<(), PlanError> {
+    let bad = |why: &str| PlanError::Invalid {
+        what: "target name",
+        value: name.escape_debug().to_string(),
+        why: why.to_string(),
+    };
+    if name.is_empty() {
+        return Err(bad("give the target a name"));
+    }
+    if name.chars().count() > MAX_NAME {
+        return Err(bad(&format!("use at most {MAX_NAME} characters")));
+    }
+    if name.starts_with('.') || name.starts_with('-') {
+        return Err(bad("a name may not start with `.` or `-`"));
+    }
+    if !name
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || "._+-".contains(c))
+    {
+        return Err(bad("use only letters, digits and . _ + -"));
+    }
+    Ok(())
+}
+
+/// A path in a target spec (`dir:PATH`, `NAME@/dev/X`) becomes the target's name: no
+/// control characters (a newline would split every table).
+fn check_spec_path(spec: &str) -> Result<(), PlanError> {
+    if spec.chars().any(char::is_control) {
+        return Err(PlanError::Invalid {
+            what: "target",
+            value: spec.escape_debug().to_string(),
+            why: "a path with control characters (newline, tab, …) cannot name a target".into(),
+        });
+    }
+    Ok(())
+}
+
 /// Parses `--target` specs: a catalogue name, `dir:PATH`, or `NAME@/dev/DEVICE`.
 pub fn parse_target_spec(spec: &str) -> Result<TargetConfig, PlanError> {
+    check_spec_path(spec)?;
     if let Some(path) = spec.strip_prefix("dir:") {
         if path.is_empty() {
             return Err(PlanError::Invalid {
@@ -177,6 +221,7 @@ pub fn parse_target_spec(spec: &str) -> Result<TargetConfig, PlanError> {
 /// Builds a `[[target]]` table into a target: from a catalogue `base` or a bare `fs`,
 /// with its own mkfs and mount options, size, and device or directory.
 pub fn custom_target(t: &TargetTable) -> Result<TargetConfig, PlanError> {
+    check_name(&t.name)?;
     let mut cfg = match (&t.base, &t.fs) {
         (Some(base), None) => catalogue::get(base).ok_or_else(|| PlanError::UnknownTarget {
             name: base.clone(),

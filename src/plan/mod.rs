@@ -135,6 +135,8 @@ pub enum PlanError {
     UnknownBaseline(String),
     #[error("two targets are named `{0}`; give each a distinct name")]
     DuplicateTarget(String),
+    #[error("{0} cannot be combined with --resume, which continues the plan recorded in the results directory unchanged (only --budget, --work-dir, --keep, --quiet, --allow-device and --wipe apply); start a new run with --out instead")]
+    ResumeConflict(&'static str),
     #[error("no targets to run (none given, and none of the catalogue's default targets is supported here: run `fsarena doctor`)")]
     NoTargets,
 }

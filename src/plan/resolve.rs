@@ -83,11 +83,41 @@ fn targets(
     } else {
         f.targets.as_ref()
     };
-    for spec in specs.into_iter().flatten() {
-        targets.push(parse_target_spec(spec)?);
-    }
+    // The plan's own `[[target]]`s are named like catalogue entries: by `--target NAME`
+    // or the file's `targets = [...]`. Unnamed ones run too, unless `--target` chose.
+    let mut custom = Vec::new();
     for t in &f.custom_targets {
-        targets.push(custom_target(t)?);
+        let c = custom_target(t)?;
+        if catalogue::get(&c.name).is_some() {
+            return Err(PlanError::Invalid {
+                what: "target name",
+                value: c.name.clone(),
+                why: "a catalogue target has that name and this [[target]] would shadow it; name it differently".into(),
+            });
+        }
+        custom.push(c);
+    }
+    let mut named = HashSet::new();
+    for spec in specs.into_iter().flatten() {
+        match custom.iter().find(|c| &c.name == spec) {
+            Some(c) => {
+                named.insert(c.name.clone());
+                targets.push(c.clone());
+            }
+            None => targets.push(parse_target_spec(spec).map_err(|e| match e {
+                PlanError::UnknownTarget { name, valid } if !custom.is_empty() => {
+                    let mine: Vec<&str> = custom.iter().map(|c| c.name.as_str()).collect();
+                    PlanError::UnknownTarget {
+                        name,
+                        valid: format!("{}, {valid}", mine.join(", ")),
+                    }
+                }
+                e => e,
+            })?),
+        }
+    }
+    if o.targets.is_empty() {
+        targets.extend(custom.into_iter().filter(|c| !named.contains(&c.name)));
     }
     if targets.is_empty() {
         targets = catalogue::defaults()
@@ -108,6 +138,9 @@ fn targets(
             t.size = Some(bytes);
         }
     }
+    for t in &targets {
+        check_min_size(t)?;
+    }
     let mut seen = HashSet::new();
     for t in &targets {
         if !seen.insert(t.name.clone()) {
@@ -115,6 +148,67 @@ fn targets(
         }
     }
     Ok(targets)
+}
+
+/// A size below what the target's mkfs accepts is refused now, not by mkfs mid-run.
+fn check_min_size(t: &TargetConfig) -> Result<(), PlanError> {
+    let (Some(size), Some(min)) = (t.size, t.fs.min_size()) else {
+        return Ok(());
+    };
+    if size < min {
+        return Err(PlanError::Invalid {
+            what: "size",
+            value: super::size::human_bytes(size),
+            why: format!(
+                "{} needs at least {} (target {})",
+                t.fs.name(),
+                super::size::human_bytes(min),
+                t.name
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// The flags `--resume DIR` accepts besides the run's own plan, which it continues
+/// unchanged: `--budget` (for an `auto` plan; what it changed is returned, one line
+/// each). Every other flag that would change the plan is refused, naming it.
+pub fn on_resume(plan: &mut super::Plan, o: &Overrides) -> Result<Vec<String>, PlanError> {
+    let given: [(&'static str, bool); 14] = [
+        ("--target", !o.targets.is_empty()),
+        ("--workload", !o.workloads.is_empty()),
+        ("--threads", o.threads.is_some()),
+        ("--runs", o.runs.is_some()),
+        ("--scale", o.scale.is_some()),
+        ("--baseline", o.baseline.is_some()),
+        ("--profile", o.profile.is_some()),
+        ("--seed", o.seed.is_some()),
+        ("--dataset", o.dataset_dir.is_some()),
+        ("--compressibility", o.compressibility.is_some()),
+        ("--timeout", o.timeout.is_some()),
+        ("--size", o.size.is_some()),
+        ("--margin", o.margin.is_some()),
+        ("--phase-floor", o.phase_floor.is_some()),
+    ];
+    if let Some((flag, _)) = given.iter().find(|(_, g)| *g) {
+        return Err(PlanError::ResumeConflict(flag));
+    }
+    let mut said = Vec::new();
+    if let Some(b) = &o.budget {
+        let budget = super::parse_duration("budget", b)?;
+        match &mut plan.runs {
+            Runs::Auto { budget: old, .. } => {
+                said.push(format!(
+                    "--budget: the budget is now {} (it was {})",
+                    humantime::format_duration(budget),
+                    humantime::format_duration(*old)
+                ));
+                *old = budget;
+            }
+            Runs::Fixed(_) => return Err(PlanError::ResumeConflict("--budget")),
+        }
+    }
+    Ok(said)
 }
 
 /// Workloads: each flag may hold a comma list; `all` means every workload. Every name, and

@@ -20,6 +20,9 @@ pub struct CleanupReport {
     pub keys: Vec<String>,
     /// Runs still in progress (their owner process is alive).
     pub live: Vec<PathBuf>,
+    /// Things found in a run directory that its journal does not name (a file someone put
+    /// there, a bind mount): reported and left where they are.
+    pub foreign: Vec<PathBuf>,
     pub errors: Vec<String>,
 }
 
@@ -44,9 +47,11 @@ pub fn owner_alive(run: &Path) -> bool {
 /// How long a dead run's helper processes get to finish before they are stopped.
 const HELPER_GRACE: Duration = Duration::from_secs(5);
 
-fn unmount_all(run: &Path, live: &[journal::Entry], report: &mut CleanupReport) {
-    let mut targets: Vec<PathBuf> = mounts::under(run).into_iter().map(|m| m.target).collect();
-    for e in live.iter().filter(|e| e.kind == Kind::Mount) {
+/// Unmounts the journaled mounts that are still there, newest first. A mount the journal
+/// does not name (a bind mount someone added inside the run directory) is left alone.
+fn unmount_all(live: &[journal::Entry], report: &mut CleanupReport) {
+    let mut targets: Vec<PathBuf> = Vec::new();
+    for e in live.iter().rev().filter(|e| e.kind == Kind::Mount) {
         if !targets.contains(&e.path) && mounts::find(&e.path).is_some() {
             targets.push(e.path.clone());
         }
@@ -184,13 +189,13 @@ pub fn cleanup_run(run: &Path, report: &mut CleanupReport) {
     // 1. Mounts: everything mounted inside the run directory, deepest first, plus any
     //    journaled mount elsewhere that is still there. Unmounting first lets FUSE daemons
     //    (ntfs-3g, exfat) exit on their own.
-    unmount_all(run, &live, report);
+    unmount_all(&live, report);
 
     // 2. A killed run's helpers (mkfs, mount, fsck, fio) outlive it as orphans and keep
     //    working on its devices: an orphaned `mount` can even finish after step 1. Wait
     //    for them, stop them if they linger, then look for mounts once more.
     if settle_helpers(run, HELPER_GRACE) {
-        unmount_all(run, &live, report);
+        unmount_all(&live, report);
     }
 
     // 3. Loop devices whose backing file is one of this run's images.
@@ -222,20 +227,93 @@ pub fn cleanup_run(run: &Path, report: &mut CleanupReport) {
         }
     }
 
-    // 5. The run directory itself — never while anything is still mounted inside it, or
-    //    removing it would delete that file system's contents.
-    let still: Vec<_> = mounts::under(run);
-    if !still.is_empty() {
-        report.errors.push(format!(
-            "{} left in place: {} is still mounted",
-            run.display(),
-            still[0].target.display()
-        ));
-        return;
+    // 5. The run directory: what the journal names (images, the trees and mount points
+    //    fsarena made) and its own two files go; anything else found there is reported
+    //    and left, and so is the directory that holds it.
+    remove_journaled(run, &live, report);
+}
+
+/// Removes the journaled images and directories inside `run`, then fsarena's marker and
+/// journal, then `run` if nothing else is in it. Never removes a tree with a mount in it.
+fn remove_journaled(run: &Path, live: &[journal::Entry], report: &mut CleanupReport) {
+    let journaled_mount = |p: &Path| live.iter().any(|e| e.kind == Kind::Mount && e.path == p);
+    let foreign_mounts: Vec<PathBuf> = mounts::under(run)
+        .into_iter()
+        .map(|m| m.target)
+        .filter(|t| !journaled_mount(t))
+        .collect();
+    for m in &foreign_mounts {
+        report.foreign.push(m.clone());
     }
-    match fs::remove_dir_all(run) {
+    let mounted_inside = |p: &Path| mounts::under(p).into_iter().next().map(|m| m.target);
+    for e in live
+        .iter()
+        .filter(|e| e.kind == Kind::Image && e.path.starts_with(run))
+    {
+        if e.path.exists() {
+            match fs::remove_file(&e.path) {
+                Ok(()) => report.removed.push(e.path.clone()),
+                Err(err) => report.errors.push(format!("{}: {err}", e.path.display())),
+            }
+        }
+    }
+    // Deepest first, so a mount point goes before the tree that holds it.
+    let mut dirs: Vec<&journal::Entry> = live
+        .iter()
+        .filter(|e| e.kind == Kind::Dir && e.path.starts_with(run) && e.path != run)
+        .collect();
+    dirs.sort_by_key(|e| std::cmp::Reverse(e.path.components().count()));
+    for e in dirs {
+        if !e.path.exists() {
+            continue;
+        }
+        if let Some(m) = mounted_inside(&e.path) {
+            if journaled_mount(&m) {
+                report.errors.push(format!(
+                    "{} left in place: {} is still mounted",
+                    e.path.display(),
+                    m.display()
+                ));
+            }
+            continue;
+        }
+        let r = if e.detail.as_deref() == Some("tree") {
+            fs::remove_dir_all(&e.path)
+        } else {
+            fs::remove_dir(&e.path)
+        };
+        match r {
+            Ok(()) => report.removed.push(e.path.clone()),
+            Err(err) if err.kind() == std::io::ErrorKind::DirectoryNotEmpty => {
+                report.foreign.push(e.path.clone())
+            }
+            Err(err) => report.errors.push(format!("{}: {err}", e.path.display())),
+        }
+    }
+    for own in [Journal::FILE_NAME, OWNER_FILE] {
+        let p = run.join(own);
+        if let Err(err) = fs::remove_file(&p) {
+            if err.kind() != std::io::ErrorKind::NotFound {
+                report.errors.push(format!("{}: {err}", p.display()));
+            }
+        }
+    }
+    match fs::remove_dir(run) {
         Ok(()) => report.removed.push(run.to_path_buf()),
-        Err(e) => report.errors.push(format!("{}: {e}", run.display())),
+        Err(err) if err.kind() == std::io::ErrorKind::DirectoryNotEmpty => {
+            for e in fs::read_dir(run).into_iter().flatten().flatten() {
+                let p = e.path();
+                if !report
+                    .foreign
+                    .iter()
+                    .any(|f| f.starts_with(&p) || p.starts_with(f))
+                {
+                    report.foreign.push(p);
+                }
+            }
+        }
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
+        Err(err) => report.errors.push(format!("{}: {err}", run.display())),
     }
 }
 

@@ -99,7 +99,8 @@ impl Cmd {
             status: ran
                 .code
                 .map_or("killed by a signal".to_string(), |c| format!("exit {c}")),
-            stderr: last_line(text),
+            stderr: meaningful(text),
+            output: text.trim_end().to_string(),
         }
     }
 }
@@ -111,6 +112,47 @@ pub fn last_line(text: &str) -> String {
         .rfind(|l| !l.is_empty())
         .unwrap_or("(no output)")
         .to_string()
+}
+
+/// The part of a tool's error output that names the error: the lines before its usage
+/// text (mkfs.xfs prints the reason first, then 40 lines of usage), preferring those
+/// that say what is wrong, at most three, joined into one line.
+pub fn meaningful(text: &str) -> String {
+    let lines: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .take_while(|l| !l.to_ascii_lowercase().starts_with("usage"))
+        .filter(|l| !l.is_empty())
+        .collect();
+    const SAYS: [&str; 14] = [
+        "error",
+        "invalid",
+        "unknown",
+        "too small",
+        "too large",
+        "cannot",
+        "can't",
+        "failed",
+        "bad ",
+        "must",
+        "unrecognized",
+        "no such",
+        "illegal",
+        "not ",
+    ];
+    let saying: Vec<&str> = lines
+        .iter()
+        .copied()
+        .filter(|l| {
+            let low = l.to_ascii_lowercase();
+            SAYS.iter().any(|w| low.contains(w))
+        })
+        .collect();
+    let pick = if saying.is_empty() { lines } else { saying };
+    if pick.is_empty() {
+        return last_line(text);
+    }
+    pick[pick.len().saturating_sub(3)..].join("; ")
 }
 
 impl std::fmt::Display for Cmd {
@@ -142,6 +184,11 @@ mod tests {
         let c = Cmd::new("sh").args(["-c", "echo one >&2; echo two >&2; exit 3"]);
         let e = c.run("dash").unwrap_err().to_string();
         assert!(e.contains("exit 3") && e.ends_with("two"), "{e}");
+        let usage = "Invalid value 3000 for -b size option. Value must be a power of 2.\nUsage: mkfs.xfs\n/* blocksize */\t[-b size=num]\n\t\t\t[-N] [-K] [-V]\n";
+        assert_eq!(
+            meaningful(usage),
+            "Invalid value 3000 for -b size option. Value must be a power of 2."
+        );
         let missing = Cmd::new("no-such-tool-xyz").run("pkg").unwrap_err();
         assert!(matches!(missing, ProvisionError::MissingTool { .. }));
     }

@@ -23,8 +23,9 @@ pub struct Findings {
     pub signatures: Vec<String>,
 }
 
-/// Checks `path` and returns its device number when formatting it is allowed.
-pub fn check_device(path: &Path, wipe: bool) -> Result<DevId, ProvisionError> {
+/// Checks `path` and returns its device number when formatting it is allowed. `work_root`
+/// is the run's work directory (`--work-dir`): the disk holding it is never formatted.
+pub fn check_device(path: &Path, wipe: bool, work_root: &Path) -> Result<DevId, ProvisionError> {
     let refused = |reasons: Vec<String>| ProvisionError::Refused {
         device: path.display().to_string(),
         reasons,
@@ -39,7 +40,7 @@ pub fn check_device(path: &Path, wipe: bool) -> Result<DevId, ProvisionError> {
         )]));
     }
     let dev = DevId::from_dev_t(meta.rdev());
-    let f = inspect(&real, dev);
+    let f = inspect(&real, dev, work_root);
     if !f.in_use.is_empty() {
         return Err(refused(f.in_use));
     }
@@ -56,8 +57,12 @@ pub fn check_device(path: &Path, wipe: bool) -> Result<DevId, ProvisionError> {
 }
 
 /// Everything that makes a device unsafe to format. Pure reads; changes nothing.
-pub fn inspect(real: &Path, dev: DevId) -> Findings {
+pub fn inspect(real: &Path, dev: DevId, work_root: &Path) -> Findings {
     let mut f = Findings::default();
+    // A loop device shares its data with every other loop device over the same backing
+    // file, and with the file itself: formatting one destroys what is mounted through the
+    // others (issue 11: a second `losetup` of a mounted image was formatted).
+    f.in_use.extend(loop_aliases(dev));
     let family = family(dev);
     let name = |d: &DevId| sysfs_name(*d).unwrap_or_else(|| d.to_string());
 
@@ -106,11 +111,25 @@ pub fn inspect(real: &Path, dev: DevId) -> Findings {
         }
     }
     // The disks holding /, /boot and fsarena's own work directory.
-    for p in ["/", "/boot", "/boot/efi", super::workdir::DEFAULT_ROOT] {
+    let work = work_root
+        .ancestors()
+        .find(|a| a.exists())
+        .unwrap_or(Path::new("/"));
+    for p in [
+        Path::new("/"),
+        Path::new("/boot"),
+        Path::new("/boot/efi"),
+        work,
+    ] {
         if let Ok(md) = fs::metadata(p) {
             let d = DevId::from_dev_t(md.dev());
             if family.contains(&d) || whole_disk(d).is_some_and(|w| family.contains(&w)) {
-                f.in_use.push(format!("it is the disk holding {p}"));
+                let what = if p == work {
+                    format!("the work directory {}", work_root.display())
+                } else {
+                    p.display().to_string()
+                };
+                f.in_use.push(format!("it is the disk holding {what}"));
             }
         }
     }
@@ -127,6 +146,111 @@ pub fn inspect(real: &Path, dev: DevId) -> Findings {
     }
     f.signatures = signatures(real);
     f
+}
+
+/// The backing file of loop device `dev` (None when `dev` is not an attached loop device).
+fn loop_backing(dev: DevId) -> Option<PathBuf> {
+    let name = sysfs_name(dev)?;
+    let b = fs::read_to_string(format!("/sys/block/{name}/loop/backing_file")).ok()?;
+    Some(PathBuf::from(
+        b.trim_end_matches('\n').trim_end_matches(" (deleted)"),
+    ))
+}
+
+/// Why formatting loop device `dev` would destroy data reached another way: another loop
+/// device over the same backing file (compared by device and inode, not by path) — with
+/// what is mounted through it — or the backing file open in some process or mounted.
+fn loop_aliases(dev: DevId) -> Vec<String> {
+    let Some(backing) = loop_backing(dev) else {
+        return Vec::new();
+    };
+    let Ok(bmd) = fs::metadata(&backing) else {
+        return Vec::new();
+    };
+    let same = |md: &fs::Metadata| md.dev() == bmd.dev() && md.ino() == bmd.ino();
+    let mut out = Vec::new();
+    let table = mounts::read();
+    let Ok(rd) = fs::read_dir("/sys/block") else {
+        return out;
+    };
+    for e in rd.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Some(other) = fs::read_to_string(e.path().join("dev"))
+            .ok()
+            .and_then(|s| parse_devid(s.trim()))
+        else {
+            continue;
+        };
+        if other == dev || !name.starts_with("loop") {
+            continue;
+        }
+        let Some(ob) = loop_backing(other) else {
+            continue;
+        };
+        if !fs::metadata(&ob).is_ok_and(|md| same(&md)) {
+            continue;
+        }
+        let mounted: Vec<String> = table
+            .iter()
+            .filter(|m| m.dev == other)
+            .map(|m| format!("{} ({})", m.target.display(), m.fstype))
+            .collect();
+        let holders: Vec<String> = fs::read_dir(e.path().join("holders"))
+            .map(|rd| {
+                rd.flatten()
+                    .map(|h| h.file_name().to_string_lossy().into_owned())
+                    .collect()
+            })
+            .unwrap_or_default();
+        let what = if !mounted.is_empty() {
+            format!(
+                ", which is mounted at {}: formatting would destroy that file system",
+                mounted.join(", ")
+            )
+        } else if !holders.is_empty() {
+            format!(", which is held by {}", holders.join(", "))
+        } else {
+            ": formatting would destroy whatever it holds".to_string()
+        };
+        out.push(format!(
+            "its backing file {} is also attached as /dev/{name}{what}",
+            backing.display()
+        ));
+    }
+    // The backing file itself, mounted (a loop mount by file name) or open in a process.
+    for m in &table {
+        if fs::metadata(&m.source).is_ok_and(|md| md.is_file() && same(&md)) {
+            out.push(format!(
+                "its backing file {} is mounted at {}",
+                backing.display(),
+                m.target.display()
+            ));
+        }
+    }
+    let me = std::process::id().to_string();
+    if let Ok(procs) = fs::read_dir("/proc") {
+        for p in procs.flatten() {
+            let pid = p.file_name().to_string_lossy().into_owned();
+            if pid == me || !pid.bytes().all(|b| b.is_ascii_digit()) {
+                continue;
+            }
+            let Ok(fds) = fs::read_dir(p.path().join("fd")) else {
+                continue;
+            };
+            if fds
+                .flatten()
+                .any(|fd| fs::metadata(fd.path()).is_ok_and(|md| same(&md)))
+            {
+                let comm = fs::read_to_string(p.path().join("comm")).unwrap_or_default();
+                out.push(format!(
+                    "its backing file {} is open in process {pid} ({})",
+                    backing.display(),
+                    comm.trim()
+                ));
+            }
+        }
+    }
+    out
 }
 
 /// The device, its whole disk if it is a partition, and every partition of that disk.

@@ -222,7 +222,7 @@ impl Instance {
             });
         }
         // Re-checked before every mkfs: something may have mounted it since the last cell.
-        let dev = guard::check_device(d, spec.wipe)?;
+        let dev = guard::check_device(d, spec.wipe, &work.root)?;
         self.provenance.location = "device".into();
         self.provenance.block_device = Some(dev.to_string());
         self.provenance.image_bytes = guard::sysfs_name(dev)

@@ -30,7 +30,10 @@ pub enum ProvisionError {
     Tool {
         command: String,
         status: String,
+        /// The lines of its output that name the error (one line).
         stderr: String,
+        /// Everything it printed, kept with the record.
+        output: String,
     },
     #[error("`{program}` not found: install the Debian package {package}")]
     MissingTool { program: String, package: String },
@@ -56,6 +59,15 @@ pub enum ProvisionError {
 }
 
 impl ProvisionError {
+    /// A failed tool's whole output, for the record (its error line holds only the
+    /// meaningful part).
+    pub fn tool_output(&self) -> Option<&str> {
+        match self {
+            ProvisionError::Tool { output, .. } if !output.is_empty() => Some(output),
+            _ => None,
+        }
+    }
+
     /// An I/O error with what fsarena was doing when it happened.
     pub fn io(context: impl Into<String>, source: std::io::Error) -> Self {
         ProvisionError::Io {

@@ -52,10 +52,20 @@ impl WorkDir {
         })
     }
 
-    /// A subdirectory of the run, created on demand.
+    /// A subdirectory of the run, created on demand and journaled first (as a tree:
+    /// `cleanup` removes it with its contents, and nothing in the run directory that the
+    /// journal does not name).
     pub fn subdir(&self, name: &str) -> io::Result<PathBuf> {
         let p = self.run.join(name);
-        fs::create_dir_all(&p)?;
+        if !p.is_dir() {
+            self.journal.record(
+                super::journal::Op::Create,
+                super::journal::Kind::Dir,
+                &p,
+                Some("tree"),
+            )?;
+            fs::create_dir_all(&p)?;
+        }
         Ok(p)
     }
 

@@ -100,10 +100,17 @@ pub struct Measurement {
     #[serde(default)]
     pub notes: Vec<String>,
     pub started_unix: f64,
-    /// Wall seconds of the whole cell this record belongs to (provisioning, every point,
-    /// checks and teardown): what the budget, the ETA and `--dry-run`'s estimate learn from.
+    /// Wall seconds of the cell this record belongs to (provisioning, every point, checks
+    /// and teardown) up to this record, which is appended as soon as its point is checked:
+    /// the last record of a cell carries the whole cell's. What the budget, the ETA and
+    /// `--dry-run`'s estimate learn from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cell_seconds: Option<f64>,
+    /// How many points the cell this record belongs to has, so a reader (and `--resume`)
+    /// can tell a complete cell from one cut short (a kill -9 in an io sweep, a torn
+    /// last line). `None` for a record of a cell that never reached its points.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cell_points: Option<u32>,
 }
 
 impl Measurement {

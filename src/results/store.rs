@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
-use std::io::{self, BufRead, BufReader, Write};
+use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 use super::record::{CellKey, HostFacts, Measurement, Record, Status};
@@ -24,6 +24,90 @@ pub enum StoreError {
     NotResults(PathBuf),
     #[error("{0} already holds results; choose another --out or use --resume {0}")]
     Exists(PathBuf),
+    #[error("{dir} is being written by another fsarena run ({holder}): wait for it to end, or choose another --out")]
+    Busy { dir: PathBuf, holder: String },
+}
+
+/// The lock file inside a results directory: held (flock, exclusive) by the one process
+/// writing `results.jsonl`, for the life of its run.
+pub const LOCK_NAME: &str = ".fsarena.lock";
+
+/// Takes the results directory's writer lock, or says who holds it. The kernel drops the
+/// lock when the holder exits however it exits (kill -9 included), so it never goes stale.
+fn lock(dir: &Path) -> Result<File, StoreError> {
+    let path = dir.join(LOCK_NAME);
+    let io_err = |source| StoreError::Io {
+        path: path.clone(),
+        source,
+    };
+    let mut f = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&path)
+        .map_err(io_err)?;
+    match rustix::fs::flock(&f, rustix::fs::FlockOperation::NonBlockingLockExclusive) {
+        Ok(()) => {}
+        Err(e) if e == rustix::io::Errno::WOULDBLOCK => {
+            let mut holder = String::new();
+            let _ = f.read_to_string(&mut holder);
+            let holder = holder.trim();
+            return Err(StoreError::Busy {
+                dir: dir.to_path_buf(),
+                holder: if holder.is_empty() {
+                    "a process that holds its lock".into()
+                } else {
+                    holder.to_string()
+                },
+            });
+        }
+        Err(e) => return Err(io_err(e.into())),
+    }
+    // Who holds it, for the refusal a second writer gets.
+    f.set_len(0).map_err(io_err)?;
+    f.seek(SeekFrom::Start(0)).map_err(io_err)?;
+    writeln!(f, "pid {}", std::process::id()).map_err(io_err)?;
+    Ok(f)
+}
+
+/// An unterminated last line cut off `results.jsonl` on resume (see [`Store::reopen`]).
+#[derive(Debug, Clone)]
+pub struct TornTail {
+    /// Where the torn line started (the file's new length).
+    pub offset: u64,
+    pub bytes: usize,
+    /// The copy of the removed bytes, next to the results file.
+    pub saved: PathBuf,
+}
+
+/// Cuts an unterminated last line off `path` (a run killed, or a disk filled, mid-write),
+/// keeping a copy of the removed bytes in `path.torn-OFFSET`, so that appending never glues
+/// a new record onto half of an old one.
+fn repair_tail(path: &Path) -> Result<Option<TornTail>, StoreError> {
+    let io_err = |source| StoreError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let bytes = std::fs::read(path).map_err(io_err)?;
+    if bytes.is_empty() || bytes.ends_with(b"\n") {
+        return Ok(None);
+    }
+    let offset = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+    let mut saved = path.as_os_str().to_owned();
+    saved.push(format!(".torn-{offset}"));
+    let saved = PathBuf::from(saved);
+    let mut copy = File::create(&saved).map_err(io_err)?;
+    copy.write_all(&bytes[offset..]).map_err(io_err)?;
+    copy.sync_all().map_err(io_err)?;
+    let f = OpenOptions::new().write(true).open(path).map_err(io_err)?;
+    f.set_len(offset as u64).map_err(io_err)?;
+    f.sync_all().map_err(io_err)?;
+    Ok(Some(TornTail {
+        offset: offset as u64,
+        bytes: bytes.len() - offset,
+        saved,
+    }))
 }
 
 /// The append side of a results file.
@@ -31,6 +115,8 @@ pub enum StoreError {
 pub struct Store {
     path: PathBuf,
     file: File,
+    /// The directory's writer lock, held as long as the store is open.
+    _lock: File,
 }
 
 impl Store {
@@ -41,6 +127,7 @@ impl Store {
             source,
         };
         std::fs::create_dir_all(dir).map_err(io_err)?;
+        let lock = lock(dir)?;
         let path = dir.join(FILE_NAME);
         if path.exists() {
             return Err(StoreError::Exists(dir.to_path_buf()));
@@ -50,14 +137,25 @@ impl Store {
             .append(true)
             .open(&path)
             .map_err(io_err)?;
-        let mut s = Store { path, file };
+        let mut s = Store {
+            path,
+            file,
+            _lock: lock,
+        };
         s.write(&Record::Host(host.clone())).map_err(io_err)?;
         Ok(s)
     }
 
-    /// Reopens an existing results file to append to it (`--resume`).
-    pub fn reopen(dir: &Path) -> Result<Store, StoreError> {
+    /// Reopens an existing results file to append to it (`--resume`), under the
+    /// directory's writer lock. A torn last line is cut off first (and kept aside, see
+    /// [`TornTail`]); read the file back with [`load`] only after this.
+    pub fn reopen(dir: &Path) -> Result<(Store, Option<TornTail>), StoreError> {
         let path = dir.join(FILE_NAME);
+        if !path.is_file() {
+            return Err(StoreError::NotResults(dir.to_path_buf()));
+        }
+        let lock = lock(dir)?;
+        let torn = repair_tail(&path)?;
         let file = OpenOptions::new()
             .append(true)
             .open(&path)
@@ -65,7 +163,14 @@ impl Store {
                 path: path.clone(),
                 source,
             })?;
-        Ok(Store { path, file })
+        Ok((
+            Store {
+                path,
+                file,
+                _lock: lock,
+            },
+            torn,
+        ))
     }
 
     /// The results file being written.
@@ -115,6 +220,8 @@ pub fn load(dir: &Path) -> Result<Loaded, StoreError> {
     let mut host = None;
     let mut order: Vec<CellKey> = Vec::new();
     let mut latest: HashMap<CellKey, Measurement> = HashMap::new();
+    // Line of the final record each cell holds, to name a second one.
+    let mut final_at: HashMap<CellKey, usize> = HashMap::new();
     for (i, line) in BufReader::new(f).split(b'\n').enumerate() {
         let n = i + 1;
         let line = line.map_err(|source| StoreError::Io {
@@ -129,6 +236,27 @@ pub fn load(dir: &Path) -> Result<Loaded, StoreError> {
             Ok(Record::Host(_)) => out.skipped.push((n, "a second host record".into())),
             Ok(Record::Measurement(m)) => {
                 let k = m.key();
+                if is_final(m.status) {
+                    if let Some(first) = final_at.insert(k.clone(), n) {
+                        // Two writers (or a resume beside its run) measured the same
+                        // repetition: the later record is used, and the report says so.
+                        out.skipped.push((
+                            first,
+                            format!(
+                                "duplicate: {} {}{} threads {} repetition {} is recorded again on line {n}; line {n} is used",
+                                k.target,
+                                k.workload,
+                                if k.variant.is_empty() {
+                                    String::new()
+                                } else {
+                                    format!(" [{}]", k.variant)
+                                },
+                                k.threads,
+                                k.repetition + 1
+                            ),
+                        ));
+                    }
+                }
                 if !latest.contains_key(&k) {
                     order.push(k.clone());
                 }
@@ -178,13 +306,18 @@ mod tests {
             .unwrap();
         f.write_all(b"{\"record\":\"measurement\",\"tar\n").unwrap();
         drop(f);
-        let mut s = Store::reopen(dir.path()).unwrap();
+        let (mut s, torn) = Store::reopen(dir.path()).unwrap();
+        let torn = torn.expect("the torn tail is cut off");
+        assert_eq!(
+            std::fs::read(&torn.saved).unwrap(),
+            b"{\"record\":\"measurement\",\"tar"
+        );
         s.append(&m("a", 1, Status::Ok)).unwrap();
+        drop(s);
         let l = load(dir.path()).unwrap();
         assert_eq!(l.measurements.len(), 2);
         assert!(l.measurements.iter().all(|x| x.status == Status::Ok));
-        assert_eq!(l.skipped.len(), 1);
-        assert_eq!(l.skipped[0].0, 4);
+        assert!(l.skipped.is_empty(), "{:?}", l.skipped);
         assert!(matches!(
             Store::create(dir.path(), &HostFacts::default()),
             Err(StoreError::Exists(_))

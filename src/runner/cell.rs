@@ -11,9 +11,32 @@ use super::progress::Progress;
 use super::schedule::Cell;
 use super::{assemble, host_facts};
 use crate::plan::Plan;
-use crate::provision::{Instance, InstanceSpec, MasterImage, WorkDir};
+use crate::provision::{Instance, InstanceSpec, MasterImage, ProvisionError, WorkDir};
+use crate::results::record::CellKey;
 use crate::results::{Measurement, Status};
 use crate::workload::{self, Ctx, Point, Workload, WorkloadError};
+
+/// Why a cell could not start a point: the status to record, the one-line error, and
+/// notes kept with the record (a failed tool's whole output, whose error line holds only
+/// the part that names the error).
+pub type Failure = (Status, String, Vec<String>);
+
+/// A provisioning error as a cell records it.
+pub fn provision_failure(e: ProvisionError) -> Failure {
+    let notes = e
+        .tool_output()
+        .map(|o| vec![format!("tool output: {o}")])
+        .unwrap_or_default();
+    (Status::Error, format!("provision: {e}"), notes)
+}
+
+/// Whether a record is a provisioning failure (the cell never reached its workload).
+pub fn is_provision_failure(m: &Measurement) -> bool {
+    m.status != Status::Ok
+        && m.error.as_deref().is_some_and(|e| {
+            e.starts_with("provision: ") || e.starts_with("cannot populate the image: provision: ")
+        })
+}
 
 /// What every point of one cell shares.
 pub struct CellRun<'a> {
@@ -26,6 +49,9 @@ pub struct CellRun<'a> {
     /// The run's populated image of this target, when the workload wants the data set
     /// present: each point then runs on a copy of it instead of an empty file system.
     pub master: Option<&'a MasterImage>,
+    /// Points of this cell already recorded in final form (`--resume` of a cell that was
+    /// cut short): kept, not measured again.
+    pub recorded: &'a std::collections::HashSet<CellKey>,
 }
 
 /// The workload's directory on a target's file system (also inside a populated image).
@@ -63,10 +89,11 @@ impl CellRun<'_> {
     }
 
     /// A one-record result for a cell that could not get as far as its points.
-    pub fn fail(&self, status: Status, error: String) -> Vec<Measurement> {
+    pub fn fail(&self, (status, error, notes): Failure) -> Vec<Measurement> {
         let mut m = self.base();
         m.status = status;
         m.error = Some(error);
+        m.notes = notes;
         vec![m]
     }
 
@@ -86,18 +113,25 @@ impl CellRun<'_> {
     }
 
     /// Provisions a file system for point `point`, with its working directories.
-    fn fresh(&self, point: usize) -> Result<Fresh, (Status, String)> {
+    fn fresh(&self, point: usize) -> Result<Fresh, Failure> {
         let (spec, work) = (self.spec, self.work);
         let inst = match self.master {
             Some(master) => master.clone_for(spec, work),
             None => Instance::provision(spec, work),
         }
-        .map_err(|e| (Status::Error, format!("provision: {e}")))?;
+        .map_err(provision_failure)?;
         let root = inst.root.join(WORK_DIR);
-        let scratch = work
-            .run
-            .join("scratch")
-            .join(format!("{}-{point}", spec.seq));
+        let scratch = match work.subdir("scratch") {
+            Ok(d) => d.join(format!("{}-{point}", spec.seq)),
+            Err(e) => {
+                let _ = inst.teardown(false);
+                return Err((
+                    workload::status_of_io(&e),
+                    format!("cannot create the scratch directory: {e}"),
+                    Vec::new(),
+                ));
+            }
+        };
         let made = if self.master.is_some() {
             // The copy arrives with the data set in place; its measured phase starts cold.
             std::fs::metadata(&root)
@@ -112,6 +146,7 @@ impl CellRun<'_> {
             return Err((
                 workload::status_of_io(&e),
                 format!("cannot prepare the working directories: {e}"),
+                Vec::new(),
             ));
         }
         Ok(Fresh {
@@ -133,15 +168,15 @@ pub fn populate_master(
     spec: &InstanceSpec,
     work: &WorkDir,
     cancel: &AtomicBool,
-) -> Result<MasterImage, (Status, String)> {
-    let inst = MasterImage::provision(spec, work)
-        .map_err(|e| (Status::Error, format!("provision: {e}")))?;
+) -> Result<MasterImage, Failure> {
+    let inst = MasterImage::provision(spec, work).map_err(provision_failure)?;
     let root = inst.root.join(WORK_DIR);
     let written = std::fs::create_dir(&root)
         .map_err(|e| {
             (
                 workload::status_of_io(&e),
                 format!("cannot create {}: {e}", root.display()),
+                Vec::new(),
             )
         })
         .and_then(|_| {
@@ -156,13 +191,14 @@ pub fn populate_master(
                 deadline: Some(Instant::now() + plan.timeout),
                 populated: false,
             };
-            workload::prepare::prepare(&ctx).map_err(|e| (e.status(), e.to_string()))
+            workload::prepare::prepare(&ctx).map_err(|e| (e.status(), e.to_string(), Vec::new()))
         });
     if let Err(e) = written {
         let _ = inst.teardown(false);
         return Err(e);
     }
-    MasterImage::seal(inst, &spec.target.name).map_err(|e| (Status::Error, e.to_string()))
+    MasterImage::seal(inst, &spec.target.name)
+        .map_err(|e| (Status::Error, e.to_string(), Vec::new()))
 }
 
 /// Unmounts, checks and removes a point's file system; a failed check invalidates the
@@ -186,23 +222,49 @@ fn retire(f: Fresh, m: &mut Measurement, target: &str) {
     }
 }
 
+/// What a cell produced: its records, the first `emitted` of which were already handed
+/// to the caller's `emit` as each point finished.
+pub struct CellOutput {
+    pub records: Vec<Measurement>,
+    pub emitted: usize,
+}
+
+impl From<Vec<Measurement>> for CellOutput {
+    fn from(records: Vec<Measurement>) -> Self {
+        CellOutput {
+            records,
+            emitted: 0,
+        }
+    }
+}
+
 /// One cell: every point of the workload, each on its own freshly made file system
 /// (a second point must not find the first one's files, caches or free-space layout).
-/// Never panics on the workload's behalf and always returns at least one record.
-pub fn run_cell(c: &CellRun, progress: &mut Progress) -> Vec<Measurement> {
+/// Each point's record goes to `emit` the moment its file system has passed (or failed)
+/// its check, so a kill -9 in a long sweep loses at most the point in progress; `emit`
+/// returns false when the record could not be kept, and the cell stops. Never panics on
+/// the workload's behalf and always yields at least one record, unless every point was
+/// already recorded.
+pub fn run_cell(
+    c: &CellRun,
+    progress: &mut Progress,
+    emit: &mut dyn FnMut(&mut Measurement) -> bool,
+) -> CellOutput {
     let w = c.workload;
     let target = &c.spec.target.name;
     let empty = toml::Table::new();
     let options = c.plan.workload_options.get(w.name()).unwrap_or(&empty);
     let mut current = match c.fresh(0) {
         Ok(f) => Some(f),
-        Err((status, e)) => return c.fail(status, e),
+        Err(failure) => return c.fail(failure).into(),
     };
     // Points are asked of the first file system: some depend on it (an io sweep sizes its
     // large file from the target's free space).
     let points = {
         let Some(f) = current.as_ref() else {
-            return c.fail(Status::Error, "internal: no file system".into());
+            return c
+                .fail((Status::Error, "internal: no file system".into(), Vec::new()))
+                .into();
         };
         w.points(&c.ctx(f, options))
     };
@@ -217,14 +279,23 @@ pub fn run_cell(c: &CellRun, progress: &mut Progress) -> Vec<Measurement> {
                 m.provenance = f.inst.provenance.clone();
                 retire(f, &mut m, target);
             }
-            return vec![m];
+            return vec![m].into();
         }
     };
+    let of = points.len() as u32;
     let mut records = Vec::new();
+    let mut emitted = 0;
+    let mut skipped = 0;
     for (i, p) in points.iter().enumerate() {
+        let mut probe = c.base_for(p);
+        probe.cell_points = Some(of);
+        if c.recorded.contains(&probe.key()) {
+            skipped += 1;
+            continue;
+        }
         if c.cancel.load(Ordering::SeqCst) {
             // Recorded so `--resume` knows this cell is unfinished and runs it again.
-            let mut m = c.base_for(p);
+            let mut m = probe;
             m.status = Status::Interrupted;
             m.error = Some("interrupted before this point ran".into());
             records.push(m);
@@ -234,31 +305,46 @@ pub fn run_cell(c: &CellRun, progress: &mut Progress) -> Vec<Measurement> {
             Some(f) => f,
             None => match c.fresh(i) {
                 Ok(f) => f,
-                Err((status, e)) => {
-                    let mut m = c.base_for(p);
+                Err((status, e, notes)) => {
+                    let mut m = probe;
                     m.status = status;
                     m.error = Some(e);
+                    m.notes = notes;
+                    let kept = emit(&mut m);
                     records.push(m);
+                    if !kept {
+                        break;
+                    }
+                    emitted = records.len();
                     continue;
                 }
             },
         };
         progress.point(&p.variant);
         let mut m = measure_point(c, &c.ctx(&f, options), p, &f.inst);
+        m.cell_points = Some(of);
         retire(f, &mut m, target);
+        let kept = emit(&mut m);
         records.push(m);
+        if !kept {
+            break;
+        }
+        emitted = records.len();
     }
     if let Some(f) = current.take() {
         let mut m = c.base();
         retire(f, &mut m, target);
     }
-    if records.is_empty() {
-        return c.fail(
-            Status::Interrupted,
-            "interrupted before the first point".into(),
-        );
+    if records.is_empty() && skipped == 0 {
+        return c
+            .fail((
+                Status::Interrupted,
+                "interrupted before the first point".into(),
+                Vec::new(),
+            ))
+            .into();
     }
-    records
+    CellOutput { records, emitted }
 }
 
 /// Runs one point under the monitor and turns what happened into a measurement.

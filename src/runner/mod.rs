@@ -101,12 +101,19 @@ pub fn run(
     let image = preflight::size(plan, opts)?.image;
 
     // The results store first: nothing is provisioned for a run that cannot record.
-    let (mut store, done) = recording::open_store(plan, opts, &skipped)?;
+    let recording::Opened { mut store, tally } = recording::open_store(plan, opts, &skipped)?;
 
     let work = WorkDir::create(&opts.work_root)?;
     let mut summary = RunSummary {
         out: opts.out.clone(),
         skipped_targets: skipped,
+        // What a resumed run recorded earlier and did not measure `ok` still counts:
+        // exit 0 means every measurement of the plan is `ok`.
+        failures: tally
+            .failures
+            .iter()
+            .map(|f| format!("{f} (recorded earlier)"))
+            .collect(),
         ..Default::default()
     };
     let wl = schedule::thread_lists(plan, &workloads);
@@ -119,7 +126,10 @@ pub fn run(
         workloads: &workloads,
         work: &work,
         image,
-        done,
+        done: tally.done,
+        points: tally.points,
+        stopped: HashMap::new(),
+        provisioned: std::collections::HashSet::new(),
         store: &mut store,
         summary: &mut summary,
         progress: Progress::new(cells_per_rep as u64 * plan.runs.min() as u64, opts.quiet),
@@ -144,10 +154,71 @@ pub fn run(
         }
     }
     state.progress.done();
+    let stopped: Vec<String> = state.stopped.keys().cloned().collect();
     // The populated images go before the work directory's cleanup reads the journal.
     drop(state);
     work_cleanup(work, !opts.keep);
+    if !summary.interrupted {
+        // Exit 0 only for a complete plan: count again what the file really holds.
+        let names: Vec<&str> = usable
+            .iter()
+            .map(|&i| plan.targets[i].name.as_str())
+            .filter(|n| !stopped.iter().any(|s| s == n))
+            .collect();
+        for line in incomplete(plan, &opts.out, &names, &workloads) {
+            summary.failures.push(line);
+        }
+    }
     Ok(summary)
+}
+
+/// The cells of the plan's minimum repetitions (of `targets`) that `out` does not hold
+/// complete, as one summary line (empty when the plan is complete).
+fn incomplete(
+    plan: &Plan,
+    out: &std::path::Path,
+    targets: &[&str],
+    workloads: &[Box<dyn Workload>],
+) -> Vec<String> {
+    let done = match crate::results::store::load(out) {
+        Ok(l) => recording::tally(&l).done,
+        Err(e) => return vec![format!("the results cannot be read back: {e}")],
+    };
+    let mut missing = Vec::new();
+    let mut total = 0;
+    for (w, threads) in schedule::thread_lists(plan, workloads) {
+        for t in targets {
+            for &th in &threads {
+                for rep in 0..plan.runs.min() {
+                    total += 1;
+                    let k = (
+                        t.to_string(),
+                        workloads[w].name().to_string(),
+                        th as u32,
+                        rep,
+                    );
+                    if !done.contains(&k) {
+                        missing.push(format!(
+                            "{} {} threads {} repetition {}",
+                            k.0,
+                            k.1,
+                            k.2,
+                            rep + 1
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    if missing.is_empty() {
+        return Vec::new();
+    }
+    vec![format!(
+        "the plan is incomplete: {} of {total} cells hold no complete record (first: {}); run `fsarena run --resume {}`",
+        missing.len(),
+        missing[0],
+        out.display()
+    )]
 }
 
 /// A run in progress: what every cell needs, and what the run has recorded so far.
@@ -160,6 +231,12 @@ struct Walk<'a> {
     work: &'a WorkDir,
     image: u64,
     done: std::collections::HashSet<(String, String, u32, u32)>,
+    /// Points of cells cut short that are recorded in final form (`--resume`).
+    points: std::collections::HashSet<crate::results::record::CellKey>,
+    /// Targets stopped because their first file system could not be made, with why.
+    stopped: HashMap<String, String>,
+    /// Targets a file system has been made for at least once.
+    provisioned: std::collections::HashSet<String>,
     store: &'a mut Store,
     summary: &'a mut RunSummary,
     progress: Progress,
@@ -219,6 +296,10 @@ impl Walk<'_> {
             self.progress.finish_cell("already recorded");
             return ControlFlow::Continue(());
         }
+        if self.stopped.contains_key(&target.name) {
+            self.progress.finish_cell("skipped: the target is stopped");
+            return ControlFlow::Continue(());
+        }
         let t0 = std::time::Instant::now();
         self.seq += 1;
         let spec = InstanceSpec {
@@ -236,31 +317,54 @@ impl Walk<'_> {
             work: self.work,
             cancel: self.cancel,
             master: None,
+            recorded: &self.points,
         };
-        let records = match self.masters.for_cell(w, cell.target, &spec, &self.progress) {
-            populate::Source::Fresh => cell::run_cell(&this, &mut self.progress),
+        // Each point is appended the moment it is checked (a kill -9 in a long sweep
+        // keeps the points already finished).
+        let store = &mut *self.store;
+        let write_failed = std::cell::Cell::new(false);
+        let mut emit = |m: &mut crate::results::Measurement| {
+            m.cell_seconds = Some(t0.elapsed().as_secs_f64());
+            match store.append(m) {
+                Ok(()) => true,
+                Err(e) => {
+                    // The store is the point of the run: stop rather than measure into the void.
+                    eprintln!("fsarena: cannot write {}: {e}", store.path().display());
+                    write_failed.set(true);
+                    false
+                }
+            }
+        };
+        let out = match self.masters.for_cell(w, cell.target, &spec, &self.progress) {
+            populate::Source::Fresh => cell::run_cell(&this, &mut self.progress, &mut emit),
             populate::Source::Clone(m) => {
                 this.master = Some(m);
-                cell::run_cell(&this, &mut self.progress)
+                cell::run_cell(&this, &mut self.progress, &mut emit)
             }
-            populate::Source::Failed(status, e) => this.fail(status, e),
-            populate::Source::Interrupted => this.fail(
-                Status::Interrupted,
-                "interrupted while populating the image".into(),
-            ),
+            populate::Source::Failed(f) => this.fail(f).into(),
+            populate::Source::Interrupted => this
+                .fail((
+                    Status::Interrupted,
+                    "interrupted while populating the image".into(),
+                    Vec::new(),
+                ))
+                .into(),
         };
-        let mut records = records;
-        let cell_seconds = t0.elapsed().as_secs_f64();
-        for m in &mut records {
-            m.cell_seconds = Some(cell_seconds);
+        let cell::CellOutput {
+            mut records,
+            emitted,
+        } = out;
+        for m in records.iter_mut().skip(emitted) {
+            if write_failed.get() || !emit(m) {
+                break;
+            }
         }
+        drop(emit);
+        let cell_seconds = t0.elapsed().as_secs_f64();
         let mut line = String::new();
         for m in &records {
-            if let Err(e) = self.store.append(m) {
-                // The store is the point of the run: stop rather than measure into the void.
-                eprintln!("fsarena: cannot write {}: {e}", self.store.path().display());
-                self.summary.interrupted = true;
-                return ControlFlow::Break(());
+            if write_failed.get() {
+                break;
             }
             self.summary.measured += 1;
             if m.status != Status::Ok {
@@ -268,6 +372,11 @@ impl Walk<'_> {
             }
             line = recording::describe(m, w);
         }
+        if write_failed.get() {
+            self.summary.interrupted = true;
+            return ControlFlow::Break(());
+        }
+        self.stop_if_unprovisionable(&target.name, &records);
         let group = self.group(cell);
         self.costs.add(group, cell_seconds);
         self.progress.finish_cell(&line);
@@ -276,6 +385,30 @@ impl Walk<'_> {
             return ControlFlow::Break(());
         }
         ControlFlow::Continue(())
+    }
+
+    /// A target whose first cell could not even make its file system (mkfs or mount
+    /// options the tool rejects, a size it refuses) would fail the same way in every cell:
+    /// it is stopped with one line, and its other cells are not run.
+    fn stop_if_unprovisionable(&mut self, target: &str, records: &[crate::results::Measurement]) {
+        if self.provisioned.contains(target) || records.is_empty() {
+            return;
+        }
+        if !records.iter().all(cell::is_provision_failure) {
+            self.provisioned.insert(target.to_string());
+            return;
+        }
+        let why = records[0].error.clone().unwrap_or_default();
+        let line = format!(
+            "fsarena: target {target} stopped: its first file system could not be made ({why}); its other cells are skipped"
+        );
+        // Said even with --quiet: it changes what the run measures.
+        if self.opts.quiet {
+            eprintln!("{line}");
+        } else {
+            self.progress.println(&line);
+        }
+        self.stopped.insert(target.to_string(), why);
     }
 
     /// `--runs auto` after the minimum: rounds of one more repetition for the groups of the

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use super::cell::populate_master;
+use super::cell::{populate_master, Failure};
 use super::progress::Progress;
 use crate::plan::Plan;
 use crate::provision::master::clonable;
@@ -18,7 +18,7 @@ pub struct Masters<'r> {
     pub plan: &'r Plan,
     pub work: &'r WorkDir,
     pub cancel: &'r AtomicBool,
-    built: HashMap<usize, Result<MasterImage, (Status, String)>>,
+    built: HashMap<usize, Result<MasterImage, Failure>>,
 }
 
 /// What a cell gets: no image (it makes its own file system), an image, or the reason the
@@ -26,7 +26,7 @@ pub struct Masters<'r> {
 pub enum Source<'a> {
     Fresh,
     Clone(&'a MasterImage),
-    Failed(Status, String),
+    Failed(Failure),
     /// Cancelled while the image was being written.
     Interrupted,
 }
@@ -68,10 +68,16 @@ impl<'r> Masters<'r> {
         }
         match self.built.get(&target) {
             Some(Ok(m)) => Source::Clone(m),
-            Some(Err((status, e))) => {
-                Source::Failed(*status, format!("cannot populate the image: {e}"))
-            }
-            None => Source::Failed(Status::Error, "internal: no populated image".into()),
+            Some(Err((status, e, notes))) => Source::Failed((
+                *status,
+                format!("cannot populate the image: {e}"),
+                notes.clone(),
+            )),
+            None => Source::Failed((
+                Status::Error,
+                "internal: no populated image".into(),
+                Vec::new(),
+            )),
         }
     }
 }

@@ -33,6 +33,7 @@ pub struct Sized {
 pub fn check(plan: &Plan, opts: &RunOptions) -> Result<Checked, RunError> {
     let workloads = resolve_workloads(plan)?;
     check_devices(plan, opts)?;
+    check_pseudo_dirs(plan)?;
     let (usable, skipped) = usable_targets(plan, &opts.work_root);
     Ok(Checked {
         workloads,
@@ -156,6 +157,60 @@ fn estimate(plan: &Plan) -> Result<u64, RunError> {
     Ok(bytes.min(u64::MAX as f64 / 8.0) as u64)
 }
 
+/// Kernel pseudo file systems: a `dir:` target there cannot hold files (and must not be
+/// written to), so it is refused up front rather than failing its first cell.
+const PSEUDO_FS: &[&str] = &[
+    "proc",
+    "sysfs",
+    "devtmpfs",
+    "devpts",
+    "cgroup",
+    "cgroup2",
+    "debugfs",
+    "tracefs",
+    "securityfs",
+    "pstore",
+    "bpf",
+    "configfs",
+    "fusectl",
+    "mqueue",
+    "efivarfs",
+    "binfmt_misc",
+    "autofs",
+    "rpc_pipefs",
+    "nsfs",
+    "hugetlbfs",
+    "selinuxfs",
+];
+
+/// The type of the file system `p` lives on, from the mount table (the deepest mount
+/// point that contains it).
+fn fs_type_of(p: &Path) -> Option<String> {
+    let real = std::fs::canonicalize(p).ok()?;
+    crate::provision::mounts::read()
+        .into_iter()
+        .filter(|m| real.starts_with(&m.target))
+        .max_by_key(|m| m.target.as_os_str().len())
+        .map(|m| m.fstype)
+}
+
+/// `dir:` targets on a pseudo file system (`/proc`, `/sys`, `/dev`, cgroups, …) are bad
+/// input: refused before anything is created.
+fn check_pseudo_dirs(plan: &Plan) -> Result<(), RunError> {
+    for t in &plan.targets {
+        if let Location::Dir(p) = &t.location {
+            if let Some(fs) = fs_type_of(p).filter(|f| PSEUDO_FS.contains(&f.as_str())) {
+                return Err(RunError::Refused(format!(
+                    "target {}: {} is on the kernel's {fs} pseudo file system, which holds no files of its own: name a directory on a real file system",
+                    t.name,
+                    p.display()
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Checks a `dir:` target before anything is created in it.
 fn check_dir_target(p: &Path, work_root: &Path) -> Result<(), String> {
     std::fs::symlink_metadata(p).map_err(|e| format!("{}: {e}", p.display()))?;
@@ -205,7 +260,7 @@ fn check_devices(plan: &Plan, opts: &RunOptions) -> Result<(), RunError> {
                     d.display()
                 )));
             }
-            crate::provision::guard::check_device(d, opts.wipe)?;
+            crate::provision::guard::check_device(d, opts.wipe, &opts.work_root)?;
         }
     }
     Ok(())

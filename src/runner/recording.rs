@@ -1,11 +1,12 @@
 //! The results store as the run sees it: opened (fresh, or resumed with what is already
 //! final) before anything is provisioned, and each record described in one line.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use super::{host_facts, RunError, RunOptions};
 use crate::plan::Plan;
-use crate::results::store::{self, Store};
+use crate::results::record::CellKey;
+use crate::results::store::{self, Loaded, Store};
 use crate::results::{Measurement, Status};
 use crate::workload::Workload;
 
@@ -13,23 +14,24 @@ use crate::workload::Workload;
 /// together, unlike the per-point [`crate::results::CellKey`].
 pub type DoneKey = (String, String, u32, u32);
 
-/// Opens the results store: a new one with the host facts, or with `--resume` the existing
-/// one plus the cells it already holds in final form (a cell with any unfinished record is
-/// run again).
-pub fn open_store(
-    plan: &Plan,
-    opts: &RunOptions,
-    skipped: &[(String, String)],
-) -> Result<(Store, HashSet<DoneKey>), RunError> {
-    if !opts.resume {
-        let plan_json = serde_json::to_value(plan).unwrap_or(serde_json::Value::Null);
-        let mut facts = host_facts::gather(&opts.work_root, opts.command_line.clone(), plan_json);
-        facts.skipped_targets = skipped.to_vec();
-        return Ok((Store::create(&opts.out, &facts)?, HashSet::new()));
-    }
-    let loaded = store::load(&opts.out)?;
-    let mut done = HashSet::new();
-    let mut redo = HashSet::new();
+/// What a results file holds, counted by cell.
+#[derive(Debug, Default)]
+pub struct Tally {
+    /// Cells every point of which is recorded in final form.
+    pub done: HashSet<DoneKey>,
+    /// Final records of cells cut short (a kill -9 between the points of a sweep, a torn
+    /// last line): kept, and only the missing points are measured again.
+    pub points: HashSet<CellKey>,
+    /// Cells cut short: (cell, points recorded, points it has).
+    pub partial: Vec<(DoneKey, usize, u32)>,
+    /// Final records that did not end `ok`, as summary lines.
+    pub failures: Vec<String>,
+}
+
+/// Counts what `loaded` holds: a cell is done when none of its records is unfinished and
+/// it has as many final records as it has points (records carry the count).
+pub fn tally(loaded: &Loaded) -> Tally {
+    let mut by_cell: HashMap<DoneKey, Vec<&Measurement>> = HashMap::new();
     for m in &loaded.measurements {
         let k = (
             m.target.clone(),
@@ -37,14 +39,72 @@ pub fn open_store(
             m.threads,
             m.repetition,
         );
-        if store::is_final(m.status) {
-            done.insert(k);
+        by_cell.entry(k).or_default().push(m);
+    }
+    let mut t = Tally::default();
+    for (k, ms) in by_cell {
+        let finals: Vec<&&Measurement> = ms.iter().filter(|m| store::is_final(m.status)).collect();
+        let of = ms.iter().filter_map(|m| m.cell_points).max();
+        let complete = finals.len() == ms.len() && of.is_none_or(|n| finals.len() >= n as usize);
+        for m in &finals {
+            if !m.status.is_ok() {
+                t.failures.push(failure_line(m));
+            }
+        }
+        if complete {
+            t.done.insert(k);
         } else {
-            redo.insert(k);
+            t.points.extend(finals.iter().map(|m| m.key()));
+            if let Some(n) = of {
+                t.partial.push((k, finals.len(), n));
+            }
         }
     }
-    done.retain(|k| !redo.contains(k));
-    Ok((Store::reopen(&opts.out)?, done))
+    t.partial.sort();
+    t
+}
+
+/// An open store and what it already holds.
+pub struct Opened {
+    pub store: Store,
+    pub tally: Tally,
+}
+
+/// Opens the results store: a new one with the host facts, or with `--resume` the existing
+/// one (its torn last line cut off first, and said so) plus what it already holds in
+/// final form. Either way the results directory is locked against a second writer.
+pub fn open_store(
+    plan: &Plan,
+    opts: &RunOptions,
+    skipped: &[(String, String)],
+) -> Result<Opened, RunError> {
+    if !opts.resume {
+        let plan_json = serde_json::to_value(plan).unwrap_or(serde_json::Value::Null);
+        let mut facts = host_facts::gather(&opts.work_root, opts.command_line.clone(), plan_json);
+        facts.skipped_targets = skipped.to_vec();
+        return Ok(Opened {
+            store: Store::create(&opts.out, &facts)?,
+            tally: Tally::default(),
+        });
+    }
+    let (store, torn) = Store::reopen(&opts.out)?;
+    if let Some(t) = torn {
+        eprintln!(
+            "fsarena: {}: removed an unterminated last line ({} bytes at offset {}, a run cut off mid-write); kept in {}",
+            store.path().display(),
+            t.bytes,
+            t.offset,
+            t.saved.display()
+        );
+    }
+    let tally = tally(&store::load(&opts.out)?);
+    for ((target, workload, threads, rep), have, of) in &tally.partial {
+        eprintln!(
+            "fsarena: {target} {workload} threads {threads} repetition {}: {have} of {of} points recorded; measuring the rest",
+            rep + 1
+        );
+    }
+    Ok(Opened { store, tally })
 }
 
 /// The summary line of a record that did not end `ok`.
