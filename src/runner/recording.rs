@@ -42,9 +42,14 @@ pub fn tally(loaded: &Loaded) -> Tally {
         by_cell.entry(k).or_default().push(m);
     }
     let mut t = Tally::default();
-    for (k, ms) in by_cell {
-        let finals: Vec<&&Measurement> = ms.iter().filter(|m| store::is_final(m.status)).collect();
+    for (k, mut ms) in by_cell {
         let of = ms.iter().filter_map(|m| m.cell_points).max();
+        if of.is_some() {
+            // Once a cell has point records, a record of the whole cell (interrupted or
+            // failed before its points, in an earlier attempt) is superseded by them.
+            ms.retain(|m| m.cell_points.is_some());
+        }
+        let finals: Vec<&&Measurement> = ms.iter().filter(|m| store::is_final(m.status)).collect();
         let complete = finals.len() == ms.len() && of.is_none_or(|n| finals.len() >= n as usize);
         for m in &finals {
             if !m.status.is_ok() {
