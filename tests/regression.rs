@@ -279,7 +279,12 @@ fn resume_cuts_a_torn_tail_and_remeasures_what_it_held() {
     // Cut the last record in half, as a full disk or a kill mid-write leaves it.
     let path = out.join(store::FILE_NAME);
     let bytes = std::fs::read(&path).unwrap();
-    let cut = bytes.len() - bytes.len().min(200).max(40);
+    let last = bytes[..bytes.len() - 1]
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .unwrap()
+        + 1;
+    let cut = last + (bytes.len() - last) / 2;
     std::fs::write(&path, &bytes[..cut]).unwrap();
     let r = fsarena(&["run", "--quiet", "--resume", &out_s], &work);
     let err = String::from_utf8_lossy(&r.stderr);

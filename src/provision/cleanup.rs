@@ -233,6 +233,11 @@ pub fn cleanup_run(run: &Path, report: &mut CleanupReport) {
     remove_journaled(run, &live, report);
 }
 
+/// ENOTEMPTY (`io::ErrorKind::DirectoryNotEmpty` needs a newer Rust than the crate's MSRV).
+fn not_empty(e: &std::io::Error) -> bool {
+    e.raw_os_error() == Some(rustix::io::Errno::NOTEMPTY.raw_os_error())
+}
+
 /// Removes the journaled images and directories inside `run`, then fsarena's marker and
 /// journal, then `run` if nothing else is in it. Never removes a tree with a mount in it.
 fn remove_journaled(run: &Path, live: &[journal::Entry], report: &mut CleanupReport) {
@@ -284,9 +289,7 @@ fn remove_journaled(run: &Path, live: &[journal::Entry], report: &mut CleanupRep
         };
         match r {
             Ok(()) => report.removed.push(e.path.clone()),
-            Err(err) if err.kind() == std::io::ErrorKind::DirectoryNotEmpty => {
-                report.foreign.push(e.path.clone())
-            }
+            Err(err) if not_empty(&err) => report.foreign.push(e.path.clone()),
             Err(err) => report.errors.push(format!("{}: {err}", e.path.display())),
         }
     }
@@ -300,7 +303,7 @@ fn remove_journaled(run: &Path, live: &[journal::Entry], report: &mut CleanupRep
     }
     match fs::remove_dir(run) {
         Ok(()) => report.removed.push(run.to_path_buf()),
-        Err(err) if err.kind() == std::io::ErrorKind::DirectoryNotEmpty => {
+        Err(err) if not_empty(&err) => {
             for e in fs::read_dir(run).into_iter().flatten().flatten() {
                 let p = e.path();
                 if !report

@@ -304,7 +304,9 @@ mod tests {
             .append(true)
             .open(dir.path().join(FILE_NAME))
             .unwrap();
-        f.write_all(b"{\"record\":\"measurement\",\"tar\n").unwrap();
+        // A corrupt but complete line stays (skipped and reported); a torn tail goes.
+        f.write_all(b"garbage\n{\"record\":\"measurement\",\"tar")
+            .unwrap();
         drop(f);
         let (mut s, torn) = Store::reopen(dir.path()).unwrap();
         let torn = torn.expect("the torn tail is cut off");
@@ -317,11 +319,25 @@ mod tests {
         let l = load(dir.path()).unwrap();
         assert_eq!(l.measurements.len(), 2);
         assert!(l.measurements.iter().all(|x| x.status == Status::Ok));
-        assert!(l.skipped.is_empty(), "{:?}", l.skipped);
+        assert_eq!(l.skipped.len(), 1, "{:?}", l.skipped);
+        assert_eq!(l.skipped[0].0, 4);
         assert!(matches!(
             Store::create(dir.path(), &HostFacts::default()),
             Err(StoreError::Exists(_))
         ));
+    }
+
+    #[test]
+    fn a_second_writer_is_refused_while_the_first_holds_the_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Store::create(dir.path(), &HostFacts::default()).unwrap();
+        let busy = Store::reopen(dir.path()).unwrap_err();
+        assert!(matches!(busy, StoreError::Busy { .. }), "{busy}");
+        assert!(busy
+            .to_string()
+            .contains(&format!("pid {}", std::process::id())));
+        drop(s);
+        assert!(Store::reopen(dir.path()).is_ok());
     }
 
     #[test]

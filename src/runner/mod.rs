@@ -359,7 +359,6 @@ impl Walk<'_> {
                 break;
             }
         }
-        drop(emit);
         let cell_seconds = t0.elapsed().as_secs_f64();
         let mut line = String::new();
         for m in &records {

@@ -50,7 +50,7 @@ pub fn tally(loaded: &Loaded) -> Tally {
             ms.retain(|m| m.cell_points.is_some());
         }
         let finals: Vec<&&Measurement> = ms.iter().filter(|m| store::is_final(m.status)).collect();
-        let complete = finals.len() == ms.len() && of.is_none_or(|n| finals.len() >= n as usize);
+        let complete = finals.len() == ms.len() && of.map_or(true, |n| finals.len() >= n as usize);
         for m in &finals {
             if !m.status.is_ok() {
                 t.failures.push(failure_line(m));
