@@ -86,7 +86,8 @@ pub struct MonitorReport {
     pub seconds: f64,
     /// In the order the devices were given to [`Monitor::start`].
     pub devices: Vec<DeviceDelta>,
-    /// One point per interval plus the final one; device figures are those of `devices[0]`.
+    /// The baseline at t = 0, one point per tick of [`schedule`], and the final one; device
+    /// figures are those of `devices[0]`.
     pub series: Vec<Sample>,
     pub start_cached_bytes: u64,
     pub peak_cached_bytes: u64,
@@ -162,6 +163,27 @@ impl MonitorReport {
 /// Shortest interval accepted: below it the /proc reads themselves would become the load.
 const MIN_INTERVAL: Duration = Duration::from_millis(10);
 
+/// The interval of the first [`FAST_SPAN`] of every phase. Many measured phases last well
+/// under a second (small scales), and at a steady 200 ms they would have one or two points,
+/// too few to see anything. A sample costs tens of microseconds of CPU (three /proc reads,
+/// see `sampler`; `sample_costs_well_under_a_millisecond` checks it), so 40 samples a second
+/// cost well under 1 % of one CPU.
+pub const FAST_INTERVAL: Duration = Duration::from_millis(25);
+
+/// How long a phase is sampled at [`FAST_INTERVAL`] before backing off to the interval the
+/// caller asked for, so long phases keep a modest series.
+pub const FAST_SPAN: Duration = Duration::from_secs(1);
+
+/// The interval after a phase has run for `elapsed`: [`FAST_INTERVAL`] (or `steady`, if it
+/// is shorter) during the first [`FAST_SPAN`], `steady` afterwards.
+pub fn schedule(elapsed: Duration, steady: Duration) -> Duration {
+    if elapsed < FAST_SPAN {
+        steady.min(FAST_INTERVAL)
+    } else {
+        steady
+    }
+}
+
 /// A running sampler. Dropping it without [`Monitor::stop`] stops the thread and discards
 /// the figures.
 pub struct Monitor {
@@ -171,8 +193,8 @@ pub struct Monitor {
 }
 
 impl Monitor {
-    /// Takes the baseline reading, then samples every `interval` (at least 10 ms) on a
-    /// background thread. `devices[0]` is the target's block device; further devices (the
+    /// Takes the baseline reading, then samples on a background thread every `interval` (at
+    /// least 10 ms), faster during the phase's first second (see [`schedule`]). `devices[0]` is the target's block device; further devices (the
     /// disk holding a loop image) are tracked for deltas too. Devices absent from
     /// /proc/diskstats are allowed and reported with `DeviceDelta::seen == false`.
     ///
@@ -220,10 +242,12 @@ impl Drop for Monitor {
     }
 }
 
-/// The thread body: a reading at every tick of a fixed schedule (so samples do not drift by
-/// the time each takes), and a final one as soon as the monitor is stopped.
+/// The thread body: a reading at every tick of a fixed [`schedule`] (so samples do not
+/// drift by the time each takes), and a final one as soon as the monitor is stopped.
 fn run(mut sampler: Sampler, interval: Duration, stop: mpsc::Receiver<()>) -> MonitorReport {
-    let mut next = Instant::now() + interval;
+    let began = Instant::now();
+    let step = |at: Instant| schedule(at.saturating_duration_since(began), interval);
+    let mut next = began + step(began);
     loop {
         match stop.recv_timeout(next.saturating_duration_since(Instant::now())) {
             Err(RecvTimeoutError::Timeout) => {
@@ -231,7 +255,7 @@ fn run(mut sampler: Sampler, interval: Duration, stop: mpsc::Receiver<()>) -> Mo
                 // If the machine stalled us past several ticks, skip them rather than burst.
                 let now = Instant::now();
                 while next <= now {
-                    next += interval;
+                    next += step(next);
                 }
             }
             Ok(()) | Err(RecvTimeoutError::Disconnected) => {
@@ -371,12 +395,15 @@ mod tests {
     }
 
     #[test]
-    fn phase_shorter_than_an_interval_still_has_a_final_point() {
+    fn phase_shorter_than_an_interval_still_has_a_baseline_and_a_final_point() {
         let report = Monitor::start(&[root_device()], Duration::from_secs(60))
             .unwrap()
             .stop();
         assert!(report.devices[0].seen);
-        assert_eq!(report.series.len(), 1);
+        assert_eq!(report.series.len(), 2);
+        assert_eq!(report.series[0].t, 0.0);
+        assert_eq!(report.series[0].device_write_bytes, 0);
+        assert!(report.series[0].cached_bytes > 0);
         assert!(report.seconds < 30.0);
         assert!(report.warnings.is_empty(), "{:?}", report.warnings);
     }
@@ -391,6 +418,50 @@ mod tests {
         report.add_metrics(&mut m);
         assert!(m.keys().all(|k| !k.starts_with("device_")), "{m:?}");
         assert!(m.contains_key("peak_cached_bytes"));
+    }
+
+    /// Regression (issue 14): a 0.2 s phase sampled every 200 ms had one or two points.
+    #[test]
+    fn short_phase_is_sampled_fast_then_backs_off() {
+        assert_eq!(
+            schedule(Duration::ZERO, Duration::from_millis(200)),
+            FAST_INTERVAL
+        );
+        assert_eq!(
+            schedule(FAST_SPAN, Duration::from_millis(200)),
+            Duration::from_millis(200)
+        );
+        assert_eq!(
+            schedule(Duration::ZERO, Duration::from_millis(10)),
+            Duration::from_millis(10)
+        );
+        let monitor = Monitor::start(&[root_device()], Duration::from_millis(200)).unwrap();
+        std::thread::sleep(Duration::from_millis(200));
+        let report = monitor.stop();
+        // 8 ticks at 25 ms fit in 200 ms; allow a loaded machine to skip a few.
+        assert!(report.series.len() >= 6, "{}", report.series.len());
+        assert_eq!(report.series[0].t, 0.0, "the series starts at the baseline");
+    }
+
+    /// What fast sampling costs: the median CPU time of one sample (three /proc reads and a
+    /// parse). At [`FAST_INTERVAL`] a millisecond would be 4 % of one CPU; it is far less.
+    #[test]
+    fn sample_costs_well_under_a_millisecond() {
+        let mut sampler = Sampler::new(&[root_device()]).unwrap();
+        let mut costs: Vec<f64> = (0..200)
+            .map(|_| {
+                let before = cpu::process_cpu_seconds().unwrap();
+                let t = Instant::now();
+                sampler.sample();
+                // Wall time bounds CPU time from above unless preempted; take the smaller.
+                let cpu_s = cpu::process_cpu_seconds().unwrap() - before;
+                cpu_s.min(t.elapsed().as_secs_f64())
+            })
+            .collect();
+        costs.sort_by(f64::total_cmp);
+        let median = costs[costs.len() / 2];
+        eprintln!("median sample cost {:.1} µs", median * 1e6);
+        assert!(median < 1e-3, "median sample cost {median} s");
     }
 
     #[test]

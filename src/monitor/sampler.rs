@@ -123,6 +123,17 @@ impl Sampler {
         let cpu = cpu::parse_stat(stat.read()?).map_err(invalid_data)?;
 
         let peak_in_flight = disks.iter().map(|d| d.map_or(0, |c| c.in_flight)).collect();
+        // The baseline is the series' first point, so a chart starts at t = 0 with nothing
+        // yet written or read (CPU shares need an interval: 0 here, as for a tickless one).
+        let mut series = Vec::with_capacity(256);
+        series.push(Sample {
+            t: 0.0,
+            cached_bytes: mem.cached,
+            dirty_bytes: mem.dirty,
+            writeback_bytes: mem.writeback,
+            mem_free_bytes: mem.free,
+            ..Sample::default()
+        });
         Ok(Sampler {
             devices: devices.to_vec(),
             diskstats,
@@ -149,7 +160,7 @@ impl Sampler {
             peak_dirty: mem.dirty,
             peak_writeback: mem.writeback,
             min_free: mem.free,
-            series: Vec::with_capacity(256),
+            series,
             samples_taken: 0,
             disk_failures: FailureCount::default(),
             mem_failures: FailureCount::default(),

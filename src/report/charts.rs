@@ -1,8 +1,19 @@
-//! Inline SVG charts for the HTML report: bars with 95 % error bars and line charts. Written
-//! by hand (a few hundred lines) rather than through a plotting crate so the page stays
-//! small, self-contained and styled like the rest of the report.
+//! Inline SVG charts for the HTML report: bar charts with every repetition and its 95 %
+//! interval ([`bars`]), and line charts ([`lines`]). Written by hand rather than through a
+//! plotting crate so the page stays small, self-contained and styled like the rest of the
+//! report.
+//!
+//! Every chart shares one frame (a `viewBox` the page scales to its grid cell), nice axis
+//! ticks labelled to the precision of their step, and classes the page's self-check reads:
+//! `xtick`, `ytick` and `val` text must never overlap one another.
 
 use std::fmt::Write;
+
+mod bars;
+mod lines;
+
+pub use bars::{bar_chart, bars, Bar, BarGroup, BarOpts};
+pub use lines::{lines, Line, XAxis};
 
 /// The same colour for the same target everywhere (Tableau 10).
 pub const PALETTE: [&str; 10] = [
@@ -21,237 +32,156 @@ fn esc(s: &str) -> String {
         .replace('"', "&quot;")
 }
 
+/// The step of "nice" ticks (1, 2, 5 × 10^k) that cut [lo, hi] into about `n` parts.
+fn tick_step(lo: f64, hi: f64, n: usize) -> f64 {
+    let raw = (hi - lo) / n.max(1) as f64;
+    let mag = 10f64.powf(raw.log10().floor());
+    [1.0, 2.0, 5.0, 10.0]
+        .iter()
+        .map(|m| m * mag)
+        .find(|s| *s >= raw)
+        .unwrap_or(10.0 * mag)
+}
+
 /// "Nice" tick values covering [lo, hi] (1, 2, 5 × 10^k steps).
 pub fn ticks(lo: f64, hi: f64, n: usize) -> Vec<f64> {
     if !(lo.is_finite() && hi.is_finite()) || hi <= lo {
         return vec![lo];
     }
-    let raw = (hi - lo) / n.max(1) as f64;
-    let mag = 10f64.powf(raw.log10().floor());
-    let step = [1.0, 2.0, 5.0, 10.0]
-        .iter()
-        .map(|m| m * mag)
-        .find(|s| *s >= raw)
-        .unwrap_or(10.0 * mag);
-    let start = (lo / step).floor() * step;
+    let step = tick_step(lo, hi, n);
+    let first = (lo / step).floor();
+    // Rounded to the step's decimals, so 3 × 0.1 is 0.3 and not 0.30000000000000004.
+    let scale = 10f64.powi((-step.log10().floor()).max(0.0) as i32);
     let mut out = Vec::new();
-    let mut v = start;
-    while v <= hi + step * 0.5 && out.len() < 50 {
-        out.push(v);
-        v += step;
+    let mut i = 0.0;
+    while (first + i) * step <= hi + step * 0.5 && out.len() < 50 {
+        out.push(((first + i) * step * scale).round() / scale + 0.0);
+        i += 1.0;
     }
     out
 }
 
-fn label(v: f64) -> String {
-    super::format::sig3(v)
-}
-
-const W: f64 = 640.0;
-const H: f64 = 300.0;
-const L: f64 = 70.0; // left margin (y labels)
-const R: f64 = 20.0;
-const T: f64 = 30.0;
-const B: f64 = 60.0; // bottom margin (x labels)
-
-/// One bar: label, value, optional 95 % interval, colour index.
-pub struct Bar {
-    pub label: String,
-    pub value: f64,
-    pub ci: Option<(f64, f64)>,
-    pub color: usize,
-}
-
-/// A vertical bar chart with error bars.
-pub fn bars(title: &str, y_label: &str, data: &[Bar]) -> String {
-    let top = data
-        .iter()
-        .map(|b| b.ci.map_or(b.value, |c| c.1.max(b.value)))
-        .fold(0.0f64, f64::max);
-    let yt = ticks(0.0, if top > 0.0 { top } else { 1.0 }, 5);
-    let ymax = yt.last().copied().unwrap_or(1.0).max(top);
-    let y = |v: f64| T + (H - T - B) * (1.0 - v / ymax);
-    let mut s = header(title);
-    axes(&mut s, &yt, y, y_label);
-    let slot = (W - L - R) / data.len().max(1) as f64;
-    for (i, b) in data.iter().enumerate() {
-        let x0 = L + slot * i as f64 + slot * 0.15;
-        let bw = slot * 0.7;
-        let _ = write!(
-            s,
-            r#"<rect class="bar" x="{x0:.1}" y="{:.1}" width="{bw:.1}" height="{:.1}" fill="{}"><title>{}: {}</title></rect>"#,
-            y(b.value.max(0.0)),
-            (y(0.0) - y(b.value.max(0.0))).max(0.0),
-            color(b.color),
-            esc(&b.label),
-            label(b.value)
-        );
-        if let Some((lo, hi)) = b.ci {
-            let cx = x0 + bw / 2.0;
-            let _ = write!(
-                s,
-                r##"<path class="errbar" d="M{cx:.1},{:.1}V{:.1}M{:.1},{:.1}H{:.1}M{:.1},{:.1}H{:.1}" stroke="#222" stroke-width="1.5" fill="none"/>"##,
-                y(lo.max(0.0)),
-                y(hi),
-                cx - 6.0,
-                y(hi),
-                cx + 6.0,
-                cx - 6.0,
-                y(lo.max(0.0)),
-                cx + 6.0
-            );
-        }
-        let _ = write!(
-            s,
-            r#"<text x="{:.1}" y="{:.1}" font-size="11" text-anchor="end" transform="rotate(-30 {:.1} {:.1})">{}</text>"#,
-            x0 + bw / 2.0,
-            H - B + 14.0,
-            x0 + bw / 2.0,
-            H - B + 14.0,
-            esc(&b.label)
-        );
+/// A tick label with as many decimals as its step needs ("0.25", "20k", "1.5M"), so the
+/// labels of one axis read alike and none is longer than it must be.
+pub fn tick_label(v: f64, step: f64) -> String {
+    if v == 0.0 {
+        return "0".into();
     }
-    s.push_str("</svg>");
-    s
-}
-
-/// One line: name, colour index, points (x, y).
-pub struct Line {
-    pub name: String,
-    pub color: usize,
-    pub points: Vec<(f64, f64)>,
-}
-
-/// A line chart. With `log2_x`, x positions are log2-spaced (queue depths, thread counts).
-pub fn lines(title: &str, x_label: &str, y_label: &str, log2_x: bool, data: &[Line]) -> String {
-    let pts = data.iter().flat_map(|l| l.points.iter());
-    let (mut xmin, mut xmax, mut ymax) = (f64::INFINITY, f64::NEG_INFINITY, 0.0f64);
-    for &(x, yv) in pts {
-        let x = if log2_x { x.max(1e-9).log2() } else { x };
-        xmin = xmin.min(x);
-        xmax = xmax.max(x);
-        ymax = ymax.max(yv);
-    }
-    if !xmin.is_finite() {
-        return String::new();
-    }
-    if xmax <= xmin {
-        xmax = xmin + 1.0;
-    }
-    let yt = ticks(0.0, if ymax > 0.0 { ymax } else { 1.0 }, 5);
-    let ytop = yt.last().copied().unwrap_or(1.0).max(ymax);
-    let y = |v: f64| T + (H - T - B) * (1.0 - v / ytop);
-    let x = |v: f64| {
-        let v = if log2_x { v.max(1e-9).log2() } else { v };
-        L + (W - L - R - 110.0) * (v - xmin) / (xmax - xmin)
+    let a = v.abs().max(step.abs());
+    let (div, suffix) = if a >= 1e9 {
+        (1e9, "G")
+    } else if a >= 1e6 {
+        (1e6, "M")
+    } else if a >= 1e4 {
+        (1e3, "k")
+    } else {
+        (1.0, "")
     };
-    let mut s = header(title);
-    axes(&mut s, &yt, y, y_label);
-    // x ticks: the distinct x values when few (log2 axes), else nice ticks.
-    let mut xs: Vec<f64> = data
-        .iter()
-        .flat_map(|l| l.points.iter().map(|p| p.0))
-        .collect();
-    xs.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
-    xs.dedup();
-    if xs.len() > 12 {
-        let (lo, hi) = (xs[0], xs[xs.len() - 1]);
-        xs = ticks(lo, hi, 6)
-            .into_iter()
-            .filter(|v| *v >= lo && *v <= hi)
-            .collect();
-    }
-    for v in xs {
-        let _ = write!(
-            s,
-            r#"<text x="{:.1}" y="{:.1}" font-size="11" text-anchor="middle">{}</text>"#,
-            x(v),
-            H - B + 16.0,
-            label(v)
-        );
-    }
-    let _ = write!(
-        s,
-        r#"<text x="{:.1}" y="{:.1}" font-size="12" text-anchor="middle">{}</text>"#,
-        L + (W - L - R - 110.0) / 2.0,
-        H - B + 40.0,
-        esc(x_label)
-    );
-    for (i, l) in data.iter().enumerate() {
-        let mut d = String::new();
-        for (j, &(px, py)) in l.points.iter().enumerate() {
-            let _ = write!(
-                d,
-                "{}{:.1},{:.1}",
-                if j == 0 { "M" } else { "L" },
-                x(px),
-                y(py)
-            );
-        }
-        let _ = write!(
-            s,
-            r#"<path class="line" d="{d}" stroke="{}" stroke-width="2" fill="none"><title>{}</title></path>"#,
-            color(l.color),
-            esc(&l.name)
-        );
-        for &(px, py) in &l.points {
-            let _ = write!(
-                s,
-                r#"<circle cx="{:.1}" cy="{:.1}" r="2.5" fill="{}"/>"#,
-                x(px),
-                y(py),
-                color(l.color)
-            );
-        }
-        // Legend.
-        let ly = T + 16.0 * i as f64;
-        let _ = write!(
-            s,
-            r#"<rect x="{:.1}" y="{:.1}" width="10" height="10" fill="{}"/><text x="{:.1}" y="{:.1}" font-size="11">{}</text>"#,
-            W - R - 100.0,
-            ly,
-            color(l.color),
-            W - R - 86.0,
-            ly + 9.0,
-            esc(&l.name)
-        );
-    }
-    s.push_str("</svg>");
-    s
+    let s = step.abs() / div;
+    // Steps are 1, 2 or 5 × 10^k: 10^-k needs k decimals (the epsilon absorbs log10's error).
+    let decimals = if s > 0.0 && s < 1.0 {
+        ((-s.log10() - 1e-9).ceil() as usize).min(6)
+    } else {
+        0
+    };
+    format!("{:.decimals$}{suffix}", v / div)
 }
 
-fn header(title: &str) -> String {
+/// Approximate width in pixels of `text` at `font_size` (system-ui averages ~0.6 em).
+fn text_width(text: &str, font_size: f64) -> f64 {
+    text.chars().count() as f64 * font_size * 0.6
+}
+
+const W: f64 = 600.0;
+const H: f64 = 320.0;
+const L: f64 = 64.0; // left margin (y labels)
+const R: f64 = 16.0;
+const T: f64 = 44.0; // top margin (title, and values written over the tallest bar)
+const B: f64 = 58.0; // bottom margin (x labels, turned when long)
+/// Width kept on the right for a legend, when a chart has one.
+const LEGEND: f64 = 104.0;
+
+/// A y axis: the value range and its ticks; `y` maps a value to a pixel row.
+struct YAxis {
+    lo: f64,
+    hi: f64,
+    ticks: Vec<f64>,
+    step: f64,
+}
+
+impl YAxis {
+    /// From 0 (or below, when a value or interval is negative) to above the largest value.
+    fn covering(values: impl Iterator<Item = f64>) -> YAxis {
+        let (mut lo, mut hi) = (0.0f64, 0.0f64);
+        for v in values.filter(|v| v.is_finite()) {
+            lo = lo.min(v);
+            hi = hi.max(v);
+        }
+        if hi <= lo {
+            hi = lo + 1.0;
+        }
+        let ticks = ticks(lo, hi, 5);
+        let step = tick_step(lo, hi, 5);
+        YAxis {
+            lo: ticks.first().copied().unwrap_or(lo).min(lo),
+            hi: ticks.last().copied().unwrap_or(hi).max(hi),
+            ticks,
+            step,
+        }
+    }
+
+    fn y(&self, v: f64) -> f64 {
+        T + (H - T - B) * (1.0 - (v - self.lo) / (self.hi - self.lo))
+    }
+}
+
+/// The `<svg>` opening and its title, shrunk to fit the width when it is long.
+fn header(title: &str, kind: &str) -> String {
+    let size = (14.0f64).min((W - 20.0) / (title.chars().count() as f64 * 0.6 + 1.0));
     format!(
-        r#"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {W} {H}" width="{W}" height="{H}" role="img"><title>{t}</title><text x="{:.1}" y="18" font-size="14" font-weight="bold" text-anchor="middle">{t}</text>"#,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" class="chart {kind}" viewBox="0 0 {W} {H}" width="{W}" height="{H}" role="img"><title>{t}</title><text class="title" x="{:.1}" y="18" font-size="{size:.1}" font-weight="bold" text-anchor="middle">{t}</text>"#,
         W / 2.0,
         t = esc(title)
     )
 }
 
-fn axes(s: &mut String, yt: &[f64], y: impl Fn(f64) -> f64, y_label: &str) {
-    for &v in yt {
+/// Grid lines, y tick labels, the axis lines (a darker zero line when the axis goes below
+/// it) and the y label; `right` is where the plot area ends.
+fn axes(s: &mut String, ax: &YAxis, right: f64, y_label: &str) {
+    for &v in &ax.ticks {
         let _ = write!(
             s,
-            r##"<line x1="{L}" x2="{:.1}" y1="{:.1}" y2="{:.1}" stroke="#ddd"/><text x="{:.1}" y="{:.1}" font-size="11" text-anchor="end">{}</text>"##,
-            W - R,
-            y(v),
-            y(v),
+            r##"<line x1="{L}" x2="{right:.1}" y1="{y:.1}" y2="{y:.1}" stroke="{}"/><text class="ytick" x="{:.1}" y="{:.1}" font-size="11" text-anchor="end">{}</text>"##,
+            if v == 0.0 { "#333" } else { "#e4e4e4" },
             L - 6.0,
-            y(v) + 4.0,
-            label(v)
+            ax.y(v) + 4.0,
+            tick_label(v, ax.step),
+            y = ax.y(v),
         );
     }
+    let mid = (H - B + T) / 2.0;
     let _ = write!(
         s,
-        r##"<line x1="{L}" x2="{L}" y1="{T}" y2="{:.1}" stroke="#333"/><line x1="{L}" x2="{:.1}" y1="{:.1}" y2="{:.1}" stroke="#333"/><text x="14" y="{:.1}" font-size="12" text-anchor="middle" transform="rotate(-90 14 {:.1})">{}</text>"##,
+        r##"<line x1="{L}" x2="{L}" y1="{T}" y2="{:.1}" stroke="#333"/><text x="14" y="{mid:.1}" font-size="12" text-anchor="middle" transform="rotate(-90 14 {mid:.1})">{}</text>"##,
         H - B,
-        W - R,
-        H - B,
-        H - B,
-        (H - B + T) / 2.0,
-        (H - B + T) / 2.0,
         esc(y_label)
     );
+}
+
+/// A legend at the top right: one swatch and name per series.
+fn legend(s: &mut String, entries: &[(String, usize)]) {
+    for (i, (name, c)) in entries.iter().enumerate() {
+        let ly = T + 16.0 * i as f64;
+        let _ = write!(
+            s,
+            r#"<rect x="{:.1}" y="{ly:.1}" width="10" height="10" fill="{}"/><text class="legend" x="{:.1}" y="{:.1}" font-size="11">{}</text>"#,
+            W - R - LEGEND + 8.0,
+            color(*c),
+            W - R - LEGEND + 22.0,
+            ly + 9.0,
+            esc(name)
+        );
+    }
 }
 
 #[cfg(test)]
@@ -266,43 +196,20 @@ mod tests {
         );
         let t = ticks(0.0, 0.37, 4);
         assert!(t.last().copied().unwrap() >= 0.37);
+        assert_eq!(ticks(0.0, 0.3, 3), vec![0.0, 0.1, 0.2, 0.3]);
+        assert_eq!(ticks(-12.0, 40.0, 5), vec![-20.0, 0.0, 20.0, 40.0]);
     }
 
+    /// Regression (issue 14): tick labels read "0.200", "0.400", … and overlapped.
     #[test]
-    fn charts_draw_every_datum() {
-        let b = bars(
-            "t",
-            "files/s",
-            &[
-                Bar {
-                    label: "ext4".into(),
-                    value: 10.0,
-                    ci: Some((8.0, 12.0)),
-                    color: 0,
-                },
-                Bar {
-                    label: "x<y".into(),
-                    value: 5.0,
-                    ci: None,
-                    color: 1,
-                },
-            ],
-        );
-        assert_eq!(b.matches("class=\"bar\"").count(), 2);
-        assert_eq!(b.matches("class=\"errbar\"").count(), 1);
-        assert!(b.contains("x&lt;y"));
-        let l = lines(
-            "t",
-            "queue depth",
-            "IOPS",
-            true,
-            &[Line {
-                name: "xfs".into(),
-                color: 2,
-                points: vec![(1.0, 5.0), (32.0, 50.0)],
-            }],
-        );
-        assert_eq!(l.matches("class=\"line\"").count(), 1);
-        assert!(l.contains(PALETTE[2]));
+    fn tick_labels_have_the_precision_of_their_step() {
+        assert_eq!(tick_label(0.2, 0.2), "0.2");
+        assert_eq!(tick_label(0.25, 0.05), "0.25");
+        assert_eq!(tick_label(0.0, 0.5), "0");
+        assert_eq!(tick_label(0.0, 10000.0), "0");
+        assert_eq!(tick_label(20000.0, 10000.0), "20k");
+        assert_eq!(tick_label(1_500_000.0, 500_000.0), "1.5M");
+        assert_eq!(tick_label(40.0, 20.0), "40");
+        assert_eq!(tick_label(-10.0, 10.0), "-10");
     }
 }

@@ -17,7 +17,7 @@ use std::fmt::Write;
 
 use serde_json::Value;
 
-use super::charts::{self, Line};
+use super::charts::{self, Bar, BarGroup, BarOpts, Line, XAxis};
 use super::format::header;
 use crate::plan::size::human_bytes;
 use crate::results::{Measurement, Status};
@@ -38,7 +38,7 @@ type GroupKey = Vec<(String, String)>;
 /// Per target: x → the values measured there (every repetition).
 type Samples = BTreeMap<String, Vec<(f64, Vec<f64>)>>;
 
-/// Appends the curves section (nothing when no workload's curve has two points on a line).
+/// Appends the curves section (nothing when no workload declares a curve with data).
 pub fn render(h: &mut String, ms: &[Measurement], colors: &BTreeMap<String, usize>) {
     let mut by_workload: BTreeMap<&str, Vec<&Measurement>> = BTreeMap::new();
     for m in ms.iter().filter(|m| m.status == Status::Ok) {
@@ -58,21 +58,7 @@ pub fn render(h: &mut String, ms: &[Measurement], colors: &BTreeMap<String, usiz
         }
         for x in xs {
             let on_x: Vec<&Curve> = curves.iter().filter(|c| c.x == x).collect();
-            for (key, per_curve) in groups(&ms, x, &on_x) {
-                let title = title(name, &key);
-                for (c, samples) in on_x.iter().zip(per_curve) {
-                    if !samples.values().any(|p| p.len() > 1) {
-                        continue;
-                    }
-                    body.push_str(&charts::lines(
-                        &format!("{title}: {}", header(c.metric)),
-                        c.x_label,
-                        c.y_label,
-                        c.log_x,
-                        &lines(&samples, colors),
-                    ));
-                }
-            }
+            workload_charts(&mut body, name, &ms, x, &on_x, colors);
         }
     }
     if body.is_empty() {
@@ -80,8 +66,192 @@ pub fn render(h: &mut String, ms: &[Measurement], colors: &BTreeMap<String, usiz
     }
     let _ = write!(
         h,
-        "<section id=\"curves\"><h2>Curves</h2><p>What each workload plots against its own parameters: one line per target, the mean of the repetitions at each point.</p><div class=\"charts\">{body}</div></section>"
+        "<section id=\"curves\"><h2>Curves</h2><p>What each workload plots against its own \
+         parameters: one line per target, the mean of the repetitions at each point. Where a \
+         workload measured a single value of the parameter, bars show each point there \
+         instead (dots: the repetitions, error bars: 95&nbsp;% intervals).</p>{body}</section>"
     );
+}
+
+/// One workload's charts against `x`: a line chart per group and curve where some line has
+/// two points (the curve's charts of a group side by side), and for the groups measured at
+/// a single `x`, one grouped bar chart per curve.
+fn workload_charts(
+    body: &mut String,
+    name: &str,
+    ms: &[&Measurement],
+    x: &str,
+    curves: &[&Curve],
+    colors: &BTreeMap<String, usize>,
+) {
+    let groups = groups(ms, x, curves);
+    let (fixed, varying) = split_keys(&groups);
+    let mut lines_html = String::new();
+    let mut single: Vec<(&GroupKey, &Vec<Samples>)> = Vec::new();
+    for (key, per_curve) in &groups {
+        let drawn = per_curve
+            .iter()
+            .any(|samples| samples.values().any(|p| p.len() > 1));
+        if !drawn {
+            single.push((key, per_curve));
+            continue;
+        }
+        let title = title(name, &only(key, &varying));
+        for (c, samples) in curves.iter().zip(per_curve) {
+            let _ = write!(
+                lines_html,
+                "<div>{}</div>",
+                charts::lines(
+                    &format!("{title}: {}", header(c.metric)),
+                    c.x_label,
+                    c.y_label,
+                    if c.log_x { XAxis::Log2 } else { XAxis::Linear },
+                    &lines(samples, colors),
+                )
+            );
+        }
+    }
+    let mut bars_html = String::new();
+    if !single.is_empty() {
+        let legend: Vec<(String, usize)> = targets(&single)
+            .into_iter()
+            .map(|t| {
+                let c = colors.get(&t).copied().unwrap_or(0);
+                (t, c)
+            })
+            .collect();
+        for (ci, c) in curves.iter().enumerate() {
+            let groups: Vec<BarGroup> = single
+                .iter()
+                .map(|(key, per_curve)| point_bars(key, &varying, &per_curve[ci], x, &legend))
+                .collect();
+            let opts = BarOpts {
+                legend: legend.clone(),
+                ..BarOpts::default()
+            };
+            let _ = write!(
+                bars_html,
+                "<div>{}</div>",
+                charts::bar_chart(
+                    &format!("{name}: {} at the {} measured", header(c.metric), c.x_label),
+                    c.y_label,
+                    &groups,
+                    &opts
+                )
+            );
+        }
+    }
+    if lines_html.is_empty() && bars_html.is_empty() {
+        return;
+    }
+    let _ = write!(body, "<h3>{}</h3>", esc(name));
+    if !fixed.is_empty() {
+        let _ = write!(
+            body,
+            "<p>Every chart: {}.</p>",
+            esc(&title("", &fixed).trim_start().replace(' ', ", "))
+        );
+    }
+    let _ = write!(body, "<div class=\"charts\">{lines_html}{bars_html}</div>");
+}
+
+/// The group keys' parameters split into those with one value in every group (said once)
+/// and those that tell groups apart (in each title).
+fn split_keys(groups: &BTreeMap<GroupKey, Vec<Samples>>) -> (GroupKey, BTreeSet<String>) {
+    let mut values: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+    for key in groups.keys() {
+        for (k, v) in key {
+            values.entry(k).or_default().insert(v);
+        }
+    }
+    let mut fixed = GroupKey::new();
+    let mut varying = BTreeSet::new();
+    for (k, vs) in values {
+        if vs.len() == 1 {
+            fixed.push((
+                k.to_string(),
+                vs.into_iter().next().unwrap_or_default().to_string(),
+            ));
+        } else {
+            varying.insert(k.to_string());
+        }
+    }
+    (fixed, varying)
+}
+
+/// The parameters of `key` that are in `names`.
+fn only(key: &GroupKey, names: &BTreeSet<String>) -> GroupKey {
+    key.iter()
+        .filter(|(k, _)| names.contains(k))
+        .cloned()
+        .collect()
+}
+
+/// Every target with a value in any of the groups, sorted.
+fn targets(single: &[(&GroupKey, &Vec<Samples>)]) -> Vec<String> {
+    let set: BTreeSet<String> = single
+        .iter()
+        .flat_map(|(_, per_curve)| per_curve.iter().flat_map(|s| s.keys().cloned()))
+        .collect();
+    set.into_iter().collect()
+}
+
+/// One group measured at a single x: a bar per target (mean, 95 % interval, repetitions),
+/// labelled by the parameters that vary between groups and the x it was measured at.
+fn point_bars(
+    key: &GroupKey,
+    varying: &BTreeSet<String>,
+    samples: &Samples,
+    x: &str,
+    legend: &[(String, usize)],
+) -> BarGroup {
+    // Words bare ("randread"), numbers with their name ("bs=4096").
+    let mut label: Vec<String> = only(key, varying)
+        .into_iter()
+        .map(|(k, v)| {
+            if v.parse::<f64>().is_ok() {
+                format!("{k}={v}")
+            } else {
+                v
+            }
+        })
+        .collect();
+    let mut bars = Vec::new();
+    for (t, color) in legend {
+        let Some(points) = samples.get(t) else {
+            continue;
+        };
+        for (xv, ys) in points {
+            let xs = if xv.fract() == 0.0 {
+                format!("{x}={xv:.0}")
+            } else {
+                format!("{x}={}", crate::report::format::sig3(*xv))
+            };
+            if !label.contains(&xs) {
+                label.push(xs);
+            }
+            let Some(s) = crate::stats::summarize(ys) else {
+                continue;
+            };
+            bars.push(Bar {
+                label: t.clone(),
+                value: s.mean,
+                ci: s.ci95,
+                reps: ys.clone(),
+                color: *color,
+            });
+        }
+    }
+    BarGroup {
+        label: label.join(" "),
+        bars,
+    }
+}
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
 }
 
 fn curve_of(c: &Chart) -> Curve {

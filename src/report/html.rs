@@ -4,10 +4,12 @@
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
-use super::charts::{self, Bar, Line};
 use super::format::{header, legend, row_cells, value};
 use super::model::{Mark, Report};
-use crate::results::{Measurement, Status};
+use crate::results::Measurement;
+
+mod figures;
+mod series;
 
 fn esc(s: &str) -> String {
     s.replace('&', "&amp;")
@@ -28,12 +30,37 @@ fn target_colors(r: &Report) -> BTreeMap<String, usize> {
     m
 }
 
-const STYLE: &str = "body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1100px;color:#222}\
+/// A two-column grid of charts at 1280 px (one on a narrow screen); each SVG scales to its
+/// cell. The relative-view toggle is pure CSS, so it works with scripts off.
+const STYLE: &str = "body{font-family:system-ui,sans-serif;margin:1.5em auto;max-width:1240px;padding:0 16px;color:#222}\
 h1{font-size:1.6em}h2{border-bottom:1px solid #ccc;padding-bottom:.2em;margin-top:2em}\
 table{border-collapse:collapse;margin:.5em 0 1em;font-size:.9em}td,th{border:1px solid #ddd;padding:3px 8px;text-align:right}\
 td:first-child,th:first-child{text-align:left}.best{color:#1a7f37;font-weight:bold}.worst{color:#b42318}\
-.incomplete{background:#fff3cd;border:1px solid #e0b000;padding:.6em 1em}.charts{display:flex;flex-wrap:wrap;gap:12px}\
+.incomplete{background:#fff3cd;border:1px solid #e0b000;padding:.6em 1em}\
+.charts{display:grid;grid-template-columns:repeat(auto-fill,minmax(520px,1fr));gap:14px;margin-top:.6em}\
+.charts>div{min-width:0}.charts svg{width:100%;height:auto;display:block}\
+#relative:checked~.charts .abs,#relative:not(:checked)~.charts .rel{display:none}\
+label[for=relative]{margin-left:.3em;cursor:pointer}\
 .warn{color:#8a5300;font-size:.85em}code{background:#f4f4f4;padding:0 3px}svg{background:#fff;border:1px solid #eee}";
+
+/// Runs in the page: `?only=ID` shows one section (for sharing it, and for the browser
+/// test's per-section screenshots), `?view=relative` turns the toggle on. Then a self-check
+/// a test can read from the DOM: charts and marks drawn, text labels that overlap (any two
+/// level labels of one chart whose boxes intersect), each visible chart's box, any script
+/// error.
+const SCRIPT: &str = "window.addEventListener('error',function(e){document.body.dataset.error=String(e.message)});\
+var q=new URLSearchParams(location.search),only=q.get('only');\
+if(only){document.querySelectorAll('body>section,body>p,body>h1').forEach(function(s){if(s.id!==only)s.style.display='none'})}\
+if(q.get('view')==='relative'){document.getElementById('relative').checked=true}\
+var d=document.body.dataset,svgs=[].slice.call(document.querySelectorAll('svg.chart'));\
+d.charts=svgs.length;d.marks=document.querySelectorAll('svg .bar, svg .line').length;\
+var over=[],boxes=[];svgs.forEach(function(svg,k){var b=svg.getBoundingClientRect();if(b.width===0)return;\
+boxes.push([k,Math.round(b.left+scrollX),Math.round(b.top+scrollY),Math.round(b.width),Math.round(b.height)]);\
+var t=[].slice.call(svg.querySelectorAll('text:not([transform])')).map(function(e){return [e,e.getBoundingClientRect()]}).filter(function(p){return p[1].width>0});\
+for(var i=0;i<t.length;i++)for(var j=i+1;j<t.length;j++){var a=t[i][1],c=t[j][1];\
+if(a.left<c.right-.5&&c.left<a.right-.5&&a.top<c.bottom-.5&&c.top<a.bottom-.5)over.push(t[i][0].textContent+'|'+t[j][0].textContent)}});\
+d.overlaps=over.length;d.overlapping=over.slice(0,5).join(';');d.boxes=JSON.stringify(boxes);\
+d.height=document.documentElement.scrollHeight;";
 
 /// Renders the page.
 pub fn render(r: &Report) -> String {
@@ -53,20 +80,13 @@ pub fn render(r: &Report) -> String {
         );
     }
     summary(&mut h, r);
-    bar_charts(&mut h, r, &colors);
-    scaling(&mut h, r, &colors);
+    figures::bar_charts(&mut h, r, &colors);
+    figures::scaling(&mut h, r, &colors);
     super::curves::render(&mut h, &r.measurements, &colors);
-    series(&mut h, &r.measurements, &colors);
+    series::render(&mut h, &r.measurements, &colors);
     amplification(&mut h, r);
     provenance(&mut h, r);
-    // A self-check a browser test can read: how many charts were drawn, and any script error.
-    // `report.html?only=ID` shows one section (for sharing it, and for the browser test's
-    // per-section screenshots); the data attributes are a self-check a test can read.
-    h.push_str("<script>window.addEventListener('error',function(e){document.body.dataset.error=String(e.message)});\
-var only=new URLSearchParams(location.search).get('only');\
-if(only){document.querySelectorAll('body>section,body>p,body>h1').forEach(function(s){if(s.id!==only)s.style.display='none'})}\
-document.body.dataset.charts=document.querySelectorAll('svg').length;\
-document.body.dataset.marks=document.querySelectorAll('svg .bar, svg .line').length;</script>");
+    let _ = write!(h, "<script>{SCRIPT}</script>");
     h.push_str("</body></html>\n");
     h
 }
@@ -146,181 +166,6 @@ fn summary(h: &mut String, r: &Report) {
         }
     }
     h.push_str("</section>");
-}
-
-fn bar_charts(h: &mut String, r: &Report, colors: &BTreeMap<String, usize>) {
-    h.push_str("<section id=\"bars\"><h2>Per workload</h2><p>Mean of the repetitions; error bars are 95&nbsp;% confidence intervals.</p><div class=\"charts\">");
-    for s in &r.sections {
-        let bars: Vec<Bar> = s
-            .rows
-            .iter()
-            .filter_map(|row| {
-                let m = row.metric(&s.key_metric)?;
-                Some(Bar {
-                    label: row.target.clone(),
-                    value: m.summary.mean,
-                    ci: m.summary.ci95,
-                    color: colors.get(&row.target).copied().unwrap_or(0),
-                })
-            })
-            .collect();
-        if !bars.is_empty() {
-            let unit = format!(
-                "{} ({})",
-                header(&s.key_metric),
-                if s.higher_is_better {
-                    "higher is better"
-                } else {
-                    "lower is better"
-                }
-            );
-            h.push_str(&charts::bars(&s.title(), &unit, &bars));
-        }
-    }
-    h.push_str("</div></section>");
-}
-
-fn scaling(h: &mut String, r: &Report, colors: &BTreeMap<String, usize>) {
-    let mut by: BTreeMap<(String, String), Vec<&super::model::Section>> = BTreeMap::new();
-    for s in &r.sections {
-        by.entry((s.workload.clone(), s.variant.clone()))
-            .or_default()
-            .push(s);
-    }
-    let multi: Vec<_> = by.into_iter().filter(|(_, v)| v.len() > 1).collect();
-    if multi.is_empty() {
-        return;
-    }
-    h.push_str("<section id=\"scaling\"><h2>Thread scaling</h2><div class=\"charts\">");
-    for ((w, v), secs) in multi {
-        let key = secs[0].key_metric.clone();
-        let mut lines: BTreeMap<String, Vec<(f64, f64)>> = BTreeMap::new();
-        for s in &secs {
-            for row in &s.rows {
-                if let Some(m) = row.mean(&key) {
-                    lines
-                        .entry(row.target.clone())
-                        .or_default()
-                        .push((s.threads as f64, m));
-                }
-            }
-        }
-        let data: Vec<Line> = lines
-            .into_iter()
-            .map(|(t, mut p)| {
-                p.sort_by(|a, b| a.0.total_cmp(&b.0));
-                Line {
-                    color: colors.get(&t).copied().unwrap_or(0),
-                    name: t,
-                    points: p,
-                }
-            })
-            .collect();
-        let title = if v.is_empty() {
-            w
-        } else {
-            format!("{w} [{v}]")
-        };
-        h.push_str(&charts::lines(
-            &title,
-            "threads",
-            &header(&key),
-            true,
-            &data,
-        ));
-    }
-    h.push_str("</div></section>");
-}
-
-/// Rates between consecutive samples of a cumulative counter, downsampled.
-fn rate(points: &[(f64, f64)]) -> Vec<(f64, f64)> {
-    let r: Vec<(f64, f64)> = points
-        .windows(2)
-        .filter(|w| w[1].0 > w[0].0)
-        .map(|w| (w[1].0, (w[1].1 - w[0].1).max(0.0) / (w[1].0 - w[0].0)))
-        .collect();
-    downsample(r)
-}
-
-fn downsample(v: Vec<(f64, f64)>) -> Vec<(f64, f64)> {
-    const MAX: usize = 120;
-    if v.len() <= MAX {
-        return v;
-    }
-    let step = v.len().div_ceil(MAX);
-    v.into_iter().step_by(step).collect()
-}
-
-fn series(h: &mut String, ms: &[Measurement], colors: &BTreeMap<String, usize>) {
-    // The first ok repetition of each (workload, variant, target) at the lowest thread count.
-    let mut chosen: BTreeMap<(String, String), BTreeMap<String, &Measurement>> = BTreeMap::new();
-    for m in ms
-        .iter()
-        .filter(|m| m.status == Status::Ok && m.series.len() >= 2)
-    {
-        let e = chosen
-            .entry((m.workload.clone(), m.variant.clone()))
-            .or_default();
-        match e.get(&m.target) {
-            Some(prev) if (prev.threads, prev.repetition) <= (m.threads, m.repetition) => {}
-            _ => {
-                e.insert(m.target.clone(), m);
-            }
-        }
-    }
-    if chosen.is_empty() {
-        return;
-    }
-    h.push_str("<section id=\"series\"><h2>Monitor time series</h2><p>Device throughput of the target's block device, page cache and dirty memory, sampled every 200&nbsp;ms during the measured phase (first repetition).</p><div class=\"charts\">");
-    for ((w, v), targets) in chosen.iter().take(40) {
-        let title = if v.is_empty() {
-            w.clone()
-        } else {
-            format!("{w} [{v}]")
-        };
-        let line = |f: &dyn Fn(&crate::monitor::Sample) -> f64, is_rate: bool| -> Vec<Line> {
-            targets
-                .iter()
-                .map(|(t, m)| {
-                    let pts: Vec<(f64, f64)> = m.series.iter().map(|s| (s.t, f(s))).collect();
-                    Line {
-                        name: t.clone(),
-                        color: colors.get(t).copied().unwrap_or(0),
-                        points: if is_rate { rate(&pts) } else { downsample(pts) },
-                    }
-                })
-                .collect()
-        };
-        h.push_str(&charts::lines(
-            &format!("{title}: device writes"),
-            "seconds",
-            "MB/s written",
-            false,
-            &line(&|s| s.device_write_bytes as f64 / 1e6, true),
-        ));
-        h.push_str(&charts::lines(
-            &format!("{title}: device reads"),
-            "seconds",
-            "MB/s read",
-            false,
-            &line(&|s| s.device_read_bytes as f64 / 1e6, true),
-        ));
-        h.push_str(&charts::lines(
-            &format!("{title}: page cache"),
-            "seconds",
-            "cached (MiB)",
-            false,
-            &line(&|s| s.cached_bytes as f64 / 1048576.0, false),
-        ));
-        h.push_str(&charts::lines(
-            &format!("{title}: dirty memory"),
-            "seconds",
-            "dirty (MiB)",
-            false,
-            &line(&|s| s.dirty_bytes as f64 / 1048576.0, false),
-        ));
-    }
-    h.push_str("</div></section>");
 }
 
 fn amplification(h: &mut String, r: &Report) {

@@ -95,7 +95,9 @@ impl Workload for IoWorkload {
     fn columns(&self) -> &'static [&'static str] {
         &[
             "mb_per_s",
+            "lat_p50_us",
             "lat_p99_us",
+            "lat_p99_9_us",
             "device_read_latency_ms",
             "device_write_latency_ms",
             "write_amplification",
@@ -106,7 +108,9 @@ impl Workload for IoWorkload {
     fn metric_headers(&self) -> &'static [(&'static str, &'static str)] {
         &[
             ("iops", "IOPS"),
+            ("lat_p50_us", "p50 lat"),
             ("lat_p99_us", "p99 lat"),
+            ("lat_p99_9_us", "p99.9 lat"),
             ("fio_cpu_sys_pct", "fio sys CPU"),
         ]
     }

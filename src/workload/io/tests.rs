@@ -562,3 +562,15 @@ fn fio_errors_keep_their_status() {
     let lie = WorkloadError::from(FioError::Verify("moved 0 bytes".into()));
     assert!(matches!(lie, WorkloadError::Verify(_)));
 }
+
+/// Regression (issue 14): the io tables showed p99 alone; p50 and p99.9 say how wide the
+/// latency distribution is.
+#[test]
+fn io_tables_show_latency_percentiles() {
+    for w in [IoWorkload::quick(), IoWorkload::sweep()] {
+        let cols = w.columns();
+        for c in ["lat_p50_us", "lat_p99_us", "lat_p99_9_us"] {
+            assert!(cols.contains(&c), "{}: no column {c}", w.name());
+        }
+    }
+}

@@ -1,0 +1,198 @@
+//! The monitor's time series: device throughput, page cache and dirty memory over the
+//! measured phase of each workload point's first repetition, one line per target.
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+use super::esc;
+use crate::monitor::{Sample, FAST_INTERVAL, FAST_SPAN};
+use crate::report::charts::{self, Line, XAxis};
+use crate::results::{Measurement, Status};
+
+/// Fewer samples than this draw a line that says nothing (two points are a straight line):
+/// such a phase gets a sentence instead of four empty-looking charts.
+pub const MIN_POINTS: usize = 5;
+
+/// At most this many points per line; longer series are thinned evenly.
+const MAX_POINTS: usize = 120;
+
+/// Rates between consecutive samples of a cumulative counter, downsampled. A counter is 0
+/// at the start of the phase by definition, so a series recorded without its t = 0
+/// baseline (older results) gets it back and its first rate is not lost.
+fn rate(points: &[(f64, f64)]) -> Vec<(f64, f64)> {
+    let mut all = Vec::with_capacity(points.len() + 1);
+    if points.first().is_some_and(|p| p.0 > 0.0) {
+        all.push((0.0, 0.0));
+    }
+    all.extend_from_slice(points);
+    let r: Vec<(f64, f64)> = all
+        .windows(2)
+        .filter(|w| w[1].0 > w[0].0)
+        .map(|w| (w[1].0, (w[1].1 - w[0].1).max(0.0) / (w[1].0 - w[0].0)))
+        .collect();
+    downsample(r)
+}
+
+fn downsample(v: Vec<(f64, f64)>) -> Vec<(f64, f64)> {
+    if v.len() <= MAX_POINTS {
+        return v;
+    }
+    let step = v.len().div_ceil(MAX_POINTS);
+    v.into_iter().step_by(step).collect()
+}
+
+/// What each chart plots: title suffix, y label, the value of a sample, whether it is a
+/// cumulative counter (plotted as a rate).
+type Quantity = (&'static str, &'static str, fn(&Sample) -> f64, bool);
+
+const QUANTITIES: [Quantity; 4] = [
+    (
+        "device writes",
+        "MB/s written",
+        |s| s.device_write_bytes as f64 / 1e6,
+        true,
+    ),
+    (
+        "device reads",
+        "MB/s read",
+        |s| s.device_read_bytes as f64 / 1e6,
+        true,
+    ),
+    (
+        "page cache",
+        "cached (MiB)",
+        |s| s.cached_bytes as f64 / 1048576.0,
+        false,
+    ),
+    (
+        "dirty memory",
+        "dirty (MiB)",
+        |s| s.dirty_bytes as f64 / 1048576.0,
+        false,
+    ),
+];
+
+pub(super) fn render(h: &mut String, ms: &[Measurement], colors: &BTreeMap<String, usize>) {
+    // The first ok repetition of each (workload, variant, target) at the lowest thread count.
+    let mut chosen: BTreeMap<(String, String), BTreeMap<String, &Measurement>> = BTreeMap::new();
+    for m in ms
+        .iter()
+        .filter(|m| m.status == Status::Ok && !m.series.is_empty())
+    {
+        let e = chosen
+            .entry((m.workload.clone(), m.variant.clone()))
+            .or_default();
+        match e.get(&m.target) {
+            Some(prev) if (prev.threads, prev.repetition) <= (m.threads, m.repetition) => {}
+            _ => {
+                e.insert(m.target.clone(), m);
+            }
+        }
+    }
+    if chosen.is_empty() {
+        return;
+    }
+    let _ = write!(
+        h,
+        "<section id=\"series\"><h2>Monitor time series</h2><p>Device throughput of the \
+         target's block device, page cache and dirty memory during the measured phase of the \
+         first repetition, sampled every {}&nbsp;ms in the first {}&nbsp;s and more slowly \
+         after.</p><div class=\"charts\">",
+        FAST_INTERVAL.as_millis(),
+        FAST_SPAN.as_secs()
+    );
+    let mut too_short = Vec::new();
+    for ((w, v), targets) in chosen.iter().take(40) {
+        let title = if v.is_empty() {
+            w.clone()
+        } else {
+            format!("{w} [{v}]")
+        };
+        let fewest = targets.values().map(|m| m.series.len()).min().unwrap_or(0);
+        if fewest < MIN_POINTS {
+            let longest = targets
+                .values()
+                .filter_map(|m| m.series.last().map(|s| s.t))
+                .fold(0.0f64, f64::max);
+            too_short.push(format!(
+                "<li>{}: phase too short to chart ({fewest} sample{} in {:.2}&nbsp;s)</li>",
+                esc(&title),
+                if fewest == 1 { "" } else { "s" },
+                longest
+            ));
+            continue;
+        }
+        for (what, y_label, f, is_rate) in QUANTITIES {
+            let data: Vec<Line> = targets
+                .iter()
+                .map(|(t, m)| {
+                    let pts: Vec<(f64, f64)> = m.series.iter().map(|s| (s.t, f(s))).collect();
+                    Line {
+                        name: t.clone(),
+                        color: colors.get(t).copied().unwrap_or(0),
+                        points: if is_rate { rate(&pts) } else { downsample(pts) },
+                    }
+                })
+                .collect();
+            let _ = write!(
+                h,
+                "<div>{}</div>",
+                charts::lines(
+                    &format!("{title}: {what}"),
+                    "seconds",
+                    y_label,
+                    XAxis::FromZero,
+                    &data
+                )
+            );
+        }
+    }
+    h.push_str("</div>");
+    if !too_short.is_empty() {
+        let _ = write!(h, "<ul class=\"short\">{}</ul>", too_short.concat());
+    }
+    h.push_str("</section>");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_series_without_its_baseline_still_rates_from_zero() {
+        assert_eq!(
+            rate(&[(0.5, 10.0), (1.0, 30.0)]),
+            [(0.5, 20.0), (1.0, 40.0)]
+        );
+        assert_eq!(rate(&[(0.0, 0.0), (0.5, 10.0)]), [(0.5, 20.0)]);
+    }
+
+    fn measurement(target: &str, samples: usize) -> Measurement {
+        Measurement {
+            target: target.into(),
+            workload: "w".into(),
+            status: Status::Ok,
+            series: (0..samples)
+                .map(|i| Sample {
+                    t: i as f64 * 0.05,
+                    device_write_bytes: i as u64 * 1_000_000,
+                    ..Default::default()
+                })
+                .collect(),
+            ..Default::default()
+        }
+    }
+
+    /// Regression (issue 14): a 0.2 s phase drew four charts of one or two points each.
+    #[test]
+    fn a_phase_with_too_few_samples_gets_a_sentence_not_charts() {
+        let mut h = String::new();
+        render(&mut h, &[measurement("a", 2)], &BTreeMap::new());
+        assert!(h.contains("phase too short to chart (2 samples"), "{h}");
+        assert!(!h.contains("<svg"), "{h}");
+        let mut h = String::new();
+        render(&mut h, &[measurement("a", MIN_POINTS)], &BTreeMap::new());
+        assert_eq!(h.matches("<svg").count(), 4, "{h}");
+        assert!(!h.contains("too short"), "{h}");
+    }
+}
