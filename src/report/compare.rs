@@ -12,12 +12,10 @@ use serde::Serialize;
 use super::fit::{fit, Col};
 use super::format::{header, legend, mean_ci};
 use super::model::{self, ALPHA};
-use super::verdicts::runs_phrase;
 use super::width::wrap;
 use crate::results::store;
-use crate::stats::{
-    self, benjamini_hochberg, decide, next_level, runs_to_decide, Decision, Verdict,
-};
+use crate::stats::decision::MAX_RUNS_ESTIMATE;
+use crate::stats::{self, benjamini_hochberg, decide, next_level, runs_to_decide, Decision};
 
 /// Two results directories compared.
 #[derive(Debug, Clone, Serialize)]
@@ -50,7 +48,8 @@ pub struct CompareRow {
     pub decision: Option<Decision>,
     /// Benjamini–Hochberg-adjusted p-value.
     pub p_adjusted: Option<f64>,
-    /// Runs per side that would likely decide an undecided comparison.
+    /// More runs per side that would likely decide an undecided comparison ("~N more" in
+    /// the tables; more than the estimate's limit when absent).
     pub runs_to_decide: Option<usize>,
 }
 
@@ -73,15 +72,11 @@ impl CompareRow {
     fn decision_text(&self) -> String {
         match self.decision {
             None => "too few runs".into(),
-            Some(Decision::Undecided) => format!(
-                "undecided, {}",
-                runs_phrase(&Verdict {
-                    decision: Decision::Undecided,
-                    p_adjusted: self.p_adjusted.unwrap_or(1.0),
-                    margin_pct: 0.0,
-                    runs_to_decide: self.runs_to_decide,
-                })
-            ),
+            Some(Decision::Undecided) => match self.runs_to_decide {
+                Some(n) if n > 0 => format!("undecided, ~{n} more"),
+                Some(_) => "undecided".into(),
+                None => format!("undecided, > {MAX_RUNS_ESTIMATE}"),
+            },
             Some(d) => d.as_str().into(),
         }
     }
@@ -186,8 +181,17 @@ pub fn render_table(c: &Comparison, color: bool, width: usize) -> String {
     let col = |h: &str, f: &dyn Fn(&CompareRow) -> String| {
         Col::new(h, c.rows.iter().map(f).collect::<Vec<_>>())
     };
+    // The thread count is part of the point when the runs had several: it cannot be left
+    // out with a column then.
+    let multi = c.rows.iter().any(|r| r.threads != c.rows[0].threads);
     let cols = vec![
-        col("workload", &|r| r.point()),
+        col("workload", &|r| {
+            if multi {
+                format!("{}, {} thr", r.point(), r.threads)
+            } else {
+                r.point()
+            }
+        }),
         col("threads", &|r| r.threads.to_string())
             .numeric()
             .drop_rank(Some(2)),
@@ -219,7 +223,14 @@ pub fn render_table(c: &Comparison, color: bool, width: usize) -> String {
         "",
         "  ",
     ));
-    out.push_str(&wrap(&legend(c.margin_pct), width, "", ""));
+    let mut legend = legend(c.margin_pct);
+    if c.rows
+        .iter()
+        .any(|r| r.decision == Some(Decision::Undecided))
+    {
+        legend.push_str("; ~N more = runs per target that would likely decide it");
+    }
+    out.push_str(&wrap(&legend, width, "", ""));
     for l in lines {
         out.push_str(&l);
         out.push('\n');

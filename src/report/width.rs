@@ -45,7 +45,19 @@ pub fn wrap(text: &str, width: usize, first: &str, rest: &str) -> String {
     let mut line = first.to_string();
     let mut empty = true;
     let mut indent_len = display_width(first);
-    for word in text.split_whitespace() {
+    // A unit stays with its number: "5 %" never breaks before the "%".
+    let mut words: Vec<String> = Vec::new();
+    for w in text.split_whitespace() {
+        match words.last_mut() {
+            Some(last) if w.starts_with('%') => {
+                last.push(' ');
+                last.push_str(w);
+            }
+            _ => words.push(w.to_string()),
+        }
+    }
+    for word in &words {
+        let word = word.as_str();
         let wl = display_width(word);
         let need = if empty { wl } else { wl + 1 };
         if !empty && display_width(&line) + need > width {
@@ -120,6 +132,10 @@ mod tests {
             assert!(out.lines().all(|l| display_width(l) <= w), "{w}:\n{out}");
             let words: Vec<&str> = out.split_whitespace().collect();
             assert!(words.contains(&"Benjamini–Hochberg"));
+            assert!(
+                !out.lines().any(|l| l.trim_start().starts_with('%')),
+                "{out}"
+            );
         }
         let listed = wrap_lines("  ext4   a description that goes on and on", 20, 9);
         assert!(listed.lines().all(|l| display_width(l) <= 20), "{listed}");
