@@ -387,3 +387,51 @@ fn the_overall_ranking_is_a_geometric_mean_with_its_interval() {
         [("ext4", Some(1)), ("xfs", Some(2)), ("btrfs", Some(3))]
     );
 }
+
+#[test]
+fn dry_run_summarises_without_debug_text_and_lists_cells_only_when_verbose() {
+    let work = tempfile::tempdir().unwrap();
+    let w = work.path().to_str().unwrap();
+    let short = stdout(&fsarena(&["run", "--dry-run", "--work-dir", w]));
+    assert!(short.lines().count() < 30, "{short}");
+    for debug in ["Small", "Fixed(", "Auto {", "[1]"] {
+        assert!(!short.contains(debug), "`{debug}` in:\n{short}");
+    }
+    assert!(
+        short.contains("repetitions =") && short.contains("cells"),
+        "{short}"
+    );
+    assert!(
+        short.contains("data set: small") && short.contains("estimate:"),
+        "{short}"
+    );
+    assert!(!short.contains("cell 1:"), "{short}");
+    let long = stdout(&fsarena(&[
+        "run",
+        "--dry-run",
+        "--verbose",
+        "--work-dir",
+        w,
+    ]));
+    assert!(
+        long.contains("cell 1:") && long.lines().count() > 100,
+        "{long}"
+    );
+}
+
+#[test]
+fn completions_and_the_man_page_come_from_the_clap_definitions() {
+    let bash = stdout(&fsarena(&["completions", "bash"]));
+    assert!(
+        bash.contains("_fsarena") && bash.contains("--fail-if-worse"),
+        "{bash}"
+    );
+    let man = stdout(&fsarena(&["man"]));
+    assert!(
+        man.starts_with(".ie") || man.contains(".TH fsarena"),
+        "{man}"
+    );
+    assert!(man.contains("compare"), "{man}");
+    let bad = fsarena(&["completions", "cmd.exe"]);
+    assert_eq!(bad.status.code(), Some(2));
+}
