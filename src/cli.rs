@@ -15,6 +15,12 @@ use crate::plan::Plan;
 use crate::provision::{cleanup, host, workdir};
 use crate::runner::{self, RunError, RunOptions};
 
+mod commands;
+mod generate;
+pub mod output;
+
+use output::{emit, is_closed_pipe, OutputArgs};
+
 /// Exit code: everything measured `ok`.
 pub const EXIT_OK: i32 = 0;
 /// Exit code: the run finished but some measurement did not end `ok`.
@@ -29,7 +35,8 @@ pub const EXIT_BAD_INPUT: i32 = 2;
     about = "A file-system benchmark lab: provision file systems, run workloads, compare honestly.",
     after_help = "Run `fsarena doctor` first to see what this host can test.\n\n\
 Exit codes: 0 every measurement of the plan ok; 1 some measurement failed, the plan is \
-incomplete, or the run was interrupted (finish it with --resume); 2 bad input or a refusal, \
+incomplete, or the run was interrupted (finish it with --resume), or `compare --fail-if-worse` \
+found a comparison worse by more than its margin; 2 bad input or a refusal, \
 nothing provisioned; 130 / 143 a second Ctrl-C / SIGTERM tore everything down at once; \
 101 a panic, never intended (please report it)."
 )]
@@ -55,15 +62,30 @@ pub enum Command {
         /// Equivalence margin in % of the baseline (default: the run's, else 5).
         #[arg(long, value_name = "PCT", value_parser = parse_margin, allow_negative_numbers = true)]
         margin: Option<f64>,
+        #[command(flatten)]
+        output: OutputArgs,
     },
-    /// Compare two results directories of the same plan side by side.
+    /// Compare two results directories of the same plan side by side (B against A).
     Compare {
         dir_a: PathBuf,
         dir_b: PathBuf,
         /// Equivalence margin in % of A (default 5).
         #[arg(long, value_name = "PCT", value_parser = parse_margin, allow_negative_numbers = true)]
         margin: Option<f64>,
+        /// Exit 1 when any key metric is significantly worse in B (decided `worse` after
+        /// Benjamini–Hochberg) by more than PCT % of A; for scripts and CI.
+        #[arg(long, value_name = "PCT", value_parser = parse_pct)]
+        fail_if_worse: Option<f64>,
+        #[command(flatten)]
+        output: OutputArgs,
     },
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff), generated from these definitions: `fsarena man > fsarena.1`.
+    Man,
     /// Remove mounts, loop devices and images left by a killed run (touches nothing else).
     Cleanup {
         /// The work directory root the run used.
@@ -193,6 +215,11 @@ pub struct RunArgs {
     /// Print what would be created, formatted, mounted and run; touch nothing.
     #[arg(long)]
     pub dry_run: bool,
+    /// With --dry-run: every cell's commands too.
+    #[arg(long)]
+    pub verbose: bool,
+    #[command(flatten)]
+    pub output: OutputArgs,
     /// Finish an interrupted run in DIR without redoing what it recorded.
     #[arg(long, value_name = "DIR", conflicts_with_all = ["plan", "out"])]
     pub resume: Option<PathBuf>,
@@ -235,6 +262,8 @@ pub fn main() -> i32 {
     };
     match dispatch(cli) {
         Ok(code) => code,
+        // The reader of stdout went away (`| head`): a quiet end, as for a shell tool.
+        Err(e) if is_closed_pipe(&e) => EXIT_OK,
         Err(e) => {
             eprintln!("fsarena: {}", one_line(&e));
             EXIT_BAD_INPUT
@@ -256,60 +285,55 @@ fn one_line(e: &anyhow::Error) -> String {
 
 fn dispatch(cli: Cli) -> Result<i32> {
     match cli.command {
-        Command::Doctor { json } => {
-            let d = crate::doctor::examine(&PathBuf::from(workdir::DEFAULT_ROOT));
-            if json {
-                println!("{}", serde_json::to_string_pretty(&d)?);
-            } else {
-                print!("{}", d.render());
-            }
-            Ok(EXIT_OK)
-        }
+        Command::Doctor { json } => commands::doctor(json),
         Command::Run(args) => run(*args),
-        Command::Report { dir, margin } => {
-            crate::report::report_dir(&dir, margin)?;
+        Command::Report {
+            dir,
+            margin,
+            output,
+        } => {
+            let text = crate::report::report_text(&dir, margin, output.format(), output.color())?;
+            emit(&text)?;
             Ok(EXIT_OK)
         }
         Command::Compare {
             dir_a,
             dir_b,
             margin,
+            fail_if_worse,
+            output,
         } => {
-            crate::report::compare_dirs(&dir_a, &dir_b, margin)?;
-            Ok(EXIT_OK)
-        }
-        Command::Cleanup { work_dir } => {
-            let r = cleanup::cleanup(&work_dir);
-            for k in &r.keys {
-                println!("removed the fscrypt key of {k}");
+            let (text, c) = crate::report::compare_text(
+                &dir_a,
+                &dir_b,
+                margin,
+                output.format(),
+                output.color(),
+            )?;
+            emit(&text)?;
+            let Some(pct) = fail_if_worse else {
+                return Ok(EXIT_OK);
+            };
+            let worse = crate::report::compare::worse_than(&c, pct);
+            for r in &worse {
+                eprintln!(
+                    "fsarena: worse by more than {pct} %: {}, {} threads, {}: {} {:+.1} %",
+                    r.point(),
+                    r.threads,
+                    r.target,
+                    r.metric,
+                    r.pct_diff.unwrap_or(f64::NAN)
+                );
             }
-            for p in &r.unmounted {
-                println!("unmounted {}", p.display());
-            }
-            for p in &r.detached {
-                println!("detached {}", p.display());
-            }
-            for p in &r.removed {
-                println!("removed {}", p.display());
-            }
-            for p in &r.live {
-                println!("left alone (its run is still in progress): {}", p.display());
-            }
-            for p in &r.foreign {
-                println!("left alone (not in the run's journal): {}", p.display());
-            }
-            if r.unmounted.is_empty() && r.detached.is_empty() && r.removed.is_empty() {
-                println!("nothing to clean up in {}", work_dir.display());
-            }
-            for e in &r.errors {
-                eprintln!("fsarena: cleanup: {e}");
-            }
-            Ok(if r.errors.is_empty() {
+            Ok(if worse.is_empty() {
                 EXIT_OK
             } else {
                 EXIT_FAILED
             })
         }
+        Command::Completions { shell } => generate::completions(shell).map(|()| EXIT_OK),
+        Command::Man => generate::man().map(|()| EXIT_OK),
+        Command::Cleanup { work_dir } => commands::cleanup(&work_dir),
         Command::Dataset {
             dir,
             profile,
@@ -335,39 +359,18 @@ fn dispatch(cli: Cli) -> Result<i32> {
                 );
             }
             let bytes = crate::dataset::materialize(&spec, &manifest, &dir, threads.max(1))?;
-            println!(
-                "{} files, {} directories, {} bytes, {} planted duplicate groups, digest {}",
+            emit(&format!(
+                "{} files, {} directories, {} bytes, {} planted duplicate groups, digest {}\n",
                 manifest.files.len(),
                 manifest.dirs.len(),
                 bytes,
                 manifest.duplicate_groups.len(),
                 manifest.digest()
-            );
+            ))?;
             Ok(EXIT_OK)
         }
         Command::Op(a) => op(a),
-        Command::List => {
-            println!("targets:");
-            for t in crate::plan::catalogue::all() {
-                let ok = match host::support(&t) {
-                    Ok(()) => "".to_string(),
-                    Err(why) => format!("  (not here: {why})"),
-                };
-                println!("  {:<18} {}{ok}", t.name, t.description);
-            }
-            println!(
-                "  dir:PATH           an existing directory (any file system, no root needed)"
-            );
-            println!("workloads:");
-            for w in crate::workload::all() {
-                println!("  {:<18} {}", w.name(), w.describe());
-            }
-            println!("studies (fsarena run study:NAME):");
-            for s in crate::plan::study::all() {
-                println!("  {:<18} {}", s.name, s.description);
-            }
-            Ok(EXIT_OK)
-        }
+        Command::List => commands::list(),
     }
 }
 
@@ -392,8 +395,16 @@ fn op(a: OpArgs) -> Result<i32> {
         modify_window_s: a.modify_window,
     };
     let report = crate::bench_op::run(&args)?;
-    println!("{}", report.line(args.name));
+    emit(&format!("{}\n", report.line(args.name)))?;
     Ok(EXIT_OK)
+}
+
+/// `--fail-if-worse PCT`: a finite percentage of 0 or more.
+fn parse_pct(s: &str) -> Result<f64, String> {
+    match s.trim().trim_end_matches('%').parse::<f64>() {
+        Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
+        _ => Err(format!("`{s}` is not a percentage of 0 or more")),
+    }
 }
 
 /// `--margin PCT`: a finite percentage in (0, 100), refused by the parser (exit 2) otherwise.
@@ -538,7 +549,9 @@ fn run(args: RunArgs) -> Result<i32> {
         command_line: std::env::args().collect(),
     };
     if args.dry_run {
-        print!("{}", runner::dry_run(&plan, &opts)?);
+        let text = runner::dry_run(&plan, &opts, args.verbose)?;
+        let width = crate::report::width::output_width();
+        emit(&crate::report::width::wrap_lines(&text, width, 2))?;
         return Ok(EXIT_OK);
     }
     let cancel = Arc::new(AtomicBool::new(false));
@@ -549,8 +562,14 @@ fn run(args: RunArgs) -> Result<i32> {
         Err(e) => return Err(e.into()),
     };
     if summary.measured > 0 {
-        if let Err(e) = crate::report::report_dir(&summary.out, None) {
-            eprintln!("fsarena: report: {}", one_line(&e));
+        let (format, color) = (args.output.format(), args.output.color());
+        match crate::report::report_text(&summary.out, None, format, color) {
+            // A closed stdout loses the report's text, not the run: the files hold it.
+            Ok(text) => match emit(&text) {
+                Err(e) if !is_closed_pipe(&e) => eprintln!("fsarena: {}", one_line(&e)),
+                _ => {}
+            },
+            Err(e) => eprintln!("fsarena: report: {}", one_line(&e)),
         }
     }
     eprintln!(

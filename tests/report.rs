@@ -50,7 +50,10 @@ fn fixture(complete: bool) -> (tempfile::TempDir, model::Report) {
 #[test]
 fn terminal_csv_and_markdown_match_their_snapshots() {
     let (_dir, r) = fixture(true);
-    check_snapshot("terminal.txt", &report::terminal::render(&r, false));
+    check_snapshot(
+        "terminal.txt",
+        &report::terminal::render_width(&r, false, 80),
+    );
     check_snapshot("summary.csv", &report::csv::render(&r).unwrap());
     check_snapshot("summary.md", &report::markdown::render(&r));
 }
@@ -290,8 +293,20 @@ fn tmpfs_is_a_reference_never_the_winner() {
     let mark = |t: &str| s.rows.iter().find(|r| r.target == t).unwrap().mark;
     assert_eq!(mark("xfs"), Some(model::Mark::Best));
     assert_eq!(mark("btrfs"), Some(model::Mark::Worst));
-    let term = report::terminal::render(&r, false);
-    assert!(term.contains("tmpfs (reference, RAM)"), "{term}");
+    let term = report::terminal::render_width(&r, false, 80);
+    assert!(
+        term.contains("tmpfs (RAM)") && term.contains("never ranked"),
+        "{term}"
+    );
+    // The overall ranking: a RAM disk is listed, five times faster, and never ranked.
+    let place = |t: &str| r.ranking.iter().find(|s| s.target == t).unwrap();
+    assert_eq!(place("tmpfs").rank, None);
+    assert!(place("tmpfs").geomean > 4.0);
+    assert_eq!(place("xfs").rank, Some(1));
+    assert_eq!(place("btrfs").rank, Some(r.ranking.len() - 1));
+    let (lo, hi) = place("xfs").ci95.unwrap();
+    assert!(lo < 1.2 && 1.2 < hi && lo > 1.0, "{lo} {hi}");
+    assert!(term.contains(" 1. xfs "), "{term}");
     // tmpfs alone beside one disk target: the disk target is the only one measured.
     let r = decided(&[FOUR[0], FOUR[1]], None);
     assert_eq!(r.sections[0].decision, "only ext4 was measured");

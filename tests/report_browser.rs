@@ -104,7 +104,7 @@ impl Png {
 /// io-quick (one queue depth per shape: bars, not curves) and a phase too short to chart,
 /// added to the shared fixture.
 fn add_measurements(dir: &Path) {
-    let mut store = Store::reopen(dir).unwrap();
+    let (mut store, _) = Store::reopen(dir).unwrap();
     let shapes = [
         ("randread", 4096, 32),
         ("randwrite", 4096, 32),

@@ -1,28 +1,94 @@
 //! `fsarena compare A B`: the same plan run twice (another kernel, machine or option), side
 //! by side, matched by target, workload, variant and threads. Every matched key metric is
 //! decided as B against A: better / worse (Benjamini–Hochberg-controlled over all matched rows),
-//! equivalent (90 % interval within ±margin) or undecided.
+//! equivalent (90 % interval within ±margin) or undecided. One model ([`Comparison`]),
+//! rendered as a table, JSON, CSV or Markdown; [`worse_than`] is the `--fail-if-worse` gate.
 
 use std::path::Path;
 
 use anyhow::Result;
-use comfy_table::presets::ASCII_MARKDOWN;
-use comfy_table::Table;
+use serde::Serialize;
 
+use super::fit::{fit, Col};
 use super::format::{header, legend, mean_ci};
 use super::model::{self, ALPHA};
-use super::verdicts::runs_phrase;
+use super::width::wrap;
 use crate::results::store;
-use crate::stats::{
-    self, benjamini_hochberg, decide, next_level, runs_to_decide, Decision, Verdict,
-};
+use crate::stats::decision::MAX_RUNS_ESTIMATE;
+use crate::stats::{self, benjamini_hochberg, decide, next_level, runs_to_decide, Decision};
 
-pub fn render(a: &Path, b: &Path, margin_pct: Option<f64>) -> Result<String> {
+/// Two results directories compared.
+#[derive(Debug, Clone, Serialize)]
+pub struct Comparison {
+    pub a: String,
+    pub b: String,
+    pub kernel_a: String,
+    pub kernel_b: String,
+    pub margin_pct: f64,
+    pub rows: Vec<CompareRow>,
+}
+
+/// One key metric of one target at one workload point, B against A.
+#[derive(Debug, Clone, Serialize)]
+pub struct CompareRow {
+    pub workload: String,
+    pub variant: String,
+    pub threads: u32,
+    pub target: String,
+    pub metric: String,
+    pub higher_is_better: bool,
+    pub mean_a: f64,
+    pub mean_b: f64,
+    /// "mean ± half-width" as the table shows it.
+    pub a_text: String,
+    pub b_text: String,
+    /// (B − A) / A in %, when both sides have runs enough to compare.
+    pub pct_diff: Option<f64>,
+    /// better / worse / equivalent / undecided; `None` with too few runs.
+    pub decision: Option<Decision>,
+    /// Benjamini–Hochberg-adjusted p-value.
+    pub p_adjusted: Option<f64>,
+    /// More runs per side that would likely decide an undecided comparison ("~N more" in
+    /// the tables; more than the estimate's limit when absent).
+    pub runs_to_decide: Option<usize>,
+}
+
+impl CompareRow {
+    /// The workload point: its name, and its variant in brackets.
+    pub fn point(&self) -> String {
+        let mut w = self.workload.clone();
+        if !self.variant.is_empty() {
+            w.push_str(&format!(" [{}]", self.variant));
+        }
+        w
+    }
+
+    /// How much worse B is than A, in % (positive: worse), whatever the metric's direction.
+    pub fn worse_by(&self) -> Option<f64> {
+        self.pct_diff
+            .map(|p| if self.higher_is_better { -p } else { p })
+    }
+
+    fn decision_text(&self) -> String {
+        match self.decision {
+            None => "too few runs".into(),
+            Some(Decision::Undecided) => match self.runs_to_decide {
+                Some(n) if n > 0 => format!("undecided, ~{n} more"),
+                Some(_) => "undecided".into(),
+                None => format!("undecided, > {MAX_RUNS_ESTIMATE}"),
+            },
+            Some(d) => d.as_str().into(),
+        }
+    }
+}
+
+/// Matches and decides every key metric the two directories share.
+pub fn build(a: &Path, b: &Path, margin_pct: Option<f64>) -> Result<Comparison> {
     let (la, lb) = (store::load(a)?, store::load(b)?);
     let (ra, rb) = (model::build(&la, margin_pct), model::build(&lb, margin_pct));
     let margin = ra.margin_pct;
-    // (label, threads, target, metric, A, B, A raw, B raw, higher is better)
     let mut rows = Vec::new();
+    let mut raws = Vec::new();
     for sa in &ra.sections {
         let Some(sb) = rb.sections.iter().find(|s| {
             s.workload == sa.workload && s.variant == sa.variant && s.threads == sa.threads
@@ -37,21 +103,23 @@ pub fn render(a: &Path, b: &Path, margin_pct: Option<f64>) -> Result<String> {
             let (Some(ma), Some(mb)) = (row_a.metric(key), row_b.metric(key)) else {
                 continue;
             };
-            let mut w = sa.workload.clone();
-            if !sa.variant.is_empty() {
-                w.push_str(&format!(" [{}]", sa.variant));
-            }
-            rows.push((
-                w,
-                sa.threads.to_string(),
-                row_a.target.clone(),
-                header(key),
-                mean_ci(key, ma),
-                mean_ci(key, mb),
-                ma.raw.clone(),
-                mb.raw.clone(),
-                sa.higher_is_better,
-            ));
+            rows.push(CompareRow {
+                workload: sa.workload.clone(),
+                variant: sa.variant.clone(),
+                threads: sa.worker_threads(),
+                target: row_a.target.clone(),
+                metric: key.clone(),
+                higher_is_better: sa.higher_is_better,
+                mean_a: ma.summary.mean,
+                mean_b: mb.summary.mean,
+                a_text: mean_ci(key, ma),
+                b_text: mean_ci(key, mb),
+                pct_diff: None,
+                decision: None,
+                p_adjusted: None,
+                runs_to_decide: None,
+            });
+            raws.push((ma.raw.clone(), mb.raw.clone()));
         }
     }
     if rows.is_empty() {
@@ -61,48 +129,196 @@ pub fn render(a: &Path, b: &Path, margin_pct: Option<f64>) -> Result<String> {
             b.display()
         );
     }
-    let cmps: Vec<_> = rows
+    let cmps: Vec<_> = raws
         .iter()
-        .map(|r| stats::compare(&r.6, &r.7, ALPHA))
+        .map(|(x, y)| stats::compare(x, y, ALPHA))
         .collect();
     let p: Vec<f64> = cmps.iter().flatten().map(|c| c.p_value).collect();
     let adjusted = benjamini_hochberg(&p);
     let called = adjusted.iter().filter(|&&x| x < ALPHA).count();
     let level = next_level(ALPHA, called, p.len());
+    // Only answered comparisons entered the family, so only they take the next p.
     let mut next_p = adjusted.iter();
-    let mut t = Table::new();
-    t.load_preset(ASCII_MARKDOWN);
-    t.set_header([
-        "workload", "threads", "target", "metric", "A", "B", "B vs A", "decision", "BH p",
-    ]);
-    for (r, c) in rows.into_iter().zip(cmps) {
-        // Only answered comparisons entered the family, so only they take the next p.
-        let (change, word, p) = match c.map(|c| (next_p.next().copied(), c)) {
-            Some((Some(ph), c)) => {
-                let decision = decide(c.pct_diff, c.pct_ci90, ph, ALPHA, margin, r.8);
-                let word = if decision == Decision::Undecided {
-                    let v = Verdict {
-                        decision,
-                        p_adjusted: ph,
-                        margin_pct: margin,
-                        runs_to_decide: runs_to_decide(&r.6, &r.7, margin, level),
-                    };
-                    format!("undecided, {}", runs_phrase(&v))
-                } else {
-                    decision.as_str().to_string()
-                };
-                (format!("{:+.1} %", c.pct_diff), word, format!("{ph:.3}"))
-            }
-            _ => (String::new(), "too few runs".to_string(), String::new()),
-        };
-        t.add_row([r.0, r.1, r.2, r.3, r.4, r.5, change, word, p]);
+    for ((r, c), (ra_raw, rb_raw)) in rows.iter_mut().zip(cmps).zip(&raws) {
+        let Some(c) = c else { continue };
+        let Some(&ph) = next_p.next() else { continue };
+        let decision = decide(
+            c.pct_diff,
+            c.pct_ci90,
+            ph,
+            ALPHA,
+            margin,
+            r.higher_is_better,
+        );
+        r.pct_diff = Some(c.pct_diff);
+        r.decision = Some(decision);
+        r.p_adjusted = Some(ph);
+        if decision == Decision::Undecided {
+            r.runs_to_decide = runs_to_decide(ra_raw, rb_raw, margin, level);
+        }
     }
-    Ok(format!(
-        "A = {} (kernel {})\nB = {} (kernel {})\n{}\n{t}\n",
-        a.display(),
-        la.host.kernel,
-        b.display(),
-        lb.host.kernel,
-        legend(margin)
-    ))
+    Ok(Comparison {
+        a: a.display().to_string(),
+        b: b.display().to_string(),
+        kernel_a: la.host.kernel.clone(),
+        kernel_b: lb.host.kernel.clone(),
+        margin_pct: margin,
+        rows,
+    })
+}
+
+/// The rows significantly worse in B than in A by more than `pct` %: decided `worse`
+/// (Benjamini–Hochberg over the comparison) and the point estimate beyond `pct`.
+pub fn worse_than(c: &Comparison, pct: f64) -> Vec<&CompareRow> {
+    c.rows
+        .iter()
+        .filter(|r| r.decision == Some(Decision::Worse) && r.worse_by().is_some_and(|w| w > pct))
+        .collect()
+}
+
+/// The comparison as a table fitted to `width` columns.
+pub fn render_table(c: &Comparison, color: bool, width: usize) -> String {
+    let col = |h: &str, f: &dyn Fn(&CompareRow) -> String| {
+        Col::new(h, c.rows.iter().map(f).collect::<Vec<_>>())
+    };
+    // The thread count is part of the point when the runs had several: it cannot be left
+    // out with a column then.
+    let multi = c.rows.iter().any(|r| r.threads != c.rows[0].threads);
+    let cols = vec![
+        col("workload", &|r| {
+            if multi {
+                format!("{}, {} thr", r.point(), r.threads)
+            } else {
+                r.point()
+            }
+        }),
+        col("threads", &|r| r.threads.to_string())
+            .numeric()
+            .drop_rank(Some(2)),
+        col("target", &|r| r.target.clone()),
+        col("metric", &|r| header(&r.metric)).drop_rank(Some(1)),
+        col("A", &|r| r.a_text.clone()).numeric(),
+        col("B", &|r| r.b_text.clone()).numeric(),
+        col("B vs A", &|r| {
+            r.pct_diff.map(|p| format!("{p:+.1} %")).unwrap_or_default()
+        })
+        .numeric(),
+        col("decision", &|r| r.decision_text()),
+        col("BH p", &|r| {
+            r.p_adjusted.map(|p| format!("{p:.3}")).unwrap_or_default()
+        })
+        .numeric()
+        .drop_rank(Some(0)),
+    ];
+    let (lines, left_out) = fit(&cols, color, width);
+    let mut out = wrap(
+        &format!("A = {} (kernel {})", c.a, c.kernel_a),
+        width,
+        "",
+        "  ",
+    );
+    out.push_str(&wrap(
+        &format!("B = {} (kernel {})", c.b, c.kernel_b),
+        width,
+        "",
+        "  ",
+    ));
+    let mut legend = legend(c.margin_pct);
+    if c.rows
+        .iter()
+        .any(|r| r.decision == Some(Decision::Undecided))
+    {
+        legend.push_str("; ~N more = runs per target that would likely decide it");
+    }
+    out.push_str(&wrap(&legend, width, "", ""));
+    for l in lines {
+        out.push_str(&l);
+        out.push('\n');
+    }
+    if !left_out.is_empty() {
+        out.push_str(&wrap(
+            &format!(
+                "left out to fit {width} columns: {} (--format csv or json has them)",
+                left_out.join(", ")
+            ),
+            width,
+            "",
+            "  ",
+        ));
+    }
+    out
+}
+
+/// The comparison as CSV, one line per matched key metric.
+pub fn render_csv(c: &Comparison) -> Result<String, csv::Error> {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    w.write_record([
+        "workload",
+        "variant",
+        "threads",
+        "target",
+        "metric",
+        "mean_a",
+        "mean_b",
+        "pct_diff",
+        "decision",
+        "p_adjusted",
+        "runs_to_decide",
+    ])?;
+    let num = |v: Option<f64>| v.map(|x| format!("{x}")).unwrap_or_default();
+    for r in &c.rows {
+        w.write_record([
+            r.workload.clone(),
+            r.variant.clone(),
+            r.threads.to_string(),
+            r.target.clone(),
+            r.metric.clone(),
+            num(Some(r.mean_a)),
+            num(Some(r.mean_b)),
+            num(r.pct_diff),
+            r.decision
+                .map(|d| d.as_str().to_string())
+                .unwrap_or_default(),
+            num(r.p_adjusted),
+            r.runs_to_decide.map(|n| n.to_string()).unwrap_or_default(),
+        ])?;
+    }
+    let bytes = w.into_inner().map_err(|e| e.into_error())?;
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
+}
+
+/// The comparison as a Markdown table.
+pub fn render_markdown(c: &Comparison) -> String {
+    let mut out = format!(
+        "# fsarena compare\n\nA = `{}` (kernel {}), B = `{}` (kernel {}). {}.\n\n\
+         | workload | threads | target | metric | A | B | B vs A | decision | BH p |\n\
+         |---|---|---|---|---|---|---|---|---|\n",
+        c.a,
+        c.kernel_a,
+        c.b,
+        c.kernel_b,
+        legend(c.margin_pct)
+    );
+    for r in &c.rows {
+        out.push_str(&format!(
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
+            r.point(),
+            r.threads,
+            r.target,
+            header(&r.metric),
+            r.a_text,
+            r.b_text,
+            r.pct_diff.map(|p| format!("{p:+.1} %")).unwrap_or_default(),
+            r.decision_text(),
+            r.p_adjusted.map(|p| format!("{p:.3}")).unwrap_or_default()
+        ));
+    }
+    out
+}
+
+/// The comparison as a table at the output width, without colour (kept for callers that
+/// only want the text).
+pub fn render(a: &Path, b: &Path, margin_pct: Option<f64>) -> Result<String> {
+    let c = build(a, b, margin_pct)?;
+    Ok(render_table(&c, false, super::width::output_width()))
 }

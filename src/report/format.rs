@@ -15,8 +15,10 @@ pub fn value(metric: &str, v: f64) -> String {
     if metric.ends_with("_pct") {
         return format!("{v:.1} %");
     }
+    // Every latency in milliseconds, whatever unit its metric was recorded in, so a p99
+    // from fio (µs) and the device's latency (ms) read side by side.
     if metric.ends_with("_us") {
-        return format!("{} µs", sig3(v));
+        return format!("{} ms", sig3(v / 1000.0));
     }
     if metric.ends_with("_ms") {
         return format!("{} ms", sig3(v));
@@ -60,15 +62,125 @@ pub fn sig3(v: f64) -> String {
     format!("{x:.digits$}{suffix}")
 }
 
-/// "mean ± half-width of the 95 % interval", or the mean alone for a single run.
+/// A value and an amount beside it (the half-width of an interval) in the same unit and
+/// scale: "11.7k ± 7.7k", "1.20 ms ± 0.05 ms", never "11.7k ± 7673".
+pub fn value_pm(metric: &str, mean: f64, half: f64) -> String {
+    if !mean.is_finite() || !half.is_finite() {
+        return format!("{} ± {}", value(metric, mean), value(metric, half));
+    }
+    let shown = value(metric, mean);
+    // Metrics printed by sig3 (bare or with a unit after it) share the mean's suffix.
+    let scaled = metric.ends_with("_us")
+        || metric.ends_with("_ms")
+        || metric == "seconds"
+        || metric.ends_with("_seconds")
+        || metric == "mb_per_s"
+        || !(metric.ends_with("_bytes")
+            || metric.ends_with("_bytes_written")
+            || metric.ends_with("_pct")
+            || metric.ends_with("amplification"));
+    if !scaled {
+        return format!("{shown} ± {}", value(metric, half));
+    }
+    let m = if metric.ends_with("_us") {
+        mean / 1000.0
+    } else {
+        mean
+    };
+    let h = if metric.ends_with("_us") {
+        half / 1000.0
+    } else {
+        half
+    };
+    let a = m.abs();
+    let (div, suffix) = if a >= 1e9 {
+        (1e9, "G")
+    } else if a >= 1e6 {
+        (1e6, "M")
+    } else if a >= 1e4 {
+        (1e3, "k")
+    } else {
+        (1.0, "")
+    };
+    let x = h.abs() / div;
+    // Two significant digits of the half-width, at least the mean's own decimals.
+    let digits = if x == 0.0 || x >= 10.0 {
+        0
+    } else {
+        ((1.0 - x.log10().floor()) as usize).min(3)
+    };
+    let mean_digits = shown
+        .split(|c: char| !c.is_ascii_digit() && c != '.')
+        .find(|p| !p.is_empty())
+        .and_then(|num| num.split_once('.').map(|(_, d)| d.len()))
+        .unwrap_or(0);
+    let digits = digits.max(mean_digits.min(3));
+    let unit = shown
+        .find(' ')
+        .map(|i| shown[i..].to_string())
+        .unwrap_or_default();
+    format!("{shown} ± {x:.digits$}{suffix}{unit}")
+}
+
+/// Why an interval is not printed: too few runs for it to mean anything.
+pub const WIDE_MARK: &str = "±?";
+
+/// The footnote that explains [`WIDE_MARK`].
+pub const WIDE_NOTE: &str = "±?: the 95 % interval is not shown: with 2 runs (t = 12.7), or                              whenever it is wider than the mean itself, it says nothing;                              run more repetitions";
+
+/// Whether the 95 % interval of `m` says nothing: two runs, or wider than the mean.
+pub fn interval_meaningless(m: &MetricStats) -> bool {
+    match m.summary.ci95 {
+        Some((lo, hi)) => m.summary.n == 2 || (hi - lo) / 2.0 >= m.summary.mean.abs(),
+        None => false,
+    }
+}
+
+/// "mean ± half-width of the 95 % interval"; the mean alone for a single run; the mean and
+/// [`WIDE_MARK`] when the interval is meaningless.
 pub fn mean_ci(metric: &str, m: &MetricStats) -> String {
     match m.summary.ci95 {
-        Some((lo, hi)) => format!(
-            "{} ± {}",
-            value(metric, m.summary.mean),
-            value(metric, (hi - lo) / 2.0)
-        ),
+        Some(_) if interval_meaningless(m) => {
+            format!("{} {WIDE_MARK}", value(metric, m.summary.mean))
+        }
+        Some((lo, hi)) => value_pm(metric, m.summary.mean, (hi - lo) / 2.0),
         None => value(metric, m.summary.mean),
+    }
+}
+
+/// The coefficient of variation, or "—" when there is no spread to speak of (one run).
+pub fn cv_text(m: &MetricStats) -> String {
+    if m.summary.n < 2 || !m.summary.cv.is_finite() {
+        "—".into()
+    } else {
+        format!("{:.1} %", m.summary.cv * 100.0)
+    }
+}
+
+/// The % difference against the baseline with the half-width of its 95 % interval:
+/// "-74.8 % ±1.7".
+/// "-25.8 % ±?" when the interval says nothing: the candidate has two runs, or the interval
+/// is wider than ±100 %.
+pub fn pct_text(c: &Comparison, candidate_runs: usize) -> String {
+    match c.pct_ci95 {
+        Some((lo, hi)) if candidate_runs == 2 || (hi - lo) / 2.0 >= 100.0 => {
+            format!("{:+.1} % {WIDE_MARK}", c.pct_diff)
+        }
+        Some((lo, hi)) => format!("{:+.1} % ±{:.1}", c.pct_diff, (hi - lo) / 2.0),
+        None => format!("{:+.1} %", c.pct_diff),
+    }
+}
+
+/// The decision word of a comparison, short enough for a narrow column: "worse",
+/// "undecided, ~4 runs".
+pub fn decision_text(c: &Comparison) -> String {
+    match &c.verdict {
+        None => String::new(),
+        Some(v) if v.decision == Decision::Undecided => match v.runs_to_decide {
+            Some(n) if n > 0 => format!("undecided, ~{n} more"),
+            _ => "undecided".into(),
+        },
+        Some(v) => v.decision.as_str().into(),
     }
 }
 
@@ -130,7 +242,13 @@ pub struct RowCells {
     pub mark: &'static str,
     pub cv: String,
     pub vs: String,
+    /// The difference alone ("-74.8 % ±1.7"); empty on the baseline's row.
+    pub pct: String,
+    /// The decision alone ("worse", "undecided, ~4 more runs").
+    pub decision: String,
     pub runs: String,
+    /// The key metric's interval was left out as meaningless ([`WIDE_NOTE`]).
+    pub wide: bool,
 }
 
 pub fn row_cells(row: &super::model::Row, key: &str, baseline: &str) -> RowCells {
@@ -138,7 +256,7 @@ pub fn row_cells(row: &super::model::Row, key: &str, baseline: &str) -> RowCells
     let (k, cv, vs) = match row.metric(key) {
         Some(m) => (
             mean_ci(key, m),
-            format!("{:.1} %", m.summary.cv * 100.0),
+            cv_text(m),
             if row.target == baseline {
                 "baseline".to_string()
             } else {
@@ -147,6 +265,16 @@ pub fn row_cells(row: &super::model::Row, key: &str, baseline: &str) -> RowCells
         ),
         None => ("—".into(), String::new(), String::new()),
     };
+    let cmp = row.metric(key).and_then(|m| m.vs_baseline.as_ref());
+    let (pct, decision) = match cmp {
+        _ if row.target == baseline => (String::new(), "baseline".to_string()),
+        Some(c) => (
+            pct_text(c, row.metric(key).map_or(0, |m| m.summary.n)),
+            decision_text(c),
+        ),
+        None => (String::new(), String::new()),
+    };
+    let wide = row.metric(key).is_some_and(interval_meaningless);
     RowCells {
         target: if row.reference {
             format!("{} (reference, RAM)", row.target)
@@ -161,15 +289,20 @@ pub fn row_cells(row: &super::model::Row, key: &str, baseline: &str) -> RowCells
         },
         cv,
         vs,
+        pct,
+        decision,
+        wide,
         runs: if row.failed.is_empty() && row.invalid == 0 {
             row.ok.to_string()
         } else {
-            format!(
-                "{} ({} failed, {} invalid)",
-                row.ok,
-                row.failed.len(),
-                row.invalid
-            )
+            let mut r = row.ok.to_string();
+            if !row.failed.is_empty() {
+                r.push_str(&format!(", {} failed", row.failed.len()));
+            }
+            if row.invalid > 0 {
+                r.push_str(&format!(", {} invalid", row.invalid));
+            }
+            r
         },
     }
 }
@@ -181,11 +314,22 @@ mod tests {
     #[test]
     fn units_follow_names() {
         assert_eq!(value("peak_cached_bytes", 3.0 * 1024.0 * 1024.0), "3.0 MiB");
-        assert_eq!(value("lat_p99_us", 643.2), "643 µs");
+        assert_eq!(value("lat_p99_us", 643.2), "0.643 ms");
+        assert_eq!(value("device_read_latency_ms", 1.6), "1.60 ms");
         assert_eq!(value("write_amplification", 1.234), "1.23×");
         assert_eq!(value("files_per_s", 123456.0), "123k");
         assert_eq!(value("files_per_s", 9.8765), "9.88");
         assert_eq!(value("seconds", 0.01234), "0.012 s");
         assert_eq!(sig3(2_500_000.0), "2.50M");
+    }
+
+    #[test]
+    fn an_interval_takes_the_unit_and_scale_of_its_mean() {
+        assert_eq!(value_pm("files_per_s", 11_700.0, 7673.0), "11.7k ± 7.7k");
+        assert_eq!(value_pm("files_per_s", 20_000.0, 1490.0), "20.0k ± 1.5k");
+        assert_eq!(value_pm("files_per_s", 5050.0, 376.0), "5050 ± 376");
+        assert_eq!(value_pm("lat_p99_us", 1600.0, 50.0), "1.60 ms ± 0.050 ms");
+        assert_eq!(value_pm("seconds", 12.3, 0.41), "12.3 s ± 0.41 s");
+        assert_eq!(value_pm("write_amplification", 1.2, 0.05), "1.20× ± 0.05×");
     }
 }

@@ -6,16 +6,19 @@ pub mod compare;
 pub mod csv;
 pub mod curves;
 pub mod explain;
+pub mod fit;
 pub mod format;
 pub mod html;
 pub mod json;
 pub mod markdown;
 pub mod model;
+pub mod notes;
+pub mod ranking;
 pub mod study_table;
 pub mod terminal;
 pub mod verdicts;
+pub mod width;
 
-use std::io::IsTerminal;
 use std::path::Path;
 
 use anyhow::{Context, Result};
@@ -52,17 +55,52 @@ pub fn write_files(dir: &Path, margin_pct: Option<f64>) -> Result<model::Report>
     Ok(report)
 }
 
-/// Prints the terminal report of a results directory and (re)writes its report files.
-pub fn report_dir(dir: &Path, margin_pct: Option<f64>) -> Result<()> {
-    let report = write_files(dir, margin_pct)?;
-    let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
-    print!("{}", terminal::render(&report, color));
-    println!("\nreport: {}", dir.join("report.html").display());
-    Ok(())
+/// What `run`, `report` and `compare` print on stdout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// Tables fitted to the terminal ([`width::output_width`]).
+    Table,
+    Json,
+    Csv,
+    Markdown,
 }
 
-/// Prints two results directories side by side.
-pub fn compare_dirs(a: &Path, b: &Path, margin_pct: Option<f64>) -> Result<()> {
-    print!("{}", compare::render(a, b, margin_pct)?);
-    Ok(())
+/// The report of a results directory in `format`, after (re)writing its report files.
+/// Only the table is fitted to a width: machine formats are never cut.
+pub fn report_text(
+    dir: &Path,
+    margin_pct: Option<f64>,
+    format: Format,
+    color: bool,
+) -> Result<String> {
+    let report = write_files(dir, margin_pct)?;
+    Ok(match format {
+        Format::Table => format!(
+            "{}\nreport: {}\n",
+            terminal::render(&report, color),
+            dir.join("report.html").display()
+        ),
+        Format::Json => json::render(&report)? + "\n",
+        Format::Csv => csv::render(&report)?,
+        Format::Markdown => markdown::render(&report),
+    })
+}
+
+/// Two results directories side by side in `format`, and the comparison itself (for
+/// `--fail-if-worse`).
+pub fn compare_text(
+    a: &Path,
+    b: &Path,
+    margin_pct: Option<f64>,
+    format: Format,
+    color: bool,
+) -> Result<(String, compare::Comparison)> {
+    let c = compare::build(a, b, margin_pct)?;
+    let text = match format {
+        Format::Table => compare::render_table(&c, color, width::output_width()),
+        Format::Json => serde_json::to_string_pretty(&c)? + "\n",
+        Format::Csv => compare::render_csv(&c)?,
+        Format::Markdown => compare::render_markdown(&c),
+    };
+    Ok((text, c))
 }

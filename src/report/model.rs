@@ -17,6 +17,9 @@ use crate::workload;
 /// changed in meaning.
 pub const SCHEMA_VERSION: u32 = 1;
 
+/// The metric a workload that runs its own worker threads records their count in.
+pub const WORKER_THREADS: &str = "worker_threads";
+
 /// Significance level for every "is it real" decision in a report.
 pub const ALPHA: f64 = 0.05;
 
@@ -74,15 +77,28 @@ pub struct Section {
 }
 
 impl Section {
+    /// The worker threads the measurement ran: the workload's own count when it ignores
+    /// `--threads` and records how many it ran ([`WORKER_THREADS`]; `db` runs 12 by
+    /// default), else the `--threads` value it ran with.
+    pub fn worker_threads(&self) -> u32 {
+        self.rows
+            .iter()
+            .filter_map(|r| r.metric(WORKER_THREADS))
+            .map(|m| m.summary.max.round() as u32)
+            .max()
+            .unwrap_or(self.threads)
+    }
+
     pub fn title(&self) -> String {
         let mut t = self.workload.clone();
         if !self.variant.is_empty() {
             t.push_str(&format!(" [{}]", self.variant));
         }
+        let threads = self.worker_threads();
         t.push_str(&format!(
             ", {} thread{}",
-            self.threads,
-            if self.threads == 1 { "" } else { "s" }
+            threads,
+            if threads == 1 { "" } else { "s" }
         ));
         t
     }
@@ -101,6 +117,8 @@ pub struct Report {
     pub sections: Vec<Section>,
     /// results.jsonl lines that could not be read: (line number, reason).
     pub skipped_lines: Vec<(usize, String)>,
+    /// The overall ranking across every section ([`super::ranking`]).
+    pub ranking: Vec<super::ranking::Standing>,
     #[serde(skip)]
     pub measurements: Vec<Measurement>,
 }
@@ -239,6 +257,7 @@ pub fn build(loaded: &Loaded, margin_pct: Option<f64>) -> Report {
     }
     super::verdicts::decide_all(&mut sections, &baseline, margin_pct);
     super::explain::explain_all(&mut sections, &baseline);
+    let ranking = super::ranking::rank(&sections, &baseline);
     Report {
         schema_version: SCHEMA_VERSION,
         host: loaded.host.clone(),
@@ -247,6 +266,7 @@ pub fn build(loaded: &Loaded, margin_pct: Option<f64>) -> Report {
         incomplete: incompleteness(loaded),
         sections,
         skipped_lines: loaded.skipped.clone(),
+        ranking,
         measurements: loaded.measurements.clone(),
     }
 }

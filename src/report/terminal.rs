@@ -1,111 +1,202 @@
-//! The terminal report: per workload point, targets as rows. Colour on a TTY (unless
-//! NO_COLOR), plain text otherwise, so logs and snapshots stay clean.
+//! The terminal report: per workload point, targets as rows, fitted to the output width
+//! ([`super::width::output_width`]). Secondary columns are left out, rightmost first, until a
+//! table fits; the target, the key metric with its interval, the decision and the
+//! amplification columns never are (they fold instead). Warnings, the columns left out, the
+//! overall ranking and the host are said once, after the tables. Colour only when asked
+//! (`--color`, which honours NO_COLOR and a non-terminal stdout), so logs stay clean.
 
-use comfy_table::presets::{ASCII_MARKDOWN, UTF8_FULL_CONDENSED};
-use comfy_table::{Attribute, Cell, Color, Table};
+use comfy_table::{Attribute, Cell, Color};
 
-use super::format::{header, legend, row_cells, value};
+use super::fit::{fit, Col};
+use super::format::{header, legend, row_cells, value, WIDE_NOTE};
 use super::model::{Mark, Report, Section};
+use super::notes;
+use super::width::{output_width, wrap};
 
-/// Renders the whole report as text.
+/// Renders the whole report at the output width.
 pub fn render(r: &Report, color: bool) -> String {
+    render_width(r, color, output_width())
+}
+
+/// Renders the whole report for a terminal `width` columns wide.
+pub fn render_width(r: &Report, color: bool, width: usize) -> String {
     let mut out = String::new();
     if let Some(why) = &r.incomplete {
-        out.push_str(&format!("INCOMPLETE: {why}\n\n"));
+        out.push_str(&wrap(&format!("INCOMPLETE: {why}"), width, "", "  "));
+        out.push('\n');
     }
-    out.push_str(&format!(
-        "fresh file system per repetition; baseline {}; 95 % intervals; {}\n",
+    let mut intro = format!(
+        "fresh file system per repetition; baseline {}; 95 % intervals; {}",
         r.baseline,
         legend(r.margin_pct)
-    ));
+    );
+    if r.sections
+        .iter()
+        .any(|s| s.rows.iter().any(|r| r.reference))
+    {
+        intro.push_str("; (RAM) = memory file system, a reference, never ranked");
+    }
+    out.push_str(&wrap(&intro, width, "", ""));
+    let mut hidden: Vec<String> = Vec::new();
+    let mut wide = false;
     for s in &r.sections {
         out.push('\n');
-        out.push_str(&section(s, &r.baseline, color));
+        let (text, left_out, w) = section(s, &r.baseline, color, width);
+        out.push_str(&text);
+        wide |= w;
+        for h in left_out {
+            if !hidden.contains(&h) {
+                hidden.push(h);
+            }
+        }
     }
+    if !hidden.is_empty() || wide {
+        out.push('\n');
+    }
+    if !hidden.is_empty() {
+        out.push_str(&wrap(
+            &format!(
+                "left out to fit {width} columns: {} (widen the terminal or set COLUMNS; every \
+                 metric is in --format csv or json)",
+                hidden.join(", ")
+            ),
+            width,
+            "",
+            "  ",
+        ));
+    }
+    if wide {
+        out.push_str(&wrap(WIDE_NOTE, width, "", "  "));
+    }
+    out.push_str(&notes::warnings(r, width));
     for (n, why) in &r.skipped_lines {
-        out.push_str(&format!("results.jsonl line {n} skipped: {why}\n"));
+        out.push_str(&wrap(
+            &format!("results.jsonl line {n} skipped: {why}"),
+            width,
+            "",
+            "  ",
+        ));
     }
+    out.push_str(&notes::ranking(r, width));
+    out.push('\n');
+    out.push_str(&notes::host_line(r, width));
     out
 }
 
-fn section(s: &Section, baseline: &str, color: bool) -> String {
-    let mut t = Table::new();
-    t.load_preset(if color {
-        UTF8_FULL_CONDENSED
-    } else {
-        ASCII_MARKDOWN
-    });
-    if color {
-        t.enforce_styling();
-    } else {
-        t.force_no_tty();
-    }
+/// The columns of a section, in display order, with the ones no row has a value for left
+/// out (a workload that wrote nothing has no amplification to show). Secondary columns are
+/// ranked to go rightmost first, then CV, the run counts, and the difference.
+fn columns(s: &Section, baseline: &str, color: bool) -> (Vec<Col>, bool) {
     let key = &s.key_metric;
-    let mut head = vec![
-        Cell::new("target"),
-        Cell::new("runs"),
-        Cell::new(format!(
-            "{} ({})",
-            header(key),
-            if s.higher_is_better {
-                "higher is better"
-            } else {
-                "lower is better"
+    let cells: Vec<_> = s.rows.iter().map(|r| row_cells(r, key, baseline)).collect();
+    let wide = cells.iter().any(|c| c.wide);
+    let extras: Vec<&String> = s
+        .columns
+        .iter()
+        .filter(|c| *c != key && s.rows.iter().any(|r| r.mean(c).is_some()))
+        .collect();
+    let n_extra = extras.len();
+    let key_cells = s
+        .rows
+        .iter()
+        .zip(&cells)
+        .map(|(row, c)| {
+            let cell = Cell::new(format!("{}{}", c.key, c.mark));
+            match row.mark {
+                Some(Mark::Best) if color => cell.fg(Color::Green).add_attribute(Attribute::Bold),
+                Some(Mark::Worst) if color => cell.fg(Color::Red),
+                _ => cell,
             }
-        )),
-        Cell::new("CV"),
-        Cell::new(format!("vs {baseline}")),
+        })
+        .collect();
+    let pick = |f: fn(&super::format::RowCells) -> String| cells.iter().map(f).collect();
+    let mut cols = vec![
+        Col::new(
+            "target",
+            cells
+                .iter()
+                .map(|c| c.target.replace("(reference, RAM)", "(RAM)"))
+                .collect(),
+        ),
+        Col::new("runs", pick(|c| c.runs.clone()))
+            .numeric()
+            .drop_rank(Some(n_extra + 1)),
+        Col {
+            header: header(key),
+            cells: key_cells,
+            drop_rank: None,
+            numeric: true,
+        },
+        Col::new("CV", pick(|c| c.cv.clone()))
+            .numeric()
+            .drop_rank(Some(n_extra)),
+        Col::new(format!("vs {baseline}"), pick(|c| c.pct.clone()))
+            .numeric()
+            .drop_rank(Some(n_extra + 2)),
+        Col::new("decision", pick(|c| c.decision.clone())),
     ];
-    head.extend(
-        s.columns
+    // A column of dashes says nothing (one run has no CV and no comparison).
+    cols.retain(|c| {
+        c.drop_rank.is_none()
+            || c.cells
+                .iter()
+                .any(|x| !matches!(x.content().as_str(), "" | "—"))
+    });
+    for (i, c) in extras.iter().enumerate() {
+        let amplification = c.ends_with("amplification");
+        let values = s
+            .rows
             .iter()
-            .filter(|c| *c != key)
-            .map(|c| Cell::new(header(c))),
-    );
-    t.set_header(head);
-    for row in &s.rows {
-        let c = row_cells(row, key, baseline);
-        let mut key_cell = Cell::new(format!("{}{}", c.key, c.mark));
-        if color {
-            key_cell = match row.mark {
-                Some(Mark::Best) => key_cell.fg(Color::Green).add_attribute(Attribute::Bold),
-                Some(Mark::Worst) => key_cell.fg(Color::Red),
-                None => key_cell,
-            };
-        }
-        let mut cells = vec![
-            Cell::new(&c.target),
-            Cell::new(c.runs),
-            key_cell,
-            Cell::new(c.cv),
-            Cell::new(c.vs),
-        ];
-        for col in s.columns.iter().filter(|c| *c != key) {
-            cells.push(Cell::new(
-                row.mean(col)
-                    .map(|v| value(col, v))
-                    .unwrap_or_else(|| "—".into()),
-            ));
-        }
-        t.add_row(cells);
+            .map(|r| r.mean(c).map(|v| value(c, v)).unwrap_or_else(|| "—".into()))
+            .collect();
+        cols.push(
+            Col::new(header(c), values)
+                .numeric()
+                .drop_rank((!amplification).then_some(n_extra - 1 - i)),
+        );
     }
-    let mut out = format!("{} — {}\n{t}\n", s.title(), s.decision);
+    (cols, wide)
+}
+
+/// A section: title, decision, the fitted table and the lines about its rows. Returns the
+/// text, the headers it left out, and whether an interval was left out as meaningless.
+fn section(s: &Section, baseline: &str, color: bool, width: usize) -> (String, Vec<String>, bool) {
+    let (cols, wide) = columns(s, baseline, color);
+    let (lines, left_out) = fit(&cols, color, width);
+    let direction = if s.higher_is_better {
+        "higher is better"
+    } else {
+        "lower is better"
+    };
+    let mut out = wrap(
+        &format!(
+            "{} — {} ({direction}): {}",
+            s.title(),
+            header(&s.key_metric),
+            s.decision
+        ),
+        width,
+        "",
+        "  ",
+    );
+    for line in lines {
+        out.push_str(&line);
+        out.push('\n');
+    }
     for why in s.rows.iter().filter_map(|r| r.why.as_ref()) {
-        out.push_str(&format!("  why: {why}\n"));
+        out.push_str(&wrap(&format!("why: {why}"), width, "  ", "    "));
     }
     for row in &s.rows {
         for (rep, status, err) in &row.failed {
-            out.push_str(&format!(
-                "  {} repetition {}: {}{}\n",
+            let line = format!(
+                "{} repetition {}: {}{}",
                 row.target,
                 rep + 1,
                 status.as_str(),
                 err.as_ref().map(|e| format!(" ({e})")).unwrap_or_default()
-            ));
-        }
-        for w in &row.warnings {
-            out.push_str(&format!("  {}: {w}\n", row.target));
+            );
+            out.push_str(&wrap(&line, width, "  ", "    "));
         }
     }
-    out
+    (out, left_out, wide)
 }

@@ -1,96 +1,158 @@
-//! `--dry-run`: exactly what a run would create, format, mount and measure, cell by cell,
-//! after the same checks a real run makes. Touches nothing.
+//! `--dry-run`: what a run would create, format, mount and measure, after the same checks a
+//! real run makes. Touches nothing. A summary by default (the default plan has over a
+//! thousand command lines); every cell's commands with `--verbose`.
 
 use std::fmt::Write;
 
 use super::estimate::{estimate, History};
 use super::{preflight, schedule, RunError, RunOptions};
 use crate::plan::size::human_bytes;
-use crate::plan::{Plan, Runs};
+use crate::plan::{Location, Plan, Runs};
 use crate::provision::planned::planned_commands;
 use crate::provision::InstanceSpec;
 use crate::results::store;
 
-/// The plan as text: work directory, results file, data set, then every cell's commands.
-pub fn dry_run(plan: &Plan, opts: &RunOptions) -> Result<String, RunError> {
+/// "a, b, c" of anything printable.
+fn list<T: std::fmt::Display>(items: impl IntoIterator<Item = T>) -> String {
+    items
+        .into_iter()
+        .map(|i| i.to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// "s" for a count other than one.
+fn plural(n: usize) -> &'static str {
+    if n == 1 {
+        ""
+    } else {
+        "s"
+    }
+}
+
+/// The plan as text: what is measured and how many cells that makes, the data set, the
+/// images, the estimate, then (with `verbose`) every cell's commands.
+pub fn dry_run(plan: &Plan, opts: &RunOptions, verbose: bool) -> Result<String, RunError> {
     let checked = preflight::check(plan, opts)?;
     let sized = preflight::size(plan, opts)?;
     let run_dir = opts.work_root.join("run-<time>-<pid>");
     let mut s = String::new();
-    let _ = writeln!(
-        s,
-        "work directory: {} (created, removed at the end{})",
-        run_dir.display(),
-        if opts.keep { " unless --keep" } else { "" }
-    );
-    let _ = writeln!(s, "results: {}", opts.out.join(store::FILE_NAME).display());
-    let _ = writeln!(
-        s,
-        "data set: {:?} scale {} seed {}: {} files, {}",
-        plan.dataset.profile,
-        plan.dataset.scale,
-        plan.dataset.seed,
-        sized.files,
-        human_bytes(sized.data_bytes)
-    );
-    let runs = match plan.runs {
-        Runs::Fixed(n) => format!("{n}"),
-        Runs::Auto { min, max, budget } => format!(
-            "auto: {min}, then up to {max} per group for the comparisons still undecided, \
-             within a budget of {}",
-            humantime::format_duration(budget)
-        ),
-    };
-    let _ = writeln!(
-        s,
-        "repetitions: {runs}; threads: {:?}; baseline: {}",
-        plan.threads, plan.baseline
-    );
-    for (name, why) in &checked.skipped {
-        let _ = writeln!(s, "skip target {name}: {why}");
-    }
     let wl = schedule::thread_lists(plan, &checked.workloads);
-    let minimum: Vec<(usize, &str)> = (0..plan.runs.min())
+    let points: usize = wl.iter().map(|(_, t)| t.len()).sum();
+    let min_runs = plan.runs.min();
+    let targets: Vec<&str> = checked
+        .usable
+        .iter()
+        .map(|&i| plan.targets[i].name.as_str())
+        .collect();
+    let minimum: Vec<(usize, &str, usize)> = (0..min_runs)
         .flat_map(|rep| schedule::repetition(rep, checked.usable.len(), &wl))
         .map(|c| {
             (
                 checked.usable[c.target],
                 checked.workloads[c.workload].name(),
+                c.threads,
             )
         })
         .collect();
+    let ignoring = checked
+        .workloads
+        .iter()
+        .filter(|w| !w.uses_threads())
+        .count();
+    let _ = writeln!(
+        s,
+        "dry run: nothing is created, formatted or mounted.\n\
+         cells: {} target{} × {points} workload point{} × {min_runs} repetition{} = {} cells",
+        targets.len(),
+        plural(targets.len()),
+        plural(points),
+        plural(min_runs as usize),
+        minimum.len()
+    );
+    let _ = writeln!(
+        s,
+        "  workload points: {} workload{} × threads {}{}",
+        checked.workloads.len(),
+        plural(checked.workloads.len()),
+        list(&plan.threads),
+        if ignoring > 0 && plan.threads.len() > 1 {
+            format!(" ({ignoring} of them run their own thread count once)")
+        } else {
+            String::new()
+        }
+    );
+    let _ = writeln!(s, "targets: {}; baseline {}", list(&targets), plan.baseline);
+    for (name, why) in &checked.skipped {
+        let _ = writeln!(s, "  skipped here: {name} ({why})");
+    }
+    let _ = writeln!(
+        s,
+        "workloads: {}",
+        list(checked.workloads.iter().map(|w| w.name()))
+    );
+    let runs = match plan.runs {
+        Runs::Fixed(n) => format!("{n}"),
+        Runs::Auto { min, max, budget } => format!(
+            "auto: {min}, then up to {max} per group for the comparisons still undecided, \
+             within {}",
+            humantime::format_duration(budget)
+        ),
+    };
+    let _ = writeln!(s, "repetitions: {runs}");
+    let profile = serde_json::to_value(plan.dataset.profile)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_else(|| "?".into());
+    let _ = writeln!(
+        s,
+        "data set: {profile} at scale {} (seed {}): {} files, {}",
+        plan.dataset.scale,
+        plan.dataset.seed,
+        sized.files,
+        human_bytes(sized.data_bytes)
+    );
+    let on_loop = minimum
+        .iter()
+        .filter(|(t, _, _)| matches!(plan.targets[*t].location, Location::Loop))
+        .count();
+    let _ = writeln!(
+        s,
+        "images: {on_loop} sparse loop image{} (one per cell, {} each unless a target sets \
+         its size, removed after its cell); disk: up to {} at once in {}",
+        plural(on_loop),
+        human_bytes(sized.image),
+        human_bytes(sized.disk_bytes),
+        opts.work_root.display()
+    );
+    let _ = writeln!(
+        s,
+        "work directory: {} (removed at the end{}); results: {}",
+        run_dir.display(),
+        if opts.keep { " unless --keep" } else { "" },
+        opts.out.join(store::FILE_NAME).display()
+    );
     let history = opts
         .out
         .parent()
         .map(|root| History::load(root, 20))
         .unwrap_or_default();
-    let e = estimate(plan, &minimum, sized.files, &history);
+    let priced: Vec<(usize, &str)> = minimum.iter().map(|&(t, w, _)| (t, w)).collect();
+    let e = estimate(plan, &priced, sized.files, &history);
     let basis = match (e.from_history, e.from_model) {
         (_, 0) => "priced from earlier runs on this host".to_string(),
-        (0, _) => "from a coarse model: no earlier run of these targets here".to_string(),
-        (h, m) => format!("{h} cells priced from earlier runs here, {m} from a coarse model"),
+        (0, _) => "a coarse model: no earlier run of these targets here".to_string(),
+        (h, m) => format!("{h} cells from earlier runs here, {m} from a coarse model"),
     };
     let took = |secs: f64| humantime::format_duration(std::time::Duration::from_secs(secs as u64));
-    let _ = writeln!(
-        s,
-        "estimate: {} cells of the minimum {} repetition{} take about {} ({basis}); \
-         disk: up to {} in {}",
-        minimum.len(),
-        plan.runs.min(),
-        if plan.runs.min() == 1 { "" } else { "s" },
-        took(e.minimum_s),
-        human_bytes(sized.disk_bytes),
-        opts.work_root.display()
-    );
+    let _ = writeln!(s, "estimate: about {} ({basis})", took(e.minimum_s));
     if let Runs::Auto { budget, .. } = plan.runs {
         if e.minimum_s > budget.as_secs_f64() {
             let _ = writeln!(
                 s,
-                "budget: the minimum alone needs more than the {} budget: the run will take \
-                 about {} and make no further runs (lower --scale, fewer targets, or a larger \
-                 --budget)",
+                "budget: the minimum alone needs more than the {} budget: no further runs \
+                 (lower --scale, fewer targets, or a larger --budget)",
                 humantime::format_duration(budget),
-                took(e.minimum_s)
             );
         } else {
             let _ = writeln!(
@@ -100,8 +162,12 @@ pub fn dry_run(plan: &Plan, opts: &RunOptions) -> Result<String, RunError> {
             );
         }
     }
+    if !verbose {
+        let _ = writeln!(s, "each cell's commands: add --verbose");
+        return Ok(s);
+    }
     let mut seq = 0;
-    for rep in 0..plan.runs.min() {
+    for rep in 0..min_runs {
         for cell in schedule::repetition(rep, checked.usable.len(), &wl) {
             seq += 1;
             let t = &plan.targets[checked.usable[cell.target]];

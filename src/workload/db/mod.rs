@@ -210,6 +210,10 @@ impl Workload for Db {
         }
         let mut outcome = outcome;
         outcome.metrics.insert("final_rows".into(), rows as f64);
+        // The report's heading names the engine's worker count, not --threads (ignored here).
+        outcome
+            .metrics
+            .insert("worker_threads".into(), cfg.threads as f64);
         outcome
             .metrics
             .insert("page_size_bytes".into(), f64::from(page_size));

@@ -1,0 +1,91 @@
+//! The small commands: `list`, `doctor`, `cleanup`. Their text goes through
+//! [`super::output::emit`] (a closed pipe ends them quietly), wrapped to the output width.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Result;
+
+use super::output::emit;
+use super::{EXIT_FAILED, EXIT_OK};
+use crate::provision::{cleanup, host, workdir};
+use crate::report::width::{output_width, wrap_lines};
+
+/// Where a list entry's text starts: two spaces, an 18-column name, a space.
+const LIST_HANG: usize = 19;
+
+/// `fsarena list`: targets (with why not here), workloads, studies.
+pub fn list() -> Result<i32> {
+    let mut s = String::from("targets:\n");
+    for t in crate::plan::catalogue::all() {
+        let ok = match host::support(&t) {
+            Ok(()) => "".to_string(),
+            Err(why) => format!("  (not here: {why})"),
+        };
+        s.push_str(&format!("  {:<18} {}{ok}\n", t.name, t.description));
+    }
+    s.push_str("  dir:PATH           an existing directory (any file system, no root needed)\n");
+    s.push_str("workloads:\n");
+    for w in crate::workload::all() {
+        s.push_str(&format!("  {:<18} {}\n", w.name(), w.describe()));
+    }
+    s.push_str("studies (fsarena run study:NAME):\n");
+    for st in crate::plan::study::all() {
+        s.push_str(&format!("  {:<18} {}\n", st.name, st.description));
+    }
+    emit(&wrap_lines(&s, output_width(), LIST_HANG))?;
+    Ok(EXIT_OK)
+}
+
+/// `fsarena doctor [--json]`.
+pub fn doctor(json: bool) -> Result<i32> {
+    let d = crate::doctor::examine(&PathBuf::from(workdir::DEFAULT_ROOT));
+    if json {
+        emit(&(serde_json::to_string_pretty(&d)? + "\n"))?;
+    } else {
+        emit(&wrap_lines(&d.render(), output_width(), LIST_HANG))?;
+    }
+    Ok(EXIT_OK)
+}
+
+/// `fsarena cleanup --work-dir DIR`.
+pub fn cleanup(work_dir: &Path) -> Result<i32> {
+    let r = cleanup::cleanup(work_dir);
+    let mut s = String::new();
+    for k in &r.keys {
+        s.push_str(&format!("removed the fscrypt key of {k}\n"));
+    }
+    for p in &r.unmounted {
+        s.push_str(&format!("unmounted {}\n", p.display()));
+    }
+    for p in &r.detached {
+        s.push_str(&format!("detached {}\n", p.display()));
+    }
+    for p in &r.removed {
+        s.push_str(&format!("removed {}\n", p.display()));
+    }
+    for p in &r.live {
+        s.push_str(&format!(
+            "left alone (its run is still in progress): {}\n",
+            p.display()
+        ));
+    }
+    for p in &r.foreign {
+        s.push_str(&format!(
+            "left alone (not in the run's journal): {}\n",
+            p.display()
+        ));
+    }
+    if r.unmounted.is_empty() && r.detached.is_empty() && r.removed.is_empty() {
+        s.push_str(&format!("nothing to clean up in {}\n", work_dir.display()));
+    }
+    for e in &r.errors {
+        eprintln!("fsarena: cleanup: {e}");
+    }
+    // The cleanup is done whatever happens to its listing.
+    let _ = emit(&s);
+    Ok(if r.errors.is_empty() {
+        EXIT_OK
+    } else {
+        EXIT_FAILED
+    })
+}

@@ -1,0 +1,91 @@
+//! Everything the command line prints on stdout goes through [`emit`], which turns a closed
+//! pipe (`fsarena list | head -1`) into a quiet end instead of the panic of `println!`; and
+//! the `--format` / `--color` choices shared by `run`, `report` and `compare`.
+
+use std::io::{IsTerminal, Write};
+
+use clap::{Args, ValueEnum};
+
+use crate::report::Format;
+
+/// Stdout was closed by its reader: nothing more can be said there, and nothing is wrong.
+#[derive(Debug, thiserror::Error)]
+#[error("stdout is closed")]
+pub struct ClosedPipe;
+
+/// Writes `text` to stdout and flushes it. A reader that went away ([`ClosedPipe`]) is not
+/// an error the user must see; any other failure (a full disk behind a redirection) is.
+pub fn emit(text: &str) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Err(ClosedPipe.into()),
+        Err(e) => Err(anyhow::Error::new(e).context("cannot write to stdout")),
+    }
+}
+
+/// Whether an error only says that stdout was closed.
+pub fn is_closed_pipe(e: &anyhow::Error) -> bool {
+    e.downcast_ref::<ClosedPipe>().is_some()
+}
+
+/// `--format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum FormatArg {
+    /// Tables fitted to the terminal width (COLUMNS, else the terminal's, else 100).
+    Table,
+    /// The report model (docs/summary-schema.md), as summary.json holds it.
+    Json,
+    /// One row per target × workload point × metric, as summary.csv holds it.
+    Csv,
+    /// Markdown tables, as summary.md holds them.
+    Markdown,
+}
+
+impl From<FormatArg> for Format {
+    fn from(f: FormatArg) -> Format {
+        match f {
+            FormatArg::Table => Format::Table,
+            FormatArg::Json => Format::Json,
+            FormatArg::Csv => Format::Csv,
+            FormatArg::Markdown => Format::Markdown,
+        }
+    }
+}
+
+/// `--color`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ColorArg {
+    /// Colour when stdout is a terminal and NO_COLOR is not set.
+    Auto,
+    Always,
+    Never,
+}
+
+/// The output options of `run`, `report` and `compare`.
+#[derive(Debug, Clone, Args)]
+pub struct OutputArgs {
+    /// What to print on stdout (progress and warnings stay on stderr).
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: FormatArg,
+    /// Colour in tables: auto honours NO_COLOR and a stdout that is not a terminal.
+    #[arg(long, value_enum, default_value = "auto", value_name = "WHEN")]
+    pub color: ColorArg,
+}
+
+impl OutputArgs {
+    /// Whether the table is coloured.
+    pub fn color(&self) -> bool {
+        match self.color {
+            ColorArg::Always => true,
+            ColorArg::Never => false,
+            ColorArg::Auto => {
+                std::io::stdout().is_terminal()
+                    && std::env::var_os("NO_COLOR").map_or(true, |v| v.is_empty())
+            }
+        }
+    }
+    pub fn format(&self) -> Format {
+        self.format.into()
+    }
+}

@@ -1,0 +1,148 @@
+//! What the terminal says once, after the tables: each warning with the tables it concerns
+//! (not repeated under every table), the overall ranking, and the host in one line.
+
+use std::fmt::Write;
+
+use super::format::value;
+use super::model::Report;
+use super::width::{wrap, wrap_lines};
+use crate::plan::size::human_bytes;
+use crate::stats::warnings::WIDE_SPREAD_CV;
+use crate::stats::Warning;
+
+/// The most places a warning lists before it says "and N more".
+const MAX_PLACES: usize = 6;
+
+/// A warning's text without the figures that differ between tables, and the figure of one
+/// table, so the same caution is said once with where it applies.
+fn generic(w: &Warning) -> (String, Option<String>) {
+    match w {
+        Warning::WideSpread { metric, cv } if cv.is_finite() => (
+            format!(
+                "{metric} varies more than {:.0} % between runs (CV) — too wide to decide; run \
+                 with --runs 10 or --runs auto, and make sure nothing else uses the disk or CPU",
+                WIDE_SPREAD_CV * 100.0
+            ),
+            Some(format!("{:.0} %", cv * 100.0)),
+        ),
+        Warning::ShortPhase { count, seconds } => (
+            "measured phases under the phase floor — timer and scheduler noise weigh on the \
+             figure; a larger --scale lengthens the phase"
+                .to_string(),
+            Some(format!("{count}× {}", value("seconds", *seconds))),
+        ),
+        Warning::Outliers { metric, count } => (
+            format!(
+                "{metric}: runs far from the others (robust outliers) — something else may \
+                 have run at the same time; kept in the statistics, check the raw values"
+            ),
+            Some(format!("{count}")),
+        ),
+        other => (other.to_string(), None),
+    }
+}
+
+/// Every warning of the report once, each with the targets and tables it concerns.
+pub fn warnings(r: &Report, width: usize) -> String {
+    let mut groups: Vec<(String, Vec<String>)> = Vec::new();
+    for s in &r.sections {
+        for row in &s.rows {
+            for w in &row.warnings {
+                let (text, detail) = generic(w);
+                let place = match detail {
+                    Some(d) => format!("{} in {} ({d})", row.target, s.title()),
+                    None => format!("{} in {}", row.target, s.title()),
+                };
+                match groups.iter_mut().find(|(t, _)| *t == text) {
+                    Some((_, places)) => places.push(place),
+                    None => groups.push((text, vec![place])),
+                }
+            }
+        }
+    }
+    if groups.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from("\nwarnings:\n");
+    for (text, places) in groups {
+        let mut where_ = places
+            .iter()
+            .take(MAX_PLACES)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join("; ");
+        if places.len() > MAX_PLACES {
+            let _ = write!(where_, "; and {} more", places.len() - MAX_PLACES);
+        }
+        out.push_str(&wrap(&format!("{text} [{where_}]"), width, "- ", "  "));
+    }
+    out
+}
+
+/// The overall ranking: geometric mean of ratios to the baseline with its interval.
+pub fn ranking(r: &Report, width: usize) -> String {
+    let ranked = r.ranking.iter().filter(|s| !s.reference).count();
+    if ranked < 2 {
+        return String::new();
+    }
+    let most = r.ranking.iter().map(|s| s.sections).max().unwrap_or(0);
+    let mut out = String::from("\n");
+    out.push_str(&wrap(
+        &format!(
+            "overall: geometric mean of the key-metric ratios to {} over {most} result{} \
+             (above 1× = better; approximate 95 % interval):",
+            r.baseline,
+            if most == 1 { "" } else { "s" }
+        ),
+        width,
+        "",
+        "  ",
+    ));
+    let name_w = r
+        .ranking
+        .iter()
+        .map(|s| s.target.chars().count())
+        .max()
+        .unwrap_or(0);
+    for s in &r.ranking {
+        let place = match s.rank {
+            Some(n) => format!("{n:>2}."),
+            None => "  -".into(),
+        };
+        let ci = match (s.ci95, s.target == r.baseline) {
+            (_, true) => " (baseline)".to_string(),
+            (Some((lo, hi)), _) => format!(" ({lo:.2}–{hi:.2})"),
+            (None, _) => " (no interval: single runs)".to_string(),
+        };
+        let mut extra = String::new();
+        if s.sections < most {
+            let _ = write!(extra, ", {} results", s.sections);
+        }
+        if s.reference {
+            extra.push_str(", memory reference: not ranked");
+        }
+        let line = format!(
+            "{place} {:<name_w$}  {:.2}×{ci}{extra}",
+            s.target, s.geomean
+        );
+        out.push_str(&wrap_lines(&line, width, 4));
+    }
+    out
+}
+
+/// The host in one line.
+pub fn host_line(r: &Report, width: usize) -> String {
+    let h = &r.host;
+    let mut line = format!(
+        "host: Linux {}, {} × {}, {} RAM",
+        h.kernel,
+        h.cpus,
+        h.cpu_model.split_whitespace().collect::<Vec<_>>().join(" "),
+        human_bytes(h.mem_total_bytes)
+    );
+    if let Some(d) = &h.work_device {
+        let _ = write!(line, ", work device {d}");
+    }
+    let _ = write!(line, ", fsarena {}", h.fsarena_version);
+    wrap(&line, width, "", "  ")
+}

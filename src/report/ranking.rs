@@ -1,0 +1,115 @@
+//! The overall ranking across workloads, as the Phoronix Test Suite gives it: per target, the
+//! geometric mean of its key-metric ratios to the baseline over every section both measured,
+//! each ratio oriented so that above 1 is better. The geometric mean is the one average of
+//! ratios that does not depend on which target is the baseline.
+//!
+//! Its interval comes from the delta method on the log scale: the variance of the log of a
+//! mean is about (sd / mean)² / n, a log ratio's is the sum of its two means', and the mean
+//! of k log ratios has the sum of their variances over k². An approximate 95 % interval;
+//! none when any ratio rests on a single run. Memory targets (tmpfs) are listed, never ranked.
+
+use serde::Serialize;
+
+use super::model::{Row, Section};
+
+/// z of a two-sided 95 % normal interval.
+const Z95: f64 = 1.959_963_985;
+
+/// One target's place in the overall ranking.
+#[derive(Debug, Clone, Serialize)]
+pub struct Standing {
+    pub target: String,
+    /// 1 for the best disk target; `None` for a memory reference, which is never ranked.
+    pub rank: Option<usize>,
+    /// Geometric mean of the oriented ratios to the baseline (above 1: better).
+    pub geomean: f64,
+    /// Approximate 95 % interval of the geometric mean.
+    pub ci95: Option<(f64, f64)>,
+    /// How many sections (workload × variant × threads) the mean covers.
+    pub sections: usize,
+    pub reference: bool,
+}
+
+/// log(mean) and its variance, or `None` for a non-positive mean.
+fn log_mean(row: &Row, key: &str) -> Option<(f64, Option<f64>)> {
+    let m = row.metric(key)?;
+    let mean = m.summary.mean;
+    if !(mean > 0.0 && mean.is_finite()) {
+        return None;
+    }
+    let var = (m.summary.n >= 2)
+        .then(|| (m.summary.stddev / mean).powi(2) / m.summary.n as f64)
+        .filter(|v| v.is_finite());
+    Some((mean.ln(), var))
+}
+
+/// Ranks every target measured beside the baseline; best first, references last.
+pub fn rank(sections: &[Section], baseline: &str) -> Vec<Standing> {
+    let mut names: Vec<(String, bool)> = Vec::new();
+    for s in sections {
+        for r in &s.rows {
+            if !names.iter().any(|(n, _)| *n == r.target) {
+                names.push((r.target.clone(), r.reference));
+            }
+        }
+    }
+    let mut out: Vec<Standing> = Vec::new();
+    for (name, reference) in names {
+        let mut logs = Vec::new();
+        let mut vars: Option<Vec<f64>> = Some(Vec::new());
+        for s in sections {
+            let key = &s.key_metric;
+            let (Some(b), Some(t)) = (
+                s.rows.iter().find(|r| r.target == baseline),
+                s.rows.iter().find(|r| r.target == name),
+            ) else {
+                continue;
+            };
+            let (Some((lb, vb)), Some((lt, vt))) = (log_mean(b, key), log_mean(t, key)) else {
+                continue;
+            };
+            logs.push(if s.higher_is_better { lt - lb } else { lb - lt });
+            if name == baseline {
+                continue;
+            }
+            match (vb, vt, vars.as_mut()) {
+                (Some(vb), Some(vt), Some(v)) => v.push(vb + vt),
+                _ => vars = None,
+            }
+        }
+        if logs.is_empty() {
+            continue;
+        }
+        let k = logs.len() as f64;
+        let mean = logs.iter().sum::<f64>() / k;
+        let ci95 = if name == baseline {
+            None
+        } else {
+            vars.filter(|v| v.len() == logs.len()).map(|v| {
+                let se = v.iter().sum::<f64>().sqrt() / k;
+                ((mean - Z95 * se).exp(), (mean + Z95 * se).exp())
+            })
+        };
+        out.push(Standing {
+            target: name,
+            rank: None,
+            geomean: mean.exp(),
+            ci95,
+            sections: logs.len(),
+            reference,
+        });
+    }
+    out.sort_by(|a, b| {
+        a.reference.cmp(&b.reference).then(
+            b.geomean
+                .partial_cmp(&a.geomean)
+                .unwrap_or(std::cmp::Ordering::Equal),
+        )
+    });
+    let mut n = 0;
+    for s in out.iter_mut().filter(|s| !s.reference) {
+        n += 1;
+        s.rank = Some(n);
+    }
+    out
+}
