@@ -15,6 +15,15 @@ pub fn drop_caches() -> io::Result<()> {
     f.write_all(b"3\n")
 }
 
+/// Whether this process may drop caches: opening the control file for writing is the
+/// kernel's own permission check and drops nothing.
+pub fn can_drop_caches() -> io::Result<()> {
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open("/proc/sys/vm/drop_caches")
+        .map(drop)
+}
+
 /// `syncfs` on the file system holding `path`, so buffered writes reach the device.
 pub fn syncfs(path: &Path) -> io::Result<()> {
     let f = File::open(path)?;

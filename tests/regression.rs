@@ -819,3 +819,63 @@ fn a_kill9_in_an_io_sweep_keeps_its_finished_points() {
     );
     assert!(leftovers(&root.path).is_empty());
 }
+
+/// As a non-root user a `dir:` run failed its cold cells one by one mid-run (drop_caches
+/// needs root) and exited 1. It is now refused up front, naming what needs the drop and
+/// the workloads that would run; those run as that user.
+#[test]
+fn a_non_root_run_with_cold_phases_is_refused_before_anything_runs() {
+    require_root();
+    let root = TestRoot::new("reg-nonroot-cold");
+    let target = root.path.join("target");
+    std::fs::create_dir_all(&target).unwrap();
+    let nobody = |p: &Path| {
+        assert!(Command::new("chown")
+            .args(["65534:65534"])
+            .arg(p)
+            .status()
+            .unwrap()
+            .success());
+    };
+    nobody(&root.path);
+    nobody(&target);
+    let as_nobody = |workloads: &str, out: &Path| {
+        Command::new("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(bin())
+            .args([
+                "run",
+                "--runs",
+                "1",
+                "--scale",
+                "0.002",
+                "--workload",
+                workloads,
+            ])
+            .arg("--target")
+            .arg(format!("dir:{}", target.display()))
+            .arg("--work-dir")
+            .arg(root.path.join("work"))
+            .arg("--out")
+            .arg(out)
+            .output()
+            .unwrap()
+    };
+    let out_dir = root.path.join("refused");
+    let out = as_nobody("create,scan,dupes", &out_dir);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(
+        err.contains("drop the page cache")
+            && err.contains("scan (its cold point)")
+            && err.contains("dupes (its cold search")
+            && err.contains("--workload create"),
+        "{err}"
+    );
+    assert!(!out_dir.join("results.jsonl").exists(), "nothing runs");
+    // What the refusal offers does run, and every cell is ok.
+    let out = as_nobody("create", &root.path.join("ran"));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+}

@@ -34,6 +34,7 @@ pub fn check(plan: &Plan, opts: &RunOptions) -> Result<Checked, RunError> {
     let workloads = resolve_workloads(plan)?;
     check_devices(plan, opts)?;
     check_pseudo_dirs(plan)?;
+    check_cache_drops(plan, &workloads)?;
     let (usable, skipped) = usable_targets(plan, &opts.work_root);
     Ok(Checked {
         workloads,
@@ -196,6 +197,39 @@ fn fs_type_of(p: &Path) -> Option<String> {
 
 /// `dir:` targets on a pseudo file system (`/proc`, `/sys`, `/dev`, cgroups, …) are bad
 /// input: refused before anything is created.
+/// Cold phases drop the page cache, which needs root: without it they would fail cell by
+/// cell mid-run, so the run is refused now, naming what needs it and what would run.
+fn check_cache_drops(plan: &Plan, workloads: &[Box<dyn Workload>]) -> Result<(), RunError> {
+    let Err(e) = crate::sys::can_drop_caches() else {
+        return Ok(());
+    };
+    let empty = toml::Table::new();
+    let (cold, rest): (Vec<_>, Vec<_>) = workloads.iter().partition(|w| {
+        w.drops_caches(plan.workload_options.get(w.name()).unwrap_or(&empty))
+            .is_some()
+    });
+    if cold.is_empty() {
+        return Ok(());
+    }
+    let needs: Vec<String> = cold
+        .iter()
+        .filter_map(|w| {
+            let why = w.drops_caches(plan.workload_options.get(w.name()).unwrap_or(&empty))?;
+            Some(format!("{} ({why})", w.name()))
+        })
+        .collect();
+    let instead = if rest.is_empty() {
+        String::new()
+    } else {
+        let names: Vec<&str> = rest.iter().map(|w| w.name()).collect();
+        format!(", or leave them out: --workload {}", names.join(","))
+    };
+    Err(RunError::Refused(format!(
+        "cannot drop the page cache here (/proc/sys/vm/drop_caches: {e}), and these workloads need it: {}; run as root{instead}",
+        needs.join("; ")
+    )))
+}
+
 fn check_pseudo_dirs(plan: &Plan) -> Result<(), RunError> {
     for t in &plan.targets {
         if let Location::Dir(p) = &t.location {

@@ -156,6 +156,10 @@ impl super::Workload for ColdRead {
     fn uses_threads(&self) -> bool {
         false
     }
+    fn drops_caches(&self, _options: &toml::Table) -> Option<&'static str> {
+        Some("every point: a cold read is what it measures")
+    }
+
     fn points(&self, _ctx: &Ctx) -> Result<Vec<Point>, WorkloadError> {
         Ok(vec![
             Point::default(),

@@ -192,6 +192,11 @@ impl Workload for CopyVerify {
     fn check_options(&self, table: &toml::Table) -> Result<(), String> {
         CopyVerifyOptions::from_table(table).map(drop)
     }
+    fn drops_caches(&self, options: &toml::Table) -> Option<&'static str> {
+        CopyVerifyOptions::from_table(options)
+            .is_ok_and(|o| o.verify_cold)
+            .then_some("its cold verify (`[workload.copy-verify] verify_cold = false` avoids it)")
+    }
     fn run(
         &self,
         ctx: &Ctx,

@@ -347,6 +347,11 @@ impl Workload for Dupes {
     fn check_options(&self, table: &toml::Table) -> Result<(), String> {
         DupesOptions::from_table(table).map(drop)
     }
+    fn drops_caches(&self, options: &toml::Table) -> Option<&'static str> {
+        DupesOptions::from_table(options)
+            .is_ok_and(|o| o.cold)
+            .then_some("its cold search (`[workload.dupes] cold = false` avoids it)")
+    }
     fn run(
         &self,
         ctx: &Ctx,

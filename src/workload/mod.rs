@@ -178,6 +178,13 @@ pub trait Workload: Send + Sync {
     fn wants_populated_target(&self) -> bool {
         false
     }
+    /// What in it drops the page cache under these options (`sys::drop_caches`, which
+    /// needs root), and the option that avoids it if there is one; `None` when nothing
+    /// does. Asked before a run, so a host that cannot drop caches is refused up front
+    /// instead of failing cells mid-run.
+    fn drops_caches(&self, _options: &toml::Table) -> Option<&'static str> {
+        None
+    }
     /// The points to measure; the default is one point.
     fn points(&self, _ctx: &Ctx) -> Result<Vec<Point>, WorkloadError> {
         Ok(vec![Point::default()])

@@ -70,6 +70,10 @@ impl Workload for Scan {
         "disk-space analysis: stat every entry, total logical and allocated bytes per directory and extension"
     }
 
+    fn drops_caches(&self, _options: &toml::Table) -> Option<&'static str> {
+        Some("its cold point")
+    }
+
     fn points(&self, _ctx: &Ctx) -> Result<Vec<Point>, WorkloadError> {
         Ok(["cold", "warm"]
             .into_iter()

@@ -61,6 +61,11 @@ impl Workload for Db {
         }
         Ok(())
     }
+    fn drops_caches(&self, options: &toml::Table) -> Option<&'static str> {
+        options::config(options, 1.0)
+            .is_ok_and(|c| c.cache != Cache::Off)
+            .then_some("its cache limit (`cache = \"off\"` avoids it)")
+    }
 
     fn key_metric(&self) -> (&'static str, bool) {
         ("transactions_per_s", true)

@@ -56,6 +56,9 @@ impl Workload for Pg {
         }
         Ok(())
     }
+    fn drops_caches(&self, _options: &toml::Table) -> Option<&'static str> {
+        Some("the loaded database leaves the cache before every measurement")
+    }
 
     fn key_metric(&self) -> (&'static str, bool) {
         ("transactions_per_s", true)
