@@ -590,7 +590,7 @@ fn a_target_whose_mkfs_fails_stops_with_the_error_and_keeps_the_whole_output() {
     std::fs::write(
         &plan,
         "targets = [\"tmpfs\"]\nworkloads = [\"create\"]\nruns = 3\nscale = 0.002\n\
-         [[target]]\nname = \"bad-xfs\"\nbase = \"xfs\"\nmkfs = [\"-b\", \"size=3000\"]\n",
+         [[target]]\nname = \"bad-btrfs\"\nbase = \"btrfs\"\nmkfs = [\"--bogus\"]\n",
     )
     .unwrap();
     let o = Command::new(bin())
@@ -607,15 +607,18 @@ fn a_target_whose_mkfs_fails_stops_with_the_error_and_keeps_the_whole_output() {
     let stopped: Vec<&str> = err.lines().filter(|l| l.contains("stopped")).collect();
     assert_eq!(stopped.len(), 1, "{err}");
     assert!(
-        stopped[0].contains("bad-xfs") && stopped[0].contains("power of 2"),
+        stopped[0].contains("bad-btrfs") && stopped[0].contains("unrecognized option"),
         "{err}"
     );
-    assert!(!err.contains("[-b size=num]"), "usage text printed: {err}");
+    assert!(
+        !err.contains("Allocation profiles"),
+        "usage text printed: {err}"
+    );
     let loaded = store::load(&out).unwrap();
     let bad: Vec<_> = loaded
         .measurements
         .iter()
-        .filter(|m| m.target == "bad-xfs")
+        .filter(|m| m.target == "bad-btrfs")
         .collect();
     assert_eq!(bad.len(), 1, "one cell tried, the others skipped");
     assert!(
@@ -878,4 +881,52 @@ fn a_non_root_run_with_cold_phases_is_refused_before_anything_runs() {
     let out = as_nobody("create", &root.path.join("ran"));
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{err}");
+}
+
+/// Issue 11.5: options mkfs rejects were found only when the first cell ran. Where the
+/// tool has a dry mode (`mkfs.xfs -N`, `mkfs.ext4 -n`) they are now refused up front:
+/// one line, exit 2, nothing provisioned, no scratch file left.
+#[test]
+fn mkfs_options_the_tool_rejects_are_refused_before_anything_is_provisioned() {
+    require_root();
+    let root = TestRoot::new("reg-mkfs-dry");
+    let (out, work) = (root.path.join("out"), root.path.join("work"));
+    for (base, opts, says) in [
+        ("xfs", "\"-b\", \"size=3000\"", "power of 2"),
+        ("ext4", "\"-O\", \"bogus\"", "bogus"),
+    ] {
+        let plan = root.path.join(format!("{base}.toml"));
+        std::fs::write(
+            &plan,
+            format!(
+                "workloads = [\"create\"]\nruns = 1\nscale = 0.002\n\
+                 [[target]]\nname = \"bad-{base}\"\nbase = \"{base}\"\nmkfs = [{opts}]\n"
+            ),
+        )
+        .unwrap();
+        let o = Command::new(bin())
+            .arg("run")
+            .arg(&plan)
+            .args(["--quiet", "--out"])
+            .arg(&out)
+            .arg("--work-dir")
+            .arg(&work)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+        assert!(
+            err.contains(&format!("bad-{base}")) && err.contains(says),
+            "{err}"
+        );
+        assert!(!out.join("results.jsonl").exists(), "nothing was run");
+    }
+    let scratch: Vec<_> = std::fs::read_dir(&root.path)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().contains("dry-mkfs"))
+        .collect();
+    assert!(scratch.is_empty(), "{scratch:?}");
+    assert!(leftovers(&root.path).is_empty());
 }

@@ -7,6 +7,7 @@
 pub mod cgroup;
 pub mod cleanup;
 pub mod command;
+pub mod dry_mkfs;
 pub mod fscrypt;
 pub mod guard;
 pub mod host;

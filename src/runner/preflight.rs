@@ -50,6 +50,7 @@ pub fn size(plan: &Plan, opts: &RunOptions) -> Result<Sized, RunError> {
     let manifest = plan.dataset.plan()?;
     let data_bytes = manifest.total_bytes();
     let image = size_check(plan, data_bytes, &opts.work_root, opts.space_check)?;
+    check_mkfs_options(plan, image, &opts.work_root)?;
     Ok(Sized {
         image,
         data_bytes,
@@ -197,6 +198,25 @@ fn fs_type_of(p: &Path) -> Option<String> {
 
 /// `dir:` targets on a pseudo file system (`/proc`, `/sys`, `/dev`, cgroups, …) are bad
 /// input: refused before anything is created.
+/// A target's own mkfs options, checked by the tool's dry mode where it has one, so a
+/// typo is one line now rather than a failed first cell.
+fn check_mkfs_options(plan: &Plan, image: u64, work_root: &Path) -> Result<(), RunError> {
+    // The work root may not exist yet; its nearest existing ancestor holds the scratch file.
+    let dir = work_root
+        .ancestors()
+        .find(|p| p.is_dir())
+        .unwrap_or(Path::new("/tmp"));
+    for t in &plan.targets {
+        crate::provision::dry_mkfs::check(t, t.size.unwrap_or(image), dir).map_err(|why| {
+            RunError::Refused(format!(
+                "target {}: its mkfs options are refused: {why}",
+                t.name
+            ))
+        })?;
+    }
+    Ok(())
+}
+
 /// Cold phases drop the page cache, which needs root: without it they would fail cell by
 /// cell mid-run, so the run is refused now, naming what needs it and what would run.
 fn check_cache_drops(plan: &Plan, workloads: &[Box<dyn Workload>]) -> Result<(), RunError> {
