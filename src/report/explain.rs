@@ -73,14 +73,14 @@ const RULES: &[Rule] = &[
         hint: |fs| matches!(fs, "ntfs" | "exfat").then_some("FUSE"),
     },
     Rule {
-        what: "the device writes",
+        what: "the device write I/Os",
         values: |r| raw(r, "device_write_ios"),
         floor: 100.0,
         show: count,
         hint: |_| None,
     },
     Rule {
-        what: "the device reads",
+        what: "the device read I/Os",
         values: |r| raw(r, "device_read_ios"),
         floor: 100.0,
         show: count,
@@ -339,7 +339,7 @@ mod tests {
             ),
         );
         let w = why(base, cand, Decision::Better).expect("fires");
-        assert_eq!(w, "xfs faster: 0.4× the device writes (2000 vs 5000)");
+        assert_eq!(w, "xfs faster: 0.4× the device write I/Os (2000 vs 5000)");
     }
 
     #[test]
@@ -355,7 +355,7 @@ mod tests {
             ),
         );
         let w = why(base, cand, Decision::Worse).expect("fires");
-        assert_eq!(w, "f2fs slower: 3.0× the device reads (2400 vs 800)");
+        assert_eq!(w, "f2fs slower: 3.0× the device read I/Os (2400 vs 800)");
     }
 
     #[test]
