@@ -193,6 +193,10 @@ pub struct RunArgs {
     /// Fraction of generated content that compresses (0 to 1).
     #[arg(long, value_name = "F")]
     pub compressibility: Option<f64>,
+    /// What generated files hold: typed (text, structured binary or already-compressed
+    /// bytes by file type; the default) or random (incompressible unless --compressibility).
+    #[arg(long, value_name = "typed|random")]
+    pub content: Option<String>,
     /// Per-measurement time limit in seconds.
     #[arg(long, value_name = "SECS")]
     pub timeout: Option<f64>,
@@ -452,6 +456,7 @@ fn overrides(args: &RunArgs) -> Result<Overrides> {
         seed: args.seed,
         dataset_dir,
         compressibility: args.compressibility,
+        content: args.content.clone(),
         timeout: args.timeout,
         size: args.size.clone(),
         margin: args.margin,

@@ -1,5 +1,10 @@
 //! File contents: a pure function of (seed, content id, compressibility, offset).
 //!
+//! A content id carries the kind of bytes it stands for ([`Kind`]: text, structured binary,
+//! or already compressed, chosen from the file's extension when the layout is made), so
+//! planted duplicates share their kind with their original. Text and binary come from
+//! [`super::typed`]; what follows describes the already-compressed (random) kind.
+//!
 //! Every byte comes from a ChaCha8 stream keyed by the seed and the content id. ChaCha is
 //! specified down to the byte, so the same key gives the same bytes on every machine and
 //! every architecture, and any offset can be produced without generating what precedes it
@@ -22,6 +27,8 @@ use rand_chacha::ChaCha8Rng;
 
 use super::seed::{key, DOMAIN_CONTENT};
 use super::spec::DatasetSpec;
+pub use super::typed::Kind;
+use super::typed::{fill_binary, fill_text, Vocabulary};
 
 /// Bytes generated per step when hashing or writing content.
 pub const CHUNK: usize = 1 << 20;
@@ -31,10 +38,13 @@ pub const BLOCK: u64 = 4096;
 /// Length of the repeated pattern in the compressible part of a block.
 const PATTERN: usize = 16;
 
-/// Bit layout of a tweaked content id: bit 63 set, bits 40..=62 the base content id,
-/// bits 0..=39 the offset of the flipped byte.
+/// Bit layout of a content id: bits 60..=62 the [`Kind`]; a plain id has bit 63 clear and
+/// its number in bits 0..=59; a tweaked id has bit 63 set, the base's number in bits
+/// 37..=59 and the offset of the flipped byte in bits 0..=36.
 const TWEAK_FLAG: u64 = 1 << 63;
-const TWEAK_OFFSET_BITS: u32 = 40;
+const KIND_SHIFT: u32 = 60;
+const NUMBER_MASK: u64 = (1 << KIND_SHIFT) - 1;
+const TWEAK_OFFSET_BITS: u32 = 37;
 const TWEAK_BASE_BITS: u32 = 23;
 
 /// What a content id stands for.
@@ -47,25 +57,63 @@ pub enum ContentId {
 }
 
 impl ContentId {
-    /// Decodes a content id as stored in a [`super::manifest::FileEntry`].
+    /// Decodes a content id as stored in a [`super::manifest::FileEntry`]. A tweak's
+    /// `base` is the plain id (kind included) of the content it alters.
     pub fn decode(id: u64) -> ContentId {
         if id & TWEAK_FLAG == 0 {
             return ContentId::Plain(id);
         }
+        let kind = id & (0b111 << KIND_SHIFT);
         ContentId::Tweaked {
-            base: (id >> TWEAK_OFFSET_BITS) & ((1 << TWEAK_BASE_BITS) - 1),
+            base: kind | ((id & NUMBER_MASK) >> TWEAK_OFFSET_BITS),
             offset: id & ((1 << TWEAK_OFFSET_BITS) - 1),
         }
     }
 
-    /// Encodes a tweak of `base` at `offset`; `None` if either does not fit the bit layout
-    /// (base ids up to 2^23, offsets up to 1 TiB), in which case the decoy is not planted.
+    /// The plain id of content number `n` (from 1) of `kind`.
+    pub fn plain(n: u64, kind: Kind) -> u64 {
+        (kind.bits() << KIND_SHIFT) | (n & NUMBER_MASK)
+    }
+
+    /// The kind of bytes a content id stands for.
+    pub fn kind(id: u64) -> Kind {
+        Kind::from_bits((id >> KIND_SHIFT) & 0b111)
+    }
+
+    /// Encodes a tweak of plain id `base` at `offset`; `None` if either does not fit the
+    /// bit layout (content numbers up to 2^23, offsets up to 128 GiB), in which case the
+    /// decoy is not planted.
     pub fn tweak(base: u64, offset: u64) -> Option<u64> {
-        if base == 0 || base >= (1 << TWEAK_BASE_BITS) || offset >= (1 << TWEAK_OFFSET_BITS) {
+        let n = base & NUMBER_MASK;
+        if base & TWEAK_FLAG != 0
+            || n == 0
+            || n >= (1 << TWEAK_BASE_BITS)
+            || offset >= (1 << TWEAK_OFFSET_BITS)
+        {
             return None;
         }
-        Some(TWEAK_FLAG | (base << TWEAK_OFFSET_BITS) | offset)
+        Some(TWEAK_FLAG | (base & !NUMBER_MASK) | (n << TWEAK_OFFSET_BITS) | offset)
     }
+}
+
+thread_local! {
+    /// The vocabulary of the last seed this thread wrote text for: built once, not per call.
+    static VOCABULARY: std::cell::RefCell<Option<(u64, std::rc::Rc<Vocabulary>)>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+fn vocabulary(seed: u64) -> std::rc::Rc<Vocabulary> {
+    VOCABULARY.with(|v| {
+        let mut v = v.borrow_mut();
+        match &*v {
+            Some((s, voc)) if *s == seed => voc.clone(),
+            _ => {
+                let voc = std::rc::Rc::new(Vocabulary::new(seed));
+                *v = Some((seed, voc.clone()));
+                voc
+            }
+        }
+    })
 }
 
 /// Fills `buf` with the bytes at `offset` of content `content` (deterministic from
@@ -76,7 +124,22 @@ pub fn fill_content(spec: &DatasetSpec, content: u64, offset: u64, buf: &mut [u8
         ContentId::Plain(id) => (id, None),
         ContentId::Tweaked { base, offset } => (base, Some(offset)),
     };
-    let mut rng = ChaCha8Rng::from_seed(key(spec.seed, base, DOMAIN_CONTENT));
+    let k = key(spec.seed, base, DOMAIN_CONTENT);
+    match ContentId::kind(base) {
+        Kind::Text => fill_text(&vocabulary(spec.seed), k, offset, buf),
+        Kind::Binary => fill_binary(k, offset, buf),
+        Kind::Compressed => fill_random(spec, k, offset, buf),
+    }
+    if let Some(t) = tweak {
+        if t >= offset && t - offset < buf.len() as u64 {
+            buf[(t - offset) as usize] ^= 0xff;
+        }
+    }
+}
+
+/// The already-compressed kind: the random stream, with `compressibility` applied.
+fn fill_random(spec: &DatasetSpec, k: [u8; 32], offset: u64, buf: &mut [u8]) {
+    let mut rng = ChaCha8Rng::from_seed(k);
     let random_per_block = random_bytes_per_block(spec.compressibility);
     if random_per_block == BLOCK {
         fill_stream(&mut rng, offset, buf);
@@ -104,11 +167,6 @@ pub fn fill_content(spec: &DatasetSpec, content: u64, offset: u64, buf: &mut [u8
                 }
             }
             pos = end;
-        }
-    }
-    if let Some(t) = tweak {
-        if t >= offset && t - offset < buf.len() as u64 {
-            buf[(t - offset) as usize] ^= 0xff;
         }
     }
 }

@@ -4,10 +4,12 @@
 //! * [`error`], [`spec`] (what is asked for), [`manifest`] (what a data set holds), [`seed`]
 //!   (stream keys), [`draw`] (portable random draws and math): leaves;
 //! * [`names`] (realistic names), [`profile`] (each profile's shape and the scale rule),
-//!   [`content`] (the bytes, a pure function of seed and content id);
+//!   [`typed`] (text and structured-binary bytes), [`content`] (the bytes, a pure function
+//!   of seed and content id, their kind carried in the id);
 //! * [`snapshot`] (a tree read back into a manifest, and `source_dir` planning),
 //!   [`materialize`] (a planned tree written to disk);
-//! * [`generate`] (the seeded layout: `DatasetSpec::plan`).
+//! * [`generate`] (the seeded layout: `DatasetSpec::plan`), [`ratio`] (its measured zstd
+//!   ratio).
 
 pub mod content;
 pub mod draw;
@@ -17,9 +19,11 @@ pub mod manifest;
 pub mod materialize;
 pub mod names;
 pub mod profile;
+pub mod ratio;
 pub mod seed;
 pub mod snapshot;
 pub mod spec;
+pub mod typed;
 
 pub use content::{fill_content, ContentId};
 pub use error::DatasetError;

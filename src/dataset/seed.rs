@@ -13,7 +13,7 @@ pub const DOMAIN_LAYOUT: u64 = 2;
 /// read them), each purpose under its own id.
 pub const DOMAIN_WORKLOAD: u64 = 3;
 /// Bumped if the byte generator ever changes, so old and new data never look alike.
-const GENERATOR_VERSION: u64 = 1;
+const GENERATOR_VERSION: u64 = 2;
 
 /// The 32-byte ChaCha key for a (seed, id, domain) triple.
 pub fn key(seed: u64, id: u64, domain: u64) -> [u8; 32] {

@@ -23,6 +23,33 @@ pub enum Profile {
     Smallfolder,
 }
 
+/// The mix of content kinds in a generated data set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum ContentMix {
+    /// Each file's bytes by its extension: text for documents, logs and source,
+    /// structured binary for databases and images of disks, random for media and archives.
+    #[default]
+    Typed,
+    /// Random bytes in every file (only `compressibility` makes them compress).
+    Random,
+}
+
+impl ContentMix {
+    /// What a plan recorded before the field existed generated: random bytes.
+    fn recorded_before_typed() -> ContentMix {
+        ContentMix::Random
+    }
+
+    pub fn parse(s: &str) -> Option<ContentMix> {
+        match s {
+            "typed" => Some(ContentMix::Typed),
+            "random" => Some(ContentMix::Random),
+            _ => None,
+        }
+    }
+}
+
 /// What data set a workload generates or uses.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DatasetSpec {
@@ -32,7 +59,12 @@ pub struct DatasetSpec {
     pub seed: u64,
     /// Fraction of files that are planted duplicates (groups of 2–5).
     pub duplicate_fraction: f64,
-    /// 0.0 = incompressible; 0.5 = about half the bytes compress away.
+    /// What the bytes look like: by file type (text, structured binary, already
+    /// compressed) or random throughout.
+    #[serde(default = "ContentMix::recorded_before_typed")]
+    pub content: ContentMix,
+    /// For already-compressed (random) content: 0.0 = incompressible; 0.5 = about half
+    /// the bytes compress away.
     pub compressibility: f64,
     /// A user's own directory used as the source instead of generated data.
     pub source_dir: Option<PathBuf>,
@@ -45,6 +77,7 @@ impl Default for DatasetSpec {
             scale: 0.01,
             seed: 42,
             duplicate_fraction: 0.10,
+            content: ContentMix::Typed,
             compressibility: 0.0,
             source_dir: None,
         }

@@ -75,6 +75,8 @@ pub struct DatasetTable {
     pub seed: Option<u64>,
     pub duplicate_fraction: Option<f64>,
     pub compressibility: Option<f64>,
+    /// `typed` (bytes by file type, the default) or `random`.
+    pub content: Option<String>,
     pub dir: Option<PathBuf>,
 }
 

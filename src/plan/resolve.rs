@@ -25,6 +25,8 @@ pub struct Overrides {
     pub seed: Option<u64>,
     pub dataset_dir: Option<PathBuf>,
     pub compressibility: Option<f64>,
+    /// `--content typed|random`.
+    pub content: Option<String>,
     pub timeout: Option<f64>,
     pub size: Option<String>,
     pub margin: Option<f64>,
@@ -174,7 +176,7 @@ fn check_min_size(t: &TargetConfig) -> Result<(), PlanError> {
 /// unchanged: `--budget` (for an `auto` plan; what it changed is returned, one line
 /// each). Every other flag that would change the plan is refused, naming it.
 pub fn on_resume(plan: &mut super::Plan, o: &Overrides) -> Result<Vec<String>, PlanError> {
-    let given: [(&'static str, bool); 14] = [
+    let given: [(&'static str, bool); 15] = [
         ("--target", !o.targets.is_empty()),
         ("--workload", !o.workloads.is_empty()),
         ("--threads", o.threads.is_some()),
@@ -185,6 +187,7 @@ pub fn on_resume(plan: &mut super::Plan, o: &Overrides) -> Result<Vec<String>, P
         ("--seed", o.seed.is_some()),
         ("--dataset", o.dataset_dir.is_some()),
         ("--compressibility", o.compressibility.is_some()),
+        ("--content", o.content.is_some()),
         ("--timeout", o.timeout.is_some()),
         ("--size", o.size.is_some()),
         ("--margin", o.margin.is_some()),
@@ -374,6 +377,14 @@ fn dataset(ds: DatasetTable, o: &Overrides, scale: f64) -> Result<DatasetSpec, P
     }
     if let Some(v) = o.compressibility.or(ds.compressibility) {
         dataset.compressibility = check_fraction("compressibility", v)?;
+    }
+    if let Some(c) = o.content.as_ref().or(ds.content.as_ref()) {
+        dataset.content =
+            crate::dataset::spec::ContentMix::parse(c).ok_or_else(|| PlanError::Invalid {
+                what: "content",
+                value: c.clone(),
+                why: "valid: typed (bytes by file type), random".into(),
+            })?;
     }
     dataset.source_dir = o.dataset_dir.clone().or(ds.dir);
     Ok(dataset)

@@ -194,6 +194,11 @@ fn provenance(h: &mut String, r: &Report) {
         ("CPU", format!("{} × {}", hf.cpus, hf.cpu_model)),
         ("memory", value("x_bytes", hf.mem_total_bytes as f64)),
         ("work device", hf.work_device.clone().unwrap_or_default()),
+        (
+            "data set zstd ratio",
+            hf.dataset_zstd_ratio
+                .map_or("—".into(), |z| format!("{z:.2}× (zstd -3 over a sample)")),
+        ),
     ] {
         let _ = write!(
             h,

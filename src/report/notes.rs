@@ -144,5 +144,8 @@ pub fn host_line(r: &Report, width: usize) -> String {
         let _ = write!(line, ", work device {d}");
     }
     let _ = write!(line, ", fsarena {}", h.fsarena_version);
+    if let Some(z) = h.dataset_zstd_ratio {
+        let _ = write!(line, "; data set compresses {z:.1}× with zstd -3");
+    }
     wrap(&line, width, "", "  ")
 }

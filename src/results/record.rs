@@ -49,7 +49,7 @@ impl Status {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "record", rename_all = "snake_case")]
 pub enum Record {
-    Host(HostFacts),
+    Host(Box<HostFacts>),
     Measurement(Box<Measurement>),
 }
 
@@ -70,6 +70,10 @@ pub struct HostFacts {
     /// Targets of the plan this host could not run, with the reason.
     #[serde(default)]
     pub skipped_targets: Vec<(String, String)>,
+    /// The generated data set's bytes ÷ their zstd-3 size, over a sample (how much a
+    /// compressing file system could save on it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dataset_zstd_ratio: Option<f64>,
 }
 
 /// One measured cell: a target × workload × variant × threads × repetition.

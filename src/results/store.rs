@@ -142,7 +142,8 @@ impl Store {
             file,
             _lock: lock,
         };
-        s.write(&Record::Host(host.clone())).map_err(io_err)?;
+        s.write(&Record::Host(Box::new(host.clone())))
+            .map_err(io_err)?;
         Ok(s)
     }
 
@@ -232,7 +233,7 @@ pub fn load(dir: &Path) -> Result<Loaded, StoreError> {
             continue;
         }
         match serde_json::from_slice::<Record>(&line) {
-            Ok(Record::Host(h)) if n == 1 => host = Some(h),
+            Ok(Record::Host(h)) if n == 1 => host = Some(*h),
             Ok(Record::Host(_)) => out.skipped.push((n, "a second host record".into())),
             Ok(Record::Measurement(m)) => {
                 let k = m.key();

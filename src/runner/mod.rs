@@ -98,10 +98,12 @@ pub fn run(
     for (name, why) in &skipped {
         eprintln!("fsarena: skipping target {name}: {why}");
     }
-    let image = preflight::size(plan, opts)?.image;
+    let sized = preflight::size(plan, opts)?;
+    let image = sized.image;
 
     // The results store first: nothing is provisioned for a run that cannot record.
-    let recording::Opened { mut store, tally } = recording::open_store(plan, opts, &skipped)?;
+    let recording::Opened { mut store, tally } =
+        recording::open_store(plan, opts, &skipped, sized.zstd_ratio)?;
 
     let work = WorkDir::create(&opts.work_root)?;
     let mut summary = RunSummary {

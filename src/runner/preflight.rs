@@ -27,6 +27,8 @@ pub struct Sized {
     pub files: usize,
     /// The most disk the run's work directory holds at once (see [`disk_need`]).
     pub disk_bytes: u64,
+    /// The data set's measured zstd ratio (`None` for a user's own directory).
+    pub zstd_ratio: Option<f64>,
 }
 
 /// Workloads and options, devices, then targets: the checks that need no data-set planning.
@@ -56,6 +58,7 @@ pub fn size(plan: &Plan, opts: &RunOptions) -> Result<Sized, RunError> {
         data_bytes,
         files: manifest.files.len(),
         disk_bytes: disk_need(plan, data_bytes),
+        zstd_ratio: crate::dataset::ratio::zstd_ratio(&plan.dataset, &manifest),
     })
 }
 
