@@ -63,10 +63,14 @@ const ZIPF: f64 = 1.4;
 /// Key id of the vocabulary stream (content ids start at 1, so 0 is free).
 const VOCABULARY_ID: u64 = 0;
 
-/// A seed's vocabulary and the cumulative Zipf weights (exponent 1) to draw from it.
+/// Bytes of text a seed's corpus holds: text blocks are spliced from it.
+const CORPUS: usize = 1 << 20;
+
+/// A seed's text corpus: Zipf-drawn words from the seed's vocabulary, made once; blocks are
+/// spliced from short runs of it, which keeps its word statistics (and so its
+/// compressibility) at the speed of a memory copy.
 pub struct Vocabulary {
-    words: Vec<Vec<u8>>,
-    cumulative: Vec<u32>,
+    corpus: Vec<u8>,
 }
 
 impl Vocabulary {
@@ -82,7 +86,7 @@ impl Vocabulary {
                 .collect();
             words.push(w);
         }
-        let mut cumulative = Vec::with_capacity(VOCABULARY);
+        let mut cumulative: Vec<u32> = Vec::with_capacity(VOCABULARY);
         let mut total = 0f64;
         let weights: Vec<f64> = (1..=VOCABULARY).map(|r| (r as f64).powf(-ZIPF)).collect();
         let sum: f64 = weights.iter().sum();
@@ -90,34 +94,42 @@ impl Vocabulary {
             total += w;
             cumulative.push(((total / sum) * f64::from(u32::MAX)) as u32);
         }
-        Vocabulary { words, cumulative }
-    }
-
-    fn word(&self, u: u32) -> &[u8] {
-        let i = self.cumulative.partition_point(|&c| c < u);
-        &self.words[i.min(VOCABULARY - 1)]
+        let mut corpus = Vec::with_capacity(CORPUS + 16);
+        let mut line = 0;
+        while corpus.len() < CORPUS {
+            let u = rng.next_u32();
+            let w = &words[cumulative.partition_point(|&c| c < u).min(VOCABULARY - 1)];
+            corpus.extend_from_slice(w);
+            line += w.len() + 1;
+            if line > 72 {
+                corpus.push(b'\n');
+                line = 0;
+            } else {
+                corpus.push(b' ');
+            }
+        }
+        corpus.truncate(CORPUS);
+        Vocabulary { corpus }
     }
 }
 
+/// Length range of the runs a text block is spliced from: long enough to keep words
+/// whole mostly, short enough that a block never repeats a longer stretch of the corpus.
+const RUN_MIN: usize = 24;
+const RUN_SPAN: u32 = 48;
+
 /// Fills `buf` with bytes `offset..` of text content `base` (`key` = its content key).
 pub fn fill_text(vocab: &Vocabulary, key: [u8; 32], offset: u64, buf: &mut [u8]) {
+    let corpus = &vocab.corpus;
+    let starts = (corpus.len() - RUN_MIN - RUN_SPAN as usize) as u32;
     fill_blocks(key, offset, buf, |rng, block| {
         let mut pos = 0;
-        let mut line = 0;
         while pos < BLOCK {
-            let w = vocab.word(rng.next_u32());
-            for &b in w.iter().chain(std::iter::once(&b' ')) {
-                if pos == BLOCK {
-                    break;
-                }
-                block[pos] = b;
-                pos += 1;
-            }
-            line += w.len() + 1;
-            if line > 72 && pos < BLOCK {
-                block[pos - 1] = b'\n';
-                line = 0;
-            }
+            let r = rng.next_u64();
+            let start = ((r as u32) % starts) as usize;
+            let len = (RUN_MIN + ((r >> 32) as u32 % RUN_SPAN) as usize).min(BLOCK - pos);
+            block[pos..pos + len].copy_from_slice(&corpus[start..start + len]);
+            pos += len;
         }
     });
 }
