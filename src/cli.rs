@@ -373,34 +373,9 @@ fn dispatch(cli: Cli) -> Result<i32> {
             ))?;
             Ok(EXIT_OK)
         }
-        Command::Op(a) => op(a),
+        Command::Op(a) => commands::op(a),
         Command::List => commands::list(),
     }
-}
-
-fn op(a: OpArgs) -> Result<i32> {
-    let mode = u32::from_str_radix(&a.mode, 8)
-        .ok()
-        .filter(|m| *m <= 0o7777)
-        .ok_or_else(|| anyhow::anyhow!("--mode takes octal permission bits, e.g. 640"))?;
-    let threads = a
-        .threads
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-    let args = crate::bench_op::OpArgs {
-        name: a.name,
-        src: a.src,
-        dest: a.dest,
-        threads,
-        pattern: a.pattern,
-        min_size: a.min_size,
-        max_size: a.max_size,
-        time: a.time,
-        mode,
-        modify_window_s: a.modify_window,
-    };
-    let report = crate::bench_op::run(&args)?;
-    emit(&format!("{}\n", report.line(args.name)))?;
-    Ok(EXIT_OK)
 }
 
 /// `--fail-if-worse PCT`: a finite percentage of 0 or more.
