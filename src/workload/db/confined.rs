@@ -310,7 +310,8 @@ fn child<T: Serialize>(
                 e,
             ))),
         ),
-        Ok(()) => match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work(&mut ready))) {
+        Ok(()) => match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work(&mut ready)))
+        {
             Ok(Ok(t)) => write_report(report, &Report::Ok(t)),
             Ok(Err(e)) => write_report::<T>(report, &Report::Err(ChildError::of(&e))),
             Err(_) => 101,
@@ -353,7 +354,9 @@ fn supervise(
         };
         stop.store(true, Ordering::Relaxed);
         let kept = match keeper {
-            Ok(h) => h.join().unwrap_or_else(|_| Err(WorkloadError::Tool("the db cgroup keeper panicked".into()))),
+            Ok(h) => h.join().unwrap_or_else(|_| {
+                Err(WorkloadError::Tool("the db cgroup keeper panicked".into()))
+            }),
             Err(_) => Ok(()),
         };
         (waited, kept)

@@ -149,8 +149,13 @@ impl Workload for Db {
                     .ctx(|| "dropping the built database from the cache".into())?;
                 let parent =
                     cgroup::parent().map_err(|e| WorkloadError::Unsupported(e.to_string()))?;
-                let cg = MemoryCgroup::create(&parent, "db", confined::NO_LIMIT, cgroup::run_journal(ctx.scratch))
-                    .map_err(|e| WorkloadError::Tool(e.to_string()))?;
+                let cg = MemoryCgroup::create(
+                    &parent,
+                    "db",
+                    confined::NO_LIMIT,
+                    cgroup::run_journal(ctx.scratch),
+                )
+                .map_err(|e| WorkloadError::Tool(e.to_string()))?;
                 Some((cg, b))
             }
         };
