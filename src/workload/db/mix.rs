@@ -70,9 +70,11 @@ pub(super) fn run(
                 thread::Builder::new()
                     .name("db-checkpoint".into())
                     .spawn_scoped(s, move || {
-                        gate.wait()
-                            .then(|| checkpointer(c, every, sh, done))
-                            .unwrap_or_default()
+                        if gate.wait() {
+                            checkpointer(c, every, sh, done)
+                        } else {
+                            CheckpointStats::default()
+                        }
                     })
                     .map_err(|e| spawn_failed = Some(e))
                     .ok()
