@@ -31,26 +31,20 @@ use crate::plan::size::human_bytes;
 use crate::provision::cgroup::MemoryCgroup;
 use crate::workload::{Ctx, WorkloadError};
 
-/// Room above the engine's memory and the budget for one connection's worth of growth, so
-/// a burst of allocation between two adjustments is absorbed by reclaiming cache rather
-/// than stalling the engine; [`slack`] adds a page per connection.
+/// Room above the engine's memory and the budget, so a burst of allocation between two
+/// adjustments is absorbed by reclaiming cache rather than stalling the engine. (More room
+/// lets the page cache past its budget on a disk file system: where the cache cannot be
+/// reclaimed, [`GROWTH_ROOM`] adds what is needed.)
 const SLACK: u64 = 256 << 10;
 /// How often the keeper adjusts the limit (and the parent looks for a cancel).
 const POLL: Duration = Duration::from_millis(5);
-/// Adjustments' worth of the engine's recent growth kept as room above its memory and the
-/// budget (when that is more than the slack): unreclaimable memory such as a WAL on tmpfs
-/// can grow by hundreds of MB/s, and a charge in a system call that finds no page cache to
-/// reclaim fails instead of waiting for the keeper.
+/// Adjustments' worth of the recent growth of the cgroup's tmpfs pages kept as room above
+/// the engine's memory and the budget (when that is more than the slack): a WAL on tmpfs
+/// grows by hundreds of MB/s, no reclaim can shrink it, and a charge in a system call that
+/// finds no page cache to reclaim fails instead of waiting for the keeper.
 const GROWTH_ROOM: u64 = 8;
 /// A limit that never binds (cgroup v1 rounds it down to its own maximum).
 pub(crate) const NO_LIMIT: u64 = 1 << 50;
-
-/// The slack for an engine of `connections` connections with `page_size`-byte pages: the
-/// base plus, per connection, a few pages in flight (a WAL frame being written, a page
-/// being read into a fresh buffer) between two adjustments.
-pub(crate) fn slack(connections: usize, page_size: u32) -> u64 {
-    SLACK + connections as u64 * 4 * u64::from(page_size)
-}
 
 /// What the cgroup saw during the phase.
 #[derive(Debug, Default, Clone)]
@@ -74,10 +68,10 @@ pub(crate) struct CgroupFigures {
     pub(crate) stall_raises: u64,
     /// Whether the keeper ran at real-time priority (it does when it may).
     pub(crate) keeper_realtime: bool,
-    /// The engine's own memory at the last adjustment, and its recent growth per
-    /// adjustment (the largest, decaying): while it grows fast the room above the budget
-    /// grows with it, since a syscall that outruns the limit fails.
-    last_own: u64,
+    /// The cgroup's tmpfs pages at the last adjustment, and their recent growth per
+    /// adjustment (the largest, decaying): while they grow fast the room above the budget
+    /// grows with them, since a syscall that outruns the limit fails.
+    last_shmem: u64,
     growth: u64,
     /// The largest room above own memory + budget the keeper gave.
     pub(crate) headroom_max: u64,
@@ -111,7 +105,7 @@ impl CgroupFigures {
         format!(
             "engine confined to a memory cgroup ({label}): page cache budget {} of a {} \
              database; limit = the engine's own memory once ready ({}) + budget + slack {} \
-             (up to {} while that memory grew fast), kept every {} ms by a {}keeper thread (highest {}); the limit was {hits}{}; \
+             (up to {} while its tmpfs pages grew fast), kept every {} ms by a {}keeper thread (highest {}); the limit was {hits}{}; \
              peak page cache seen {}",
             human_bytes(self.cache_budget),
             human_bytes(db_bytes),
@@ -184,12 +178,11 @@ enum Report<T> {
 pub(super) type Ready<'a> = &'a mut dyn FnMut() -> Result<(), WorkloadError>;
 
 /// Runs `work` in a forked child inside `cg`, returning its result and the cgroup's
-/// figures. `cache_budget` is the page cache the child may hold, `slack` the room above it.
+/// figures. `cache_budget` is the page cache the child may hold.
 pub(super) fn run<T: Serialize + DeserializeOwned>(
     ctx: &Ctx,
     cg: &MemoryCgroup,
     cache_budget: u64,
-    slack: u64,
     work: impl FnOnce(Ready) -> Result<T, WorkloadError>,
 ) -> Result<(T, CgroupFigures), WorkloadError> {
     let report = ctx.scratch.join("db-engine-report.json");
@@ -218,7 +211,7 @@ pub(super) fn run<T: Serialize + DeserializeOwned>(
     drop((ready_w, go_r));
     let mut fig = CgroupFigures {
         cache_budget,
-        slack,
+        slack: SLACK,
         ..Default::default()
     };
     let waited = supervise(ctx, cg, pid, ready_r, go_w, &mut fig);
@@ -466,8 +459,11 @@ pub(crate) fn keep_limit(cg: &MemoryCgroup, fig: &mut CgroupFigures) {
     if let Some((total, cache, shmem)) = cg.usage() {
         fig.page_cache_peak = fig.page_cache_peak.max(cache);
         let own = total.saturating_sub(cache) + shmem;
-        let grew = own.saturating_sub(fig.last_own);
-        fig.last_own = own;
+        // Room for the growth of what no reclaim can shrink (tmpfs pages: the WAL on a
+        // tmpfs target); a disk file system's clean cache makes room for the rest, so its
+        // budget stays the budget.
+        let grew = shmem.saturating_sub(fig.last_shmem);
+        fig.last_shmem = shmem;
         fig.growth = grew.max(fig.growth - fig.growth / 16);
         let headroom = fig.slack.max(GROWTH_ROOM * fig.growth);
         fig.headroom_max = fig.headroom_max.max(headroom);
@@ -491,7 +487,7 @@ pub(crate) fn start(cg: &MemoryCgroup, fig: &mut CgroupFigures) -> Result<(), Wo
         total.saturating_sub(cache) + shmem
     });
     fig.own_at_start = own;
-    fig.last_own = own;
+    fig.last_shmem = cg.usage().map_or(0, |(_, _, shmem)| shmem);
     fig.headroom_max = fig.slack;
     fig.limit_max = own + fig.cache_budget + fig.slack;
     cg.set_limit(fig.limit_max)

@@ -171,8 +171,7 @@ impl Workload for Db {
             let m = match &cg {
                 None => engine(&mut || Ok(()))?,
                 Some((cg, budget)) => {
-                    let slack = confined::slack(cfg.threads + 1, page_size);
-                    let (m, fig) = confined::run(ctx, cg, *budget, slack, engine)?;
+                    let (m, fig) = confined::run(ctx, cg, *budget, engine)?;
                     figures = Some(fig);
                     m
                 }
