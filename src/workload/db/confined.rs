@@ -38,10 +38,10 @@ use crate::workload::{Ctx, WorkloadError};
 const SLACK: u64 = 256 << 10;
 /// How often the keeper adjusts the limit (and the parent looks for a cancel).
 const POLL: Duration = Duration::from_millis(5);
-/// Adjustments' worth of the recent growth of the cgroup's tmpfs pages kept as room above
-/// the engine's memory and the budget (when that is more than the slack): a WAL on tmpfs
-/// grows by hundreds of MB/s, no reclaim can shrink it, and a charge in a system call that
-/// finds no page cache to reclaim fails instead of waiting for the keeper.
+/// Adjustments' worth of the engine's recent growth kept as room above its memory and the
+/// budget when the cgroup's page cache is mostly tmpfs pages (and more than the slack): a
+/// WAL on tmpfs grows by hundreds of MB/s, no reclaim can shrink it, and a charge in a
+/// system call that finds no page cache to reclaim fails instead of waiting for the keeper.
 const GROWTH_ROOM: u64 = 8;
 /// A limit that never binds (cgroup v1 rounds it down to its own maximum).
 pub(crate) const NO_LIMIT: u64 = 1 << 50;
@@ -68,10 +68,10 @@ pub(crate) struct CgroupFigures {
     pub(crate) stall_raises: u64,
     /// Whether the keeper ran at real-time priority (it does when it may).
     pub(crate) keeper_realtime: bool,
-    /// The cgroup's tmpfs pages at the last adjustment, and their recent growth per
-    /// adjustment (the largest, decaying): while they grow fast the room above the budget
-    /// grows with them, since a syscall that outruns the limit fails.
-    last_shmem: u64,
+    /// The engine's own memory at the last adjustment, and its recent growth per
+    /// adjustment (the largest, decaying): on tmpfs the room above the budget grows with
+    /// it, since a syscall that outruns the limit fails.
+    last_own: u64,
     growth: u64,
     /// The largest room above own memory + budget the keeper gave.
     pub(crate) headroom_max: u64,
@@ -105,7 +105,7 @@ impl CgroupFigures {
         format!(
             "engine confined to a memory cgroup ({label}): page cache budget {} of a {} \
              database; limit = the engine's own memory once ready ({}) + budget + slack {} \
-             (up to {} while its tmpfs pages grew fast), kept every {} ms by a {}keeper thread (highest {}); the limit was {hits}{}; \
+             (up to {} while it grew fast on tmpfs), kept every {} ms by a {}keeper thread (highest {}); the limit was {hits}{}; \
              peak page cache seen {}",
             human_bytes(self.cache_budget),
             human_bytes(db_bytes),
@@ -459,13 +459,18 @@ pub(crate) fn keep_limit(cg: &MemoryCgroup, fig: &mut CgroupFigures) {
     if let Some((total, cache, shmem)) = cg.usage() {
         fig.page_cache_peak = fig.page_cache_peak.max(cache);
         let own = total.saturating_sub(cache) + shmem;
-        // Room for the growth of what no reclaim can shrink (tmpfs pages: the WAL on a
-        // tmpfs target); a disk file system's clean cache makes room for the rest, so its
-        // budget stays the budget.
-        let grew = shmem.saturating_sub(fig.last_shmem);
-        fig.last_shmem = shmem;
+        // Where the cgroup's page cache is mostly pages no reclaim can shrink (a tmpfs
+        // target: its WAL), nothing makes room for the engine's growth but the limit, so it
+        // gets room for its recent growth; on a disk file system the clean cache makes
+        // that room, and the budget stays the budget.
+        let grew = own.saturating_sub(fig.last_own);
+        fig.last_own = own;
         fig.growth = grew.max(fig.growth - fig.growth / 16);
-        let headroom = fig.slack.max(GROWTH_ROOM * fig.growth);
+        let headroom = if shmem > cache.saturating_sub(shmem) {
+            fig.slack.max(GROWTH_ROOM * fig.growth)
+        } else {
+            fig.slack
+        };
         fig.headroom_max = fig.headroom_max.max(headroom);
         let mut want = own + fig.cache_budget + headroom;
         if cg.under_oom() {
@@ -487,7 +492,7 @@ pub(crate) fn start(cg: &MemoryCgroup, fig: &mut CgroupFigures) -> Result<(), Wo
         total.saturating_sub(cache) + shmem
     });
     fig.own_at_start = own;
-    fig.last_shmem = cg.usage().map_or(0, |(_, _, shmem)| shmem);
+    fig.last_own = own;
     fig.headroom_max = fig.slack;
     fig.limit_max = own + fig.cache_budget + fig.slack;
     cg.set_limit(fig.limit_max)
