@@ -406,3 +406,71 @@ fn a_malformed_pg_option_is_refused_with_exit_2_before_provisioning() {
         refused_before_provisioning(&root.path, &plan, "[workload.pg]");
     }
 }
+
+/// Regression (issue 13 defect): on a loaded machine db cells with the default cache limit
+/// failed — `eio: sqlite cache_size: disk I/O error`, a `pwrite` to the WAL refused with
+/// ENOMEM, a worker thread that could not be spawned — because the cgroup's limit was set
+/// before the engine had allocated its connections and threads, and then kept by a 10 ms
+/// poll the load delayed far longer than the engine took to outgrow it. Several
+/// repetitions on tmpfs (whose WAL is memory nothing can reclaim) and ext4 while four
+/// busy-loop processes keep both cores busy: every cell must be ok and say its limit.
+#[test]
+fn db_cache_limit_does_not_starve_the_engine_on_a_loaded_machine() {
+    require_root();
+    fsarena::provision::cgroup::parent().expect("this test needs a memory cgroup");
+    let root = TestRoot::new("db-loaded");
+    let plan = root.path.join("plan.toml");
+    std::fs::write(
+        &plan,
+        "workloads = [\"db\"]\ntargets = [\"tmpfs\", \"ext4\"]\nthreads = [1]\nruns = 4\n\
+         [workload.db]\nsize = \"8m\"\nduration = 1\n",
+    )
+    .unwrap();
+    let out = root.path.join("out");
+    // The load: busy-loop processes, like `stress --cpu`, for the whole run.
+    let mut hogs: Vec<std::process::Child> = (0..4)
+        .map(|_| {
+            Command::new("sh")
+                .args(["-c", "while :; do :; done"])
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let run = Command::new(bin())
+        .arg("run")
+        .arg(&plan)
+        .arg("--work-dir")
+        .arg(root.path.join("work"))
+        .arg("--out")
+        .arg(&out)
+        .arg("--quiet")
+        .output();
+    for h in &mut hogs {
+        let _ = h.kill();
+        let _ = h.wait();
+    }
+    let run = run.unwrap();
+    let err = String::from_utf8_lossy(&run.stderr);
+    let ms = measurements(&out);
+    assert_eq!(ms.len(), 8, "{err}");
+    let failed: Vec<String> = ms
+        .iter()
+        .filter(|m| m["status"] != "ok")
+        .map(|m| format!("{} {}: {}", m["target"], m["status"], m["error"]))
+        .collect();
+    assert!(
+        failed.is_empty(),
+        "{} of 8 cells failed: {failed:#?}",
+        failed.len()
+    );
+    for m in &ms {
+        let x = &m["metrics"];
+        let f = |k: &str| x[k].as_f64().unwrap_or_else(|| panic!("no {k}: {x}"));
+        assert!(f("cgroup_limit_bytes") > f("cgroup_cache_bytes"), "{x}");
+        f("cgroup_limit_hits");
+        let notes = m["notes"].to_string();
+        assert!(notes.contains("the limit was"), "{notes}");
+    }
+    assert_eq!(run.status.code(), Some(0), "{err}");
+    assert!(leftovers(&root.path).is_empty());
+}

@@ -246,6 +246,15 @@ impl MemoryCgroup {
         Some((total, field(cache_key)?, field(shmem_key).unwrap_or(0)))
     }
 
+    /// Whether a task in the cgroup is stalled at the limit waiting for memory (v1 with the
+    /// OOM killer off: `under_oom 1` in `memory.oom_control`). v2's `memory.high` throttles
+    /// instead of stalling, so never there.
+    pub fn under_oom(&self) -> bool {
+        self.version == Version::V1
+            && fs::read_to_string(self.path.join("memory.oom_control"))
+                .is_ok_and(|s| s.lines().any(|l| l.trim() == "under_oom 1"))
+    }
+
     /// Times the limit was hit (v1 `memory.failcnt`, v2 `high` events).
     pub fn limit_hits(&self) -> Option<u64> {
         match self.version {

@@ -6,7 +6,7 @@
 //! change what is asked.
 
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Condvar, Mutex, OnceLock};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -33,8 +33,11 @@ pub(super) struct Measured {
 }
 
 /// Runs the mix for `cfg.duration`: one thread per connection in `conns`, plus the
-/// checkpointer when `checkpoint_conn` is given and checkpoints are on. The first failure
-/// (an engine error, a cancel, the deadline) stops every thread and is returned.
+/// checkpointer when `checkpoint_conn` is given and checkpoints are on. Every thread is
+/// spawned and parked first, then `ready` is called (a confined engine's handshake: its
+/// supervisor measures the engine's memory and sets the cgroup limit) and only then does
+/// the clock start and the threads run. The first failure (an engine error, a cancel, the
+/// deadline, a refused handshake) stops every thread and is returned.
 pub(super) fn run(
     cfg: &Config,
     ctx: &Ctx,
@@ -42,8 +45,8 @@ pub(super) fn run(
     seed: u64,
     conns: Vec<Connection>,
     checkpoint_conn: Option<Connection>,
+    ready: &mut dyn FnMut() -> Result<(), WorkloadError>,
 ) -> Result<Measured, WorkloadError> {
-    let start = Instant::now();
     let sh = Shared {
         cfg,
         ctx,
@@ -52,30 +55,66 @@ pub(super) fn run(
         max_id: AtomicI64::new(built.rows as i64),
         clock: AtomicI64::new(built.rows as i64 + 1),
         stop: AtomicBool::new(false),
-        end: start + cfg.duration,
+        end: OnceLock::new(),
         failure: Mutex::new(None),
         write_queue: Mutex::new(()),
     };
+    let gate = Gate::default();
     let workers_done = AtomicBool::new(false);
-    let (stats, ckpt) = thread::scope(|s| {
+    let (stats, ckpt, start) = thread::scope(|s| {
+        let (sh, done, gate) = (&sh, &workers_done, &gate);
+        let mut spawn_failed = None;
         let ckpt = checkpoint_conn
             .zip(cfg.checkpoint_interval)
-            .map(|(c, every)| {
-                let (sh, done) = (&sh, &workers_done);
-                s.spawn(move || checkpointer(c, every, sh, done))
+            .and_then(|(c, every)| {
+                thread::Builder::new()
+                    .name("db-checkpoint".into())
+                    .spawn_scoped(s, move || {
+                        if gate.wait() {
+                            checkpointer(c, every, sh, done)
+                        } else {
+                            CheckpointStats::default()
+                        }
+                    })
+                    .map_err(|e| spawn_failed = Some(e))
+                    .ok()
             });
-        let handles: Vec<_> = conns
+        let mut handles = Vec::with_capacity(conns.len());
+        for (i, c) in conns.into_iter().enumerate() {
+            let spawned = thread::Builder::new()
+                .name(format!("db-worker-{i}"))
+                .spawn_scoped(s, move || gate.wait().then(|| worker(i, c, sh)));
+            match spawned {
+                Ok(h) => handles.push(h),
+                Err(e) => {
+                    spawn_failed = Some(e);
+                    break;
+                }
+            }
+        }
+        // Everything that allocates is done: the engine is ready for its limit.
+        let go = match spawn_failed {
+            Some(e) => Err(WorkloadError::io("spawning a db engine thread", e)),
+            None => ready(),
+        };
+        let start = Instant::now();
+        match go {
+            Ok(()) => {
+                let _ = sh.end.set(start + cfg.duration);
+                gate.open(true);
+            }
+            Err(e) => {
+                sh.fail(e);
+                gate.open(false);
+            }
+        }
+        let stats: Vec<WorkerStats> = handles
             .into_iter()
-            .enumerate()
-            .map(|(i, c)| {
-                let sh = &sh;
-                s.spawn(move || worker(i, c, sh))
-            })
+            .filter_map(|h| h.join().ok().flatten())
             .collect();
-        let stats: Vec<WorkerStats> = handles.into_iter().filter_map(|h| h.join().ok()).collect();
         workers_done.store(true, Ordering::Relaxed);
         let ckpt = ckpt.and_then(|h| h.join().ok()).unwrap_or_default();
-        (stats, ckpt)
+        (stats, ckpt, start)
     });
     let seconds = start.elapsed().as_secs_f64();
     if let Some(err) = sh.failure.lock().ok().and_then(|mut f| f.take()) {
@@ -91,6 +130,30 @@ pub(super) fn run(
         seconds,
         wal_file_bytes: std::fs::metadata(wal).map_or(0, |m| m.len()),
     })
+}
+
+/// Where the spawned threads wait until the engine may start: `true` to run, `false` to
+/// give up (a failed spawn or handshake).
+#[derive(Default)]
+struct Gate {
+    open: Mutex<Option<bool>>,
+    cv: Condvar,
+}
+
+impl Gate {
+    fn wait(&self) -> bool {
+        let mut g = self.open.lock().unwrap_or_else(|e| e.into_inner());
+        loop {
+            if let Some(go) = *g {
+                return go;
+            }
+            g = self.cv.wait(g).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+    fn open(&self, go: bool) {
+        *self.open.lock().unwrap_or_else(|e| e.into_inner()) = Some(go);
+        self.cv.notify_all();
+    }
 }
 
 /// Draws a transaction type by weight.
@@ -118,7 +181,8 @@ struct Shared<'a> {
     /// The item timestamp clock.
     clock: AtomicI64,
     stop: AtomicBool,
-    end: Instant,
+    /// When the measured phase ends; set when the parked threads are let go.
+    end: OnceLock<Instant>,
     failure: Mutex<Option<WorkloadError>>,
     /// The queue writers (and blocking checkpoints) wait in before `BEGIN IMMEDIATE`, like an
     /// engine's log writer queue. Without it, SQLite's busy handler polls with 1–100 ms
@@ -145,7 +209,7 @@ impl Shared<'_> {
             self.fail(e);
             return false;
         }
-        Instant::now() < self.end
+        self.end.get().is_some_and(|end| Instant::now() < *end)
     }
 }
 

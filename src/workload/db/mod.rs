@@ -27,7 +27,6 @@ use self::options::{Cache, Config};
 use self::outcome::outcome_of;
 use self::schema::{build, open, sql_err, DB_FILE};
 use super::{Ctx, Harness, IoContext, Outcome, Point, Workload, WorkloadError};
-use crate::plan::size::human_bytes;
 use crate::provision::cgroup::{self, MemoryCgroup};
 
 /// The `db` workload.
@@ -125,8 +124,10 @@ impl Workload for Db {
                 cfg.page_size
             )));
         }
-        // The engine: connections opened where it runs, so a confined engine's are its own.
-        let engine = || -> Result<mix::Measured, WorkloadError> {
+        // The engine: connections opened where it runs, so a confined engine's are its own;
+        // `ready` is called once it has allocated everything it can up front (connections,
+        // PRAGMAs, parked threads), before the clock starts.
+        let engine = |ready: &mut dyn FnMut() -> Result<(), WorkloadError>| -> Result<mix::Measured, WorkloadError> {
             let conns: Vec<Connection> = (0..cfg.threads)
                 .map(|_| open(&path, &cfg))
                 .collect::<Result<_, _>>()?;
@@ -134,7 +135,7 @@ impl Workload for Db {
                 Some(_) => Some(open(&path, &cfg)?),
                 None => None,
             };
-            mix::run(&cfg, ctx, &built, seed, conns, checkpoint_conn)
+            mix::run(&cfg, ctx, &built, seed, conns, checkpoint_conn, ready)
         };
         // A cache limit: the built database's pages leave the cache (they were charged to
         // this process, and a page cached already is a hit the engine is never charged
@@ -148,8 +149,13 @@ impl Workload for Db {
                     .ctx(|| "dropping the built database from the cache".into())?;
                 let parent =
                     cgroup::parent().map_err(|e| WorkloadError::Unsupported(e.to_string()))?;
-                let cg = MemoryCgroup::create(&parent, "db", b, cgroup::run_journal(ctx.scratch))
-                    .map_err(|e| WorkloadError::Tool(e.to_string()))?;
+                let cg = MemoryCgroup::create(
+                    &parent,
+                    "db",
+                    confined::NO_LIMIT,
+                    cgroup::run_journal(ctx.scratch),
+                )
+                .map_err(|e| WorkloadError::Tool(e.to_string()))?;
                 Some((cg, b))
             }
         };
@@ -163,7 +169,7 @@ impl Workload for Db {
                 .take()
                 .ok_or_else(|| WorkloadError::Tool("db measured twice".into()))?;
             let m = match &cg {
-                None => engine()?,
+                None => engine(&mut || Ok(()))?,
                 Some((cg, budget)) => {
                     let (m, fig) = confined::run(ctx, cg, *budget, engine)?;
                     figures = Some(fig);
@@ -234,15 +240,7 @@ impl Workload for Db {
             Some((f, label)) => {
                 let m = &mut outcome.metrics;
                 f.add_metrics(m);
-                outcome.notes.push(format!(
-                    "engine confined to a memory cgroup ({label}): page cache budget {} of a \
-                     {} database; limit = the engine's own memory + budget, kept so every \
-                     10 ms (highest {}), peak page cache seen {}",
-                    human_bytes(f.cache_budget),
-                    human_bytes(built.bytes),
-                    human_bytes(f.limit_max),
-                    human_bytes(f.page_cache_peak)
-                ));
+                outcome.notes.push(f.note(label, built.bytes));
             }
             None => outcome.notes.push(
                 "no cache limit (cache = \"off\"): the database may sit in the page cache".into(),
