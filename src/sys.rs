@@ -24,6 +24,19 @@ pub fn can_drop_caches() -> io::Result<()> {
         .map(drop)
 }
 
+/// Whether `p` is on a memory file system (tmpfs, ramfs): its page cache is the data
+/// itself, which no reclaim can evict.
+pub fn on_memory_fs(p: &Path) -> bool {
+    const TMPFS_MAGIC: i64 = 0x0102_1994;
+    const RAMFS_MAGIC: i64 = 0x8584_58f6;
+    rustix::fs::statfs(p).is_ok_and(|s| {
+        // `f_type`'s width differs between architectures.
+        #[allow(clippy::unnecessary_cast)]
+        let t = s.f_type as i64;
+        t == TMPFS_MAGIC || t == RAMFS_MAGIC
+    })
+}
+
 /// `syncfs` on the file system holding `path`, so buffered writes reach the device.
 pub fn syncfs(path: &Path) -> io::Result<()> {
     let f = File::open(path)?;

@@ -412,8 +412,9 @@ fn a_malformed_pg_option_is_refused_with_exit_2_before_provisioning() {
 /// ENOMEM, a worker thread that could not be spawned — because the cgroup's limit was set
 /// before the engine had allocated its connections and threads, and then kept by a 10 ms
 /// poll the load delayed far longer than the engine took to outgrow it. Several
-/// repetitions on tmpfs (whose WAL is memory nothing can reclaim) and ext4 while four
-/// busy-loop processes keep both cores busy: every cell must be ok and say its limit.
+/// repetitions on tmpfs (whose WAL is memory nothing can reclaim: it now runs without a
+/// limit, which could only fail its writes) and ext4 while four busy-loop processes keep
+/// both cores busy: every cell must be ok and say its limit, or why it has none.
 #[test]
 fn db_cache_limit_does_not_starve_the_engine_on_a_loaded_machine() {
     require_root();
@@ -464,11 +465,19 @@ fn db_cache_limit_does_not_starve_the_engine_on_a_loaded_machine() {
         failed.len()
     );
     for m in &ms {
+        let notes = m["notes"].to_string();
+        if m["target"] == "tmpfs" {
+            // Its pages are the database itself: a limit could only fail its writes.
+            assert!(
+                notes.contains("no cache limit on a memory file system"),
+                "{notes}"
+            );
+            continue;
+        }
         let x = &m["metrics"];
         let f = |k: &str| x[k].as_f64().unwrap_or_else(|| panic!("no {k}: {x}"));
         assert!(f("cgroup_limit_bytes") > f("cgroup_cache_bytes"), "{x}");
         f("cgroup_limit_hits");
-        let notes = m["notes"].to_string();
         assert!(notes.contains("the limit was"), "{notes}");
     }
     assert_eq!(run.status.code(), Some(0), "{err}");

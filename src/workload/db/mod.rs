@@ -140,7 +140,13 @@ impl Workload for Db {
         // A cache limit: the built database's pages leave the cache (they were charged to
         // this process, and a page cached already is a hit the engine is never charged
         // for), then the engine runs in a child inside the cgroup.
-        let budget = cfg.cache.bytes(built.bytes, page_size);
+        // On a memory file system the database's pages are its storage: a limit could only
+        // fail the engine's writes (ENOMEM), never send a read to a device.
+        let memory_fs = crate::sys::on_memory_fs(ctx.root);
+        let budget = cfg
+            .cache
+            .bytes(built.bytes, page_size)
+            .filter(|_| !memory_fs);
         let cg = match budget {
             None => None,
             Some(b) => {
@@ -242,6 +248,9 @@ impl Workload for Db {
                 f.add_metrics(m);
                 outcome.notes.push(f.note(label, built.bytes));
             }
+            None if memory_fs && cfg.cache != Cache::Off => outcome.notes.push(
+                "no cache limit on a memory file system: its pages are the database itself, which no limit can evict".into(),
+            ),
             None => outcome.notes.push(
                 "no cache limit (cache = \"off\"): the database may sit in the page cache".into(),
             ),
