@@ -339,22 +339,20 @@ fn a_second_writer_to_a_results_directory_is_refused() {
     require_root();
     let root = TestRoot::new("reg-lock");
     let (out, work) = (root.path.join("out"), root.path.join("work"));
-    let mut child = Command::new(bin())
-        .args(["run", "--target", "tmpfs", "--workload", "create,delete"])
-        .args(["--runs", "30", "--scale", "0.005", "--quiet", "--out"])
-        .arg(&out)
-        .arg("--work-dir")
-        .arg(&work)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let t0 = std::time::Instant::now();
-    while lines_or_empty(&out) < 2 {
-        assert!(child.try_wait().unwrap().is_none(), "the run ended early");
-        assert!(t0.elapsed().as_secs() < 60);
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    let mut child = start_until_lines(
+        &[
+            "run",
+            "--target",
+            "tmpfs",
+            "--workload",
+            "create,delete",
+            "--runs",
+            "30",
+        ],
+        &out,
+        &work,
+        2,
+    );
     let out_s = out.display().to_string();
     let work2 = root.path.join("work2");
     refused(
@@ -374,6 +372,29 @@ fn a_second_writer_to_a_results_directory_is_refused() {
     )
     .unwrap();
     assert_eq!(child.wait().unwrap().code(), Some(1));
+}
+
+/// Starts `fsarena ARGS --scale 0.005 --quiet --out OUT --work-dir WORK` in the background
+/// (its output discarded) and returns it once its results file holds `lines` lines: a run
+/// caught mid-way, for the tests that interrupt or race it.
+fn start_until_lines(args: &[&str], out: &Path, work: &Path, lines: usize) -> std::process::Child {
+    let mut child = Command::new(bin())
+        .args(args)
+        .args(["--scale", "0.005", "--quiet", "--out"])
+        .arg(out)
+        .arg("--work-dir")
+        .arg(work)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let t0 = std::time::Instant::now();
+    while lines_or_empty(out) < lines {
+        assert!(child.try_wait().unwrap().is_none(), "the run ended early");
+        assert!(t0.elapsed().as_secs() < 120);
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child
 }
 
 fn lines_or_empty(out: &Path) -> usize {
@@ -647,8 +668,8 @@ fn cleanup_leaves_what_the_journal_does_not_name() {
     require_root();
     let root = TestRoot::new("reg-cleanup");
     let (out, work) = (root.path.join("out"), root.path.join("work"));
-    let mut child = Command::new(bin())
-        .args([
+    let mut child = start_until_lines(
+        &[
             "run",
             "--target",
             "tmpfs",
@@ -656,21 +677,13 @@ fn cleanup_leaves_what_the_journal_does_not_name() {
             "ext4",
             "--workload",
             "create",
-        ])
-        .args(["--runs", "20", "--scale", "0.005", "--quiet", "--out"])
-        .arg(&out)
-        .arg("--work-dir")
-        .arg(&work)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let t0 = std::time::Instant::now();
-    while lines_or_empty(&out) < 3 {
-        assert!(child.try_wait().unwrap().is_none(), "the run ended early");
-        assert!(t0.elapsed().as_secs() < 120);
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+            "--runs",
+            "20",
+        ],
+        &out,
+        &work,
+        3,
+    );
     child.kill().unwrap();
     child.wait().unwrap();
     let run = std::fs::read_dir(&work)

@@ -68,15 +68,7 @@ pub fn tick_label(v: f64, step: f64) -> String {
         return "0".into();
     }
     let a = v.abs().max(step.abs());
-    let (div, suffix) = if a >= 1e9 {
-        (1e9, "G")
-    } else if a >= 1e6 {
-        (1e6, "M")
-    } else if a >= 1e4 {
-        (1e3, "k")
-    } else {
-        (1.0, "")
-    };
+    let (div, suffix) = super::format::si_prefix(a);
     let s = step.abs() / div;
     // Steps are 1, 2 or 5 × 10^k: 10^-k needs k decimals (the epsilon absorbs log10's error).
     let decimals = if s > 0.0 && s < 1.0 {

@@ -93,15 +93,7 @@ pub fn value_pm(metric: &str, mean: f64, half: f64) -> String {
         half
     };
     let a = m.abs();
-    let (div, suffix) = if a >= 1e9 {
-        (1e9, "G")
-    } else if a >= 1e6 {
-        (1e6, "M")
-    } else if a >= 1e4 {
-        (1e3, "k")
-    } else {
-        (1.0, "")
-    };
+    let (div, suffix) = si_prefix(a);
     let x = h.abs() / div;
     // Two significant digits of the half-width, at least the mean's own decimals.
     let digits = if x == 0.0 || x >= 10.0 {
@@ -120,6 +112,20 @@ pub fn value_pm(metric: &str, mean: f64, half: f64) -> String {
         .map(|i| shown[i..].to_string())
         .unwrap_or_default();
     format!("{shown} ± {x:.digits$}{suffix}{unit}")
+}
+
+/// The divisor and suffix a magnitude is shown with: k from 10,000 (so four-digit figures
+/// stay whole), M, G. Tables and chart axes share it so both read alike.
+pub fn si_prefix(magnitude: f64) -> (f64, &'static str) {
+    if magnitude >= 1e9 {
+        (1e9, "G")
+    } else if magnitude >= 1e6 {
+        (1e6, "M")
+    } else if magnitude >= 1e4 {
+        (1e3, "k")
+    } else {
+        (1.0, "")
+    }
 }
 
 /// Why an interval is not printed: too few runs for it to mean anything.
