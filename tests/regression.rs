@@ -374,6 +374,19 @@ fn a_second_writer_to_a_results_directory_is_refused() {
     assert_eq!(child.wait().unwrap().code(), Some(1));
 }
 
+/// `fsarena run PLAN --quiet --out OUT --work-dir WORK`, run to its end.
+fn run_plan(plan: &Path, out: &Path, work: &Path) -> std::process::Output {
+    Command::new(bin())
+        .arg("run")
+        .arg(plan)
+        .args(["--quiet", "--out"])
+        .arg(out)
+        .arg("--work-dir")
+        .arg(work)
+        .output()
+        .unwrap()
+}
+
 /// Starts `fsarena ARGS --scale 0.005 --quiet --out OUT --work-dir WORK` in the background
 /// (its output discarded) and returns it once its results file holds `lines` lines: a run
 /// caught mid-way, for the tests that interrupt or race it.
@@ -614,15 +627,7 @@ fn a_target_whose_mkfs_fails_stops_with_the_error_and_keeps_the_whole_output() {
          [[target]]\nname = \"bad-btrfs\"\nbase = \"btrfs\"\nmkfs = [\"--bogus\"]\n",
     )
     .unwrap();
-    let o = Command::new(bin())
-        .arg("run")
-        .arg(&plan)
-        .args(["--quiet", "--out"])
-        .arg(&out)
-        .arg("--work-dir")
-        .arg(&work)
-        .output()
-        .unwrap();
+    let o = run_plan(&plan, &out, &work);
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(1), "{err}");
     let stopped: Vec<&str> = err.lines().filter(|l| l.contains("stopped")).collect();
@@ -917,15 +922,7 @@ fn mkfs_options_the_tool_rejects_are_refused_before_anything_is_provisioned() {
             ),
         )
         .unwrap();
-        let o = Command::new(bin())
-            .arg("run")
-            .arg(&plan)
-            .args(["--quiet", "--out"])
-            .arg(&out)
-            .arg("--work-dir")
-            .arg(&work)
-            .output()
-            .unwrap();
+        let o = run_plan(&plan, &out, &work);
         let err = String::from_utf8_lossy(&o.stderr);
         assert_eq!(o.status.code(), Some(2), "{err}");
         assert_eq!(err.trim().lines().count(), 1, "{err}");
