@@ -302,8 +302,11 @@ fn pg_runs_both_modes_with_device_reads_and_leaves_nothing() {
         assert_eq!(f("accounts_rows"), 100_000.0);
         assert!(f("latency_p50_ms") <= f("latency_p95_ms"));
         assert!(f("latency_p95_ms") <= f("latency_p99_ms"));
+        // The limit kept the database out of the cache: its peak page cache stayed below
+        // the database plus the WAL the run wrote (dirty WAL pages are charged to the server
+        // until written back, so on a loaded machine TPC-B's peak can pass the database alone).
         assert!(
-            f("cgroup_page_cache_peak_bytes") < f("db_initial_bytes"),
+            f("cgroup_page_cache_peak_bytes") < f("db_initial_bytes") + f("wal_bytes"),
             "{x}"
         );
         assert!(f("server_cpu_ms_per_tx") > 0.0, "{x}");
