@@ -181,7 +181,8 @@ pub struct RunArgs {
     /// The target others are compared with (default: the first).
     #[arg(long, value_name = "NAME")]
     pub baseline: Option<String>,
-    /// Data-set profile: small, medium, large, huge, bigfolder, smallfolder.
+    /// Data-set profile: small, medium, large, huge, bigfolder, smallfolder; several,
+    /// comma-separated, run every cell on each.
     #[arg(long)]
     pub profile: Option<String>,
     /// Seed of the generated data set.

@@ -345,6 +345,7 @@ fn a_populated_image_is_cloned_one_at_a_time_and_each_clone_holds_the_data_set()
             scale: 0.005,
             ..Default::default()
         },
+        extra_profiles: Vec::new(),
         baseline: String::new(),
         timeout: Duration::from_secs(300),
         workload_options: Default::default(),
@@ -367,7 +368,7 @@ fn a_populated_image_is_cloned_one_at_a_time_and_each_clone_holds_the_data_set()
             allow_device: false,
             wipe: false,
         };
-        let master: MasterImage = populate_master(&plan, &spec(1), &work, &cancel)
+        let master: MasterImage = populate_master(&plan, 0, &spec(1), &work, &cancel)
             .unwrap_or_else(|e| panic!("{name}: {e:?}"));
         assert!(master.health.as_ref().is_some_and(|h| h.passed), "{name}");
         // Sealed: the master itself is attached nowhere, so no clone can meet its fsid.

@@ -71,13 +71,33 @@ pub enum RunsValue {
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct DatasetTable {
-    pub profile: Option<String>,
+    /// One profile, or several (`["small", "medium"]`): every cell then runs once per
+    /// data set, as the file-management study ran its four.
+    pub profile: Option<Profiles>,
     pub seed: Option<u64>,
     pub duplicate_fraction: Option<f64>,
     pub compressibility: Option<f64>,
     /// `typed` (bytes by file type, the default) or `random`.
     pub content: Option<String>,
     pub dir: Option<PathBuf>,
+}
+
+/// `profile = "small"` or `profile = ["small", "medium", ...]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum Profiles {
+    One(String),
+    Many(Vec<String>),
+}
+
+impl Profiles {
+    /// The names, in the order given.
+    pub fn names(&self) -> Vec<String> {
+        match self {
+            Profiles::One(p) => vec![p.clone()],
+            Profiles::Many(v) => v.clone(),
+        }
+    }
 }
 
 /// A `[[target]]` table: a configuration of the user's own.

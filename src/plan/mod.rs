@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::dataset::DatasetSpec;
+use crate::dataset::{DatasetSpec, Profile};
 pub use target::{FsKind, Location, TargetConfig};
 
 /// A fully resolved plan: everything the runner needs, nothing left to defaults.
@@ -24,6 +24,11 @@ pub struct Plan {
     pub threads: Vec<usize>,
     pub runs: Runs,
     pub dataset: DatasetSpec,
+    /// Further profiles of the same data set (`--profile small,medium`): every cell runs
+    /// once on each, as the file-management study ran its four data sets. Empty for the
+    /// usual plan of one data set, which then records no data-set label.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub extra_profiles: Vec<Profile>,
     /// The target every other is compared with (the first, unless named).
     pub baseline: String,
     /// Per-measurement time limit; a stuck workload becomes a `timeout` record.
@@ -55,6 +60,38 @@ pub enum Runs {
         #[serde(default = "default_budget", with = "secs")]
         budget: Duration,
     },
+}
+
+impl Plan {
+    /// Every data set of the plan: the first, then one per further profile.
+    pub fn datasets(&self) -> Vec<DatasetSpec> {
+        let mut all = vec![self.dataset.clone()];
+        all.extend(self.extra_profiles.iter().map(|p| DatasetSpec {
+            profile: *p,
+            ..self.dataset.clone()
+        }));
+        all
+    }
+
+    /// The label records of data set `i` carry: its profile when the plan has several,
+    /// none when it has one (so a one-data-set run reads as before).
+    pub fn dataset_label(&self, i: usize) -> Option<String> {
+        if self.extra_profiles.is_empty() {
+            return None;
+        }
+        self.datasets()
+            .get(i)
+            .map(|d| crate::dataset::profile_name(d.profile).to_string())
+    }
+
+    /// The index of the data set a record's label names (`None`: the only one).
+    pub fn dataset_index(&self, label: Option<&str>) -> Option<usize> {
+        match label {
+            None => self.extra_profiles.is_empty().then_some(0),
+            Some(l) => (0..=self.extra_profiles.len())
+                .find(|&i| self.dataset_label(i).as_deref() == Some(l)),
+        }
+    }
 }
 
 impl Runs {

@@ -10,7 +10,7 @@ use super::file::{custom_target, parse_target_spec, DatasetTable, PlanFile, Runs
 use super::size::parse_size;
 use super::target::TargetConfig;
 use super::{catalogue, Plan, PlanError, Runs};
-use crate::dataset::DatasetSpec;
+use crate::dataset::{DatasetSpec, Profile};
 
 /// Command-line values; `None`/empty means "not given".
 #[derive(Debug, Default, Clone)]
@@ -52,7 +52,7 @@ pub fn resolve(
     let runs = runs(&f, o)?;
     let phase_floor = phase_floor(&f, o)?;
     let scale = scale(&f, o)?;
-    let dataset = dataset(f.dataset.unwrap_or_default(), o, scale)?;
+    let (dataset, extra_profiles) = dataset(f.dataset.unwrap_or_default(), o, scale)?;
     let baseline = baseline(&targets, f.baseline.as_ref(), o)?;
     let timeout = timeout(f.timeout, o)?;
     let margin_pct =
@@ -63,6 +63,7 @@ pub fn resolve(
         threads,
         runs,
         dataset,
+        extra_profiles,
         baseline,
         timeout,
         margin_pct,
@@ -354,20 +355,57 @@ fn scale(f: &PlanFile, o: &Overrides) -> Result<f64, PlanError> {
 }
 
 /// The data set: the file's `[dataset]` table with flags over it, at `scale`.
-fn dataset(ds: DatasetTable, o: &Overrides, scale: f64) -> Result<DatasetSpec, PlanError> {
+/// The data set, and the further profiles every cell also runs on (`--profile a,b` or
+/// `profile = [..]`): each is the same spec with another profile.
+fn dataset(
+    ds: DatasetTable,
+    o: &Overrides,
+    scale: f64,
+) -> Result<(DatasetSpec, Vec<Profile>), PlanError> {
     let mut dataset = DatasetSpec {
         scale,
         ..DatasetSpec::default()
     };
-    if let Some(p) = o.profile.as_ref().or(ds.profile.as_ref()) {
-        dataset.profile =
-            serde_json::from_value(serde_json::Value::String(p.clone())).map_err(|_| {
-                PlanError::Invalid {
-                    what: "profile",
-                    value: p.clone(),
-                    why: "use small, medium, large, huge, bigfolder or smallfolder".into(),
-                }
+    let names = match &o.profile {
+        Some(p) => p.split(',').map(|s| s.trim().to_string()).collect(),
+        None => ds.profile.as_ref().map(|p| p.names()).unwrap_or_default(),
+    };
+    let mut profiles = Vec::new();
+    for p in &names {
+        let profile: Profile = serde_json::from_value(serde_json::Value::String(p.clone()))
+            .map_err(|_| PlanError::Invalid {
+                what: "profile",
+                value: p.clone(),
+                why: "use small, medium, large, huge, bigfolder or smallfolder".into(),
             })?;
+        if profiles.contains(&profile) {
+            return Err(PlanError::Invalid {
+                what: "profile",
+                value: p.clone(),
+                why: "named twice".into(),
+            });
+        }
+        profiles.push(profile);
+    }
+    if names.is_empty() && ds.profile.is_some() {
+        return Err(PlanError::Invalid {
+            what: "profile",
+            value: "[]".into(),
+            why: "name at least one profile".into(),
+        });
+    }
+    let mut extra = Vec::new();
+    if let Some((first, rest)) = profiles.split_first() {
+        dataset.profile = *first;
+        extra = rest.to_vec();
+    }
+    if !extra.is_empty() && (o.dataset_dir.is_some() || ds.dir.is_some()) {
+        return Err(PlanError::Invalid {
+            what: "profile",
+            value: names.join(","),
+            why: "a data set from your own directory has no profile: name one profile or none"
+                .into(),
+        });
     }
     if let Some(seed) = o.seed.or(ds.seed) {
         dataset.seed = seed;
@@ -387,7 +425,7 @@ fn dataset(ds: DatasetTable, o: &Overrides, scale: f64) -> Result<DatasetSpec, P
             })?;
     }
     dataset.source_dir = o.dataset_dir.clone().or(ds.dir);
-    Ok(dataset)
+    Ok((dataset, extra))
 }
 
 /// The target the others are compared with: named by flag or file, else the first disk

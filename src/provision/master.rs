@@ -48,8 +48,13 @@ pub fn clonable(spec: &InstanceSpec) -> bool {
 
 impl MasterImage {
     /// Makes the master's file system and mounts it: the caller writes the data set
-    /// under `root` and then calls [`MasterImage::seal`].
-    pub fn provision(spec: &InstanceSpec, work: &WorkDir) -> Result<Instance, ProvisionError> {
+    /// under `root` and then calls [`MasterImage::seal`]. `tag` tells apart the masters of
+    /// one target (one per data set, when a run has several).
+    pub fn provision(
+        spec: &InstanceSpec,
+        work: &WorkDir,
+        tag: Option<&str>,
+    ) -> Result<Instance, ProvisionError> {
         if !clonable(spec) {
             return Err(ProvisionError::Unsupported(format!(
                 "target {} is not on a loop image: it cannot be cloned",
@@ -57,7 +62,10 @@ impl MasterImage {
             )));
         }
         let mut master = spec.clone();
-        let name = format!("{}-master", sanitize(&spec.target.name));
+        let name = match tag {
+            Some(t) => format!("{}-{}-master", sanitize(&spec.target.name), sanitize(t)),
+            None => format!("{}-master", sanitize(&spec.target.name)),
+        };
         master.seq = 0;
         let mut inst = Instance::empty(spec.target, work);
         inst.on_loop(&master, work, &name)?;

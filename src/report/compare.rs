@@ -91,7 +91,10 @@ pub fn build(a: &Path, b: &Path, margin_pct: Option<f64>) -> Result<Comparison> 
     let mut raws = Vec::new();
     for sa in &ra.sections {
         let Some(sb) = rb.sections.iter().find(|s| {
-            s.workload == sa.workload && s.variant == sa.variant && s.threads == sa.threads
+            s.workload == sa.workload
+                && s.dataset == sa.dataset
+                && s.variant == sa.variant
+                && s.threads == sa.threads
         }) else {
             continue;
         };
@@ -105,7 +108,8 @@ pub fn build(a: &Path, b: &Path, margin_pct: Option<f64>) -> Result<Comparison> 
             };
             rows.push(CompareRow {
                 workload: sa.workload.clone(),
-                variant: sa.variant.clone(),
+                // The data set, when the runs had several, is part of the point's name.
+                variant: sa.point_label(),
                 threads: sa.worker_threads(),
                 target: row_a.target.clone(),
                 metric: key.clone(),

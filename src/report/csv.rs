@@ -5,7 +5,7 @@
 
 use super::model::Report;
 
-pub const HEADER: [&str; 29] = [
+pub const HEADER: [&str; 30] = [
     "workload",
     "variant",
     "threads",
@@ -35,6 +35,7 @@ pub const HEADER: [&str; 29] = [
     "pct_ci90_high",
     "margin_pct",
     "runs_to_decide",
+    "dataset",
 ];
 
 pub fn render(r: &Report) -> Result<String, csv::Error> {
@@ -80,6 +81,7 @@ pub fn render(r: &Report) -> Result<String, csv::Error> {
                     v.and_then(|v| v.runs_to_decide)
                         .map(|n| n.to_string())
                         .unwrap_or_default(),
+                    s.dataset.clone().unwrap_or_default(),
                 ])?;
             }
         }

@@ -240,6 +240,7 @@ mod tests {
         c.vs_baseline = Some(cmp);
         Section {
             workload: "w".into(),
+            dataset: None,
             variant: String::new(),
             threads: 1,
             key_metric: "seconds".into(),

@@ -64,6 +64,9 @@ impl Row {
 #[derive(Debug, Clone, Serialize)]
 pub struct Section {
     pub workload: String,
+    /// The data set's profile, when the run had several (each is its own section).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dataset: Option<String>,
     pub variant: String,
     pub threads: u32,
     pub key_metric: String,
@@ -89,10 +92,17 @@ impl Section {
             .unwrap_or(self.threads)
     }
 
+    /// What tells this point from the workload's others: the data set (when the run had
+    /// several) and the variant, e.g. `medium · cold`; empty for a single-point workload.
+    pub fn point_label(&self) -> String {
+        point_label(self.dataset.as_deref(), &self.variant)
+    }
+
     pub fn title(&self) -> String {
         let mut t = self.workload.clone();
-        if !self.variant.is_empty() {
-            t.push_str(&format!(" [{}]", self.variant));
+        let point = self.point_label();
+        if !point.is_empty() {
+            t.push_str(&format!(" [{point}]"));
         }
         let threads = self.worker_threads();
         t.push_str(&format!(
@@ -101,6 +111,15 @@ impl Section {
             if threads == 1 { "" } else { "s" }
         ));
         t
+    }
+}
+
+/// A point's label from its data set (when a run had several) and its variant.
+pub fn point_label(dataset: Option<&str>, variant: &str) -> String {
+    match (dataset, variant.is_empty()) {
+        (Some(d), true) => d.to_string(),
+        (Some(d), false) => format!("{d} · {variant}"),
+        (None, _) => variant.to_string(),
     }
 }
 
@@ -168,16 +187,20 @@ fn incompleteness(loaded: &Loaded) -> Option<String> {
                     _ => plan.threads.clone(),
                 };
                 for th in threads {
-                    for rep in 0..plan.runs.min() {
-                        let there = loaded.measurements.iter().any(|m| {
-                            m.target == t.name
-                                && &m.workload == w
-                                && m.threads == th as u32
-                                && m.repetition == rep
-                                && m.status != Status::Interrupted
-                        });
-                        if !there {
-                            missing += 1;
+                    for d in 0..=plan.extra_profiles.len() {
+                        let label = plan.dataset_label(d);
+                        for rep in 0..plan.runs.min() {
+                            let there = loaded.measurements.iter().any(|m| {
+                                m.target == t.name
+                                    && &m.workload == w
+                                    && m.dataset == label
+                                    && m.threads == th as u32
+                                    && m.repetition == rep
+                                    && m.status != Status::Interrupted
+                            });
+                            if !there {
+                                missing += 1;
+                            }
                         }
                     }
                 }
@@ -209,7 +232,10 @@ pub fn build(loaded: &Loaded, margin_pct: Option<f64>) -> Report {
     let mut sections: Vec<Section> = Vec::new();
     for g in groups {
         let pos = sections.iter().position(|s| {
-            s.workload == g.key.workload && s.variant == g.key.variant && s.threads == g.key.threads
+            s.workload == g.key.workload
+                && s.dataset == g.key.dataset
+                && s.variant == g.key.variant
+                && s.threads == g.key.threads
         });
         let i = match pos {
             Some(i) => i,
@@ -217,6 +243,7 @@ pub fn build(loaded: &Loaded, margin_pct: Option<f64>) -> Report {
                 let (key_metric, higher_is_better) = key_of(&g.key.workload);
                 sections.push(Section {
                     workload: g.key.workload.clone(),
+                    dataset: g.key.dataset.clone(),
                     variant: g.key.variant.clone(),
                     threads: g.key.threads,
                     columns: columns_for(&g.key.workload),

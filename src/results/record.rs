@@ -82,6 +82,10 @@ pub struct Measurement {
     pub target: String,
     pub fs: String,
     pub workload: String,
+    /// The data set's profile, when the plan runs every cell on several (`--profile
+    /// small,medium`); absent when it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dataset: Option<String>,
     /// Distinguishes points of a multi-point workload (an `io` sweep point such as
     /// `randread-bs4k-qd32-j1-small`); empty for single-point workloads.
     #[serde(default)]
@@ -123,6 +127,7 @@ impl Measurement {
         CellKey {
             target: self.target.clone(),
             workload: self.workload.clone(),
+            dataset: self.dataset.clone(),
             variant: self.variant.clone(),
             threads: self.threads,
             repetition: self.repetition,
@@ -135,6 +140,8 @@ impl Measurement {
 pub struct CellKey {
     pub target: String,
     pub workload: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dataset: Option<String>,
     pub variant: String,
     pub threads: u32,
     pub repetition: u32,

@@ -28,6 +28,8 @@ use crate::stats::Decision;
 pub struct Group {
     pub target: String,
     pub workload: String,
+    /// The data set's profile, when the run has several.
+    pub dataset: Option<String>,
     pub threads: u32,
 }
 
@@ -60,6 +62,7 @@ pub fn open_questions(out: &Path, margin_pct: f64) -> Vec<Open> {
                     group: Group {
                         target: row.target.clone(),
                         workload: s.workload.clone(),
+                        dataset: s.dataset.clone(),
                         threads: s.threads,
                     },
                     variant: s.variant.clone(),
@@ -169,6 +172,7 @@ mod tests {
         Group {
             target: t.into(),
             workload: w.into(),
+            dataset: None,
             threads: 1,
         }
     }

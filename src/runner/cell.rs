@@ -44,6 +44,8 @@ pub struct CellRun<'a> {
     pub spec: &'a InstanceSpec<'a>,
     pub workload: &'a dyn Workload,
     pub cell: &'a Cell,
+    /// The cell's data set (`plan.datasets()[cell.dataset]`).
+    pub dataset: &'a crate::dataset::DatasetSpec,
     pub work: &'a WorkDir,
     pub cancel: &'a Arc<AtomicBool>,
     /// The run's populated image of this target, when the workload wants the data set
@@ -73,6 +75,7 @@ impl CellRun<'_> {
             target: self.spec.target.name.clone(),
             fs: self.spec.target.fs.name().to_string(),
             workload: self.workload.name().to_string(),
+            dataset: self.plan.dataset_label(self.cell.dataset),
             repetition: self.cell.repetition,
             threads: self.cell.threads as u32,
             started_unix: host_facts::now_unix(),
@@ -104,7 +107,7 @@ impl CellRun<'_> {
             root: &f.root,
             scratch: &f.scratch,
             threads: self.cell.threads,
-            dataset: &self.plan.dataset,
+            dataset: self.dataset,
             options,
             cancel: self.cancel,
             deadline: Some(Instant::now() + self.plan.timeout),
@@ -165,11 +168,21 @@ impl CellRun<'_> {
 /// target too small for the data set is `enospc`, not a generic error).
 pub fn populate_master(
     plan: &Plan,
+    dataset: usize,
     spec: &InstanceSpec,
     work: &WorkDir,
     cancel: &AtomicBool,
 ) -> Result<MasterImage, Failure> {
-    let inst = MasterImage::provision(spec, work).map_err(provision_failure)?;
+    let datasets = plan.datasets();
+    let tag = plan.dataset_label(dataset);
+    let Some(dataset) = datasets.get(dataset) else {
+        return Err((
+            Status::Error,
+            "internal: no such data set".into(),
+            Vec::new(),
+        ));
+    };
+    let inst = MasterImage::provision(spec, work, tag.as_deref()).map_err(provision_failure)?;
     let root = inst.root.join(WORK_DIR);
     let written = std::fs::create_dir(&root)
         .map_err(|e| {
@@ -185,7 +198,7 @@ pub fn populate_master(
                 root: &root,
                 scratch: &root,
                 threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
-                dataset: &plan.dataset,
+                dataset,
                 options: &empty,
                 cancel,
                 deadline: Some(Instant::now() + plan.timeout),

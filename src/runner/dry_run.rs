@@ -38,7 +38,8 @@ pub fn dry_run(plan: &Plan, opts: &RunOptions, verbose: bool) -> Result<String, 
     let run_dir = opts.work_root.join("run-<time>-<pid>");
     let mut s = String::new();
     let wl = schedule::thread_lists(plan, &checked.workloads);
-    let points: usize = wl.iter().map(|(_, t)| t.len()).sum();
+    let datasets = plan.extra_profiles.len() + 1;
+    let points: usize = datasets * wl.iter().map(|(_, t)| t.len()).sum::<usize>();
     let min_runs = plan.runs.min();
     let targets: Vec<&str> = checked
         .usable
@@ -46,7 +47,7 @@ pub fn dry_run(plan: &Plan, opts: &RunOptions, verbose: bool) -> Result<String, 
         .map(|&i| plan.targets[i].name.as_str())
         .collect();
     let minimum: Vec<(usize, &str, usize)> = (0..min_runs)
-        .flat_map(|rep| schedule::repetition(rep, checked.usable.len(), &wl))
+        .flat_map(|rep| schedule::repetition(rep, checked.usable.len(), datasets, &wl))
         .map(|c| {
             (
                 checked.usable[c.target],
@@ -72,7 +73,12 @@ pub fn dry_run(plan: &Plan, opts: &RunOptions, verbose: bool) -> Result<String, 
     );
     let _ = writeln!(
         s,
-        "  workload points: {} workload{} × threads {}{}",
+        "  workload points: {}{} workload{} × threads {}{}",
+        if datasets > 1 {
+            format!("{datasets} data sets × ")
+        } else {
+            String::new()
+        },
         checked.workloads.len(),
         plural(checked.workloads.len()),
         list(&plan.threads),
@@ -100,17 +106,25 @@ pub fn dry_run(plan: &Plan, opts: &RunOptions, verbose: bool) -> Result<String, 
         ),
     };
     let _ = writeln!(s, "repetitions: {runs}");
-    let profile = serde_json::to_value(plan.dataset.profile)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_string))
-        .unwrap_or_else(|| "?".into());
+    let profiles: Vec<&str> = plan
+        .datasets()
+        .iter()
+        .map(|d| crate::dataset::profile_name(d.profile))
+        .collect();
     let _ = writeln!(
         s,
-        "data set: {profile} at scale {} (seed {}): {} files, {}",
+        "data set{}: {} at scale {} (seed {}): {} files, {}{}",
+        plural(profiles.len()),
+        profiles.join(", "),
         plan.dataset.scale,
         plan.dataset.seed,
         sized.files,
-        human_bytes(sized.data_bytes)
+        human_bytes(sized.data_bytes),
+        if profiles.len() > 1 {
+            " (the largest; each cell runs on every one)"
+        } else {
+            ""
+        }
     );
     let on_loop = minimum
         .iter()
@@ -168,7 +182,7 @@ pub fn dry_run(plan: &Plan, opts: &RunOptions, verbose: bool) -> Result<String, 
     }
     let mut seq = 0;
     for rep in 0..min_runs {
-        for cell in schedule::repetition(rep, checked.usable.len(), &wl) {
+        for cell in schedule::repetition(rep, checked.usable.len(), datasets, &wl) {
             seq += 1;
             let t = &plan.targets[checked.usable[cell.target]];
             let spec = InstanceSpec {
@@ -180,10 +194,13 @@ pub fn dry_run(plan: &Plan, opts: &RunOptions, verbose: bool) -> Result<String, 
             };
             let _ = writeln!(
                 s,
-                "cell {seq}: repetition {} target {} workload {} threads {}",
+                "cell {seq}: repetition {} target {} workload {}{} threads {}",
                 rep + 1,
                 t.name,
                 checked.workloads[cell.workload].name(),
+                plan.dataset_label(cell.dataset)
+                    .map(|l| format!(" on {l}"))
+                    .unwrap_or_default(),
                 cell.threads
             );
             for c in planned_commands(&spec, &run_dir) {

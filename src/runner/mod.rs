@@ -119,7 +119,8 @@ pub fn run(
         ..Default::default()
     };
     let wl = schedule::thread_lists(plan, &workloads);
-    let cells_per_rep = usable.len() * wl.iter().map(|(_, t)| t.len()).sum::<usize>();
+    let datasets = plan.extra_profiles.len() + 1;
+    let cells_per_rep = usable.len() * datasets * wl.iter().map(|(_, t)| t.len()).sum::<usize>();
     let mut state = Walk {
         plan,
         opts,
@@ -141,7 +142,7 @@ pub fn run(
         started: std::time::Instant::now(),
     };
     let minimum: Vec<schedule::Cell> = (0..plan.runs.min())
-        .flat_map(|rep| schedule::repetition(rep, usable.len(), &wl))
+        .flat_map(|rep| schedule::repetition(rep, usable.len(), datasets, &wl))
         .collect();
     for (i, cell) in minimum.iter().enumerate() {
         let eta = state.eta(&minimum[i..]);
@@ -191,22 +192,30 @@ fn incomplete(
     for (w, threads) in schedule::thread_lists(plan, workloads) {
         for t in targets {
             for &th in &threads {
-                for rep in 0..plan.runs.min() {
-                    total += 1;
-                    let k = (
-                        t.to_string(),
-                        workloads[w].name().to_string(),
-                        th as u32,
-                        rep,
-                    );
-                    if !done.contains(&k) {
-                        missing.push(format!(
-                            "{} {} threads {} repetition {}",
-                            k.0,
-                            k.1,
-                            k.2,
-                            rep + 1
-                        ));
+                for d in 0..=plan.extra_profiles.len() {
+                    for rep in 0..plan.runs.min() {
+                        total += 1;
+                        let label = plan.dataset_label(d);
+                        let on = label
+                            .as_ref()
+                            .map(|l| format!(" on {l}"))
+                            .unwrap_or_default();
+                        let k = (
+                            t.to_string(),
+                            workloads[w].name().to_string(),
+                            th as u32,
+                            rep,
+                            label,
+                        );
+                        if !done.contains(&k) {
+                            missing.push(format!(
+                                "{} {}{on} threads {} repetition {}",
+                                k.0,
+                                k.1,
+                                k.2,
+                                rep + 1
+                            ));
+                        }
                     }
                 }
             }
@@ -232,7 +241,7 @@ struct Walk<'a> {
     workloads: &'a [Box<dyn Workload>],
     work: &'a WorkDir,
     image: u64,
-    done: std::collections::HashSet<(String, String, u32, u32)>,
+    done: std::collections::HashSet<recording::DoneKey>,
     /// Points of cells cut short that are recorded in final form (`--resume`).
     points: std::collections::HashSet<crate::results::record::CellKey>,
     /// Targets stopped because their first file system could not be made, with why.
@@ -271,6 +280,7 @@ impl Walk<'_> {
         budget::Group {
             target: self.plan.targets[self.usable[cell.target]].name.clone(),
             workload: self.workloads[cell.workload].name().to_string(),
+            dataset: self.plan.dataset_label(cell.dataset),
             threads: cell.threads as u32,
         }
     }
@@ -286,14 +296,20 @@ impl Walk<'_> {
         let target = &plan.targets[self.usable[cell.target]];
         let w = self.workloads[cell.workload].as_ref();
         let rep = cell.repetition;
+        let label = plan.dataset_label(cell.dataset);
         let key = (
             target.name.clone(),
             w.name().to_string(),
             cell.threads as u32,
             rep,
+            label.clone(),
         );
+        let shown = match &label {
+            Some(l) => format!("{} · {l}", w.name()),
+            None => w.name().to_string(),
+        };
         self.progress
-            .start_cell(&target.name, w.name(), rep + 1, cell.threads);
+            .start_cell(&target.name, &shown, rep + 1, cell.threads);
         if self.done.contains(&key) {
             self.progress.finish_cell("already recorded");
             return ControlFlow::Continue(());
@@ -311,11 +327,13 @@ impl Walk<'_> {
             allow_device: self.opts.allow_device,
             wipe: self.opts.wipe,
         };
+        let datasets = plan.datasets();
         let mut this = CellRun {
             plan,
             spec: &spec,
             workload: w,
             cell,
+            dataset: &datasets[cell.dataset.min(datasets.len() - 1)],
             work: self.work,
             cancel: self.cancel,
             master: None,
@@ -337,7 +355,10 @@ impl Walk<'_> {
                 }
             }
         };
-        let out = match self.masters.for_cell(w, cell.target, &spec, &self.progress) {
+        let out = match self
+            .masters
+            .for_cell(w, cell.target, cell.dataset, &spec, &self.progress)
+        {
             populate::Source::Fresh => cell::run_cell(&this, &mut self.progress, &mut emit),
             populate::Source::Clone(m) => {
                 this.master = Some(m);
@@ -420,21 +441,29 @@ impl Walk<'_> {
         for t in 0..self.usable.len() {
             for (w, threads) in &wl {
                 for &th in threads {
-                    let cell = schedule::Cell {
-                        repetition: 0,
-                        target: t,
-                        workload: *w,
-                        threads: th,
-                    };
-                    let g = self.group(&cell);
-                    let recorded = self
-                        .done
-                        .iter()
-                        .filter(|k| k.0 == g.target && k.1 == g.workload && k.2 == g.threads)
-                        .map(|k| k.3 + 1)
-                        .max()
-                        .unwrap_or(0);
-                    next_rep.insert(g, recorded.max(self.plan.runs.min()));
+                    for d in 0..=self.plan.extra_profiles.len() {
+                        let cell = schedule::Cell {
+                            repetition: 0,
+                            target: t,
+                            dataset: d,
+                            workload: *w,
+                            threads: th,
+                        };
+                        let g = self.group(&cell);
+                        let recorded = self
+                            .done
+                            .iter()
+                            .filter(|k| {
+                                k.0 == g.target
+                                    && k.1 == g.workload
+                                    && k.2 == g.threads
+                                    && k.4 == g.dataset
+                            })
+                            .map(|k| k.3 + 1)
+                            .max()
+                            .unwrap_or(0);
+                        next_rep.insert(g, recorded.max(self.plan.runs.min()));
+                    }
                 }
             }
         }
@@ -485,7 +514,14 @@ impl Walk<'_> {
             }
             // Interleaved as the minimum repetitions are: targets rotated by the round.
             let n = self.usable.len().max(1);
-            cells.sort_by_key(|c| ((c.target + n - round % n) % n, c.workload, c.threads));
+            cells.sort_by_key(|c| {
+                (
+                    (c.target + n - round % n) % n,
+                    c.dataset,
+                    c.workload,
+                    c.threads,
+                )
+            });
             for (i, cell) in cells.iter().enumerate() {
                 let eta = self.eta(&cells[i..]);
                 self.progress.set_eta(eta);
@@ -505,9 +541,11 @@ impl Walk<'_> {
             .iter()
             .position(|&i| self.plan.targets[i].name == g.target)?;
         let workload = self.workloads.iter().position(|w| w.name() == g.workload)?;
+        let dataset = self.plan.dataset_index(g.dataset.as_deref())?;
         Some(schedule::Cell {
             repetition: rep,
             target,
+            dataset,
             workload,
             threads: g.threads as usize,
         })

@@ -1,5 +1,5 @@
-//! The run's populated images, one per target whose cells want the data set present, each
-//! built the first time a cell needs it and removed when the run ends.
+//! The run's populated images, one per target and data set whose cells want the data set
+//! present, each built the first time a cell needs it and removed when the run ends.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -12,13 +12,13 @@ use crate::provision::{InstanceSpec, MasterImage, WorkDir};
 use crate::results::Status;
 use crate::workload::Workload;
 
-/// Populated images by target index; a failure is kept so that every cell of that target
+/// Populated images by (target index, data-set index); a failure is kept so that every cell of that target
 /// reports it instead of paying for another attempt.
 pub struct Masters<'r> {
     pub plan: &'r Plan,
     pub work: &'r WorkDir,
     pub cancel: &'r AtomicBool,
-    built: HashMap<usize, Result<MasterImage, Failure>>,
+    built: HashMap<(usize, usize), Result<MasterImage, Failure>>,
 }
 
 /// What a cell gets: no image (it makes its own file system), an image, or the reason the
@@ -42,31 +42,37 @@ impl<'r> Masters<'r> {
         }
     }
 
-    /// The image cells of `w` on target `target` (provisioned as `spec`) copy, built now
-    /// if this is the first cell to need it.
+    /// The image cells of `w` on target `target` (provisioned as `spec`) with data set
+    /// `dataset` copy, built now if this is the first cell to need it.
     pub fn for_cell<'a>(
         &'a mut self,
         w: &dyn Workload,
         target: usize,
+        dataset: usize,
         spec: &InstanceSpec,
         progress: &Progress,
     ) -> Source<'a> {
         if !w.wants_populated_target() || !clonable(spec) {
             return Source::Fresh;
         }
-        if !self.built.contains_key(&target) {
+        let key = (target, dataset);
+        if !self.built.contains_key(&key) {
+            let which = match self.plan.dataset_label(dataset) {
+                Some(l) => format!("the {l} data set"),
+                None => "the data set".into(),
+            };
             progress.println(&format!(
-                "populating an image of {} with the data set (once per run)",
+                "populating an image of {} with {which} (once per run)",
                 spec.target.name
             ));
-            let made = populate_master(self.plan, spec, self.work, self.cancel);
+            let made = populate_master(self.plan, dataset, spec, self.work, self.cancel);
             if made.is_err() && self.cancel.load(Ordering::SeqCst) {
                 // Interrupted, not broken: `--resume` tries again.
                 return Source::Interrupted;
             }
-            self.built.insert(target, made);
+            self.built.insert(key, made);
         }
-        match self.built.get(&target) {
+        match self.built.get(&key) {
             Some(Ok(m)) => Source::Clone(m),
             Some(Err((status, e, notes))) => Source::Failed((
                 *status,

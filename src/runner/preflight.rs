@@ -49,7 +49,9 @@ pub fn check(plan: &Plan, opts: &RunOptions) -> Result<Checked, RunError> {
 /// estimate is checked first, because planning hashes every byte of a user's data set.
 pub fn size(plan: &Plan, opts: &RunOptions) -> Result<Sized, RunError> {
     size_check(plan, estimate(plan)?, &opts.work_root, opts.space_check)?;
-    let manifest = plan.dataset.plan()?;
+    // With several data sets, every image is sized for the largest.
+    let largest = largest_dataset(plan);
+    let manifest = largest.plan()?;
     let data_bytes = manifest.total_bytes();
     let image = size_check(plan, data_bytes, &opts.work_root, opts.space_check)?;
     check_mkfs_options(plan, image, &opts.work_root)?;
@@ -122,8 +124,8 @@ pub fn disk_need(plan: &Plan, data_bytes: u64) -> u64 {
     4 * data_bytes + 256 * MIB + populated_images(plan) * (data_bytes + 64 * MIB)
 }
 
-/// How many populated images the run keeps at once: one per loop target, when any of the
-/// plan's workloads starts from the data set (see `runner::populate`).
+/// How many populated images the run keeps at once: one per loop target and data set, when
+/// any of the plan's workloads starts from the data set (see `runner::populate`).
 fn populated_images(plan: &Plan) -> u64 {
     let wants = plan
         .workloads
@@ -137,6 +139,7 @@ fn populated_images(plan: &Plan) -> u64 {
         .iter()
         .filter(|t| matches!(t.location, Location::Loop))
         .count() as u64
+        * (plan.extra_profiles.len() as u64 + 1)
 }
 
 /// `MemAvailable` from `/proc/meminfo`: what tmpfs targets may fill without swapping.
@@ -158,8 +161,20 @@ fn estimate(plan: &Plan) -> Result<u64, RunError> {
     if plan.dataset.source_dir.is_some() {
         return Ok(0);
     }
-    let bytes = crate::dataset::profile::estimated_bytes(plan.dataset.profile, plan.dataset.scale)?;
+    let d = largest_dataset(plan);
+    let bytes = crate::dataset::profile::estimated_bytes(d.profile, d.scale)?;
     Ok(bytes.min(u64::MAX as f64 / 8.0) as u64)
+}
+
+/// The plan's data set with the most bytes (the one the images are sized for).
+fn largest_dataset(plan: &Plan) -> crate::dataset::DatasetSpec {
+    let bytes = |d: &crate::dataset::DatasetSpec| {
+        crate::dataset::profile::estimated_bytes(d.profile, d.scale).unwrap_or(0.0)
+    };
+    plan.datasets()
+        .into_iter()
+        .max_by(|a, b| bytes(a).total_cmp(&bytes(b)))
+        .unwrap_or_else(|| plan.dataset.clone())
 }
 
 /// Kernel pseudo file systems: a `dir:` target there cannot hold files (and must not be
@@ -360,6 +375,7 @@ mod tests {
             threads: vec![1],
             runs: Runs::Fixed(1),
             dataset: Default::default(),
+            extra_profiles: Vec::new(),
             baseline: String::new(),
             timeout: std::time::Duration::from_secs(60),
             workload_options: Default::default(),

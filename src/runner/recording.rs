@@ -10,9 +10,9 @@ use crate::results::store::{self, Loaded, Store};
 use crate::results::{Measurement, Status};
 use crate::workload::Workload;
 
-/// A cell as `--resume` skips it (target, workload, threads, repetition): all its points
-/// together, unlike the per-point [`crate::results::CellKey`].
-pub type DoneKey = (String, String, u32, u32);
+/// A cell as `--resume` skips it (target, workload, threads, repetition, data set): all its
+/// points together, unlike the per-point [`crate::results::CellKey`].
+pub type DoneKey = (String, String, u32, u32, Option<String>);
 
 /// What a results file holds, counted by cell.
 #[derive(Debug, Default)]
@@ -38,6 +38,7 @@ pub fn tally(loaded: &Loaded) -> Tally {
             m.workload.clone(),
             m.threads,
             m.repetition,
+            m.dataset.clone(),
         );
         by_cell.entry(k).or_default().push(m);
     }
@@ -105,9 +106,13 @@ pub fn open_store(
         );
     }
     let tally = tally(&store::load(&opts.out)?);
-    for ((target, workload, threads, rep), have, of) in &tally.partial {
+    for ((target, workload, threads, rep, dataset), have, of) in &tally.partial {
+        let on = dataset
+            .as_ref()
+            .map(|d| format!(" on {d}"))
+            .unwrap_or_default();
         eprintln!(
-            "fsarena: {target} {workload} threads {threads} repetition {}: {have} of {of} points recorded; measuring the rest",
+            "fsarena: {target} {workload}{on} threads {threads} repetition {}: {have} of {of} points recorded; measuring the rest",
             rep + 1
         );
     }
@@ -117,9 +122,13 @@ pub fn open_store(
 /// The summary line of a record that did not end `ok`.
 pub fn failure_line(m: &Measurement) -> String {
     format!(
-        "{} {}{} threads {} repetition {}: {}{}",
+        "{} {}{}{} threads {} repetition {}: {}{}",
         m.target,
         m.workload,
+        m.dataset
+            .as_ref()
+            .map(|d| format!(" on {d}"))
+            .unwrap_or_default(),
         if m.variant.is_empty() {
             String::new()
         } else {

@@ -15,6 +15,8 @@ use crate::results::{Measurement, Status};
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 pub struct GroupKey {
     pub workload: String,
+    /// The data set's profile, when the run had several.
+    pub dataset: Option<String>,
     pub variant: String,
     pub threads: u32,
     pub target: String,
@@ -64,16 +66,16 @@ struct Cell<'a> {
     non_finite: BTreeMap<String, usize>,
 }
 
-/// Position of a group in the output: first-seen index of its workload, of its variant
-/// within the workload, of its thread count within the variant, and of its target.
+/// Position of a group in the output: first-seen index of its workload, of its (data set,
+/// variant) within the workload, of its thread count within the variant, and of its target.
 type Order = (usize, usize, usize, usize);
 
 /// First-seen positions of each component, so output order follows the input.
 #[derive(Default)]
 struct FirstSeen<'a> {
     workload: HashMap<&'a str, usize>,
-    variant: HashMap<(&'a str, &'a str), usize>,
-    threads: HashMap<(&'a str, &'a str, u32), usize>,
+    variant: HashMap<(&'a str, Option<&'a str>, &'a str), usize>,
+    threads: HashMap<(&'a str, Option<&'a str>, &'a str, u32), usize>,
     target: HashMap<&'a str, usize>,
 }
 
@@ -85,10 +87,22 @@ impl<'a> FirstSeen<'a> {
         }
         (
             index(&mut self.workload, m.workload.as_str()),
-            index(&mut self.variant, (m.workload.as_str(), m.variant.as_str())),
+            index(
+                &mut self.variant,
+                (
+                    m.workload.as_str(),
+                    m.dataset.as_deref(),
+                    m.variant.as_str(),
+                ),
+            ),
             index(
                 &mut self.threads,
-                (m.workload.as_str(), m.variant.as_str(), m.threads),
+                (
+                    m.workload.as_str(),
+                    m.dataset.as_deref(),
+                    m.variant.as_str(),
+                    m.threads,
+                ),
             ),
             index(&mut self.target, m.target.as_str()),
         )
@@ -111,6 +125,7 @@ pub fn aggregate(measurements: &[Measurement], baseline: &str, alpha: f64) -> Ve
         let cell = cells.entry(seen.order(m)).or_insert_with(|| Cell {
             key: GroupKey {
                 workload: m.workload.clone(),
+                dataset: m.dataset.clone(),
                 variant: m.variant.clone(),
                 threads: m.threads,
                 target: m.target.clone(),

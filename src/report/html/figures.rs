@@ -114,7 +114,7 @@ pub(super) fn bar_charts(h: &mut String, r: &Report, colors: &BTreeMap<String, u
 pub(super) fn scaling(h: &mut String, r: &Report, colors: &BTreeMap<String, usize>) {
     let mut by: BTreeMap<(String, String), Vec<&Section>> = BTreeMap::new();
     for s in &r.sections {
-        by.entry((s.workload.clone(), s.variant.clone()))
+        by.entry((s.workload.clone(), s.point_label()))
             .or_default()
             .push(s);
     }

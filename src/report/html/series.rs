@@ -80,7 +80,10 @@ pub(super) fn render(h: &mut String, ms: &[Measurement], colors: &BTreeMap<Strin
         .filter(|m| m.status == Status::Ok && !m.series.is_empty())
     {
         let e = chosen
-            .entry((m.workload.clone(), m.variant.clone()))
+            .entry((
+                m.workload.clone(),
+                crate::report::model::point_label(m.dataset.as_deref(), &m.variant),
+            ))
             .or_default();
         match e.get(&m.target) {
             Some(prev) if (prev.threads, prev.repetition) <= (m.threads, m.repetition) => {}
