@@ -136,7 +136,8 @@ pub fn examine(work_root: &Path) -> Doctor {
             .map(|p| format!("{} ({})", p.dir.display(), p.version.label()))
             .map_err(|e| e.to_string()),
         postgresql: crate::workload::pg::install::locate()
-            .map(|i| format!("{} (major {})", i.bin.display(), i.major)),
+            .map(|i| format!("{} (major {})", i.bin.display(), i.major))
+            .map_err(|e| format!("{e}; pg cells are skipped")),
     }
 }
 

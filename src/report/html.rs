@@ -207,6 +207,14 @@ fn provenance(h: &mut String, r: &Report) {
         );
     }
     h.push_str("</table>");
+    for (w, why) in &hf.skipped_workloads {
+        let _ = write!(
+            h,
+            "<p class=\"warn\">workload {} skipped: {}</p>",
+            esc(w),
+            esc(why)
+        );
+    }
     for (t, why) in &hf.skipped_targets {
         let _ = write!(
             h,

@@ -181,7 +181,11 @@ fn incompleteness(loaded: &Loaded) -> Option<String> {
             .iter()
             .filter(|t| !skipped.contains(&t.name.as_str()))
         {
-            for w in &plan.workloads {
+            for w in plan
+                .workloads
+                .iter()
+                .filter(|w| !loaded.host.skipped_workloads.iter().any(|(n, _)| n == *w))
+            {
                 let threads = match workload::by_name(w) {
                     Some(wl) if !wl.uses_threads() => vec![1],
                     _ => plan.threads.clone(),

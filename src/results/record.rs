@@ -70,6 +70,9 @@ pub struct HostFacts {
     /// Targets of the plan this host could not run, with the reason.
     #[serde(default)]
     pub skipped_targets: Vec<(String, String)>,
+    /// Workloads of the plan this host cannot run (a program missing), with the reason.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub skipped_workloads: Vec<(String, String)>,
     /// The generated data set's bytes ÷ their zstd-3 size, over a sample (how much a
     /// compressing file system could save on it).
     #[serde(default, skip_serializing_if = "Option::is_none")]

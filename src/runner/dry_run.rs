@@ -97,6 +97,9 @@ pub fn dry_run(plan: &Plan, opts: &RunOptions, verbose: bool) -> Result<String, 
         "workloads: {}",
         list(checked.workloads.iter().map(|w| w.name()))
     );
+    for (name, why) in &checked.skipped_workloads {
+        let _ = writeln!(s, "  skipped here: workload {name} ({why})");
+    }
     let runs = match plan.runs {
         Runs::Fixed(n) => format!("{n}"),
         Runs::Auto { min, max, budget } => format!(

@@ -36,6 +36,7 @@ pub fn gather(work_root: &Path, command_line: Vec<String>, plan: serde_json::Val
         started_unix: now_unix(),
         plan,
         skipped_targets: Vec::new(),
+        skipped_workloads: Vec::new(),
         dataset_zstd_ratio: None,
     }
 }

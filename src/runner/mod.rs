@@ -87,7 +87,18 @@ pub fn run(
         workloads,
         usable,
         skipped,
+        skipped_workloads,
     } = preflight::check(plan, opts)?;
+    if workloads.is_empty() {
+        let why: Vec<String> = skipped_workloads
+            .iter()
+            .map(|(n, w)| format!("{n}: {w}"))
+            .collect();
+        return Err(RunError::Refused(format!(
+            "no workload can run here ({})",
+            why.join("; ")
+        )));
+    }
     if usable.is_empty() {
         let why: Vec<String> = skipped.iter().map(|(n, w)| format!("{n}: {w}")).collect();
         return Err(RunError::Refused(format!(
@@ -98,12 +109,15 @@ pub fn run(
     for (name, why) in &skipped {
         eprintln!("fsarena: skipping target {name}: {why}");
     }
+    for (name, why) in &skipped_workloads {
+        eprintln!("fsarena: skipping workload {name}: {why}");
+    }
     let sized = preflight::size(plan, opts)?;
     let image = sized.image;
 
     // The results store first: nothing is provisioned for a run that cannot record.
     let recording::Opened { mut store, tally } =
-        recording::open_store(plan, opts, &skipped, sized.zstd_ratio)?;
+        recording::open_store(plan, opts, &skipped, &skipped_workloads, sized.zstd_ratio)?;
 
     let work = WorkDir::create(&opts.work_root)?;
     let mut summary = RunSummary {

@@ -17,6 +17,9 @@ pub struct Checked {
     pub usable: Vec<usize>,
     /// Targets that cannot run here, each with why.
     pub skipped: Vec<(String, String)>,
+    /// Workloads that cannot run here (a program missing), each with why; not in
+    /// `workloads`, so their cells are never started.
+    pub skipped_workloads: Vec<(String, String)>,
 }
 
 /// The data set as planned and the image size that follows from it.
@@ -33,7 +36,13 @@ pub struct Sized {
 
 /// Workloads and options, devices, then targets: the checks that need no data-set planning.
 pub fn check(plan: &Plan, opts: &RunOptions) -> Result<Checked, RunError> {
-    let workloads = resolve_workloads(plan)?;
+    let (workloads, skipped_workloads): (Vec<_>, Vec<_>) = resolve_workloads(plan)?
+        .into_iter()
+        .partition(|w| w.unavailable().is_none());
+    let skipped_workloads = skipped_workloads
+        .iter()
+        .map(|w| (w.name().to_string(), w.unavailable().unwrap_or_default()))
+        .collect();
     check_devices(plan, opts)?;
     check_pseudo_dirs(plan)?;
     check_cache_drops(plan, &workloads)?;
@@ -42,6 +51,7 @@ pub fn check(plan: &Plan, opts: &RunOptions) -> Result<Checked, RunError> {
         workloads,
         usable,
         skipped,
+        skipped_workloads,
     })
 }
 

@@ -83,12 +83,14 @@ pub fn open_store(
     plan: &Plan,
     opts: &RunOptions,
     skipped: &[(String, String)],
+    skipped_workloads: &[(String, String)],
     zstd_ratio: Option<f64>,
 ) -> Result<Opened, RunError> {
     if !opts.resume {
         let plan_json = serde_json::to_value(plan).unwrap_or(serde_json::Value::Null);
         let mut facts = host_facts::gather(&opts.work_root, opts.command_line.clone(), plan_json);
         facts.skipped_targets = skipped.to_vec();
+        facts.skipped_workloads = skipped_workloads.to_vec();
         facts.dataset_zstd_ratio = zstd_ratio;
         return Ok(Opened {
             store: Store::create(&opts.out, &facts)?,

@@ -185,6 +185,12 @@ pub trait Workload: Send + Sync {
     fn drops_caches(&self, _options: &toml::Table) -> Option<&'static str> {
         None
     }
+    /// Why this host cannot run it at all (a program it needs is not installed), or `None`.
+    /// Asked before a run: its cells are then skipped with this reason, like a target whose
+    /// file system the kernel lacks, instead of each failing after its target was made.
+    fn unavailable(&self) -> Option<String> {
+        None
+    }
     /// The points to measure; the default is one point.
     fn points(&self, _ctx: &Ctx) -> Result<Vec<Point>, WorkloadError> {
         Ok(vec![Point::default()])

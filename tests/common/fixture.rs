@@ -69,6 +69,7 @@ pub fn write(dir: &Path, complete: bool) {
         started_unix: 1_800_000_000.0,
         plan,
         skipped_targets: vec![("f2fs".into(), "the kernel has no f2fs file system".into())],
+        skipped_workloads: Vec::new(),
         dataset_zstd_ratio: None,
     };
     let mut store = Store::create(dir, &host).unwrap();

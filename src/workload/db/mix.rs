@@ -18,6 +18,7 @@ use xxhash_rust::xxh3::xxh3_64;
 use super::options::{Config, Op};
 use super::outcome::{CheckpointStats, ThreadIo, WorkerStats};
 use super::schema::{fill_body, is_busy, sql_err, Built, BODY_MAX};
+use super::timed::{self, thread_cpu_ns};
 use crate::workload::{Ctx, WorkloadError};
 
 /// What the measured phase produced: each worker's statistics, the checkpointer's, and the
@@ -30,6 +31,8 @@ pub(super) struct Measured {
     pub(super) seconds: f64,
     /// The WAL file's size when the workers stopped.
     pub(super) wal_file_bytes: u64,
+    /// The engine's reads, writes and syncs per file over the phase.
+    pub(super) files: timed::Snapshot,
 }
 
 /// Runs the mix for `cfg.duration`: one thread per connection in `conns`, plus the
@@ -61,7 +64,7 @@ pub(super) fn run(
     };
     let gate = Gate::default();
     let workers_done = AtomicBool::new(false);
-    let (stats, ckpt, start) = thread::scope(|s| {
+    let (stats, ckpt, start, files) = thread::scope(|s| {
         let (sh, done, gate) = (&sh, &workers_done, &gate);
         let mut spawn_failed = None;
         let ckpt = checkpoint_conn
@@ -98,6 +101,8 @@ pub(super) fn run(
             None => ready(),
         };
         let start = Instant::now();
+        let db_path = sh.ctx.root.join(super::schema::DB_FILE);
+        let files0 = timed::Snapshot::now(&db_path);
         match go {
             Ok(()) => {
                 let _ = sh.end.set(start + cfg.duration);
@@ -114,7 +119,12 @@ pub(super) fn run(
             .collect();
         workers_done.store(true, Ordering::Relaxed);
         let ckpt = ckpt.and_then(|h| h.join().ok()).unwrap_or_default();
-        (stats, ckpt, start)
+        (
+            stats,
+            ckpt,
+            start,
+            files0.since(&timed::Snapshot::now(&db_path)),
+        )
     });
     let seconds = start.elapsed().as_secs_f64();
     if let Some(err) = sh.failure.lock().ok().and_then(|mut f| f.take()) {
@@ -129,6 +139,7 @@ pub(super) fn run(
         ckpt,
         seconds,
         wal_file_bytes: std::fs::metadata(wal).map_or(0, |m| m.len()),
+        files,
     })
 }
 
@@ -237,9 +248,11 @@ struct Draw {
 fn worker(index: usize, conn: Connection, sh: &Shared) -> WorkerStats {
     let mut st = WorkerStats::default();
     let start_io = ThreadIo::now();
+    let cpu0 = thread_cpu_ns();
     if let Err(e) = work(index, &conn, sh, &mut st) {
         sh.fail(e);
     }
+    st.cpu_ns = cpu0.zip(thread_cpu_ns()).map(|(a, b)| b.saturating_sub(a));
     if let (Some(a), Some(b)) = (start_io, ThreadIo::now()) {
         (st.read_bytes, st.write_bytes) = a.since(b);
         st.io_counted = true;
@@ -392,6 +405,7 @@ fn checkpointer(
 ) -> CheckpointStats {
     let mut st = CheckpointStats::default();
     let start_io = ThreadIo::now();
+    let cpu0 = thread_cpu_ns();
     let mut next = Instant::now() + interval;
     while !done.load(Ordering::Relaxed) {
         let now = Instant::now();
@@ -422,5 +436,6 @@ fn checkpointer(
     if let (Some(a), Some(b)) = (start_io, ThreadIo::now()) {
         (st.read_bytes, st.write_bytes) = a.since(b);
     }
+    st.cpu_ns = cpu0.zip(thread_cpu_ns()).map(|(a, b)| b.saturating_sub(a));
     st
 }

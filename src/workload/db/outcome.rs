@@ -65,6 +65,8 @@ pub(super) struct WorkerStats {
     pub(super) read_bytes: u64,
     pub(super) write_bytes: u64,
     pub(super) io_counted: bool,
+    /// CPU time of the worker's thread over the phase (`None`: the clock was unreadable).
+    pub(super) cpu_ns: Option<u64>,
 }
 
 /// What the checkpoint thread did.
@@ -77,6 +79,8 @@ pub(super) struct CheckpointStats {
     pub(super) longest: Duration,
     pub(super) read_bytes: u64,
     pub(super) write_bytes: u64,
+    /// CPU time of the checkpoint thread over the phase.
+    pub(super) cpu_ns: Option<u64>,
 }
 
 /// Nearest-rank percentile of nanosecond samples, in milliseconds; `None` without samples.

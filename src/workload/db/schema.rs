@@ -164,7 +164,14 @@ pub(super) fn build(
 
 /// Opens a connection for the measured phase with this run's settings.
 pub(super) fn open(path: &Path, cfg: &Config) -> Result<Connection, WorkloadError> {
-    let conn = Connection::open(path).map_err(|e| sql_err("open", e))?;
+    // Through the timing shim, so the engine's reads, writes and syncs are counted per file.
+    super::timed::register().map_err(WorkloadError::Tool)?;
+    let conn = Connection::open_with_flags_and_vfs(
+        path,
+        rusqlite::OpenFlags::default(),
+        super::timed::VFS_NAME,
+    )
+    .map_err(|e| sql_err("open", e))?;
     conn.busy_timeout(cfg.busy_timeout)
         .map_err(|e| sql_err("busy_timeout", e))?;
     let kib = (cfg.cache_bytes / 1024) as i64;

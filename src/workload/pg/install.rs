@@ -20,10 +20,20 @@ impl Install {
     }
 }
 
-/// The newest installation under `/usr/lib/postgresql` with every program in [`PROGRAMS`],
-/// or the reason there is none, in one line.
+/// Where Debian puts every installed major version.
+pub const DEFAULT_ROOT: &str = "/usr/lib/postgresql";
+/// Environment variable naming another directory laid out like [`DEFAULT_ROOT`]
+/// (`<major>/bin/{initdb,postgres,psql,pgbench}`): a PostgreSQL built by hand, or a
+/// directory without one, which is how the tests see a host where PostgreSQL is missing.
+pub const ROOT_ENV: &str = "FSARENA_PG_ROOT";
+
+/// The newest installation under [`DEFAULT_ROOT`] (or `$FSARENA_PG_ROOT`) with every
+/// program in [`PROGRAMS`], or the reason there is none, in one line.
 pub fn locate() -> Result<Install, String> {
-    locate_in(Path::new("/usr/lib/postgresql"))
+    match std::env::var_os(ROOT_ENV) {
+        Some(dir) if !dir.is_empty() => locate_in(Path::new(&dir)),
+        _ => locate_in(Path::new(DEFAULT_ROOT)),
+    }
 }
 
 fn locate_in(base: &Path) -> Result<Install, String> {

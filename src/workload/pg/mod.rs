@@ -46,7 +46,7 @@ impl Workload for Pg {
     }
 
     /// Every option is parsed as `run` will; a cache limit needs a memory cgroup here.
-    /// A missing PostgreSQL is not bad input: the cell records it as unsupported.
+    /// A missing PostgreSQL is not bad input: [`Workload::unavailable`] skips the cells.
     fn check_options(&self, table: &toml::Table) -> Result<(), String> {
         let cfg = options::config(table, 1.0)?;
         if cfg.cache != crate::workload::db::options::Cache::Off {
@@ -55,6 +55,10 @@ impl Workload for Pg {
             })?;
         }
         Ok(())
+    }
+    /// No PostgreSQL here: its cells are skipped with the reason (`doctor` says it too).
+    fn unavailable(&self) -> Option<String> {
+        install::locate().err()
     }
     fn drops_caches(&self, _options: &toml::Table) -> Option<&'static str> {
         Some("the loaded database leaves the cache before every measurement")
