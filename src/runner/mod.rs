@@ -15,6 +15,7 @@ pub mod host_facts;
 pub mod populate;
 pub mod preflight;
 pub mod progress;
+pub mod ranks;
 pub mod recording;
 pub mod schedule;
 
@@ -25,7 +26,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use crate::dataset::DatasetError;
-use crate::plan::{Plan, Runs};
+use crate::plan::{Plan, Runs, TargetConfig};
 use crate::provision::{InstanceSpec, ProvisionError, WorkDir};
 use crate::results::store::{Store, StoreError};
 use crate::results::Status;
@@ -83,29 +84,62 @@ pub fn run(
     opts: &RunOptions,
     cancel: &Arc<AtomicBool>,
 ) -> Result<RunSummary, RunError> {
-    let preflight::Checked {
-        workloads,
-        usable,
-        skipped,
-    } = preflight::check(plan, opts)?;
-    if usable.is_empty() {
-        let why: Vec<String> = skipped.iter().map(|(n, w)| format!("{n}: {w}")).collect();
-        return Err(RunError::Refused(format!(
-            "no target can run here ({})",
-            why.join("; ")
-        )));
+    let checked = preflight::check(plan, opts).and_then(|c| {
+        if c.usable.is_empty() {
+            let why: Vec<String> = c.skipped.iter().map(|(n, w)| format!("{n}: {w}")).collect();
+            return Err(RunError::Refused(format!(
+                "no target can run here ({})",
+                why.join("; ")
+            )));
+        }
+        Ok((c, preflight::size(plan, opts)?))
+    });
+    // Under MPI every rank meets the others here, before anything is created.
+    let ranks = ranks::agree_to_start(
+        plan,
+        opts,
+        checked.as_ref().map(|_| ()).map_err(|e| e.to_string()),
+    )?;
+    let (
+        preflight::Checked {
+            workloads,
+            usable,
+            skipped,
+        },
+        sized,
+    ) = checked?;
+    let root = ranks.as_ref().map_or(true, |r| r.world.is_root());
+    if root {
+        for (name, why) in &skipped {
+            eprintln!("fsarena: skipping target {name}: {why}");
+        }
     }
-    for (name, why) in &skipped {
-        eprintln!("fsarena: skipping target {name}: {why}");
-    }
-    let sized = preflight::size(plan, opts)?;
     let image = sized.image;
 
-    // The results store first: nothing is provisioned for a run that cannot record.
+    // The results store first: nothing is provisioned for a run that cannot record. A
+    // rank other than 0 records into its own run directory, never into `--out`.
+    let mut rank_opts = opts.clone();
+    let (work, targets) = match &ranks {
+        Some(r) if !r.world.is_root() => {
+            let work = WorkDir::create(&opts.work_root)?;
+            rank_opts.out = ranks::private_out(&work)?;
+            rank_opts.quiet = true;
+            (Some(work), ranks::rank_targets(plan, r.world))
+        }
+        Some(r) => (None, ranks::rank_targets(plan, r.world)),
+        None => (None, plan.targets.clone()),
+    };
+    let opts = &rank_opts;
     let recording::Opened { mut store, tally } =
         recording::open_store(plan, opts, &skipped, sized.zstd_ratio)?;
 
-    let work = WorkDir::create(&opts.work_root)?;
+    let work = match work {
+        Some(w) => w,
+        None => WorkDir::create(&opts.work_root)?,
+    };
+    if ranks.is_some() {
+        ranks::make_rank_dirs(&targets, &work)?;
+    }
     let mut summary = RunSummary {
         out: opts.out.clone(),
         skipped_targets: skipped,
@@ -122,6 +156,8 @@ pub fn run(
     let cells_per_rep = usable.len() * wl.iter().map(|(_, t)| t.len()).sum::<usize>();
     let mut state = Walk {
         plan,
+        targets: &targets,
+        ranks: ranks.as_ref(),
         opts,
         cancel,
         usable: &usable,
@@ -160,7 +196,7 @@ pub fn run(
     // The populated images go before the work directory's cleanup reads the journal.
     drop(state);
     work_cleanup(work, !opts.keep);
-    if !summary.interrupted {
+    if !summary.interrupted && root {
         // Exit 0 only for a complete plan: count again what the file really holds.
         let names: Vec<&str> = usable
             .iter()
@@ -226,6 +262,10 @@ fn incomplete(
 /// A run in progress: what every cell needs, and what the run has recorded so far.
 struct Walk<'a> {
     plan: &'a Plan,
+    /// The plan's targets as this rank works on them (under MPI, `dir:` targets point to
+    /// the rank's own subtree); indexed like `plan.targets`.
+    targets: &'a [TargetConfig],
+    ranks: Option<&'a ranks::Ranks>,
     opts: &'a RunOptions,
     cancel: &'a Arc<AtomicBool>,
     usable: &'a [usize],
@@ -283,7 +323,7 @@ impl Walk<'_> {
             return ControlFlow::Break(());
         }
         let plan = self.plan;
-        let target = &plan.targets[self.usable[cell.target]];
+        let target = &self.targets[self.usable[cell.target]];
         let w = self.workloads[cell.workload].as_ref();
         let rep = cell.repetition;
         let key = (
@@ -320,13 +360,18 @@ impl Walk<'_> {
             cancel: self.cancel,
             master: None,
             recorded: &self.points,
+            ranks: self.ranks,
         };
         // Each point is appended the moment it is checked (a kill -9 in a long sweep
         // keeps the points already finished).
         let store = &mut *self.store;
         let write_failed = std::cell::Cell::new(false);
+        let ranks = self.ranks;
         let mut emit = |m: &mut crate::results::Measurement| {
             m.cell_seconds = Some(t0.elapsed().as_secs_f64());
+            if let Some(r) = ranks {
+                r.stamp(m);
+            }
             match store.append(m) {
                 Ok(()) => true,
                 Err(e) => {
@@ -343,13 +388,13 @@ impl Walk<'_> {
                 this.master = Some(m);
                 cell::run_cell(&this, &mut self.progress, &mut emit)
             }
-            populate::Source::Failed(f) => this.fail(f).into(),
+            populate::Source::Failed(f) => this.fail(this.agree_failure(f)).into(),
             populate::Source::Interrupted => this
-                .fail((
+                .fail(this.agree_failure((
                     Status::Interrupted,
                     "interrupted while populating the image".into(),
                     Vec::new(),
-                ))
+                )))
                 .into(),
         };
         let cell::CellOutput {
@@ -441,6 +486,34 @@ impl Walk<'_> {
         for round in 1.. {
             let remaining = budget.saturating_sub(self.started.elapsed()).as_secs_f64();
             let open = budget::open_questions(&self.opts.out, self.plan.margin_pct);
+            if let Some(r) = self.ranks {
+                // Rank 0 holds the results: it decides the round, every rank runs it.
+                let decided = (!open.is_empty()).then(|| {
+                    let costs = &self.costs;
+                    budget::plan_round(
+                        &open,
+                        &self.plan.baseline,
+                        &next_rep,
+                        max,
+                        &|g| costs.estimate(g),
+                        remaining,
+                    )
+                });
+                let groups = ranks::round_from_root(r, decided.as_ref().map(|d| &d.groups[..]));
+                if groups.is_empty() {
+                    if r.world.is_root() && !open.is_empty() {
+                        self.progress.println(&format!(
+                            "budget: {} comparison(s) still undecided; {remaining:.0} s left, which pays for no further round",
+                            open.len()
+                        ));
+                    }
+                    return;
+                }
+                if self.run_round(round, &groups, &mut next_rep).is_break() {
+                    return;
+                }
+                continue;
+            }
             if open.is_empty() {
                 self.progress
                     .println("budget: every comparison with the baseline is decided");
@@ -475,27 +548,38 @@ impl Walk<'_> {
                 r.cost_s,
                 remaining
             ));
-            self.progress.grow(r.groups.len() as u64);
-            let mut cells: Vec<schedule::Cell> = Vec::new();
-            for g in &r.groups {
-                let Some(cell) = self.cell_of(g, next_rep.get(g).copied().unwrap_or(0)) else {
-                    continue;
-                };
-                cells.push(cell);
-            }
-            // Interleaved as the minimum repetitions are: targets rotated by the round.
-            let n = self.usable.len().max(1);
-            cells.sort_by_key(|c| ((c.target + n - round % n) % n, c.workload, c.threads));
-            for (i, cell) in cells.iter().enumerate() {
-                let eta = self.eta(&cells[i..]);
-                self.progress.set_eta(eta);
-                if self.run_cell(cell).is_break() {
-                    return;
-                }
-                let g = self.group(cell);
-                *next_rep.entry(g).or_insert(0) += 1;
+            if self.run_round(round, &r.groups, &mut next_rep).is_break() {
+                return;
             }
         }
+    }
+
+    /// One budget round: a further repetition of each of `groups`.
+    fn run_round(
+        &mut self,
+        round: usize,
+        groups: &[budget::Group],
+        next_rep: &mut HashMap<budget::Group, u32>,
+    ) -> ControlFlow<()> {
+        self.progress.grow(groups.len() as u64);
+        let mut cells: Vec<schedule::Cell> = Vec::new();
+        for g in groups {
+            let Some(cell) = self.cell_of(g, next_rep.get(g).copied().unwrap_or(0)) else {
+                continue;
+            };
+            cells.push(cell);
+        }
+        // Interleaved as the minimum repetitions are: targets rotated by the round.
+        let n = self.usable.len().max(1);
+        cells.sort_by_key(|c| ((c.target + n - round % n) % n, c.workload, c.threads));
+        for (i, cell) in cells.iter().enumerate() {
+            let eta = self.eta(&cells[i..]);
+            self.progress.set_eta(eta);
+            self.run_cell(cell)?;
+            let g = self.group(cell);
+            *next_rep.entry(g).or_insert(0) += 1;
+        }
+        ControlFlow::Continue(())
     }
 
     /// The cell of group `g` at repetition `rep`.
