@@ -202,6 +202,24 @@ fn ranks_running(marker: &str) -> Vec<(u32, Option<usize>)> {
     out
 }
 
+/// The pids named by the run directories under `work` that still exist.
+fn owners_alive(work: &Path) -> Vec<String> {
+    entries(work)
+        .iter()
+        .filter_map(|run| {
+            let marker = std::fs::read_to_string(
+                work.join(run).join(fsarena::provision::workdir::OWNER_FILE),
+            )
+            .ok()?;
+            let pid = marker
+                .lines()
+                .find_map(|l| l.strip_prefix("pid="))?
+                .to_string();
+            Path::new("/proc").join(&pid).exists().then_some(pid)
+        })
+        .collect()
+}
+
 #[test]
 fn a_rank_killed_mid_phase_ends_the_run_and_cleanup_leaves_nothing() {
     require_root();
@@ -267,10 +285,15 @@ fn a_rank_killed_mid_phase_ends_the_run_and_cleanup_leaves_nothing() {
         stderr.contains("rank 2") && stderr.contains("signal 9"),
         "mpirun names the rank that died and why:\n{stderr}"
     );
-    // No rank survives its job.
+    // No rank survives its job (mpirun may exit while the last ones are still dying:
+    // wait for every pid the run directories name, zombies included).
     let t2 = Instant::now();
-    while !ranks_running(&marker).is_empty() {
-        assert!(t2.elapsed() < Duration::from_secs(30), "ranks left running");
+    while !ranks_running(&marker).is_empty() || !owners_alive(&work).is_empty() {
+        assert!(
+            t2.elapsed() < Duration::from_secs(60),
+            "ranks left running: {:?}",
+            owners_alive(&work)
+        );
         std::thread::sleep(Duration::from_millis(100));
     }
     // The journals name what the killed ranks left; cleanup removes it all.
@@ -279,7 +302,12 @@ fn a_rank_killed_mid_phase_ends_the_run_and_cleanup_leaves_nothing() {
         .output()
         .unwrap();
     check(&o, "fsarena cleanup");
-    assert_eq!(entries(&target), Vec::<String>::new(), "left in the target");
+    let said = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(
+        entries(&target),
+        Vec::<String>::new(),
+        "left in the target; cleanup said:\n{said}"
+    );
     assert_eq!(
         entries(&work),
         Vec::<String>::new(),
