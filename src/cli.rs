@@ -590,12 +590,8 @@ fn run_plan(args: RunArgs) -> Result<i32> {
     Ok(exit_code(&summary))
 }
 
-fn exit_code(summary: &runner::RunSummary) -> i32 {
-    if summary.interrupted || !summary.failures.is_empty() {
-        EXIT_FAILED
-    } else {
-        EXIT_OK
-    }
+fn exit_code(s: &runner::RunSummary) -> i32 {
+    [EXIT_OK, EXIT_FAILED][usize::from(s.interrupted || !s.failures.is_empty())]
 }
 
 #[cfg(test)]

@@ -118,17 +118,11 @@ pub fn run(
 
     // The results store first: nothing is provisioned for a run that cannot record. A
     // rank other than 0 records into its own run directory, never into `--out`.
-    let mut rank_opts = opts.clone();
-    let (work, targets) = match &ranks {
-        Some(r) if !r.world.is_root() => {
-            let work = WorkDir::create(&opts.work_root)?;
-            rank_opts.out = ranks::private_out(&work)?;
-            rank_opts.quiet = true;
-            (Some(work), ranks::rank_targets(plan, r.world))
-        }
-        Some(r) => (None, ranks::rank_targets(plan, r.world)),
-        None => (None, plan.targets.clone()),
-    };
+    let ranks::Setup {
+        opts: rank_opts,
+        work,
+        targets,
+    } = ranks::setup(ranks.as_ref(), plan, opts)?;
     let opts = &rank_opts;
     let recording::Opened { mut store, tally } =
         recording::open_store(plan, opts, &skipped, sized.zstd_ratio)?;
@@ -487,29 +481,10 @@ impl Walk<'_> {
             let remaining = budget.saturating_sub(self.started.elapsed()).as_secs_f64();
             let open = budget::open_questions(&self.opts.out, self.plan.margin_pct);
             if let Some(r) = self.ranks {
-                // Rank 0 holds the results: it decides the round, every rank runs it.
-                let decided = (!open.is_empty()).then(|| {
-                    let costs = &self.costs;
-                    budget::plan_round(
-                        &open,
-                        &self.plan.baseline,
-                        &next_rep,
-                        max,
-                        &|g| costs.estimate(g),
-                        remaining,
-                    )
-                });
-                let groups = ranks::round_from_root(r, decided.as_ref().map(|d| &d.groups[..]));
-                if groups.is_empty() {
-                    if r.world.is_root() && !open.is_empty() {
-                        self.progress.println(&format!(
-                            "budget: {} comparison(s) still undecided; {remaining:.0} s left, which pays for no further round",
-                            open.len()
-                        ));
-                    }
-                    return;
-                }
-                if self.run_round(round, &groups, &mut next_rep).is_break() {
+                if self
+                    .ranked_round(r, round, &open, &mut next_rep, max, remaining)
+                    .is_break()
+                {
                     return;
                 }
                 continue;

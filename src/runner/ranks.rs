@@ -248,11 +248,86 @@ pub fn make_rank_dirs(targets: &[TargetConfig], work: &WorkDir) -> Result<(), Ru
     Ok(())
 }
 
-/// Where a rank other than 0 keeps its records: inside its run directory, which goes
-/// with the run. Only rank 0 writes into `--out`.
-pub fn private_out(work: &WorkDir) -> Result<PathBuf, RunError> {
+/// How this rank runs the plan.
+pub struct Setup {
+    pub opts: RunOptions,
+    /// The run directory, when this rank needed it before its store.
+    pub work: Option<WorkDir>,
+    /// The plan's targets as this rank works on them.
+    pub targets: Vec<TargetConfig>,
+}
+
+/// Where this rank records and works. A rank other than 0 keeps its records in its own
+/// run directory (which goes with the run) and prints no progress: only rank 0 writes into
+/// `--out` and to the terminal.
+pub fn setup(ranks: Option<&Ranks>, plan: &Plan, opts: &RunOptions) -> Result<Setup, RunError> {
+    let mut opts = opts.clone();
+    let Some(r) = ranks else {
+        let targets = plan.targets.clone();
+        return Ok(Setup {
+            opts,
+            work: None,
+            targets,
+        });
+    };
+    let targets = rank_targets(plan, r.world);
+    if r.world.is_root() {
+        return Ok(Setup {
+            opts,
+            work: None,
+            targets,
+        });
+    }
+    let work = WorkDir::create(&opts.work_root)?;
+    opts.out = private_out(&work)?;
+    opts.quiet = true;
+    Ok(Setup {
+        opts,
+        work: Some(work),
+        targets,
+    })
+}
+
+fn private_out(work: &WorkDir) -> Result<PathBuf, RunError> {
     work.subdir("rank-results")
         .map_err(|e| RunError::Refused(format!("cannot create this rank's results directory: {e}")))
+}
+
+impl super::Walk<'_> {
+    /// A `--runs auto` round under MPI: rank 0, which holds the results, decides the round
+    /// from the `open` questions; every rank runs it. `Break` when the budget ends.
+    pub(super) fn ranked_round(
+        &mut self,
+        r: &Ranks,
+        round: usize,
+        open: &[super::budget::Open],
+        next_rep: &mut std::collections::HashMap<super::budget::Group, u32>,
+        max: u32,
+        remaining: f64,
+    ) -> std::ops::ControlFlow<()> {
+        let decided = (!open.is_empty()).then(|| {
+            let costs = &self.costs;
+            super::budget::plan_round(
+                open,
+                &self.plan.baseline,
+                next_rep,
+                max,
+                &|g| costs.estimate(g),
+                remaining,
+            )
+        });
+        let groups = round_from_root(r, decided.as_ref().map(|d| &d.groups[..]));
+        if groups.is_empty() {
+            if r.world.is_root() && !open.is_empty() {
+                self.progress.println(&format!(
+                    "budget: {} comparison(s) still undecided; {remaining:.0} s left, which pays for no further round",
+                    open.len()
+                ));
+            }
+            return std::ops::ControlFlow::Break(());
+        }
+        self.run_round(round, &groups, next_rep)
+    }
 }
 
 /// The groups of a `--runs auto` round, as rank 0 (which holds the results) decided them:
