@@ -176,7 +176,16 @@ fn one_rank_under_mpirun_records_what_a_run_without_mpi_does() {
     };
     let (a, b) = (&measurements(&plain)[0], &measurements(&under)[0]);
     assert_eq!(keys(a, ""), keys(b, ""), "record fields");
-    assert_eq!(keys(a, "metrics"), keys(b, "metrics"), "metrics");
+    // Device figures appear only when the device saw that kind of I/O (reads during a
+    // create depend on what else the machine does), so they are left out of the shape.
+    let shape = |m: &serde_json::Value| -> Vec<String> {
+        keys(m, "metrics")
+            .into_iter()
+            .filter(|k| !k.starts_with("device_") && !k.starts_with("bytes_per_"))
+            .collect()
+    };
+    assert_eq!(shape(a), shape(b), "metrics");
+    assert!(!keys(b, "metrics").iter().any(|k| k.starts_with("rank")));
     assert_eq!(a["metrics"]["files"], b["metrics"]["files"]);
     assert!(a.get("ranks").is_none());
 }
