@@ -40,6 +40,8 @@ for fs in tmpfs ext4; do
     done
 done
 uptime > "$OUT/load.txt"
+# Only the records are kept (the reports are rebuilt with `fsarena report DIR`).
+find "$OUT" \( -name report.html -o -name 'summary.*' -o -name study.md \) -delete
 # files/s per run directory: mean over the repetitions, per workload and point.
 python3 - "$OUT" <<'PY'
 import json, os, statistics, sys
