@@ -270,7 +270,11 @@ pub fn main() -> i32 {
         // The reader of stdout went away (`| head`): a quiet end, as for a shell tool.
         Err(e) if is_closed_pipe(&e) => EXIT_OK,
         Err(e) => {
-            eprintln!("fsarena: {}", one_line(&e));
+            // Empty on MPI ranks other than 0 when all refused together: rank 0 says why.
+            let line = one_line(&e);
+            if !line.is_empty() {
+                eprintln!("fsarena: {line}");
+            }
             EXIT_BAD_INPUT
         }
     }
@@ -502,6 +506,17 @@ fn install_signals(cancel: Arc<AtomicBool>, work_root: PathBuf) -> Result<()> {
 }
 
 fn run(args: RunArgs) -> Result<i32> {
+    // Under an MPI launcher every rank runs this; alone, rank 0 of 1 (see `cluster`).
+    let session = crate::cluster::Session::start()?;
+    let code = run_plan(args)?;
+    // Rank 0 writes the report before any rank leaves: a rank that ends first with a
+    // non-zero code makes mpirun stop the others.
+    crate::cluster::barrier();
+    drop(session);
+    Ok(code)
+}
+
+fn run_plan(args: RunArgs) -> Result<i32> {
     let (plan, out, resume) = match &args.resume {
         Some(dir) => {
             let loaded = crate::results::store::load(dir)?;
@@ -542,6 +557,10 @@ fn run(args: RunArgs) -> Result<i32> {
         Err(e @ RunError::Refused(_)) => return Err(e.into()),
         Err(e) => return Err(e.into()),
     };
+    if !crate::cluster::world().is_root() {
+        // Only rank 0 reports; the others' exit code still says how the run went.
+        return Ok(exit_code(&summary));
+    }
     if summary.measured > 0 {
         let (format, color) = (args.output.format(), args.output.color());
         match crate::report::report_text(&summary.out, None, format, color) {
@@ -568,13 +587,12 @@ fn run(args: RunArgs) -> Result<i32> {
             "fsarena: interrupted; finish with: fsarena run --resume {}",
             summary.out.display()
         );
-        return Ok(EXIT_FAILED);
     }
-    Ok(if summary.failures.is_empty() {
-        EXIT_OK
-    } else {
-        EXIT_FAILED
-    })
+    Ok(exit_code(&summary))
+}
+
+fn exit_code(s: &runner::RunSummary) -> i32 {
+    [EXIT_OK, EXIT_FAILED][usize::from(s.interrupted || !s.failures.is_empty())]
 }
 
 #[cfg(test)]

@@ -45,6 +45,8 @@ pub struct Doctor {
     pub memory_cgroup: Result<String, String>,
     /// The PostgreSQL the `pg` workload would use, or why it is skipped.
     pub postgresql: Result<String, String>,
+    /// Whether this build can run under MPI (`mpirun -np N fsarena run ...`), or why not.
+    pub mpi: Result<String, String>,
 }
 
 fn tool(name: &str, version_args: &[&str], package: &str) -> Tool {
@@ -138,6 +140,26 @@ pub fn examine(work_root: &Path) -> Doctor {
         postgresql: crate::workload::pg::install::locate()
             .map(|i| format!("{} (major {})", i.bin.display(), i.major))
             .map_err(|e| format!("{e}; pg cells are skipped")),
+        mpi: mpi_support(),
+    }
+}
+
+/// Whether this build can run on many ranks: built with the `mpi` feature, and a launcher
+/// (`mpirun`) on the PATH to start it with.
+fn mpi_support() -> Result<String, String> {
+    let mpirun = tool("mpirun", &["--version"], "openmpi-bin");
+    let launcher = match (&mpirun.path, &mpirun.version) {
+        (Some(p), v) => format!("{} ({p})", v.as_deref().unwrap_or("mpirun ?")),
+        (None, _) => "no mpirun: install openmpi-bin".to_string(),
+    };
+    if !crate::cluster::compiled() {
+        return Err(format!(
+            "built without the mpi feature (cargo build --release --features mpi; ./dev does when OpenMPI is installed); {launcher}"
+        ));
+    }
+    match mpirun.path {
+        Some(_) => Ok(format!("built with MPI; {launcher}")),
+        None => Err(format!("built with MPI, but {launcher}")),
     }
 }
 
@@ -177,6 +199,7 @@ impl Doctor {
         };
         let _ = writeln!(s, "memory cgroup (db):   {}", line(&self.memory_cgroup));
         let _ = writeln!(s, "PostgreSQL (pg):      {}", line(&self.postgresql));
+        let _ = writeln!(s, "MPI (many ranks):     {}", line(&self.mpi));
         let _ = writeln!(s, "tools:");
         for t in &self.tools {
             match (&t.path, &t.version) {

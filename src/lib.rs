@@ -6,6 +6,7 @@
 
 pub mod bench_op;
 pub mod cli;
+pub mod cluster;
 pub mod dataset;
 pub mod doctor;
 pub mod fio;

@@ -105,9 +105,12 @@ fn doctor_says_pg_is_skipped_where_postgresql_is_missing() {
     let start = text
         .find("PostgreSQL (pg):")
         .unwrap_or_else(|| panic!("{text}"));
+    // The entry ends where the next one starts: a line that does not begin with a space.
     let end = text[start..]
-        .find("tools:")
-        .map_or(text.len(), |e| start + e);
+        .match_indices('\n')
+        .map(|(i, _)| start + i + 1)
+        .find(|&i| text[i..].chars().next().is_some_and(|c| !c.is_whitespace()))
+        .unwrap_or(text.len());
     let entry = text[start..end]
         .split_whitespace()
         .collect::<Vec<_>>()

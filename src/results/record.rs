@@ -122,6 +122,13 @@ pub struct Measurement {
     /// last line). `None` for a record of a cell that never reached its points.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cell_points: Option<u32>,
+    /// MPI ranks that ran this measurement together (`mpirun -np N`); absent for one
+    /// process, so a run of one rank records exactly what a run without MPI does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ranks: Option<u32>,
+    /// The hosts those ranks ran on, each once; empty for one process.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hosts: Vec<String>,
 }
 
 impl Measurement {

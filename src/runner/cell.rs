@@ -8,6 +8,7 @@ use std::time::Instant;
 
 use super::harness::MonitoredHarness;
 use super::progress::Progress;
+use super::ranks::{self, Ranks};
 use super::schedule::Cell;
 use super::{assemble, host_facts};
 use crate::plan::Plan;
@@ -54,6 +55,8 @@ pub struct CellRun<'a> {
     /// Points of this cell already recorded in final form (`--resume` of a cell that was
     /// cut short): kept, not measured again.
     pub recorded: &'a std::collections::HashSet<CellKey>,
+    /// Under MPI: the job whose ranks run this cell together.
+    pub ranks: Option<&'a Ranks>,
 }
 
 /// The workload's directory on a target's file system (also inside a populated image).
@@ -89,6 +92,41 @@ impl CellRun<'_> {
         m.variant = p.variant.clone();
         m.params = p.params.clone();
         m
+    }
+
+    /// The label of this cell's step `what` (the same on every rank), so ranks that fall
+    /// out of step are caught.
+    pub fn step(&self, what: &str) -> String {
+        format!(
+            "{} {} threads {} repetition {} {what}",
+            self.spec.target.name,
+            self.workload.name(),
+            self.cell.threads,
+            self.cell.repetition + 1
+        )
+    }
+
+    /// Under MPI, for a point this rank cannot run (`m` holds why): takes its part in the
+    /// point's barriers so the other ranks record the same failure instead of waiting.
+    fn skip_point(&self, point: usize, m: &mut Measurement) {
+        if let Some(r) = self.ranks {
+            let step = self.step(&format!("point {point}"));
+            let why = m.error.clone().unwrap_or_default();
+            let _ = ranks::before_phase(r, &step, Err(why.clone()));
+            let _ = ranks::after_phase(r, &step, Err(why));
+            ranks::agree_point(r, &step, m, false);
+        }
+    }
+
+    /// A failure of this rank before the cell's points, as every rank records it (under
+    /// MPI, the other ranks learn of it at the cell's start).
+    pub fn agree_failure(&self, f: Failure) -> Failure {
+        match self.ranks {
+            Some(r) => ranks::agree_cell(r, &self.step("start"), Err(&f))
+                .err()
+                .unwrap_or(f),
+            None => f,
+        }
     }
 
     /// A one-record result for a cell that could not get as far as its points.
@@ -269,7 +307,7 @@ pub fn run_cell(
     let options = c.plan.workload_options.get(w.name()).unwrap_or(&empty);
     let mut current = match c.fresh(0) {
         Ok(f) => Some(f),
-        Err(failure) => return c.fail(failure).into(),
+        Err(failure) => return c.fail(c.agree_failure(failure)).into(),
     };
     // Points are asked of the first file system: some depend on it (an io sweep sizes its
     // large file from the target's free space).
@@ -282,12 +320,21 @@ pub fn run_cell(
         w.points(&c.ctx(f, options))
     };
     let points = match points {
-        Ok(p) if !p.is_empty() => p,
-        Ok(_) => vec![Point::default()],
-        Err(e) => {
+        Ok(p) if p.is_empty() => Ok(vec![Point::default()]),
+        other => other,
+    };
+    let points = match (points, c.ranks) {
+        (Ok(p), Some(r)) => ranks::agree_cell(r, &c.step("start"), Ok(p.len())).map(|()| p),
+        (Ok(p), None) => Ok(p),
+        (Err(e), _) => Err(c.agree_failure((e.status(), e.to_string(), Vec::new()))),
+    };
+    let points = match points {
+        Ok(p) => p,
+        Err((status, e, notes)) => {
             let mut m = c.base();
-            m.status = e.status();
-            m.error = Some(e.to_string());
+            m.status = status;
+            m.error = Some(e);
+            m.notes = notes;
             if let Some(f) = current.take() {
                 m.provenance = f.inst.provenance.clone();
                 retire(f, &mut m, target);
@@ -323,6 +370,7 @@ pub fn run_cell(
                     m.status = status;
                     m.error = Some(e);
                     m.notes = notes;
+                    c.skip_point(i, &mut m);
                     let kept = emit(&mut m);
                     records.push(m);
                     if !kept {
@@ -334,7 +382,7 @@ pub fn run_cell(
             },
         };
         progress.point(&p.variant);
-        let mut m = measure_point(c, &c.ctx(&f, options), p, &f.inst);
+        let mut m = measure_point(c, &c.ctx(&f, options), p, i, &f.inst);
         m.cell_points = Some(of);
         retire(f, &mut m, target);
         let kept = emit(&mut m);
@@ -361,14 +409,23 @@ pub fn run_cell(
 }
 
 /// Runs one point under the monitor and turns what happened into a measurement.
-fn measure_point(c: &CellRun, ctx: &Ctx, p: &Point, inst: &Instance) -> Measurement {
+fn measure_point(c: &CellRun, ctx: &Ctx, p: &Point, index: usize, inst: &Instance) -> Measurement {
+    let step = c.step(&format!("point {index}"));
     let mut h = MonitoredHarness {
         devices: &inst.devices,
         root: ctx.root,
         floor: c.plan.phase_floor,
         observed: Default::default(),
+        ranks: c.ranks.map(|r| (r, step.clone())),
     };
     let result = c.workload.run(ctx, p, &mut h);
+    if h.observed.measured == 0 {
+        let why = match &result {
+            Err(e) => e.to_string(),
+            Ok(_) => "internal: the workload measured no phase".into(),
+        };
+        h.stand_in(&why);
+    }
     let mut m = c.base_for(p);
     m.provenance = inst.provenance.clone();
     m.notes = std::mem::take(&mut h.observed.notes);
@@ -406,6 +463,9 @@ fn measure_point(c: &CellRun, ctx: &Ctx, p: &Point, inst: &Instance) -> Measurem
             m.status = e.status();
             m.error = Some(e.to_string());
         }
+    }
+    if let Some(r) = c.ranks {
+        ranks::agree_point(r, &step, &mut m, h.observed.failed_elsewhere);
     }
     m
 }

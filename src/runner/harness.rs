@@ -4,6 +4,7 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use super::ranks::{self, Figures, Ranks};
 use crate::monitor::{Monitor, MonitorReport};
 use crate::sys::{self, DevId};
 use crate::workload::{Harness, Outcome, WorkloadError};
@@ -23,6 +24,8 @@ pub struct Observed {
     pub measured: u32,
     pub caches_dropped: u32,
     pub notes: Vec<String>,
+    /// The phase failed because another rank did (under MPI), not here.
+    pub failed_elsewhere: bool,
 }
 
 /// The [`Harness`] a workload runs in: monitors `devices` while the measured phase runs
@@ -33,6 +36,9 @@ pub struct MonitoredHarness<'a> {
     /// The plan's phase floor, handed to workloads that repeat warm passes.
     pub floor: Duration,
     pub observed: Observed,
+    /// Under MPI: the job, and the label of this point (the same on every rank), so the
+    /// phase starts and ends with every rank and its figures are the job's.
+    pub ranks: Option<(&'a Ranks, String)>,
 }
 
 fn used_bytes(p: &Path) -> Option<u64> {
@@ -55,6 +61,13 @@ impl Harness for MonitoredHarness<'_> {
         work: &mut dyn FnMut() -> Result<Outcome, WorkloadError>,
     ) -> Result<Outcome, WorkloadError> {
         self.observed.measured += 1;
+        if let Some((r, step)) = &self.ranks {
+            if let Err(e) = ranks::before_phase(r, step, Ok(())) {
+                self.observed.failed_elsewhere = true;
+                let _ = ranks::after_phase(r, step, Err(e.clone()));
+                return Err(WorkloadError::Tool(e));
+            }
+        }
         self.observed.used_before = used_bytes(self.root);
         let monitor = Monitor::start(self.devices, SAMPLE_INTERVAL);
         if let Err(e) = &monitor {
@@ -78,11 +91,50 @@ impl Harness for MonitoredHarness<'_> {
         self.observed.wall_seconds = (t1 - t0).as_secs_f64();
         self.observed.syncfs_seconds = (t2 - t1).as_secs_f64();
         self.observed.used_after = used_bytes(self.root);
+        let mut result = result;
+        if let Some((r, step)) = &self.ranks {
+            let mine = match (&result, &synced) {
+                (Err(e), _) => Err(e.to_string()),
+                (_, Err(e)) => Err(e.to_string()),
+                (Ok(o), Ok(())) => Ok(Figures {
+                    work_seconds: if o.seconds > 0.0 {
+                        o.seconds
+                    } else {
+                        self.observed.wall_seconds
+                    },
+                    syncfs_seconds: self.observed.syncfs_seconds,
+                    files: o.files,
+                    read_bytes: o.logical_read_bytes,
+                    write_bytes: o.logical_write_bytes,
+                }),
+            };
+            let mine_failed = mine.is_err();
+            match (ranks::after_phase(r, step, mine), result.as_mut()) {
+                (Ok(all), Ok(o)) => ranks::combine(o, &mut self.observed, &all),
+                (Err(e), _) if !mine_failed => {
+                    self.observed.failed_elsewhere = true;
+                    return Err(WorkloadError::Tool(e));
+                }
+                _ => {}
+            }
+        }
         synced?;
         result
     }
 
     fn phase_floor(&self) -> Duration {
         self.floor
+    }
+}
+
+impl MonitoredHarness<'_> {
+    /// Under MPI, for a workload that failed before its measured phase (`why`): takes this
+    /// rank's part in the phase's barriers, so the other ranks skip the phase instead of
+    /// waiting for this one.
+    pub fn stand_in(&mut self, why: &str) {
+        if let Some((r, step)) = &self.ranks {
+            let _ = ranks::before_phase(r, step, Err(why.to_string()));
+            let _ = ranks::after_phase(r, step, Err(why.to_string()));
+        }
     }
 }

@@ -15,7 +15,9 @@ pub mod host_facts;
 pub mod populate;
 pub mod preflight;
 pub mod progress;
+pub mod ranks;
 pub mod recording;
+mod rounds;
 pub mod schedule;
 
 use std::collections::HashMap;
@@ -25,7 +27,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use crate::dataset::DatasetError;
-use crate::plan::{Plan, Runs};
+use crate::plan::{Plan, Runs, TargetConfig};
 use crate::provision::{InstanceSpec, ProvisionError, WorkDir};
 use crate::results::store::{Store, StoreError};
 use crate::results::Status;
@@ -83,43 +85,71 @@ pub fn run(
     opts: &RunOptions,
     cancel: &Arc<AtomicBool>,
 ) -> Result<RunSummary, RunError> {
-    let preflight::Checked {
-        workloads,
-        usable,
-        skipped,
-        skipped_workloads,
-    } = preflight::check(plan, opts)?;
-    if workloads.is_empty() {
-        let why: Vec<String> = skipped_workloads
-            .iter()
-            .map(|(n, w)| format!("{n}: {w}"))
-            .collect();
-        return Err(RunError::Refused(format!(
-            "no workload can run here ({})",
-            why.join("; ")
-        )));
+    let checked = preflight::check(plan, opts).and_then(|c| {
+        if c.workloads.is_empty() {
+            let why: Vec<String> = c
+                .skipped_workloads
+                .iter()
+                .map(|(n, w)| format!("{n}: {w}"))
+                .collect();
+            return Err(RunError::Refused(format!(
+                "no workload can run here ({})",
+                why.join("; ")
+            )));
+        }
+        if c.usable.is_empty() {
+            let why: Vec<String> = c.skipped.iter().map(|(n, w)| format!("{n}: {w}")).collect();
+            return Err(RunError::Refused(format!(
+                "no target can run here ({})",
+                why.join("; ")
+            )));
+        }
+        Ok((c, preflight::size(plan, opts)?))
+    });
+    // Under MPI every rank meets the others here, before anything is created.
+    let ranks = ranks::agree_to_start(
+        plan,
+        opts,
+        checked.as_ref().map(|_| ()).map_err(|e| e.to_string()),
+    )?;
+    let (
+        preflight::Checked {
+            workloads,
+            usable,
+            skipped,
+            skipped_workloads,
+        },
+        sized,
+    ) = checked?;
+    let root = ranks.as_ref().map_or(true, |r| r.world.is_root());
+    if root {
+        for (name, why) in &skipped {
+            eprintln!("fsarena: skipping target {name}: {why}");
+        }
+        for (name, why) in &skipped_workloads {
+            eprintln!("fsarena: skipping workload {name}: {why}");
+        }
     }
-    if usable.is_empty() {
-        let why: Vec<String> = skipped.iter().map(|(n, w)| format!("{n}: {w}")).collect();
-        return Err(RunError::Refused(format!(
-            "no target can run here ({})",
-            why.join("; ")
-        )));
-    }
-    for (name, why) in &skipped {
-        eprintln!("fsarena: skipping target {name}: {why}");
-    }
-    for (name, why) in &skipped_workloads {
-        eprintln!("fsarena: skipping workload {name}: {why}");
-    }
-    let sized = preflight::size(plan, opts)?;
     let image = sized.image;
 
-    // The results store first: nothing is provisioned for a run that cannot record.
+    // The results store first: nothing is provisioned for a run that cannot record. A
+    // rank other than 0 records into its own run directory, never into `--out`.
+    let ranks::Setup {
+        opts: rank_opts,
+        work,
+        targets,
+    } = ranks::setup(ranks.as_ref(), plan, opts)?;
+    let opts = &rank_opts;
     let recording::Opened { mut store, tally } =
         recording::open_store(plan, opts, &skipped, &skipped_workloads, sized.zstd_ratio)?;
 
-    let work = WorkDir::create(&opts.work_root)?;
+    let work = match work {
+        Some(w) => w,
+        None => WorkDir::create(&opts.work_root)?,
+    };
+    if ranks.is_some() {
+        ranks::make_rank_dirs(&targets, &work)?;
+    }
     let mut summary = RunSummary {
         out: opts.out.clone(),
         skipped_targets: skipped,
@@ -137,6 +167,8 @@ pub fn run(
     let cells_per_rep = usable.len() * datasets * wl.iter().map(|(_, t)| t.len()).sum::<usize>();
     let mut state = Walk {
         plan,
+        targets: &targets,
+        ranks: ranks.as_ref(),
         opts,
         cancel,
         usable: &usable,
@@ -175,7 +207,7 @@ pub fn run(
     // The populated images go before the work directory's cleanup reads the journal.
     drop(state);
     work_cleanup(work, !opts.keep);
-    if !summary.interrupted {
+    if !summary.interrupted && root {
         // Exit 0 only for a complete plan: count again what the file really holds.
         let names: Vec<&str> = usable
             .iter()
@@ -249,6 +281,10 @@ fn incomplete(
 /// A run in progress: what every cell needs, and what the run has recorded so far.
 struct Walk<'a> {
     plan: &'a Plan,
+    /// The plan's targets as this rank works on them (under MPI, `dir:` targets point to
+    /// the rank's own subtree); indexed like `plan.targets`.
+    targets: &'a [TargetConfig],
+    ranks: Option<&'a ranks::Ranks>,
     opts: &'a RunOptions,
     cancel: &'a Arc<AtomicBool>,
     usable: &'a [usize],
@@ -307,7 +343,7 @@ impl Walk<'_> {
             return ControlFlow::Break(());
         }
         let plan = self.plan;
-        let target = &plan.targets[self.usable[cell.target]];
+        let target = &self.targets[self.usable[cell.target]];
         let w = self.workloads[cell.workload].as_ref();
         let rep = cell.repetition;
         let label = plan.dataset_label(cell.dataset);
@@ -352,13 +388,18 @@ impl Walk<'_> {
             cancel: self.cancel,
             master: None,
             recorded: &self.points,
+            ranks: self.ranks,
         };
         // Each point is appended the moment it is checked (a kill -9 in a long sweep
         // keeps the points already finished).
         let store = &mut *self.store;
         let write_failed = std::cell::Cell::new(false);
+        let ranks = self.ranks;
         let mut emit = |m: &mut crate::results::Measurement| {
             m.cell_seconds = Some(t0.elapsed().as_secs_f64());
+            if let Some(r) = ranks {
+                r.stamp(m);
+            }
             match store.append(m) {
                 Ok(()) => true,
                 Err(e) => {
@@ -378,13 +419,13 @@ impl Walk<'_> {
                 this.master = Some(m);
                 cell::run_cell(&this, &mut self.progress, &mut emit)
             }
-            populate::Source::Failed(f) => this.fail(f).into(),
+            populate::Source::Failed(f) => this.fail(this.agree_failure(f)).into(),
             populate::Source::Interrupted => this
-                .fail((
+                .fail(this.agree_failure((
                     Status::Interrupted,
                     "interrupted while populating the image".into(),
                     Vec::new(),
-                ))
+                )))
                 .into(),
         };
         let cell::CellOutput {
@@ -445,124 +486,6 @@ impl Walk<'_> {
             self.progress.println(&line);
         }
         self.stopped.insert(target.to_string(), why);
-    }
-
-    /// `--runs auto` after the minimum: rounds of one more repetition for the groups of the
-    /// comparisons still undecided, closest first, while the budget lasts ([`budget`]).
-    fn spend_budget(&mut self, max: u32, budget: std::time::Duration) {
-        let mut next_rep: HashMap<budget::Group, u32> = HashMap::new();
-        let wl = schedule::thread_lists(self.plan, self.workloads);
-        for t in 0..self.usable.len() {
-            for (w, threads) in &wl {
-                for &th in threads {
-                    for d in 0..=self.plan.extra_profiles.len() {
-                        let cell = schedule::Cell {
-                            repetition: 0,
-                            target: t,
-                            dataset: d,
-                            workload: *w,
-                            threads: th,
-                        };
-                        let g = self.group(&cell);
-                        let recorded = self
-                            .done
-                            .iter()
-                            .filter(|k| {
-                                k.0 == g.target
-                                    && k.1 == g.workload
-                                    && k.2 == g.threads
-                                    && k.4 == g.dataset
-                            })
-                            .map(|k| k.3 + 1)
-                            .max()
-                            .unwrap_or(0);
-                        next_rep.insert(g, recorded.max(self.plan.runs.min()));
-                    }
-                }
-            }
-        }
-        for round in 1.. {
-            let remaining = budget.saturating_sub(self.started.elapsed()).as_secs_f64();
-            let open = budget::open_questions(&self.opts.out, self.plan.margin_pct);
-            if open.is_empty() {
-                self.progress
-                    .println("budget: every comparison with the baseline is decided");
-                return;
-            }
-            let costs = &self.costs;
-            let r = budget::plan_round(
-                &open,
-                &self.plan.baseline,
-                &next_rep,
-                max,
-                &|g| costs.estimate(g),
-                remaining,
-            );
-            if r.groups.is_empty() {
-                self.progress.println(&format!(
-                    "budget: {} comparison{} still undecided; {:.0} s left, which pays for no \
-                     further round (or their groups reached the most runs allowed)",
-                    open.len(),
-                    if open.len() == 1 { "" } else { "s" },
-                    remaining
-                ));
-                return;
-            }
-            self.progress.println(&format!(
-                "budget round {round}: {} undecided, repeating {} group{} for {} of them \
-                 (~{:.0} s of {:.0} s left)",
-                open.len(),
-                r.groups.len(),
-                if r.groups.len() == 1 { "" } else { "s" },
-                r.questions,
-                r.cost_s,
-                remaining
-            ));
-            self.progress.grow(r.groups.len() as u64);
-            let mut cells: Vec<schedule::Cell> = Vec::new();
-            for g in &r.groups {
-                let Some(cell) = self.cell_of(g, next_rep.get(g).copied().unwrap_or(0)) else {
-                    continue;
-                };
-                cells.push(cell);
-            }
-            // Interleaved as the minimum repetitions are: targets rotated by the round.
-            let n = self.usable.len().max(1);
-            cells.sort_by_key(|c| {
-                (
-                    (c.target + n - round % n) % n,
-                    c.dataset,
-                    c.workload,
-                    c.threads,
-                )
-            });
-            for (i, cell) in cells.iter().enumerate() {
-                let eta = self.eta(&cells[i..]);
-                self.progress.set_eta(eta);
-                if self.run_cell(cell).is_break() {
-                    return;
-                }
-                let g = self.group(cell);
-                *next_rep.entry(g).or_insert(0) += 1;
-            }
-        }
-    }
-
-    /// The cell of group `g` at repetition `rep`.
-    fn cell_of(&self, g: &budget::Group, rep: u32) -> Option<schedule::Cell> {
-        let target = self
-            .usable
-            .iter()
-            .position(|&i| self.plan.targets[i].name == g.target)?;
-        let workload = self.workloads.iter().position(|w| w.name() == g.workload)?;
-        let dataset = self.plan.dataset_index(g.dataset.as_deref())?;
-        Some(schedule::Cell {
-            repetition: rep,
-            target,
-            dataset,
-            workload,
-            threads: g.threads as usize,
-        })
     }
 }
 
