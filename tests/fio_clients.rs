@@ -70,10 +70,19 @@ impl Servers {
 }
 
 impl Drop for Servers {
+    /// Kills the servers and, should a test have failed with jobs still running, their
+    /// forked connections and jobs too (found by the command line they inherit).
     fn drop(&mut self) {
+        let left = fio_left(self);
         for c in &mut self.children {
             let _ = c.kill();
             let _ = c.wait();
+        }
+        for line in left {
+            let pid = line.split(':').next().and_then(|p| p.parse::<i32>().ok());
+            if let Some(pid) = pid.and_then(rustix::process::Pid::from_raw) {
+                let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+            }
         }
     }
 }
@@ -104,21 +113,41 @@ fn processes() -> Vec<(u32, u32, String)> {
     out
 }
 
-/// fio clients of these servers and job processes the servers forked, still running.
+/// fio clients of these servers, and the processes the servers fork per connection and
+/// per job, still running (the servers themselves are the test's and run on). A job whose
+/// connection is gone is reparented away from its server, so processes are matched by
+/// their command line, which they inherit from the server.
 fn fio_left(servers: &Servers) -> Vec<String> {
     let pids = servers.pids();
     processes()
         .into_iter()
-        .filter(|(_, ppid, cmd)| {
-            pids.contains(ppid)
-                || (cmd.starts_with("fio ")
-                    && servers
-                        .addrs
-                        .iter()
-                        .any(|a| cmd.contains(&a.replace(':', ","))))
+        .filter(|(pid, _, cmd)| {
+            !pids.contains(pid)
+                && cmd.starts_with("fio ")
+                && servers.addrs.iter().any(|a| {
+                    let spec = a.replace(':', ",");
+                    cmd.contains(&format!("--server={spec}"))
+                        || cmd.contains(&format!("--client={spec}"))
+                })
         })
         .map(|(pid, _, cmd)| format!("{pid}: {cmd}"))
         .collect()
+}
+
+/// Whether a fio client of fsarena's runs a time-based job (the measured point, not the
+/// version probe or the engine probe), read from the job file it was given.
+fn measuring(servers: &Servers) -> bool {
+    processes().into_iter().any(|(_, _, cmd)| {
+        cmd.starts_with("fio ")
+            && servers
+                .addrs
+                .iter()
+                .any(|a| cmd.contains(&a.replace(':', ",")))
+            && cmd.split(' ').any(|arg| {
+                arg.ends_with(".fio")
+                    && std::fs::read_to_string(arg).is_ok_and(|job| job.contains("time_based"))
+            })
+    })
 }
 
 /// Waits up to 15 s for `fio_left` to be empty (a server's job ends shortly after its
@@ -291,16 +320,9 @@ fn stopping_the_run_stops_every_servers_job() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    // Wait until both servers run the measured job (a forked child each).
+    // Wait until the measured job runs on the servers.
     let t0 = Instant::now();
-    loop {
-        let jobs = processes()
-            .iter()
-            .filter(|(_, ppid, _)| servers.pids().contains(ppid))
-            .count();
-        if jobs >= 2 {
-            break;
-        }
+    while !measuring(&servers) {
         assert!(child.try_wait().unwrap().is_none(), "the run ended early");
         assert!(
             t0.elapsed() < Duration::from_secs(60),
