@@ -87,7 +87,8 @@ impl Drop for Servers {
     }
 }
 
-/// (pid, parent pid, command line) of every process.
+/// (pid, parent pid, command line) of every process. Arguments are joined with spaces, and
+/// so are commas: fio's client rewrites its own `--client=HOST,PORT` to `HOST\0PORT`.
 fn processes() -> Vec<(u32, u32, String)> {
     let mut out = Vec::new();
     for e in std::fs::read_dir("/proc").unwrap().flatten() {
@@ -106,7 +107,7 @@ fn processes() -> Vec<(u32, u32, String)> {
             continue;
         };
         let cmd = std::fs::read(e.path().join("cmdline"))
-            .map(|b| String::from_utf8_lossy(&b).replace('\0', " "))
+            .map(|b| String::from_utf8_lossy(&b).replace(['\0', ','], " "))
             .unwrap_or_default();
         out.push((pid, ppid, cmd));
     }
@@ -125,7 +126,7 @@ fn fio_left(servers: &Servers) -> Vec<String> {
             !pids.contains(pid)
                 && cmd.starts_with("fio ")
                 && servers.addrs.iter().any(|a| {
-                    let spec = a.replace(':', ",");
+                    let spec = a.replace(':', " ");
                     cmd.contains(&format!("--server={spec}"))
                         || cmd.contains(&format!("--client={spec}"))
                 })
@@ -135,16 +136,17 @@ fn fio_left(servers: &Servers) -> Vec<String> {
 }
 
 /// Whether a fio client of fsarena's runs a time-based job (the measured point, not the
-/// version probe or the engine probe), read from the job file it was given.
+/// version probe or the engine probe), read from the job file it was given (fsarena's
+/// memfd, named by its /proc path).
 fn measuring(servers: &Servers) -> bool {
     processes().into_iter().any(|(_, _, cmd)| {
         cmd.starts_with("fio ")
             && servers
                 .addrs
                 .iter()
-                .any(|a| cmd.contains(&a.replace(':', ",")))
+                .any(|a| cmd.contains(&format!("--client={}", a.replace(':', " "))))
             && cmd.split(' ').any(|arg| {
-                arg.ends_with(".fio")
+                arg.starts_with("/proc/")
                     && std::fs::read_to_string(arg).is_ok_and(|job| job.contains("time_based"))
             })
     })

@@ -23,7 +23,6 @@ use std::io;
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -373,28 +372,32 @@ fn client_command() -> Command {
     cmd
 }
 
-/// A job file fio's client reads and sends to its servers; removed when dropped.
+/// A job file fio's client reads and sends to its servers, held in memory (a memfd) and
+/// named by its `/proc/PID/fd/N` path: it disappears with its last descriptor, so even a
+/// `kill -9` of fsarena leaves no file behind.
 struct TempJob {
+    _fd: std::os::fd::OwnedFd,
     path: PathBuf,
 }
 
 impl TempJob {
     fn write(text: &str) -> Result<TempJob, FioError> {
-        static N: AtomicU64 = AtomicU64::new(0);
-        let path = std::env::temp_dir().join(format!(
-            "fsarena-fio-{}-{}.fio",
+        use std::os::fd::AsRawFd;
+        let err = |e: rustix::io::Errno| FioError::io("creating fio's job file", e.into());
+        let fd = rustix::fs::memfd_create("fsarena-fio-job", rustix::fs::MemfdFlags::CLOEXEC)
+            .map_err(err)?;
+        let mut file = std::fs::File::from(fd);
+        std::io::Write::write_all(&mut file, text.as_bytes())
+            .map_err(|e| FioError::io("writing fio's job file", e))?;
+        let path = PathBuf::from(format!(
+            "/proc/{}/fd/{}",
             std::process::id(),
-            N.fetch_add(1, Ordering::Relaxed)
+            file.as_raw_fd()
         ));
-        std::fs::write(&path, text)
-            .map_err(|e| FioError::io(format!("writing {}", path.display()), e))?;
-        Ok(TempJob { path })
-    }
-}
-
-impl Drop for TempJob {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.path);
+        Ok(TempJob {
+            _fd: file.into(),
+            path,
+        })
     }
 }
 
