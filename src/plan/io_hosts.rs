@@ -109,7 +109,7 @@ mod tests {
         let flag: Vec<String> = flag.iter().map(|s| s.to_string()).collect();
         let targets: Vec<TargetConfig> = targets
             .iter()
-            .map(|t| catalogue::get(t).map_or_else(|| parse_target_spec(t).unwrap(), |c| c))
+            .map(|t| catalogue::get(t).unwrap_or_else(|| parse_target_spec(t).unwrap()))
             .collect();
         let workloads: Vec<String> = workloads.iter().map(|s| s.to_string()).collect();
         apply(

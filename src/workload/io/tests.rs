@@ -291,7 +291,7 @@ fn read_point_matches_fio_by_hand(root: &Path, direct: bool) {
         // The read point read written data: the file it read has no hole and no zero block.
         assert_all_written(&root.join(spec.filename()), spec.size_bytes);
         ours.push(m["iops"]);
-        let engine = w.engine_for(&ctx).unwrap().0;
+        let engine = w.engine_for(&ctx, &[]).unwrap().0;
         theirs.push(fio_by_hand(root, &spec.job(&cfg, engine)));
         if (0.7..=1.3).contains(&(median(&ours) / median(&theirs))) {
             return;
