@@ -175,6 +175,10 @@ pub struct RunArgs {
     /// phases repeat until they reach it; shorter ones are flagged.
     #[arg(long, value_name = "DURATION")]
     pub phase_floor: Option<String>,
+    /// Run the io workloads on these `fio --server`s at once (fio's client mode), in the
+    /// target directory, which must be the same shared path on every host.
+    #[arg(long, value_name = "HOST[:PORT],...", value_delimiter = ',')]
+    pub io_hosts: Option<Vec<String>>,
     /// Shrinks the data sets (1 = full size: 250,000 × 16 KiB for `small`).
     #[arg(long, value_name = "F", allow_negative_numbers = true)]
     pub scale: Option<f64>,
@@ -442,6 +446,7 @@ fn overrides(args: &RunArgs) -> Result<Overrides> {
         margin: args.margin,
         budget: args.budget.clone(),
         phase_floor: args.phase_floor.clone(),
+        io_hosts: args.io_hosts.clone(),
     };
     Ok(o)
 }

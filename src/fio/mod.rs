@@ -14,13 +14,18 @@
 use std::io;
 use std::time::Duration;
 
+pub mod client;
 pub mod report;
 mod run;
 mod verify;
 
-pub use report::{parse_output, percentile_from_bins, DirStats, FioReport, LatStats, ParseError};
+pub use client::{ClientRun, Server};
+pub use report::{
+    parse_output, percentile_from_bins, ClientReport, DirStats, FioReport, HostReport, LatStats,
+    ParseError,
+};
 pub use run::{run, FioRun};
-pub use verify::verify;
+pub use verify::{verify, verify_clients};
 
 /// The Debian package that provides the `fio` binary, named in "not installed" errors.
 pub const PACKAGE: &str = "fio";
@@ -163,6 +168,28 @@ impl FioJob {
         }
         a.push("--output-format=json+".to_string());
         a
+    }
+
+    /// The job as a job file for fio's client mode, run in `dir` on every server: the
+    /// command line's options one per line (client mode sends job files, not options), the
+    /// directory named because servers run in their own working directory, and
+    /// `unique_filename=0` so every host uses the one data file rather than one prefixed
+    /// with the client's address (see [`client`]).
+    pub fn ini(&self, dir: &std::path::Path) -> String {
+        let mut s = format!(
+            "[{}]\ndirectory={}\nunique_filename=0\n",
+            self.name,
+            dir.display()
+        );
+        for a in self.args() {
+            let a = a.trim_start_matches('-');
+            if a.starts_with("name=") || a.starts_with("output-format=") {
+                continue;
+            }
+            s.push_str(a);
+            s.push('\n');
+        }
+        s
     }
 
     /// Bytes a size-bounded job must move in total (whole blocks only, per job); `None` for

@@ -143,15 +143,19 @@ pub enum ParseError {
 /// be capped at 1"), so the report is the first `{` — preferring one at a line start — from
 /// which a complete JSON object with a `jobs` array parses. Anything after it is ignored.
 pub fn parse_output(stdout: &[u8]) -> Result<FioReport, ParseError> {
+    find_json::<RawOutput>(stdout)?.into_report()
+}
+
+/// The first JSON object in `stdout` that parses as `T` (see [`parse_output`]).
+fn find_json<T: serde::de::DeserializeOwned>(stdout: &[u8]) -> Result<T, ParseError> {
     let line_starts =
         (0..stdout.len()).filter(|&i| stdout[i] == b'{' && (i == 0 || stdout[i - 1] == b'\n'));
     let anywhere = (0..stdout.len()).filter(|&i| stdout[i] == b'{');
     let mut last_err = None;
     for start in line_starts.chain(anywhere) {
-        let mut stream =
-            serde_json::Deserializer::from_slice(&stdout[start..]).into_iter::<RawOutput>();
+        let mut stream = serde_json::Deserializer::from_slice(&stdout[start..]).into_iter::<T>();
         match stream.next() {
-            Some(Ok(raw)) => return raw.into_report(),
+            Some(Ok(raw)) => return Ok(raw),
             Some(Err(e)) => last_err = Some(e),
             None => {}
         }
@@ -160,6 +164,107 @@ pub fn parse_output(stdout: &[u8]) -> Result<FioReport, ParseError> {
         Some(e) if stdout.contains(&b'{') => Err(ParseError::Json(e)),
         _ => Err(ParseError::NoJson(stdout.len())),
     }
+}
+
+/// One host's figures in fio's client mode, as fio names it (the address it was given).
+#[derive(Debug, Clone, PartialEq)]
+pub struct HostReport {
+    pub hostname: String,
+    pub port: u16,
+    pub report: FioReport,
+}
+
+/// What fio's client mode reported: each host's figures and the consolidated one.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClientReport {
+    pub fio_version: String,
+    /// One entry per server, in fio's order.
+    pub hosts: Vec<HostReport>,
+    /// fio's own "All clients" sum (with one host, that host's figures, since fio prints
+    /// no sum then). fio does not print histogram bins for it, so its `clat.bins` are the
+    /// hosts' bins merged here, which is what its percentiles are computed from.
+    pub all: FioReport,
+    /// Whether `all` is fio's "All clients" entry (false with one host).
+    pub fio_sum: bool,
+}
+
+/// The name fio gives its sum over clients in `client_stats`.
+const ALL_CLIENTS: &str = "All clients";
+
+/// Parses `--output-format=json+` of `fio --client=…`: the `client_stats` array, whose
+/// entries carry `hostname` and `port`, with fio's "All clients" entry when several hosts ran.
+pub fn parse_client_output(stdout: &[u8]) -> Result<ClientReport, ParseError> {
+    let raw = find_json::<RawClientOutput>(stdout)?;
+    let mut hosts: Vec<(String, u16, Vec<RawJob>)> = Vec::new();
+    let mut sum = Vec::new();
+    for job in raw.client_stats {
+        if job.jobname == ALL_CLIENTS {
+            sum.push(job);
+            continue;
+        }
+        match hosts
+            .iter_mut()
+            .find(|(h, p, _)| *h == job.hostname && *p == job.port)
+        {
+            Some((_, _, jobs)) => jobs.push(job),
+            None => hosts.push((job.hostname.clone(), job.port, vec![job])),
+        }
+    }
+    let mut reports = Vec::new();
+    for (hostname, port, jobs) in hosts {
+        let report = RawOutput {
+            version: raw.version.clone(),
+            jobs,
+        }
+        .into_report()?;
+        reports.push(HostReport {
+            hostname,
+            port,
+            report,
+        });
+    }
+    let fio_sum = !sum.is_empty();
+    let mut all = match (sum.is_empty(), reports.as_slice()) {
+        (false, _) => RawOutput {
+            version: raw.version.clone(),
+            jobs: sum,
+        }
+        .into_report()?,
+        (true, [only]) => only.report.clone(),
+        (true, _) => return Err(ParseError::NoJobs),
+    };
+    for (dir, pick) in [
+        (
+            &mut all.read,
+            (|r: &FioReport| &r.read) as fn(&FioReport) -> &DirStats,
+        ),
+        (&mut all.write, |r: &FioReport| &r.write),
+    ] {
+        let mut merged: BTreeMap<u64, u64> = BTreeMap::new();
+        for h in &reports {
+            for &(v, c) in &pick(&h.report).clat.bins {
+                *merged.entry(v).or_default() += c;
+            }
+        }
+        dir.clat.bins = merged.into_iter().collect();
+        if reports.len() > 1 {
+            // fio's percentiles of a sum are not kept: the merged bins give them.
+            dir.clat.percentiles.clear();
+        }
+    }
+    Ok(ClientReport {
+        fio_version: raw.version,
+        hosts: reports,
+        all,
+        fio_sum,
+    })
+}
+
+#[derive(Deserialize)]
+struct RawClientOutput {
+    #[serde(rename = "fio version", default)]
+    version: String,
+    client_stats: Vec<RawJob>,
 }
 
 #[derive(Deserialize)]
@@ -171,6 +276,14 @@ struct RawOutput {
 
 #[derive(Deserialize)]
 struct RawJob {
+    /// Client mode only: the job's name ("All clients" for fio's sum), the server's
+    /// address as the client was given it, and its port.
+    #[serde(default)]
+    jobname: String,
+    #[serde(default)]
+    hostname: String,
+    #[serde(default)]
+    port: u16,
     #[serde(default)]
     error: i32,
     #[serde(default)]

@@ -28,7 +28,7 @@ impl FioRun {
     }
 }
 
-fn tail(s: &str) -> String {
+pub(super) fn tail(s: &str) -> String {
     let lines: Vec<&str> = s.lines().filter(|l| !l.trim().is_empty()).collect();
     lines[lines.len().saturating_sub(4)..].join(" | ")
 }
@@ -101,7 +101,7 @@ fn run_program(
 type Reader = thread::JoinHandle<io::Result<Vec<u8>>>;
 
 /// Drains a pipe on its own thread so a full stderr pipe can never stall fio's stdout.
-fn read_all(mut pipe: impl Read + Send + 'static) -> Reader {
+pub(super) fn read_all(mut pipe: impl Read + Send + 'static) -> Reader {
     thread::spawn(move || {
         let mut buf = Vec::with_capacity(64 * 1024);
         pipe.read_to_end(&mut buf)?;
@@ -109,7 +109,7 @@ fn read_all(mut pipe: impl Read + Send + 'static) -> Reader {
     })
 }
 
-fn join_reader(r: Option<Reader>) -> Result<Vec<u8>, FioError> {
+pub(super) fn join_reader(r: Option<Reader>) -> Result<Vec<u8>, FioError> {
     match r {
         None => Ok(Vec::new()),
         Some(h) => match h.join() {

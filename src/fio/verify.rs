@@ -3,7 +3,7 @@
 
 use std::io;
 
-use super::{FioError, FioJob, FioRun, Rw};
+use super::{ClientRun, FioError, FioJob, FioReport, FioRun, Rw};
 
 /// Checks fio's own accounting of a finished job and says what was checked.
 ///
@@ -12,10 +12,85 @@ use super::{FioError, FioJob, FioRun, Rw};
 /// time-based one must have moved some bytes in each direction it was asked to use, and none
 /// in a direction it was not.
 pub fn verify(job: &FioJob, run: &FioRun) -> Result<String, FioError> {
-    let r = &run.report;
+    check(job, &run.report, &run.stderr_tail(), &job.name)
+}
+
+/// [`verify`] for a run through fio's client mode: every host's own figures must pass it,
+/// and fio's consolidated figures must be exactly the sum of the hosts' — bytes, I/Os and
+/// latency samples in each direction — so neither a host that did less nor a sum that
+/// counts a host twice can pass.
+pub fn verify_clients(job: &FioJob, run: &ClientRun) -> Result<String, FioError> {
+    let hosts = &run.report.hosts;
+    let mut per_host = Vec::new();
+    for h in hosts {
+        let who = format!("{} on {}:{}", job.name, h.hostname, h.port);
+        check(job, &h.report, &run.stderr_tail(), &who)?;
+        per_host.push(h.report.read.io_bytes + h.report.write.io_bytes);
+    }
+    let all = &run.report.all;
+    if all.error != 0 {
+        return Err(FioError::io(
+            format!("fio job {} (all clients): {}", job.name, run.stderr_tail()),
+            io::Error::from_raw_os_error(all.error),
+        ));
+    }
+    let sum = |f: &dyn Fn(&FioReport) -> u64| hosts.iter().map(|h| f(&h.report)).sum::<u64>();
+    let checks: [(&str, u64, u64); 6] = [
+        ("read bytes", all.read.io_bytes, sum(&|r| r.read.io_bytes)),
+        (
+            "write bytes",
+            all.write.io_bytes,
+            sum(&|r| r.write.io_bytes),
+        ),
+        ("read I/Os", all.read.total_ios, sum(&|r| r.read.total_ios)),
+        (
+            "write I/Os",
+            all.write.total_ios,
+            sum(&|r| r.write.total_ios),
+        ),
+        (
+            "read latency samples",
+            all.read.clat.samples,
+            all.read.clat.bins.iter().map(|&(_, c)| c).sum(),
+        ),
+        (
+            "write latency samples",
+            all.write.clat.samples,
+            all.write.clat.bins.iter().map(|&(_, c)| c).sum(),
+        ),
+    ];
+    for (what, total, of_hosts) in checks {
+        if total != of_hosts {
+            return Err(FioError::Verify(format!(
+                "fio job {}: all clients report {total} {what}, the {} hosts' own figures \
+                 add up to {of_hosts}",
+                job.name,
+                hosts.len()
+            )));
+        }
+    }
+    let moved = all.read.io_bytes + all.write.io_bytes;
+    Ok(format!(
+        "fio errors 0 on {} host(s), each checked as one job ({}); all clients moved {moved} \
+         bytes = the sum of the hosts' ({}), I/Os and latency samples likewise",
+        hosts.len(),
+        match job.expected_io_bytes() {
+            Some(want) => format!("{want} bytes each, size-bounded"),
+            None => "bytes in each asked direction, time-based".into(),
+        },
+        per_host
+            .iter()
+            .map(u64::to_string)
+            .collect::<Vec<_>>()
+            .join(" + ")
+    ))
+}
+
+/// The checks of [`verify`] on one report; `who` names the job (and host) in errors.
+fn check(job: &FioJob, r: &FioReport, stderr_tail: &str, who: &str) -> Result<String, FioError> {
     if r.error != 0 {
         return Err(FioError::io(
-            format!("fio job {}: {}", job.name, run.stderr_tail()),
+            format!("fio job {who}: {stderr_tail}"),
             io::Error::from_raw_os_error(r.error),
         ));
     }
@@ -25,7 +100,7 @@ pub fn verify(job: &FioJob, run: &FioRun) -> Result<String, FioError> {
     if !dirs_ok {
         return Err(FioError::Verify(format!(
             "fio job {} ({}) read {} and wrote {} bytes: wrong direction",
-            job.name,
+            who,
             job.rw.as_str(),
             r.read.io_bytes,
             r.write.io_bytes
@@ -33,8 +108,8 @@ pub fn verify(job: &FioJob, run: &FioRun) -> Result<String, FioError> {
     }
     match job.expected_io_bytes() {
         Some(want) if moved != want => Err(FioError::Verify(format!(
-            "fio job {} moved {moved} bytes, asked for {want} ({} job(s) × {} bytes)",
-            job.name, job.numjobs, job.size
+            "fio job {who} moved {moved} bytes, asked for {want} ({} job(s) × {} bytes)",
+            job.numjobs, job.size
         ))),
         Some(want) => Ok(format!(
             "fio errors 0; io_bytes {moved} = {want} asked (size-bounded, {} job(s) × {} bytes)",
@@ -56,7 +131,7 @@ pub fn verify(job: &FioJob, run: &FioRun) -> Result<String, FioError> {
                 Err(FioError::Verify(format!(
                     "time-based fio job {} moved no bytes in a direction it was asked to use \
                      (read {}, write {})",
-                    job.name, r.read.io_bytes, r.write.io_bytes
+                    who, r.read.io_bytes, r.write.io_bytes
                 )))
             }
         }

@@ -13,6 +13,7 @@
 //! margin = 5                         # equivalence margin, % of the baseline
 //! budget = "5m"                      # wall time `auto` may spend (runs = "auto" or unset)
 //! phase_floor = "0.5s"               # shortest measured phase a key metric may come from
+//! io_hosts = ["node1", "node2:8766"] # fio --server hosts the io workloads run on
 //!
 //! [dataset]
 //! profile = "small"
@@ -52,6 +53,8 @@ pub struct PlanFile {
     pub margin: Option<f64>,
     pub budget: Option<String>,
     pub phase_floor: Option<String>,
+    /// fio servers (`HOST[:PORT]`) the io workloads run on (`--io-hosts`; see `io_hosts`).
+    pub io_hosts: Option<Vec<String>>,
     pub dataset: Option<DatasetTable>,
     #[serde(default, rename = "target")]
     pub custom_targets: Vec<TargetTable>,

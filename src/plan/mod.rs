@@ -3,6 +3,7 @@
 
 pub mod catalogue;
 pub mod file;
+pub mod io_hosts;
 pub mod resolve;
 pub mod size;
 pub mod study;

@@ -34,6 +34,8 @@ pub struct Overrides {
     pub budget: Option<String>,
     /// `--phase-floor`: the shortest measured phase a key metric may come from.
     pub phase_floor: Option<String>,
+    /// `--io-hosts`: the fio servers the io workloads run on.
+    pub io_hosts: Option<Vec<String>>,
 }
 
 /// Resolves file + flags into a plan. `workload_names` are the valid workloads; `available`
@@ -57,6 +59,14 @@ pub fn resolve(
     let timeout = timeout(f.timeout, o)?;
     let margin_pct =
         super::check_margin(o.margin.or(f.margin).unwrap_or(super::DEFAULT_MARGIN_PCT))?;
+    let mut workload_options = f.workload;
+    super::io_hosts::apply(
+        o.io_hosts.as_ref(),
+        f.io_hosts.as_ref(),
+        &targets,
+        &workloads,
+        &mut workload_options,
+    )?;
     Ok(Plan {
         targets,
         workloads,
@@ -68,7 +78,7 @@ pub fn resolve(
         timeout,
         margin_pct,
         phase_floor,
-        workload_options: f.workload,
+        workload_options,
     })
 }
 
@@ -177,7 +187,7 @@ fn check_min_size(t: &TargetConfig) -> Result<(), PlanError> {
 /// unchanged: `--budget` (for an `auto` plan; what it changed is returned, one line
 /// each). Every other flag that would change the plan is refused, naming it.
 pub fn on_resume(plan: &mut super::Plan, o: &Overrides) -> Result<Vec<String>, PlanError> {
-    let given: [(&'static str, bool); 15] = [
+    let given: [(&'static str, bool); 16] = [
         ("--target", !o.targets.is_empty()),
         ("--workload", !o.workloads.is_empty()),
         ("--threads", o.threads.is_some()),
@@ -193,6 +203,7 @@ pub fn on_resume(plan: &mut super::Plan, o: &Overrides) -> Result<Vec<String>, P
         ("--size", o.size.is_some()),
         ("--margin", o.margin.is_some()),
         ("--phase-floor", o.phase_floor.is_some()),
+        ("--io-hosts", o.io_hosts.is_some()),
     ];
     if let Some((flag, _)) = given.iter().find(|(_, g)| *g) {
         return Err(PlanError::ResumeConflict(flag));

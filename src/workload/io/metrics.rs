@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::fio::{self, FioReport};
+use crate::fio::{self, ClientReport, FioReport, Server};
 use crate::workload::Outcome;
 
 /// The metrics of one measured fio job. Latencies are completion latencies (`clat`) over
@@ -52,4 +52,38 @@ pub(super) fn outcome_of(r: &FioReport) -> Outcome {
         metrics: m,
         notes: Vec::new(),
     }
+}
+
+/// The metrics of one job run through fio's client mode: the consolidated figures (fio's
+/// "All clients" sum) as the usual metrics, plus each host's share as
+/// `host_iops.HOST`, `host_mb_per_s.HOST`, `host_lat_p99_us.HOST`, `host_io_bytes.HOST`
+/// and `host_total_ios.HOST`, and `hosts`.
+pub(super) fn clients_outcome(r: &ClientReport, hosts: &[Server]) -> Outcome {
+    let mut outcome = outcome_of(&r.all);
+    let m = &mut outcome.metrics;
+    m.insert("hosts".to_string(), r.hosts.len() as f64);
+    for h in &r.hosts {
+        let label = hosts
+            .iter()
+            .find(|s| s.is(&h.hostname, h.port))
+            .map(ToString::to_string)
+            .unwrap_or_else(|| format!("{}:{}", h.hostname, h.port));
+        m.insert(format!("host_iops.{label}"), h.report.iops());
+        m.insert(
+            format!("host_mb_per_s.{label}"),
+            h.report.bw_bytes() as f64 / 1e6,
+        );
+        if let Some(ns) = h.report.clat_percentile_ns(99.0) {
+            m.insert(format!("host_lat_p99_us.{label}"), ns as f64 / 1e3);
+        }
+        m.insert(
+            format!("host_io_bytes.{label}"),
+            (h.report.read.io_bytes + h.report.write.io_bytes) as f64,
+        );
+        m.insert(
+            format!("host_total_ios.{label}"),
+            h.report.total_ios() as f64,
+        );
+    }
+    outcome
 }

@@ -17,7 +17,7 @@ use std::os::unix::fs::MetadataExt;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use crate::fio::{self, FioError, FioJob, FioRun, IoEngine, Rw};
+use crate::fio::{self, ClientRun, FioError, FioJob, FioRun, IoEngine, Rw, Server};
 use crate::workload::{Chart, Ctx, Harness, IoContext, Outcome, Point, Workload, WorkloadError};
 
 mod datafile;
@@ -83,9 +83,16 @@ impl Workload for IoWorkload {
         }
     }
 
-    /// Parses and checks every value before anything is provisioned (see `options`).
+    /// Parses and checks every value before anything is provisioned (see `options`); with
+    /// `hosts`, also that every fio server answers with this host's fio version, so a dead
+    /// or mismatched server is one line and exit 2, not a failed measurement later.
     fn check_options(&self, table: &toml::Table) -> Result<(), String> {
-        Config::from_options(self.preset, table, self.name()).map(|_| ())
+        let cfg = Config::from_options(self.preset, table, self.name())?;
+        if !cfg.hosts.is_empty() {
+            fio::client::check_servers(&cfg.hosts, fio::client::PROBE_TIMEOUT)
+                .map_err(|e| format!("{}: io hosts: {e}", self.name()))?;
+        }
+        Ok(())
     }
 
     fn key_metric(&self) -> (&'static str, bool) {
@@ -173,7 +180,16 @@ impl Workload for IoWorkload {
                                 direct,
                                 ioengine,
                             };
-                            points.push(spec.to_point());
+                            let mut point = spec.to_point();
+                            if !cfg.hosts.is_empty() {
+                                // The record names the hosts the point ran on.
+                                let hosts = cfg.hosts.iter().map(|h| h.to_string());
+                                point.params.insert(
+                                    "io_hosts".into(),
+                                    serde_json::Value::from(hosts.collect::<Vec<_>>()),
+                                );
+                            }
+                            points.push(point);
                         }
                     }
                 }
@@ -195,7 +211,7 @@ impl Workload for IoWorkload {
         let engine = match spec.ioengine {
             EngineChoice::Fixed(e) => e,
             EngineChoice::Auto => {
-                let (e, fresh) = self.engine_for(ctx)?;
+                let (e, fresh) = self.engine_for(ctx, &cfg.hosts)?;
                 notes.push(format!(
                     "ioengine auto → {}{}",
                     e.as_str(),
@@ -227,24 +243,23 @@ impl Workload for IoWorkload {
         let job = spec.job(&cfg, engine);
         let mut finished = None;
         let outcome = harness.measure(&mut || {
-            let run = run_fio(ctx, &job)?;
-            let outcome = metrics::outcome_of(&run.report);
-            finished = Some(run);
+            let ran = run_job(ctx, &cfg.hosts, &job)?;
+            let outcome = ran.outcome(&cfg.hosts);
+            finished = Some(ran);
             Ok(outcome)
         })?;
-        let run = finished.ok_or_else(|| {
+        let ran = finished.ok_or_else(|| {
             WorkloadError::Tool("the harness did not run the measured fio job".into())
         })?;
-        notes.push(fio::verify(&job, &run)?);
+        notes.push(ran.verify(&job)?);
         if spec.rw.writes() {
             // Aged and no longer reusable: free the space rather than leave it on the target.
             remove_if_present(&ctx.root.join(&file))?;
         }
-        notes.push(format!(
-            "{}; {}",
-            run.report.fio_version,
-            job.args().join(" ")
-        ));
+        notes.push(format!("{}; {}", ran.version(), job.args().join(" ")));
+        if !cfg.hosts.is_empty() {
+            notes.push(ran.hosts_note(&cfg.hosts));
+        }
         let mut outcome = outcome;
         outcome.notes.extend(notes);
         Ok(outcome)
@@ -260,14 +275,14 @@ impl IoWorkload {
     /// The engine to use in `ctx.root`: io_uring, else libaio, else psync, whichever first
     /// completes a small real write job there. Cached per file system; returns whether it
     /// was probed by this call.
-    fn engine_for(&self, ctx: &Ctx) -> Result<(IoEngine, bool), WorkloadError> {
+    fn engine_for(&self, ctx: &Ctx, hosts: &[Server]) -> Result<(IoEngine, bool), WorkloadError> {
         let dev = fs::metadata(ctx.root)
             .ctx(|| format!("stat {}", ctx.root.display()))?
             .dev();
         if let Some(&e) = self.probed.lock().map_err(|_| poisoned())?.get(&dev) {
             return Ok((e, false));
         }
-        let e = probe_engine(ctx)?;
+        let e = probe_engine(ctx, hosts)?;
         self.probed.lock().map_err(|_| poisoned())?.insert(dev, e);
         Ok((e, true))
     }
@@ -278,9 +293,9 @@ fn poisoned() -> WorkloadError {
     WorkloadError::Tool("engine cache lock poisoned".into())
 }
 
-/// Tries each engine with a 1 MiB buffered write in `ctx.root`; the first that completes
-/// with no error wins. A missing fio is reported at once rather than masked by fallbacks.
-fn probe_engine(ctx: &Ctx) -> Result<IoEngine, WorkloadError> {
+/// Tries each engine with a 1 MiB buffered write in `ctx.root` (on every host, with
+/// `hosts`: the servers' kernels decide); the first that completes with no error wins. A missing fio is reported at once rather than masked by fallbacks.
+fn probe_engine(ctx: &Ctx, hosts: &[Server]) -> Result<IoEngine, WorkloadError> {
     const PROBE: &str = ".fsarena-fio-probe";
     let mut failures = Vec::new();
     for engine in IoEngine::FALLBACK {
@@ -299,7 +314,7 @@ fn probe_engine(ctx: &Ctx) -> Result<IoEngine, WorkloadError> {
             ramp_time: Duration::ZERO,
             end_fsync: false,
         };
-        let result = run_fio(ctx, &job).and_then(|run| Ok(fio::verify(&job, &run)?));
+        let result = run_job(ctx, hosts, &job).and_then(|ran| ran.verify(&job));
         let _ = fs::remove_file(ctx.root.join(PROBE));
         match result {
             Ok(_) => return Ok(engine),
@@ -342,6 +357,76 @@ fn run_fio(ctx: &Ctx, job: &FioJob) -> Result<FioRun, WorkloadError> {
     match result {
         Err(FioError::Cancelled) => Err(why.unwrap_or(WorkloadError::Interrupted)),
         other => Ok(other?),
+    }
+}
+
+/// A finished measured job: one local fio, or fio's client mode on the `hosts`.
+enum Ran {
+    Local(FioRun),
+    Clients(ClientRun),
+}
+
+/// Runs `job` in the work directory: here when `hosts` is empty, else on every server at
+/// once through fio's client mode (the directory must be the same path on each host).
+fn run_job(ctx: &Ctx, hosts: &[Server], job: &FioJob) -> Result<Ran, WorkloadError> {
+    if hosts.is_empty() {
+        return run_fio(ctx, job).map(Ran::Local);
+    }
+    let mut why = None;
+    let result = fio::client::run_clients(ctx.root, job, hosts, &mut || match ctx.check() {
+        Ok(()) => false,
+        Err(e) => {
+            why = Some(e);
+            true
+        }
+    });
+    match result {
+        Err(FioError::Cancelled) => Err(why.unwrap_or(WorkloadError::Interrupted)),
+        other => Ok(Ran::Clients(other?)),
+    }
+}
+
+impl Ran {
+    /// The measurement: fio's consolidated figures, plus each host's share with hosts.
+    fn outcome(&self, hosts: &[Server]) -> Outcome {
+        match self {
+            Ran::Local(run) => metrics::outcome_of(&run.report),
+            Ran::Clients(run) => metrics::clients_outcome(&run.report, hosts),
+        }
+    }
+
+    /// fio's own accounting, checked (for clients: every host and the sum of them).
+    fn verify(&self, job: &FioJob) -> Result<String, WorkloadError> {
+        Ok(match self {
+            Ran::Local(run) => fio::verify(job, run)?,
+            Ran::Clients(run) => fio::verify_clients(job, run)?,
+        })
+    }
+
+    fn version(&self) -> &str {
+        match self {
+            Ran::Local(run) => &run.report.fio_version,
+            Ran::Clients(run) => &run.report.fio_version,
+        }
+    }
+
+    /// Which hosts ran the point and how the consolidated figure was made.
+    fn hosts_note(&self, hosts: &[Server]) -> String {
+        let sum = match self {
+            Ran::Clients(run) if run.report.fio_sum => "fio's \"All clients\" sum",
+            _ => "the one host's figures",
+        };
+        format!(
+            "fio client/server on {} host(s): {}; consolidated figures are {sum} (IOPS and \
+             MB/s over the slowest host's runtime), latency percentiles from the hosts' \
+             merged histograms, host_* metrics each host's share",
+            hosts.len(),
+            hosts
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
     }
 }
 

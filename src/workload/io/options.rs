@@ -14,7 +14,7 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use super::{Preset, MIB};
-use crate::fio::{IoEngine, Rw};
+use crate::fio::{IoEngine, Rw, Server};
 use crate::plan::size::parse_whole_size;
 use crate::plan::size::short_label as size_label;
 use crate::workload::options;
@@ -60,6 +60,9 @@ struct IoOptions {
     small: Option<toml::Value>,
     /// Cap on the large file.
     max_large: Option<toml::Value>,
+    /// `fio --server`s (`HOST[:PORT]`) that run every point at once through fio's client
+    /// mode, in the same directory (a shared path); set by `--io-hosts` / `io_hosts`.
+    hosts: Option<Vec<String>>,
 }
 
 /// A file-size axis value: labels resolve against the target when points are made.
@@ -114,6 +117,8 @@ pub(super) struct Config {
     /// Small file at scale 1 and whether the user set it (user sizes are taken literally).
     small: (u64, bool),
     max_large: u64,
+    /// The servers the points run on; empty: fio runs here, as one local process.
+    pub(super) hosts: Vec<Server>,
 }
 
 impl Config {
@@ -244,6 +249,7 @@ impl Config {
             ramp_time: Duration::from_secs_f64(ramp),
             small,
             max_large,
+            hosts: servers(name, opts.hosts.as_deref())?,
         };
         cfg.check_block_sizes(name)?;
         Ok(cfg)
@@ -334,6 +340,30 @@ fn axis<T>(
         .map(|i| parse(i).ok_or_else(|| bad_value(name, key, i, want)))
         .collect::<Result<Vec<T>, _>>()
         .map(Some)
+}
+
+/// The `hosts` list: each `HOST[:PORT]`, none twice (fio would run the job twice there and
+/// the sum would count it twice), not empty (that would silently mean "here").
+fn servers(name: &str, hosts: Option<&[String]>) -> Result<Vec<Server>, String> {
+    let Some(hosts) = hosts else {
+        return Ok(Vec::new());
+    };
+    if hosts.is_empty() {
+        return Err(format!(
+            "[workload.{name}]: `hosts` is empty; name at least one HOST[:PORT] or leave it out"
+        ));
+    }
+    let mut out: Vec<Server> = Vec::new();
+    for h in hosts {
+        let s = Server::parse(h).map_err(|e| format!("[workload.{name}]: `hosts`: {e}"))?;
+        if out.contains(&s) {
+            return Err(format!(
+                "[workload.{name}]: `hosts` names fio server {s} twice"
+            ));
+        }
+        out.push(s);
+    }
+    Ok(out)
 }
 
 fn positive(v: &toml::Value, max: u32) -> Option<u32> {

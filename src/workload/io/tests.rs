@@ -291,7 +291,7 @@ fn read_point_matches_fio_by_hand(root: &Path, direct: bool) {
         // The read point read written data: the file it read has no hole and no zero block.
         assert_all_written(&root.join(spec.filename()), spec.size_bytes);
         ours.push(m["iops"]);
-        let engine = w.engine_for(&ctx).unwrap().0;
+        let engine = w.engine_for(&ctx, &[]).unwrap().0;
         theirs.push(fio_by_hand(root, &spec.job(&cfg, engine)));
         if (0.7..=1.3).contains(&(median(&ours) / median(&theirs))) {
             return;
@@ -507,6 +507,9 @@ fn check_options_refuses_bad_values_before_provisioning() {
         // Known without the target: a block larger than an explicit file size.
         "bs = [\"32m\"]\nsize = [\"16m\"]",
         "bs = [\"32m\"]\nsmall = \"16m\"",
+        "hosts = []",
+        "hosts = [\"h:0\"]",
+        "hosts = [\"127.0.0.2\", \"127.0.0.2:8765\"]",
     ] {
         let err = check(bad).expect_err(bad);
         assert!(
@@ -573,4 +576,11 @@ fn io_tables_show_latency_percentiles() {
             assert!(cols.contains(&c), "{}: no column {c}", w.name());
         }
     }
+}
+
+/// The plan hands `--io-hosts` to the workloads it names as io workloads: these.
+#[test]
+fn the_plan_names_the_io_workloads_by_their_names() {
+    let names = [IoWorkload::quick().name(), IoWorkload::sweep().name()];
+    assert_eq!(names, crate::plan::io_hosts::IO_WORKLOADS);
 }
