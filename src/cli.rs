@@ -17,6 +17,7 @@ use crate::runner::{self, RunError, RunOptions};
 
 mod commands;
 mod generate;
+mod out_dir;
 pub mod output;
 
 use output::{emit, is_closed_pipe, OutputArgs};
@@ -451,35 +452,6 @@ fn overrides(args: &RunArgs) -> Result<Overrides> {
     Ok(o)
 }
 
-fn default_out() -> PathBuf {
-    let secs = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    // UTC date-time without pulling in a calendar crate: days since epoch → civil date.
-    let (days, rem) = (secs / 86_400, secs % 86_400);
-    let (y, m, d) = civil_from_days(days as i64);
-    PathBuf::from(format!(
-        "fsarena-results/{y:04}{m:02}{d:02}-{:02}{:02}{:02}",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    ))
-}
-
-/// Howard Hinnant's days-to-civil algorithm (public domain).
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    (if m <= 2 { y + 1 } else { y }, m, d)
-}
-
 /// SIGINT/SIGTERM: the first asks the run to stop after tearing down cleanly; a second
 /// one runs the journal cleanup at once and exits (for when a workload is stuck in the
 /// kernel and will not notice the first).
@@ -534,7 +506,7 @@ fn run_plan(args: RunArgs) -> Result<i32> {
         }
         None => (
             build_plan(&args)?,
-            args.out.clone().unwrap_or_else(default_out),
+            args.out.clone().unwrap_or_else(out_dir::default_out),
             false,
         ),
     };
@@ -606,8 +578,8 @@ mod tests {
 
     #[test]
     fn civil_dates() {
-        assert_eq!(civil_from_days(0), (1970, 1, 1));
-        assert_eq!(civil_from_days(20_778), (2026, 11, 21));
+        assert_eq!(out_dir::civil_from_days(0), (1970, 1, 1));
+        assert_eq!(out_dir::civil_from_days(20_778), (2026, 11, 21));
     }
 
     #[test]
