@@ -13,6 +13,7 @@
 //! margin = 5                         # equivalence margin, % of the baseline
 //! budget = "5m"                      # wall time `auto` may spend (runs = "auto" or unset)
 //! phase_floor = "0.5s"               # shortest measured phase a key metric may come from
+//! age = 60                           # age every file system to 60 % full first (loop targets)
 //!
 //! [dataset]
 //! profile = "small"
@@ -52,6 +53,8 @@ pub struct PlanFile {
     pub margin: Option<f64>,
     pub budget: Option<String>,
     pub phase_floor: Option<String>,
+    /// Fill level (%) to age every file system to before measuring.
+    pub age: Option<f64>,
     pub dataset: Option<DatasetTable>,
     #[serde(default, rename = "target")]
     pub custom_targets: Vec<TargetTable>,
