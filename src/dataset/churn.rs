@@ -265,7 +265,13 @@ impl Churn {
     /// A new directory under a parent drawn with weight subdirs + 2 (none past
     /// [`MAX_DEPTH`]).
     fn mkdir(&mut self) -> Option<Op> {
-        let weight = |d: &DirNode| if d.depth < MAX_DEPTH { d.subdirs + 2 } else { 0 };
+        let weight = |d: &DirNode| {
+            if d.depth < MAX_DEPTH {
+                d.subdirs + 2
+            } else {
+                0
+            }
+        };
         let total: u64 = self.dirs.iter().map(weight).sum();
         if total == 0 {
             return None;
@@ -376,10 +382,11 @@ impl Churn {
         let want = exp2_det((LOGN_MU - 2.0 + 1.5 * normal(&mut self.rng)) / LN2) as u64;
         let content = self.content("bin");
         let max = self.spec.max_file;
-        let Some(f) = self.files.get_mut(&id) else {
+        let Some(f) = self.files.get_mut(&id).filter(|f| f.size < max) else {
+            // A file at the size cap takes no more: a new file instead.
             return self.create();
         };
-        let bytes = want.clamp(1, max.saturating_sub(f.size).max(1));
+        let bytes = want.clamp(1, max - f.size);
         let offset = f.size;
         f.size += bytes;
         self.live_bytes += bytes;
@@ -535,9 +542,7 @@ mod tests {
             max_file: u64::MAX,
             ..spec(11)
         });
-        let mut ln: Vec<f64> = (0..20_000)
-            .map(|_| (c.size().max(1) as f64).ln())
-            .collect();
+        let mut ln: Vec<f64> = (0..20_000).map(|_| (c.size().max(1) as f64).ln()).collect();
         ln.sort_by(f64::total_cmp);
         let median = ln[ln.len() / 2];
         assert!((median - LOGN_MU).abs() < 0.1, "median ln size {median}");

@@ -65,13 +65,8 @@ pub fn extents(f: &File) -> io::Result<Vec<Extent>> {
         });
         // SAFETY: `req` is a valid, writable `struct fiemap` with room for `extent_count`
         // extents, which is all the kernel writes.
-        let r = unsafe {
-            libc::ioctl(
-                f.as_raw_fd(),
-                FS_IOC_FIEMAP as _,
-                &mut *req as *mut Request,
-            )
-        };
+        let r =
+            unsafe { libc::ioctl(f.as_raw_fd(), FS_IOC_FIEMAP as _, &mut *req as *mut Request) };
         if r < 0 {
             return Err(io::Error::last_os_error());
         }
@@ -131,7 +126,11 @@ mod tests {
 
     #[test]
     fn contiguous_extents_form_one_fragment() {
-        let e = [ext(0, 4096, 4096), ext(4096, 8192, 4096), ext(8192, 65536, 4096)];
+        let e = [
+            ext(0, 4096, 4096),
+            ext(4096, 8192, 4096),
+            ext(8192, 65536, 4096),
+        ];
         assert_eq!(fragments(&e), 2);
         assert_eq!(fragments(&[]), 0);
         // A hole between two physically adjacent extents is two pieces of the file.

@@ -90,10 +90,7 @@ fn age(pct: Option<f64>, targets: &[TargetConfig]) -> Result<Option<f64>, PlanEr
             ),
         });
     }
-    if let Some(t) = targets
-        .iter()
-        .find(|t| t.location != super::Location::Loop)
-    {
+    if let Some(t) = targets.iter().find(|t| t.location != super::Location::Loop) {
         let kind = match &t.location {
             super::Location::Dir(_) => "a dir: target",
             super::Location::Memory => "a memory file system (tmpfs)",

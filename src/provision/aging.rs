@@ -222,9 +222,7 @@ pub fn free_extents(fs: FsKind, device: Option<&Path>, mount: &Path) -> Result<u
             "xfs_spaceman",
             vec!["-c".into(), "freesp".into(), mount.display().to_string()],
         ),
-        (FsKind::Btrfs, _) => {
-            return Err("btrfs exposes no free-space extent map (skipped)".into())
-        }
+        (FsKind::Btrfs, _) => return Err("btrfs exposes no free-space extent map (skipped)".into()),
         (other, _) => return Err(format!("not exposed by {} here (skipped)", other.name())),
     };
     if let Ok(f) = File::open(mount) {

@@ -198,7 +198,9 @@ fn condition_text(condition: &str) -> String {
 fn aging_lines(r: &Report) -> Vec<String> {
     let mut lines: Vec<String> = Vec::new();
     for m in &r.measurements {
-        let Some(a) = &m.provenance.aging else { continue };
+        let Some(a) = &m.provenance.aging else {
+            continue;
+        };
         let fmt = |x: Option<f64>| x.map_or("—".into(), |v| format!("{v:.2}"));
         let free = |x: Option<u64>| x.map_or("—".into(), |v| v.to_string());
         let line = format!(

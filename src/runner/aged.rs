@@ -75,11 +75,9 @@ impl AgedImages {
         }
         match self.built.get(&key) {
             Some(Ok(m)) => Source::Clone(m),
-            Some(Err((status, e, notes))) => Source::Failed((
-                *status,
-                format!("cannot age the image: {e}"),
-                notes.clone(),
-            )),
+            Some(Err((status, e, notes))) => {
+                Source::Failed((*status, format!("cannot age the image: {e}"), notes.clone()))
+            }
             None => Source::Failed((Status::Error, "internal: no aged image".into(), Vec::new())),
         }
     }
@@ -107,11 +105,7 @@ fn build(
 ) -> Result<MasterImage, Failure> {
     let mut sized = spec.clone();
     sized.size = aged_size(spec, pct);
-    let role = if with_dataset {
-        "aged-dataset"
-    } else {
-        "aged"
-    };
+    let role = if with_dataset { "aged-dataset" } else { "aged" };
     let inst = MasterImage::provision_as(&sized, work, role).map_err(provision_failure)?;
     let made = age_and_fill(plan, pct, with_dataset, nth, spec.target.fs, &inst, cancel);
     let aging = match made {
@@ -138,7 +132,11 @@ fn age_and_fill(
     inst: &Instance,
     cancel: &AtomicBool,
 ) -> Result<Aging, Failure> {
-    let device = inst.provenance.loop_device.as_deref().map(std::path::Path::new);
+    let device = inst
+        .provenance
+        .loop_device
+        .as_deref()
+        .map(std::path::Path::new);
     let mount = &inst.root;
     let io_fail = |what: &str, e: std::io::Error| {
         (
