@@ -210,6 +210,11 @@ pub struct RunArgs {
     /// inside ±PCT is reported as `equivalent` (default 5).
     #[arg(long, value_name = "PCT", value_parser = parse_margin, allow_negative_numbers = true)]
     pub margin: Option<f64>,
+    /// Age every file system to PCT % full (0 < PCT < 95) with a seeded churn of creates,
+    /// appends, overwrites, renames and deletes before measuring: one aged image per
+    /// target, cloned per cell. Loop-image targets only.
+    #[arg(long, value_name = "PCT", allow_negative_numbers = true)]
+    pub age: Option<f64>,
     /// Image (or tmpfs) size for every target, e.g. 2G.
     #[arg(long, value_name = "SIZE")]
     pub size: Option<String>,
@@ -448,6 +453,7 @@ fn overrides(args: &RunArgs) -> Result<Overrides> {
         budget: args.budget.clone(),
         phase_floor: args.phase_floor.clone(),
         io_hosts: args.io_hosts.clone(),
+        age: args.age,
     };
     Ok(o)
 }

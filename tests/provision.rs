@@ -351,6 +351,7 @@ fn a_populated_image_is_cloned_one_at_a_time_and_each_clone_holds_the_data_set()
         workload_options: Default::default(),
         margin_pct: fsarena::plan::DEFAULT_MARGIN_PCT,
         phase_floor: fsarena::plan::DEFAULT_PHASE_FLOOR,
+        age_pct: None,
     };
     let manifest = plan.dataset.plan().unwrap();
     assert!(manifest.files.len() > 10, "the data set holds files");

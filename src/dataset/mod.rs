@@ -9,8 +9,9 @@
 //! * [`snapshot`] (a tree read back into a manifest, and `source_dir` planning),
 //!   [`materialize`] (a planned tree written to disk);
 //! * [`generate`] (the seeded layout: `DatasetSpec::plan`), [`ratio`] (its measured zstd
-//!   ratio).
+//!   ratio), [`churn`] (the seeded operation stream that ages a file system).
 
+pub mod churn;
 pub mod content;
 pub mod draw;
 pub mod error;

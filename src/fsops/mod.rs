@@ -1,7 +1,8 @@
 //! Fast file-system primitives shared by the data-set generator and the workloads, so that
 //! workloads measure the file system and not fsarena: reading a directory with
 //! `getdents64`/`statx` ([`dir`]), a parallel walker over it ([`walk`], [`list`]), xxh3
-//! hashing over large reusable buffers ([`hash`]), file copies ([`copy`]), cheap
+//! hashing over large reusable buffers ([`hash`]), file copies ([`copy`]), a file's extents
+//! from FIEMAP ([`extents`]), cheap
 //! per-operation latency logs ([`latency`]), exact-size pools ([`pool`]) and per-worker
 //! totals that add up ([`totals`]).
 //!
@@ -10,6 +11,7 @@
 
 pub mod copy;
 pub mod dir;
+pub mod extents;
 pub mod hash;
 pub mod latency;
 pub mod list;

@@ -14,6 +14,7 @@
 //! budget = "5m"                      # wall time `auto` may spend (runs = "auto" or unset)
 //! phase_floor = "0.5s"               # shortest measured phase a key metric may come from
 //! io_hosts = ["node1", "node2:8766"] # fio --server hosts the io workloads run on
+//! age = 60                           # age every file system to 60 % full first (loop targets)
 //!
 //! [dataset]
 //! profile = "small"
@@ -55,6 +56,8 @@ pub struct PlanFile {
     pub phase_floor: Option<String>,
     /// fio servers (`HOST[:PORT]`) the io workloads run on (`--io-hosts`; see `io_hosts`).
     pub io_hosts: Option<Vec<String>>,
+    /// Fill level (%) to age every file system to before measuring.
+    pub age: Option<f64>,
     pub dataset: Option<DatasetTable>,
     #[serde(default, rename = "target")]
     pub custom_targets: Vec<TargetTable>,

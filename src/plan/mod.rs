@@ -46,7 +46,14 @@ pub struct Plan {
     pub phase_floor: Duration,
     /// `[workload.NAME]` tables, handed to the workload untouched.
     pub workload_options: BTreeMap<String, toml::Table>,
+    /// `--age PCT`: every target's file system is aged to PCT % full by a seeded churn
+    /// before it is measured (one aged image per target, cloned per cell); `None`: fresh.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub age_pct: Option<f64>,
 }
+
+/// The fill levels `--age` accepts: above 0 and below this.
+pub const MAX_AGE_PCT: f64 = 95.0;
 
 /// How many repetitions: fixed, or `auto`: `min` for every group, then further runs for
 /// the comparisons still undecided, closest to a decision first, until each is decided,

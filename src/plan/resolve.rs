@@ -36,6 +36,8 @@ pub struct Overrides {
     pub phase_floor: Option<String>,
     /// `--io-hosts`: the fio servers the io workloads run on.
     pub io_hosts: Option<Vec<String>>,
+    /// `--age PCT`: age every file system to PCT % full before measuring.
+    pub age: Option<f64>,
 }
 
 /// Resolves file + flags into a plan. `workload_names` are the valid workloads; `available`
@@ -67,6 +69,14 @@ pub fn resolve(
         &workloads,
         &mut workload_options,
     )?;
+    let age_pct = age(o.age.or(f.age), &targets)?;
+    if age_pct.is_some() && !extra_profiles.is_empty() {
+        return Err(PlanError::Invalid {
+            what: "age",
+            value: format!("{}", o.age.or(f.age).unwrap_or_default()),
+            why: "aging runs with one data set: name one profile".into(),
+        });
+    }
     Ok(Plan {
         targets,
         workloads,
@@ -79,7 +89,41 @@ pub fn resolve(
         margin_pct,
         phase_floor,
         workload_options,
+        age_pct,
     })
+}
+
+/// `--age PCT` / `age = PCT`: above 0 and below [`super::MAX_AGE_PCT`], and only for
+/// targets on a loop image — a `dir:`, tmpfs or named device has no image to age once and
+/// clone per cell.
+fn age(pct: Option<f64>, targets: &[TargetConfig]) -> Result<Option<f64>, PlanError> {
+    let Some(pct) = pct else { return Ok(None) };
+    if !(pct.is_finite() && pct > 0.0 && pct < super::MAX_AGE_PCT) {
+        return Err(PlanError::Invalid {
+            what: "age",
+            value: pct.to_string(),
+            why: format!(
+                "use a fill level in % above 0 and below {}",
+                super::MAX_AGE_PCT
+            ),
+        });
+    }
+    if let Some(t) = targets.iter().find(|t| t.location != super::Location::Loop) {
+        let kind = match &t.location {
+            super::Location::Dir(_) => "a dir: target",
+            super::Location::Memory => "a memory file system (tmpfs)",
+            _ => "a named device",
+        };
+        return Err(PlanError::Invalid {
+            what: "age",
+            value: pct.to_string(),
+            why: format!(
+                "target {} is {kind}: there is no image to age (aging works on loop-image targets only; drop it from the plan or run it without --age)",
+                t.name
+            ),
+        });
+    }
+    Ok(Some(pct))
 }
 
 /// Targets: flags replace the file's list; custom `[[target]]` tables are always added;
@@ -187,7 +231,7 @@ fn check_min_size(t: &TargetConfig) -> Result<(), PlanError> {
 /// unchanged: `--budget` (for an `auto` plan; what it changed is returned, one line
 /// each). Every other flag that would change the plan is refused, naming it.
 pub fn on_resume(plan: &mut super::Plan, o: &Overrides) -> Result<Vec<String>, PlanError> {
-    let given: [(&'static str, bool); 16] = [
+    let given: [(&'static str, bool); 17] = [
         ("--target", !o.targets.is_empty()),
         ("--workload", !o.workloads.is_empty()),
         ("--threads", o.threads.is_some()),
@@ -204,6 +248,7 @@ pub fn on_resume(plan: &mut super::Plan, o: &Overrides) -> Result<Vec<String>, P
         ("--margin", o.margin.is_some()),
         ("--phase-floor", o.phase_floor.is_some()),
         ("--io-hosts", o.io_hosts.is_some()),
+        ("--age", o.age.is_some()),
     ];
     if let Some((flag, _)) = given.iter().find(|(_, g)| *g) {
         return Err(PlanError::ResumeConflict(flag));

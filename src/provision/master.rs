@@ -37,6 +37,11 @@ pub struct MasterImage {
     pub health: Option<Health>,
     /// Raised while a clone of this image is attached.
     claim: Arc<AtomicBool>,
+    /// Whether the data set is in place under the work directory (false only for an aged
+    /// image made for cells that start from an empty work directory).
+    pub holds_dataset: bool,
+    /// What aging did to this image (`--age`), copied into every clone's provenance.
+    pub aging: Option<crate::results::Aging>,
     journal: Arc<Journal>,
 }
 
@@ -48,12 +53,17 @@ pub fn clonable(spec: &InstanceSpec) -> bool {
 
 impl MasterImage {
     /// Makes the master's file system and mounts it: the caller writes the data set
-    /// under `root` and then calls [`MasterImage::seal`]. `tag` tells apart the masters of
-    /// one target (one per data set, when a run has several).
-    pub fn provision(
+    /// under `root` and then calls [`MasterImage::seal`].
+    pub fn provision(spec: &InstanceSpec, work: &WorkDir) -> Result<Instance, ProvisionError> {
+        Self::provision_as(spec, work, "master")
+    }
+
+    /// [`MasterImage::provision`] under the image name `<target>-<role>`, for a target
+    /// with more than one master (an aged image with and one without the data set).
+    pub fn provision_as(
         spec: &InstanceSpec,
         work: &WorkDir,
-        tag: Option<&str>,
+        role: &str,
     ) -> Result<Instance, ProvisionError> {
         if !clonable(spec) {
             return Err(ProvisionError::Unsupported(format!(
@@ -62,10 +72,7 @@ impl MasterImage {
             )));
         }
         let mut master = spec.clone();
-        let name = match tag {
-            Some(t) => format!("{}-{}-master", sanitize(&spec.target.name), sanitize(t)),
-            None => format!("{}-master", sanitize(&spec.target.name)),
-        };
+        let name = format!("{}-{role}", sanitize(&spec.target.name));
         master.seq = 0;
         let mut inst = Instance::empty(spec.target, work);
         inst.on_loop(&master, work, &name)?;
@@ -103,6 +110,8 @@ impl MasterImage {
             sector_size,
             health,
             claim: Arc::new(AtomicBool::new(false)),
+            holds_dataset: true,
+            aging: None,
             journal: Arc::clone(&inst.journal),
         })
     }
@@ -149,6 +158,7 @@ impl MasterImage {
         let dev = inst.attach(&img, self.sector_size)?;
         inst.provenance.mkfs_command = self.mkfs_command.clone();
         inst.provenance.mkfs_version = self.mkfs_version.clone();
+        inst.provenance.aging = self.aging.clone();
         inst.provenance.clone = Some(CloneOrigin {
             method: kind.as_str().into(),
             seconds,

@@ -4,6 +4,7 @@
 //! Every image, loop device, mount and directory is written to the run's [`journal`] *before*
 //! it is created, so `fsarena cleanup` can remove what a killed run left, and nothing else.
 
+pub mod aging;
 pub mod cgroup;
 pub mod cleanup;
 pub mod command;

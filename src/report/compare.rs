@@ -24,6 +24,10 @@ pub struct Comparison {
     pub b: String,
     pub kernel_a: String,
     pub kernel_b: String,
+    /// How each side's file systems started: "fresh" or "aged to N %" (`--age`), so a
+    /// fresh run and an aged run of one plan read as what they are.
+    pub condition_a: String,
+    pub condition_b: String,
     pub margin_pct: f64,
     pub rows: Vec<CompareRow>,
 }
@@ -166,6 +170,8 @@ pub fn build(a: &Path, b: &Path, margin_pct: Option<f64>) -> Result<Comparison> 
         b: b.display().to_string(),
         kernel_a: la.host.kernel.clone(),
         kernel_b: lb.host.kernel.clone(),
+        condition_a: ra.condition.clone(),
+        condition_b: rb.condition.clone(),
         margin_pct: margin,
         rows,
     })
@@ -216,13 +222,13 @@ pub fn render_table(c: &Comparison, color: bool, width: usize) -> String {
     ];
     let (lines, left_out) = fit(&cols, color, width);
     let mut out = wrap(
-        &format!("A = {} (kernel {})", c.a, c.kernel_a),
+        &format!("A = {} (kernel {}, {})", c.a, c.kernel_a, c.condition_a),
         width,
         "",
         "  ",
     );
     out.push_str(&wrap(
-        &format!("B = {} (kernel {})", c.b, c.kernel_b),
+        &format!("B = {} (kernel {}, {})", c.b, c.kernel_b, c.condition_b),
         width,
         "",
         "  ",
@@ -294,13 +300,15 @@ pub fn render_csv(c: &Comparison) -> Result<String, csv::Error> {
 /// The comparison as a Markdown table.
 pub fn render_markdown(c: &Comparison) -> String {
     let mut out = format!(
-        "# fsarena compare\n\nA = `{}` (kernel {}), B = `{}` (kernel {}). {}.\n\n\
+        "# fsarena compare\n\nA = `{}` (kernel {}, {}), B = `{}` (kernel {}, {}). {}.\n\n\
          | workload | threads | target | metric | A | B | B vs A | decision | BH p |\n\
          |---|---|---|---|---|---|---|---|---|\n",
         c.a,
         c.kernel_a,
+        c.condition_a,
         c.b,
         c.kernel_b,
+        c.condition_b,
         legend(c.margin_pct)
     );
     for r in &c.rows {

@@ -70,8 +70,8 @@ pub fn render(r: &Report) -> String {
         h,
         "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>fsarena report</title><style>{STYLE}</style></head><body>"
     );
-    let _ = write!(h, "<h1>fsarena report</h1><p>Kernel {} · {} CPUs ({}) · {} memory · fsarena {} · baseline <b>{}</b> · a fresh file system for every repetition · 95&nbsp;% intervals · {}</p>",
-        esc(&r.host.kernel), r.host.cpus, esc(&r.host.cpu_model), value("x_bytes", r.host.mem_total_bytes as f64), esc(&r.host.fsarena_version), esc(&r.baseline), esc(&legend(r.margin_pct)));
+    let _ = write!(h, "<h1>fsarena report</h1><p>Kernel {} · {} CPUs ({}) · {} memory · fsarena {} · baseline <b>{}</b> · {} · 95&nbsp;% intervals · {}</p>",
+        esc(&r.host.kernel), r.host.cpus, esc(&r.host.cpu_model), value("x_bytes", r.host.mem_total_bytes as f64), esc(&r.host.fsarena_version), esc(&r.baseline), esc(&condition_text(&r.condition)), esc(&legend(r.margin_pct)));
     if let Some(why) = &r.incomplete {
         let _ = write!(
             h,
@@ -184,6 +184,50 @@ fn amplification(h: &mut String, r: &Report) {
     h.push_str("</table></section>");
 }
 
+/// The page's words for how the file systems started.
+fn condition_text(condition: &str) -> String {
+    if condition == "fresh" {
+        "a fresh file system for every repetition".into()
+    } else {
+        format!("file systems {condition} (one aged image per target, a copy per repetition)")
+    }
+}
+
+/// One line per aged image of the run: what the aging reached and how fragmented it left
+/// the file system (from the records' provenance).
+fn aging_lines(r: &Report) -> Vec<String> {
+    let mut lines: Vec<String> = Vec::new();
+    for m in &r.measurements {
+        let Some(a) = &m.provenance.aging else {
+            continue;
+        };
+        let fmt = |x: Option<f64>| x.map_or("—".into(), |v| format!("{v:.2}"));
+        let free = |x: Option<u64>| x.map_or("—".into(), |v| v.to_string());
+        let line = format!(
+            "{}: aged to {:.1} % (asked {} %){} in {:.1} s, {} operations; {} files, {} extents per file; free-space extents {} → {}{}",
+            m.target,
+            a.reached_pct,
+            a.target_pct,
+            a.with_dataset_pct
+                .map_or(String::new(), |p| format!(", {p:.1} % with the data set")),
+            a.seconds,
+            a.operations,
+            a.after.files,
+            fmt(a.after.extents_per_file),
+            free(a.before.free_extents),
+            free(a.after.free_extents),
+            a.after
+                .free_extents_note
+                .as_ref()
+                .map_or(String::new(), |n| format!(" ({n})")),
+        );
+        if !lines.contains(&line) {
+            lines.push(line);
+        }
+    }
+    lines
+}
+
 fn provenance(h: &mut String, r: &Report) {
     h.push_str("<section id=\"provenance\"><h2>Provenance</h2><table>");
     let hf = &r.host;
@@ -194,6 +238,14 @@ fn provenance(h: &mut String, r: &Report) {
         ("CPU", format!("{} × {}", hf.cpus, hf.cpu_model)),
         ("memory", value("x_bytes", hf.mem_total_bytes as f64)),
         ("work device", hf.work_device.clone().unwrap_or_default()),
+        ("file systems", {
+            let mut t = condition_text(&r.condition);
+            for l in aging_lines(r) {
+                t.push_str("; ");
+                t.push_str(&l);
+            }
+            t
+        }),
         (
             "data set zstd ratio",
             hf.dataset_zstd_ratio

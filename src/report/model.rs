@@ -133,6 +133,8 @@ pub struct Report {
     pub margin_pct: f64,
     /// Why the run is incomplete, when it is.
     pub incomplete: Option<String>,
+    /// How the measured file systems started: "fresh", or "aged to N %" (`--age`).
+    pub condition: String,
     pub sections: Vec<Section>,
     /// results.jsonl lines that could not be read: (line number, reason).
     pub skipped_lines: Vec<(usize, String)>,
@@ -295,6 +297,13 @@ pub fn build(loaded: &Loaded, margin_pct: Option<f64>) -> Report {
         baseline,
         margin_pct,
         incomplete: incompleteness(loaded),
+        condition: crate::results::condition(
+            loaded
+                .measurements
+                .iter()
+                .find_map(|m| m.aged_pct)
+                .or(plan.as_ref().and_then(|p| p.age_pct)),
+        ),
         sections,
         skipped_lines: loaded.skipped.clone(),
         ranking,

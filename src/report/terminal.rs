@@ -25,8 +25,16 @@ pub fn render_width(r: &Report, color: bool, width: usize) -> String {
         out.push_str(&wrap(&format!("INCOMPLETE: {why}"), width, "", "  "));
         out.push('\n');
     }
+    let start = if r.condition == "fresh" {
+        "fresh file system per repetition".to_string()
+    } else {
+        format!(
+            "file systems {} (one aged image per target, a copy per repetition)",
+            r.condition
+        )
+    };
     let mut intro = format!(
-        "fresh file system per repetition; baseline {}; 95 % intervals; {}",
+        "{start}; baseline {}; 95 % intervals; {}",
         r.baseline,
         legend(r.margin_pct)
     );

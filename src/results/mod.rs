@@ -5,5 +5,6 @@ pub mod record;
 pub mod store;
 
 pub use record::{
-    CloneOrigin, Encryption, Health, HostFacts, Measurement, Provenance, Record, Status,
+    condition, Aging, CloneOrigin, Encryption, Fragmentation, Health, HostFacts, Measurement,
+    Provenance, Record, Status,
 };

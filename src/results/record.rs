@@ -129,6 +129,27 @@ pub struct Measurement {
     /// The hosts those ranks ran on, each once; empty for one process.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub hosts: Vec<String>,
+    /// The fill level (%) the plan aged every file system to before measuring (`--age`);
+    /// `None`: a fresh file system. Results written before aging existed load as fresh.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub aged_pct: Option<f64>,
+}
+
+/// How a result's file system started: "fresh", or "aged to N %".
+pub fn condition(aged_pct: Option<f64>) -> String {
+    match aged_pct {
+        None => "fresh".into(),
+        Some(p) => format!("aged to {} %", fmt_pct(p)),
+    }
+}
+
+/// A percentage without a needless fraction: 60, 62.5.
+fn fmt_pct(p: f64) -> String {
+    if p.fract() == 0.0 {
+        format!("{p:.0}")
+    } else {
+        format!("{p}")
+    }
 }
 
 impl Measurement {
@@ -189,6 +210,55 @@ pub struct Provenance {
     /// it. Absent for unencrypted targets and in results written before encryption existed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub encryption: Option<Encryption>,
+    /// Set when the file system was a copy of an image aged once for the run (`--age`):
+    /// what the aging reached and how fragmented it left the file system.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub aging: Option<Aging>,
+}
+
+/// What aging did to a target's image (recorded with every cell cloned from it).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Aging {
+    /// The fill level asked for, % of capacity.
+    pub target_pct: f64,
+    /// The fill level the churn reached (statvfs, as `df` counts it: used ÷ (used + available)).
+    pub reached_pct: f64,
+    /// The fill level after the data set was written on top (cells that want it present).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub with_dataset_pct: Option<f64>,
+    /// The churn's seed (the data set's).
+    pub seed: u64,
+    /// Operations applied, and bytes they wrote.
+    pub operations: u64,
+    pub written_bytes: u64,
+    /// Seconds the aging took (churn, syncs and measurements; not mkfs, not the data set).
+    pub seconds: f64,
+    /// Images aged for this target in this run: 1 per configuration (empty, or holding the
+    /// data set), however many cells were cloned from them.
+    pub images_built: u32,
+    /// The fresh file system, right after mkfs.
+    pub before: Fragmentation,
+    /// After the churn (and the data set, when the image holds it).
+    pub after: Fragmentation,
+    /// The data set's own files on the aged file system, when it was written on top.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dataset: Option<Fragmentation>,
+}
+
+/// How scattered a file system is.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Fragmentation {
+    /// Regular files measured.
+    pub files: u64,
+    /// Mean extents per non-empty file, as FIEMAP reports them.
+    pub extents_per_file: Option<f64>,
+    /// Mean fragments per non-empty file (extents contiguous on the device count once).
+    pub fragments_per_file: Option<f64>,
+    /// Free-space extents, where the file system exposes them (ext4: e2freefrag; xfs:
+    /// xfs_db freesp); `None` elsewhere (btrfs), said in `free_extents_note`.
+    pub free_extents: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub free_extents_note: Option<String>,
 }
 
 /// The encryption a target's work directory had, read back from the kernel after setting it.

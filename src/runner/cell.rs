@@ -82,6 +82,7 @@ impl CellRun<'_> {
             repetition: self.cell.repetition,
             threads: self.cell.threads as u32,
             started_unix: host_facts::now_unix(),
+            aged_pct: self.plan.age_pct,
             ..Default::default()
         }
     }
@@ -173,7 +174,8 @@ impl CellRun<'_> {
                 ));
             }
         };
-        let made = if self.master.is_some() {
+        let populated = self.master.is_some_and(|m| m.holds_dataset);
+        let made = if populated {
             // The copy arrives with the data set in place; its measured phase starts cold.
             std::fs::metadata(&root)
                 .and_then(|_| crate::sys::drop_caches())
@@ -194,7 +196,7 @@ impl CellRun<'_> {
             inst,
             root,
             scratch,
-            populated: self.master.is_some(),
+            populated,
         })
     }
 }
@@ -212,7 +214,10 @@ pub fn populate_master(
     cancel: &AtomicBool,
 ) -> Result<MasterImage, Failure> {
     let datasets = plan.datasets();
-    let tag = plan.dataset_label(dataset);
+    let role = match plan.dataset_label(dataset) {
+        Some(label) => format!("{label}-master"),
+        None => "master".to_string(),
+    };
     let Some(dataset) = datasets.get(dataset) else {
         return Err((
             Status::Error,
@@ -220,9 +225,25 @@ pub fn populate_master(
             Vec::new(),
         ));
     };
-    let inst = MasterImage::provision(spec, work, tag.as_deref()).map_err(provision_failure)?;
+    let inst = MasterImage::provision_as(spec, work, &role).map_err(provision_failure)?;
+    if let Err(e) = write_dataset(plan, dataset, &inst, cancel) {
+        let _ = inst.teardown(false);
+        return Err(e);
+    }
+    MasterImage::seal(inst, &spec.target.name)
+        .map_err(|e| (Status::Error, e.to_string(), Vec::new()))
+}
+
+/// Writes `dataset` into a master image's work directory, exactly as
+/// [`workload::prepare::prepare`] lays it down for a cell (also on an aged image).
+pub fn write_dataset(
+    plan: &Plan,
+    dataset: &crate::dataset::DatasetSpec,
+    inst: &Instance,
+    cancel: &AtomicBool,
+) -> Result<(), Failure> {
     let root = inst.root.join(WORK_DIR);
-    let written = std::fs::create_dir(&root)
+    std::fs::create_dir(&root)
         .map_err(|e| {
             (
                 workload::status_of_io(&e),
@@ -242,14 +263,10 @@ pub fn populate_master(
                 deadline: Some(Instant::now() + plan.timeout),
                 populated: false,
             };
-            workload::prepare::prepare(&ctx).map_err(|e| (e.status(), e.to_string(), Vec::new()))
-        });
-    if let Err(e) = written {
-        let _ = inst.teardown(false);
-        return Err(e);
-    }
-    MasterImage::seal(inst, &spec.target.name)
-        .map_err(|e| (Status::Error, e.to_string(), Vec::new()))
+            workload::prepare::prepare(&ctx)
+                .map(|_| ())
+                .map_err(|e| (e.status(), e.to_string(), Vec::new()))
+        })
 }
 
 /// Unmounts, checks and removes a point's file system; a failed check invalidates the

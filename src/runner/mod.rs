@@ -5,6 +5,7 @@
 //! This module holds the run's inputs, outcome and errors and the loop over cells; the
 //! checks made before anything is created are in [`preflight`], one cell in [`cell`].
 
+pub mod aged;
 pub mod assemble;
 pub mod budget;
 pub mod cell;

@@ -19,6 +19,9 @@ pub struct Masters<'r> {
     pub work: &'r WorkDir,
     pub cancel: &'r AtomicBool,
     built: HashMap<(usize, usize), Result<MasterImage, Failure>>,
+    /// The aged images, when the plan ages (`--age`): every cell of a loop target then
+    /// copies one of them.
+    aged: super::aged::AgedImages,
 }
 
 /// What a cell gets: no image (it makes its own file system), an image, or the reason the
@@ -39,6 +42,7 @@ impl<'r> Masters<'r> {
             work,
             cancel,
             built: HashMap::new(),
+            aged: Default::default(),
         }
     }
 
@@ -52,6 +56,20 @@ impl<'r> Masters<'r> {
         spec: &InstanceSpec,
         progress: &Progress,
     ) -> Source<'a> {
+        if let (Some(pct), true) = (self.plan.age_pct, clonable(spec)) {
+            let with_dataset = w.wants_populated_target();
+            let (plan, work, cancel) = (self.plan, self.work, self.cancel);
+            return self.aged.for_cell(
+                plan,
+                pct,
+                target,
+                with_dataset,
+                spec,
+                work,
+                cancel,
+                progress,
+            );
+        }
         if !w.wants_populated_target() || !clonable(spec) {
             return Source::Fresh;
         }

@@ -391,6 +391,7 @@ mod tests {
             workload_options: Default::default(),
             margin_pct: crate::plan::DEFAULT_MARGIN_PCT,
             phase_floor: crate::plan::DEFAULT_PHASE_FLOOR,
+            age_pct: None,
         }
     }
 

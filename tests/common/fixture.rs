@@ -25,6 +25,7 @@ fn prov(fs: &str) -> Provenance {
         notes: vec![],
         clone: None,
         encryption: None,
+        aging: None,
     }
 }
 

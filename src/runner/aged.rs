@@ -1,0 +1,176 @@
+//! The run's aged images (`--age PCT`): per target, at most two — one aged file system for
+//! cells that start from an empty work directory, one with the data set written on top of
+//! the aging for cells that want it present — each built the first time a cell needs it
+//! (mkfs → seeded churn to PCT % → the data set if wanted → sync → fsck) and cloned for
+//! every cell, exactly like the populated images of [`super::populate`].
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
+
+use super::cell::{provision_failure, write_dataset, Failure, WORK_DIR};
+use super::populate::Source;
+use super::progress::Progress;
+use crate::plan::{FsKind, Plan};
+use crate::provision::aging::{self, file_fragmentation, with_free_extents, AGED_DIR};
+use crate::provision::{Instance, InstanceSpec, MasterImage, WorkDir};
+use crate::results::{Aging, Fragmentation, Status};
+
+/// Aged images by (target index, holds the data set).
+#[derive(Default)]
+pub struct AgedImages {
+    built: HashMap<(usize, bool), Result<MasterImage, Failure>>,
+    /// Images built per target, for the provenance.
+    count: HashMap<usize, u32>,
+}
+
+impl AgedImages {
+    /// The aged image a cell of target `target` copies (with the data set when
+    /// `with_dataset`), built now if this is the first cell to need it.
+    #[allow(clippy::too_many_arguments)]
+    pub fn for_cell<'a>(
+        &'a mut self,
+        plan: &Plan,
+        pct: f64,
+        target: usize,
+        with_dataset: bool,
+        spec: &InstanceSpec,
+        work: &WorkDir,
+        cancel: &AtomicBool,
+        progress: &Progress,
+    ) -> Source<'a> {
+        let key = (target, with_dataset);
+        if !self.built.contains_key(&key) {
+            progress.println(&format!(
+                "aging an image of {} to {pct} %{} (once per run)",
+                spec.target.name,
+                if with_dataset {
+                    ", the data set on top"
+                } else {
+                    ""
+                }
+            ));
+            let n = self.count.entry(target).or_default();
+            *n += 1;
+            let made = build(plan, pct, with_dataset, *n, spec, work, cancel);
+            if made.is_err() && cancel.load(Ordering::SeqCst) {
+                return Source::Interrupted;
+            }
+            if let Ok(m) = &made {
+                if let Some(a) = &m.aging {
+                    progress.println(&format!(
+                        "  {}: aged to {:.1} % in {:.1} s ({} operations), {} files at {} extents per file, free-space extents {} → {}",
+                        spec.target.name,
+                        a.reached_pct,
+                        a.seconds,
+                        a.operations,
+                        a.after.files,
+                        a.after.extents_per_file.map_or("—".into(), |e| format!("{e:.2}")),
+                        a.before.free_extents.map_or("—".into(), |e| e.to_string()),
+                        a.after.free_extents.map_or("—".into(), |e| e.to_string()),
+                    ));
+                }
+            }
+            self.built.insert(key, made);
+        }
+        match self.built.get(&key) {
+            Some(Ok(m)) => Source::Clone(m),
+            Some(Err((status, e, notes))) => {
+                Source::Failed((*status, format!("cannot age the image: {e}"), notes.clone()))
+            }
+            None => Source::Failed((Status::Error, "internal: no aged image".into(), Vec::new())),
+        }
+    }
+}
+
+/// The image size an aged target gets when the plan did not fix one: the size the data
+/// set asked for, grown so that it is still free after aging to `pct` %.
+pub fn aged_size(spec: &InstanceSpec, pct: f64) -> u64 {
+    if spec.target.size.is_some() {
+        return spec.size;
+    }
+    let grown = spec.size as f64 / (1.0 - pct / 100.0);
+    (grown as u64).div_ceil(1 << 20) << 20
+}
+
+/// Makes, ages, (populates,) checks and seals one image.
+fn build(
+    plan: &Plan,
+    pct: f64,
+    with_dataset: bool,
+    nth: u32,
+    spec: &InstanceSpec,
+    work: &WorkDir,
+    cancel: &AtomicBool,
+) -> Result<MasterImage, Failure> {
+    let mut sized = spec.clone();
+    sized.size = aged_size(spec, pct);
+    let role = if with_dataset { "aged-dataset" } else { "aged" };
+    let inst = MasterImage::provision_as(&sized, work, role).map_err(provision_failure)?;
+    let made = age_and_fill(plan, pct, with_dataset, nth, spec.target.fs, &inst, cancel);
+    let aging = match made {
+        Ok(a) => a,
+        Err(e) => {
+            let _ = inst.teardown(false);
+            return Err(e);
+        }
+    };
+    let mut master = MasterImage::seal(inst, &spec.target.name)
+        .map_err(|e| (Status::Error, e.to_string(), Vec::new()))?;
+    master.holds_dataset = with_dataset;
+    master.aging = Some(aging);
+    Ok(master)
+}
+
+/// The churn, the data set on top, and the fragmentation before and after.
+fn age_and_fill(
+    plan: &Plan,
+    pct: f64,
+    with_dataset: bool,
+    nth: u32,
+    fs: FsKind,
+    inst: &Instance,
+    cancel: &AtomicBool,
+) -> Result<Aging, Failure> {
+    let device = inst
+        .provenance
+        .loop_device
+        .as_deref()
+        .map(std::path::Path::new);
+    let mount = &inst.root;
+    let io_fail = |what: &str, e: std::io::Error| {
+        (
+            crate::workload::status_of_io(&e),
+            format!("{what}: {e}"),
+            Vec::new(),
+        )
+    };
+    let before = with_free_extents(Fragmentation::default(), fs, device, mount);
+    let t0 = Instant::now();
+    let churned = aging::age(mount, pct, &plan.dataset, cancel).map_err(provision_failure)?;
+    let aged_dir = mount.join(AGED_DIR);
+    let mut after = file_fragmentation(&aged_dir).map_err(|e| io_fail("FIEMAP", e))?;
+    let seconds = t0.elapsed().as_secs_f64();
+    let (mut dataset, mut with_dataset_pct) = (None, None);
+    if with_dataset {
+        write_dataset(plan, &plan.dataset, inst, cancel)?;
+        let d = file_fragmentation(&mount.join(WORK_DIR)).map_err(|e| io_fail("FIEMAP", e))?;
+        after = file_fragmentation(mount).map_err(|e| io_fail("FIEMAP", e))?;
+        with_dataset_pct = Some(aging::fill_pct(mount).map_err(|e| io_fail("statvfs", e))?);
+        dataset = Some(d);
+    }
+    let after = with_free_extents(after, fs, device, mount);
+    Ok(Aging {
+        target_pct: pct,
+        reached_pct: churned.reached_pct,
+        with_dataset_pct,
+        seed: plan.dataset.seed,
+        operations: churned.operations,
+        written_bytes: churned.written_bytes,
+        seconds,
+        images_built: nth,
+        before,
+        after,
+        dataset,
+    })
+}
