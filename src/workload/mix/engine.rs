@@ -26,6 +26,9 @@ use crate::workload::WorkloadError;
 /// The seed purpose of worker `i`'s stream is this plus `i`.
 const WORKER_SALT: u64 = 0x313C_5E70_0001_0000;
 
+/// Draws of an operation before one with nothing to act on is substituted.
+const REDRAWS: u32 = 64;
+
 /// What the workers did, summed.
 #[derive(Debug, Default)]
 pub struct Tally {
@@ -34,8 +37,10 @@ pub struct Tally {
     pub log_appends: LatencyLog,
     /// The `fsync = "end"` flushes.
     pub final_fsyncs: LatencyLog,
-    /// Operations drawn that could not run as drawn (a create with no free slot became a
-    /// rewrite; an operation on a file with none held became a create).
+    /// Draws discarded because the operation had nothing to act on.
+    pub redrawn: u64,
+    /// Operations that still could not run as drawn after [`REDRAWS`] tries (a create with
+    /// no free slot became a rewrite; an operation on a file with none held, a create).
     pub substituted: u64,
     pub read_bytes: u64,
     pub written_bytes: u64,
@@ -51,6 +56,7 @@ impl Totals for Tally {
         self.log_appends.add(o.log_appends);
         self.final_fsyncs.add(o.final_fsyncs);
         self.substituted += o.substituted;
+        self.redrawn += o.redrawn;
         self.read_bytes += o.read_bytes;
         self.written_bytes += o.written_bytes;
         self.trace.extend(o.trace);
@@ -126,17 +132,32 @@ impl<'a> Worker<'a> {
         to.push(i);
     }
 
-    /// Draws the next operation and its slot.
+    /// Draws the next operation and its slot. An operation with nothing to act on (a
+    /// create with every slot held, a read with none) is drawn again, as Filebench retries
+    /// a flowop that finds no file; after [`REDRAWS`] tries it is substituted.
     fn next(&mut self) -> (Op, usize) {
         let total: u64 = self.sh.spec.weights.iter().map(|w| w.1).sum();
-        let mut x = draw::below(&mut self.rng, total);
         let mut op = self.sh.spec.weights[0].0;
-        for &(o, w) in &self.sh.spec.weights {
-            if x < w {
-                op = o;
+        for attempt in 0..REDRAWS {
+            let mut x = draw::below(&mut self.rng, total);
+            for &(o, w) in &self.sh.spec.weights {
+                if x < w {
+                    op = o;
+                    break;
+                }
+                x -= w;
+            }
+            let possible = if op == Op::Create {
+                !self.free.is_empty()
+            } else {
+                !self.used.is_empty()
+            };
+            if possible {
                 break;
             }
-            x -= w;
+            if attempt + 1 < REDRAWS {
+                self.tally.redrawn += 1;
+            }
         }
         let op = match op {
             Op::Create if self.free.is_empty() => {

@@ -263,6 +263,7 @@ fn outcome(spec: &MixSpec, threads: usize, seconds: f64, tally: Tally) -> Outcom
         m.insert("ops_per_s".into(), total as f64 / seconds);
     }
     m.insert("substituted_ops".into(), tally.substituted as f64);
+    m.insert("redrawn_ops".into(), tally.redrawn as f64);
     m.insert("worker_threads".into(), threads as f64);
     m.insert("working_set_files".into(), spec.files as f64);
     if let Stop::Time(d) = spec.stop {
@@ -274,7 +275,7 @@ fn outcome(spec: &MixSpec, threads: usize, seconds: f64, tally: Tally) -> Outcom
     );
     if tally.substituted > 0 {
         out.notes.push(format!(
-            "{} drawn operations had no file to act on and ran as a create (or, with no free slot, a rewrite)",
+            "{} operations found nothing to act on in 64 draws and ran as a create (or, with no free slot, a rewrite)",
             tally.substituted
         ));
     }
@@ -293,5 +294,46 @@ pub(crate) fn add_latency(m: &mut std::collections::BTreeMap<String, f64>, name:
             format!("{name}_{label}_us"),
             percentile(&log.0, q) as f64 / 1000.0,
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn table(src: &str) -> toml::Table {
+        src.parse().expect("toml")
+    }
+
+    #[test]
+    fn the_shipped_personalities_are_valid_mixes_in_the_user_format() {
+        for p in [FILESERVER, VARMAIL, WEBSERVER] {
+            let s = p.spec(&toml::Table::new()).unwrap();
+            assert!(s.scaled, "{}", p.name);
+            // The same text is accepted as a user's [workload.mix.NAME] table.
+            let mine = table(&format!("[{}]\n{}", p.name, p.text()));
+            assert_eq!(mixes(&mine).unwrap()[0].1, s);
+        }
+        let web = WEBSERVER.spec(&toml::Table::new()).unwrap();
+        assert_eq!(web.log.map(|l| l.appenders), Some(1));
+        assert_eq!(VARMAIL.spec(&toml::Table::new()).unwrap().fsync, spec::Fsync::EachFile);
+    }
+
+    #[test]
+    fn a_personality_takes_overrides_and_refuses_typos() {
+        let s = VARMAIL.spec(&table("threads = 4\nfiles = 500")).unwrap();
+        assert_eq!((s.threads, s.files), (Some(4), 500));
+        let e = VARMAIL.spec(&table("thread = 4")).unwrap_err();
+        assert!(e.starts_with("[workload.varmail]: unknown option `thread`"), "{e}");
+    }
+
+    #[test]
+    fn mix_tables_must_be_named_mixes() {
+        assert!(mixes(&toml::Table::new()).unwrap_err().contains("at least one mix"));
+        assert!(mixes(&table("files = 3")).unwrap_err().contains("`files` is not a mix"));
+        let e = mixes(&table("[a]\nfiles = 3\ntotal_ops = 5\nops = { reed = 1 }")).unwrap_err();
+        assert!(e.starts_with("[workload.mix.a]: `ops`: unknown operation `reed`"), "{e}");
+        let ok = mixes(&table("[b]\nfiles = 3\nduration = \"1s\"\nops = { read = 1 }")).unwrap();
+        assert_eq!(ok[0].0, "b");
     }
 }

@@ -390,7 +390,9 @@ mod tests {
             ("threads = 0", "`threads`"),
             ("log = { appenders = 1 }", "`log.per_op`"),
         ] {
-            let e = p(&format!("{OK}{src}\n")).unwrap_err();
+            let mut t: toml::Table = OK.parse().expect("toml");
+            t.extend(src.parse::<toml::Table>().expect("toml"));
+            let e = parse("mix.t", &t).unwrap_err();
             assert!(e.contains(key), "{src}: {e}");
             assert!(e.starts_with("[workload.mix.t]"), "{e}");
             assert!(!e.contains('\n'), "{e}");
