@@ -218,7 +218,10 @@ fn unpack(ctx: &Ctx, archive: &Path) -> Result<Unpacked, WorkloadError> {
             ctx.check()?;
         }
         let mut e = entry.map_err(|e| io("reading", archive, e))?;
-        let path = e.path().map_err(|e| io("reading", archive, e))?.into_owned();
+        let path = e
+            .path()
+            .map_err(|e| io("reading", archive, e))?
+            .into_owned();
         if !path.components().all(|c| matches!(c, Component::Normal(_))) {
             return Err(WorkloadError::Verify(format!(
                 "archive entry {} escapes the target",
@@ -230,7 +233,8 @@ fn unpack(ctx: &Ctx, archive: &Path) -> Result<Unpacked, WorkloadError> {
         let mtime = h.mtime().map_err(|e| io("reading", &path, e))?;
         match h.entry_type() {
             tar::EntryType::Directory => {
-                rustix::fs::mkdirat(&root, &path, mode).map_err(|e| io("mkdir", &path, e.into()))?;
+                rustix::fs::mkdirat(&root, &path, mode)
+                    .map_err(|e| io("mkdir", &path, e.into()))?;
                 dirs.push((path, mtime));
                 done.dirs += 1;
             }
@@ -253,7 +257,8 @@ fn unpack(ctx: &Ctx, archive: &Path) -> Result<Unpacked, WorkloadError> {
                         .map_err(|e| io("write", &path, e))?;
                     done.bytes += n as u64;
                 }
-                rustix::fs::futimens(&f, &time(mtime)).map_err(|e| io("futimens", &path, e.into()))?;
+                rustix::fs::futimens(&f, &time(mtime))
+                    .map_err(|e| io("futimens", &path, e.into()))?;
                 drop(f);
                 done.file_ns.0.push(t0.elapsed().as_nanos() as u64);
                 done.files += 1;

@@ -36,7 +36,11 @@ impl SizeDist {
             "fixed" => &["dist", "size"],
             "uniform" => &["dist", "min", "max"],
             "gamma" => &["dist", "mean", "shape"],
-            other => return Err(format!("unknown dist `{other}`; valid: fixed, uniform, gamma")),
+            other => {
+                return Err(format!(
+                    "unknown dist `{other}`; valid: fixed, uniform, gamma"
+                ))
+            }
         };
         if let Some(k) = t.keys().find(|k| !keys.contains(&k.as_str())) {
             return Err(format!(
@@ -146,14 +150,15 @@ mod tests {
 
     #[test]
     fn uniform_stays_in_bounds_and_tables_are_strict() {
-        let v: toml::Value = toml::from_str::<toml::Table>(
-            "x = { dist = \"uniform\", min = 10, max = \"1K\" }",
-        )
-        .unwrap()["x"]
-            .clone();
+        let v: toml::Value =
+            toml::from_str::<toml::Table>("x = { dist = \"uniform\", min = 10, max = \"1K\" }")
+                .unwrap()["x"]
+                .clone();
         let d = SizeDist::parse(&v).unwrap();
         let mut rng = workload_rng(1, 1);
-        assert!((0..1000).map(|_| d.draw(&mut rng)).all(|s| (10..=1024).contains(&s)));
+        assert!((0..1000)
+            .map(|_| d.draw(&mut rng))
+            .all(|s| (10..=1024).contains(&s)));
         let bad: toml::Value = toml::from_str::<toml::Table>("x = { dist = \"fixed\", sise = 1 }")
             .unwrap()["x"]
             .clone();

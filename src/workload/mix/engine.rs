@@ -315,7 +315,10 @@ impl<'a> Worker<'a> {
         let mut left = segs.first().map_or(0, |s| s.len);
         let mut h = Xxh3Default::new();
         let bad = |why: String| {
-            WorkloadError::Verify(format!("read {}: {why}", self.sh.set.paths[self.slots[i].0]))
+            WorkloadError::Verify(format!(
+                "read {}: {why}",
+                self.sh.set.paths[self.slots[i].0]
+            ))
         };
         loop {
             let n = f.read(&mut self.buf).map_err(|e| {
@@ -349,7 +352,9 @@ impl<'a> Worker<'a> {
             }
         }
         if seg != segs.len() {
-            return Err(bad(format!("ends after {total} bytes, short of what was written")));
+            return Err(bad(format!(
+                "ends after {total} bytes, short of what was written"
+            )));
         }
         self.tally.read_bytes += total;
         Ok(())
@@ -361,7 +366,10 @@ impl<'a> Worker<'a> {
             let f = self.open(i, OFlags::RDONLY)?;
             let t0 = Instant::now();
             f.sync_all().map_err(|e| self.io_err("fsync", i, e))?;
-            self.tally.final_fsyncs.0.push(t0.elapsed().as_nanos() as u64);
+            self.tally
+                .final_fsyncs
+                .0
+                .push(t0.elapsed().as_nanos() as u64);
         }
         Ok(())
     }
@@ -417,9 +425,7 @@ pub fn run(
                     loop {
                         match sh.spec.stop {
                             Stop::Ops(n) if done >= quota(n, threads, w) => break,
-                            Stop::Time(_) if deadline.is_some_and(|d| Instant::now() >= d) => {
-                                break
-                            }
+                            Stop::Time(_) if deadline.is_some_and(|d| Instant::now() >= d) => break,
                             _ => {}
                         }
                         if done % 64 == 0 {

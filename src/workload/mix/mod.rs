@@ -49,7 +49,8 @@ pub const VARMAIL: Personality = Personality {
 };
 pub const WEBSERVER: Personality = Personality {
     name: "webserver",
-    describe: "Filebench's web server: 16 threads reading whole files, one thread appending to a log",
+    describe:
+        "Filebench's web server: 16 threads reading whole files, one thread appending to a log",
     toml: include_str!("personalities/webserver.toml"),
 };
 
@@ -111,9 +112,11 @@ pub struct Mix;
 /// The named mixes of a `[workload.mix]` table, each checked.
 pub fn mixes(table: &toml::Table) -> Result<Vec<(String, MixSpec)>, String> {
     if table.is_empty() {
-        return Err("[workload.mix]: describe at least one mix as a [workload.mix.NAME] table \
+        return Err(
+            "[workload.mix]: describe at least one mix as a [workload.mix.NAME] table \
                     (see the README's \"Workloads you write\")"
-            .into());
+                .into(),
+        );
     }
     table
         .iter()
@@ -283,7 +286,11 @@ fn outcome(spec: &MixSpec, threads: usize, seconds: f64, tally: Tally) -> Outcom
 }
 
 /// `{name}_ops` and its `_p50_us`, `_p99_us`, `_p999_us`, `_max_us` (nothing if none ran).
-pub(crate) fn add_latency(m: &mut std::collections::BTreeMap<String, f64>, name: &str, mut log: LatencyLog) {
+pub(crate) fn add_latency(
+    m: &mut std::collections::BTreeMap<String, f64>,
+    name: &str,
+    mut log: LatencyLog,
+) {
     if log.0.is_empty() {
         return;
     }
@@ -316,7 +323,10 @@ mod tests {
         }
         let web = WEBSERVER.spec(&toml::Table::new()).unwrap();
         assert_eq!(web.log.map(|l| l.appenders), Some(1));
-        assert_eq!(VARMAIL.spec(&toml::Table::new()).unwrap().fsync, spec::Fsync::EachFile);
+        assert_eq!(
+            VARMAIL.spec(&toml::Table::new()).unwrap().fsync,
+            spec::Fsync::EachFile
+        );
     }
 
     #[test]
@@ -324,16 +334,29 @@ mod tests {
         let s = VARMAIL.spec(&table("threads = 4\nfiles = 500")).unwrap();
         assert_eq!((s.threads, s.files), (Some(4), 500));
         let e = VARMAIL.spec(&table("thread = 4")).unwrap_err();
-        assert!(e.starts_with("[workload.varmail]: unknown option `thread`"), "{e}");
+        assert!(
+            e.starts_with("[workload.varmail]: unknown option `thread`"),
+            "{e}"
+        );
     }
 
     #[test]
     fn mix_tables_must_be_named_mixes() {
-        assert!(mixes(&toml::Table::new()).unwrap_err().contains("at least one mix"));
-        assert!(mixes(&table("files = 3")).unwrap_err().contains("`files` is not a mix"));
+        assert!(mixes(&toml::Table::new())
+            .unwrap_err()
+            .contains("at least one mix"));
+        assert!(mixes(&table("files = 3"))
+            .unwrap_err()
+            .contains("`files` is not a mix"));
         let e = mixes(&table("[a]\nfiles = 3\ntotal_ops = 5\nops = { reed = 1 }")).unwrap_err();
-        assert!(e.starts_with("[workload.mix.a]: `ops`: unknown operation `reed`"), "{e}");
-        let ok = mixes(&table("[b]\nfiles = 3\nduration = \"1s\"\nops = { read = 1 }")).unwrap();
+        assert!(
+            e.starts_with("[workload.mix.a]: `ops`: unknown operation `reed`"),
+            "{e}"
+        );
+        let ok = mixes(&table(
+            "[b]\nfiles = 3\nduration = \"1s\"\nops = { read = 1 }",
+        ))
+        .unwrap();
         assert_eq!(ok[0].0, "b");
     }
 }

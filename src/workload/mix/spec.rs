@@ -167,17 +167,26 @@ pub fn parse(name: &str, table: &toml::Table) -> Result<MixSpec, String> {
         None => None,
         Some(t) => Some(int("threads", Some(t), 1, 1, MAX_THREADS)? as usize),
     };
-    let files = raw
-        .files
-        .ok_or_else(|| bad("files", "give the working set's size, e.g. files = 1000".into()))?;
+    let files = raw.files.ok_or_else(|| {
+        bad(
+            "files",
+            "give the working set's size, e.g. files = 1000".into(),
+        )
+    })?;
     let files = int("files", Some(files), 1, 1, MAX_FILES)? as u64;
     let prefill = raw.prefill.unwrap_or(1.0);
     if !(0.0..=1.0).contains(&prefill) {
-        return Err(bad("prefill", format!("{prefill} is not a fraction in 0..=1")));
+        return Err(bad(
+            "prefill",
+            format!("{prefill} is not a fraction in 0..=1"),
+        ));
     }
     let dir_width = int("dir_width", raw.dir_width, 20, 1, 1_000_000)? as u64;
     let dir_depth = int("dir_depth", raw.dir_depth, 1, 0, 8)? as u32;
-    if dir_width.checked_pow(dir_depth).map_or(true, |n| n > 1 << 32) {
+    if dir_width
+        .checked_pow(dir_depth)
+        .map_or(true, |n| n > 1 << 32)
+    {
         return Err(bad(
             "dir_depth",
             format!("{dir_width}^{dir_depth} leaf directories is too many"),
@@ -219,7 +228,10 @@ pub fn parse(name: &str, table: &toml::Table) -> Result<MixSpec, String> {
     };
     let stop = match (raw.total_ops, &raw.duration) {
         (Some(_), Some(_)) => {
-            return Err(bad("duration", "give total_ops or duration, not both".into()))
+            return Err(bad(
+                "duration",
+                "give total_ops or duration, not both".into(),
+            ))
         }
         (None, None) => {
             return Err(bad(
@@ -305,9 +317,8 @@ fn weights(table: Option<&toml::Table>) -> Result<Vec<(Op, u64)>, String> {
     })?;
     let mut out = Vec::new();
     for (k, v) in table {
-        let op = Op::parse(k).ok_or_else(|| {
-            format!("unknown operation `{k}`; valid: {}", OP_NAMES.join(", "))
-        })?;
+        let op = Op::parse(k)
+            .ok_or_else(|| format!("unknown operation `{k}`; valid: {}", OP_NAMES.join(", ")))?;
         match v {
             toml::Value::Integer(w) if (1..=1_000_000).contains(w) => out.push((op, *w as u64)),
             toml::Value::Integer(0) => {
@@ -381,9 +392,18 @@ mod tests {
             ("ops = { raed = 1 }", "raed"),
             ("fsync = \"sometimes\"", "`fsync`"),
             ("file_size = \"0\"", "`file_size`"),
-            ("file_size = { dist = \"uniform\", min = \"8K\", max = \"4K\" }", "`file_size`"),
-            ("file_size = { dist = \"gamma\", mean = \"16K\" }", "`file_size`"),
-            ("file_size = { dist = \"gamma\", mean = \"1T\", shape = 1.0 }", "`file_size`"),
+            (
+                "file_size = { dist = \"uniform\", min = \"8K\", max = \"4K\" }",
+                "`file_size`",
+            ),
+            (
+                "file_size = { dist = \"gamma\", mean = \"16K\" }",
+                "`file_size`",
+            ),
+            (
+                "file_size = { dist = \"gamma\", mean = \"1T\", shape = 1.0 }",
+                "`file_size`",
+            ),
             ("io_size = \"1G\"", "`io_size`"),
             ("prefill = 1.5", "`prefill`"),
             ("duration = \"5s\"", "`duration`"),
@@ -397,7 +417,9 @@ mod tests {
             assert!(e.starts_with("[workload.mix.t]"), "{e}");
             assert!(!e.contains('\n'), "{e}");
         }
-        assert!(p("files = 10\nops = { read = 1 }").unwrap_err().contains("total_ops"));
+        assert!(p("files = 10\nops = { read = 1 }")
+            .unwrap_err()
+            .contains("total_ops"));
     }
 
     #[test]
