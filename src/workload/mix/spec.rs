@@ -346,7 +346,7 @@ impl MixSpec {
     /// (or the figure itself, when smaller), as the data-set profiles keep a floor.
     pub fn at_scale(&self, scale: f64) -> MixSpec {
         let mut m = self.clone();
-        if !self.scaled || !(scale.is_finite() && scale > 0.0) {
+        if !(self.scaled && scale.is_finite() && scale > 0.0) {
             return m;
         }
         let shrink = |n: u64, floor: u64| ((n as f64 * scale).round() as u64).max(n.min(floor));
