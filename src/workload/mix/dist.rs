@@ -3,8 +3,8 @@
 
 use rand_chacha::ChaCha8Rng;
 
-use super::spec::size_value;
 use crate::dataset::draw;
+use crate::plan::size::parse_size;
 
 /// A gamma draw is capped at this many means, so one unlucky draw cannot fill a disk.
 const GAMMA_CAP: f64 = 64.0;
@@ -95,6 +95,15 @@ impl SizeDist {
                 x.clamp(1.0, mean * GAMMA_CAP).round() as u64
             }
         }
+    }
+}
+
+/// A size written as `"16K"` or a whole number of bytes.
+pub fn size_value(v: &toml::Value) -> Result<u64, String> {
+    match v {
+        toml::Value::String(s) => parse_size(s),
+        toml::Value::Integer(n) if *n >= 1 => Ok(*n as u64),
+        other => Err(format!("`{other}` is not a size (examples: 4096, \"16K\")")),
     }
 }
 

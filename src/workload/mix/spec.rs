@@ -24,8 +24,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use super::dist::SizeDist;
-use crate::plan::size::parse_size;
+use super::dist::{size_value, SizeDist};
 use crate::workload::options;
 
 /// The operations a mix may weigh, in the order results list them.
@@ -279,15 +278,6 @@ pub fn parse(name: &str, table: &toml::Table) -> Result<MixSpec, String> {
         weights,
         log,
     })
-}
-
-/// A size written as `"16K"` or a whole number of bytes.
-pub fn size_value(v: &toml::Value) -> Result<u64, String> {
-    match v {
-        toml::Value::String(s) => parse_size(s),
-        toml::Value::Integer(n) if *n >= 1 => Ok(*n as u64),
-        other => Err(format!("`{other}` is not a size (examples: 4096, \"16K\")")),
-    }
 }
 
 /// `"5s"`, `"1m 30s"` or a number of seconds.
