@@ -271,6 +271,9 @@ pub fn on_resume(plan: &mut super::Plan, o: &Overrides) -> Result<Vec<String>, P
     Ok(said)
 }
 
+/// The workload that runs the mixes a plan describes (`[workload.mix.NAME]`).
+const MIX: &str = "mix";
+
 /// Workloads: each flag may hold a comma list; `all` means every workload. Every name, and
 /// every `[workload.NAME]` table, must name a known workload.
 fn workloads(
@@ -295,7 +298,13 @@ fn workloads(
             .collect()
     };
     if workloads.iter().any(|w| w == "all") {
-        workloads = workload_names.iter().map(|w| w.to_string()).collect();
+        // `mix` runs the plan's own `[workload.mix.NAME]` tables: part of `all` only when
+        // there are some, so `all` stays runnable without them.
+        workloads = workload_names
+            .iter()
+            .filter(|w| **w != MIX || f.workload.contains_key(MIX))
+            .map(|w| w.to_string())
+            .collect();
     }
     for w in &workloads {
         if !workload_names.contains(&w.as_str()) {
@@ -718,6 +727,20 @@ mod tests {
         assert!(o(|o| o.baseline = Some("zzz".into())).contains("baseline"));
         assert!(o(|o| o.targets = vec!["ext4".into(), "ext4".into()]).contains("two targets"));
         assert!(o(|o| o.targets = vec!["tmpfs@/dev/sdb".into()]).contains("block device"));
+    }
+
+    #[test]
+    fn all_takes_mix_only_when_the_plan_describes_mixes() {
+        let names = ["create", "mix", "varmail"];
+        let o = Overrides {
+            workloads: vec!["all".into()],
+            ..Overrides::default()
+        };
+        let p = resolve(None, &o, &names, &all).unwrap();
+        assert_eq!(p.workloads, vec!["create", "varmail"]);
+        let f = parse_plan_file("[workload.mix.m]\nfiles = 1\n", "p").unwrap();
+        let p = resolve(Some(f), &o, &names, &all).unwrap();
+        assert_eq!(p.workloads, vec!["create", "mix", "varmail"]);
     }
 
     #[test]

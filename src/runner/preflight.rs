@@ -348,8 +348,8 @@ fn check_devices(plan: &Plan, opts: &RunOptions) -> Result<(), RunError> {
     Ok(())
 }
 
-/// The plan's workloads, with every `[workload.NAME]` table checked by its workload's
-/// `check_options` before anything is provisioned.
+/// The plan's workloads, with every `[workload.NAME]` table (an empty one for a workload
+/// given none) checked by its workload's `check_options` before anything is provisioned.
 fn resolve_workloads(plan: &Plan) -> Result<Vec<Box<dyn Workload>>, RunError> {
     for (name, table) in &plan.workload_options {
         let w = workload::by_name(name).ok_or_else(|| {
@@ -360,15 +360,22 @@ fn resolve_workloads(plan: &Plan) -> Result<Vec<Box<dyn Workload>>, RunError> {
         })?;
         w.check_options(table).map_err(RunError::Refused)?;
     }
+    let empty = toml::Table::new();
     plan.workloads
         .iter()
         .map(|n| {
-            workload::by_name(n).ok_or_else(|| {
+            let w = workload::by_name(n).ok_or_else(|| {
                 RunError::Refused(format!(
                     "unknown workload `{n}`; valid: {}",
                     workload::names().join(", ")
                 ))
-            })
+            })?;
+            // A workload run without a table gets an empty one: it may need options (`mix`
+            // needs at least one named mix), and that is bad input too.
+            if !plan.workload_options.contains_key(n) {
+                w.check_options(&empty).map_err(RunError::Refused)?;
+            }
+            Ok(w)
         })
         .collect()
 }

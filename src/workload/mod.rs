@@ -31,12 +31,14 @@ pub mod delete;
 mod dirfd;
 pub mod dupes;
 pub mod launch;
+pub mod mix;
 pub mod prepare;
 pub mod scan;
 pub mod search;
 pub mod sync;
 pub mod touch;
 pub mod tree_copy;
+pub mod untar;
 pub mod verify;
 
 /// Everything a workload may know about where and how it runs.
@@ -345,6 +347,11 @@ pub fn all() -> Vec<Box<dyn Workload>> {
         Box::new(io::IoWorkload::sweep()),
         Box::new(db::Db),
         Box::new(pg::Pg),
+        Box::new(mix::FILESERVER),
+        Box::new(mix::VARMAIL),
+        Box::new(mix::WEBSERVER),
+        Box::new(untar::Untar),
+        Box::new(mix::Mix),
     ]
 }
 
