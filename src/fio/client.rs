@@ -27,7 +27,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use super::report::{parse_client_output, ClientReport};
-use super::run::{join_reader, read_all, tail};
+use super::run::{join_reader, read_all, spawn_and_wait, tail};
 use super::{FioError, FioJob};
 
 /// fio's default server port (`fio --server` without one).
@@ -265,32 +265,7 @@ pub fn run_clients(
     for s in servers {
         cmd.arg(format!("--client={}", s.fio_arg())).arg(&file.path);
     }
-    let mut child = match cmd
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-    {
-        Ok(c) => c,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(FioError::NotInstalled),
-        Err(e) => return Err(FioError::io("starting fio", e)),
-    };
-    let stdout = child.stdout.take().map(read_all);
-    let stderr = child.stderr.take().map(read_all);
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(st)) => break st,
-            Ok(None) => {}
-            Err(e) => return Err(FioError::io("waiting for fio", e)),
-        }
-        if stop() {
-            interrupt(&mut child);
-            return Err(FioError::Cancelled);
-        }
-        thread::sleep(POLL);
-    };
-    let stdout = join_reader(stdout)?;
-    let stderr = String::from_utf8_lossy(&join_reader(stderr)?).into_owned();
+    let (status, stdout, stderr) = spawn_and_wait(cmd, stop, &mut interrupt)?;
     let names = || {
         servers
             .iter()

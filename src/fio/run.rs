@@ -6,7 +6,7 @@
 
 use std::io::{self, Read};
 use std::path::Path;
-use std::process::{Command, ExitStatus, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::thread;
 use std::time::Duration;
 
@@ -54,9 +54,37 @@ fn run_program(
     stop: &mut dyn FnMut() -> bool,
 ) -> Result<FioRun, FioError> {
     let args = job.args();
-    let mut child = match Command::new(program)
-        .args(&args)
-        .current_dir(dir)
+    let mut cmd = Command::new(program);
+    cmd.args(&args).current_dir(dir);
+    // --thread: every job lives in this one process, so killing it stops all of them.
+    let (status, stdout, stderr) = spawn_and_wait(cmd, stop, &mut |child| {
+        let _ = child.kill();
+        let _ = child.wait();
+    })?;
+    match parse_output(&stdout) {
+        Ok(report) => Ok(FioRun {
+            report,
+            stderr,
+            status,
+        }),
+        Err(e) => Err(FioError::Tool(format!(
+            "fio {} ({status}): {e}; stderr: {}",
+            args.join(" "),
+            tail(&stderr)
+        ))),
+    }
+}
+
+/// Starts `cmd` with its output piped and waits for it, polling `stop`; when `stop` says
+/// so, `halt` ends the child (fio alone is killed; a fio client is interrupted, so that it
+/// tells its servers to stop) and the run is `Cancelled`. Returns the exit status, stdout
+/// and stderr (lossy text).
+pub(super) fn spawn_and_wait(
+    mut cmd: Command,
+    stop: &mut dyn FnMut() -> bool,
+    halt: &mut dyn FnMut(&mut Child),
+) -> Result<(ExitStatus, Vec<u8>, String), FioError> {
+    let mut child = match cmd
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -75,27 +103,14 @@ fn run_program(
             Err(e) => return Err(FioError::io("waiting for fio", e)),
         }
         if stop() {
-            // --thread: every job lives in this one process, so this stops all of them.
-            let _ = child.kill();
-            let _ = child.wait();
+            halt(&mut child);
             return Err(FioError::Cancelled);
         }
         thread::sleep(POLL);
     };
     let stdout = join_reader(stdout)?;
     let stderr = String::from_utf8_lossy(&join_reader(stderr)?).into_owned();
-    match parse_output(&stdout) {
-        Ok(report) => Ok(FioRun {
-            report,
-            stderr,
-            status,
-        }),
-        Err(e) => Err(FioError::Tool(format!(
-            "fio {} ({status}): {e}; stderr: {}",
-            args.join(" "),
-            tail(&stderr)
-        ))),
-    }
+    Ok((status, stdout, stderr))
 }
 
 type Reader = thread::JoinHandle<io::Result<Vec<u8>>>;
