@@ -6,16 +6,7 @@ mod common;
 
 use std::process::Command;
 
-use common::{bin, require_root, TestRoot};
-
-fn measurements(out: &std::path::Path) -> Vec<serde_json::Value> {
-    std::fs::read_to_string(out.join("results.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
-        .filter(|v| v["record"] == "measurement")
-        .collect()
-}
+use common::{bin, measurements, require_root, TestRoot};
 
 #[test]
 fn every_cell_runs_on_each_data_set_and_the_report_keeps_them_apart() {

@@ -8,16 +8,7 @@ mod common;
 use std::path::Path;
 use std::process::Command;
 
-use common::{bin, leftovers, require_root, TestRoot};
-
-fn measurements(out: &Path) -> Vec<serde_json::Value> {
-    std::fs::read_to_string(out.join("results.jsonl"))
-        .unwrap()
-        .lines()
-        .skip(1)
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
-}
+use common::{bin, leftovers, measurements, require_root, TestRoot};
 
 /// The regression test for "the database fits in the cache": on main a db run on ext4 made
 /// 19 device reads in the whole run, and a repetition could make none (no read latency).

@@ -11,7 +11,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{bin, require_root, TestRoot};
+use common::{bin, measurements, require_root, TestRoot};
 
 /// A port of this test process's own (so parallel runs of the suite do not meet).
 fn port(offset: u32) -> u16 {
@@ -163,15 +163,6 @@ fn settle(servers: &Servers) -> Vec<String> {
         }
         std::thread::sleep(Duration::from_millis(100));
     }
-}
-
-fn measurements(out: &Path) -> Vec<serde_json::Value> {
-    std::fs::read_to_string(out.join("results.jsonl"))
-        .unwrap()
-        .lines()
-        .skip(1)
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
 }
 
 /// A plan of size-bounded points, so each host must move exactly the file once.

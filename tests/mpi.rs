@@ -10,7 +10,7 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 mod common;
-use common::{bin, require_root, TestRoot};
+use common::{bin, measurements, require_root, TestRoot};
 
 fn mpirun(np: usize) -> Command {
     let mut c = Command::new("mpirun");
@@ -60,15 +60,6 @@ fn check(o: &Output, what: &str) {
         o.status,
         String::from_utf8_lossy(&o.stderr)
     );
-}
-
-/// The measurement records of a results directory.
-fn measurements(out: &Path) -> Vec<serde_json::Value> {
-    let text = std::fs::read_to_string(out.join("results.jsonl")).expect("results.jsonl");
-    text.lines()
-        .map(|l| serde_json::from_str::<serde_json::Value>(l).expect("json line"))
-        .filter(|v| v["record"] == "measurement")
-        .collect()
 }
 
 fn entries(dir: &Path) -> Vec<String> {

@@ -121,3 +121,13 @@ impl Env {
         self.spec.plan().unwrap()
     }
 }
+
+/// The measurement records of a results directory (the host line and anything else left
+/// out), in file order.
+pub fn measurements(out: &Path) -> Vec<serde_json::Value> {
+    let text = std::fs::read_to_string(out.join("results.jsonl")).expect("results.jsonl");
+    text.lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).expect("json line"))
+        .filter(|v| v["record"] == "measurement")
+        .collect()
+}
