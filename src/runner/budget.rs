@@ -3,9 +3,11 @@
 //! Every group (target × workload × thread count) first gets the minimum repetitions. Then,
 //! round after round, the run asks the report's own decisions which disk-target comparisons
 //! with the baseline are still `undecided`, orders them by the estimated runs that would
-//! decide them (closest first), and gives one more repetition to the candidate's and the
-//! baseline's group of as many of them as the remaining budget pays for, from what their
-//! cells cost so far. Comparisons the estimate cannot promise a decision for (none within
+//! decide them (closest first), and gives one more repetition to the candidate's group, the
+//! baseline's, or both, whichever narrows the comparison's interval most
+//! ([`crate::stats::next_run_side`]: a noisy candidate beside a steady baseline gets its
+//! own runs), for as many of them as the remaining budget pays for, from what their cells
+//! cost so far. Comparisons the estimate cannot promise a decision for (none within
 //! [`crate::stats::decision::MAX_RUNS_ESTIMATE`] runs) come last, not never: the estimate
 //! takes today's spread as the truth, and one wild run inflates it; more runs are how that
 //! is found out. It stops when every comparison is decided, when every group of an
@@ -21,7 +23,7 @@ use std::path::Path;
 
 use crate::report::model;
 use crate::results::store;
-use crate::stats::Decision;
+use crate::stats::{next_run_side, Decision, Side};
 
 /// One (target, workload, thread count): the unit a round repeats.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -41,6 +43,8 @@ pub struct Open {
     pub variant: String,
     /// Estimated further runs per target that would decide it.
     pub runs_to_decide: Option<usize>,
+    /// Which side's next run helps most.
+    pub side: Side,
 }
 
 /// The key-metric comparisons of the results in `out` that are still undecided, as the
@@ -52,12 +56,23 @@ pub fn open_questions(out: &Path, margin_pct: f64) -> Vec<Open> {
     let report = model::build(&loaded, Some(margin_pct));
     let mut open = Vec::new();
     for s in &report.sections {
+        let base_raw = s
+            .rows
+            .iter()
+            .find(|r| r.target == report.baseline)
+            .and_then(|r| r.metric(&s.key_metric))
+            .map(|m| m.raw.as_slice())
+            .unwrap_or_default();
         for row in s.rows.iter().filter(|r| !r.reference) {
             let verdict = row
                 .metric(&s.key_metric)
                 .and_then(|m| m.vs_baseline.as_ref())
                 .and_then(|c| c.verdict.as_ref());
             if let Some(v) = verdict.filter(|v| v.decision == Decision::Undecided) {
+                let raw = row
+                    .metric(&s.key_metric)
+                    .map(|m| m.raw.as_slice())
+                    .unwrap_or_default();
                 open.push(Open {
                     group: Group {
                         target: row.target.clone(),
@@ -67,6 +82,7 @@ pub fn open_questions(out: &Path, margin_pct: f64) -> Vec<Open> {
                     },
                     variant: s.variant.clone(),
                     runs_to_decide: v.runs_to_decide,
+                    side: next_run_side(base_raw, raw),
                 });
             }
         }
@@ -86,8 +102,8 @@ pub struct Round {
 }
 
 /// Chooses the next round: undecided comparisons closest to a decision first (those without
-/// an estimate last); each needs its candidate's and the baseline's group repeated once
-/// (shared groups are paid once); a comparison is taken when what it adds fits in
+/// an estimate last); each needs its candidate's group, the baseline's or both repeated
+/// once, as its `side` says (shared groups are paid once); a comparison is taken when what it adds fits in
 /// `remaining_s` and none of its groups has reached `max_runs`.
 pub fn plan_round(
     open: &[Open],
@@ -109,7 +125,12 @@ pub fn plan_round(
             target: baseline.to_string(),
             ..o.group.clone()
         };
-        let needed: Vec<Group> = [o.group.clone(), base]
+        let sides: Vec<Group> = match o.side {
+            Side::Candidate => vec![o.group.clone()],
+            Side::Baseline => vec![base],
+            Side::Both => vec![o.group.clone(), base],
+        };
+        let needed: Vec<Group> = sides
             .into_iter()
             .filter(|g| !round.groups.contains(g))
             .collect();
@@ -182,7 +203,27 @@ mod tests {
             group: g(t, w),
             variant: String::new(),
             runs_to_decide: runs,
+            side: Side::Both,
         }
+    }
+
+    #[test]
+    fn a_round_repeats_only_the_side_that_narrows_the_interval() {
+        let mut noisy = question("ntfs", "touch", Some(1));
+        noisy.side = Side::Candidate;
+        let mut steady = question("xfs", "scan", Some(2));
+        steady.side = Side::Baseline;
+        let r = plan_round(
+            &[noisy, steady],
+            "ext4",
+            &HashMap::new(),
+            30,
+            &|_| 1.0,
+            99.0,
+        );
+        assert_eq!(r.groups, vec![g("ntfs", "touch"), g("ext4", "scan")]);
+        assert_eq!(r.cost_s, 2.0);
+        assert_eq!(r.questions, 2);
     }
 
     #[test]

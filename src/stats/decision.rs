@@ -251,6 +251,52 @@ pub fn runs_to_decide(
         .map(|n| n - now)
 }
 
+/// Which side of an undecided comparison a further repetition should go to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Side {
+    Candidate,
+    Baseline,
+    Both,
+}
+
+/// Where one more run narrows the interval of the difference most, per run paid.
+///
+/// The squared standard error of the difference is `s_b²/n_b + s_c²/n_c` (on the rules'
+/// scale). One more run on a side removes `s²/n − s²/(n+1) = s²/(n(n+1))` of it. When one
+/// side's gain is at least [`SIDE_RATIO`] times the other's, only that side is repeated (a
+/// noisy FUSE file system beside a steady baseline needs its own runs, not the baseline's);
+/// otherwise both are. This is Neyman allocation, one run at a time. `Both` when the inputs
+/// say nothing (fewer than 2 values on a side, non-finite values).
+pub fn next_run_side(baseline: &[f64], candidate: &[f64]) -> Side {
+    let Some(s) = on_scale(baseline, candidate, 5.0) else {
+        return Side::Both;
+    };
+    if s.b.len() < 2 || s.c.len() < 2 {
+        return Side::Both;
+    }
+    let gain = |xs: &[f64]| {
+        let m = mean(xs);
+        let n = xs.len() as f64;
+        stddev(xs, m).powi(2) / (n * (n + 1.0))
+    };
+    let (gb, gc) = (gain(&s.b), gain(&s.c));
+    if !(gb.is_finite() && gc.is_finite()) {
+        return Side::Both;
+    }
+    if gc >= SIDE_RATIO * gb && gc > 0.0 {
+        Side::Candidate
+    } else if gb >= SIDE_RATIO * gc && gb > 0.0 {
+        Side::Baseline
+    } else {
+        Side::Both
+    }
+}
+
+/// How much more one side's next run must gain than the other's for [`next_run_side`] to
+/// repeat that side alone.
+pub const SIDE_RATIO: f64 = 3.0;
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -387,5 +433,24 @@ mod tests {
         );
         assert_eq!(runs_to_decide(&[1.0, 1.0], &[1.0, 1.0], 5.0, 0.05), None);
         assert_eq!(runs_to_decide(&[1.0], &[1.0, 2.0], 5.0, 0.05), None);
+    }
+
+    #[test]
+    fn next_run_side_repeats_the_noisy_side() {
+        let steady = [100.0, 101.0, 99.0];
+        let noisy = [60.0, 40.0, 58.0];
+        assert_eq!(next_run_side(&steady, &noisy), Side::Candidate);
+        assert_eq!(next_run_side(&noisy, &steady), Side::Baseline);
+        // Alike spreads: both sides.
+        assert_eq!(
+            next_run_side(&[100.0, 110.0, 90.0], &[50.0, 55.0, 45.0]),
+            Side::Both
+        );
+        // A side with more runs already gains less from one more.
+        let many = [100.0, 110.0, 90.0, 100.0, 110.0, 90.0, 100.0, 110.0, 90.0];
+        assert_eq!(next_run_side(&many, &[50.0, 55.0, 45.0]), Side::Candidate);
+        // Nothing to go on.
+        assert_eq!(next_run_side(&[1.0], &[2.0, 3.0]), Side::Both);
+        assert_eq!(next_run_side(&[1.0, f64::NAN], &[2.0, 3.0]), Side::Both);
     }
 }

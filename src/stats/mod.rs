@@ -27,7 +27,8 @@ pub mod welch;
 
 pub use aggregate::{aggregate, Group, GroupKey, MetricStats};
 pub use decision::{
-    benjamini_hochberg, decide, next_level, runs_to_decide, tost_p, Decision, Verdict, ADJUSTMENT,
+    benjamini_hochberg, decide, next_level, next_run_side, runs_to_decide, tost_p, Decision, Side,
+    Verdict, ADJUSTMENT,
 };
 pub use mann_whitney::{mann_whitney, mann_whitney_min_p, MannWhitneyResult, MwMethod};
 pub use outliers::{mad_outliers, robust_sigma, OUTLIER_SIGMAS};
