@@ -227,6 +227,7 @@ pub fn run(args: &OpArgs) -> Result<OpReport, WorkloadError> {
     let ctx = Ctx {
         root: &args.src,
         scratch: dest.unwrap_or(&args.src),
+        sources: None,
         threads: args.threads.max(1),
         dataset: &spec,
         options: &options,

@@ -10,8 +10,8 @@ use std::path::Path;
 use fsarena::dataset::{self, Profile};
 use fsarena::results::Status;
 use fsarena::workload::{
-    cold_read, copy, copy_verify, dupes, sync, tree_copy, Outcome, PlainHarness, Point, Workload,
-    WorkloadError,
+    cold_read, copy, copy_verify, dupes, source, sync, tree_copy, Outcome, PlainHarness, Point,
+    Workload, WorkloadError,
 };
 
 mod common;
@@ -94,7 +94,7 @@ fn copy_from_outside_copies_everything_and_verifies() {
     );
 
     // The same check the workload ran catches one flipped byte in the copy.
-    let src = env.scratch.path().join("copy-source");
+    let src = env.scratch.path().join(source::dated_name(&manifest));
     copy::verify_copy(&src, env.root.path(), &manifest, 2).unwrap();
     let victim = &manifest.files[manifest.files.len() / 2].path;
     flip_byte(&env.root.path().join(victim));
@@ -109,7 +109,7 @@ fn copy_verification_catches_a_lost_modification_time() {
     let env = Env::new();
     let manifest = env.manifest();
     env.run(&copy::CopyTree, "from-outside").unwrap();
-    let src = env.scratch.path().join("copy-source");
+    let src = env.scratch.path().join(source::dated_name(&manifest));
     let victim = env.root.path().join(&manifest.files[0].path);
     let f = fs::OpenOptions::new().write(true).open(&victim).unwrap();
     f.set_modified(std::time::SystemTime::now()).unwrap();
@@ -255,7 +255,7 @@ fn copy_verify_measures_both_phases_and_catches_a_flipped_byte() {
 
     // Source hashes from a hashing copy, then a flipped byte in the copy.
     let dst = common::var_tmp_dir();
-    let src = env.scratch.path().join("copy-source");
+    let src = env.scratch.path().join(source::dated_name(&manifest));
     let copied = tree_copy::copy_tree(
         &env.ctx(),
         &src,

@@ -67,6 +67,9 @@ struct Fresh {
     inst: Instance,
     root: PathBuf,
     scratch: PathBuf,
+    /// The run's shared source trees (`None` if the directory could not be made: the
+    /// workloads then make theirs in `scratch`).
+    sources: Option<PathBuf>,
     /// The data set is already under `root` (a clone of the populated image).
     populated: bool,
 }
@@ -145,6 +148,7 @@ impl CellRun<'_> {
         Ctx {
             root: &f.root,
             scratch: &f.scratch,
+            sources: f.sources.as_deref(),
             threads: self.cell.threads,
             dataset: self.dataset,
             options,
@@ -196,6 +200,7 @@ impl CellRun<'_> {
             inst,
             root,
             scratch,
+            sources: work.subdir("sources").ok(),
             populated,
         })
     }
@@ -256,6 +261,7 @@ pub fn write_dataset(
             let ctx = Ctx {
                 root: &root,
                 scratch: &root,
+                sources: None,
                 threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
                 dataset,
                 options: &empty,

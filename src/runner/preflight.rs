@@ -128,10 +128,27 @@ fn size_check(
 
 /// The most disk the work directory holds at once: the scratch copy source and the most a
 /// cell writes into its sparse image, plus the populated images kept for the whole run (one
-/// per loop target: the data set and some metadata).
+/// per loop target: the data set and some metadata), and the source trees kept for the whole
+/// run (`workload::source`: the dated data set, and its changed copy for `sync`, per data set).
 pub fn disk_need(plan: &Plan, data_bytes: u64) -> u64 {
     const MIB: u64 = 1 << 20;
-    4 * data_bytes + 256 * MIB + populated_images(plan) * (data_bytes + 64 * MIB)
+    4 * data_bytes
+        + 256 * MIB
+        + populated_images(plan) * (data_bytes + 64 * MIB)
+        + source_trees(plan) * data_bytes
+}
+
+/// How many source trees outside the targets the run keeps, for each data set: the most any
+/// of its workloads reads (they share the dated data set).
+fn source_trees(plan: &Plan) -> u64 {
+    let per_dataset = plan
+        .workloads
+        .iter()
+        .filter_map(|n| workload::by_name(n))
+        .map(|w| w.source_trees())
+        .max()
+        .unwrap_or(0);
+    per_dataset * (plan.extra_profiles.len() as u64 + 1)
 }
 
 /// How many populated images the run keeps at once: one per loop target and data set, when

@@ -2,8 +2,9 @@
 //! systems allow.
 //!
 //! Two points:
-//! * `from-outside` (the default): the source sits in the warm scratch directory outside the
-//!   target (prepared unmeasured); the measured phase copies it onto the target. Between
+//! * `from-outside` (the default): the source is the run's dated tree outside the target
+//!   (made once per run, read back into the page cache before each cell:
+//!   [`super::source`]); the measured phase copies it onto the target. Between
 //!   different file systems `copy_file_range` is refused (EXDEV) on current kernels, so this
 //!   is usually the read/write path, exactly as for `cp`.
 //! * `within`: source and copy both on the target, so reflinks (`FICLONE`, btrfs/xfs) or an
@@ -19,7 +20,7 @@ use std::time::Instant;
 
 use super::prepare::{age_files, generate, prep_threads};
 use super::tree_copy::{copy_report, copy_tree, CopyMode};
-use super::{verify, Ctx, Harness, IoContext, Outcome, Point, Workload, WorkloadError};
+use super::{source, verify, Ctx, Harness, IoContext, Outcome, Point, Workload, WorkloadError};
 
 /// The `copy` workload (named so as not to shadow the `Copy` trait).
 pub struct CopyTree;
@@ -46,6 +47,9 @@ impl Workload for CopyTree {
     }
     fn describe(&self) -> &'static str {
         "copy a tree onto the target like cp -a (from outside; and within, with reflinks where offered)"
+    }
+    fn source_trees(&self) -> u64 {
+        1
     }
     fn key_metric(&self) -> (&'static str, bool) {
         ("seconds", false)
@@ -80,24 +84,24 @@ impl Workload for CopyTree {
                 )))
             }
         };
-        let (src, dst) = if within {
+        let prep = prep_threads(ctx);
+        let (src, dst, manifest) = if within {
             let src = ctx.root.join(WITHIN_SRC);
             let dst = ctx.root.join(WITHIN_DST);
             for d in [&src, &dst] {
                 std::fs::create_dir(d).ctx(|| format!("creating {}", d.display()))?;
             }
-            (src, dst)
+            let manifest = generate(ctx, ctx.dataset, &src, prep)?;
+            age_files(&src, &manifest, ctx.dataset.seed, prep)?;
+            // Written back before the clock starts (it stays cached): the copy must not
+            // share the device or the flusher threads with the preparation's writeback.
+            crate::sys::syncfs(&src).ctx(|| format!("syncfs {}", src.display()))?;
+            (src, dst, manifest)
         } else {
-            let src = ctx.scratch.join("copy-source");
-            std::fs::create_dir(&src).ctx(|| format!("creating {}", src.display()))?;
-            (src, ctx.root.to_path_buf())
+            // The run's one dated source tree, written back and warm.
+            let (src, manifest) = source::dated(ctx)?;
+            (src, ctx.root.to_path_buf(), manifest)
         };
-        let prep = prep_threads(ctx);
-        let manifest = generate(ctx, ctx.dataset, &src, prep)?;
-        age_files(&src, &manifest, ctx.dataset.seed, prep)?;
-        // Written back before the clock starts (it stays cached): the copy must not share the
-        // device or the flusher threads with the preparation's writeback.
-        crate::sys::syncfs(&src).ctx(|| format!("syncfs {}", src.display()))?;
 
         let mut result = None;
         let mut outcome = harness.measure(&mut || {

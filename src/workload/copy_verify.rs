@@ -20,7 +20,7 @@ use std::time::Instant;
 
 use serde::Deserialize;
 
-use super::prepare::{age_files, generate, prep_threads};
+use super::prepare::prep_threads;
 use super::tree_copy::{copy_report, copy_tree, CopyMode};
 use super::verify::{self, examples};
 use super::{options, Ctx, Harness, IoContext, Outcome, Point, Workload, WorkloadError};
@@ -183,6 +183,9 @@ impl Workload for CopyVerify {
     fn describe(&self) -> &'static str {
         "copy a tree onto the target hashing the source, then read the copy back (cold) and compare"
     }
+    fn source_trees(&self) -> u64 {
+        1
+    }
     fn key_metric(&self) -> (&'static str, bool) {
         ("seconds", false)
     }
@@ -206,13 +209,9 @@ impl Workload for CopyVerify {
         let verify_cold = CopyVerifyOptions::from_table(ctx.options)
             .map_err(WorkloadError::Option)?
             .verify_cold;
-        let src = ctx.scratch.join("copy-source");
-        std::fs::create_dir(&src).ctx(|| format!("creating {}", src.display()))?;
-        let prep = prep_threads(ctx);
-        let manifest = generate(ctx, ctx.dataset, &src, prep)?;
-        age_files(&src, &manifest, ctx.dataset.seed, prep)?;
-        // Clean but still cached: the source is warm, and its writeback is not measured.
-        crate::sys::syncfs(&src).ctx(|| format!("syncfs {}", src.display()))?;
+        // The run's one dated source tree: clean but cached, so the source is warm and its
+        // writeback is not measured.
+        let (src, manifest) = super::source::dated(ctx)?;
         let dst = ctx.root;
 
         let mut readback = None;
@@ -260,7 +259,7 @@ impl Workload for CopyVerify {
                 Manifest::diff_summary(&diff)
             )));
         }
-        verify::mtimes(&src, dst, prep)?;
+        verify::mtimes(&src, dst, prep_threads(ctx))?;
         outcome.notes.push(if verify_cold {
             "verify read after syncfs and a cache drop (drop time in neither phase)".into()
         } else {

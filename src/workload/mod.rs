@@ -35,6 +35,7 @@ pub mod mix;
 pub mod prepare;
 pub mod scan;
 pub mod search;
+pub mod source;
 pub mod sync;
 pub mod touch;
 pub mod tree_copy;
@@ -47,6 +48,9 @@ pub struct Ctx<'a> {
     pub root: &'a Path,
     /// A warm scratch directory *outside* the target (for copy sources). Fresh per cell.
     pub scratch: &'a Path,
+    /// The run's directory of read-only source trees made once and shared by its cells
+    /// ([`source`]); `None` outside a run (they are then made in `scratch`).
+    pub sources: Option<&'a Path>,
     /// Worker threads for this measurement (`--threads`).
     pub threads: usize,
     /// The data set to generate or use.
@@ -179,6 +183,12 @@ pub trait Workload: Send + Sync {
     /// one. Only workloads whose preparation is exactly `prepare` may say yes.
     fn wants_populated_target(&self) -> bool {
         false
+    }
+    /// How many data-set-sized trees outside the target it keeps in the run's `sources`
+    /// ([`source`]) for the whole run, for the disk-space check: the dated data set counts
+    /// once however many workloads read it.
+    fn source_trees(&self) -> u64 {
+        0
     }
     /// What in it drops the page cache under these options (`sys::drop_caches`, which
     /// needs root), and the option that avoids it if there is one; `None` when nothing

@@ -1,10 +1,11 @@
 //! `sync`: bring a mirror on the target in line with a changed source, the way
 //! `rsync -a --delete` (or a mirror tool) does it locally.
 //!
-//! Preparation (unmeasured): the data set is generated in the scratch area, dated (old,
-//! seed-determined times), mirrored onto the target with the `copy` engine (which keeps the
-//! times), and then a seed-determined share of the source is changed — `change_fraction`
-//! (default 0.1) split evenly into modified, added, deleted and renamed files.
+//! Preparation (unmeasured): the data set, generated and dated (old, seed-determined times)
+//! outside the target, is mirrored onto the target with the `copy` engine (which keeps the
+//! times); the source is a copy of it in which a seed-determined share was changed —
+//! `change_fraction` (default 0.1) split evenly into modified, added, deleted and renamed
+//! files. Both trees are made once per run and only read ([`super::source`]).
 //!
 //! Measured: the target is listed (one task per directory, `getdents` + `statx` for size
 //! and mtime), then the source is walked; per source directory, entries are compared with
@@ -30,9 +31,11 @@ use serde::Deserialize;
 pub use changes::{apply_changes, plan_changes, ChangeSet};
 pub use mirror::{sync_tree, SyncStats};
 
-use super::prepare::{age_files, generate, prep_threads};
+use super::prepare::prep_threads;
 use super::tree_copy::{copy_tree, CopyMode};
-use super::{options, verify, Ctx, Harness, IoContext, Outcome, Point, Workload, WorkloadError};
+use super::{
+    options, source, verify, Ctx, Harness, IoContext, Outcome, Point, Workload, WorkloadError,
+};
 use crate::dataset::Manifest;
 
 /// The `sync` workload (named so as not to shadow the `Sync` trait).
@@ -113,6 +116,9 @@ impl Workload for SyncMirror {
     fn describe(&self) -> &'static str {
         "mirror a changed source onto the target like rsync -a --delete (size + mtime compare)"
     }
+    fn source_trees(&self) -> u64 {
+        2
+    }
     fn key_metric(&self) -> (&'static str, bool) {
         ("seconds", false)
     }
@@ -130,18 +136,31 @@ impl Workload for SyncMirror {
     ) -> Result<Outcome, WorkloadError> {
         let opts = SyncOptions::from_table(ctx.options).map_err(WorkloadError::Option)?;
         let (fraction, window_s) = (opts.change_fraction, opts.modify_window_s);
-        let src = ctx.scratch.join("sync-source");
-        std::fs::create_dir(&src).ctx(|| format!("creating {}", src.display()))?;
         let prep = prep_threads(ctx);
-        let before = generate(ctx, ctx.dataset, &src, prep)?;
-        age_files(&src, &before, ctx.dataset.seed, prep)?;
-        copy_tree(ctx, &src, ctx.root, prep, CopyMode::Fast { reflink: false })?;
+        let (before_dir, before) = source::dated(ctx)?;
+        copy_tree(
+            ctx,
+            &before_dir,
+            ctx.root,
+            prep,
+            CopyMode::Fast { reflink: false },
+        )?;
         let (changes, after) = plan_changes(&before, ctx.dataset, fraction)?;
-        apply_changes(&src, ctx.dataset, &changes)?;
-        // Both trees written back before the clock starts (the source stays cached).
-        for d in [src.as_path(), ctx.root] {
-            crate::sys::syncfs(d).ctx(|| format!("syncfs {}", d.display()))?;
-        }
+        // The changed source, made once per run beside the dated one (it is only read).
+        let name = source::changed_name(&before, fraction);
+        let src = source::made_once(ctx, &name, |dir| {
+            copy_tree(
+                ctx,
+                &before_dir,
+                dir,
+                prep,
+                CopyMode::Fast { reflink: true },
+            )?;
+            apply_changes(dir, ctx.dataset, &changes)
+        })?;
+        source::warm(&src, &after, prep)?;
+        // The mirror written back before the clock starts (the source is clean and cached).
+        crate::sys::syncfs(ctx.root).ctx(|| format!("syncfs {}", ctx.root.display()))?;
 
         let mut result = None;
         let mut outcome = harness.measure(&mut || {
@@ -225,6 +244,7 @@ pub(crate) mod testenv {
             Ctx {
                 root: self.root.path(),
                 scratch: self.scratch.path(),
+                sources: None,
                 threads: 2,
                 dataset: &self.spec,
                 options: &self.options,
@@ -284,7 +304,10 @@ mod tests {
 
         let before = env.spec.plan().unwrap();
         let (changes, after) = plan_changes(&before, &env.spec, 0.1).unwrap();
-        let src = env.scratch.path().join("sync-source");
+        let src = env
+            .scratch
+            .path()
+            .join(crate::workload::source::changed_name(&before, 0.1));
         let dst = env.root.path();
         let exact = SyncStats {
             files_copied: changes.expected_copies(),

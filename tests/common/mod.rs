@@ -108,6 +108,7 @@ impl Env {
         fsarena::workload::Ctx {
             root,
             scratch: self.scratch.path(),
+            sources: None,
             threads: 2,
             dataset: &self.spec,
             options: &self.options,

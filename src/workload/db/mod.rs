@@ -311,6 +311,7 @@ mod tests {
             Ctx {
                 root,
                 scratch: root,
+                sources: None,
                 threads: 1,
                 dataset: &self.dataset,
                 options: &self.options,

@@ -86,6 +86,7 @@ impl Env {
         Ctx {
             root,
             scratch: &self.scratch,
+            sources: None,
             threads: 1,
             dataset: &self.dataset,
             options: &self.options,

@@ -1,0 +1,179 @@
+//! Source trees outside the target (`copy`, `copy-verify`, `sync` read from them), made once
+//! per run instead of once per cell.
+//!
+//! Every such cell used to generate the whole data set in its scratch area, date it, write it
+//! back and delete it afterwards: at the studies' scale (250,000 files, 3.8 GiB) that is most
+//! of a cell's wall time and none of its measurement. A source is never written by the
+//! workloads that read it, so one copy serves every cell of the run: it lives in the run's
+//! `sources` directory ([`Ctx::sources`]), under a name made from what it holds (the
+//! manifest digest, plus what was done to it), and is finished by a rename, so a half-made
+//! tree is never taken for a made one. Without a `sources` directory (a workload run
+//! outside the runner) the tree is made in the point's scratch area, as before.
+//!
+//! A cell of another workload may have dropped the page cache since the tree was written;
+//! the cells that read a source expect it warm (a copy *from* a cached tree), so [`warm`]
+//! reads it back before the measured phase, which is what a freshly written tree would be.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use rayon::prelude::*;
+
+use super::dirfd::open_dir;
+use super::prepare::{age_files, generate, prep_threads};
+use super::{Ctx, IoContext, WorkloadError};
+use crate::dataset::Manifest;
+
+/// The data set generated and dated (old, seed-determined times, as a user's files have) in
+/// a directory outside the target, written back, and warm in the page cache. Read-only for
+/// the caller: other cells of the run read the same tree.
+pub fn dated(ctx: &Ctx) -> Result<(PathBuf, Manifest), WorkloadError> {
+    let prep = prep_threads(ctx);
+    let manifest = super::prepare::plan(ctx)?;
+    let path = made_once(ctx, &dated_name(&manifest), |dir| {
+        let m = generate(ctx, ctx.dataset, dir, prep)?;
+        age_files(dir, &m, ctx.dataset.seed, prep)
+    })?;
+    warm(&path, &manifest, prep)?;
+    Ok((path, manifest))
+}
+
+/// The name of [`dated`]'s tree for the data set of `manifest`.
+pub fn dated_name(manifest: &Manifest) -> String {
+    format!("dated-{}", manifest.digest())
+}
+
+/// The name of `sync`'s changed source for the data set of `before` and `fraction`.
+pub fn changed_name(before: &Manifest, fraction: f64) -> String {
+    format!("sync-{}-{fraction}", before.digest())
+}
+
+/// `ctx.sources/NAME` when it is already made; else made by `make` in a temporary
+/// directory beside it, written back (`syncfs`), and renamed into place. Without a
+/// `sources` directory, made under the point's scratch area (removed with it).
+pub fn made_once(
+    ctx: &Ctx,
+    name: &str,
+    make: impl FnOnce(&Path) -> Result<(), WorkloadError>,
+) -> Result<PathBuf, WorkloadError> {
+    let base = ctx.sources.unwrap_or(ctx.scratch);
+    let done = base.join(name);
+    if ctx.sources.is_some() && done.is_dir() {
+        return Ok(done);
+    }
+    let tmp = base.join(format!("{name}.making"));
+    if tmp.exists() {
+        std::fs::remove_dir_all(&tmp).ctx(|| format!("removing {}", tmp.display()))?;
+    }
+    std::fs::create_dir_all(&tmp).ctx(|| format!("creating {}", tmp.display()))?;
+    make(&tmp)?;
+    // Written back now: its writeback must not land in a later cell's measured phase.
+    crate::sys::syncfs(&tmp).ctx(|| format!("syncfs {}", tmp.display()))?;
+    std::fs::rename(&tmp, &done).ctx(|| format!("renaming {}", tmp.display()))?;
+    Ok(done)
+}
+
+/// Reads every file of `manifest` under `root` once, so the tree is in the page cache as a
+/// tree just written is; checks each length on the way (a source that lost bytes would
+/// make every copy of it wrong).
+pub fn warm(root: &Path, manifest: &Manifest, threads: usize) -> Result<(), WorkloadError> {
+    let root_fd = open_dir(root)?;
+    let pool = crate::fsops::pool(threads)?;
+    pool.install(|| {
+        manifest.files.par_iter().try_for_each(|f| {
+            let path = root.join(&f.path);
+            let file = rustix::fs::openat(
+                &root_fd,
+                f.path.as_str(),
+                rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::CLOEXEC,
+                rustix::fs::Mode::empty(),
+            )
+            .map_err(|e| WorkloadError::io(format!("opening {}", path.display()), e.into()))?;
+            let mut file = std::fs::File::from(file);
+            let mut buf = vec![0u8; 1 << 20];
+            let mut total = 0u64;
+            loop {
+                let n = file
+                    .read(&mut buf)
+                    .ctx(|| format!("reading {}", path.display()))?;
+                if n == 0 {
+                    break;
+                }
+                total += n as u64;
+            }
+            if total != f.size {
+                return Err(WorkloadError::Verify(format!(
+                    "source {} holds {total} bytes, the data set says {}",
+                    path.display(),
+                    f.size
+                )));
+            }
+            Ok(())
+        })
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::workload::sync::testenv::{var_tmp_dir, Env};
+    use crate::workload::{copy, PlainHarness, Point, Workload};
+
+    #[test]
+    fn a_runs_sources_are_made_once_and_a_half_made_one_is_remade() {
+        let env = Env::new();
+        let sources = var_tmp_dir();
+        let mut ctx = env.ctx();
+        ctx.sources = Some(sources.path());
+        let manifest = crate::workload::prepare::plan(&ctx).unwrap();
+        // A tree left half made by a killed run is not taken for a made one.
+        let making = sources
+            .path()
+            .join(format!("{}.making", dated_name(&manifest)));
+        std::fs::create_dir_all(&making).unwrap();
+        std::fs::write(making.join("stray"), b"x").unwrap();
+
+        let (first, m1) = dated(&ctx).unwrap();
+        assert_eq!(m1, manifest);
+        assert!(!making.exists(), "the half-made tree is still there");
+        crate::workload::verify::tree(&first, &manifest, 2).unwrap();
+        // A second cell finds it made: nothing is generated again (a planted file survives).
+        std::fs::write(first.join("planted"), b"kept").unwrap();
+        let (second, _) = dated(&ctx).unwrap();
+        assert_eq!(first, second);
+        assert!(second.join("planted").exists(), "the source was made again");
+        std::fs::remove_file(second.join("planted")).unwrap();
+
+        // Two copy cells read the same source and leave it as it was.
+        for _ in 0..2 {
+            let root = var_tmp_dir();
+            let mut c = env.ctx();
+            c.sources = Some(sources.path());
+            c.root = root.path();
+            let point = Point {
+                variant: "from-outside".into(),
+                ..Point::default()
+            };
+            copy::CopyTree
+                .run(&c, &point, &mut PlainHarness::default())
+                .unwrap();
+            crate::workload::verify::tree(root.path(), &manifest, 2).unwrap();
+        }
+        crate::workload::verify::tree(&first, &manifest, 2).unwrap();
+    }
+
+    #[test]
+    fn warming_a_source_that_lost_bytes_is_an_error() {
+        let env = Env::new();
+        let ctx = env.ctx();
+        let (dir, manifest) = dated(&ctx).unwrap();
+        let victim = dir.join(&manifest.files[0].path);
+        let f = std::fs::OpenOptions::new()
+            .write(true)
+            .open(&victim)
+            .unwrap();
+        f.set_len(manifest.files[0].size / 2).unwrap();
+        let e = warm(&dir, &manifest, 2).unwrap_err();
+        assert!(e.to_string().contains("holds"), "{e}");
+    }
+}
