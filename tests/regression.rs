@@ -991,3 +991,70 @@ fn btrfs_zstd_writes_less_than_btrfs_for_the_default_data_set() {
     assert!(ratio > 1.3, "the recorded zstd ratio {ratio}");
     assert!(leftovers(&root.path).is_empty());
 }
+
+/// A cleanup that could not remove something the run made still removed the run's journal,
+/// so the next `fsarena cleanup` said "nothing to clean up" and the rest stayed for good.
+#[test]
+fn a_cleanup_that_leaves_something_keeps_the_journal_for_the_next_one() {
+    require_root();
+    let root = TestRoot::new("reg-keep-journal");
+    let (out, work) = (root.path.join("out"), root.path.join("work"));
+    let mut child = start_until_lines(
+        &[
+            "run",
+            "--target",
+            "ext4",
+            "--workload",
+            "create",
+            "--runs",
+            "20",
+        ],
+        &out,
+        &work,
+        2,
+    );
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let run = std::fs::read_dir(&work)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.join(fsarena::provision::workdir::OWNER_FILE).exists())
+        .expect("the killed run's directory");
+    // A file in a tree the run journaled that cannot be removed (immutable).
+    let stuck = run.join("scratch").join("stuck");
+    std::fs::create_dir_all(stuck.parent().unwrap()).unwrap();
+    std::fs::write(&stuck, "x").unwrap();
+    sh(Command::new("chattr").arg("+i").arg(&stuck));
+    let cleanup = || {
+        Command::new(bin())
+            .args(["cleanup", "--work-dir"])
+            .arg(&work)
+            .output()
+            .unwrap()
+    };
+    let first = cleanup();
+    let said = String::from_utf8_lossy(&first.stdout).to_string()
+        + &String::from_utf8_lossy(&first.stderr);
+    sh(Command::new("chattr").arg("-i").arg(&stuck));
+    assert!(
+        run.join("journal.jsonl").exists(),
+        "the journal went with the first cleanup: {said}"
+    );
+    assert!(said.contains("kept its journal"), "{said}");
+    // The mounts and loop devices went the first time; the second cleanup finishes.
+    assert!(
+        leftovers(&root.path).is_empty(),
+        "{:?}",
+        leftovers(&root.path)
+    );
+    let second = cleanup();
+    let said2 = String::from_utf8_lossy(&second.stdout);
+    assert!(
+        second.status.success(),
+        "{}",
+        String::from_utf8_lossy(&second.stderr)
+    );
+    assert!(!said2.contains("nothing to clean up"), "{said2}");
+    assert!(!run.exists(), "the run directory survived: {said2}");
+}

@@ -176,6 +176,7 @@ pub fn cleanup(root: &Path) -> CleanupReport {
 /// Takes down everything belonging to one run directory. Also used for the emergency
 /// teardown on a second Ctrl-C, when the run's own unwinding may be stuck.
 pub fn cleanup_run(run: &Path, report: &mut CleanupReport) {
+    let errors_before = report.errors.len();
     let entries = journal::read(&run.join(Journal::FILE_NAME)).unwrap_or_default();
     let live = journal::live(&entries);
 
@@ -246,7 +247,7 @@ pub fn cleanup_run(run: &Path, report: &mut CleanupReport) {
     // 5. The run directory: what the journal names (images, the trees and mount points
     //    fsarena made) and its own two files go; anything else found there is reported
     //    and left, and so is the directory that holds it.
-    remove_journaled(run, &live, report);
+    remove_journaled(run, &live, report, errors_before);
 }
 
 /// ENOTEMPTY (`io::ErrorKind::DirectoryNotEmpty` needs a newer Rust than the crate's MSRV).
@@ -254,9 +255,15 @@ fn not_empty(e: &std::io::Error) -> bool {
     e.raw_os_error() == Some(rustix::io::Errno::NOTEMPTY.raw_os_error())
 }
 
-/// Removes the journaled images and directories inside `run`, then fsarena's marker and
-/// journal, then `run` if nothing else is in it. Never removes a tree with a mount in it.
-fn remove_journaled(run: &Path, live: &[journal::Entry], report: &mut CleanupReport) {
+/// Removes the journaled images and directories inside `run`, then, when nothing it
+/// tried to take down failed since `errors_before`, fsarena's marker and journal, then `run`
+/// if nothing else is in it. Never removes a tree with a mount in it.
+fn remove_journaled(
+    run: &Path,
+    live: &[journal::Entry],
+    report: &mut CleanupReport,
+    errors_before: usize,
+) {
     let journaled_mount = |p: &Path| live.iter().any(|e| e.kind == Kind::Mount && e.path == p);
     let foreign_mounts: Vec<PathBuf> = mounts::under(run)
         .into_iter()
@@ -308,6 +315,16 @@ fn remove_journaled(run: &Path, live: &[journal::Entry], report: &mut CleanupRep
             Err(err) if not_empty(&err) => report.foreign.push(e.path.clone()),
             Err(err) => report.errors.push(format!("{}: {err}", e.path.display())),
         }
+    }
+    // Something the journal names could not be removed: the journal stays, so the next
+    // `fsarena cleanup` finds the run and finishes it instead of seeing nothing to do.
+    if report.errors.len() > errors_before {
+        report.errors.push(format!(
+            "{}: kept its journal, since not everything it names could be removed; run \
+             `fsarena cleanup` again once that is fixed",
+            run.display()
+        ));
+        return;
     }
     for own in [Journal::FILE_NAME, OWNER_FILE] {
         let p = run.join(own);
