@@ -215,6 +215,10 @@ pub struct RunArgs {
     /// target, cloned per cell. Loop-image targets only.
     #[arg(long, value_name = "PCT", allow_negative_numbers = true)]
     pub age: Option<f64>,
+    /// Under MPI: each rank works in its own subtree of a `dir:` target (own, the default)
+    /// or all ranks in one tree, their files tagged by rank (shared). One process: the same.
+    #[arg(long, value_name = "MODE", value_parser = ["own", "shared"])]
+    pub rank_dirs: Option<String>,
     /// Image (or tmpfs) size for every target, e.g. 2G.
     #[arg(long, value_name = "SIZE")]
     pub size: Option<String>,
@@ -454,6 +458,7 @@ fn overrides(args: &RunArgs) -> Result<Overrides> {
         phase_floor: args.phase_floor.clone(),
         io_hosts: args.io_hosts.clone(),
         age: args.age,
+        rank_dirs: args.rank_dirs.clone(),
     };
     Ok(o)
 }

@@ -50,8 +50,69 @@ impl DatasetSpec {
         let shape = profile::scaled_shape(self.profile, self.scale)?;
         let mut manifest = layout(self, &shape);
         hash_all(self, &mut manifest.files);
+        if let Some(shared) = self.shared {
+            tag_files(&mut manifest, shared.rank);
+        }
         Ok(manifest)
     }
+}
+
+impl DatasetSpec {
+    /// Every rank's files of a tree all ranks share (`shared`), as one manifest: the common
+    /// directories once, each rank's tagged files, sorted. Duplicate groups are dropped:
+    /// the ranks' copies of one file are duplicates of each other across ranks.
+    /// Without `shared`, the plan itself.
+    pub fn plan_all_ranks(&self) -> Result<Manifest, DatasetError> {
+        let Some(shared) = self.shared else {
+            return self.plan();
+        };
+        let untagged = DatasetSpec {
+            shared: None,
+            ..self.clone()
+        }
+        .plan()?;
+        let mut all = Manifest {
+            files: Vec::with_capacity(untagged.files.len() * shared.ranks as usize),
+            dirs: untagged.dirs.clone(),
+            duplicate_groups: Vec::new(),
+        };
+        for rank in 0..shared.ranks {
+            let mut m = untagged.clone();
+            tag_files(&mut m, rank);
+            all.files.extend(m.files);
+        }
+        all.files.sort_unstable_by(|a, b| a.path.cmp(&b.path));
+        Ok(all)
+    }
+}
+
+/// Renames every file of `m` as rank `rank` names it in a shared tree (contents, sizes and
+/// hashes unchanged: they follow the content id, not the name), keeping the files sorted
+/// and the duplicate groups pointing at the same files.
+fn tag_files(m: &mut Manifest, rank: u32) {
+    for f in &mut m.files {
+        let (dir, name) = match f.path.rsplit_once('/') {
+            Some((d, n)) => (d, n),
+            None => ("", f.path.as_str()),
+        };
+        f.path = join(dir, &super::spec::SharedTree::tag(name, rank));
+    }
+    let mut order: Vec<usize> = (0..m.files.len()).collect();
+    order.sort_by(|&a, &b| m.files[a].path.cmp(&m.files[b].path));
+    let mut new_index = vec![0; order.len()];
+    for (new, &old) in order.iter().enumerate() {
+        new_index[old] = new;
+    }
+    let old_files = std::mem::take(&mut m.files);
+    let mut slots: Vec<Option<FileEntry>> = old_files.into_iter().map(Some).collect();
+    m.files = order.iter().filter_map(|&old| slots[old].take()).collect();
+    for g in &mut m.duplicate_groups {
+        for i in g.iter_mut() {
+            *i = new_index[*i];
+        }
+        g.sort_unstable();
+    }
+    m.duplicate_groups.sort_unstable();
 }
 
 /// A file while the layout is drawn.

@@ -38,6 +38,8 @@ pub struct Overrides {
     pub io_hosts: Option<Vec<String>>,
     /// `--age PCT`: age every file system to PCT % full before measuring.
     pub age: Option<f64>,
+    /// `--rank-dirs own|shared`: where the ranks of an MPI job work in a `dir:` target.
+    pub rank_dirs: Option<String>,
 }
 
 /// Resolves file + flags into a plan. `workload_names` are the valid workloads; `available`
@@ -77,6 +79,15 @@ pub fn resolve(
             why: "aging runs with one data set: name one profile".into(),
         });
     }
+    let rank_dirs = match o.rank_dirs.as_ref().or(f.rank_dirs.as_ref()) {
+        None => super::RankDirs::Own,
+        Some(s) => super::RankDirs::parse(s).ok_or_else(|| PlanError::Invalid {
+            what: "rank_dirs",
+            value: s.clone(),
+            why: "use own (each MPI rank in its own subtree) or shared (all ranks in one tree)"
+                .into(),
+        })?,
+    };
     Ok(Plan {
         targets,
         workloads,
@@ -90,6 +101,7 @@ pub fn resolve(
         phase_floor,
         workload_options,
         age_pct,
+        rank_dirs,
     })
 }
 

@@ -34,6 +34,8 @@ pub struct Ranks {
     pub world: World,
     /// Each rank's host name, in rank order.
     pub hosts: Vec<String>,
+    /// All ranks work in one tree of each `dir:` target (`--rank-dirs shared`).
+    pub shared: bool,
 }
 
 impl Ranks {
@@ -52,6 +54,7 @@ impl Ranks {
     pub fn stamp(&self, m: &mut Measurement) {
         m.ranks = Some(self.world.size as u32);
         m.hosts = self.distinct_hosts();
+        m.rank_dirs = Some(if self.shared { "shared" } else { "own" }.into());
     }
 
     fn who(&self, rank: usize) -> String {
@@ -72,7 +75,7 @@ struct Said<T> {
 /// Every rank's `what` at `step`, in rank order. Ranks at different steps cannot be put
 /// back in step (one of them skipped a phase the others are in): the job ends, on every
 /// rank, with one line naming both steps.
-fn exchange<T: Serialize + DeserializeOwned>(
+pub(super) fn exchange<T: Serialize + DeserializeOwned>(
     step: &str,
     what: Result<T, String>,
 ) -> Vec<Result<T, String>> {
@@ -156,6 +159,7 @@ pub fn agree_to_start(
     let ranks = Ranks {
         world,
         hosts: all.iter().map(|h| h.host.clone()).collect(),
+        shared: plan.rank_dirs == crate::plan::RankDirs::Shared,
     };
     let refuse = |why: String| -> Result<Option<Ranks>, RunError> {
         Err(RunError::Refused(if world.is_root() {
@@ -186,6 +190,9 @@ pub fn agree_to_start(
                 .into(),
         );
     }
+    if let Some(why) = super::shared::refusal(plan, &crate::workload::all()) {
+        return refuse(why);
+    }
     let hosts = ranks.distinct_hosts();
     if hosts.len() > 1 {
         if let Some(t) = plan
@@ -210,8 +217,12 @@ pub fn rank_dir_name(rank: usize) -> String {
 }
 
 /// The targets as this rank works on them: each `dir:PATH` becomes `PATH/fsarena-rank-K`,
-/// this rank's own subtree; everything else is the rank's own file system already.
+/// this rank's own subtree (with `--rank-dirs shared`, `PATH` itself, where rank 0 makes
+/// the tree every rank works in); everything else is the rank's own file system already.
 pub fn rank_targets(plan: &Plan, world: World) -> Vec<TargetConfig> {
+    if plan.rank_dirs == crate::plan::RankDirs::Shared {
+        return plan.targets.clone();
+    }
     plan.targets
         .iter()
         .map(|t| {
