@@ -392,7 +392,11 @@ fn shared_rank_dirs_put_four_ranks_files_in_the_same_directories_and_delete_empt
     assert_eq!(b["status"], "ok", "{b}");
     assert_eq!(b["rank_dirs"], "shared");
     let files = |m: &serde_json::Value| m["metrics"]["files"].as_f64().unwrap();
-    assert_eq!(files(b), 4.0 * files(a), "4 ranks wrote 4 × the files of one");
+    assert_eq!(
+        files(b),
+        4.0 * files(a),
+        "4 ranks wrote 4 × the files of one"
+    );
 
     // The top directory held every rank's files side by side, each name tagged with its
     // rank, next to the directories all ranks share: 4 × the files of one rank, no name
@@ -435,7 +439,11 @@ fn shared_rank_dirs_put_four_ranks_files_in_the_same_directories_and_delete_empt
     assert_eq!(files(d), 4.0 * manifest.files.len() as f64, "{d}");
     assert!(d["notes"].to_string().contains("shared tree"), "{d}");
     assert_eq!(entries(&target), Vec::<String>::new());
-    assert_eq!(entries(&work), Vec::<String>::new(), "work directories left");
+    assert_eq!(
+        entries(&work),
+        Vec::<String>::new(),
+        "work directories left"
+    );
 }
 
 #[test]

@@ -370,6 +370,45 @@ fn sample_size(rng: &mut ChaCha8Rng, dist: &SizeDist) -> u64 {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn shared_tree_ranks_tag_every_file_and_keep_directories_contents_and_duplicates() {
+        use crate::dataset::spec::SharedTree;
+        let base = DatasetSpec {
+            scale: 0.002,
+            ..Default::default()
+        };
+        let plain = base.plan().unwrap();
+        let shared = |rank| DatasetSpec {
+            shared: Some(SharedTree { rank, ranks: 3 }),
+            ..base.clone()
+        };
+        let r2 = shared(2).plan().unwrap();
+        assert_eq!(r2.dirs, plain.dirs, "the directories are common");
+        assert_eq!(r2.files.len(), plain.files.len());
+        assert!(r2.files.windows(2).all(|w| w[0].path < w[1].path), "sorted");
+        assert!(r2
+            .files
+            .iter()
+            .all(|f| SharedTree::owner(&f.path) == Some(2)));
+        // The same files under other names: sizes, contents and hashes follow them.
+        for f in &plain.files {
+            let (dir, name) = f.path.rsplit_once('/').unwrap_or(("", &f.path));
+            let tagged = join(dir, &SharedTree::tag(name, 2));
+            let g = r2.file(&tagged).unwrap_or_else(|| panic!("{tagged}"));
+            assert_eq!((g.size, g.content, g.hash), (f.size, f.content, f.hash));
+        }
+        // A duplicate group still names files with one content.
+        assert!(!r2.duplicate_groups.is_empty());
+        for g in &r2.duplicate_groups {
+            assert!(g.iter().all(|&i| r2.files[i].hash == r2.files[g[0]].hash));
+        }
+        let all = shared(0).plan_all_ranks().unwrap();
+        assert_eq!(all.files.len(), 3 * plain.files.len());
+        let mut paths: Vec<&str> = all.files.iter().map(|f| f.path.as_str()).collect();
+        paths.dedup();
+        assert_eq!(paths.len(), all.files.len(), "no two ranks' names collide");
+    }
+
     use std::collections::BTreeMap;
 
     use super::*;

@@ -134,3 +134,33 @@ impl Default for DatasetSpec {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_rank_tag_goes_before_the_extension_and_names_its_rank_back() {
+        for (name, rank, tagged) in [
+            ("IMG_0042.jpg", 3, "IMG_0042.r3.jpg"),
+            ("Makefile", 0, "Makefile.r0"),
+            (".bashrc", 12, ".bashrc.r12"),
+            ("r2.txt", 5, "r2.r5.txt"),
+            ("a.tar.gz", 1, "a.tar.r1.gz"),
+        ] {
+            let t = SharedTree::tag(name, rank);
+            assert_eq!(t, tagged);
+            assert_eq!(SharedTree::owner(&format!("dir/{t}")), Some(rank), "{t}");
+            assert!(SharedTree { rank, ranks: 16 }.owns(&t));
+            assert!(!SharedTree {
+                rank: rank + 1,
+                ranks: 16
+            }
+            .owns(&t));
+        }
+        // Untagged names belong to no rank, even those that look a little like a tag.
+        for name in ["IMG_0042.jpg", "r2.txt", "Makefile", "x.r", "x.rr2.txt"] {
+            assert_eq!(SharedTree::owner(name), None, "{name}");
+        }
+    }
+}

@@ -73,6 +73,19 @@ impl RankDirs {
         *self == RankDirs::Own
     }
 
+    /// `--rank-dirs` / `rank_dirs = ...`: own when not given.
+    pub fn resolve(given: Option<&String>) -> Result<RankDirs, PlanError> {
+        let Some(s) = given else {
+            return Ok(RankDirs::Own);
+        };
+        RankDirs::parse(s).ok_or_else(|| PlanError::Invalid {
+            what: "rank_dirs",
+            value: s.clone(),
+            why: "use own (each MPI rank in its own subtree) or shared (all ranks in one tree)"
+                .into(),
+        })
+    }
+
     pub fn parse(s: &str) -> Option<RankDirs> {
         match s {
             "own" => Some(RankDirs::Own),

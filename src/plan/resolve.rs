@@ -79,15 +79,7 @@ pub fn resolve(
             why: "aging runs with one data set: name one profile".into(),
         });
     }
-    let rank_dirs = match o.rank_dirs.as_ref().or(f.rank_dirs.as_ref()) {
-        None => super::RankDirs::Own,
-        Some(s) => super::RankDirs::parse(s).ok_or_else(|| PlanError::Invalid {
-            what: "rank_dirs",
-            value: s.clone(),
-            why: "use own (each MPI rank in its own subtree) or shared (all ranks in one tree)"
-                .into(),
-        })?,
-    };
+    let rank_dirs = super::RankDirs::resolve(o.rank_dirs.as_ref().or(f.rank_dirs.as_ref()))?;
     Ok(Plan {
         targets,
         workloads,
@@ -601,12 +593,34 @@ fn check_fraction(what: &'static str, v: f64) -> Result<f64, PlanError> {
 mod tests {
     use super::*;
     use crate::plan::file::parse_plan_file;
-    use crate::plan::FsKind;
+    use crate::plan::{FsKind, RankDirs};
 
     const W: &[&str] = &["create", "scan", "delete"];
 
     fn all(_: &TargetConfig) -> bool {
         true
+    }
+
+    #[test]
+    fn rank_dirs_come_from_the_file_or_the_flag_and_default_to_own() {
+        let f = || parse_plan_file("rank_dirs = \"shared\"\n", "p").unwrap();
+        let o = Overrides::default();
+        assert_eq!(resolve(None, &o, W, &all).unwrap().rank_dirs, RankDirs::Own);
+        assert_eq!(
+            resolve(Some(f()), &o, W, &all).unwrap().rank_dirs,
+            RankDirs::Shared
+        );
+        let own = Overrides {
+            rank_dirs: Some("own".into()),
+            ..Default::default()
+        };
+        assert_eq!(
+            resolve(Some(f()), &own, W, &all).unwrap().rank_dirs,
+            RankDirs::Own
+        );
+        let bad = parse_plan_file("rank_dirs = \"mine\"\n", "p").unwrap();
+        let e = resolve(Some(bad), &o, W, &all).unwrap_err().to_string();
+        assert!(e.contains("rank_dirs") && e.contains("shared"), "{e}");
     }
 
     #[test]

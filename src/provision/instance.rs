@@ -373,7 +373,11 @@ impl Instance {
     /// A directory another MPI rank provisioned in a `dir:` target the ranks share
     /// (`--rank-dirs shared`): this rank works in it but neither journals nor removes it —
     /// the rank that made it does both, after the ranks' last barrier on it.
-    pub fn joined(t: &TargetConfig, work: &WorkDir, sub: &Path) -> Result<Instance, ProvisionError> {
+    pub fn joined(
+        t: &TargetConfig,
+        work: &WorkDir,
+        sub: &Path,
+    ) -> Result<Instance, ProvisionError> {
         let Location::Dir(parent) = &t.location else {
             return Err(ProvisionError::io(
                 "only a dir: target can be shared by ranks",

@@ -12,57 +12,8 @@ use std::path::{Path, PathBuf};
 use super::ranks::{exchange, Failure, Ranks};
 use crate::dataset::spec::SharedTree;
 use crate::dataset::DatasetSpec;
-use crate::plan::{Location, Plan, RankDirs};
 use crate::provision::{Instance, InstanceSpec, ProvisionError, WorkDir};
 use crate::results::Status;
-use crate::workload::Workload;
-
-/// Why this plan cannot run with its ranks in one shared tree, or `None`. Asked only under
-/// MPI: a single process works alone in its tree whatever `rank_dirs` says.
-pub fn refusal(plan: &Plan, workloads: &[Box<dyn Workload>]) -> Option<String> {
-    if plan.rank_dirs != RankDirs::Shared {
-        return None;
-    }
-    if let Some(t) = plan
-        .targets
-        .iter()
-        .find(|t| !matches!(t.location, Location::Dir(_)))
-    {
-        return Some(format!(
-            "--rank-dirs shared needs dir: targets (one tree every rank sees); target {} is a file system each rank makes for itself: use --target dir:PATH, or --rank-dirs own",
-            t.name
-        ));
-    }
-    if plan.dataset.source_dir.is_some() {
-        return Some(
-            "--rank-dirs shared works with generated data sets only (each rank tags its file names), not with --dataset-dir".into(),
-        );
-    }
-    let refused: Vec<&str> = plan
-        .workloads
-        .iter()
-        .filter(|name| {
-            workloads
-                .iter()
-                .find(|w| w.name() == name.as_str())
-                .is_some_and(|w| !w.shares_dirs())
-        })
-        .map(String::as_str)
-        .collect();
-    if !refused.is_empty() {
-        let ok: Vec<&str> = workloads
-            .iter()
-            .filter(|w| w.shares_dirs())
-            .map(|w| w.name())
-            .collect();
-        return Some(format!(
-            "--rank-dirs shared does not support {} (each needs the tree to itself); shared mode runs {}: drop them or use --rank-dirs own",
-            refused.join(", "),
-            ok.join(", ")
-        ));
-    }
-    None
-}
 
 /// The data set as this rank works with it: in a shared tree, its files tagged with its rank.
 pub fn dataset_for(ranks: Option<&Ranks>, d: DatasetSpec) -> DatasetSpec {
@@ -80,7 +31,11 @@ pub fn dataset_for(ranks: Option<&Ranks>, d: DatasetSpec) -> DatasetSpec {
 
 /// Rank 0's tree of this point on every rank (`made` is what rank 0 made, or why not;
 /// ignored elsewhere). Every rank calls it once per point it provisions, success or not.
-pub fn tree_from_root(ranks: &Ranks, step: &str, made: Result<&Path, String>) -> Result<PathBuf, String> {
+pub fn tree_from_root(
+    ranks: &Ranks,
+    step: &str,
+    made: Result<&Path, String>,
+) -> Result<PathBuf, String> {
     let mine: Result<String, String> = if ranks.world.is_root() {
         made.map(|p| p.display().to_string())
     } else {
