@@ -3,7 +3,7 @@
 //! 2 bad input or refused.
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
@@ -12,13 +12,14 @@ use clap::{Args, Parser, Subcommand};
 use crate::plan::file;
 use crate::plan::resolve::{self, Overrides};
 use crate::plan::Plan;
-use crate::provision::{cleanup, host, workdir};
+use crate::provision::{host, workdir};
 use crate::runner::{self, RunError, RunOptions};
 
 mod commands;
 mod generate;
 mod out_dir;
 pub mod output;
+mod signals;
 
 use output::{emit, is_closed_pipe, OutputArgs};
 
@@ -92,6 +93,10 @@ pub enum Command {
         /// The work directory root the run used.
         #[arg(long, default_value = workdir::DEFAULT_ROOT)]
         work_dir: PathBuf,
+        /// Internal (an MPI rank interrupted by mpirun starts it): wait until process PID
+        /// has ended, then clean up, again while other runs are still ending.
+        #[arg(long, value_name = "PID", hide = true)]
+        after_pid: Option<u32>,
     },
     /// List the catalogue of targets and the workloads.
     List,
@@ -215,6 +220,10 @@ pub struct RunArgs {
     /// target, cloned per cell. Loop-image targets only.
     #[arg(long, value_name = "PCT", allow_negative_numbers = true)]
     pub age: Option<f64>,
+    /// Under MPI: each rank works in its own subtree of a `dir:` target (own, the default)
+    /// or all ranks in one tree, their files tagged by rank (shared). One process: the same.
+    #[arg(long, value_name = "MODE", value_parser = ["own", "shared"])]
+    pub rank_dirs: Option<String>,
     /// Image (or tmpfs) size for every target, e.g. 2G.
     #[arg(long, value_name = "SIZE")]
     pub size: Option<String>,
@@ -352,7 +361,13 @@ fn dispatch(cli: Cli) -> Result<i32> {
         }
         Command::Completions { shell } => generate::completions(shell).map(|()| EXIT_OK),
         Command::Man => generate::man().map(|()| EXIT_OK),
-        Command::Cleanup { work_dir } => commands::cleanup(&work_dir),
+        Command::Cleanup {
+            work_dir,
+            after_pid,
+        } => match after_pid {
+            None => commands::cleanup(&work_dir),
+            Some(pid) => Ok(commands::cleanup_after(&work_dir, pid)),
+        },
         Command::Dataset {
             dir,
             profile,
@@ -454,38 +469,9 @@ fn overrides(args: &RunArgs) -> Result<Overrides> {
         phase_floor: args.phase_floor.clone(),
         io_hosts: args.io_hosts.clone(),
         age: args.age,
+        rank_dirs: args.rank_dirs.clone(),
     };
     Ok(o)
-}
-
-/// SIGINT/SIGTERM: the first asks the run to stop after tearing down cleanly; a second
-/// one runs the journal cleanup at once and exits (for when a workload is stuck in the
-/// kernel and will not notice the first).
-fn install_signals(cancel: Arc<AtomicBool>, work_root: PathBuf) -> Result<()> {
-    use signal_hook::consts::{SIGINT, SIGTERM};
-    let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM])
-        .context("cannot install signal handlers")?;
-    std::thread::spawn(move || {
-        for sig in signals.forever() {
-            if cancel.swap(true, Ordering::SeqCst) {
-                eprintln!("\nfsarena: second signal: removing mounts, loop devices and images now");
-                let me = std::process::id().to_string();
-                if let Ok(rd) = std::fs::read_dir(&work_root) {
-                    for e in rd.flatten() {
-                        let owned = std::fs::read_to_string(e.path().join(workdir::OWNER_FILE))
-                            .is_ok_and(|t| t.lines().any(|l| l == format!("pid={me}")));
-                        if owned {
-                            let mut r = cleanup::CleanupReport::default();
-                            cleanup::cleanup_run(&e.path(), &mut r);
-                        }
-                    }
-                }
-                std::process::exit(128 + sig);
-            }
-            eprintln!("\nfsarena: stopping after the current measurement (again to force)");
-        }
-    });
-    Ok(())
 }
 
 fn run(args: RunArgs) -> Result<i32> {
@@ -534,7 +520,11 @@ fn run_plan(args: RunArgs) -> Result<i32> {
         return Ok(EXIT_OK);
     }
     let cancel = Arc::new(AtomicBool::new(false));
-    install_signals(Arc::clone(&cancel), opts.work_root.clone())?;
+    signals::install(
+        Arc::clone(&cancel),
+        opts.work_root.clone(),
+        opts.out.clone(),
+    )?;
     let summary = match runner::run(&plan, &opts, &cancel) {
         Ok(s) => s,
         Err(e @ RunError::Refused(_)) => return Err(e.into()),

@@ -324,3 +324,225 @@ fn a_rank_killed_mid_phase_ends_the_run_and_cleanup_leaves_nothing() {
     );
     assert!(common::leftovers(&root.path).is_empty());
 }
+
+/// The host record's data set: what every rank planned.
+fn dataset_of(out: &Path) -> fsarena::dataset::DatasetSpec {
+    let text = std::fs::read_to_string(out.join("results.jsonl")).unwrap();
+    let host: serde_json::Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+    assert_eq!(host["record"], "host", "{host}");
+    serde_json::from_value(host["plan"]["dataset"].clone()).unwrap()
+}
+
+/// Polls the one tree rank 0 made in `target` while `child` runs, and returns the largest
+/// set of entry names seen at the top of its working directory.
+fn watch_shared_top(target: &Path, child: &mut std::process::Child) -> Vec<String> {
+    let mut best: Vec<String> = Vec::new();
+    while child.try_wait().unwrap().is_none() {
+        let trees = entries(target);
+        assert!(trees.len() <= 1, "one tree for all ranks, found {trees:?}");
+        if let Some(t) = trees.first() {
+            let seen = entries(&target.join(t).join("fsarena-work"));
+            if seen.len() > best.len() {
+                best = seen;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    best
+}
+
+fn shared_args(target: &Path, out: &Path, work: &Path, workload: &str) -> Vec<String> {
+    let mut a = run_args(target, out, work, "0.004");
+    let w = a.iter().position(|s| s == "create").unwrap();
+    a[w] = workload.to_string();
+    a.extend(["--rank-dirs".to_string(), "shared".to_string()]);
+    a
+}
+
+#[test]
+fn shared_rank_dirs_put_four_ranks_files_in_the_same_directories_and_delete_empties_them() {
+    require_root();
+    let root = TestRoot::new("mpi-shared");
+    let target = root.path.join("shared");
+    std::fs::create_dir(&target).unwrap();
+    let work = root.path.join("work");
+    let (one, four, del) = (
+        root.path.join("one"),
+        root.path.join("four"),
+        root.path.join("del"),
+    );
+    // One process: shared is the same as own (nothing to share the tree with).
+    let o = Command::new(bin())
+        .args(shared_args(&target, &one, &work, "create"))
+        .output()
+        .unwrap();
+    check(&o, "the run without MPI");
+    assert!(measurements(&one)[0].get("rank_dirs").is_none());
+
+    let mut child = mpirun(4)
+        .args(shared_args(&target, &four, &work, "create"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let top = watch_shared_top(&target, &mut child);
+    let o = child.wait_with_output().unwrap();
+    check(&o, "create on 4 ranks in one tree");
+    let (a, b) = (&measurements(&one)[0], &measurements(&four)[0]);
+    assert_eq!(b["status"], "ok", "{b}");
+    assert_eq!(b["rank_dirs"], "shared");
+    let files = |m: &serde_json::Value| m["metrics"]["files"].as_f64().unwrap();
+    assert_eq!(
+        files(b),
+        4.0 * files(a),
+        "4 ranks wrote 4 × the files of one"
+    );
+
+    // The top directory held every rank's files side by side, each name tagged with its
+    // rank, next to the directories all ranks share: 4 × the files of one rank, no name
+    // lost to a collision.
+    let manifest = dataset_of(&four).plan().unwrap();
+    let mut expected: Vec<String> = manifest
+        .dirs
+        .iter()
+        .filter(|d| !d.contains('/'))
+        .cloned()
+        .collect();
+    let own_top: Vec<&str> = manifest
+        .files
+        .iter()
+        .filter(|f| !f.path.contains('/'))
+        .map(|f| f.path.as_str())
+        .collect();
+    assert!(!own_top.is_empty(), "the data set has files at its top");
+    for rank in 0..4 {
+        expected.extend(
+            own_top
+                .iter()
+                .map(|n| fsarena::dataset::spec::SharedTree::tag(n, rank)),
+        );
+    }
+    expected.sort();
+    assert_eq!(top.len(), expected.len(), "{top:?}");
+    assert_eq!(top, expected);
+    assert_eq!(entries(&target), Vec::<String>::new(), "the tree went");
+
+    // Delete: each rank unlinks its own files; the directories go after the phase, and
+    // rank 0's check that the tree is then empty is part of the record being ok.
+    let o = mpirun(4)
+        .args(shared_args(&target, &del, &work, "delete"))
+        .output()
+        .unwrap();
+    check(&o, "delete on 4 ranks in one tree");
+    let d = &measurements(&del)[0];
+    assert_eq!(d["status"], "ok", "{d}");
+    assert_eq!(files(d), 4.0 * manifest.files.len() as f64, "{d}");
+    assert!(d["notes"].to_string().contains("shared tree"), "{d}");
+    assert_eq!(entries(&target), Vec::<String>::new());
+    assert_eq!(
+        entries(&work),
+        Vec::<String>::new(),
+        "work directories left"
+    );
+}
+
+#[test]
+fn shared_rank_dirs_refuse_a_workload_that_needs_the_tree_to_itself() {
+    require_root();
+    let root = TestRoot::new("mpi-shared-refuse");
+    let target = root.path.join("shared");
+    std::fs::create_dir(&target).unwrap();
+    let work = root.path.join("work");
+    let o = mpirun(2)
+        .args(shared_args(&target, &root.path.join("out"), &work, "dupes"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success());
+    assert!(
+        err.contains("--rank-dirs shared does not support dupes"),
+        "{err}"
+    );
+    assert_eq!(entries(&target), Vec::<String>::new());
+}
+
+#[test]
+fn ctrl_c_to_mpirun_mid_phase_ends_the_job_keeps_the_records_and_leaves_nothing() {
+    require_root();
+    for mode in ["own", "shared"] {
+        let root = TestRoot::new(&format!("mpi-ctrl-c-{mode}"));
+        let target = root.path.join("shared");
+        std::fs::create_dir(&target).unwrap();
+        let work = root.path.join("work");
+        let out = root.path.join("out");
+        let mut args = run_args(&target, &out, &work, "0.01");
+        let runs = args.iter().position(|s| s == "--runs").unwrap();
+        args[runs + 1] = "5".into();
+        args.extend(["--rank-dirs".to_string(), mode.to_string()]);
+        let mut child = mpirun(4)
+            .args(&args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // After the first record, mid-phase of a later repetition: the ranks' trees exist.
+        let t0 = Instant::now();
+        loop {
+            assert!(t0.elapsed() < Duration::from_secs(180), "no record yet");
+            assert!(child.try_wait().unwrap().is_none(), "the job ended early");
+            let recorded = std::fs::read_to_string(out.join("results.jsonl"))
+                .is_ok_and(|t| t.contains("\"record\":\"measurement\""));
+            if recorded && !entries(&target).is_empty() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let kept = measurements(&out);
+        rustix::process::kill_process(
+            rustix::process::Pid::from_raw(child.id() as i32).unwrap(),
+            rustix::process::Signal::INT,
+        )
+        .unwrap();
+        let t1 = Instant::now();
+        let status = loop {
+            if let Some(s) = child.try_wait().unwrap() {
+                break s;
+            }
+            assert!(
+                t1.elapsed() < Duration::from_secs(60),
+                "the job still runs 60 s after Ctrl-C"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        let mut stderr = String::new();
+        std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut stderr).unwrap();
+        assert!(!status.success(), "{stderr}");
+        assert!(
+            stderr.contains("fsarena: interrupted: the MPI job ends on every rank now")
+                && stderr.contains("results.jsonl"),
+            "one clear line from rank 0 ({mode}):\n{stderr}"
+        );
+        // The records written before Ctrl-C are still there, as they were.
+        let after = measurements(&out);
+        assert!(after.len() >= kept.len() && !kept.is_empty());
+        assert_eq!(after[..kept.len()], kept[..]);
+        // Each rank's cleanup outlives the rank by a moment; then nothing is left: no
+        // fsarena process of this run, no tree in the target, no run directory, no mount.
+        let marker = work.display().to_string();
+        let t2 = Instant::now();
+        while !ranks_running(&marker).is_empty()
+            || !entries(&target).is_empty()
+            || !entries(&work).is_empty()
+        {
+            assert!(
+                t2.elapsed() < Duration::from_secs(60),
+                "left after Ctrl-C ({mode}): processes {:?}, target {:?}, work {:?}",
+                ranks_running(&marker),
+                entries(&target),
+                entries(&work)
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        assert!(common::leftovers(&root.path).is_empty());
+    }
+}

@@ -352,6 +352,7 @@ fn a_populated_image_is_cloned_one_at_a_time_and_each_clone_holds_the_data_set()
         margin_pct: fsarena::plan::DEFAULT_MARGIN_PCT,
         phase_floor: fsarena::plan::DEFAULT_PHASE_FLOOR,
         age_pct: None,
+        rank_dirs: Default::default(),
     };
     let manifest = plan.dataset.plan().unwrap();
     assert!(manifest.files.len() > 10, "the data set holds files");

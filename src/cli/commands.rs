@@ -48,6 +48,38 @@ pub fn doctor(json: bool) -> Result<i32> {
 }
 
 /// `fsarena cleanup --work-dir DIR`.
+/// `fsarena cleanup --after-pid PID`, started by an MPI rank that mpirun is ending: waits
+/// (a minute at most) until PID is gone, then cleans `work_dir`, again for a few seconds
+/// while the job's other ranks are still ending (their runs are live until then, and a
+/// tree the ranks shared may still be written into for a moment). Prints nothing: its
+/// rank's output is gone with it.
+pub fn cleanup_after(work_dir: &Path, pid: u32) -> i32 {
+    use std::time::{Duration, Instant};
+    // Gone, or a zombie (it holds nothing any more; its parent reaps it when it can).
+    let alive = || {
+        std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+            s.rsplit_once(") ")
+                .is_some_and(|(_, rest)| !rest.starts_with('Z'))
+        })
+    };
+    let t0 = Instant::now();
+    while alive() && t0.elapsed() < Duration::from_secs(60) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let t1 = Instant::now();
+    loop {
+        let r = cleanup::cleanup(work_dir);
+        if (r.errors.is_empty() && r.live.is_empty()) || t1.elapsed() > Duration::from_secs(10) {
+            return if r.errors.is_empty() {
+                EXIT_OK
+            } else {
+                EXIT_FAILED
+            };
+        }
+        std::thread::sleep(Duration::from_millis(250));
+    }
+}
+
 pub fn cleanup(work_dir: &Path) -> Result<i32> {
     let r = cleanup::cleanup(work_dir);
     let mut s = String::new();

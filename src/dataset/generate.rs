@@ -56,6 +56,9 @@ impl DatasetSpec {
         let shape = profile::scaled_shape(self.profile, self.scale)?;
         let mut manifest = layout(self, &shape);
         hash_all(self, &mut manifest.files);
+        if let Some(shared) = self.shared {
+            tag_files(&mut manifest, shared.rank);
+        }
         if let Some(k) = key {
             let mut kept = planned();
             if kept.len() >= PLANS_KEPT {
@@ -81,6 +84,64 @@ fn planned() -> std::sync::MutexGuard<'static, std::collections::HashMap<String,
         .get_or_init(Default::default)
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+impl DatasetSpec {
+    /// Every rank's files of a tree all ranks share (`shared`), as one manifest: the common
+    /// directories once, each rank's tagged files, sorted. Duplicate groups are dropped:
+    /// the ranks' copies of one file are duplicates of each other across ranks.
+    /// Without `shared`, the plan itself.
+    pub fn plan_all_ranks(&self) -> Result<Manifest, DatasetError> {
+        let Some(shared) = self.shared else {
+            return self.plan();
+        };
+        let untagged = DatasetSpec {
+            shared: None,
+            ..self.clone()
+        }
+        .plan()?;
+        let mut all = Manifest {
+            files: Vec::with_capacity(untagged.files.len() * shared.ranks as usize),
+            dirs: untagged.dirs.clone(),
+            duplicate_groups: Vec::new(),
+        };
+        for rank in 0..shared.ranks {
+            let mut m = untagged.clone();
+            tag_files(&mut m, rank);
+            all.files.extend(m.files);
+        }
+        all.files.sort_unstable_by(|a, b| a.path.cmp(&b.path));
+        Ok(all)
+    }
+}
+
+/// Renames every file of `m` as rank `rank` names it in a shared tree (contents, sizes and
+/// hashes unchanged: they follow the content id, not the name), keeping the files sorted
+/// and the duplicate groups pointing at the same files.
+fn tag_files(m: &mut Manifest, rank: u32) {
+    for f in &mut m.files {
+        let (dir, name) = match f.path.rsplit_once('/') {
+            Some((d, n)) => (d, n),
+            None => ("", f.path.as_str()),
+        };
+        f.path = join(dir, &super::spec::SharedTree::tag(name, rank));
+    }
+    let mut order: Vec<usize> = (0..m.files.len()).collect();
+    order.sort_by(|&a, &b| m.files[a].path.cmp(&m.files[b].path));
+    let mut new_index = vec![0; order.len()];
+    for (new, &old) in order.iter().enumerate() {
+        new_index[old] = new;
+    }
+    let old_files = std::mem::take(&mut m.files);
+    let mut slots: Vec<Option<FileEntry>> = old_files.into_iter().map(Some).collect();
+    m.files = order.iter().filter_map(|&old| slots[old].take()).collect();
+    for g in &mut m.duplicate_groups {
+        for i in g.iter_mut() {
+            *i = new_index[*i];
+        }
+        g.sort_unstable();
+    }
+    m.duplicate_groups.sort_unstable();
 }
 
 /// A file while the layout is drawn.
@@ -338,6 +399,45 @@ fn sample_size(rng: &mut ChaCha8Rng, dist: &SizeDist) -> u64 {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn shared_tree_ranks_tag_every_file_and_keep_directories_contents_and_duplicates() {
+        use crate::dataset::spec::SharedTree;
+        let base = DatasetSpec {
+            scale: 0.002,
+            ..Default::default()
+        };
+        let plain = base.plan().unwrap();
+        let shared = |rank| DatasetSpec {
+            shared: Some(SharedTree { rank, ranks: 3 }),
+            ..base.clone()
+        };
+        let r2 = shared(2).plan().unwrap();
+        assert_eq!(r2.dirs, plain.dirs, "the directories are common");
+        assert_eq!(r2.files.len(), plain.files.len());
+        assert!(r2.files.windows(2).all(|w| w[0].path < w[1].path), "sorted");
+        assert!(r2
+            .files
+            .iter()
+            .all(|f| SharedTree::owner(&f.path) == Some(2)));
+        // The same files under other names: sizes, contents and hashes follow them.
+        for f in &plain.files {
+            let (dir, name) = f.path.rsplit_once('/').unwrap_or(("", &f.path));
+            let tagged = join(dir, &SharedTree::tag(name, 2));
+            let g = r2.file(&tagged).unwrap_or_else(|| panic!("{tagged}"));
+            assert_eq!((g.size, g.content, g.hash), (f.size, f.content, f.hash));
+        }
+        // A duplicate group still names files with one content.
+        assert!(!r2.duplicate_groups.is_empty());
+        for g in &r2.duplicate_groups {
+            assert!(g.iter().all(|&i| r2.files[i].hash == r2.files[g[0]].hash));
+        }
+        let all = shared(0).plan_all_ranks().unwrap();
+        assert_eq!(all.files.len(), 3 * plain.files.len());
+        let mut paths: Vec<&str> = all.files.iter().map(|f| f.path.as_str()).collect();
+        paths.dedup();
+        assert_eq!(paths.len(), all.files.len(), "no two ranks' names collide");
+    }
+
     use std::collections::BTreeMap;
 
     use super::*;

@@ -67,6 +67,7 @@ pub fn materialize_timed(
     )
     .map_err(|e| io_err(root, e.into()))?;
     let pool = crate::fsops::pool(threads).map_err(|e| io_err(root, e.source))?;
+    let shared = spec.shared.is_some();
 
     // Directories, one depth level at a time.
     let mut levels: BTreeMap<usize, Vec<&str>> = BTreeMap::new();
@@ -76,8 +77,11 @@ pub fn materialize_timed(
     pool.install(|| {
         levels.values().try_for_each(|level| {
             level.par_iter().try_for_each(|d| {
-                rustix::fs::mkdirat(&root_fd, *d, Mode::from_raw_mode(0o755))
-                    .map_err(|e| io_err(&root.join(d), e.into()))
+                match rustix::fs::mkdirat(&root_fd, *d, Mode::from_raw_mode(0o755)) {
+                    // In a tree all ranks share, another rank may have made it first.
+                    Err(rustix::io::Errno::EXIST) if shared => Ok(()),
+                    other => other.map_err(|e| io_err(&root.join(d), e.into())),
+                }
             })
         })
     })?;

@@ -68,6 +68,56 @@ pub struct DatasetSpec {
     pub compressibility: f64,
     /// A user's own directory used as the source instead of generated data.
     pub source_dir: Option<PathBuf>,
+    /// Set on each rank of an MPI job whose ranks share one directory tree
+    /// (`--rank-dirs shared`): the directories are common, every file name carries this
+    /// rank's tag ([`SharedTree::tag`]) so no two ranks' files collide. `None`: the tree is
+    /// this process's alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shared: Option<SharedTree>,
+}
+
+/// This rank's place in a directory tree all ranks of a job share. The one place that
+/// decides how a rank's files are named, so generating, listing and verifying agree.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SharedTree {
+    pub rank: u32,
+    pub ranks: u32,
+}
+
+impl SharedTree {
+    /// `name` as rank `rank` names it: `.rK` before the extension (`IMG_0042.r3.jpg`), or
+    /// at the end of a name without one (`Makefile.r3`).
+    pub fn tag(name: &str, rank: u32) -> String {
+        match name.rsplit_once('.') {
+            Some((stem, ext)) if !stem.is_empty() => format!("{stem}.r{rank}.{ext}"),
+            _ => format!("{name}.r{rank}"),
+        }
+    }
+
+    /// The rank whose tag the file name at `path` carries, if any: `.rK` just before
+    /// the extension, or at the very end of a name without one.
+    pub fn owner(path: &str) -> Option<u32> {
+        let name = path.rsplit('/').next().unwrap_or(path);
+        let rank = |part: &str| {
+            let k = part.strip_prefix('r')?;
+            (!k.is_empty() && k.bytes().all(|b| b.is_ascii_digit()))
+                .then(|| k.parse::<u32>().ok())
+                .flatten()
+        };
+        let mut parts = name.rsplit('.');
+        let last = parts.next()?;
+        let before = parts.next()?;
+        // `stem.rK.ext` (the stem is never empty), else `name.rK`.
+        match (rank(before), parts.next()) {
+            (Some(k), Some(_)) => Some(k),
+            _ => rank(last).filter(|_| !before.is_empty()),
+        }
+    }
+
+    /// Whether the file at `path` is this rank's.
+    pub fn owns(&self, path: &str) -> bool {
+        Self::owner(path) == Some(self.rank)
+    }
 }
 
 impl Default for DatasetSpec {
@@ -80,6 +130,37 @@ impl Default for DatasetSpec {
             content: ContentMix::Typed,
             compressibility: 0.0,
             source_dir: None,
+            shared: None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_rank_tag_goes_before_the_extension_and_names_its_rank_back() {
+        for (name, rank, tagged) in [
+            ("IMG_0042.jpg", 3, "IMG_0042.r3.jpg"),
+            ("Makefile", 0, "Makefile.r0"),
+            (".bashrc", 12, ".bashrc.r12"),
+            ("r2.txt", 5, "r2.r5.txt"),
+            ("a.tar.gz", 1, "a.tar.r1.gz"),
+        ] {
+            let t = SharedTree::tag(name, rank);
+            assert_eq!(t, tagged);
+            assert_eq!(SharedTree::owner(&format!("dir/{t}")), Some(rank), "{t}");
+            assert!(SharedTree { rank, ranks: 16 }.owns(&t));
+            assert!(!SharedTree {
+                rank: rank + 1,
+                ranks: 16
+            }
+            .owns(&t));
+        }
+        // Untagged names belong to no rank, even those that look a little like a tag.
+        for name in ["IMG_0042.jpg", "r2.txt", "Makefile", "x.r", "x.rr2.txt"] {
+            assert_eq!(SharedTree::owner(name), None, "{name}");
         }
     }
 }

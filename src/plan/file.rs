@@ -15,6 +15,7 @@
 //! phase_floor = "0.5s"               # shortest measured phase a key metric may come from
 //! io_hosts = ["node1", "node2:8766"] # fio --server hosts the io workloads run on
 //! age = 60                           # age every file system to 60 % full first (loop targets)
+//! rank_dirs = "shared"               # under MPI: all ranks in one tree (default "own")
 //!
 //! [dataset]
 //! profile = "small"
@@ -58,6 +59,8 @@ pub struct PlanFile {
     pub io_hosts: Option<Vec<String>>,
     /// Fill level (%) to age every file system to before measuring.
     pub age: Option<f64>,
+    /// Under MPI: `"own"` (each rank its own subtree) or `"shared"` (one tree for all).
+    pub rank_dirs: Option<String>,
     pub dataset: Option<DatasetTable>,
     #[serde(default, rename = "target")]
     pub custom_targets: Vec<TargetTable>,

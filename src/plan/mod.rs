@@ -50,6 +50,56 @@ pub struct Plan {
     /// before it is measured (one aged image per target, cloned per cell); `None`: fresh.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub age_pct: Option<f64>,
+    /// Under MPI: whether each rank works in its own subtree of a `dir:` target or all
+    /// ranks in one tree (`--rank-dirs`). A plan run by one process ignores it.
+    #[serde(default, skip_serializing_if = "RankDirs::is_own")]
+    pub rank_dirs: RankDirs,
+}
+
+/// Where the ranks of an MPI job work in a `dir:` target (`--rank-dirs own|shared`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RankDirs {
+    /// Each rank in its own subtree `PATH/fsarena-rank-K` (mdtest's unique-directory case).
+    #[default]
+    Own,
+    /// All ranks in one tree: common directories, each rank's files tagged `.rK`
+    /// (mdtest's shared-directory case: contention on the same directories).
+    Shared,
+}
+
+impl RankDirs {
+    pub fn is_own(&self) -> bool {
+        *self == RankDirs::Own
+    }
+
+    /// `--rank-dirs` / `rank_dirs = ...`: own when not given.
+    pub fn resolve(given: Option<&String>) -> Result<RankDirs, PlanError> {
+        let Some(s) = given else {
+            return Ok(RankDirs::Own);
+        };
+        RankDirs::parse(s).ok_or_else(|| PlanError::Invalid {
+            what: "rank_dirs",
+            value: s.clone(),
+            why: "use own (each MPI rank in its own subtree) or shared (all ranks in one tree)"
+                .into(),
+        })
+    }
+
+    pub fn parse(s: &str) -> Option<RankDirs> {
+        match s {
+            "own" => Some(RankDirs::Own),
+            "shared" => Some(RankDirs::Shared),
+            _ => None,
+        }
+    }
+
+    pub fn name(&self) -> &'static str {
+        match self {
+            RankDirs::Own => "own",
+            RankDirs::Shared => "shared",
+        }
+    }
 }
 
 /// The fill levels `--age` accepts: above 0 and below this.

@@ -38,6 +38,8 @@ pub struct Overrides {
     pub io_hosts: Option<Vec<String>>,
     /// `--age PCT`: age every file system to PCT % full before measuring.
     pub age: Option<f64>,
+    /// `--rank-dirs own|shared`: where the ranks of an MPI job work in a `dir:` target.
+    pub rank_dirs: Option<String>,
 }
 
 /// Resolves file + flags into a plan. `workload_names` are the valid workloads; `available`
@@ -77,6 +79,7 @@ pub fn resolve(
             why: "aging runs with one data set: name one profile".into(),
         });
     }
+    let rank_dirs = super::RankDirs::resolve(o.rank_dirs.as_ref().or(f.rank_dirs.as_ref()))?;
     Ok(Plan {
         targets,
         workloads,
@@ -90,6 +93,7 @@ pub fn resolve(
         phase_floor,
         workload_options,
         age_pct,
+        rank_dirs,
     })
 }
 
@@ -589,12 +593,34 @@ fn check_fraction(what: &'static str, v: f64) -> Result<f64, PlanError> {
 mod tests {
     use super::*;
     use crate::plan::file::parse_plan_file;
-    use crate::plan::FsKind;
+    use crate::plan::{FsKind, RankDirs};
 
     const W: &[&str] = &["create", "scan", "delete"];
 
     fn all(_: &TargetConfig) -> bool {
         true
+    }
+
+    #[test]
+    fn rank_dirs_come_from_the_file_or_the_flag_and_default_to_own() {
+        let f = || parse_plan_file("rank_dirs = \"shared\"\n", "p").unwrap();
+        let o = Overrides::default();
+        assert_eq!(resolve(None, &o, W, &all).unwrap().rank_dirs, RankDirs::Own);
+        assert_eq!(
+            resolve(Some(f()), &o, W, &all).unwrap().rank_dirs,
+            RankDirs::Shared
+        );
+        let own = Overrides {
+            rank_dirs: Some("own".into()),
+            ..Default::default()
+        };
+        assert_eq!(
+            resolve(Some(f()), &own, W, &all).unwrap().rank_dirs,
+            RankDirs::Own
+        );
+        let bad = parse_plan_file("rank_dirs = \"mine\"\n", "p").unwrap();
+        let e = resolve(Some(bad), &o, W, &all).unwrap_err().to_string();
+        assert!(e.contains("rank_dirs") && e.contains("shared"), "{e}");
     }
 
     #[test]

@@ -367,6 +367,32 @@ impl Instance {
         fs::create_dir(&sub)
             .map_err(|e| ProvisionError::io(format!("cannot create {}", sub.display()), e))?;
         self.undo.push(Undo::RemoveTree(sub.clone()));
+        self.adopt_dir(parent, sub)
+    }
+
+    /// A directory another MPI rank provisioned in a `dir:` target the ranks share
+    /// (`--rank-dirs shared`): this rank works in it but neither journals nor removes it —
+    /// the rank that made it does both, after the ranks' last barrier on it.
+    pub fn joined(
+        t: &TargetConfig,
+        work: &WorkDir,
+        sub: &Path,
+    ) -> Result<Instance, ProvisionError> {
+        let Location::Dir(parent) = &t.location else {
+            return Err(ProvisionError::io(
+                "only a dir: target can be shared by ranks",
+                std::io::Error::from(std::io::ErrorKind::Unsupported),
+            ));
+        };
+        let mut inst = Instance::empty(t, work);
+        inst.provenance.location = "dir".into();
+        inst.adopt_dir(parent, sub.to_path_buf())?;
+        Ok(inst)
+    }
+
+    /// Describes the fresh directory `sub` of a `dir:` target (device, file system) and
+    /// makes it this instance's root.
+    fn adopt_dir(&mut self, parent: &Path, sub: PathBuf) -> Result<(), ProvisionError> {
         let md =
             fs::metadata(&sub).map_err(|e| ProvisionError::io("cannot stat the directory", e))?;
         let dev = DevId::from_dev_t(md.dev());

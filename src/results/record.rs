@@ -129,6 +129,10 @@ pub struct Measurement {
     /// The hosts those ranks ran on, each once; empty for one process.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub hosts: Vec<String>,
+    /// Where those ranks worked in a `dir:` target: `own` (each its own subtree) or
+    /// `shared` (one tree for all); absent for one process.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rank_dirs: Option<String>,
     /// The fill level (%) the plan aged every file system to before measuring (`--age`);
     /// `None`: a fresh file system. Results written before aging existed load as fresh.
     #[serde(default, skip_serializing_if = "Option::is_none")]

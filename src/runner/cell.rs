@@ -161,11 +161,15 @@ impl CellRun<'_> {
     /// Provisions a file system for point `point`, with its working directories.
     fn fresh(&self, point: usize) -> Result<Fresh, Failure> {
         let (spec, work) = (self.spec, self.work);
-        let inst = match self.master {
-            Some(master) => master.clone_for(spec, work),
-            None => Instance::provision(spec, work),
-        }
-        .map_err(provision_failure)?;
+        let shared = self.ranks.filter(|r| r.shared);
+        let inst = match (shared, self.master) {
+            (Some(r), _) => {
+                let step = self.step(&format!("point {point}"));
+                super::shared::instance(r, &step, spec, work, WORK_DIR, &provision_failure)?
+            }
+            (None, Some(master)) => master.clone_for(spec, work).map_err(provision_failure)?,
+            (None, None) => Instance::provision(spec, work).map_err(provision_failure)?,
+        };
         let root = inst.root.join(WORK_DIR);
         let scratch = match work.subdir("scratch") {
             Ok(d) => d.join(format!("{}-{point}", spec.seq)),
@@ -179,10 +183,14 @@ impl CellRun<'_> {
             }
         };
         let populated = self.master.is_some_and(|m| m.holds_dataset);
-        let made = if populated {
+        let made = if populated || shared.is_some() {
             // The copy arrives with the data set in place; its measured phase starts cold.
+            // (A shared tree arrives made by rank 0, empty.)
             std::fs::metadata(&root)
-                .and_then(|_| crate::sys::drop_caches())
+                .and_then(|_| match populated {
+                    true => crate::sys::drop_caches(),
+                    false => Ok(()),
+                })
                 .and_then(|_| std::fs::create_dir_all(&scratch))
         } else {
             std::fs::create_dir(&root).and_then(|_| std::fs::create_dir_all(&scratch))

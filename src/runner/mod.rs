@@ -20,6 +20,7 @@ pub mod ranks;
 pub mod recording;
 mod rounds;
 pub mod schedule;
+pub mod shared;
 
 use std::collections::HashMap;
 use std::ops::ControlFlow;
@@ -378,7 +379,11 @@ impl Walk<'_> {
             allow_device: self.opts.allow_device,
             wipe: self.opts.wipe,
         };
-        let datasets = plan.datasets();
+        let datasets: Vec<_> = plan
+            .datasets()
+            .into_iter()
+            .map(|d| shared::dataset_for(self.ranks, d))
+            .collect();
         let mut this = CellRun {
             plan,
             spec: &spec,

@@ -416,6 +416,7 @@ mod tests {
             margin_pct: crate::plan::DEFAULT_MARGIN_PCT,
             phase_floor: crate::plan::DEFAULT_PHASE_FLOOR,
             age_pct: None,
+            rank_dirs: Default::default(),
         }
     }
 

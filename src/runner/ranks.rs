@@ -26,7 +26,7 @@ use crate::plan::{Location, Plan, TargetConfig};
 use crate::provision::journal::{Kind, Op};
 use crate::provision::WorkDir;
 use crate::results::{Measurement, Status};
-use crate::workload::Outcome;
+use crate::workload::{Outcome, Workload};
 
 /// The job as a run sees it, when it has more than one rank.
 #[derive(Debug, Clone)]
@@ -34,6 +34,8 @@ pub struct Ranks {
     pub world: World,
     /// Each rank's host name, in rank order.
     pub hosts: Vec<String>,
+    /// All ranks work in one tree of each `dir:` target (`--rank-dirs shared`).
+    pub shared: bool,
 }
 
 impl Ranks {
@@ -52,6 +54,7 @@ impl Ranks {
     pub fn stamp(&self, m: &mut Measurement) {
         m.ranks = Some(self.world.size as u32);
         m.hosts = self.distinct_hosts();
+        m.rank_dirs = Some(if self.shared { "shared" } else { "own" }.into());
     }
 
     fn who(&self, rank: usize) -> String {
@@ -72,7 +75,7 @@ struct Said<T> {
 /// Every rank's `what` at `step`, in rank order. Ranks at different steps cannot be put
 /// back in step (one of them skipped a phase the others are in): the job ends, on every
 /// rank, with one line naming both steps.
-fn exchange<T: Serialize + DeserializeOwned>(
+pub(super) fn exchange<T: Serialize + DeserializeOwned>(
     step: &str,
     what: Result<T, String>,
 ) -> Vec<Result<T, String>> {
@@ -156,6 +159,7 @@ pub fn agree_to_start(
     let ranks = Ranks {
         world,
         hosts: all.iter().map(|h| h.host.clone()).collect(),
+        shared: plan.rank_dirs == crate::plan::RankDirs::Shared,
     };
     let refuse = |why: String| -> Result<Option<Ranks>, RunError> {
         Err(RunError::Refused(if world.is_root() {
@@ -186,6 +190,9 @@ pub fn agree_to_start(
                 .into(),
         );
     }
+    if let Some(why) = shared_refusal(plan, &crate::workload::all()) {
+        return refuse(why);
+    }
     let hosts = ranks.distinct_hosts();
     if hosts.len() > 1 {
         if let Some(t) = plan
@@ -203,6 +210,53 @@ pub fn agree_to_start(
     Ok(Some(ranks))
 }
 
+/// Why this plan cannot run with its ranks in one shared tree, or `None`. Asked only under
+/// MPI: a single process works alone in its tree whatever `rank_dirs` says.
+fn shared_refusal(plan: &Plan, workloads: &[Box<dyn Workload>]) -> Option<String> {
+    if plan.rank_dirs != crate::plan::RankDirs::Shared {
+        return None;
+    }
+    if let Some(t) = plan
+        .targets
+        .iter()
+        .find(|t| !matches!(t.location, Location::Dir(_)))
+    {
+        return Some(format!(
+            "--rank-dirs shared needs dir: targets (one tree every rank sees); target {} is a file system each rank makes for itself: use --target dir:PATH, or --rank-dirs own",
+            t.name
+        ));
+    }
+    if plan.dataset.source_dir.is_some() {
+        return Some(
+            "--rank-dirs shared works with generated data sets only (each rank tags its file names), not with --dataset-dir".into(),
+        );
+    }
+    let refused: Vec<&str> = plan
+        .workloads
+        .iter()
+        .filter(|name| {
+            workloads
+                .iter()
+                .find(|w| w.name() == name.as_str())
+                .is_some_and(|w| !w.shares_dirs())
+        })
+        .map(String::as_str)
+        .collect();
+    if !refused.is_empty() {
+        let ok: Vec<&str> = workloads
+            .iter()
+            .filter(|w| w.shares_dirs())
+            .map(|w| w.name())
+            .collect();
+        return Some(format!(
+            "--rank-dirs shared does not support {} (each needs the tree to itself); shared mode runs {}: drop them or use --rank-dirs own",
+            refused.join(", "),
+            ok.join(", ")
+        ));
+    }
+    None
+}
+
 /// The name of rank `rank`'s own directory inside a `dir:` target. `fsarena-` like every
 /// directory fsarena makes there, so `fsarena cleanup` recognises it.
 pub fn rank_dir_name(rank: usize) -> String {
@@ -210,8 +264,12 @@ pub fn rank_dir_name(rank: usize) -> String {
 }
 
 /// The targets as this rank works on them: each `dir:PATH` becomes `PATH/fsarena-rank-K`,
-/// this rank's own subtree; everything else is the rank's own file system already.
+/// this rank's own subtree (with `--rank-dirs shared`, `PATH` itself, where rank 0 makes
+/// the tree every rank works in); everything else is the rank's own file system already.
 pub fn rank_targets(plan: &Plan, world: World) -> Vec<TargetConfig> {
+    if plan.rank_dirs == crate::plan::RankDirs::Shared {
+        return plan.targets.clone();
+    }
     plan.targets
         .iter()
         .map(|t| {
@@ -552,6 +610,39 @@ mod tests {
         assert_eq!(o.metrics["rank_seconds_median"], 1.25);
         assert_eq!(o.metrics["rank_seconds_max"], 2.1);
         assert_eq!(o.metrics["ranks"], 4.0);
+    }
+
+    #[test]
+    fn shared_rank_dirs_keep_the_target_and_refuse_what_cannot_share_it() {
+        let plan = |targets: &[&str], workloads: &[&str]| {
+            let mut p = crate::plan::resolve::resolve(
+                None,
+                &crate::plan::resolve::Overrides {
+                    targets: targets.iter().map(|s| s.to_string()).collect(),
+                    workloads: workloads.iter().map(|s| s.to_string()).collect(),
+                    rank_dirs: Some("shared".into()),
+                    ..Default::default()
+                },
+                &crate::workload::names(),
+                &|_| true,
+            )
+            .expect("plan");
+            p.targets.truncate(1);
+            p
+        };
+        let all = crate::workload::all();
+        let ok = plan(&["dir:/shared"], &["create", "scan", "delete"]);
+        assert_eq!(shared_refusal(&ok, &all), None);
+        let t = rank_targets(&ok, World { rank: 2, size: 4 });
+        assert_eq!(t[0].location, Location::Dir("/shared".into()));
+        let why = shared_refusal(&plan(&["dir:/shared"], &["create", "dupes", "touch"]), &all)
+            .unwrap_or_default();
+        assert!(why.contains("does not support dupes, touch"), "{why}");
+        let why = shared_refusal(&plan(&["ext4"], &["create"]), &all).unwrap_or_default();
+        assert!(
+            why.contains("needs dir: targets") && why.contains("ext4"),
+            "{why}"
+        );
     }
 
     #[test]

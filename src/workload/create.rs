@@ -19,6 +19,10 @@ impl Workload for Create {
         "write the data set (directories and files) from scratch; verify every path, size and hash"
     }
 
+    fn shares_dirs(&self) -> bool {
+        true
+    }
+
     fn columns(&self) -> &'static [&'static str] {
         super::WRITE_COLUMNS
     }
@@ -62,7 +66,7 @@ impl Workload for Create {
                 .push("file_create_* latencies cover open + all writes + close of one file".into());
             Ok(out)
         })?;
-        verify::tree(ctx.root, &manifest, ctx.threads)?;
+        verify::own_tree(ctx.root, ctx.dataset, &manifest, ctx.threads)?;
         Ok(outcome)
     }
 }

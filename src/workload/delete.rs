@@ -11,6 +11,7 @@ use rustix::fs::{AtFlags, Mode, OFlags};
 
 use super::prepare::prepare;
 use super::{Ctx, Harness, IoContext, Outcome, Point, Workload, WorkloadError};
+use crate::dataset::spec::SharedTree;
 use crate::fsops::{self, Dir, Kind, LatencyLog, Need, WalkOptions};
 
 pub struct Delete;
@@ -21,6 +22,12 @@ impl Workload for Delete {
     }
     fn name(&self) -> &'static str {
         "delete"
+    }
+
+    /// In a shared tree each rank unlinks its own files in the phase; rank 0 removes the
+    /// directories after the phase's closing barrier.
+    fn shares_dirs(&self) -> bool {
+        true
     }
 
     fn describe(&self) -> &'static str {
@@ -37,7 +44,10 @@ impl Workload for Delete {
         let mut removed = Removed::default();
         let outcome = harness.measure(&mut || {
             let t0 = Instant::now();
-            removed = remove_tree_contents(ctx.root, ctx.threads, ctx)?;
+            removed = match ctx.dataset.shared {
+                None => remove_tree_contents(ctx.root, ctx.threads, ctx)?,
+                Some(s) => remove_files(ctx.root, ctx.threads, ctx, Some(s))?.0,
+            };
             let s0 = Instant::now();
             crate::sys::syncfs(ctx.root).ctx(|| format!("syncfs {}", ctx.root.display()))?;
             let mut out = Outcome {
@@ -52,6 +62,9 @@ impl Workload for Delete {
             std::mem::take(&mut removed.rmdir).add_metrics("rmdir", m);
             Ok(out)
         })?;
+        if let Some(s) = ctx.dataset.shared {
+            return shared_done(ctx, s, &manifest, &removed, outcome);
+        }
         verify(ctx.root)?;
         if removed.files != manifest.files.len() as u64
             || removed.dirs != manifest.dirs.len() as u64
@@ -78,12 +91,65 @@ pub struct Removed {
     pub rmdir: LatencyLog,
 }
 
+/// After the measured phase in a tree all ranks share (`measure` returned: every rank has
+/// passed the phase's closing barrier, so every rank's files are gone): each rank checks it
+/// removed exactly its own files (each unlink of a uniquely tagged name succeeded, so the
+/// count says none was missing); rank 0 then removes the common directories, which only
+/// succeeds on empty ones, and checks the root is empty: no file of any rank was left.
+fn shared_done(
+    ctx: &Ctx,
+    s: SharedTree,
+    manifest: &crate::dataset::Manifest,
+    removed: &Removed,
+    mut outcome: Outcome,
+) -> Result<Outcome, WorkloadError> {
+    if removed.files != manifest.files.len() as u64 {
+        return Err(WorkloadError::Verify(format!(
+            "rank {} removed {} of its files, its part of the data set had {}",
+            s.rank,
+            removed.files,
+            manifest.files.len()
+        )));
+    }
+    outcome.notes.push(
+        "shared tree: each rank unlinked its own files in the phase; rank 0 removed the directories after it (not measured)".into(),
+    );
+    if s.rank != 0 {
+        return Ok(outcome);
+    }
+    let rest = remove_tree_contents(ctx.root, ctx.threads, ctx)?;
+    if rest.files != 0 || rest.dirs != manifest.dirs.len() as u64 {
+        return Err(WorkloadError::Verify(format!(
+            "after every rank's delete, {} files and {} directories were left (the data set has {} directories)",
+            rest.files,
+            rest.dirs,
+            manifest.dirs.len()
+        )));
+    }
+    verify(ctx.root)?;
+    Ok(outcome)
+}
+
 /// Removes everything below `root` (not `root` itself) with `threads` workers.
 pub fn remove_tree_contents(
     root: &Path,
     threads: usize,
     ctx: &Ctx,
 ) -> Result<Removed, WorkloadError> {
+    let (mut out, dirs) = remove_files(root, threads, ctx, None)?;
+    remove_dirs(root, threads, ctx, dirs, &mut out)?;
+    Ok(out)
+}
+
+/// Unlinks every non-directory below `root` — only those `only`'s rank owns, when given
+/// (a tree several ranks share) — and returns what it removed with every directory found,
+/// by depth.
+fn remove_files(
+    root: &Path,
+    threads: usize,
+    ctx: &Ctx,
+    only: Option<SharedTree>,
+) -> Result<(Removed, Vec<(u32, PathBuf)>), WorkloadError> {
     #[derive(Default)]
     struct Part {
         files: u64,
@@ -98,6 +164,12 @@ pub fn remove_tree_contents(
             if e.kind == Kind::Dir {
                 p.dirs.push((d.depth() + 1, d.path_of(e.name)));
                 continue;
+            }
+            if let Some(s) = only {
+                let mine = std::str::from_utf8(e.name_bytes()).is_ok_and(|n| s.owns(n));
+                if !mine {
+                    continue;
+                }
             }
             p.unlink
                 .time(|| rustix::fs::unlinkat(d.fd(), e.name, AtFlags::empty()))
@@ -120,7 +192,17 @@ pub fn remove_tree_contents(
         dirs.extend(p.dirs);
     }
     out.unlink = LatencyLog::merge(unlink);
+    Ok((out, dirs))
+}
 
+/// Removes `dirs` (found by [`remove_files`], all empty by now), deepest level first.
+fn remove_dirs(
+    root: &Path,
+    threads: usize,
+    ctx: &Ctx,
+    mut dirs: Vec<(u32, PathBuf)>,
+    out: &mut Removed,
+) -> Result<(), WorkloadError> {
     // Phase 2: directories, deepest level first; a level's directories are independent.
     dirs.sort_unstable_by_key(|d| std::cmp::Reverse(d.0));
     let root_fd = rustix::fs::open(
@@ -152,7 +234,7 @@ pub fn remove_tree_contents(
     }
     out.dirs = dirs.len() as u64;
     out.rmdir = LatencyLog::merge(logs);
-    Ok(out)
+    Ok(())
 }
 
 /// Checks that `root` is empty.

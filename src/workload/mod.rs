@@ -190,6 +190,13 @@ pub trait Workload: Send + Sync {
     fn source_trees(&self) -> u64 {
         0
     }
+    /// Whether it runs correctly when the ranks of an MPI job share one directory tree
+    /// (`--rank-dirs shared`, `ctx.dataset.shared`): it touches only this rank's tagged
+    /// files, or walks the whole tree and checks it against every rank's files. A
+    /// workload that says no is refused in that mode before anything is made.
+    fn shares_dirs(&self) -> bool {
+        false
+    }
     /// What in it drops the page cache under these options (`sys::drop_caches`, which
     /// needs root), and the option that avoids it if there is one; `None` when nothing
     /// does. Asked before a run, so a host that cannot drop caches is refused up front

@@ -58,6 +58,16 @@ pub fn prepare(ctx: &Ctx) -> Result<Manifest, WorkloadError> {
     Ok(manifest)
 }
 
+/// What the whole tree under `ctx.root` holds once every rank has prepared: `own` (this
+/// process's manifest) when the tree is its alone, every rank's files when MPI ranks share
+/// it (`ctx.dataset.shared`), for workloads that walk all of it.
+pub fn whole_tree(ctx: &Ctx, own: Manifest) -> Result<Manifest, WorkloadError> {
+    match ctx.dataset.shared {
+        None => Ok(own),
+        Some(_) => ctx.dataset.plan_all_ranks().map_err(dataset_error),
+    }
+}
+
 /// Maps a data-set error to a workload error, keeping the OS error (ENOSPC, EIO).
 pub fn dataset_error(e: DatasetError) -> WorkloadError {
     match e {

@@ -66,6 +66,11 @@ impl Workload for Scan {
         "scan"
     }
 
+    /// In a shared tree every rank walks the whole tree (every rank's files).
+    fn shares_dirs(&self) -> bool {
+        true
+    }
+
     fn describe(&self) -> &'static str {
         "disk-space analysis: stat every entry, total logical and allocated bytes per directory and extension"
     }
@@ -137,7 +142,7 @@ impl Workload for Scan {
                 harness.measure(&mut pass)?
             }
         };
-        verify(&usage, &manifest)?;
+        verify(&usage, &super::prepare::whole_tree(ctx, manifest)?)?;
         outcome.notes.push(format!(
             "{} cache; space_amplification = (file + directory blocks) / logical bytes",
             point.variant

@@ -18,7 +18,31 @@ pub const MTIME_TOLERANCE_NS: i128 = 2_000_000_000;
 /// Checks that `root` holds exactly the manifest: every directory, every file with its
 /// size and xxh3 hash, nothing missing and nothing extra.
 pub fn tree(root: &Path, manifest: &Manifest, threads: usize) -> Result<(), WorkloadError> {
-    let snap = dataset::snapshot(root, threads, true)?;
+    tree_of(root, None, manifest, threads)
+}
+
+/// [`tree`] for the data set `spec` describes: in a tree several MPI ranks share
+/// (`spec.shared`), only this rank's files are held to the manifest (the directories are
+/// everyone's; the other ranks' files, tagged with their rank, check themselves).
+pub fn own_tree(
+    root: &Path,
+    spec: &dataset::DatasetSpec,
+    manifest: &Manifest,
+    threads: usize,
+) -> Result<(), WorkloadError> {
+    tree_of(root, spec.shared, manifest, threads)
+}
+
+fn tree_of(
+    root: &Path,
+    shared: Option<dataset::spec::SharedTree>,
+    manifest: &Manifest,
+    threads: usize,
+) -> Result<(), WorkloadError> {
+    let mut snap = dataset::snapshot(root, threads, true)?;
+    if let Some(s) = shared {
+        snap.manifest.files.retain(|f| s.owns(&f.path));
+    }
     let diff = manifest.diff(&snap.manifest, true);
     let mut problems = diff;
     problems.extend(snap.skipped.iter().map(|s| format!("unexpected entry {s}")));

@@ -1,0 +1,86 @@
+//! SIGINT and SIGTERM during `fsarena run`: alone, stop after the current measurement
+//! (a second signal cleans up at once); under MPI, end this rank at once and leave its
+//! cleanup to a process that outlives it.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use anyhow::{Context, Result};
+
+use crate::provision::{cleanup, workdir};
+
+/// SIGINT/SIGTERM: the first asks the run to stop after tearing down cleanly; a second
+/// one runs the journal cleanup at once and exits (for when a workload is stuck in the
+/// kernel and will not notice the first).
+///
+/// Under MPI the first signal does the second's work: a Ctrl-C reaches `mpirun`, which
+/// ends every rank (SIGTERM, then SIGKILL a second later), so the ranks cannot stop in
+/// step after the current measurement; each removes what its journal names at once, and
+/// the records already written stay in `out`.
+pub fn install(cancel: Arc<AtomicBool>, work_root: PathBuf, out: PathBuf) -> Result<()> {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM])
+        .context("cannot install signal handlers")?;
+    let world = crate::cluster::world();
+    std::thread::spawn(move || {
+        for sig in signals.forever() {
+            let second = cancel.swap(true, Ordering::SeqCst);
+            if !second && !world.is_cluster() {
+                eprintln!("\nfsarena: stopping after the current measurement (again to force)");
+                continue;
+            }
+            if world.is_cluster() {
+                if world.is_root() {
+                    eprintln!(
+                        "\nfsarena: interrupted: the MPI job ends on every rank now; each rank's trees and mounts are removed as it ends; the records measured so far stay in {}",
+                        out.join("results.jsonl").display()
+                    );
+                }
+                // mpirun kills every rank a second after its SIGTERM, too soon to remove a
+                // large tree: a process of its own, outside the rank's process group, waits
+                // for this rank to end and then removes what its journal names.
+                if spawn_cleaner(&work_root).is_ok() {
+                    // A moment for mpirun to pass the line above on before the rank ends.
+                    std::thread::sleep(std::time::Duration::from_millis(300));
+                    std::process::exit(128 + sig);
+                }
+            } else {
+                eprintln!("\nfsarena: second signal: removing mounts, loop devices and images now");
+            }
+            let me = std::process::id().to_string();
+            if let Ok(rd) = std::fs::read_dir(&work_root) {
+                for e in rd.flatten() {
+                    let owned = std::fs::read_to_string(e.path().join(workdir::OWNER_FILE))
+                        .is_ok_and(|t| t.lines().any(|l| l == format!("pid={me}")));
+                    if owned {
+                        let mut r = cleanup::CleanupReport::default();
+                        cleanup::cleanup_run(&e.path(), &mut r);
+                    }
+                }
+            }
+            std::process::exit(128 + sig);
+        }
+    });
+    Ok(())
+}
+
+/// Starts `fsarena cleanup --work-dir WORK --after-pid ME` in a process group of its own
+/// with no terminal or pipes (a launcher that kills the rank's group, or closes its output,
+/// does not end it).
+fn spawn_cleaner(work_root: &std::path::Path) -> std::io::Result<()> {
+    use std::os::unix::process::CommandExt;
+    let exe = std::env::current_exe()?;
+    std::process::Command::new(exe)
+        .arg("cleanup")
+        .arg("--work-dir")
+        .arg(work_root)
+        .arg("--after-pid")
+        .arg(std::process::id().to_string())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .process_group(0)
+        .spawn()
+        .map(|_| ())
+}
