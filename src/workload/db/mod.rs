@@ -15,6 +15,7 @@
 //! transactions and the checkpointer) and [`outcome`] (turning what they counted into
 //! metrics). This file runs them in order and verifies the database afterwards.
 
+pub(crate) mod auto;
 pub(crate) mod confined;
 mod mix;
 pub(crate) mod options;
@@ -24,6 +25,7 @@ mod timed;
 
 use rusqlite::Connection;
 
+use self::confined::CgroupFigures;
 use self::options::{Cache, Config};
 use self::outcome::outcome_of;
 use self::schema::{build, open, sql_err, DB_FILE};
@@ -38,6 +40,9 @@ pub struct Db;
 struct Totals {
     inserted: u64,
     deleted: u64,
+    /// Rows the unmeasured trials of `threads = "auto"` inserted and deleted.
+    trial_inserted: u64,
+    trial_deleted: u64,
 }
 
 impl Workload for Db {
@@ -128,15 +133,17 @@ impl Workload for Db {
         // The engine: connections opened where it runs, so a confined engine's are its own;
         // `ready` is called once it has allocated everything it can up front (connections,
         // PRAGMAs, parked threads), before the clock starts.
-        let engine = |ready: &mut dyn FnMut() -> Result<(), WorkloadError>| -> Result<mix::Measured, WorkloadError> {
+        let engine = |cfg: &Config,
+                      ready: &mut dyn FnMut() -> Result<(), WorkloadError>|
+         -> Result<mix::Measured, WorkloadError> {
             let conns: Vec<Connection> = (0..cfg.threads)
-                .map(|_| open(&path, &cfg))
+                .map(|_| open(&path, cfg))
                 .collect::<Result<_, _>>()?;
             let checkpoint_conn = match cfg.checkpoint_interval {
-                Some(_) => Some(open(&path, &cfg)?),
+                Some(_) => Some(open(&path, cfg)?),
                 None => None,
             };
-            mix::run(&cfg, ctx, &built, seed, conns, checkpoint_conn, ready)
+            mix::run(cfg, ctx, &built, seed, conns, checkpoint_conn, ready)
         };
         // A cache limit: the built database's pages leave the cache (they were charged to
         // this process, and a page cached already is a hit the engine is never charged
@@ -168,21 +175,54 @@ impl Workload for Db {
         };
         ctx.check()?;
 
-        let mut engine = Some(engine);
-        let mut totals = Totals::default();
-        let mut figures = None;
-        let outcome = harness.measure(&mut || {
-            let engine = engine
-                .take()
-                .ok_or_else(|| WorkloadError::Tool("db measured twice".into()))?;
-            let m = match &cg {
-                None => engine(&mut || Ok(()))?,
-                Some((cg, budget)) => {
-                    let (m, fig) = confined::run(ctx, cg, *budget, engine)?;
-                    figures = Some(fig);
-                    m
+        // The engine at `cfg`'s thread count, confined when there is a cache limit.
+        let run_engine =
+            |cfg: &Config| -> Result<(mix::Measured, Option<CgroupFigures>), WorkloadError> {
+                match &cg {
+                    None => Ok((engine(cfg, &mut || Ok(()))?, None)),
+                    Some((cg, budget)) => {
+                        let (m, fig) = confined::run(ctx, cg, *budget, |ready| engine(cfg, ready))?;
+                        Ok((m, Some(fig)))
+                    }
                 }
             };
+        let mut cfg = cfg;
+        let mut totals = Totals::default();
+        let searched = match cfg.auto {
+            None => None,
+            Some(search) => {
+                let (chosen, curve) = auto::search(&search, &mut |n| {
+                    let trial = Config {
+                        threads: n,
+                        duration: search.trial,
+                        ..cfg.clone()
+                    };
+                    let (m, _) = run_engine(&trial)?;
+                    totals.trial_inserted += m.stats.iter().map(|s| s.inserted).sum::<u64>();
+                    totals.trial_deleted += m.stats.iter().map(|s| s.deleted).sum::<u64>();
+                    let o = outcome_of(&trial, &built, &m.stats, &m.ckpt, m.seconds, 0);
+                    Ok(auto::Trial {
+                        threads: n,
+                        p99_ms: o.metrics.get("read_p99_ms").copied(),
+                        tps: o.metrics["transactions_per_s"],
+                    })
+                })?;
+                cfg.threads = chosen;
+                // The measured phase starts as cold as without the search.
+                if cg.is_some() {
+                    harness
+                        .drop_caches()
+                        .ctx(|| "dropping the cache after the thread search".into())?;
+                }
+                Some((search, chosen, curve))
+            }
+        };
+        ctx.check()?;
+
+        let mut figures = None;
+        let outcome = harness.measure(&mut || {
+            let (m, fig) = run_engine(&cfg)?;
+            figures = fig;
             totals.inserted = m.stats.iter().map(|s| s.inserted).sum();
             totals.deleted = m.stats.iter().map(|s| s.deleted).sum();
             let mut o = outcome_of(&cfg, &built, &m.stats, &m.ckpt, m.seconds, m.wal_file_bytes);
@@ -223,11 +263,21 @@ impl Workload for Db {
         let rows: i64 = keeper
             .query_row("SELECT count(*) FROM items", [], |r| r.get(0))
             .map_err(e("count"))?;
-        let expected = built.rows as i64 + totals.inserted as i64 - totals.deleted as i64;
+        let trials = match totals.trial_inserted + totals.trial_deleted {
+            0 => String::new(),
+            _ => format!(
+                " (of which the thread search's trials: {} inserted, {} deleted)",
+                totals.trial_inserted, totals.trial_deleted
+            ),
+        };
+        let inserted = totals.inserted + totals.trial_inserted;
+        let deleted = totals.deleted + totals.trial_deleted;
+        let expected = built.rows as i64 + inserted as i64 - deleted as i64;
         if rows != expected {
             return Err(WorkloadError::Verify(format!(
-                "{rows} rows in the database, expected {expected} = {} built + {} inserted − {} deleted",
-                built.rows, totals.inserted, totals.deleted
+                "{rows} rows in the database, expected {expected} = {} built + {inserted} \
+                 inserted − {deleted} deleted{trials}",
+                built.rows
             )));
         }
         let check: Vec<String> = keeper
@@ -270,9 +320,14 @@ impl Workload for Db {
                 "no cache limit (cache = \"off\"): the database may sit in the page cache".into(),
             ),
         }
+        if let Some((search, chosen, curve)) = &searched {
+            let (m, notes) = (&mut outcome.metrics, &mut outcome.notes);
+            auto::record(search, *chosen, curve, "read latency", m, notes);
+        }
         outcome.notes.push(format!(
-            "verified: {rows} rows = {} built + {} inserted − {} deleted; quick_check ok",
-            built.rows, totals.inserted, totals.deleted
+            "verified: {rows} rows = {} built + {inserted} inserted − {deleted} deleted{trials}; \
+             quick_check ok",
+            built.rows
         ));
         Ok(outcome)
     }
@@ -380,6 +435,38 @@ mod tests {
             .query_row("SELECT count(*) FROM items", [], |r| r.get(0))
             .unwrap();
         assert_eq!((page, mode.as_str(), rows), (8192, "wal", m["final_rows"]));
+    }
+
+    /// `threads = "auto"`: unmeasured trials, then one measured phase at the chosen count;
+    /// a limit no read can meet settles on 1, one every read meets reaches the top of the
+    /// range, and the rows the trials changed are part of the verified count.
+    #[test]
+    fn auto_threads_search_settles_on_the_limit() {
+        for (limit, max, want) in [("0.000001", 3, 1.0), ("1000000", 3, 3.0)] {
+            let dir = tempfile::tempdir_in("/var/tmp").unwrap();
+            let env = Env::new(&format!(
+                "size = \"4m\"\ncache_size = 32\ncache = \"off\"\nduration = 0.5\n\
+                 threads = \"auto\"\np99_limit_ms = {limit}\nauto_max_threads = {max}\n\
+                 auto_trial_seconds = 0.2"
+            ));
+            let out = run(&env, dir.path()).unwrap();
+            let m = &out.metrics;
+            assert_eq!(m["auto_threads"], want, "{m:?}");
+            assert_eq!(m["worker_threads"], want);
+            assert_eq!(m["threads"], want);
+            assert!(m["auto_curve_1_p99_ms"] > 0.0 && m["auto_curve_1_tps"] > 0.0);
+            if want > 1.0 {
+                assert!(m.contains_key("auto_curve_2_tps") && m.contains_key("auto_curve_3_tps"));
+                assert_eq!(m["auto_trials"], 3.0);
+            } else {
+                assert_eq!(m["auto_trials"], 1.0);
+            }
+            assert!(out.notes.iter().any(|n| n.contains("threads = \"auto\"")));
+            assert!(out
+                .notes
+                .iter()
+                .any(|n| n.contains("thread search's trials")));
+        }
     }
 
     /// With checkpoints off the WAL only grows, so the bytes the workers wrote must be the
