@@ -35,6 +35,9 @@ use crate::provision::cgroup::{self, MemoryCgroup};
 /// The `db` workload.
 pub struct Db;
 
+/// The variant that runs the engine's own maintenance during the measured phase.
+const MAINTENANCE: &str = "maintenance";
+
 /// Totals of the measured phase, kept for verification after it.
 #[derive(Debug, Default)]
 struct Totals {
@@ -94,6 +97,18 @@ impl Workload for Db {
         ]
     }
 
+    /// One point, or with `maintenance = true` the normal one and the `maintenance` variant.
+    fn points(&self, ctx: &Ctx) -> Result<Vec<Point>, WorkloadError> {
+        let mut points = vec![Point::default()];
+        if Config::from_ctx(ctx)?.maintenance {
+            points.push(Point {
+                variant: MAINTENANCE.into(),
+                ..Default::default()
+            });
+        }
+        Ok(points)
+    }
+
     /// The `threads` option rules: the engine's worker count is part of the workload.
     fn uses_threads(&self) -> bool {
         false
@@ -102,10 +117,15 @@ impl Workload for Db {
     fn run(
         &self,
         ctx: &Ctx,
-        _point: &Point,
+        point: &Point,
         harness: &mut dyn Harness,
     ) -> Result<Outcome, WorkloadError> {
-        let cfg = Config::from_ctx(ctx)?;
+        let mut cfg = Config::from_ctx(ctx)?;
+        match point.variant.as_str() {
+            "" => {}
+            MAINTENANCE if cfg.maintenance => cfg.maintain = Some(cfg.maintenance_interval),
+            v => return Err(WorkloadError::Option(format!("unknown db variant {v}"))),
+        }
         let path = ctx.root.join(DB_FILE);
         let seed = ctx.dataset.seed;
         let built = build(&path, &cfg, seed, ctx)?;
@@ -143,7 +163,15 @@ impl Workload for Db {
                 Some(_) => Some(open(&path, cfg)?),
                 None => None,
             };
-            mix::run(cfg, ctx, &built, seed, conns, checkpoint_conn, ready)
+            let maint_conn = match cfg.maintain {
+                Some(_) => Some(open(&path, cfg)?),
+                None => None,
+            };
+            let background = mix::Background {
+                checkpoint: checkpoint_conn,
+                maintenance: maint_conn,
+            };
+            mix::run(cfg, ctx, &built, seed, conns, background, ready)
         };
         // A cache limit: the built database's pages leave the cache (they were charged to
         // this process, and a page cached already is a hit the engine is never charged
@@ -186,7 +214,6 @@ impl Workload for Db {
                     }
                 }
             };
-        let mut cfg = cfg;
         let mut totals = Totals::default();
         let searched = match cfg.auto {
             None => None,
@@ -227,6 +254,33 @@ impl Workload for Db {
             totals.deleted = m.stats.iter().map(|s| s.deleted).sum();
             let mut o = outcome_of(&cfg, &built, &m.stats, &m.ckpt, m.seconds, m.wal_file_bytes);
             m.files.add_metrics(&mut o.metrics);
+            if cfg.maintain.is_some() {
+                let x = &m.maint;
+                let actions = x.checkpoints + x.vacuums;
+                for (k, v) in [
+                    ("maintenance_actions", actions),
+                    ("maintenance_checkpoints", x.checkpoints),
+                    ("maintenance_vacuums", x.vacuums),
+                    ("maintenance_freed_pages", x.freed_pages),
+                    ("maintenance_busy", x.busy),
+                ] {
+                    o.metrics.insert(k.into(), v as f64);
+                }
+                if actions == 0 {
+                    return Err(WorkloadError::Verify(
+                        "the maintenance variant did no maintenance".into(),
+                    ));
+                }
+                o.notes.push(format!(
+                    "maintenance every {} ms: {} wal_checkpoint(PASSIVE), {} incremental_vacuum \
+                     ({} free pages returned), {} busy",
+                    cfg.maintenance_interval.as_millis(),
+                    x.checkpoints,
+                    x.vacuums,
+                    x.freed_pages,
+                    x.busy
+                ));
+            }
             // Without a checkpoint thread its figure is absent, not unknown.
             let cpu: Option<u64> = m
                 .stats
@@ -467,6 +521,40 @@ mod tests {
                 .iter()
                 .any(|n| n.contains("thread search's trials")));
         }
+    }
+
+    /// `maintenance = true`: two points, the normal one and `maintenance`, on the same
+    /// INCREMENTAL-vacuum file format; the variant's thread checkpoints and vacuums (its
+    /// deletes leave free pages to return), and the database still verifies.
+    #[test]
+    fn maintenance_variant_maintains_and_verifies() {
+        let dir = tempfile::tempdir_in("/var/tmp").unwrap();
+        let env = Env::new(
+            "size = \"4m\"\ncache_size = 32\ncache = \"off\"\nduration = 1\nthreads = 3\n\
+             maintenance = true\nmaintenance_interval_ms = 100\nmix = { delete = 3, read = 1 }",
+        );
+        let points = Db.points(&env.ctx(dir.path())).unwrap();
+        let variants: Vec<&str> = points.iter().map(|p| p.variant.as_str()).collect();
+        assert_eq!(variants, ["", "maintenance"]);
+        let mut h = PlainHarness::default();
+        let plain = Db.run(&env.ctx(dir.path()), &points[0], &mut h).unwrap();
+        assert!(!plain.metrics.contains_key("maintenance_actions"));
+        let out = Db.run(&env.ctx(dir.path()), &points[1], &mut h).unwrap();
+        assert_eq!(h.measured, 2);
+        let m = &out.metrics;
+        assert!(m["maintenance_vacuums"] >= 1.0, "{m:?}");
+        assert_eq!(
+            m["maintenance_actions"],
+            m["maintenance_checkpoints"] + m["maintenance_vacuums"]
+        );
+        assert!(m["maintenance_freed_pages"] > 0.0, "{m:?}");
+        let conn = Connection::open(dir.path().join(DB_FILE)).unwrap();
+        let av: i64 = conn
+            .pragma_query_value(None, "auto_vacuum", |r| r.get(0))
+            .unwrap();
+        assert_eq!(av, 2, "INCREMENTAL");
+        let bad = Env::new("maintenance_interval_ms = 100");
+        assert!(Db.points(&bad.ctx(dir.path())).is_err());
     }
 
     /// With checkpoints off the WAL only grows, so the bytes the workers wrote must be the

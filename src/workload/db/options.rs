@@ -68,6 +68,10 @@ struct DbOptions {
     /// The page cache the engine may hold: `"25%"` of the database (the default), a size
     /// such as `"64m"`, or `"off"` (no memory cgroup).
     cache: Option<toml::Value>,
+    /// Measure a `maintenance` variant beside the normal one.
+    maintenance: Option<bool>,
+    /// The maintenance variant's period, ms.
+    maintenance_interval_ms: Option<i64>,
 }
 
 /// The page cache the engine's memory cgroup allows.
@@ -120,6 +124,12 @@ pub(super) struct Config {
     pub(super) checkpoint_mode: &'static str,
     pub(super) busy_timeout: Duration,
     pub(super) cache: Cache,
+    /// `maintenance = true`: the database is built with `auto_vacuum = INCREMENTAL` (both
+    /// variants, so the file format is the same) and a `maintenance` point is measured.
+    pub(super) maintenance: bool,
+    /// The maintenance thread's period; `Some` only in the `maintenance` variant's run.
+    pub(super) maintain: Option<Duration>,
+    pub(super) maintenance_interval: Duration,
 }
 
 impl Config {
@@ -239,7 +249,34 @@ impl DbOptions {
             );
         }
         let cache = cache_of("db", self.cache.as_ref())?;
+        let maintenance = self.maintenance.unwrap_or(false);
+        let maint_ms = int(
+            "maintenance_interval_ms",
+            self.maintenance_interval_ms,
+            1,
+            3_600_000,
+        )?;
+        if maint_ms.is_some() && !maintenance {
+            return Err(
+                "[workload.db]: `maintenance_interval_ms` applies only with `maintenance = true`"
+                    .into(),
+            );
+        }
+        // At least four passes in the phase by default, so the variant always maintains.
+        let maintenance_interval = maint_ms.map_or(
+            Duration::from_secs_f64(duration / 4.0).min(Duration::from_millis(500)),
+            |ms| Duration::from_millis(u64::from(ms)),
+        );
+        if maintenance_interval.as_secs_f64() >= duration {
+            return Err(format!(
+                "[workload.db]: `maintenance_interval_ms` = {} is not shorter than the {duration} s phase",
+                maintenance_interval.as_millis()
+            ));
+        }
         Ok(Config {
+            maintenance,
+            maintain: None,
+            maintenance_interval,
             auto,
             cache,
             size,
