@@ -16,7 +16,7 @@ use rusqlite::{Connection, OptionalExtension};
 use xxhash_rust::xxh3::xxh3_64;
 
 use super::options::{Config, Op};
-use super::outcome::{CheckpointStats, ThreadIo, WorkerStats};
+use super::outcome::{CheckpointStats, MaintenanceStats, ThreadIo, WorkerStats};
 use super::schema::{fill_body, is_busy, sql_err, Built, BODY_MAX};
 use super::timed::{self, thread_cpu_ns};
 use crate::workload::{Ctx, WorkloadError};
@@ -33,10 +33,19 @@ pub(super) struct Measured {
     pub(super) wal_file_bytes: u64,
     /// The engine's reads, writes and syncs per file over the phase.
     pub(super) files: timed::Snapshot,
+    /// The maintenance thread's counts (the `maintenance` variant).
+    pub(super) maint: MaintenanceStats,
+}
+
+/// The background threads' connections: the checkpointer's and the maintenance variant's.
+pub(super) struct Background {
+    pub(super) checkpoint: Option<Connection>,
+    pub(super) maintenance: Option<Connection>,
 }
 
 /// Runs the mix for `cfg.duration`: one thread per connection in `conns`, plus the
-/// checkpointer when `checkpoint_conn` is given and checkpoints are on. Every thread is
+/// checkpointer when its connection is given and checkpoints are on (and the maintenance
+/// thread likewise in the `maintenance` variant). Every thread is
 /// spawned and parked first, then `ready` is called (a confined engine's handshake: its
 /// supervisor measures the engine's memory and sets the cgroup limit) and only then does
 /// the clock start and the threads run. The first failure (an engine error, a cancel, the
@@ -47,7 +56,7 @@ pub(super) fn run(
     built: &Built,
     seed: u64,
     conns: Vec<Connection>,
-    checkpoint_conn: Option<Connection>,
+    background: Background,
     ready: &mut dyn FnMut() -> Result<(), WorkloadError>,
 ) -> Result<Measured, WorkloadError> {
     let sh = Shared {
@@ -64,10 +73,11 @@ pub(super) fn run(
     };
     let gate = Gate::default();
     let workers_done = AtomicBool::new(false);
-    let (stats, ckpt, start, files) = thread::scope(|s| {
+    let (stats, (ckpt, maint), start, files) = thread::scope(|s| {
         let (sh, done, gate) = (&sh, &workers_done, &gate);
         let mut spawn_failed = None;
-        let ckpt = checkpoint_conn
+        let ckpt = background
+            .checkpoint
             .zip(cfg.checkpoint_interval)
             .and_then(|(c, every)| {
                 thread::Builder::new()
@@ -77,6 +87,22 @@ pub(super) fn run(
                             checkpointer(c, every, sh, done)
                         } else {
                             CheckpointStats::default()
+                        }
+                    })
+                    .map_err(|e| spawn_failed = Some(e))
+                    .ok()
+            });
+        let maint = background
+            .maintenance
+            .zip(cfg.maintain)
+            .and_then(|(c, every)| {
+                thread::Builder::new()
+                    .name("db-maintenance".into())
+                    .spawn_scoped(s, move || {
+                        if gate.wait() {
+                            maintainer(c, every, sh, done)
+                        } else {
+                            MaintenanceStats::default()
                         }
                     })
                     .map_err(|e| spawn_failed = Some(e))
@@ -119,9 +145,10 @@ pub(super) fn run(
             .collect();
         workers_done.store(true, Ordering::Relaxed);
         let ckpt = ckpt.and_then(|h| h.join().ok()).unwrap_or_default();
+        let maint = maint.and_then(|h| h.join().ok()).unwrap_or_default();
         (
             stats,
-            ckpt,
+            (ckpt, maint),
             start,
             files0.since(&timed::Snapshot::now(&db_path)),
         )
@@ -140,6 +167,7 @@ pub(super) fn run(
         seconds,
         wal_file_bytes: std::fs::metadata(wal).map_or(0, |m| m.len()),
         files,
+        maint,
     })
 }
 
@@ -437,5 +465,56 @@ fn checkpointer(
         (st.read_bytes, st.write_bytes) = a.since(b);
     }
     st.cpu_ns = cpu0.zip(thread_cpu_ns()).map(|(a, b)| b.saturating_sub(a));
+    st
+}
+
+/// The `maintenance` variant's engine maintenance, every `interval` until the workers stop:
+/// `wal_checkpoint(PASSIVE)` (never blocks writers) and, in the writers' queue,
+/// `incremental_vacuum`, which returns the free list's pages to the file system (the
+/// database is built with `auto_vacuum = INCREMENTAL` for it).
+fn maintainer(
+    conn: Connection,
+    interval: Duration,
+    sh: &Shared,
+    done: &AtomicBool,
+) -> MaintenanceStats {
+    let mut st = MaintenanceStats::default();
+    let mut next = Instant::now() + interval;
+    while !done.load(Ordering::Relaxed) {
+        let now = Instant::now();
+        if now < next {
+            thread::sleep((next - now).min(Duration::from_millis(20)));
+            continue;
+        }
+        next = Instant::now() + interval;
+        match conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| r.get::<_, i64>(0)) {
+            Ok(0) => st.checkpoints += 1,
+            Ok(_) => st.busy += 1,
+            Err(e) if is_busy(&e) => st.busy += 1,
+            Err(e) => {
+                sh.fail(sql_err("maintenance checkpoint", e));
+                break;
+            }
+        }
+        let queued = sh.queue();
+        let vacuum = conn
+            .query_row("PRAGMA freelist_count", [], |r| r.get::<_, i64>(0))
+            .and_then(|free| {
+                conn.execute_batch("PRAGMA incremental_vacuum")
+                    .map(|()| free)
+            });
+        drop(queued);
+        match vacuum {
+            Ok(free) => {
+                st.vacuums += 1;
+                st.freed_pages += free.max(0) as u64;
+            }
+            Err(e) if is_busy(&e) => st.busy += 1,
+            Err(e) => {
+                sh.fail(sql_err("incremental_vacuum", e));
+                break;
+            }
+        }
+    }
     st
 }

@@ -15,6 +15,7 @@
 //! transactions and the checkpointer) and [`outcome`] (turning what they counted into
 //! metrics). This file runs them in order and verifies the database afterwards.
 
+pub(crate) mod auto;
 pub(crate) mod confined;
 mod mix;
 pub(crate) mod options;
@@ -24,6 +25,7 @@ mod timed;
 
 use rusqlite::Connection;
 
+use self::confined::CgroupFigures;
 use self::options::{Cache, Config};
 use self::outcome::outcome_of;
 use self::schema::{build, open, sql_err, DB_FILE};
@@ -33,11 +35,17 @@ use crate::provision::cgroup::{self, MemoryCgroup};
 /// The `db` workload.
 pub struct Db;
 
+/// The variant that runs the engine's own maintenance during the measured phase.
+const MAINTENANCE: &str = "maintenance";
+
 /// Totals of the measured phase, kept for verification after it.
 #[derive(Debug, Default)]
 struct Totals {
     inserted: u64,
     deleted: u64,
+    /// Rows the unmeasured trials of `threads = "auto"` inserted and deleted.
+    trial_inserted: u64,
+    trial_deleted: u64,
 }
 
 impl Workload for Db {
@@ -89,6 +97,18 @@ impl Workload for Db {
         ]
     }
 
+    /// One point, or with `maintenance = true` the normal one and the `maintenance` variant.
+    fn points(&self, ctx: &Ctx) -> Result<Vec<Point>, WorkloadError> {
+        let mut points = vec![Point::default()];
+        if Config::from_ctx(ctx)?.maintenance {
+            points.push(Point {
+                variant: MAINTENANCE.into(),
+                ..Default::default()
+            });
+        }
+        Ok(points)
+    }
+
     /// The `threads` option rules: the engine's worker count is part of the workload.
     fn uses_threads(&self) -> bool {
         false
@@ -97,10 +117,15 @@ impl Workload for Db {
     fn run(
         &self,
         ctx: &Ctx,
-        _point: &Point,
+        point: &Point,
         harness: &mut dyn Harness,
     ) -> Result<Outcome, WorkloadError> {
-        let cfg = Config::from_ctx(ctx)?;
+        let mut cfg = Config::from_ctx(ctx)?;
+        match point.variant.as_str() {
+            "" => {}
+            MAINTENANCE if cfg.maintenance => cfg.maintain = Some(cfg.maintenance_interval),
+            v => return Err(WorkloadError::Option(format!("unknown db variant {v}"))),
+        }
         let path = ctx.root.join(DB_FILE);
         let seed = ctx.dataset.seed;
         let built = build(&path, &cfg, seed, ctx)?;
@@ -128,15 +153,25 @@ impl Workload for Db {
         // The engine: connections opened where it runs, so a confined engine's are its own;
         // `ready` is called once it has allocated everything it can up front (connections,
         // PRAGMAs, parked threads), before the clock starts.
-        let engine = |ready: &mut dyn FnMut() -> Result<(), WorkloadError>| -> Result<mix::Measured, WorkloadError> {
+        let engine = |cfg: &Config,
+                      ready: &mut dyn FnMut() -> Result<(), WorkloadError>|
+         -> Result<mix::Measured, WorkloadError> {
             let conns: Vec<Connection> = (0..cfg.threads)
-                .map(|_| open(&path, &cfg))
+                .map(|_| open(&path, cfg))
                 .collect::<Result<_, _>>()?;
             let checkpoint_conn = match cfg.checkpoint_interval {
-                Some(_) => Some(open(&path, &cfg)?),
+                Some(_) => Some(open(&path, cfg)?),
                 None => None,
             };
-            mix::run(&cfg, ctx, &built, seed, conns, checkpoint_conn, ready)
+            let maint_conn = match cfg.maintain {
+                Some(_) => Some(open(&path, cfg)?),
+                None => None,
+            };
+            let background = mix::Background {
+                checkpoint: checkpoint_conn,
+                maintenance: maint_conn,
+            };
+            mix::run(cfg, ctx, &built, seed, conns, background, ready)
         };
         // A cache limit: the built database's pages leave the cache (they were charged to
         // this process, and a page cached already is a hit the engine is never charged
@@ -168,25 +203,84 @@ impl Workload for Db {
         };
         ctx.check()?;
 
-        let mut engine = Some(engine);
-        let mut totals = Totals::default();
-        let mut figures = None;
-        let outcome = harness.measure(&mut || {
-            let engine = engine
-                .take()
-                .ok_or_else(|| WorkloadError::Tool("db measured twice".into()))?;
-            let m = match &cg {
-                None => engine(&mut || Ok(()))?,
-                Some((cg, budget)) => {
-                    let (m, fig) = confined::run(ctx, cg, *budget, engine)?;
-                    figures = Some(fig);
-                    m
+        // The engine at `cfg`'s thread count, confined when there is a cache limit.
+        let run_engine =
+            |cfg: &Config| -> Result<(mix::Measured, Option<CgroupFigures>), WorkloadError> {
+                match &cg {
+                    None => Ok((engine(cfg, &mut || Ok(()))?, None)),
+                    Some((cg, budget)) => {
+                        let (m, fig) = confined::run(ctx, cg, *budget, |ready| engine(cfg, ready))?;
+                        Ok((m, Some(fig)))
+                    }
                 }
             };
+        let mut totals = Totals::default();
+        let searched = match cfg.auto {
+            None => None,
+            Some(search) => {
+                let (chosen, curve) = auto::search(&search, &mut |n| {
+                    let trial = Config {
+                        threads: n,
+                        duration: search.trial,
+                        ..cfg.clone()
+                    };
+                    let (m, _) = run_engine(&trial)?;
+                    totals.trial_inserted += m.stats.iter().map(|s| s.inserted).sum::<u64>();
+                    totals.trial_deleted += m.stats.iter().map(|s| s.deleted).sum::<u64>();
+                    let o = outcome_of(&trial, &built, &m.stats, &m.ckpt, m.seconds, 0);
+                    Ok(auto::Trial {
+                        threads: n,
+                        p99_ms: o.metrics.get("read_p99_ms").copied(),
+                        tps: o.metrics["transactions_per_s"],
+                    })
+                })?;
+                cfg.threads = chosen;
+                // The measured phase starts as cold as without the search.
+                if cg.is_some() {
+                    harness
+                        .drop_caches()
+                        .ctx(|| "dropping the cache after the thread search".into())?;
+                }
+                Some((search, chosen, curve))
+            }
+        };
+        ctx.check()?;
+
+        let mut figures = None;
+        let outcome = harness.measure(&mut || {
+            let (m, fig) = run_engine(&cfg)?;
+            figures = fig;
             totals.inserted = m.stats.iter().map(|s| s.inserted).sum();
             totals.deleted = m.stats.iter().map(|s| s.deleted).sum();
             let mut o = outcome_of(&cfg, &built, &m.stats, &m.ckpt, m.seconds, m.wal_file_bytes);
             m.files.add_metrics(&mut o.metrics);
+            if cfg.maintain.is_some() {
+                let x = &m.maint;
+                let actions = x.checkpoints + x.vacuums;
+                for (k, v) in [
+                    ("maintenance_actions", actions),
+                    ("maintenance_checkpoints", x.checkpoints),
+                    ("maintenance_vacuums", x.vacuums),
+                    ("maintenance_freed_pages", x.freed_pages),
+                    ("maintenance_busy", x.busy),
+                ] {
+                    o.metrics.insert(k.into(), v as f64);
+                }
+                if actions == 0 {
+                    return Err(WorkloadError::Verify(
+                        "the maintenance variant did no maintenance".into(),
+                    ));
+                }
+                o.notes.push(format!(
+                    "maintenance every {} ms: {} wal_checkpoint(PASSIVE), {} incremental_vacuum \
+                     ({} free pages returned), {} busy",
+                    cfg.maintenance_interval.as_millis(),
+                    x.checkpoints,
+                    x.vacuums,
+                    x.freed_pages,
+                    x.busy
+                ));
+            }
             // Without a checkpoint thread its figure is absent, not unknown.
             let cpu: Option<u64> = m
                 .stats
@@ -223,11 +317,21 @@ impl Workload for Db {
         let rows: i64 = keeper
             .query_row("SELECT count(*) FROM items", [], |r| r.get(0))
             .map_err(e("count"))?;
-        let expected = built.rows as i64 + totals.inserted as i64 - totals.deleted as i64;
+        let trials = match totals.trial_inserted + totals.trial_deleted {
+            0 => String::new(),
+            _ => format!(
+                " (of which the thread search's trials: {} inserted, {} deleted)",
+                totals.trial_inserted, totals.trial_deleted
+            ),
+        };
+        let inserted = totals.inserted + totals.trial_inserted;
+        let deleted = totals.deleted + totals.trial_deleted;
+        let expected = built.rows as i64 + inserted as i64 - deleted as i64;
         if rows != expected {
             return Err(WorkloadError::Verify(format!(
-                "{rows} rows in the database, expected {expected} = {} built + {} inserted − {} deleted",
-                built.rows, totals.inserted, totals.deleted
+                "{rows} rows in the database, expected {expected} = {} built + {inserted} \
+                 inserted − {deleted} deleted{trials}",
+                built.rows
             )));
         }
         let check: Vec<String> = keeper
@@ -270,9 +374,14 @@ impl Workload for Db {
                 "no cache limit (cache = \"off\"): the database may sit in the page cache".into(),
             ),
         }
+        if let Some((search, chosen, curve)) = &searched {
+            let (m, notes) = (&mut outcome.metrics, &mut outcome.notes);
+            auto::record(search, *chosen, curve, "read latency", m, notes);
+        }
         outcome.notes.push(format!(
-            "verified: {rows} rows = {} built + {} inserted − {} deleted; quick_check ok",
-            built.rows, totals.inserted, totals.deleted
+            "verified: {rows} rows = {} built + {inserted} inserted − {deleted} deleted{trials}; \
+             quick_check ok",
+            built.rows
         ));
         Ok(outcome)
     }
@@ -381,6 +490,74 @@ mod tests {
             .query_row("SELECT count(*) FROM items", [], |r| r.get(0))
             .unwrap();
         assert_eq!((page, mode.as_str(), rows), (8192, "wal", m["final_rows"]));
+    }
+
+    /// `threads = "auto"`: unmeasured trials, then one measured phase at the chosen count;
+    /// a limit no read can meet settles on 1, one every read meets reaches the top of the
+    /// range, and the rows the trials changed are part of the verified count.
+    #[test]
+    fn auto_threads_search_settles_on_the_limit() {
+        for (limit, max, want) in [("0.000001", 3, 1.0), ("1000000", 3, 3.0)] {
+            let dir = tempfile::tempdir_in("/var/tmp").unwrap();
+            let env = Env::new(&format!(
+                "size = \"4m\"\ncache_size = 32\ncache = \"off\"\nduration = 0.5\n\
+                 threads = \"auto\"\np99_limit_ms = {limit}\nauto_max_threads = {max}\n\
+                 auto_trial_seconds = 0.2"
+            ));
+            let out = run(&env, dir.path()).unwrap();
+            let m = &out.metrics;
+            assert_eq!(m["auto_threads"], want, "{m:?}");
+            assert_eq!(m["worker_threads"], want);
+            assert_eq!(m["threads"], want);
+            assert!(m["auto_curve_1_p99_ms"] > 0.0 && m["auto_curve_1_tps"] > 0.0);
+            if want > 1.0 {
+                assert!(m.contains_key("auto_curve_2_tps") && m.contains_key("auto_curve_3_tps"));
+                assert_eq!(m["auto_trials"], 3.0);
+            } else {
+                assert_eq!(m["auto_trials"], 1.0);
+            }
+            assert!(out.notes.iter().any(|n| n.contains("threads = \"auto\"")));
+            assert!(out
+                .notes
+                .iter()
+                .any(|n| n.contains("thread search's trials")));
+        }
+    }
+
+    /// `maintenance = true`: two points, the normal one and `maintenance`, on the same
+    /// INCREMENTAL-vacuum file format; the variant's thread checkpoints and vacuums (with
+    /// 4 KiB pages a ≈ 2.3 KiB item has a page to itself, so its delete frees a page: once
+    /// 32 KiB pages under a loaded machine made too few deletes to empty one), and the
+    /// database still verifies.
+    #[test]
+    fn maintenance_variant_maintains_and_verifies() {
+        let dir = tempfile::tempdir_in("/var/tmp").unwrap();
+        let env = Env::new(
+            "size = \"4m\"\npage_size = 4096\ncache_size = 32\ncache = \"off\"\nduration = 1\n\
+             threads = 3\nmaintenance = true\nmaintenance_interval_ms = 100\nmix = { delete = 3, read = 1 }",
+        );
+        let points = Db.points(&env.ctx(dir.path())).unwrap();
+        let variants: Vec<&str> = points.iter().map(|p| p.variant.as_str()).collect();
+        assert_eq!(variants, ["", "maintenance"]);
+        let mut h = PlainHarness::default();
+        let plain = Db.run(&env.ctx(dir.path()), &points[0], &mut h).unwrap();
+        assert!(!plain.metrics.contains_key("maintenance_actions"));
+        let out = Db.run(&env.ctx(dir.path()), &points[1], &mut h).unwrap();
+        assert_eq!(h.measured, 2);
+        let m = &out.metrics;
+        assert!(m["maintenance_vacuums"] >= 1.0, "{m:?}");
+        assert_eq!(
+            m["maintenance_actions"],
+            m["maintenance_checkpoints"] + m["maintenance_vacuums"]
+        );
+        assert!(m["maintenance_freed_pages"] > 0.0, "{m:?}");
+        let conn = Connection::open(dir.path().join(DB_FILE)).unwrap();
+        let av: i64 = conn
+            .pragma_query_value(None, "auto_vacuum", |r| r.get(0))
+            .unwrap();
+        assert_eq!(av, 2, "INCREMENTAL");
+        let bad = Env::new("maintenance_interval_ms = 100");
+        assert!(Db.points(&bad.ctx(dir.path())).is_err());
     }
 
     /// With checkpoints off the WAL only grows, so the bytes the workers wrote must be the

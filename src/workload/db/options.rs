@@ -9,6 +9,7 @@ use std::time::Duration;
 use serde::Deserialize;
 
 // fio's size syntax (`4k`, `1.5g`, no fractional bytes) is what `db` has always accepted.
+use super::auto::{self, Search, Threads};
 use crate::plan::size::parse_whole_size;
 use crate::workload::{options, Ctx, WorkloadError};
 
@@ -48,7 +49,14 @@ struct DbOptions {
     page_size: Option<toml::Value>,
     /// A number of MiB or a size such as `"64m"`.
     cache_size: Option<toml::Value>,
-    threads: Option<i64>,
+    /// A number of worker threads, or `"auto"` (see [`super::auto`]).
+    threads: Option<toml::Value>,
+    /// `threads = "auto"`: the p99 read latency limit, ms.
+    p99_limit_ms: Option<toml::Value>,
+    /// `threads = "auto"`: the top of the range searched.
+    auto_max_threads: Option<i64>,
+    /// `threads = "auto"`: each trial's length, seconds.
+    auto_trial_seconds: Option<f64>,
     /// Seconds.
     duration: Option<f64>,
     /// Weights by transaction type name.
@@ -60,6 +68,10 @@ struct DbOptions {
     /// The page cache the engine may hold: `"25%"` of the database (the default), a size
     /// such as `"64m"`, or `"off"` (no memory cgroup).
     cache: Option<toml::Value>,
+    /// Measure a `maintenance` variant beside the normal one.
+    maintenance: Option<bool>,
+    /// The maintenance variant's period, ms.
+    maintenance_interval_ms: Option<i64>,
 }
 
 /// The page cache the engine's memory cgroup allows.
@@ -94,7 +106,10 @@ pub(super) struct Config {
     pub(super) page_size: u32,
     /// SQLite page cache per connection (`PRAGMA cache_size`), bytes.
     pub(super) cache_bytes: u64,
+    /// Worker threads; under `threads = "auto"` the default until the search sets it.
     pub(super) threads: usize,
+    /// `threads = "auto"`: search for the count before the measured phase.
+    pub(super) auto: Option<Search>,
     pub(super) duration: Duration,
     /// Relative weights of insert, delete, replace, read.
     pub(super) mix: [u32; 4],
@@ -109,6 +124,12 @@ pub(super) struct Config {
     pub(super) checkpoint_mode: &'static str,
     pub(super) busy_timeout: Duration,
     pub(super) cache: Cache,
+    /// `maintenance = true`: the database is built with `auto_vacuum = INCREMENTAL` (both
+    /// variants, so the file format is the same) and a `maintenance` point is measured.
+    pub(super) maintenance: bool,
+    /// The maintenance thread's period; `Some` only in the `maintenance` variant's run.
+    pub(super) maintain: Option<Duration>,
+    pub(super) maintenance_interval: Duration,
 }
 
 impl Config {
@@ -158,7 +179,17 @@ impl DbOptions {
                     .unwrap_or_default()
             ));
         }
-        let threads = int("threads", self.threads, 1, 1024)?.unwrap_or(12) as usize;
+        let raw = auto::Raw {
+            threads: self.threads.as_ref(),
+            p99_limit_ms: self.p99_limit_ms.as_ref(),
+            auto_max_threads: self.auto_max_threads,
+            auto_trial_seconds: self.auto_trial_seconds,
+        };
+        let (threads, auto) = match auto::parse("db", &raw, 64)? {
+            None => (12, None),
+            Some(Threads::Fixed(n)) => (n, None),
+            Some(Threads::Auto(s)) => (12, Some(s)),
+        };
         // Default 10 s, shortened at small scales (≈ 3 s at 0.01) so a quick plan stays quick.
         let duration = match self.duration {
             None => (10.0 * (10.0 * scale).sqrt()).clamp(2.0, 10.0),
@@ -211,8 +242,42 @@ impl DbOptions {
                 }
             },
         };
+        if auto.is_some() && mix[Op::Read as usize] == 0 {
+            return Err(
+                "[workload.db]: `threads = \"auto\"` searches by read latency, and `mix` has no reads"
+                    .into(),
+            );
+        }
         let cache = cache_of("db", self.cache.as_ref())?;
+        let maintenance = self.maintenance.unwrap_or(false);
+        let maint_ms = int(
+            "maintenance_interval_ms",
+            self.maintenance_interval_ms,
+            1,
+            3_600_000,
+        )?;
+        if maint_ms.is_some() && !maintenance {
+            return Err(
+                "[workload.db]: `maintenance_interval_ms` applies only with `maintenance = true`"
+                    .into(),
+            );
+        }
+        // At least four passes in the phase by default, so the variant always maintains.
+        let maintenance_interval = maint_ms.map_or(
+            Duration::from_secs_f64(duration / 4.0).min(Duration::from_millis(500)),
+            |ms| Duration::from_millis(u64::from(ms)),
+        );
+        if maintenance_interval.as_secs_f64() >= duration {
+            return Err(format!(
+                "[workload.db]: `maintenance_interval_ms` = {} is not shorter than the {duration} s phase",
+                maintenance_interval.as_millis()
+            ));
+        }
         Ok(Config {
+            maintenance,
+            maintain: None,
+            maintenance_interval,
+            auto,
             cache,
             size,
             page_size,

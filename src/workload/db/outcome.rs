@@ -69,6 +69,18 @@ pub(super) struct WorkerStats {
     pub(super) cpu_ns: Option<u64>,
 }
 
+/// What the maintenance thread of the `maintenance` variant did.
+#[derive(Debug, Default, Serialize, Deserialize)]
+pub(super) struct MaintenanceStats {
+    /// `wal_checkpoint(PASSIVE)` calls that completed, and `incremental_vacuum`s run.
+    pub(super) checkpoints: u64,
+    pub(super) vacuums: u64,
+    /// Pages the vacuums returned to the file system (the free list before each).
+    pub(super) freed_pages: u64,
+    /// Passes that found the database busy.
+    pub(super) busy: u64,
+}
+
 /// What the checkpoint thread did.
 #[derive(Debug, Default, Serialize, Deserialize)]
 pub(super) struct CheckpointStats {

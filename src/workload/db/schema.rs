@@ -95,6 +95,11 @@ pub(super) fn build(
         .map_err(e("journal_mode"))?;
     conn.pragma_update(None, "synchronous", "OFF")
         .map_err(e("synchronous"))?;
+    // Must precede the first table: it sets the file format (pointer-map pages).
+    if cfg.maintenance {
+        conn.pragma_update(None, "auto_vacuum", "INCREMENTAL")
+            .map_err(e("auto_vacuum"))?;
+    }
     conn.execute_batch(
         "CREATE TABLE items(
              id INTEGER PRIMARY KEY,

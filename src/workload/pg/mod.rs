@@ -27,6 +27,7 @@ mod stats;
 use crate::fsops::latency::percentile;
 use crate::plan::size::human_bytes;
 use crate::provision::cgroup::{self, MemoryCgroup};
+use crate::workload::db::auto::{self, Threads};
 use crate::workload::db::confined;
 use crate::workload::{Ctx, Harness, Outcome, Point, Workload, WorkloadError};
 
@@ -115,7 +116,16 @@ impl Workload for Pg {
             "select-only" => true,
             v => return Err(WorkloadError::Option(format!("unknown pg mode {v}"))),
         };
-        let clients = ctx.threads.max(1);
+        let mut clients = match cfg.threads {
+            Some(Threads::Fixed(n)) => n,
+            _ => ctx.threads.max(1),
+        };
+        let search = match cfg.threads {
+            Some(Threads::Auto(s)) => Some(s),
+            _ => None,
+        };
+        // Room for every count the search may try, plus psql and autovacuum.
+        let connections = search.map_or(clients, |s| s.max.max(clients)) + 10;
         let user = server::ensure_user()?;
         let data = ctx.root.join("pgdata");
         server::initdb(&install, &data, user)?;
@@ -135,7 +145,7 @@ impl Workload for Pg {
         let shared_buffers = cfg.shared_buffers_bytes();
         let settings = [
             ("shared_buffers", format!("{}kB", shared_buffers >> 10)),
-            ("max_connections", (clients + 10).to_string()),
+            ("max_connections", connections.to_string()),
             ("max_wal_senders", "0".to_string()),
             ("track_io_timing", "on".to_string()),
             ("track_wal_io_timing", "on".to_string()),
@@ -178,21 +188,43 @@ impl Workload for Pg {
             (Some(cg), Some(b)) => Some(confined::start_figures(cg, b)?),
             _ => None,
         };
+        // threads = "auto": unmeasured pgbench trials of this point's mode, under the same
+        // cache limit, choose the client count; their history rows are checked with the rest.
+        let mut trial_transactions = 0;
+        let searched = match search {
+            None => None,
+            Some(search) => {
+                let secs = search.trial.as_secs_f64().ceil().max(1.0);
+                let (chosen, curve) = auto::search(&search, &mut |n| {
+                    let mut tick = || {
+                        if let (Some(cg), Some(f)) = (&cg, fig.as_mut()) {
+                            confined::keep_limit(cg, f);
+                        }
+                    };
+                    let args = bench_args(n, secs, select_only);
+                    let r = bench::run(&install, &srv, &args, ctx.scratch, ctx, &mut tick)?;
+                    if r.failed != 0 {
+                        return Err(WorkloadError::Verify(format!(
+                            "{} pgbench transactions failed in the {n}-client trial",
+                            r.failed
+                        )));
+                    }
+                    trial_transactions += r.processed;
+                    Ok(auto::Trial {
+                        threads: n,
+                        p99_ms: (!r.latencies_us.is_empty())
+                            .then(|| percentile(&r.latencies_us, 0.99) as f64 / 1000.0),
+                        tps: r.tps,
+                    })
+                })?;
+                clients = chosen;
+                Some((search, chosen, curve))
+            }
+        };
         let before = bench::snapshot(&srv)?;
         let cpu0 = server::server_cpu_seconds(srv.pid());
 
-        let mut args: Vec<String> = vec![
-            "-n".into(),
-            "-c".into(),
-            clients.to_string(),
-            "-j".into(),
-            clients.min(num_cpus()).to_string(),
-            "-T".into(),
-            format!("{}", cfg.seconds.round().max(1.0) as u64),
-        ];
-        if select_only {
-            args.push("-S".into());
-        }
+        let args = bench_args(clients, cfg.seconds.round().max(1.0), select_only);
         let mut result = None;
         let outcome = harness.measure(&mut || {
             let mut tick = || {
@@ -219,7 +251,15 @@ impl Workload for Pg {
         bench::wait_for_backends(&srv)?;
         let after = bench::snapshot(&srv)?;
         let cpu1 = server::server_cpu_seconds(srv.pid());
-        let checked = stats::verify(&srv, &cfg, &r, select_only, &before, &after)?;
+        let checked = stats::verify(
+            &srv,
+            &cfg,
+            &r,
+            select_only,
+            trial_transactions,
+            &before,
+            &after,
+        )?;
 
         let fig = fig.map(|mut f| {
             if let Some(cg) = &cg {
@@ -291,9 +331,34 @@ impl Workload for Pg {
                 "no cache limit (cache = \"off\"): the database may sit in the page cache".into(),
             ),
         }
+        if let Some((search, chosen, curve)) = &searched {
+            let what = if select_only {
+                "read (select-only transaction) latency"
+            } else {
+                "TPC-B transaction latency (each holds a read)"
+            };
+            auto::record(search, *chosen, curve, what, m, &mut outcome.notes);
+        }
         outcome.notes.push(checked.note);
         Ok(outcome)
     }
+}
+
+/// pgbench's arguments for `clients` clients for `seconds` (whole), select-only or TPC-B.
+fn bench_args(clients: usize, seconds: f64, select_only: bool) -> Vec<String> {
+    let mut args: Vec<String> = vec![
+        "-n".into(),
+        "-c".into(),
+        clients.to_string(),
+        "-j".into(),
+        clients.min(num_cpus()).to_string(),
+        "-T".into(),
+        format!("{}", seconds as u64),
+    ];
+    if select_only {
+        args.push("-S".into());
+    }
+    args
 }
 
 /// CPUs this process may run on, for pgbench's `-j`.

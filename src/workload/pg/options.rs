@@ -3,6 +3,7 @@
 
 use serde::Deserialize;
 
+use crate::workload::db::auto::{self, Threads};
 use crate::workload::db::options::{cache_of, size_of, Cache};
 use crate::workload::options;
 
@@ -17,6 +18,9 @@ pub const SCALE_PER_UNIT: f64 = 64.0;
 /// sizing `shared_buffers` before the database exists; the cache budget uses the real size.
 pub const BYTES_PER_SCALE: u64 = 16 << 20;
 
+/// The top of the `threads = "auto"` range unless `auto_max_threads` says otherwise.
+pub const AUTO_MAX: usize = 32;
+
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct PgOptions {
@@ -30,6 +34,15 @@ struct PgOptions {
     shared_buffers: Option<toml::Value>,
     /// Which of [`MODES`] to measure.
     modes: Option<Vec<String>>,
+    /// pgbench clients: a number, or `"auto"` (see [`crate::workload::db::auto`]); absent,
+    /// the cell's `--threads`.
+    threads: Option<toml::Value>,
+    /// `threads = "auto"`: the p99 transaction latency limit, ms.
+    p99_limit_ms: Option<toml::Value>,
+    /// `threads = "auto"`: the top of the range searched.
+    auto_max_threads: Option<i64>,
+    /// `threads = "auto"`: each trial's length, seconds (whole seconds for pgbench's `-T`).
+    auto_trial_seconds: Option<f64>,
 }
 
 /// Resolved options.
@@ -41,6 +54,8 @@ pub struct Config {
     /// `None`: derived from the cache budget (see [`Config::shared_buffers_bytes`]).
     pub shared_buffers: Option<u64>,
     pub modes: Vec<&'static str>,
+    /// Clients: `None` is the cell's `--threads`.
+    pub threads: Option<Threads>,
 }
 
 impl Config {
@@ -112,7 +127,15 @@ pub fn config(table: &toml::Table, scale: f64) -> Result<Config, String> {
             out
         }
     };
+    let raw = auto::Raw {
+        threads: o.threads.as_ref(),
+        p99_limit_ms: o.p99_limit_ms.as_ref(),
+        auto_max_threads: o.auto_max_threads,
+        auto_trial_seconds: o.auto_trial_seconds,
+    };
+    let threads = auto::parse("pg", &raw, AUTO_MAX)?;
     Ok(Config {
+        threads,
         seconds,
         pgbench_scale,
         cache,
@@ -166,6 +189,9 @@ mod tests {
             "modes = [\"tpcc\"]",
             "modes = []",
             "clients = 4",
+            "threads = \"fast\"",
+            "threads = \"auto\"\np99_limit_ms = -1",
+            "p99_limit_ms = 5",
         ] {
             let e = cfg(bad, 0.01).unwrap_err();
             assert!(

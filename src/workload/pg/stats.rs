@@ -21,12 +21,14 @@ pub struct Checked {
 /// with pgbench: TPC-B inserts one history row per transaction and moves the same delta
 /// into an account, a teller and a branch, so the history count equals the transactions
 /// pgbench reported and the four sums agree; select-only leaves both untouched. The
-/// server's own commit counter must cover every reported transaction.
+/// server's own commit counter must cover every reported transaction. `trial_transactions`:
+/// those of the unmeasured `threads = "auto"` trials before the run.
 pub fn verify(
     srv: &Server,
     cfg: &Config,
     r: &BenchRun,
     select_only: bool,
+    trial_transactions: u64,
     before: &BTreeMap<String, f64>,
     after: &BTreeMap<String, f64>,
 ) -> Result<Checked, WorkloadError> {
@@ -59,7 +61,12 @@ pub fn verify(
             cfg.pgbench_scale
         )));
     }
-    let want_history = if select_only { 0 } else { r.processed as i64 };
+    // TPC-B trials of a `threads = "auto"` search left their history rows too.
+    let want_history = if select_only {
+        0
+    } else {
+        (r.processed + trial_transactions) as i64
+    };
     if history != want_history || a != b || b != t || t != d || (select_only && a != 0) {
         return Err(WorkloadError::Verify(format!(
             "pgbench_history holds {history} rows for {want_history} transactions; balance sums \
