@@ -276,20 +276,7 @@ fn a_rank_killed_mid_phase_ends_the_run_and_cleanup_leaves_nothing() {
     )
     .unwrap();
     // The job ends (mpirun stops the other ranks) instead of hanging in a barrier.
-    let t1 = Instant::now();
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        assert!(
-            t1.elapsed() < Duration::from_secs(120),
-            "the job still runs 120 s after a rank died"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    };
-    let mut stderr = String::new();
-    std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut stderr).unwrap();
-    assert!(!status.success(), "{stderr}");
+    let stderr = failed_within(&mut child, Duration::from_secs(120), "a rank died");
     assert!(
         stderr.contains("rank 2") && stderr.contains("signal 9"),
         "mpirun names the rank that died and why:\n{stderr}"
@@ -503,20 +490,7 @@ fn ctrl_c_to_mpirun_mid_phase_ends_the_job_keeps_the_records_and_leaves_nothing(
             rustix::process::Signal::INT,
         )
         .unwrap();
-        let t1 = Instant::now();
-        let status = loop {
-            if let Some(s) = child.try_wait().unwrap() {
-                break s;
-            }
-            assert!(
-                t1.elapsed() < Duration::from_secs(60),
-                "the job still runs 60 s after Ctrl-C"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        };
-        let mut stderr = String::new();
-        std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut stderr).unwrap();
-        assert!(!status.success(), "{stderr}");
+        let stderr = failed_within(&mut child, Duration::from_secs(60), "Ctrl-C");
         assert!(
             stderr.contains("fsarena: interrupted: the MPI job ends on every rank now")
                 && stderr.contains("results.jsonl"),
@@ -545,4 +519,25 @@ fn ctrl_c_to_mpirun_mid_phase_ends_the_job_keeps_the_records_and_leaves_nothing(
         }
         assert!(common::leftovers(&root.path).is_empty());
     }
+}
+
+/// Waits at most `limit` for the job to end after `what`, asserts it failed, and returns
+/// what it printed on stderr.
+fn failed_within(child: &mut std::process::Child, limit: Duration, what: &str) -> String {
+    let t1 = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(
+            t1.elapsed() < limit,
+            "the job still runs {} s after {what}",
+            limit.as_secs()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut stderr).unwrap();
+    assert!(!status.success(), "{stderr}");
+    stderr
 }

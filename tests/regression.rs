@@ -672,8 +672,8 @@ fn a_target_whose_mkfs_fails_stops_with_the_error_and_keeps_the_whole_output() {
 fn cleanup_leaves_what_the_journal_does_not_name() {
     require_root();
     let root = TestRoot::new("reg-cleanup");
-    let (out, work) = (root.path.join("out"), root.path.join("work"));
-    let mut child = start_until_lines(
+    let (work, run) = killed_run(
+        &root,
         &[
             "run",
             "--target",
@@ -685,18 +685,8 @@ fn cleanup_leaves_what_the_journal_does_not_name() {
             "--runs",
             "20",
         ],
-        &out,
-        &work,
         3,
     );
-    child.kill().unwrap();
-    child.wait().unwrap();
-    let run = std::fs::read_dir(&work)
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .find(|p| p.join(fsarena::provision::workdir::OWNER_FILE).exists())
-        .expect("the killed run's directory");
     let mut made = Made::default();
     let foreign = run.join("notes.txt");
     std::fs::write(&foreign, "mine").unwrap();
@@ -998,8 +988,8 @@ fn btrfs_zstd_writes_less_than_btrfs_for_the_default_data_set() {
 fn a_cleanup_that_leaves_something_keeps_the_journal_for_the_next_one() {
     require_root();
     let root = TestRoot::new("reg-keep-journal");
-    let (out, work) = (root.path.join("out"), root.path.join("work"));
-    let mut child = start_until_lines(
+    let (work, run) = killed_run(
+        &root,
         &[
             "run",
             "--target",
@@ -1009,18 +999,8 @@ fn a_cleanup_that_leaves_something_keeps_the_journal_for_the_next_one() {
             "--runs",
             "20",
         ],
-        &out,
-        &work,
         2,
     );
-    child.kill().unwrap();
-    child.wait().unwrap();
-    let run = std::fs::read_dir(&work)
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .find(|p| p.join(fsarena::provision::workdir::OWNER_FILE).exists())
-        .expect("the killed run's directory");
     // A file in a tree the run journaled that cannot be removed (immutable).
     let stuck = run.join("scratch").join("stuck");
     std::fs::create_dir_all(stuck.parent().unwrap()).unwrap();
@@ -1057,4 +1037,20 @@ fn a_cleanup_that_leaves_something_keeps_the_journal_for_the_next_one() {
     );
     assert!(!said2.contains("nothing to clean up"), "{said2}");
     assert!(!run.exists(), "the run directory survived: {said2}");
+}
+
+/// Starts `args` in `root`, kills it with SIGKILL once its results hold `lines` lines, and
+/// returns the work directory and the dead run's directory in it.
+fn killed_run(root: &TestRoot, args: &[&str], lines: usize) -> (PathBuf, PathBuf) {
+    let (out, work) = (root.path.join("out"), root.path.join("work"));
+    let mut child = start_until_lines(args, &out, &work, lines);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let run = std::fs::read_dir(&work)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.join(fsarena::provision::workdir::OWNER_FILE).exists())
+        .expect("the killed run's directory");
+    (work, run)
 }
