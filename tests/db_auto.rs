@@ -166,3 +166,53 @@ fn malformed_auto_threads_options_are_refused_with_exit_2_before_provisioning() 
         assert_eq!(made, 0, "something was provisioned for {options}");
     }
 }
+
+/// pg with `maintenance = true`: each mode is measured twice, plainly and as
+/// `MODE-maintenance`, where CHECKPOINTs are issued (and counted) during the measured phase;
+/// a malformed interval is refused before anything is provisioned.
+#[test]
+fn pg_maintenance_measures_a_maintained_point_beside_each_mode() {
+    require_root();
+    fsarena::workload::pg::install::locate().expect("this test needs PostgreSQL (./dev deps)");
+    let root = TestRoot::new("pg-maint");
+    let p = plan(
+        &root.path,
+        "pg",
+        "modes = [\"tpcb\"]\nseconds = 2\ncache = \"off\"\nmaintenance = true\nmaintenance_interval_ms = 200",
+    );
+    let ms = run_plan(&root.path, &p);
+    let variants: Vec<&str> = ms.iter().map(|m| m["variant"].as_str().unwrap()).collect();
+    assert_eq!(variants, ["tpcb", "tpcb-maintenance"], "{ms:?}");
+    for m in &ms {
+        assert_eq!(m["status"], "ok", "{m}");
+        assert!(
+            m["metrics"]["transactions_per_s"].as_f64().unwrap() > 0.0,
+            "{m}"
+        );
+    }
+    let x = &ms[1]["metrics"];
+    let checkpoints = x["maintenance_checkpoints"].as_f64().unwrap();
+    // 2 s at one CHECKPOINT per 200 ms: several, fewer than the phase has slots.
+    assert!((3.0..=10.0).contains(&checkpoints), "{x}");
+    assert!(
+        x["maintenance_actions"].as_f64().unwrap() >= checkpoints,
+        "{x}"
+    );
+    assert!(ms[0]["metrics"].get("maintenance_actions").is_none());
+
+    let bad = plan(&root.path, "pg", "maintenance_interval_ms = 100");
+    let o = Command::new(bin())
+        .arg("run")
+        .arg(&bad)
+        .arg("--work-dir")
+        .arg(root.path.join("work2"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("maintenance = true") && err.lines().count() == 1,
+        "{err}"
+    );
+    assert!(!root.path.join("work2").exists() || leftovers(&root.path).is_empty());
+}

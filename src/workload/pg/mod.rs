@@ -93,12 +93,27 @@ impl Workload for Pg {
     /// One point per pgbench mode.
     fn points(&self, ctx: &Ctx) -> Result<Vec<Point>, WorkloadError> {
         let cfg = options::config(ctx.options, ctx.dataset.scale).map_err(WorkloadError::Option)?;
+        let maintained: &[bool] = if cfg.maintenance.is_some() {
+            &[false, true]
+        } else {
+            &[false]
+        };
         Ok(cfg
             .modes
             .iter()
-            .map(|m| Point {
-                variant: (*m).to_string(),
-                params: [("mode".to_string(), serde_json::json!(m))].into(),
+            .flat_map(|m| {
+                maintained.iter().map(move |&on| Point {
+                    variant: if on {
+                        format!("{m}{MAINTENANCE}")
+                    } else {
+                        (*m).to_string()
+                    },
+                    params: [
+                        ("mode".to_string(), serde_json::json!(m)),
+                        ("maintenance".to_string(), serde_json::json!(on)),
+                    ]
+                    .into(),
+                })
             })
             .collect())
     }
@@ -111,7 +126,12 @@ impl Workload for Pg {
     ) -> Result<Outcome, WorkloadError> {
         let cfg = options::config(ctx.options, ctx.dataset.scale).map_err(WorkloadError::Option)?;
         let install = install::locate().map_err(WorkloadError::Unsupported)?;
-        let select_only = match point.variant.as_str() {
+        let (mode, maintained) = match point.variant.strip_suffix(MAINTENANCE) {
+            Some(mode) => (mode, true),
+            None => (point.variant.as_str(), false),
+        };
+        let every = cfg.maintenance.filter(|_| maintained);
+        let select_only = match mode {
             "tpcb" | "" => false,
             "select-only" => true,
             v => return Err(WorkloadError::Option(format!("unknown pg mode {v}"))),
@@ -143,13 +163,20 @@ impl Workload for Pg {
             }
         };
         let shared_buffers = cfg.shared_buffers_bytes();
-        let settings = [
+        let mut settings = vec![
             ("shared_buffers", format!("{}kB", shared_buffers >> 10)),
             ("max_connections", connections.to_string()),
             ("max_wal_senders", "0".to_string()),
             ("track_io_timing", "on".to_string()),
             ("track_wal_io_timing", "on".to_string()),
         ];
+        if every.is_some() {
+            settings.extend(
+                MAINTENANCE_SETTINGS
+                    .iter()
+                    .map(|(k, v)| (*k, v.to_string())),
+            );
+        }
         let procs = cg.as_ref().map(|c| c.procs_file());
         let srv = server::Server::start(
             &install,
@@ -222,26 +249,45 @@ impl Workload for Pg {
             }
         };
         let before = bench::snapshot(&srv)?;
+        let vacuums0 = if every.is_some() {
+            num(AUTOVACUUMS)?
+        } else {
+            0.0
+        };
         let cpu0 = server::server_cpu_seconds(srv.pid());
 
         let args = bench_args(clients, cfg.seconds.round().max(1.0), select_only);
         let mut result = None;
-        let outcome = harness.measure(&mut || {
-            let mut tick = || {
-                if let (Some(cg), Some(f)) = (&cg, fig.as_mut()) {
-                    confined::keep_limit(cg, f);
-                }
+        let done = std::sync::atomic::AtomicBool::new(false);
+        let (outcome, checkpoints) = std::thread::scope(|s| {
+            let (server, stop) = (&srv, &done);
+            let bg = every.map(|every| s.spawn(move || checkpointer(server, every, stop)));
+            let outcome = harness.measure(&mut || {
+                let mut tick = || {
+                    if let (Some(cg), Some(f)) = (&cg, fig.as_mut()) {
+                        confined::keep_limit(cg, f);
+                    }
+                };
+                let r = bench::run(&install, &srv, &args, ctx.scratch, ctx, &mut tick)?;
+                let mut o = Outcome {
+                    seconds: r.seconds,
+                    files: r.processed,
+                    ..Default::default()
+                };
+                o.metrics.insert("transactions_per_s".into(), r.tps);
+                result = Some(r);
+                Ok(o)
+            });
+            done.store(true, std::sync::atomic::Ordering::SeqCst);
+            let checkpoints = match bg.map(|h| h.join()) {
+                None => Ok(0),
+                Some(Ok(n)) => n,
+                Some(Err(_)) => Err(WorkloadError::Tool("the CHECKPOINT thread panicked".into())),
             };
-            let r = bench::run(&install, &srv, &args, ctx.scratch, ctx, &mut tick)?;
-            let mut o = Outcome {
-                seconds: r.seconds,
-                files: r.processed,
-                ..Default::default()
-            };
-            o.metrics.insert("transactions_per_s".into(), r.tps);
-            result = Some(r);
-            Ok(o)
-        })?;
+            (outcome, checkpoints)
+        });
+        let outcome = outcome?;
+        let checkpoints = checkpoints?;
         let r = result.ok_or_else(|| WorkloadError::Tool("pgbench did not run".into()))?;
         // Measurement over: lift the limit so the statistics queries' backends fit.
         if let Some(cg) = &cg {
@@ -250,6 +296,11 @@ impl Workload for Pg {
         }
         bench::wait_for_backends(&srv)?;
         let after = bench::snapshot(&srv)?;
+        let vacuums = if every.is_some() {
+            num(AUTOVACUUMS)? - vacuums0
+        } else {
+            0.0
+        };
         let cpu1 = server::server_cpu_seconds(srv.pid());
         let checked = stats::verify(
             &srv,
@@ -339,9 +390,65 @@ impl Workload for Pg {
             };
             auto::record(search, *chosen, curve, what, m, &mut outcome.notes);
         }
+        if let Some(every) = every {
+            let actions = checkpoints as f64 + vacuums;
+            // The variant's own check: maintenance that never ran would measure nothing.
+            if actions <= 0.0 {
+                return Err(WorkloadError::Verify(
+                    "the maintenance point ran no CHECKPOINT and no autovacuum".into(),
+                ));
+            }
+            m.insert("maintenance_checkpoints".into(), checkpoints as f64);
+            m.insert("maintenance_autovacuum_runs".into(), vacuums);
+            m.insert("maintenance_actions".into(), actions);
+            outcome.notes.push(format!(
+                "maintenance: aggressive autovacuum ({} runs) and a CHECKPOINT every {} ms \
+                 ({checkpoints} issued) during the measured phase",
+                vacuums,
+                every.as_millis()
+            ));
+        }
         outcome.notes.push(checked.note);
         Ok(outcome)
     }
+}
+
+/// The suffix of a point measured with the engine's maintenance running.
+pub const MAINTENANCE: &str = "-maintenance";
+
+/// Server settings of a maintenance point: autovacuum wakes every second and takes any
+/// table with a few dozen changed rows, without cost-based pauses.
+const MAINTENANCE_SETTINGS: [(&str, &str); 7] = [
+    ("autovacuum", "on"),
+    ("autovacuum_naptime", "1"),
+    ("autovacuum_vacuum_threshold", "50"),
+    ("autovacuum_vacuum_scale_factor", "0.01"),
+    ("autovacuum_analyze_threshold", "50"),
+    ("autovacuum_analyze_scale_factor", "0.01"),
+    ("autovacuum_vacuum_cost_delay", "0"),
+];
+
+/// Autovacuum and autoanalyze runs so far over the user tables.
+const AUTOVACUUMS: &str =
+    "SELECT coalesce(sum(autovacuum_count + autoanalyze_count), 0) FROM pg_stat_user_tables";
+
+/// Issues a CHECKPOINT every `every` until `done`; returns how many completed.
+fn checkpointer(
+    srv: &server::Server,
+    every: std::time::Duration,
+    done: &std::sync::atomic::AtomicBool,
+) -> Result<u64, WorkloadError> {
+    let mut n = 0;
+    let mut next = std::time::Instant::now() + every;
+    while !done.load(std::sync::atomic::Ordering::SeqCst) {
+        if std::time::Instant::now() >= next {
+            srv.sql("CHECKPOINT")?;
+            n += 1;
+            next += every;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    Ok(n)
 }
 
 /// pgbench's arguments for `clients` clients for `seconds` (whole), select-only or TPC-B.

@@ -43,6 +43,11 @@ struct PgOptions {
     auto_max_threads: Option<i64>,
     /// `threads = "auto"`: each trial's length, seconds (whole seconds for pgbench's `-T`).
     auto_trial_seconds: Option<f64>,
+    /// Also measure every mode with the engine's own maintenance running (a `MODE-maintenance`
+    /// point): aggressive autovacuum, and a CHECKPOINT every `maintenance_interval_ms`.
+    maintenance: Option<bool>,
+    /// `maintenance = true`: ms between the CHECKPOINTs issued during the measured phase.
+    maintenance_interval_ms: Option<f64>,
 }
 
 /// Resolved options.
@@ -56,6 +61,8 @@ pub struct Config {
     pub modes: Vec<&'static str>,
     /// Clients: `None` is the cell's `--threads`.
     pub threads: Option<Threads>,
+    /// `maintenance = true`: the interval between CHECKPOINTs of the `-maintenance` points.
+    pub maintenance: Option<std::time::Duration>,
 }
 
 impl Config {
@@ -134,7 +141,27 @@ pub fn config(table: &toml::Table, scale: f64) -> Result<Config, String> {
         auto_trial_seconds: o.auto_trial_seconds,
     };
     let threads = auto::parse("pg", &raw, AUTO_MAX)?;
+    let maintenance = match (o.maintenance, o.maintenance_interval_ms) {
+        (Some(true), None) => Some(std::time::Duration::from_secs_f64((seconds / 4.0).min(1.0))),
+        (Some(true), Some(ms)) if ms.is_finite() && ms >= 10.0 && ms <= seconds * 1000.0 => {
+            Some(std::time::Duration::from_secs_f64(ms / 1000.0))
+        }
+        (Some(true), Some(ms)) => {
+            return Err(bad(
+                "maintenance_interval_ms",
+                &ms,
+                "ms from 10 to the run's length",
+            ))
+        }
+        (_, Some(_)) => {
+            return Err(
+                "[workload.pg]: `maintenance_interval_ms` needs `maintenance = true`".into(),
+            )
+        }
+        (_, None) => None,
+    };
     Ok(Config {
+        maintenance,
         threads,
         seconds,
         pgbench_scale,
@@ -192,6 +219,9 @@ mod tests {
             "threads = \"fast\"",
             "threads = \"auto\"\np99_limit_ms = -1",
             "p99_limit_ms = 5",
+            "maintenance = \"yes\"",
+            "maintenance_interval_ms = 100",
+            "maintenance = true\nmaintenance_interval_ms = 0",
         ] {
             let e = cfg(bad, 0.01).unwrap_err();
             assert!(
