@@ -399,6 +399,16 @@ mod tests {
     use crate::dataset::DatasetSpec;
     use crate::workload::PlainHarness;
 
+    /// Holds every other SQLite test of this process off while one runs. The engine runs
+    /// in a forked child (`confined`): a fork while another test's thread holds one of
+    /// SQLite's global mutexes (the unix VFS mutex, taken by every open) leaves the child
+    /// waiting on that mutex for ever. CI's lib run hung there with two db tests at once. A
+    /// run never forks beside another SQLite user: cells run one at a time.
+    pub(crate) fn sqlite_alone() -> std::sync::MutexGuard<'static, ()> {
+        static ALONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+        ALONE.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
     /// A workload context over a temporary directory, shared by the db module's tests.
     pub(super) struct Env {
         pub(super) dataset: DatasetSpec,
@@ -441,6 +451,7 @@ mod tests {
     /// A real run: counts add up, the database holds what they say, the PRAGMAs took.
     #[test]
     fn real_run_counts_add_up() {
+        let _alone = sqlite_alone();
         let dir = tempfile::tempdir_in("/var/tmp").unwrap();
         let env = Env::new(
             "size = \"4m\"\npage_size = 8192\ncache_size = 32\nthreads = 4\nduration = 1\n\
@@ -497,6 +508,7 @@ mod tests {
     /// range, and the rows the trials changed are part of the verified count.
     #[test]
     fn auto_threads_search_settles_on_the_limit() {
+        let _alone = sqlite_alone();
         for (limit, max, want) in [("0.000001", 3, 1.0), ("1000000", 3, 3.0)] {
             let dir = tempfile::tempdir_in("/var/tmp").unwrap();
             let env = Env::new(&format!(
@@ -531,6 +543,7 @@ mod tests {
     /// database still verifies.
     #[test]
     fn maintenance_variant_maintains_and_verifies() {
+        let _alone = sqlite_alone();
         let dir = tempfile::tempdir_in("/var/tmp").unwrap();
         let env = Env::new(
             "size = \"4m\"\npage_size = 4096\ncache_size = 32\ncache = \"off\"\nduration = 1\n\
@@ -565,6 +578,7 @@ mod tests {
     /// page of the -shm index as it grows (8 per 32 KiB region, one region per ~4096 frames).
     #[test]
     fn wal_bytes_match_the_wal_file_without_checkpoints() {
+        let _alone = sqlite_alone();
         let dir = tempfile::tempdir().unwrap();
         let env = Env::new(
             "size = \"4m\"\npage_size = 4096\ncache_size = 32\nthreads = 3\nduration = 0.7\n\
@@ -611,6 +625,7 @@ mod tests {
 
     #[test]
     fn cancel_mid_run_is_interrupted() {
+        let _alone = sqlite_alone();
         let dir = tempfile::tempdir().unwrap();
         // Cancellation, not confinement, is under test here, so no memory cgroup: in one CI
         // run a tight cgroup made the engine's first read fail ("sqlite cache_size: disk I/O
@@ -648,6 +663,7 @@ mod tests {
 
     #[test]
     fn deadline_mid_run_is_a_timeout() {
+        let _alone = sqlite_alone();
         let dir = tempfile::tempdir().unwrap();
         let mut env = Env::new("size = \"4m\"\nthreads = 2\nduration = 30\ncache_size = 32");
         // Long enough for the unmeasured build on a loaded machine, far shorter than the

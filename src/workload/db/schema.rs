@@ -199,6 +199,7 @@ mod tests {
 
     #[test]
     fn same_seed_builds_the_same_database() {
+        let _alone = crate::workload::db::tests::sqlite_alone();
         let env = Env::new("size = \"4m\"\npage_size = 8192");
         let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
         let cfg = Config::from_ctx(&env.ctx(a.path())).unwrap();

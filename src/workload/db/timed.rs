@@ -395,6 +395,7 @@ mod tests {
     /// the workers write only the WAL, the checkpoint thread writes the database file.
     #[test]
     fn per_file_figures_match_the_kernels_count_of_the_same_writes() {
+        let _alone = crate::workload::db::tests::sqlite_alone();
         let dir = tempfile::tempdir_in("/var/tmp").unwrap();
         let env = Env::new(
             "size = \"8m\"\npage_size = 4096\ncache_size = 32\nthreads = 2\nduration = 1\n\
