@@ -137,6 +137,15 @@ fn a_run_killed_mid_budget_keeps_and_reports_what_it_measured() {
     );
     let summary: serde_json::Value =
         serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
-    let n = summary["sections"][0]["rows"][0]["ok"].as_u64().unwrap();
-    assert!(n >= 4, "the report shows {n} runs");
+    // A round repeats the side of a comparison that helps most (the candidate, the baseline
+    // or both), so the extra run may be any row's: the report shows it on one of them.
+    let most = summary["sections"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|s| s["rows"].as_array().unwrap())
+        .filter_map(|r| r["ok"].as_u64())
+        .max()
+        .unwrap();
+    assert!(most >= 4, "the report shows at most {most} runs of a group");
 }
