@@ -94,6 +94,8 @@ fn a_run_killed_mid_budget_keeps_and_reports_what_it_measured() {
     let (out, work) = (root.path.join("out"), root.path.join("work"));
     let mut child = Command::new(bin())
         .args(args(&root.path, &out, &work, "10m"))
+        // One progress line per cell, unwrapped, so a line holds a whole cell's result.
+        .env("COLUMNS", "200")
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()

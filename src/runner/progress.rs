@@ -80,13 +80,13 @@ impl Progress {
         if let Some(b) = &self.bar {
             b.inc(1);
         } else if self.plain {
-            eprintln!(
+            self.println(&format!(
                 "[{}/{}] {}: {result} ({})",
                 self.n,
                 self.total,
                 self.label,
                 eta_text(self.eta)
-            );
+            ));
         }
     }
 
