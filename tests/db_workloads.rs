@@ -71,6 +71,48 @@ fn db_reads_reach_the_device_in_every_repetition_at_the_default_scale() {
     assert!(cgroups_of(pid).is_empty(), "{:?}", cgroups_of(pid));
 }
 
+/// `cache = "off"` starts the phase as cold as a cache limit does: before, the database
+/// fsarena had just built sat in the page cache, so "off" made no device reads at all and
+/// "off" against a limit far above the database measured a warm start against a cold one,
+/// not the cgroup.
+#[test]
+fn db_without_a_cache_limit_starts_cold_and_reads_the_device() {
+    require_root();
+    let root = TestRoot::new("db-off-cold");
+    let (plan, out) = (root.path.join("plan.toml"), root.path.join("out"));
+    std::fs::write(
+        &plan,
+        "workloads = [\"db\"]\ntargets = [\"ext4\"]\nruns = 1\n[workload.db]\ncache = \"off\"\n",
+    )
+    .unwrap();
+    let run = Command::new(bin())
+        .arg("run")
+        .arg(&plan)
+        .args(["--quiet", "--work-dir"])
+        .arg(root.path.join("work"))
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert_eq!(
+        run.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let ms = measurements(&out);
+    assert_eq!(ms.len(), 1, "{ms:?}");
+    let x = &ms[0]["metrics"];
+    assert!(
+        x.get("cgroup_limit_bytes").is_none(),
+        "no cgroup asked for: {x}"
+    );
+    assert!(x["device_read_ios"].as_f64().unwrap_or(0.0) > 0.0, "{x}");
+    let notes = ms[0]["notes"].to_string();
+    assert!(notes.contains("started cold"), "{notes}");
+    assert!(leftovers(&root.path).is_empty());
+}
+
 /// A bad `cache` value is bad input: one line, exit 2, and no run directory was made.
 /// `fsarena run PLAN` exits 2 with one line naming `what`, and makes no run directory.
 fn refused_before_provisioning(root: &Path, plan: &Path, what: &str) {

@@ -235,7 +235,7 @@ fn clones_of_one_image_are_never_attached_together() {
     let (out, work) = (root.path.join("out"), root.path.join("work"));
     let mut child = Command::new(bin())
         .args(["run", "--target", "btrfs", "--target", "ext4"])
-        .args(["--workload", "scan,touch,delete", "--runs", "2"])
+        .args(["--workload", "scan,touch,delete,dupes", "--runs", "2"])
         .args(["--scale", "0.01", "--quiet", "--out"])
         .arg(&out)
         .arg("--work-dir")

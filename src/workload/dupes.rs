@@ -7,8 +7,9 @@
 //! together cover every byte); only larger files get a full hash, read in 1 MiB buffers.
 //! Hard links are not collapsed (fclones does, by inode): generated trees have none.
 //!
-//! Preparation writes the data set onto the target and, with `cold` (default true), drops
-//! the caches so the search reads the device, as the fclones benchmarks do. Verification:
+//! Preparation writes the data set onto the target (or the cell runs on a copy of the run's
+//! populated image, which holds it already) and, with `cold` (default true), drops the
+//! caches so the search reads the device, as the fclones benchmarks do. Verification:
 //! the groups found must equal the manifest's planted groups exactly — the generator also
 //! plants equal-size decoys and files that differ only in their last byte, which a finder
 //! that trusts sizes or prefixes would wrongly group.
@@ -23,7 +24,7 @@ use rustix::fs::{Mode, OFlags};
 use serde::Deserialize;
 
 use super::dirfd::open_dir;
-use super::prepare::{generate, prep_threads};
+use super::prepare::{generate, prep_threads, prepare};
 use super::verify::examples;
 use super::{options, Ctx, Harness, IoContext, Outcome, Point, Workload, WorkloadError};
 use crate::dataset::Manifest;
@@ -347,6 +348,10 @@ impl Workload for Dupes {
     fn check_options(&self, table: &toml::Table) -> Result<(), String> {
         DupesOptions::from_table(table).map(drop)
     }
+    /// The search only reads: a copy of the run's populated image serves it.
+    fn wants_populated_target(&self) -> bool {
+        true
+    }
     fn drops_caches(&self, options: &toml::Table) -> Option<&'static str> {
         DupesOptions::from_table(options)
             .is_ok_and(|o| o.cold)
@@ -361,11 +366,20 @@ impl Workload for Dupes {
         let cold = DupesOptions::from_table(ctx.options)
             .map_err(WorkloadError::Option)?
             .cold;
-        let manifest = generate(ctx, ctx.dataset, ctx.root, prep_threads(ctx))?;
+        // On a copy of the run's populated image the data set is already there (and cold);
+        // otherwise it is written now.
+        let manifest = match ctx.populated {
+            true => prepare(ctx)?,
+            false => generate(ctx, ctx.dataset, ctx.root, prep_threads(ctx))?,
+        };
         if cold {
             harness
                 .drop_caches()
                 .ctx(|| "dropping caches before the search".to_string())?;
+        } else if ctx.populated {
+            // Warm means what the search reads is cached, as right after writing it: one
+            // unmeasured search reads exactly that.
+            find_duplicates(ctx, ctx.root, ctx.threads)?;
         } else {
             crate::sys::syncfs(ctx.root).ctx(|| format!("syncfs {}", ctx.root.display()))?;
         }

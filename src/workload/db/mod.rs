@@ -183,6 +183,18 @@ impl Workload for Db {
             .cache
             .bytes(built.bytes, page_size)
             .filter(|_| !memory_fs);
+        // Without a limit the phase starts as cold as with one where it can (root), so
+        // `cache = "off"` against a limit far above the database measures the cgroup
+        // itself, not a warm start against a cold one.
+        let started_warm = match budget.is_none() && !memory_fs {
+            true if crate::sys::can_drop_caches().is_ok() => {
+                harness
+                    .drop_caches()
+                    .ctx(|| "dropping the built database from the cache".into())?;
+                false
+            }
+            unlimited => unlimited,
+        };
         let cg = match budget {
             None => None,
             Some(b) => {
@@ -370,8 +382,11 @@ impl Workload for Db {
             None if memory_fs && cfg.cache != Cache::Off => outcome.notes.push(
                 "no cache limit on a memory file system: its pages are the database itself, which no limit can evict".into(),
             ),
+            None if started_warm => outcome.notes.push(
+                "no cache limit (cache = \"off\"), and the built database could not be dropped from the page cache (not root): the phase started warm".into(),
+            ),
             None => outcome.notes.push(
-                "no cache limit (cache = \"off\"): the database may sit in the page cache".into(),
+                "no cache limit (cache = \"off\"): the phase started cold, then the database may sit in the page cache".into(),
             ),
         }
         if let Some((search, chosen, curve)) = &searched {
