@@ -42,7 +42,7 @@ for r in $(seq "$RUNS"); do
         if [ $((r % 2)) = 1 ]; then order="off 100g"; else order="100g off"; fi
         for c in $order; do
             "$BIN" run "$OUT/$e-$c.toml" --runs 1 --scale "$SCALE" --quiet --work-dir "$WORK" \
-                --out "$OUT/$e-$c-$r" >/dev/null
+                --out "$OUT/$e-$c-$r" >/dev/null 2>>"$OUT/stderr.log"
         done
     done
 done
