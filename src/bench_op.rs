@@ -234,6 +234,7 @@ pub fn run(args: &OpArgs) -> Result<OpReport, WorkloadError> {
         cancel: &cancel,
         deadline: None,
         populated: false,
+        log_root: None,
     };
     let t0 = Instant::now();
     let (files, bytes) = (op.call)(args, &ctx, &args.src, dest)?;

@@ -8,7 +8,10 @@ mod common;
 use std::path::Path;
 use std::process::Command;
 
-use common::{bin, leftovers, measurements, require_root, TestRoot};
+use common::{
+    alive, bin, files_named, leftovers, measurements, processes_naming, require_root, wait_for,
+    TestRoot,
+};
 
 /// The regression test for "the database fits in the cache": on main a db run on ext4 made
 /// 19 device reads in the whole run, and a repetition could make none (no read latency).
@@ -174,26 +177,6 @@ fn cgroups_of(pid: u32) -> Vec<(std::path::PathBuf, Vec<i32>)> {
         .unwrap_or_default()
 }
 
-/// Whether `pid` is a live (not zombie) process.
-fn alive(pid: i32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
-        s.rsplit_once(") ")
-            .is_some_and(|(_, rest)| !rest.starts_with('Z'))
-    })
-}
-
-/// Waits up to `secs` for `cond`.
-fn wait_for(secs: u64, mut cond: impl FnMut() -> bool) -> bool {
-    let t0 = std::time::Instant::now();
-    while t0.elapsed() < std::time::Duration::from_secs(secs) {
-        if cond() {
-            return true;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-    cond()
-}
-
 /// Regression: the db engine (a forked child in the memory cgroup) outlived a `kill -9`
 /// of fsarena and went on writing to the target. It now dies with its parent
 /// (PR_SET_PDEATHSIG) before any cleanup runs; `fsarena cleanup` then removes the rest.
@@ -255,42 +238,6 @@ fn db_engine_child_dies_with_fsarena_on_kill_9_without_cleanup() {
     );
     assert!(cgroups_of(run.id()).is_empty());
     assert!(leftovers(&root.path).is_empty());
-}
-
-/// Files under `dir` (recursively) whose name starts with `prefix`.
-fn files_named(dir: &Path, prefix: &str) -> Vec<std::path::PathBuf> {
-    let mut out = Vec::new();
-    let Ok(rd) = std::fs::read_dir(dir) else {
-        return out;
-    };
-    for e in rd.flatten() {
-        let p = e.path();
-        if e.file_name().to_string_lossy().starts_with(prefix) {
-            out.push(p.clone());
-        }
-        if e.file_type().is_ok_and(|t| t.is_dir()) {
-            out.extend(files_named(&p, prefix));
-        }
-    }
-    out
-}
-
-/// Live processes whose command line mentions `path` (a postmaster names its data
-/// directory).
-fn processes_naming(path: &Path) -> Vec<i32> {
-    let needle = path.to_string_lossy().into_owned();
-    std::fs::read_dir("/proc")
-        .map(|rd| {
-            rd.flatten()
-                .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
-                .filter(|&pid| {
-                    std::fs::read(format!("/proc/{pid}/cmdline"))
-                        .is_ok_and(|c| String::from_utf8_lossy(&c).contains(&needle))
-                        && alive(pid)
-                })
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 fn pg_plan(root: &Path, options: &str) -> std::path::PathBuf {

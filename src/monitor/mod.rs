@@ -108,38 +108,69 @@ pub struct MonitorReport {
     pub warnings: Vec<String>,
 }
 
+impl DeviceDelta {
+    /// Adds this device's figures to a measurement's metrics: `{prefix}read_bytes`,
+    /// `{prefix}read_latency_ms`, … and `{per_io}bytes_per_read`, … (the target's device
+    /// is `device_` with no per-I/O prefix; a second device, such as a database's log
+    /// target, gets its own prefixes). Ratios are left out when their denominator is zero.
+    pub fn add_metrics(
+        &self,
+        prefix: &str,
+        per_io: &str,
+        seconds: f64,
+        metrics: &mut BTreeMap<String, f64>,
+    ) {
+        let mut put = |k: &str, v: f64| {
+            metrics.insert(k.to_string(), v);
+        };
+        put(&format!("{prefix}read_bytes"), self.read_bytes as f64);
+        put(&format!("{prefix}write_bytes"), self.write_bytes as f64);
+        put(&format!("{prefix}read_ios"), self.read_ios as f64);
+        put(&format!("{prefix}write_ios"), self.write_ios as f64);
+        if self.read_ios > 0 {
+            put(
+                &format!("{prefix}read_latency_ms"),
+                self.read_ms as f64 / self.read_ios as f64,
+            );
+            put(
+                &format!("{per_io}bytes_per_read"),
+                self.read_bytes as f64 / self.read_ios as f64,
+            );
+        }
+        if self.write_ios > 0 {
+            put(
+                &format!("{prefix}write_latency_ms"),
+                self.write_ms as f64 / self.write_ios as f64,
+            );
+            put(
+                &format!("{per_io}bytes_per_write"),
+                self.write_bytes as f64 / self.write_ios as f64,
+            );
+        }
+        if seconds > 0.0 {
+            put(
+                &format!("{prefix}read_iops"),
+                self.read_ios as f64 / seconds,
+            );
+            put(
+                &format!("{prefix}write_iops"),
+                self.write_ios as f64 / seconds,
+            );
+        }
+    }
+}
+
 impl MonitorReport {
     /// Adds the standard snake_case metrics to a measurement's metrics map. Device metrics
     /// are omitted for a device that was not seen, and ratios are omitted when their
     /// denominator is zero: an absent figure is honest, a made-up 0 or NaN is not.
     pub fn add_metrics(&self, metrics: &mut BTreeMap<String, f64>) {
+        if let Some(d) = self.devices.first().filter(|d| d.seen) {
+            d.add_metrics("device_", "", self.seconds, metrics);
+        }
         let mut put = |k: &str, v: f64| {
             metrics.insert(k.to_string(), v);
         };
-        if let Some(d) = self.devices.first().filter(|d| d.seen) {
-            put("device_read_bytes", d.read_bytes as f64);
-            put("device_write_bytes", d.write_bytes as f64);
-            put("device_read_ios", d.read_ios as f64);
-            put("device_write_ios", d.write_ios as f64);
-            if d.read_ios > 0 {
-                put(
-                    "device_read_latency_ms",
-                    d.read_ms as f64 / d.read_ios as f64,
-                );
-                put("bytes_per_read", d.read_bytes as f64 / d.read_ios as f64);
-            }
-            if d.write_ios > 0 {
-                put(
-                    "device_write_latency_ms",
-                    d.write_ms as f64 / d.write_ios as f64,
-                );
-                put("bytes_per_write", d.write_bytes as f64 / d.write_ios as f64);
-            }
-            if self.seconds > 0.0 {
-                put("device_read_iops", d.read_ios as f64 / self.seconds);
-                put("device_write_iops", d.write_ios as f64 / self.seconds);
-            }
-        }
         if let Some(b) = self.devices.get(1).filter(|d| d.seen) {
             put("backing_write_bytes", b.write_bytes as f64);
         }

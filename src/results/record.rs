@@ -218,6 +218,20 @@ pub struct Provenance {
     /// what the aging reached and how fragmented it left the file system.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub aging: Option<Aging>,
+    /// Set when a database workload kept its log (WAL) on another target of the plan
+    /// (`log_target`): that target's name and its own file system, as made for this point.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log: Option<Box<LogPlacement>>,
+}
+
+/// Where a database workload's log lived when the plan gave it a `log_target`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LogPlacement {
+    /// The plan's name of the log target.
+    pub target: String,
+    /// Its file system, made fresh for the point (the monitor's `log_device_*` figures are
+    /// of its `block_device`).
+    pub provenance: Provenance,
 }
 
 /// What aging did to a target's image (recorded with every cell cloned from it).

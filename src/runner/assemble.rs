@@ -39,6 +39,9 @@ pub fn metrics(outcome: &Outcome, seen: &Observed) -> BTreeMap<String, f64> {
     );
     if let Some(report) = &seen.monitor {
         report.add_metrics(&mut m);
+        if let Some(d) = seen.log_device.as_ref().filter(|d| d.seen) {
+            d.add_metrics("log_device_", "log_", report.seconds, &mut m);
+        }
     }
     if let Some(dev_w) = m.get("device_write_bytes").copied() {
         if outcome.logical_write_bytes > 0 {

@@ -14,6 +14,7 @@ use super::{assemble, host_facts};
 use crate::plan::Plan;
 use crate::provision::{Instance, InstanceSpec, MasterImage, ProvisionError, WorkDir};
 use crate::results::record::CellKey;
+use crate::results::LogPlacement;
 use crate::results::{Measurement, Status};
 use crate::workload::{self, Ctx, Point, Workload, WorkloadError};
 
@@ -57,7 +58,13 @@ pub struct CellRun<'a> {
     pub recorded: &'a std::collections::HashSet<CellKey>,
     /// Under MPI: the job whose ranks run this cell together.
     pub ranks: Option<&'a Ranks>,
+    /// The workload's `log_target`, when it names a target other than this cell's: every
+    /// point gets a fresh file system of it for the log.
+    pub log_spec: Option<&'a InstanceSpec<'a>>,
 }
+
+/// The directory made for the log on a `log_target` file system.
+pub const LOG_DIR: &str = "fsarena-log";
 
 /// The workload's directory on a target's file system (also inside a populated image).
 pub const WORK_DIR: &str = "fsarena-work";
@@ -72,6 +79,9 @@ struct Fresh {
     sources: Option<PathBuf>,
     /// The data set is already under `root` (a clone of the populated image).
     populated: bool,
+    /// The plan's `log_target` for this point: its own fresh file system and the directory
+    /// on it handed to the workload as `Ctx::log_root`.
+    log: Option<(Instance, PathBuf)>,
 }
 
 impl CellRun<'_> {
@@ -155,6 +165,7 @@ impl CellRun<'_> {
             cancel: self.cancel,
             deadline: Some(Instant::now() + self.plan.timeout),
             populated: f.populated,
+            log_root: f.log.as_ref().map(|(_, dir)| dir.as_path()),
         }
     }
 
@@ -204,13 +215,41 @@ impl CellRun<'_> {
                 Vec::new(),
             ));
         }
+        let log = match self.log_spec.map(|spec| self.fresh_log(spec)).transpose() {
+            Ok(log) => log,
+            Err(e) => {
+                let _ = inst.teardown(false);
+                let _ = std::fs::remove_dir_all(&scratch);
+                return Err(e);
+            }
+        };
         Ok(Fresh {
             inst,
             root,
             scratch,
             sources: work.subdir("sources").ok(),
             populated,
+            log,
         })
+    }
+}
+
+impl CellRun<'_> {
+    /// A fresh file system of the log target with an empty log directory on it.
+    fn fresh_log(&self, spec: &InstanceSpec) -> Result<(Instance, PathBuf), Failure> {
+        let inst = Instance::provision(spec, self.work).map_err(provision_failure)?;
+        let dir = inst.root.join(LOG_DIR);
+        match std::fs::create_dir(&dir) {
+            Ok(()) => Ok((inst, dir)),
+            Err(e) => {
+                let _ = inst.teardown(false);
+                Err((
+                    workload::status_of_io(&e),
+                    format!("cannot create the log directory {}: {e}", dir.display()),
+                    Vec::new(),
+                ))
+            }
+        }
     }
 }
 
@@ -276,6 +315,7 @@ pub fn write_dataset(
                 cancel,
                 deadline: Some(Instant::now() + plan.timeout),
                 populated: false,
+                log_root: None,
             };
             workload::prepare::prepare(&ctx)
                 .map(|_| ())
@@ -286,6 +326,23 @@ pub fn write_dataset(
 /// Unmounts, checks and removes a point's file system; a failed check invalidates the
 /// measurement made on it.
 fn retire(f: Fresh, m: &mut Measurement, target: &str) {
+    if let Some((log, _)) = f.log {
+        let name = log.provenance.fs_type.clone();
+        let (health, td) = log.teardown(true);
+        if let Some(h) = health.filter(|h| !h.passed) {
+            if m.status == Status::Ok {
+                m.status = Status::Invalid;
+                m.error = Some(format!(
+                    "the log target's file system failed its check after the measurement ({})",
+                    h.command.join(" ")
+                ));
+            }
+        }
+        if let Err(e) = td {
+            m.notes.push(format!("teardown of the log target: {e}"));
+            eprintln!("fsarena: teardown of the log target ({name}): {e}");
+        }
+    }
     let (health, td) = f.inst.teardown(true);
     let _ = std::fs::remove_dir_all(&f.scratch);
     if let Some(h) = health {
@@ -413,7 +470,7 @@ pub fn run_cell(
             },
         };
         progress.point(&p.variant);
-        let mut m = measure_point(c, &c.ctx(&f, options), p, i, &f.inst);
+        let mut m = measure_point(c, &c.ctx(&f, options), p, i, &f);
         m.cell_points = Some(of);
         retire(f, &mut m, target);
         let kept = emit(&mut m);
@@ -440,10 +497,12 @@ pub fn run_cell(
 }
 
 /// Runs one point under the monitor and turns what happened into a measurement.
-fn measure_point(c: &CellRun, ctx: &Ctx, p: &Point, index: usize, inst: &Instance) -> Measurement {
+fn measure_point(c: &CellRun, ctx: &Ctx, p: &Point, index: usize, f: &Fresh) -> Measurement {
+    let (inst, log) = (&f.inst, f.log.as_ref().map(|(l, _)| l));
     let step = c.step(&format!("point {index}"));
     let mut h = MonitoredHarness {
         devices: &inst.devices,
+        log_device: log.and_then(|l| l.devices.first().copied()),
         root: ctx.root,
         floor: c.plan.phase_floor,
         observed: Default::default(),
@@ -459,7 +518,21 @@ fn measure_point(c: &CellRun, ctx: &Ctx, p: &Point, index: usize, inst: &Instanc
     }
     let mut m = c.base_for(p);
     m.provenance = inst.provenance.clone();
+    if let (Some(l), Some(spec)) = (log, c.log_spec) {
+        m.provenance.log = Some(Box::new(LogPlacement {
+            target: spec.target.name.clone(),
+            provenance: l.provenance.clone(),
+        }));
+    }
     m.notes = std::mem::take(&mut h.observed.notes);
+    if crate::runner::preflight::log_target(c.plan, c.workload.name())
+        == Some(c.spec.target.name.as_str())
+    {
+        m.notes.push(format!(
+            "{} is the plan's log_target: the log stays beside the data here",
+            c.spec.target.name
+        ));
+    }
     if let Some(r) = &h.observed.monitor {
         m.notes.extend(r.warnings.iter().cloned());
     }

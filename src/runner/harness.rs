@@ -5,7 +5,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use super::ranks::{self, Figures, Ranks};
-use crate::monitor::{Monitor, MonitorReport};
+use crate::monitor::{DeviceDelta, Monitor, MonitorReport};
 use crate::sys::{self, DevId};
 use crate::workload::{Harness, Outcome, WorkloadError};
 
@@ -26,12 +26,17 @@ pub struct Observed {
     pub notes: Vec<String>,
     /// The phase failed because another rank did (under MPI), not here.
     pub failed_elsewhere: bool,
+    /// What the log target's device did during the phase (when there is one).
+    pub log_device: Option<DeviceDelta>,
 }
 
 /// The [`Harness`] a workload runs in: monitors `devices` while the measured phase runs
 /// under `root`, and keeps what it saw in `observed`.
 pub struct MonitoredHarness<'a> {
     pub devices: &'a [DevId],
+    /// The block device of the point's `log_target` file system, monitored beside
+    /// `devices`; its figures land in [`Observed::log_device`].
+    pub log_device: Option<DevId>,
     pub root: &'a Path,
     /// The plan's phase floor, handed to workloads that repeat warm passes.
     pub floor: Duration,
@@ -69,7 +74,13 @@ impl Harness for MonitoredHarness<'_> {
             }
         }
         self.observed.used_before = used_bytes(self.root);
-        let monitor = Monitor::start(self.devices, SAMPLE_INTERVAL);
+        let devices: Vec<DevId> = self
+            .devices
+            .iter()
+            .copied()
+            .chain(self.log_device)
+            .collect();
+        let monitor = Monitor::start(&devices, SAMPLE_INTERVAL);
         if let Err(e) = &monitor {
             self.observed
                 .notes
@@ -88,6 +99,10 @@ impl Harness for MonitoredHarness<'_> {
         };
         let t2 = Instant::now();
         self.observed.monitor = monitor.ok().map(Monitor::stop);
+        if self.log_device.is_some() {
+            // Its figures stay apart: the report's own device metrics are the target's.
+            self.observed.log_device = self.observed.monitor.as_mut().and_then(|r| r.devices.pop());
+        }
         self.observed.wall_seconds = (t1 - t0).as_secs_f64();
         self.observed.syncfs_seconds = (t2 - t1).as_secs_f64();
         self.observed.used_after = used_bytes(self.root);

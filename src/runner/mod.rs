@@ -379,6 +379,18 @@ impl Walk<'_> {
             allow_device: self.opts.allow_device,
             wipe: self.opts.wipe,
         };
+        // The workload's log on another target (`log_target`, checked before the run): a
+        // target of its own per point; a cell on the log target itself keeps its log there.
+        let log_spec = preflight::log_target(plan, w.name())
+            .filter(|name| *name != target.name)
+            .and_then(|name| self.targets.iter().find(|t| t.name == name))
+            .map(|t| InstanceSpec {
+                target: t,
+                seq: self.seq,
+                size: t.size.unwrap_or(self.image),
+                allow_device: self.opts.allow_device,
+                wipe: self.opts.wipe,
+            });
         let datasets: Vec<_> = plan
             .datasets()
             .into_iter()
@@ -395,6 +407,7 @@ impl Walk<'_> {
             master: None,
             recorded: &self.points,
             ranks: self.ranks,
+            log_spec: log_spec.as_ref(),
         };
         // Each point is appended the moment it is checked (a kill -9 in a long sweep
         // keeps the points already finished).

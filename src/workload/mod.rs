@@ -64,6 +64,9 @@ pub struct Ctx<'a> {
     /// The data set is already under `root`: the runner gave this point a copy of an image
     /// populated once for the run, so [`prepare::prepare`] plans it and writes nothing.
     pub populated: bool,
+    /// A fresh, empty directory on a second file system, the plan's `log_target`, for a
+    /// database workload's log (WAL); `None` when the log stays beside the data.
+    pub log_root: Option<&'a Path>,
 }
 
 impl Ctx<'_> {

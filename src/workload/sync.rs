@@ -251,6 +251,7 @@ pub(crate) mod testenv {
                 cancel: &self.cancel,
                 deadline: None,
                 populated: false,
+                log_root: None,
             }
         }
     }

@@ -26,6 +26,7 @@ fn prov(fs: &str) -> Provenance {
         clone: None,
         encryption: None,
         aging: None,
+        log: None,
     }
 }
 

@@ -115,6 +115,7 @@ impl Env {
             cancel: &self.cancel,
             deadline: None,
             populated: false,
+            log_root: None,
         }
     }
 
@@ -131,4 +132,60 @@ pub fn measurements(out: &Path) -> Vec<serde_json::Value> {
         .map(|l| serde_json::from_str::<serde_json::Value>(l).expect("json line"))
         .filter(|v| v["record"] == "measurement")
         .collect()
+}
+
+/// Whether `pid` is a live (not zombie) process.
+pub fn alive(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+        s.rsplit_once(") ")
+            .is_some_and(|(_, rest)| !rest.starts_with('Z'))
+    })
+}
+
+/// Waits up to `secs` for `cond`.
+pub fn wait_for(secs: u64, mut cond: impl FnMut() -> bool) -> bool {
+    let t0 = std::time::Instant::now();
+    while t0.elapsed() < std::time::Duration::from_secs(secs) {
+        if cond() {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    cond()
+}
+
+/// Files under `dir` (recursively) whose name starts with `prefix`.
+pub fn files_named(dir: &Path, prefix: &str) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return out;
+    };
+    for e in rd.flatten() {
+        let p = e.path();
+        if e.file_name().to_string_lossy().starts_with(prefix) {
+            out.push(p.clone());
+        }
+        if e.file_type().is_ok_and(|t| t.is_dir()) {
+            out.extend(files_named(&p, prefix));
+        }
+    }
+    out
+}
+
+/// Live processes whose command line mentions `path` (a postmaster names its data
+/// directory).
+pub fn processes_naming(path: &Path) -> Vec<i32> {
+    let needle = path.to_string_lossy().into_owned();
+    std::fs::read_dir("/proc")
+        .map(|rd| {
+            rd.flatten()
+                .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+                .filter(|&pid| {
+                    std::fs::read(format!("/proc/{pid}/cmdline"))
+                        .is_ok_and(|c| String::from_utf8_lossy(&c).contains(&needle))
+                        && alive(pid)
+                })
+                .collect()
+        })
+        .unwrap_or_default()
 }

@@ -452,6 +452,7 @@ mod tests {
                 cancel: &self.cancel,
                 deadline: self.deadline,
                 populated: false,
+                log_root: None,
             }
         }
     }

@@ -72,7 +72,14 @@ struct DbOptions {
     maintenance: Option<bool>,
     /// The maintenance variant's period, ms.
     maintenance_interval_ms: Option<i64>,
+    /// Accepted only to be refused with its reason (see [`LOG_TARGET_REFUSED`]).
+    log_target: Option<toml::Value>,
 }
+
+/// Why `db` has no `log_target` (pg does).
+pub const LOG_TARGET_REFUSED: &str = "[workload.db]: `log_target` is not offered for SQLite: \
+     it keeps its WAL beside the database file (DB-wal, made again on every checkpoint and \
+     close), so the log cannot live on another file system; the `pg` workload offers it";
 
 /// The page cache the engine's memory cgroup allows.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -147,6 +154,9 @@ pub(super) fn config(table: &toml::Table, scale: f64) -> Result<Config, String> 
 
 impl DbOptions {
     fn resolve(self, scale: f64) -> Result<Config, String> {
+        if self.log_target.is_some() {
+            return Err(LOG_TARGET_REFUSED.to_string());
+        }
         let scale = match scale {
             s if s.is_finite() && s > 0.0 => s,
             _ => 1.0,

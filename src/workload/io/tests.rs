@@ -93,6 +93,7 @@ impl Env {
             cancel: &self.cancel,
             deadline: None,
             populated: false,
+            log_root: None,
         }
     }
 }

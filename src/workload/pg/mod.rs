@@ -76,6 +76,8 @@ impl Workload for Pg {
             ("db_read_latency_ms", "db read ms"),
             ("wal_sync_latency_ms", "WAL fsync ms"),
             ("wal_bytes", "WAL bytes"),
+            ("log_device_write_latency_ms", "log dev write ms"),
+            ("log_device_write_bytes", "log dev written"),
         ]
     }
 
@@ -87,6 +89,7 @@ impl Workload for Pg {
             "db_read_latency_ms",
             "wal_sync_latency_ms",
             "wal_bytes",
+            "log_device_write_latency_ms",
         ]
     }
 
@@ -148,7 +151,8 @@ impl Workload for Pg {
         let connections = search.map_or(clients, |s| s.max.max(clients)) + 10;
         let user = server::ensure_user()?;
         let data = ctx.root.join("pgdata");
-        server::initdb(&install, &data, user)?;
+        let waldir = ctx.log_root.map(|d| d.join("pg_wal"));
+        server::initdb(&install, &data, waldir.as_deref(), user)?;
 
         // Declared before the server so it is dropped (removed) after the server stops.
         let cg = match cfg.cache {
@@ -409,6 +413,13 @@ impl Workload for Pg {
             ));
         }
         outcome.notes.push(checked.note);
+        if let Some(w) = &waldir {
+            let segments = server::check_wal_placement(&data, w)?;
+            outcome.notes.push(format!(
+                "WAL on the log target ({}, {segments} segments); the data on this target",
+                w.display()
+            ));
+        }
         Ok(outcome)
     }
 }

@@ -48,6 +48,10 @@ struct PgOptions {
     maintenance: Option<bool>,
     /// `maintenance = true`: ms between the CHECKPOINTs issued during the measured phase.
     maintenance_interval_ms: Option<f64>,
+    /// Another target of the plan for the WAL (`initdb --waldir`); the runner checks the
+    /// name and hands the workload a directory on a fresh file system of it.
+    #[allow(dead_code)]
+    log_target: Option<String>,
 }
 
 /// Resolved options.

@@ -132,9 +132,20 @@ pub fn run_tool(mut cmd: Command, what: &str) -> Result<String, WorkloadError> {
 
 /// `initdb` of `data` (fresh, owned by `user`), without fsyncs: the runner syncs the file
 /// system before measuring, and a crash here only loses an unmeasured cell.
-pub fn initdb(install: &Install, data: &Path, user: (u32, u32)) -> Result<(), WorkloadError> {
+/// With `waldir`, the WAL lives there (`--waldir`, a directory owned by `user` on the plan's
+/// log target), and `data/pg_wal` is PostgreSQL's symbolic link to it.
+pub fn initdb(
+    install: &Install,
+    data: &Path,
+    waldir: Option<&Path>,
+    user: (u32, u32),
+) -> Result<(), WorkloadError> {
     owned_dir(data, user)?;
     let mut cmd = command(&install.program("initdb"), Some(user), None);
+    if let Some(w) = waldir {
+        owned_dir(w, user)?;
+        cmd.arg("--waldir").arg(w);
+    }
     cmd.arg("-D")
         .arg(data)
         .args([
@@ -358,4 +369,36 @@ pub fn server_cpu_seconds(postmaster: u32) -> Option<f64> {
         }
     }
     Some(ticks as f64 / tck)
+}
+
+/// The workload's own check of a `log_target` run: `data/pg_wal` leads to `waldir`, and the
+/// WAL segments PostgreSQL wrote are there, so a WAL that silently stayed beside the data
+/// cannot be reported as living on the log target.
+pub fn check_wal_placement(data: &Path, waldir: &Path) -> Result<usize, WorkloadError> {
+    let link = data.join("pg_wal");
+    let to = fs::read_link(&link).ctx(|| format!("reading the link {}", link.display()))?;
+    if to != waldir {
+        return Err(WorkloadError::Verify(format!(
+            "{} leads to {}, not to the log target's {}",
+            link.display(),
+            to.display(),
+            waldir.display()
+        )));
+    }
+    let segments = fs::read_dir(waldir)
+        .ctx(|| format!("listing {}", waldir.display()))?
+        .filter_map(Result::ok)
+        .filter(|e| {
+            let n = e.file_name();
+            let n = n.to_string_lossy();
+            n.len() == 24 && n.bytes().all(|b| b.is_ascii_hexdigit())
+        })
+        .count();
+    if segments == 0 {
+        return Err(WorkloadError::Verify(format!(
+            "no WAL segment in the log target's {}",
+            waldir.display()
+        )));
+    }
+    Ok(segments)
 }
