@@ -9,20 +9,23 @@
 # each, as fsarena's cells do. Pairs (outside, inside) in alternating order; the ratio is the
 # mean of ln(tps inside / tps outside) over the pairs, with its 95 % t interval.
 # What this does not include: fsarena's poll of the cgroup (timed separately in BENCHMARKS.md).
-# Usage: sudo bench/cgroup_paired.sh [--pairs N] [--seconds S] [--clients N] [--mode tpcb|select-only]
+# --limit max leaves the cgroup without a limit (to tell the limit's cost from the cgroup's).
+# Usage: sudo bench/cgroup_paired.sh [--pairs N] [--seconds S] [--clients N] [--mode tpcb|select-only] [--limit 100g|max]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-PAIRS=10 SECS=5 CLIENTS=2 MODE=tpcb
+PAIRS=10 SECS=5 CLIENTS=2 MODE=tpcb LIMIT=100g
 while [ $# -gt 0 ]; do
     case "$1" in
         --pairs) PAIRS=$2; shift 2 ;;
         --seconds) SECS=$2; shift 2 ;;
         --clients) CLIENTS=$2; shift 2 ;;
         --mode) MODE=$2; shift 2 ;;
-        *) echo "usage: bench/cgroup_paired.sh [--pairs N] [--seconds S] [--clients N] [--mode tpcb|select-only]" >&2; exit 2 ;;
+        --limit) LIMIT=$2; shift 2 ;;
+        *) echo "usage: bench/cgroup_paired.sh [--pairs N] [--seconds S] [--clients N] [--mode tpcb|select-only] [--limit 100g|max]" >&2; exit 2 ;;
     esac
 done
 case "$MODE" in tpcb) SFLAG="" ;; select-only) SFLAG="-S" ;; *) echo "--mode: tpcb or select-only" >&2; exit 2 ;; esac
+case "$LIMIT" in 100g) LIMIT_BYTES=$((100 << 30)) ;; max) LIMIT_BYTES=-1 ;; *) echo "--limit: 100g or max" >&2; exit 2 ;; esac
 [ "$(id -u)" = 0 ] || { echo "bench/cgroup_paired.sh needs root (loop device, cgroups, drop_caches)" >&2; exit 2; }
 MEMCG_ROOT=/sys/fs/cgroup/memory
 [ -d "$MEMCG_ROOT" ] || { echo "no cgroup v1 memory controller at $MEMCG_ROOT" >&2; exit 2; }
@@ -68,7 +71,7 @@ runuser -u "$USER_PG" -- "$PGBIN/pg_ctl" -D "$DATA" -w -l "$BASE/mnt/log/postgre
 PG="-h $BASE/mnt/sock -U fsarena"
 "$PGBIN/pgbench" $PG -i -q -s 1 postgres >/dev/null 2>&1
 mkdir "$CG"
-echo $((100 << 30)) >"$CG/memory.limit_in_bytes"
+echo "$LIMIT_BYTES" >"$CG/memory.limit_in_bytes"
 POSTMASTER=$(head -1 "$DATA/postmaster.pid")
 HOME_CG=$(awk -F: '$2 ~ /(^|,)memory(,|$)/ {print $3}' "/proc/$POSTMASTER/cgroup")
 server_pids() { echo "$POSTMASTER"; pgrep -P "$POSTMASTER" || true; }
@@ -84,7 +87,7 @@ one() { # $1 = outside | inside, $2 = pair number
     where=$(awk -F: '$2 ~ /(^|,)memory(,|$)/ {print $3}' "/proc/$POSTMASTER/cgroup")
     echo "$1 $2 postmaster in memory cgroup $where" >>"$OUT/placement.txt"
 }
-echo "PostgreSQL $PGBIN, pgbench scale 1, $CLIENTS clients, $SECS s, $MODE, $PAIRS pairs, ext4 on $LOOP; cgroup $CG (limit 100 GiB), home $HOME_CG" | tee "$OUT/setup.txt"
+echo "PostgreSQL $PGBIN, pgbench scale 1, $CLIENTS clients, $SECS s, $MODE, $PAIRS pairs, ext4 on $LOOP; cgroup $CG (limit $LIMIT), home $HOME_CG" | tee "$OUT/setup.txt"
 for r in $(seq "$PAIRS"); do
     if [ $((r % 2)) = 1 ]; then one outside "$r"; one inside "$r"; else one inside "$r"; one outside "$r"; fi
 done

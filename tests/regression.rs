@@ -1054,3 +1054,53 @@ fn killed_run(root: &TestRoot, args: &[&str], lines: usize) -> (PathBuf, PathBuf
         .expect("the killed run's directory");
     (work, run)
 }
+
+/// Regression: a measurement's `started_unix` was stamped when its record was made, after
+/// the workload had run, so it was the point's end. A 3 s db phase on tmpfs: its start must
+/// leave room for the phase before the run ends.
+#[test]
+fn a_measurement_starts_when_its_point_starts_not_when_it_ends() {
+    require_root();
+    let root = TestRoot::new("started-unix");
+    let plan = root.path.join("plan.toml");
+    std::fs::write(
+        &plan,
+        "workloads = [\"db\"]\ntargets = [\"tmpfs\"]\nruns = 1\n[workload.db]\nduration = 3.0\ncache = \"off\"\n",
+    )
+    .unwrap();
+    let now = || {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs_f64()
+    };
+    let before = now();
+    let out = root.path.join("out");
+    let run = Command::new(bin())
+        .arg("run")
+        .arg(&plan)
+        .args(["--quiet", "--work-dir"])
+        .arg(root.path.join("work"))
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    let after = now();
+    assert_eq!(
+        run.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let loaded = store::load(&out).unwrap();
+    assert_eq!(loaded.measurements.len(), 1);
+    let m = &loaded.measurements[0];
+    let seconds = m.metrics["seconds"];
+    assert!(seconds >= 2.5, "{seconds}");
+    assert!(m.started_unix >= before, "{} < {before}", m.started_unix);
+    assert!(
+        m.started_unix + seconds <= after,
+        "started {:.2} s before the run ended, but its phase alone lasted {seconds:.2} s",
+        after - m.started_unix
+    );
+}

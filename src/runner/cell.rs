@@ -508,6 +508,8 @@ fn measure_point(c: &CellRun, ctx: &Ctx, p: &Point, index: usize, f: &Fresh) -> 
         observed: Default::default(),
         ranks: c.ranks.map(|r| (r, step.clone())),
     };
+    // Taken before the workload runs: the record is made after it, and its start is this.
+    let started_unix = host_facts::now_unix();
     let result = c.workload.run(ctx, p, &mut h);
     if h.observed.measured == 0 {
         let why = match &result {
@@ -517,6 +519,7 @@ fn measure_point(c: &CellRun, ctx: &Ctx, p: &Point, index: usize, f: &Fresh) -> 
         h.stand_in(&why);
     }
     let mut m = c.base_for(p);
+    m.started_unix = started_unix;
     m.provenance = inst.provenance.clone();
     if let (Some(l), Some(spec)) = (log, c.log_spec) {
         m.provenance.log = Some(Box::new(LogPlacement {
