@@ -9,8 +9,8 @@ use std::path::Path;
 use std::process::Command;
 
 use common::{
-    alive, bin, files_named, leftovers, measurements, processes_naming, require_root, wait_for,
-    TestRoot,
+    alive, bin, cleanup_ok, files_named, leftovers, measurements, processes_naming,
+    refused_before_provisioning, require_root, wait_for, TestRoot,
 };
 
 /// The regression test for "the database fits in the cache": on main a db run on ext4 made
@@ -117,27 +117,6 @@ fn db_without_a_cache_limit_starts_cold_and_reads_the_device() {
 }
 
 /// A bad `cache` value is bad input: one line, exit 2, and no run directory was made.
-/// `fsarena run PLAN` exits 2 with one line naming `what`, and makes no run directory.
-fn refused_before_provisioning(root: &Path, plan: &Path, what: &str) {
-    let run = Command::new(bin())
-        .arg("run")
-        .arg(plan)
-        .arg("--work-dir")
-        .arg(root.join("work"))
-        .arg("--out")
-        .arg(root.join("out"))
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&run.stderr);
-    assert_eq!(run.status.code(), Some(2), "{}: {err}", plan.display());
-    assert_eq!(err.trim().lines().count(), 1, "{err}");
-    assert!(err.contains(what), "{err}");
-    let made = std::fs::read_dir(root.join("work"))
-        .map(|rd| rd.count())
-        .unwrap_or(0);
-    assert_eq!(made, 0, "something was provisioned");
-}
-
 #[test]
 fn a_malformed_db_cache_option_is_refused_with_exit_2_before_provisioning() {
     require_root();
@@ -346,18 +325,7 @@ fn pg_server_gone_after(signal: i32, name: &str) {
     unsafe { libc::kill(run.id() as i32, signal) };
     let status = run.wait().unwrap();
     if signal == libc::SIGKILL {
-        let c = Command::new(bin())
-            .arg("cleanup")
-            .arg("--work-dir")
-            .arg(&work)
-            .output()
-            .unwrap();
-        assert_eq!(
-            c.status.code(),
-            Some(0),
-            "{}",
-            String::from_utf8_lossy(&c.stderr)
-        );
+        cleanup_ok(&work);
     } else {
         assert_eq!(status.code(), Some(1), "an interrupted run exits 1");
     }

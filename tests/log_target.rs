@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use common::{
-    alive, bin, files_named, leftovers, measurements, processes_naming, require_root, wait_for,
-    TestRoot,
+    alive, bin, cleanup_ok, files_named, leftovers, measurements, processes_naming,
+    refused_before_provisioning, require_root, wait_for, TestRoot,
 };
 
 /// A plan of `workload` on ext4 (the data) and xfs, with `options` in its table.
@@ -106,27 +106,6 @@ fn pg_writes_its_wal_to_the_log_target_and_both_devices_are_reported() {
     assert!(processes_naming(&work).is_empty());
 }
 
-/// `fsarena run PLAN` exits 2 with one line containing `what`, and made no work directory.
-fn refused(root: &Path, plan: &Path, what: &str) {
-    let work = root.join("work");
-    let run = Command::new(bin())
-        .arg("run")
-        .arg(plan)
-        .arg("--work-dir")
-        .arg(&work)
-        .arg("--out")
-        .arg(root.join("out"))
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&run.stderr);
-    assert_eq!(run.status.code(), Some(2), "{err}");
-    assert_eq!(err.trim().lines().count(), 1, "{err}");
-    assert!(err.contains(what), "{err}");
-    let made = std::fs::read_dir(&work).map(|rd| rd.count()).unwrap_or(0);
-    assert_eq!(made, 0, "something was provisioned");
-    assert!(!root.join("out").exists(), "a run directory was made");
-}
-
 #[test]
 fn a_log_target_that_is_no_target_of_the_plan_is_refused_before_provisioning() {
     require_root();
@@ -137,7 +116,7 @@ fn a_log_target_that_is_no_target_of_the_plan_is_refused_before_provisioning() {
         "\"ext4\", \"xfs\"",
         "log_target = \"btrfs\"",
     );
-    refused(&root.path, &p, "targets: ext4, xfs");
+    refused_before_provisioning(&root.path, &p, "targets: ext4, xfs");
 }
 
 #[test]
@@ -150,7 +129,7 @@ fn a_memory_log_target_is_refused_before_provisioning() {
         "\"ext4\", \"tmpfs\"",
         "log_target = \"tmpfs\"",
     );
-    refused(&root.path, &p, "memory file system");
+    refused_before_provisioning(&root.path, &p, "memory file system");
 }
 
 #[test]
@@ -163,7 +142,7 @@ fn sqlite_refuses_a_log_target_and_says_why() {
         "\"ext4\", \"xfs\"",
         "log_target = \"xfs\"",
     );
-    refused(&root.path, &p, "keeps its WAL beside the database file");
+    refused_before_provisioning(&root.path, &p, "keeps its WAL beside the database file");
 }
 
 /// kill -9 in the middle of a measured pgbench with the WAL on the log target, then
@@ -196,18 +175,7 @@ fn kill_9_with_a_log_target_then_cleanup_leaves_neither_target_nor_the_server() 
     let server = processes_naming(&work);
     unsafe { libc::kill(run.id() as i32, libc::SIGKILL) };
     let _ = run.wait();
-    let c = Command::new(bin())
-        .arg("cleanup")
-        .arg("--work-dir")
-        .arg(&work)
-        .output()
-        .unwrap();
-    assert_eq!(
-        c.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&c.stderr)
-    );
+    cleanup_ok(&work);
     assert!(measuring, "pgbench never started");
     assert!(
         mounted >= 2,

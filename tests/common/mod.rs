@@ -6,6 +6,7 @@
 pub mod fixture;
 
 use std::path::{Path, PathBuf};
+use std::process::Command;
 
 /// Fails loudly (rather than passing vacuously) when the tests cannot do their job.
 pub fn require_root() {
@@ -188,4 +189,43 @@ pub fn processes_naming(path: &Path) -> Vec<i32> {
                 .collect()
         })
         .unwrap_or_default()
+}
+
+/// `fsarena run PLAN` exits 2 with one line naming `what`, and neither provisions anything in
+/// `root/work` nor makes the run directory `root/out`.
+pub fn refused_before_provisioning(root: &Path, plan: &Path, what: &str) {
+    let run = Command::new(bin())
+        .arg("run")
+        .arg(plan)
+        .arg("--work-dir")
+        .arg(root.join("work"))
+        .arg("--out")
+        .arg(root.join("out"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(2), "{}: {err}", plan.display());
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.contains(what), "{err}");
+    let made = std::fs::read_dir(root.join("work"))
+        .map(|rd| rd.count())
+        .unwrap_or(0);
+    assert_eq!(made, 0, "something was provisioned");
+    assert!(!root.join("out").exists(), "a run directory was made");
+}
+
+/// `fsarena cleanup --work-dir WORK`, which must succeed.
+pub fn cleanup_ok(work: &Path) {
+    let c = Command::new(bin())
+        .arg("cleanup")
+        .arg("--work-dir")
+        .arg(work)
+        .output()
+        .unwrap();
+    assert_eq!(
+        c.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&c.stderr)
+    );
 }
