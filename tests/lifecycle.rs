@@ -3,12 +3,12 @@
 
 mod common;
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{bin, leftovers, require_root, TestRoot};
+use common::{bin, leftovers, require_root, run_ids, trace_instances, TestRoot};
 use fsarena::results::store;
 use fsarena::results::Status;
 
@@ -211,8 +211,8 @@ fn kill9_then_cleanup_then_resume_completes_the_run() {
 
 /// Loop devices backed by images of the run(s) under `work`, grouped by target: a master
 /// image is `images/TARGET-master.img`, its clones `images/TARGET-SEQ.img`.
-fn attached_by_target(work: &Path) -> std::collections::HashMap<String, Vec<String>> {
-    let mut by: std::collections::HashMap<String, Vec<String>> = Default::default();
+fn attached_by_target(work: &Path) -> HashMap<String, Vec<String>> {
+    let mut by: HashMap<String, Vec<String>> = Default::default();
     for (dev, backing) in fsarena::provision::loopdev::attached() {
         if !backing.starts_with(work) {
             continue;
@@ -245,26 +245,30 @@ fn clones_of_one_image_are_never_attached_together() {
         .spawn()
         .unwrap();
     let t0 = Instant::now();
-    let mut seen = HashSet::new();
+    // Clone attachments seen per target: a clone's file is reused from cell to cell, so
+    // each time one is attached where none was at the previous look counts once.
+    let mut attaches: HashMap<String, usize> = HashMap::new();
+    let mut before: HashSet<String> = HashSet::new();
     while child.try_wait().unwrap().is_none() {
+        let mut now = HashSet::new();
         for (target, devs) in attached_by_target(&work) {
             assert!(devs.len() <= 1, "{target}: attached together: {devs:?}");
-            seen.extend(
-                devs.into_iter()
-                    .filter_map(|d| d.split(" -> ").nth(1).map(String::from)),
-            );
+            for d in devs.into_iter().filter(|d| !d.ends_with("-master.img")) {
+                if !before.contains(&d) {
+                    *attaches.entry(target.clone()).or_default() += 1;
+                }
+                now.insert(d);
+            }
         }
+        before = now;
         assert!(t0.elapsed() < Duration::from_secs(300), "no end");
         std::thread::sleep(Duration::from_millis(2));
     }
     assert_eq!(wait_exit(&mut child), 0);
     // Not vacuous: the poll saw clones of both targets come and go.
     for t in ["btrfs", "ext4"] {
-        let clones = seen
-            .iter()
-            .filter(|b| b.contains(&format!("/{t}-")) && !b.ends_with("-master.img"))
-            .count();
-        assert!(clones >= 2, "{t}: saw only {seen:?}");
+        let n = attaches.get(t).copied().unwrap_or(0);
+        assert!(n >= 2, "{t}: saw {n} clone attachments ({attaches:?})");
     }
     let loaded = store::load(&out).unwrap();
     // Every cell (target × workload × repetition), some with several points.
@@ -276,8 +280,25 @@ fn clones_of_one_image_are_never_attached_together() {
     for m in &loaded.measurements {
         assert_eq!(m.status, Status::Ok, "{:?}", m.error);
         let c = m.provenance.clone.as_ref().expect("ran on a clone");
-        assert!(c.method == "copy" || c.method == "reflink");
+        assert!(
+            ["copy", "reflink", "restore"].contains(&c.method.as_str()),
+            "{c:?}"
+        );
     }
+    let restored = loaded
+        .measurements
+        .iter()
+        .filter(|m| {
+            m.provenance
+                .clone
+                .as_ref()
+                .is_some_and(|c| c.method == "restore")
+        })
+        .count();
+    assert!(
+        restored > 0,
+        "no clone was restored: every cell copied the image whole"
+    );
     assert!(
         leftovers(&root.path).is_empty(),
         "{:?}",
@@ -309,14 +330,24 @@ fn kill9_with_a_populated_image_and_a_clone_then_cleanup_removes_both() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    // Kill once a clone is attached beside its (detached) master image.
+    // Kill once a clone is attached beside its (detached) master image, its writes traced.
     let t0 = Instant::now();
+    let traced = |runs: &[String]| {
+        trace_instances()
+            .into_iter()
+            .filter(|n| runs.iter().any(|r| n.contains(r.as_str())))
+            .collect::<Vec<_>>()
+    };
     let images = loop {
         let clone_attached = attached_by_target(&work)
             .get("xfs")
             .is_some_and(|d| d.iter().any(|b| !b.ends_with("-master.img")));
         let imgs: Vec<_> = glob_images(&work);
-        if clone_attached && imgs.iter().any(|p| p.ends_with("xfs-master.img")) && imgs.len() >= 2 {
+        if clone_attached
+            && imgs.iter().any(|p| p.ends_with("xfs-master.img"))
+            && imgs.len() >= 2
+            && !traced(&run_ids(&work)).is_empty()
+        {
             break imgs;
         }
         assert!(child.try_wait().unwrap().is_none(), "the run ended first");
@@ -326,10 +357,16 @@ fn kill9_with_a_populated_image_and_a_clone_then_cleanup_removes_both() {
     child.kill().unwrap();
     child.wait().unwrap();
     assert!(images.iter().all(|p| Path::new(p).exists()));
+    let runs = run_ids(&work);
     cleanup_leaves_nothing(&work, &root.path);
     for p in &images {
         assert!(!Path::new(p).exists(), "{p} survived cleanup");
     }
+    assert_eq!(
+        traced(&runs),
+        Vec::<String>::new(),
+        "trace instances survived cleanup"
+    );
     no_run_dirs(&work);
 }
 

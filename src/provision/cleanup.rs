@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use super::journal::{self, Journal, Kind};
 use super::workdir::{start_time_of, OWNER_FILE};
-use super::{cgroup, fscrypt, loopdev, mounts};
+use super::{cgroup, fscrypt, loopdev, mounts, write_trace};
 
 /// What a cleanup did and what it left alone.
 #[derive(Debug, Default)]
@@ -151,6 +151,26 @@ fn remove_keys(live: &[journal::Entry], report: &mut CleanupReport) {
     }
 }
 
+/// Removes every journaled trace instance that still exists, by name, wherever tracefs is
+/// mounted now (mounting it in the run directory for the moment if it is mounted nowhere).
+fn remove_traces(run: &Path, live: &[journal::Entry], report: &mut CleanupReport) {
+    for e in live.iter().filter(|e| e.kind == Kind::Trace) {
+        let Some(name) = e.path.file_name().map(|n| n.to_string_lossy().into_owned()) else {
+            continue;
+        };
+        let exists = write_trace::mounted_tracefs()
+            .map(|t| write_trace::instance_path(&t, &name).exists())
+            .unwrap_or(true);
+        if !exists {
+            continue;
+        }
+        match write_trace::remove_instance_named(&name, &run.join("tracefs-cleanup")) {
+            Ok(()) => report.removed.push(e.path.clone()),
+            Err(err) => report.errors.push(format!("trace instance {name}: {err}")),
+        }
+    }
+}
+
 /// Cleans every abandoned run directory under `root`.
 pub fn cleanup(root: &Path) -> CleanupReport {
     let mut report = CleanupReport::default();
@@ -186,6 +206,9 @@ pub fn cleanup_run(run: &Path, report: &mut CleanupReport) {
     // 0. fscrypt keys a dead run added, removed while their file system is still mounted
     //    (unmounting would drop them too, but a key must not outlive the run by chance).
     remove_keys(&live, report);
+    // 0. Trace instances recording a clone's writes, while the tracefs they were made under
+    //    may still be mounted (it is one of the run's mounts when the host had none).
+    remove_traces(run, &live, report);
 
     // 1. Mounts: everything mounted inside the run directory, deepest first, plus any
     //    journaled mount elsewhere that is still there. Unmounting first lets FUSE daemons

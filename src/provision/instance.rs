@@ -13,7 +13,8 @@ use std::sync::{Arc, Mutex, OnceLock};
 use super::command::Cmd;
 use super::journal::{Journal, Kind, Op};
 use super::workdir::WorkDir;
-use super::{fscrypt, guard, host, loopdev, mounts, ProvisionError};
+use super::write_trace::WriteTrace;
+use super::{fscrypt, guard, host, loopdev, mounts, reuse, ProvisionError};
 use crate::plan::{FsKind, Location, TargetConfig};
 use crate::results::{Health, Provenance};
 use crate::sys::DevId;
@@ -47,6 +48,22 @@ pub(super) enum Undo {
     RemoveKey {
         mnt: PathBuf,
         id: fscrypt::KeyId,
+    },
+    /// Unmounts a mount of fsarena's own that holds no target (the tracefs a clone's write
+    /// trace needs): nothing to check after it.
+    UnmountAux(PathBuf),
+    /// Ends a clone's write trace, after the file system's last write and before its device
+    /// is detached, leaving what it found in `found`.
+    EndTrace {
+        trace: WriteTrace,
+        found: reuse::Found,
+    },
+    /// A clone's image, once detached: the master's spare for the next cell when `found`
+    /// holds its written ranges, else removed.
+    ReturnClone {
+        img: PathBuf,
+        found: reuse::Found,
+        to: Arc<reuse::Reuse>,
     },
 }
 
@@ -444,6 +461,34 @@ impl Instance {
                 Undo::Unclaim(flag) => {
                     flag.store(false, Ordering::SeqCst);
                     continue;
+                }
+                Undo::UnmountAux(p) => (mounts::unmount(&p), Kind::Mount, p),
+                Undo::EndTrace { trace, found } => {
+                    let path = trace.instance().to_path_buf();
+                    let result = trace.finish();
+                    let gone = !path.exists();
+                    reuse::settle(&found, result);
+                    let r = if gone {
+                        Ok(())
+                    } else {
+                        Err(ProvisionError::Unsupported(format!(
+                            "cannot remove the trace instance {}",
+                            path.display()
+                        )))
+                    };
+                    (r, Kind::Trace, path)
+                }
+                Undo::ReturnClone { img, found, to } => {
+                    if to.hand_back(img.clone(), &found) {
+                        continue; // still journaled: the master removes it in the end
+                    }
+                    (
+                        fs::remove_file(&img).or_else(ignore_missing).map_err(|e| {
+                            ProvisionError::io(format!("cannot remove {}", img.display()), e)
+                        }),
+                        Kind::Image,
+                        img,
+                    )
                 }
                 Undo::Unmount(p) => {
                     let r = mounts::unmount(&p);

@@ -29,6 +29,9 @@ pub enum Kind {
     /// An fscrypt key added to the file system mounted at `path`; `detail` holds its
     /// identifier once the kernel has returned it (never the key itself).
     Key,
+    /// A trace instance (`path`: its directory under a tracefs mount) recording a clone's
+    /// writes; cleanup removes it by name, wherever tracefs is mounted.
+    Trace,
 }
 
 /// Whether a journal entry records something made or something released.

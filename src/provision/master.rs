@@ -5,6 +5,12 @@
 //! Writing a data set of thousands of files on every cell cost more than the measurements
 //! themselves; copying an image costs one sequential copy (or nothing, with a reflink).
 //!
+//! A cell's clone is not thrown away: the blocks its cell wrote are traced on its loop
+//! device (`write_trace`), and the next cell gets the same file back with just those blocks
+//! copied from the master (`image_copy::restore`) — byte for byte the master again, for the
+//! cost of what the last cell changed instead of the whole data set. A clone whose writes
+//! are not known for certain is removed, and the next one copied whole.
+//!
 //! btrfs (and any file system that registers devices by UUID) must never see two devices
 //! with the same file-system id at once, so a master is detached before any clone exists
 //! and at most one clone of a master is attached at a time — enforced here by a claim, not
@@ -14,11 +20,14 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::time::Instant;
 
-use super::image_copy::{copy_image, CopyKind};
-use super::instance::{ignore_missing, image_path, sanitize, Instance, InstanceSpec, Undo};
+use super::image_copy::{self, copy_image, CopyKind};
+use super::instance::{ignore_missing, image_path, run_id, sanitize, Instance, InstanceSpec, Undo};
 use super::journal::{Journal, Kind, Op};
+use super::reuse::{self, Reuse};
 use super::workdir::WorkDir;
+use super::write_trace::{self, WriteTrace};
 use super::ProvisionError;
 use crate::plan::Location;
 use crate::results::{CloneOrigin, Health};
@@ -42,6 +51,10 @@ pub struct MasterImage {
     pub holds_dataset: bool,
     /// What aging did to this image (`--age`), copied into every clone's provenance.
     pub aging: Option<crate::results::Aging>,
+    /// The image's data regions (everything else is a hole), for restoring a spare clone.
+    extents: Vec<(u64, u64)>,
+    /// The clone the last cell handed back, to be restored for the next.
+    reuse: Arc<Reuse>,
     journal: Arc<Journal>,
 }
 
@@ -102,6 +115,16 @@ impl MasterImage {
                 "internal: a sealed master has no image".into(),
             ));
         };
+        let extents = fs::File::open(&path)
+            .and_then(|f| image_copy::data_extents(&f))
+            .map_err(|e| ProvisionError::io(format!("cannot map {}", path.display()), e));
+        let extents = match extents {
+            Ok(x) => x,
+            Err(e) => {
+                let _ = fs::remove_file(&path);
+                return Err(e);
+            }
+        };
         Ok(MasterImage {
             path,
             target: target.to_string(),
@@ -112,6 +135,8 @@ impl MasterImage {
             claim: Arc::new(AtomicBool::new(false)),
             holds_dataset: true,
             aging: None,
+            extents,
+            reuse: Arc::default(),
             journal: Arc::clone(&inst.journal),
         })
     }
@@ -151,32 +176,137 @@ impl MasterImage {
         }
         inst.undo.push(Undo::Unclaim(Arc::clone(&self.claim)));
         let name = format!("{}-{}", sanitize(&t.name), spec.seq);
-        let img = image_path(work, &name)?;
-        inst.journal(Op::Create, Kind::Image, &img, Some("clone"))?;
-        inst.undo.push(Undo::RemoveFile(img.clone()));
-        let (kind, seconds): (CopyKind, f64) = copy_image(&self.path, &img)?;
+        let found = reuse::Found::default();
+        let (spare, mut why_not) = self.reuse.take();
+        let restored = spare.and_then(|spare| {
+            let t0 = Instant::now();
+            match image_copy::restore(&self.path, &self.extents, &spare.path, &spare.written) {
+                Ok(bytes) => Some((spare.path, t0.elapsed().as_secs_f64(), bytes)),
+                Err(e) => {
+                    why_not = Some(format!("restoring it failed: {e}"));
+                    self.discard(&spare.path);
+                    None
+                }
+            }
+        });
+        let (img, kind, seconds, bytes) = match restored {
+            Some((img, seconds, bytes)) => {
+                inst.undo.push(self.return_clone(&img, &found));
+                (img, CopyKind::Restore, seconds, bytes)
+            }
+            None => {
+                let img = image_path(work, &name)?;
+                inst.journal(Op::Create, Kind::Image, &img, Some("clone"))?;
+                inst.undo.push(self.return_clone(&img, &found));
+                let (kind, seconds) = copy_image(&self.path, &img)?;
+                let bytes = self.extents.iter().map(|(s, e)| e - s).sum();
+                (img, kind, seconds, bytes)
+            }
+        };
+        if let Some(why) = why_not {
+            inst.provenance.notes.push(format!(
+                "the clone was copied whole, not restored: the last clone's writes are not known ({why})"
+            ));
+        }
         let dev = inst.attach(&img, self.sector_size)?;
+        if let Err(why) = trace_writes(&mut inst, work, &name, &found) {
+            reuse::settle(&found, Err(why));
+        }
         inst.provenance.mkfs_command = self.mkfs_command.clone();
         inst.provenance.mkfs_version = self.mkfs_version.clone();
         inst.provenance.aging = self.aging.clone();
         inst.provenance.clone = Some(CloneOrigin {
             method: kind.as_str().into(),
             seconds,
+            bytes: Some(bytes),
         });
         inst.mount_device(t, work, &dev, &name)?;
         Ok(inst)
     }
 }
 
+impl MasterImage {
+    /// The undo step that hands the clone at `img` back to this master once detached.
+    fn return_clone(&self, img: &Path, found: &reuse::Found) -> Undo {
+        Undo::ReturnClone {
+            img: img.to_path_buf(),
+            found: Arc::clone(found),
+            to: Arc::clone(&self.reuse),
+        }
+    }
+}
+
+/// Starts tracing the writes to the clone `inst` has just attached, before anything is
+/// mounted on it: on the tracefs already mounted, else on one mounted for this clone. An
+/// error says why the clone cannot be reused; the cell itself runs on regardless.
+fn trace_writes(
+    inst: &mut Instance,
+    work: &WorkDir,
+    name: &str,
+    found: &reuse::Found,
+) -> Result<(), String> {
+    let dev = *inst.devices.first().ok_or("the clone has no device")?;
+    let tracefs = match write_trace::mounted_tracefs() {
+        Some(t) => t,
+        None => {
+            let mnt = inst
+                .make_mountpoint(work, &format!("{name}-tracefs"))
+                .map_err(|e| e.to_string())?;
+            inst.journal(Op::Create, Kind::Mount, &mnt, Some("tracefs"))
+                .map_err(|e| e.to_string())?;
+            let flags = rustix::mount::MountFlags::NOSUID
+                | rustix::mount::MountFlags::NODEV
+                | rustix::mount::MountFlags::NOEXEC;
+            rustix::mount::mount("nodev", &mnt, "tracefs", flags, None)
+                .map_err(|e| format!("cannot mount tracefs: {e}"))?;
+            inst.undo.push(Undo::UnmountAux(mnt.clone()));
+            mnt
+        }
+    };
+    let instance = write_trace::instance_path(
+        &tracefs,
+        &format!(
+            "{}{}-{name}",
+            write_trace::INSTANCE_PREFIX,
+            run_id(&work.run)
+        ),
+    );
+    inst.journal(Op::Create, Kind::Trace, &instance, None)
+        .map_err(|e| e.to_string())?;
+    match WriteTrace::start(&instance, dev) {
+        Ok(trace) => {
+            inst.undo.push(Undo::EndTrace {
+                trace,
+                found: Arc::clone(found),
+            });
+            Ok(())
+        }
+        Err(e) => {
+            let _ = inst
+                .journal
+                .record(Op::Release, Kind::Trace, &instance, None);
+            Err(format!("cannot trace the clone's writes: {e}"))
+        }
+    }
+}
+
+impl MasterImage {
+    /// Removes an image of this master's (itself, or its spare clone) and journals that.
+    fn discard(&self, path: &Path) {
+        match fs::remove_file(path).or_else(ignore_missing) {
+            Ok(()) => {
+                let _ = self.journal.record(Op::Release, Kind::Image, path, None);
+            }
+            Err(e) => eprintln!("fsarena: cannot remove {}: {e}", path.display()),
+        }
+    }
+}
+
 impl Drop for MasterImage {
     fn drop(&mut self) {
-        match fs::remove_file(&self.path).or_else(ignore_missing) {
-            Ok(()) => {
-                let _ = self
-                    .journal
-                    .record(Op::Release, Kind::Image, &self.path, None);
-            }
-            Err(e) => eprintln!("fsarena: cannot remove {}: {e}", self.path.display()),
+        if let (Some(spare), _) = self.reuse.take() {
+            self.discard(&spare.path);
         }
+        self.discard(&self.path.clone());
     }
 }

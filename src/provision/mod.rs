@@ -19,7 +19,9 @@ pub mod loopdev;
 pub mod master;
 pub mod mounts;
 pub mod planned;
+pub mod reuse;
 pub mod workdir;
+pub mod write_trace;
 
 pub use instance::{Instance, InstanceSpec};
 pub use master::MasterImage;

@@ -297,10 +297,16 @@ pub struct Encryption {
 /// How a cell's file system was copied from the run's populated image.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CloneOrigin {
-    /// `reflink` (shared extents) or `copy` (data extents copied, holes kept).
+    /// `reflink` (shared extents), `copy` (data extents copied, holes kept) or `restore`
+    /// (the previous cell's clone, with the blocks that cell wrote copied back from the
+    /// master: the same bytes as a fresh copy).
     pub method: String,
     /// Seconds the copy took, including making it durable.
     pub seconds: f64,
+    /// Bytes copied (a reflink shares them instead). Absent in results written before
+    /// clones were restored.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes: Option<u64>,
 }
 
 /// The read-only check run on the file system after a repetition.

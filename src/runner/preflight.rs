@@ -129,13 +129,14 @@ fn size_check(
 
 /// The most disk the work directory holds at once: the scratch copy source and the most a
 /// cell writes into its sparse image, plus the populated images kept for the whole run (one
-/// per loop target: the data set and some metadata), and the source trees kept for the whole
-/// run (`workload::source`: the dated data set, and its changed copy for `sync`, per data set).
+/// per loop target: the data set and some metadata) with each one's clone (kept between
+/// cells to be restored, not copied again), and the source trees kept for the whole run
+/// (`workload::source`: the dated data set, and its changed copy for `sync`, per data set).
 pub fn disk_need(plan: &Plan, data_bytes: u64) -> u64 {
     const MIB: u64 = 1 << 20;
     4 * data_bytes
         + 256 * MIB
-        + populated_images(plan) * (data_bytes + 64 * MIB)
+        + 2 * populated_images(plan) * (data_bytes + 64 * MIB)
         + source_trees(plan) * data_bytes
 }
 

@@ -229,3 +229,43 @@ pub fn cleanup_ok(work: &Path) {
         String::from_utf8_lossy(&c.stderr)
     );
 }
+
+/// The names of fsarena's trace instances (each records one clone's writes) that exist now,
+/// with tracefs mounted for the look if it is mounted nowhere.
+pub fn trace_instances() -> Vec<String> {
+    use fsarena::provision::write_trace;
+    let list = |tracefs: &Path| -> Vec<String> {
+        std::fs::read_dir(tracefs.join("instances"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with(write_trace::INSTANCE_PREFIX))
+            .collect()
+    };
+    if let Some(t) = write_trace::mounted_tracefs() {
+        return list(&t);
+    }
+    let dir = tempfile::TempDir::new_in("/var/tmp").unwrap();
+    let ok = Command::new("mount")
+        .args(["-t", "tracefs", "nodev"])
+        .arg(dir.path())
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "cannot mount tracefs to look for trace instances");
+    let names = list(dir.path());
+    let _ = Command::new("umount").arg(dir.path()).status();
+    names
+}
+
+/// The run directories (`run-…`) under a work root, by name.
+pub fn run_ids(work: &Path) -> Vec<String> {
+    std::fs::read_dir(work)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("run-"))
+        .collect()
+}
