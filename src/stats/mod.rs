@@ -20,6 +20,7 @@ pub mod estimators;
 mod fixtures;
 pub mod mann_whitney;
 pub mod outliers;
+pub mod shift;
 pub mod significance;
 pub mod summary;
 pub mod warnings;
@@ -108,6 +109,30 @@ mod proptests {
             if let Some(m) = mann_whitney(&a, &b) {
                 prop_assert!((0.0..=1.0).contains(&m.p), "p {}", m.p);
                 prop_assert!(m.u >= 0.0 && m.u <= (a.len() * b.len()) as f64);
+            }
+        }
+
+        /// The verdict and its interval never contradict each other: significant at 5 %
+        /// exactly when the 95 % interval leaves out no difference (both tests, both
+        /// scales). A Welch interval beside a rank test's p once did.
+        #[test]
+        fn the_interval_agrees_with_the_test(
+            a in prop::collection::vec(0.5..2.0f64, 2..20),
+            b in prop::collection::vec(0.5..2.0f64, 2..20),
+            outlier in prop::option::of(5.0..50.0f64),
+        ) {
+            let mut a = a;
+            a.extend(outlier);
+            if let Some(c) = compare(&b, &a, 0.05) {
+                if let Some((lo, hi)) = c.pct_ci95 {
+                    let excludes = lo > 0.0 || hi < 0.0;
+                    let on_edge = lo == 0.0 || hi == 0.0;
+                    prop_assert!(
+                        excludes == c.significant || on_edge,
+                        "{:?}: p {} with interval {} .. {}", c.test, c.p_value, lo, hi
+                    );
+                    prop_assert!(lo <= c.pct_diff && c.pct_diff <= hi);
+                }
             }
         }
 
