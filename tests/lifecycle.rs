@@ -553,3 +553,58 @@ fn interrupt_until_complete(
         }
     }
 }
+
+/// A warm scan is measured on its cell's cold-scan file system (the cold walk only read
+/// it and left it cached), not on a clone of its own; both records carry that one file
+/// system's check. A mutating workload's points never share one.
+#[test]
+fn a_warm_scan_follows_its_cold_scan_on_one_file_system_and_touch_never_shares() {
+    require_root();
+    let root = TestRoot::new("follow");
+    let (out, work) = (root.path.join("out"), root.path.join("work"));
+    let ran = Command::new(bin())
+        .args(["run", "--target", "ext4", "--workload", "scan,search,touch"])
+        .args(["--runs", "1", "--scale", "0.005", "--quiet", "--out"])
+        .arg(&out)
+        .arg("--work-dir")
+        .arg(&work)
+        .output()
+        .unwrap();
+    assert!(
+        ran.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ran.stderr)
+    );
+    let loaded = store::load(&out).unwrap();
+    let find = |w: &str, v: &str| {
+        loaded
+            .measurements
+            .iter()
+            .find(|m| m.workload == w && m.variant == v)
+            .unwrap_or_else(|| panic!("no {w} {v}"))
+    };
+    let followed = |m: &fsarena::results::Measurement| {
+        m.notes
+            .iter()
+            .any(|n| n.starts_with("measured on the file system of the point before it"))
+    };
+    for (w, first, second) in [("scan", "cold", "warm"), ("search", "name", "size")] {
+        let (a, b) = (find(w, first), find(w, second));
+        assert_eq!((a.status, b.status), (Status::Ok, Status::Ok));
+        assert!(followed(b), "{w} {second}: {:?}", b.notes);
+        assert!(!followed(a), "{w} {first}: {:?}", a.notes);
+        // One file system: the same clone (made once) and the same check after both.
+        assert_eq!(a.provenance.clone, b.provenance.clone, "{w}");
+        assert_eq!(a.provenance.loop_device, b.provenance.loop_device, "{w}");
+        assert!(a.health.as_ref().is_some_and(|h| h.passed), "{w} {first}");
+        assert_eq!(a.health, b.health, "{w}");
+    }
+    let t = find("touch", "");
+    assert!(!followed(t), "{:?}", t.notes);
+    assert!(
+        leftovers(&root.path).is_empty(),
+        "{:?}",
+        leftovers(&root.path)
+    );
+    no_run_dirs(&work);
+}

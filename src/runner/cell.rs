@@ -324,13 +324,18 @@ pub fn write_dataset(
 }
 
 /// Unmounts, checks and removes a point's file system; a failed check invalidates the
-/// measurement made on it.
-fn retire(f: Fresh, m: &mut Measurement, target: &str) {
+/// measurements made on it (one, or several points that followed on it).
+fn retire(f: Fresh, ms: &mut [Measurement], target: &str) {
+    let note = |m: &mut [Measurement], text: String| {
+        for m in m.iter_mut() {
+            m.notes.push(text.clone());
+        }
+    };
     if let Some((log, _)) = f.log {
         let name = log.provenance.fs_type.clone();
         let (health, td) = log.teardown(true);
         if let Some(h) = health.filter(|h| !h.passed) {
-            if m.status == Status::Ok {
+            for m in ms.iter_mut().filter(|m| m.status == Status::Ok) {
                 m.status = Status::Invalid;
                 m.error = Some(format!(
                     "the log target's file system failed its check after the measurement ({})",
@@ -339,26 +344,51 @@ fn retire(f: Fresh, m: &mut Measurement, target: &str) {
             }
         }
         if let Err(e) = td {
-            m.notes.push(format!("teardown of the log target: {e}"));
+            note(ms, format!("teardown of the log target: {e}"));
             eprintln!("fsarena: teardown of the log target ({name}): {e}");
         }
     }
     let (health, td) = f.inst.teardown(true);
     let _ = std::fs::remove_dir_all(&f.scratch);
     if let Some(h) = health {
-        if !h.passed && m.status == Status::Ok {
-            m.status = Status::Invalid;
-            m.error = Some(format!(
-                "the file system failed its check after the measurement ({})",
-                h.command.join(" ")
-            ));
+        for m in ms.iter_mut() {
+            if !h.passed && m.status == Status::Ok {
+                m.status = Status::Invalid;
+                m.error = Some(format!(
+                    "the file system failed its check after the measurement ({})",
+                    h.command.join(" ")
+                ));
+            }
+            m.health = Some(h.clone());
         }
-        m.health = Some(h);
     }
     if let Err(e) = td {
-        m.notes.push(format!("teardown: {e}"));
+        note(ms, format!("teardown: {e}"));
         eprintln!("fsarena: teardown of {target}: {e}");
     }
+}
+
+/// Retires `f` with the records measured on it and hands them to `emit` in order, into
+/// `records`. False when a record could not be kept (the cell stops).
+fn settle(
+    f: Fresh,
+    pending: &mut Vec<Measurement>,
+    target: &str,
+    emit: &mut dyn FnMut(&mut Measurement) -> bool,
+    records: &mut Vec<Measurement>,
+) -> bool {
+    if pending.is_empty() {
+        retire(f, &mut [Measurement::default()], target);
+        return true;
+    }
+    retire(f, pending, target);
+    let mut kept = true;
+    for mut m in pending.drain(..) {
+        // After a record that could not be kept, the rest go to the caller unemitted.
+        kept = kept && emit(&mut m);
+        records.push(m);
+    }
+    kept
 }
 
 /// What a cell produced: its records, the first `emitted` of which were already handed
@@ -425,7 +455,7 @@ pub fn run_cell(
             m.notes = notes;
             if let Some(f) = current.take() {
                 m.provenance = f.inst.provenance.clone();
-                retire(f, &mut m, target);
+                retire(f, std::slice::from_mut(&mut m), target);
             }
             return vec![m].into();
         }
@@ -434,6 +464,9 @@ pub fn run_cell(
     let mut records = Vec::new();
     let mut emitted = 0;
     let mut skipped = 0;
+    // Points measured on `current` that a following point shares it with: their records
+    // wait for its check.
+    let mut pending: Vec<Measurement> = Vec::new();
     for (i, p) in points.iter().enumerate() {
         let mut probe = c.base_for(p);
         probe.cell_points = Some(of);
@@ -442,6 +475,12 @@ pub fn run_cell(
             continue;
         }
         if c.cancel.load(Ordering::SeqCst) {
+            if let Some(f) = current.take() {
+                if !settle(f, &mut pending, target, emit, &mut records) {
+                    break;
+                }
+                emitted = records.len();
+            }
             // Recorded so `--resume` knows this cell is unfinished and runs it again.
             let mut m = probe;
             m.status = Status::Interrupted;
@@ -449,6 +488,7 @@ pub fn run_cell(
             records.push(m);
             break;
         }
+        let shared = !pending.is_empty();
         let f = match current.take() {
             Some(f) => f,
             None => match c.fresh(i) {
@@ -472,17 +512,39 @@ pub fn run_cell(
         progress.point(&p.variant);
         let mut m = measure_point(c, &c.ctx(&f, options), p, i, &f);
         m.cell_points = Some(of);
-        retire(f, &mut m, target);
-        let kept = emit(&mut m);
-        records.push(m);
-        if !kept {
+        if shared {
+            m.notes.push(format!(
+                "measured on the file system of the point before it ({}), which only read it",
+                points[i - 1].variant
+            ));
+        }
+        pending.push(m);
+        // A read-only point leaves its file system to the next one, where the workload
+        // says the next one starts from what it leaves (and outside MPI, whose ranks agree
+        // on every provisioning step).
+        let follows = points.get(i + 1).is_some_and(|next| {
+            c.ranks.is_none()
+                && pending.iter().all(|m| m.status == Status::Ok)
+                && w.follows_on_same_fs(p, next)
+                && !c.recorded.contains(&{
+                    let mut k = c.base_for(next);
+                    k.cell_points = Some(of);
+                    k.key()
+                })
+        });
+        if follows {
+            current = Some(f);
+            continue;
+        }
+        if !settle(f, &mut pending, target, emit, &mut records) {
             break;
         }
         emitted = records.len();
     }
     if let Some(f) = current.take() {
-        let mut m = c.base();
-        retire(f, &mut m, target);
+        if settle(f, &mut pending, target, emit, &mut records) {
+            emitted = records.len();
+        }
     }
     if records.is_empty() && skipped == 0 {
         return c

@@ -44,6 +44,12 @@ impl Workload for Search {
         "find files by name glob (no stat) and by size range (stat every entry); warm cache"
     }
 
+    /// Both points are warm, read-only walks that warm the tree first: the size search
+    /// may follow the name search on its file system.
+    fn follows_on_same_fs(&self, done: &Point, next: &Point) -> bool {
+        done.variant == "name" && next.variant == "size"
+    }
+
     fn points(&self, ctx: &Ctx) -> Result<Vec<Point>, WorkloadError> {
         let (pattern, min, max) = resolve(ctx, None)?;
         Ok(vec![
