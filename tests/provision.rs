@@ -312,6 +312,28 @@ fn direct_writes_on_ext4_have_write_amplification_near_one() {
     assert!(leftovers(&root.path).is_empty());
 }
 
+/// A plan of nothing but a tiny data set, for populating images directly.
+fn tiny_plan() -> fsarena::plan::Plan {
+    fsarena::plan::Plan {
+        targets: Vec::new(),
+        workloads: Vec::new(),
+        threads: vec![1],
+        runs: fsarena::plan::Runs::Fixed(1),
+        dataset: fsarena::dataset::DatasetSpec {
+            scale: 0.005,
+            ..Default::default()
+        },
+        extra_profiles: Vec::new(),
+        baseline: String::new(),
+        timeout: Duration::from_secs(300),
+        workload_options: Default::default(),
+        margin_pct: fsarena::plan::DEFAULT_MARGIN_PCT,
+        phase_floor: fsarena::plan::DEFAULT_PHASE_FLOOR,
+        age_pct: None,
+        rank_dirs: Default::default(),
+    }
+}
+
 /// Loop devices currently backed by a file under `images` whose name starts with `prefix`
 /// (a master image and its clones share the target's prefix).
 fn attached_copies(images: &std::path::Path, prefix: &str) -> Vec<String> {
@@ -336,24 +358,7 @@ fn a_populated_image_is_cloned_one_at_a_time_and_each_clone_holds_the_data_set()
     let root = TestRoot::new("clone");
     let work = WorkDir::create(&root.path).unwrap();
     let images = work.run.join("images");
-    let mut plan = fsarena::plan::Plan {
-        targets: Vec::new(),
-        workloads: Vec::new(),
-        threads: vec![1],
-        runs: fsarena::plan::Runs::Fixed(1),
-        dataset: fsarena::dataset::DatasetSpec {
-            scale: 0.005,
-            ..Default::default()
-        },
-        extra_profiles: Vec::new(),
-        baseline: String::new(),
-        timeout: Duration::from_secs(300),
-        workload_options: Default::default(),
-        margin_pct: fsarena::plan::DEFAULT_MARGIN_PCT,
-        phase_floor: fsarena::plan::DEFAULT_PHASE_FLOOR,
-        age_pct: None,
-        rank_dirs: Default::default(),
-    };
+    let mut plan = tiny_plan();
     let manifest = plan.dataset.plan().unwrap();
     assert!(manifest.files.len() > 10, "the data set holds files");
     let cancel = AtomicBool::new(false);
@@ -475,24 +480,7 @@ fn a_restored_clone_is_byte_identical_to_its_master() {
     require_root();
     let root = TestRoot::new("restore");
     let work = WorkDir::create(&root.path).unwrap();
-    let plan = fsarena::plan::Plan {
-        targets: Vec::new(),
-        workloads: Vec::new(),
-        threads: vec![1],
-        runs: fsarena::plan::Runs::Fixed(1),
-        dataset: fsarena::dataset::DatasetSpec {
-            scale: 0.005,
-            ..Default::default()
-        },
-        extra_profiles: Vec::new(),
-        baseline: String::new(),
-        timeout: Duration::from_secs(300),
-        workload_options: Default::default(),
-        margin_pct: fsarena::plan::DEFAULT_MARGIN_PCT,
-        phase_floor: fsarena::plan::DEFAULT_PHASE_FLOOR,
-        age_pct: None,
-        rank_dirs: Default::default(),
-    };
+    let plan = tiny_plan();
     let own_tracefs = root.path.join("tracefs");
     let tracefs = write_trace::mounted_tracefs().unwrap_or_else(|| {
         std::fs::create_dir_all(&own_tracefs).unwrap();
