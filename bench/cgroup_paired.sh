@@ -10,10 +10,15 @@
 # mean of ln(tps inside / tps outside) over the pairs, with its 95 % t interval.
 # What this does not include: fsarena's poll of the cgroup (timed separately in BENCHMARKS.md).
 # --limit max leaves the cgroup without a limit (to tell the limit's cost from the cgroup's).
-# Usage: sudo bench/cgroup_paired.sh [--pairs N] [--seconds S] [--clients N] [--mode tpcb|select-only] [--limit 100g|max]
+# --parent own makes the cgroup a child of the server's own memory cgroup, where fsarena
+# makes its cgroups (cgroup::parent); --parent root puts it beside it, under the root (the
+# placement of this script's first measurements).
+# --client inside starts pgbench, the client, in the same cgroup as the server for the inside
+# runs (by default it stays where it was started, outside, as fsarena ran it before).
+# Usage: sudo bench/cgroup_paired.sh [--pairs N] [--seconds S] [--clients N] [--mode tpcb|select-only] [--limit 100g|max] [--client outside|inside] [--parent own|root]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-PAIRS=10 SECS=5 CLIENTS=2 MODE=tpcb LIMIT=100g
+PAIRS=10 SECS=5 CLIENTS=2 MODE=tpcb LIMIT=100g CLIENT=outside PARENT=own
 while [ $# -gt 0 ]; do
     case "$1" in
         --pairs) PAIRS=$2; shift 2 ;;
@@ -21,10 +26,14 @@ while [ $# -gt 0 ]; do
         --clients) CLIENTS=$2; shift 2 ;;
         --mode) MODE=$2; shift 2 ;;
         --limit) LIMIT=$2; shift 2 ;;
-        *) echo "usage: bench/cgroup_paired.sh [--pairs N] [--seconds S] [--clients N] [--mode tpcb|select-only] [--limit 100g|max]" >&2; exit 2 ;;
+        --client) CLIENT=$2; shift 2 ;;
+        --parent) PARENT=$2; shift 2 ;;
+        *) echo "usage: bench/cgroup_paired.sh [--pairs N] [--seconds S] [--clients N] [--mode tpcb|select-only] [--limit 100g|max] [--client outside|inside] [--parent own|root]" >&2; exit 2 ;;
     esac
 done
 case "$MODE" in tpcb) SFLAG="" ;; select-only) SFLAG="-S" ;; *) echo "--mode: tpcb or select-only" >&2; exit 2 ;; esac
+case "$CLIENT" in outside|inside) ;; *) echo "--client: outside or inside" >&2; exit 2 ;; esac
+case "$PARENT" in own|root) ;; *) echo "--parent: own or root" >&2; exit 2 ;; esac
 case "$LIMIT" in 100g) LIMIT_BYTES=$((100 << 30)) ;; max) LIMIT_BYTES=-1 ;; *) echo "--limit: 100g or max" >&2; exit 2 ;; esac
 [ "$(id -u)" = 0 ] || { echo "bench/cgroup_paired.sh needs root (loop device, cgroups, drop_caches)" >&2; exit 2; }
 MEMCG_ROOT=/sys/fs/cgroup/memory
@@ -70,24 +79,31 @@ runuser -u "$USER_PG" -- "$PGBIN/pg_ctl" -D "$DATA" -w -l "$BASE/mnt/log/postgre
         -c max_connections=$((CLIENTS + 10)) -c max_wal_senders=0" start >/dev/null
 PG="-h $BASE/mnt/sock -U fsarena"
 "$PGBIN/pgbench" $PG -i -q -s 1 postgres >/dev/null 2>&1
-mkdir "$CG"
-echo "$LIMIT_BYTES" >"$CG/memory.limit_in_bytes"
 POSTMASTER=$(head -1 "$DATA/postmaster.pid")
 HOME_CG=$(awk -F: '$2 ~ /(^|,)memory(,|$)/ {print $3}' "/proc/$POSTMASTER/cgroup")
+if [ "$PARENT" = own ]; then CG=$MEMCG_ROOT${HOME_CG%/}/fsarena-bench-cgpair-$$; fi
+mkdir "$CG"
+echo "$LIMIT_BYTES" >"$CG/memory.limit_in_bytes"
 server_pids() { echo "$POSTMASTER"; pgrep -P "$POSTMASTER" || true; }
 move_to() { for p in $(server_pids); do echo "$p" >"$1/cgroup.procs" 2>/dev/null || true; done; }
 one() { # $1 = outside | inside, $2 = pair number
     if [ "$1" = inside ]; then move_to "$CG"; else move_to "$MEMCG_ROOT$HOME_CG"; fi
     "$PGBIN/psql" $PG -d postgres -X -q -c CHECKPOINT
     sync; echo 3 >/proc/sys/vm/drop_caches
-    "$PGBIN/pgbench" $PG -n -c "$CLIENTS" -j "$JOBS" -T "$SECS" $SFLAG postgres \
+    local into=""
+    if [ "$1" = inside ] && [ "$CLIENT" = inside ]; then into="$CG/cgroup.procs"; fi
+    # The client enters the cgroup (or not) between fork and exec, like the server's children.
+    sh -c 'if [ -n "$1" ]; then echo $$ >"$1"; fi
+           awk -F: -v who="$3" '"'"'$2 ~ /(^|,)memory(,|$)/ {print who " client in memory cgroup " $3}'"'"' /proc/$$/cgroup >>"$2"
+           shift 3; exec "$@"' sh "$into" "$OUT/client-placement.txt" "$1 $2" \
+        "$PGBIN/pgbench" $PG -n -c "$CLIENTS" -j "$JOBS" -T "$SECS" $SFLAG postgres \
         >"$OUT/pgbench-$1-$2.txt" 2>&1
     # Not vacuous: the server really ran where it was put.
     local where
     where=$(awk -F: '$2 ~ /(^|,)memory(,|$)/ {print $3}' "/proc/$POSTMASTER/cgroup")
     echo "$1 $2 postmaster in memory cgroup $where" >>"$OUT/placement.txt"
 }
-echo "PostgreSQL $PGBIN, pgbench scale 1, $CLIENTS clients, $SECS s, $MODE, $PAIRS pairs, ext4 on $LOOP; cgroup $CG (limit $LIMIT), home $HOME_CG" | tee "$OUT/setup.txt"
+echo "PostgreSQL $PGBIN, pgbench scale 1, $CLIENTS clients, $SECS s, $MODE, $PAIRS pairs, ext4 on $LOOP; cgroup $CG (limit $LIMIT, client $CLIENT, parent $PARENT), home $HOME_CG" | tee "$OUT/setup.txt"
 for r in $(seq "$PAIRS"); do
     if [ $((r % 2)) = 1 ]; then one outside "$r"; one inside "$r"; else one inside "$r"; one outside "$r"; fi
 done

@@ -116,6 +116,56 @@ fn db_without_a_cache_limit_starts_cold_and_reads_the_device() {
     assert!(leftovers(&root.path).is_empty());
 }
 
+/// A cache far above the database (the setting that measures what the cgroup itself
+/// costs) gives a limit above the machine's memory, which can never bind: the keeper then
+/// looks at the cgroup every 200 ms instead of every 5 ms (each look reads `memory.stat`,
+/// ~85 µs of CPU), and the record says so.
+#[test]
+fn a_cache_limit_that_cannot_bind_is_only_sampled() {
+    require_root();
+    fsarena::provision::cgroup::parent().expect("this test needs a memory cgroup");
+    let root = TestRoot::new("db-unbindable");
+    let (plan, out) = (root.path.join("plan.toml"), root.path.join("out"));
+    std::fs::write(
+        &plan,
+        "workloads = [\"db\"]\ntargets = [\"ext4\"]\nruns = 1\n[workload.db]\ncache = \"100g\"\n",
+    )
+    .unwrap();
+    let run = Command::new(bin())
+        .arg("run")
+        .arg(&plan)
+        .args(["--quiet", "--work-dir"])
+        .arg(root.path.join("work"))
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert_eq!(
+        run.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let ms = measurements(&out);
+    assert_eq!(ms.len(), 1, "{ms:?}");
+    let x = &ms[0]["metrics"];
+    let mem: f64 = std::fs::read_to_string("/proc/meminfo")
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("MemTotal:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+        .unwrap()
+        * 1024.0;
+    assert!(x["cgroup_limit_bytes"].as_f64().unwrap() >= mem, "{x}");
+    let notes = ms[0]["notes"].to_string();
+    assert!(notes.contains("cannot bind"), "{notes}");
+    assert!(
+        x["cgroup_page_cache_peak_bytes"].as_f64().unwrap() > 0.0,
+        "still sampled: {x}"
+    );
+    assert!(leftovers(&root.path).is_empty());
+}
+
 /// A bad `cache` value is bad input: one line, exit 2, and no run directory was made.
 #[test]
 fn a_malformed_db_cache_option_is_refused_with_exit_2_before_provisioning() {
