@@ -139,7 +139,8 @@ fn copy_within_reports_the_method_it_used() {
             out.notes
         );
     }
-    assert!(env.root.path().join("copy").is_dir() && env.root.path().join("src").is_dir());
+    let dated = env.root.path().join(fsarena::workload::prepare::DATED_DIR);
+    assert!(env.root.path().join("copy").is_dir() && dated.is_dir());
 }
 
 #[test]
@@ -332,14 +333,13 @@ fn sync_copies_and_deletes_exactly_the_changes_and_catches_a_stale_file() {
     assert!(out.seconds > m["syncfs_seconds"]);
     assert_eq!(out.files, after.files.len() as u64);
 
-    // The workload's check passes on the synced mirror, then fails on a stale leftover.
-    fsarena::workload::verify::tree(env.root.path(), &after, 2).unwrap();
+    // The workload's check passes on the synced mirror (the dated data set on the
+    // target), then fails on a stale leftover.
+    let mirror = env.root.path().join(fsarena::workload::prepare::DATED_DIR);
+    fsarena::workload::verify::tree(&mirror, &after, 2).unwrap();
     let (gone, _) = &changes.renamed[0];
-    fs::write(env.root.path().join(gone), b"stale").unwrap();
-    assert_verify_error(
-        fsarena::workload::verify::tree(env.root.path(), &after, 2),
-        gone,
-    );
+    fs::write(mirror.join(gone), b"stale").unwrap();
+    assert_verify_error(fsarena::workload::verify::tree(&mirror, &after, 2), gone);
 }
 
 #[test]

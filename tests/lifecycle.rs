@@ -608,3 +608,56 @@ fn a_warm_scan_follows_its_cold_scan_on_one_file_system_and_touch_never_shares()
     );
     no_run_dirs(&work);
 }
+
+/// `copy`'s `within` point and `sync` read a dated data set on the target: they run on
+/// copies of a dated populated image (restored from the second repetition on) instead of
+/// writing the whole data set onto the target in every cell, while `copy`'s
+/// `from-outside` still starts from an empty, freshly made file system. Every cell checks
+/// its own work as before (the copy hashed, the mirror equal to the changed source).
+#[test]
+fn copy_within_and_sync_run_on_a_dated_populated_image_and_from_outside_on_an_empty_one() {
+    require_root();
+    let root = TestRoot::new("dated");
+    let (out, work) = (root.path.join("out"), root.path.join("work"));
+    let ran = Command::new(bin())
+        .args(["run", "--target", "xfs", "--workload", "copy,sync"])
+        .args(["--runs", "2", "--scale", "0.005", "--out"])
+        .arg(&out)
+        .arg("--work-dir")
+        .arg(&work)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&ran.stderr);
+    assert!(ran.status.success(), "{err}");
+    assert!(
+        err.contains("with the dated data set (once per run)"),
+        "{err}"
+    );
+    let loaded = store::load(&out).unwrap();
+    assert_eq!(
+        loaded.measurements.len(),
+        6,
+        "2 × (from-outside, within, sync)"
+    );
+    for m in &loaded.measurements {
+        assert_eq!(m.status, Status::Ok, "{:?}", m.error);
+        let how = m.provenance.clone.as_ref().map(|c| c.method.as_str());
+        match (m.workload.as_str(), m.variant.as_str(), m.repetition) {
+            ("copy", "from-outside", _) => {
+                assert_eq!(how, None, "an empty file system, made fresh");
+                assert!(m.provenance.mkfs_command.is_some());
+            }
+            (_, _, 0) => assert!(
+                matches!(how, Some("copy" | "reflink" | "restore")),
+                "{how:?}"
+            ),
+            (w, v, _) => assert_eq!(how, Some("restore"), "{w} {v}"),
+        }
+    }
+    assert!(
+        leftovers(&root.path).is_empty(),
+        "{:?}",
+        leftovers(&root.path)
+    );
+    no_run_dirs(&work);
+}

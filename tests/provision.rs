@@ -351,7 +351,8 @@ fn attached_copies(images: &std::path::Path, prefix: &str) -> Vec<String> {
 #[test]
 fn a_populated_image_is_cloned_one_at_a_time_and_each_clone_holds_the_data_set() {
     use fsarena::provision::MasterImage;
-    use fsarena::runner::cell::{populate_master, WORK_DIR};
+    use fsarena::runner::cell::WORK_DIR;
+    use fsarena::runner::layout::populate_master;
     use std::sync::atomic::AtomicBool;
 
     require_root();
@@ -474,7 +475,8 @@ fn same_bytes(a: &std::path::Path, b: &std::path::Path) -> bool {
 #[test]
 fn a_restored_clone_is_byte_identical_to_its_master() {
     use fsarena::provision::{image_copy, loopdev, mounts, write_trace, MasterImage};
-    use fsarena::runner::cell::{populate_master, WORK_DIR};
+    use fsarena::runner::cell::WORK_DIR;
+    use fsarena::runner::layout::populate_master;
     use std::sync::atomic::AtomicBool;
 
     require_root();

@@ -8,7 +8,8 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
-use super::cell::{provision_failure, write_dataset, Failure, WORK_DIR};
+use super::cell::{provision_failure, Failure, WORK_DIR};
+use super::layout::write_dataset;
 use super::populate::Source;
 use super::progress::Progress;
 use crate::plan::{FsKind, Plan};

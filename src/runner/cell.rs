@@ -169,11 +169,18 @@ impl CellRun<'_> {
         }
     }
 
-    /// Provisions a file system for point `point`, with its working directories.
-    fn fresh(&self, point: usize) -> Result<Fresh, Failure> {
+    /// The populated image point `p` runs on a copy of, if any.
+    fn master_for(&self, p: &Point) -> Option<&MasterImage> {
+        self.master
+            .filter(|_| self.workload.point_wants_populated(p))
+    }
+
+    /// Provisions a file system for point `point` (`p`), with its working directories.
+    fn fresh(&self, point: usize, p: &Point) -> Result<Fresh, Failure> {
         let (spec, work) = (self.spec, self.work);
         let shared = self.ranks.filter(|r| r.shared);
-        let inst = match (shared, self.master) {
+        let master = self.master_for(p);
+        let inst = match (shared, master) {
             (Some(r), _) => {
                 let step = self.step(&format!("point {point}"));
                 super::shared::instance(r, &step, spec, work, WORK_DIR, &provision_failure)?
@@ -193,7 +200,7 @@ impl CellRun<'_> {
                 ));
             }
         };
-        let populated = self.master.is_some_and(|m| m.holds_dataset);
+        let populated = master.is_some_and(|m| m.holds_dataset);
         let made = if populated || shared.is_some() {
             // The copy arrives with the data set in place; its measured phase starts cold.
             // (A shared tree arrives made by rank 0, empty.)
@@ -251,76 +258,6 @@ impl CellRun<'_> {
             }
         }
     }
-}
-
-/// Makes `spec`'s populated image for the run: a fresh file system holding exactly what
-/// [`workload::prepare::prepare`] writes, where every workload expects it, then checked and
-/// detached. Built here, beside the cells' own contexts, so the two cannot disagree. An
-/// error keeps the status a cell writing the data set itself would have recorded (a
-/// target too small for the data set is `enospc`, not a generic error).
-pub fn populate_master(
-    plan: &Plan,
-    dataset: usize,
-    spec: &InstanceSpec,
-    work: &WorkDir,
-    cancel: &AtomicBool,
-) -> Result<MasterImage, Failure> {
-    let datasets = plan.datasets();
-    let role = match plan.dataset_label(dataset) {
-        Some(label) => format!("{label}-master"),
-        None => "master".to_string(),
-    };
-    let Some(dataset) = datasets.get(dataset) else {
-        return Err((
-            Status::Error,
-            "internal: no such data set".into(),
-            Vec::new(),
-        ));
-    };
-    let inst = MasterImage::provision_as(spec, work, &role).map_err(provision_failure)?;
-    if let Err(e) = write_dataset(plan, dataset, &inst, cancel) {
-        let _ = inst.teardown(false);
-        return Err(e);
-    }
-    MasterImage::seal(inst, &spec.target.name)
-        .map_err(|e| (Status::Error, e.to_string(), Vec::new()))
-}
-
-/// Writes `dataset` into a master image's work directory, exactly as
-/// [`workload::prepare::prepare`] lays it down for a cell (also on an aged image).
-pub fn write_dataset(
-    plan: &Plan,
-    dataset: &crate::dataset::DatasetSpec,
-    inst: &Instance,
-    cancel: &AtomicBool,
-) -> Result<(), Failure> {
-    let root = inst.root.join(WORK_DIR);
-    std::fs::create_dir(&root)
-        .map_err(|e| {
-            (
-                workload::status_of_io(&e),
-                format!("cannot create {}: {e}", root.display()),
-                Vec::new(),
-            )
-        })
-        .and_then(|_| {
-            let empty = toml::Table::new();
-            let ctx = Ctx {
-                root: &root,
-                scratch: &root,
-                sources: None,
-                threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
-                dataset,
-                options: &empty,
-                cancel,
-                deadline: Some(Instant::now() + plan.timeout),
-                populated: false,
-                log_root: None,
-            };
-            workload::prepare::prepare(&ctx)
-                .map(|_| ())
-                .map_err(|e| (e.status(), e.to_string(), Vec::new()))
-        })
 }
 
 /// Unmounts, checks and removes a point's file system; a failed check invalidates the
@@ -423,7 +360,7 @@ pub fn run_cell(
     let target = &c.spec.target.name;
     let empty = toml::Table::new();
     let options = c.plan.workload_options.get(w.name()).unwrap_or(&empty);
-    let mut current = match c.fresh(0) {
+    let mut current = match c.fresh(0, &Point::default()) {
         Ok(f) => Some(f),
         Err(failure) => return c.fail(c.agree_failure(failure)).into(),
     };
@@ -460,6 +397,17 @@ pub fn run_cell(
             return vec![m].into();
         }
     };
+    // The first file system was made for `Point::default()`: a first point that wants the
+    // other kind (a populated copy, or an empty one) gets its own.
+    let kind = |p: &Point| c.master_for(p).is_some();
+    if points
+        .first()
+        .is_some_and(|p| kind(p) != kind(&Point::default()))
+    {
+        if let Some(f) = current.take() {
+            retire(f, &mut [c.base()], target);
+        }
+    }
     let of = points.len() as u32;
     let mut records = Vec::new();
     let mut emitted = 0;
@@ -491,7 +439,7 @@ pub fn run_cell(
         let shared = !pending.is_empty();
         let f = match current.take() {
             Some(f) => f,
-            None => match c.fresh(i) {
+            None => match c.fresh(i, p) {
                 Ok(f) => f,
                 Err((status, e, notes)) => {
                     let mut m = probe;

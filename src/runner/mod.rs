@@ -13,6 +13,7 @@ pub mod dry_run;
 pub mod estimate;
 pub mod harness;
 pub mod host_facts;
+pub mod layout;
 pub mod populate;
 pub mod preflight;
 pub mod progress;

@@ -4,7 +4,8 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use super::cell::{populate_master, Failure};
+use super::cell::Failure;
+use super::layout::{populate_master_as, Layout};
 use super::progress::Progress;
 use crate::plan::Plan;
 use crate::provision::master::clonable;
@@ -12,13 +13,13 @@ use crate::provision::{InstanceSpec, MasterImage, WorkDir};
 use crate::results::Status;
 use crate::workload::Workload;
 
-/// Populated images by (target index, data-set index); a failure is kept so that every cell of that target
+/// Populated images by (target index, data-set index, layout); a failure is kept so that every cell of that target
 /// reports it instead of paying for another attempt.
 pub struct Masters<'r> {
     pub plan: &'r Plan,
     pub work: &'r WorkDir,
     pub cancel: &'r AtomicBool,
-    built: HashMap<(usize, usize), Result<MasterImage, Failure>>,
+    built: HashMap<(usize, usize, Layout), Result<MasterImage, Failure>>,
     /// The aged images, when the plan ages (`--age`): every cell of a loop target then
     /// copies one of them.
     aged: super::aged::AgedImages,
@@ -70,20 +71,30 @@ impl<'r> Masters<'r> {
                 progress,
             );
         }
-        if !w.wants_populated_target() || !clonable(spec) {
+        let layout = match (w.wants_dated_target(), w.wants_populated_target()) {
+            (true, _) => Layout::Dated,
+            (false, true) => Layout::DataSet,
+            (false, false) => return Source::Fresh,
+        };
+        if !clonable(spec) {
             return Source::Fresh;
         }
-        let key = (target, dataset);
+        let key = (target, dataset, layout);
         if !self.built.contains_key(&key) {
+            let dated = if layout == Layout::Dated {
+                "dated "
+            } else {
+                ""
+            };
             let which = match self.plan.dataset_label(dataset) {
-                Some(l) => format!("the {l} data set"),
-                None => "the data set".into(),
+                Some(l) => format!("the {dated}{l} data set"),
+                None => format!("the {dated}data set"),
             };
             progress.println(&format!(
                 "populating an image of {} with {which} (once per run)",
                 spec.target.name
             ));
-            let made = populate_master(self.plan, dataset, spec, self.work, self.cancel);
+            let made = populate_master_as(self.plan, dataset, spec, self.work, self.cancel, layout);
             if made.is_err() && self.cancel.load(Ordering::SeqCst) {
                 // Interrupted, not broken: `--resume` tries again.
                 return Source::Interrupted;

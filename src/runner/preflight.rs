@@ -153,21 +153,30 @@ fn source_trees(plan: &Plan) -> u64 {
     per_dataset * (plan.extra_profiles.len() as u64 + 1)
 }
 
-/// How many populated images the run keeps at once: one per loop target and data set, when
-/// any of the plan's workloads starts from the data set (see `runner::populate`).
+/// How many populated images the run keeps at once: one per loop target and data set for
+/// each layout the plan's workloads start from (the data set, the dated data set: see
+/// `runner::populate`).
 fn populated_images(plan: &Plan) -> u64 {
-    let wants = plan
+    let workloads: Vec<_> = plan
         .workloads
         .iter()
         .filter_map(|n| workload::by_name(n))
-        .any(|w| w.wants_populated_target());
-    if !wants {
-        return 0;
-    }
-    plan.targets
-        .iter()
-        .filter(|t| matches!(t.location, Location::Loop))
-        .count() as u64
+        .collect();
+    let layouts = [
+        workloads
+            .iter()
+            .any(|w| w.wants_populated_target() && !w.wants_dated_target()),
+        workloads.iter().any(|w| w.wants_dated_target()),
+    ]
+    .into_iter()
+    .filter(|&wanted| wanted)
+    .count() as u64;
+    layouts
+        * plan
+            .targets
+            .iter()
+            .filter(|t| matches!(t.location, Location::Loop))
+            .count() as u64
         * (plan.extra_profiles.len() as u64 + 1)
 }
 

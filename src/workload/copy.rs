@@ -18,7 +18,7 @@
 use std::path::Path;
 use std::time::Instant;
 
-use super::prepare::{age_files, generate, prep_threads};
+use super::prepare::{dated_on_target, prep_threads};
 use super::tree_copy::{copy_report, copy_tree, CopyMode};
 use super::{source, verify, Ctx, Harness, IoContext, Outcome, Point, Workload, WorkloadError};
 
@@ -37,8 +37,8 @@ pub fn verify_copy(
     verify::mtimes(src, dst, threads)
 }
 
-/// Where the `within` point keeps its source and copy on the target.
-const WITHIN_SRC: &str = "src";
+/// Where the `within` point writes its copy on the target (its source is the dated data
+/// set in `prepare::DATED_DIR`).
 const WITHIN_DST: &str = "copy";
 
 impl Workload for CopyTree {
@@ -50,6 +50,15 @@ impl Workload for CopyTree {
     }
     fn source_trees(&self) -> u64 {
         1
+    }
+    /// `within` copies the dated data set already on the target: a copy of the dated
+    /// populated image, instead of writing the whole data set in every cell.
+    fn wants_dated_target(&self) -> bool {
+        true
+    }
+    /// `from-outside` starts from an empty file system.
+    fn point_wants_populated(&self, point: &Point) -> bool {
+        point.variant == "within"
     }
     fn key_metric(&self) -> (&'static str, bool) {
         ("seconds", false)
@@ -86,16 +95,11 @@ impl Workload for CopyTree {
         };
         let prep = prep_threads(ctx);
         let (src, dst, manifest) = if within {
-            let src = ctx.root.join(WITHIN_SRC);
+            // Written back before the clock starts (it stays cached when laid down here):
+            // the copy must not share the device or the flusher threads with its writeback.
+            let (src, manifest) = dated_on_target(ctx)?;
             let dst = ctx.root.join(WITHIN_DST);
-            for d in [&src, &dst] {
-                std::fs::create_dir(d).ctx(|| format!("creating {}", d.display()))?;
-            }
-            let manifest = generate(ctx, ctx.dataset, &src, prep)?;
-            age_files(&src, &manifest, ctx.dataset.seed, prep)?;
-            // Written back before the clock starts (it stays cached): the copy must not
-            // share the device or the flusher threads with the preparation's writeback.
-            crate::sys::syncfs(&src).ctx(|| format!("syncfs {}", src.display()))?;
+            std::fs::create_dir(&dst).ctx(|| format!("creating {}", dst.display()))?;
             (src, dst, manifest)
         } else {
             // The run's one dated source tree, written back and warm.

@@ -187,6 +187,21 @@ pub trait Workload: Send + Sync {
     fn wants_populated_target(&self) -> bool {
         false
     }
+    /// Whether the points that run on a populated target (see
+    /// [`Workload::point_wants_populated`]) want the data set *dated* in
+    /// [`prepare::DATED_DIR`] ([`prepare::dated_on_target`]) rather than as `prepare` writes
+    /// it: the runner then copies a populated image of that layout for them. Only workloads
+    /// whose preparation of those points is exactly `dated_on_target` may say yes.
+    fn wants_dated_target(&self) -> bool {
+        false
+    }
+    /// Whether `point` runs on a copy of the workload's populated image, when it has one
+    /// (`wants_populated_target` or `wants_dated_target`); the other points get a freshly
+    /// made, empty file system. Asked of `Point::default()` for the file system the points
+    /// themselves are asked of.
+    fn point_wants_populated(&self, _point: &Point) -> bool {
+        true
+    }
     /// How many data-set-sized trees outside the target it keeps in the run's `sources`
     /// ([`source`]) for the whole run, for the disk-space check: the dated data set counts
     /// once however many workloads read it.

@@ -6,6 +6,7 @@
 //! and nothing its siblings borrow; every workload prepares through the same code, so a
 //! difference between two workloads' numbers is never a difference in how the tree was made.
 
+use std::io::Read;
 use std::path::Path;
 
 use rayon::prelude::*;
@@ -56,6 +57,33 @@ pub fn prepare(ctx: &Ctx) -> Result<Manifest, WorkloadError> {
     let manifest = generate(ctx, ctx.dataset, ctx.root, ctx.threads)?;
     crate::sys::syncfs(ctx.root).ctx(|| format!("syncfs {}", ctx.root.display()))?;
     Ok(manifest)
+}
+
+/// Where a workload that wants the data set *dated* on the target (`copy`'s `within`
+/// point, `sync`'s mirror) finds it under the root: the populated image of that layout
+/// holds it there, and the workload lays it down there itself on any other target.
+pub const DATED_DIR: &str = "dated";
+
+/// The data set, dated as [`age_files`] dates it, in [`DATED_DIR`] under `ctx.root`, and its
+/// manifest, written back and in the page cache. On a copy of the dated populated image
+/// (`ctx.populated`) it is there already: it is planned and read once (the clone arrives
+/// cold, and a tree just laid down is cached); otherwise it is generated, dated and written
+/// back (`syncfs`) now, unmeasured. The same files and times as `source::dated`'s tree
+/// outside the target.
+pub fn dated_on_target(ctx: &Ctx) -> Result<(std::path::PathBuf, Manifest), WorkloadError> {
+    let dir = ctx.root.join(DATED_DIR);
+    if ctx.populated {
+        ctx.check()?;
+        let manifest = plan(ctx)?;
+        warm(&dir, &manifest, prep_threads(ctx))?;
+        return Ok((dir, manifest));
+    }
+    std::fs::create_dir(&dir).ctx(|| format!("creating {}", dir.display()))?;
+    let prep = prep_threads(ctx);
+    let manifest = generate(ctx, ctx.dataset, &dir, prep)?;
+    age_files(&dir, &manifest, ctx.dataset.seed, prep)?;
+    crate::sys::syncfs(&dir).ctx(|| format!("syncfs {}", dir.display()))?;
+    Ok((dir, manifest))
 }
 
 /// What the whole tree under `ctx.root` holds once every rank has prepared: `own` (this
@@ -110,6 +138,46 @@ pub fn age_files(
                 .map_err(|e| {
                     WorkloadError::io(format!("dating {}", root.join(&f.path).display()), e.into())
                 })
+        })
+    })
+}
+
+/// Reads every file of `manifest` under `root` once, so the tree is in the page cache as a
+/// tree just written is; checks each length on the way (a source that lost bytes would
+/// make every copy of it wrong).
+pub fn warm(root: &Path, manifest: &Manifest, threads: usize) -> Result<(), WorkloadError> {
+    let root_fd = open_dir(root)?;
+    let pool = crate::fsops::pool(threads)?;
+    pool.install(|| {
+        manifest.files.par_iter().try_for_each(|f| {
+            let path = root.join(&f.path);
+            let file = rustix::fs::openat(
+                &root_fd,
+                f.path.as_str(),
+                rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::CLOEXEC,
+                rustix::fs::Mode::empty(),
+            )
+            .map_err(|e| WorkloadError::io(format!("opening {}", path.display()), e.into()))?;
+            let mut file = std::fs::File::from(file);
+            let mut buf = vec![0u8; 1 << 20];
+            let mut total = 0u64;
+            loop {
+                let n = file
+                    .read(&mut buf)
+                    .ctx(|| format!("reading {}", path.display()))?;
+                if n == 0 {
+                    break;
+                }
+                total += n as u64;
+            }
+            if total != f.size {
+                return Err(WorkloadError::Verify(format!(
+                    "source {} holds {total} bytes, the data set says {}",
+                    path.display(),
+                    f.size
+                )));
+            }
+            Ok(())
         })
     })
 }

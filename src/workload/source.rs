@@ -14,12 +14,9 @@
 //! the cells that read a source expect it warm (a copy *from* a cached tree), so [`warm`]
 //! reads it back before the measured phase, which is what a freshly written tree would be.
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use rayon::prelude::*;
-
-use super::dirfd::open_dir;
+pub use super::prepare::warm;
 use super::prepare::{age_files, generate, prep_threads};
 use super::{Ctx, IoContext, WorkloadError};
 use crate::dataset::Manifest;
@@ -71,46 +68,6 @@ pub fn made_once(
     crate::sys::syncfs(&tmp).ctx(|| format!("syncfs {}", tmp.display()))?;
     std::fs::rename(&tmp, &done).ctx(|| format!("renaming {}", tmp.display()))?;
     Ok(done)
-}
-
-/// Reads every file of `manifest` under `root` once, so the tree is in the page cache as a
-/// tree just written is; checks each length on the way (a source that lost bytes would
-/// make every copy of it wrong).
-pub fn warm(root: &Path, manifest: &Manifest, threads: usize) -> Result<(), WorkloadError> {
-    let root_fd = open_dir(root)?;
-    let pool = crate::fsops::pool(threads)?;
-    pool.install(|| {
-        manifest.files.par_iter().try_for_each(|f| {
-            let path = root.join(&f.path);
-            let file = rustix::fs::openat(
-                &root_fd,
-                f.path.as_str(),
-                rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::CLOEXEC,
-                rustix::fs::Mode::empty(),
-            )
-            .map_err(|e| WorkloadError::io(format!("opening {}", path.display()), e.into()))?;
-            let mut file = std::fs::File::from(file);
-            let mut buf = vec![0u8; 1 << 20];
-            let mut total = 0u64;
-            loop {
-                let n = file
-                    .read(&mut buf)
-                    .ctx(|| format!("reading {}", path.display()))?;
-                if n == 0 {
-                    break;
-                }
-                total += n as u64;
-            }
-            if total != f.size {
-                return Err(WorkloadError::Verify(format!(
-                    "source {} holds {total} bytes, the data set says {}",
-                    path.display(),
-                    f.size
-                )));
-            }
-            Ok(())
-        })
-    })
 }
 
 #[cfg(test)]

@@ -1,9 +1,10 @@
 //! `sync`: bring a mirror on the target in line with a changed source, the way
 //! `rsync -a --delete` (or a mirror tool) does it locally.
 //!
-//! Preparation (unmeasured): the data set, generated and dated (old, seed-determined times)
-//! outside the target, is mirrored onto the target with the `copy` engine (which keeps the
-//! times); the source is a copy of it in which a seed-determined share was changed —
+//! Preparation (unmeasured): the mirror is the data set, dated (old, seed-determined
+//! times), in `prepare::DATED_DIR` on the target — a copy of the run's dated populated
+//! image, or laid down there on targets that have none; the source is a copy of the same
+//! dated data set outside the target in which a seed-determined share was changed —
 //! `change_fraction` (default 0.1) split evenly into modified, added, deleted and renamed
 //! files. Both trees are made once per run and only read ([`super::source`]).
 //!
@@ -31,7 +32,7 @@ use serde::Deserialize;
 pub use changes::{apply_changes, plan_changes, ChangeSet};
 pub use mirror::{sync_tree, SyncStats};
 
-use super::prepare::prep_threads;
+use super::prepare::{dated_on_target, prep_threads};
 use super::tree_copy::{copy_tree, CopyMode};
 use super::{
     options, source, verify, Ctx, Harness, IoContext, Outcome, Point, Workload, WorkloadError,
@@ -119,6 +120,11 @@ impl Workload for SyncMirror {
     fn source_trees(&self) -> u64 {
         2
     }
+    /// The mirror is the dated data set on the target: a copy of the dated populated image
+    /// instead of the whole data set copied onto the target in every cell.
+    fn wants_dated_target(&self) -> bool {
+        true
+    }
     fn key_metric(&self) -> (&'static str, bool) {
         ("seconds", false)
     }
@@ -138,13 +144,9 @@ impl Workload for SyncMirror {
         let (fraction, window_s) = (opts.change_fraction, opts.modify_window_s);
         let prep = prep_threads(ctx);
         let (before_dir, before) = source::dated(ctx)?;
-        copy_tree(
-            ctx,
-            &before_dir,
-            ctx.root,
-            prep,
-            CopyMode::Fast { reflink: false },
-        )?;
+        // The mirror: the dated data set on the target (a copy of the dated populated
+        // image, or laid down here), the same files and times as the dated source.
+        let (mirror, _) = dated_on_target(ctx)?;
         let (changes, after) = plan_changes(&before, ctx.dataset, fraction)?;
         // The changed source, made once per run beside the dated one (it is only read).
         let name = source::changed_name(&before, fraction);
@@ -159,15 +161,13 @@ impl Workload for SyncMirror {
             apply_changes(dir, ctx.dataset, &changes)
         })?;
         source::warm(&src, &after, prep)?;
-        // The mirror written back before the clock starts (the source is clean and cached).
-        crate::sys::syncfs(ctx.root).ctx(|| format!("syncfs {}", ctx.root.display()))?;
 
         let mut result = None;
         let mut outcome = harness.measure(&mut || {
             let t = Instant::now();
-            let s = sync_tree(ctx, &src, ctx.root, ctx.threads, window_s)?;
+            let s = sync_tree(ctx, &src, &mirror, ctx.threads, window_s)?;
             let s0 = Instant::now();
-            crate::sys::syncfs(ctx.root).ctx(|| format!("syncfs {}", ctx.root.display()))?;
+            crate::sys::syncfs(&mirror).ctx(|| format!("syncfs {}", mirror.display()))?;
             let mut out = Outcome {
                 seconds: t.elapsed().as_secs_f64(),
                 files: s.files,
@@ -187,7 +187,7 @@ impl Workload for SyncMirror {
             Ok(out)
         })?;
         let s = result.ok_or_else(|| WorkloadError::Verify("measured phase did not run".into()))?;
-        verify_sync(&src, ctx.root, &after, &changes, &s, prep)?;
+        verify_sync(&src, &mirror, &after, &changes, &s, prep)?;
         outcome.notes.push(format!(
             "changes: {} modified, {} added, {} deleted, {} renamed",
             changes.modified.len(),

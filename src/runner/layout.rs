@@ -1,0 +1,123 @@
+//! What a populated image holds, and writing it: the data set exactly as the workloads
+//! lay it down for themselves on a target that has no image (`prepare`, or dated in
+//! `DATED_DIR` for the workloads that read a dated tree on the target), so a cell on a copy
+//! of the image starts from the same tree as a cell that made its own.
+
+use std::sync::atomic::AtomicBool;
+use std::time::Instant;
+
+use super::cell::{provision_failure, Failure, WORK_DIR};
+use crate::plan::Plan;
+use crate::provision::{Instance, InstanceSpec, MasterImage, WorkDir};
+use crate::results::Status;
+use crate::workload::{self, Ctx};
+
+/// Makes `spec`'s populated image for the run: a fresh file system holding exactly what
+/// [`workload::prepare::prepare`] writes, where every workload expects it, then checked and
+/// detached. Built here, beside the cells' own contexts, so the two cannot disagree. An
+/// error keeps the status a cell writing the data set itself would have recorded (a
+/// target too small for the data set is `enospc`, not a generic error).
+pub fn populate_master(
+    plan: &Plan,
+    dataset: usize,
+    spec: &InstanceSpec,
+    work: &WorkDir,
+    cancel: &AtomicBool,
+) -> Result<MasterImage, Failure> {
+    populate_master_as(plan, dataset, spec, work, cancel, Layout::DataSet)
+}
+
+/// What a populated image holds under its work directory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Layout {
+    /// The data set as [`workload::prepare::prepare`] writes it.
+    DataSet,
+    /// The data set dated, in `DATED_DIR`, as [`workload::prepare::dated_on_target`]
+    /// writes it (`Workload::wants_dated_target`).
+    Dated,
+}
+
+/// [`populate_master`] with the given layout.
+pub fn populate_master_as(
+    plan: &Plan,
+    dataset: usize,
+    spec: &InstanceSpec,
+    work: &WorkDir,
+    cancel: &AtomicBool,
+    layout: Layout,
+) -> Result<MasterImage, Failure> {
+    let datasets = plan.datasets();
+    let kind = match layout {
+        Layout::DataSet => "master",
+        Layout::Dated => "dated-master",
+    };
+    let role = match plan.dataset_label(dataset) {
+        Some(label) => format!("{label}-{kind}"),
+        None => kind.to_string(),
+    };
+    let Some(dataset) = datasets.get(dataset) else {
+        return Err((
+            Status::Error,
+            "internal: no such data set".into(),
+            Vec::new(),
+        ));
+    };
+    let inst = MasterImage::provision_as(spec, work, &role).map_err(provision_failure)?;
+    if let Err(e) = write_layout(plan, dataset, &inst, cancel, layout) {
+        let _ = inst.teardown(false);
+        return Err(e);
+    }
+    MasterImage::seal(inst, &spec.target.name)
+        .map_err(|e| (Status::Error, e.to_string(), Vec::new()))
+}
+
+/// Writes `dataset` into a master image's work directory, exactly as
+/// [`workload::prepare::prepare`] lays it down for a cell (also on an aged image).
+pub fn write_dataset(
+    plan: &Plan,
+    dataset: &crate::dataset::DatasetSpec,
+    inst: &Instance,
+    cancel: &AtomicBool,
+) -> Result<(), Failure> {
+    write_layout(plan, dataset, inst, cancel, Layout::DataSet)
+}
+
+/// Writes `dataset` into a master image's work directory in `layout`, exactly as the
+/// workloads lay it down for themselves on a target that has no populated image.
+fn write_layout(
+    plan: &Plan,
+    dataset: &crate::dataset::DatasetSpec,
+    inst: &Instance,
+    cancel: &AtomicBool,
+    layout: Layout,
+) -> Result<(), Failure> {
+    let root = inst.root.join(WORK_DIR);
+    std::fs::create_dir(&root)
+        .map_err(|e| {
+            (
+                workload::status_of_io(&e),
+                format!("cannot create {}: {e}", root.display()),
+                Vec::new(),
+            )
+        })
+        .and_then(|_| {
+            let empty = toml::Table::new();
+            let ctx = Ctx {
+                root: &root,
+                scratch: &root,
+                sources: None,
+                threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
+                dataset,
+                options: &empty,
+                cancel,
+                deadline: Some(Instant::now() + plan.timeout),
+                populated: false,
+                log_root: None,
+            };
+            match layout {
+                Layout::DataSet => workload::prepare::prepare(&ctx).map(|_| ()),
+                Layout::Dated => workload::prepare::dated_on_target(&ctx).map(|_| ()),
+            }
+            .map_err(|e| (e.status(), e.to_string(), Vec::new()))
+        })
+}
