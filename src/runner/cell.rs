@@ -481,7 +481,12 @@ pub fn run_cell(
                 })
         });
         if follows {
-            current = Some(f);
+            // The next point finds the data set in place, whether this point's file system
+            // came with it (a copy of the populated image) or this point wrote it.
+            current = Some(Fresh {
+                populated: true,
+                ..f
+            });
             continue;
         }
         if !settle(f, &mut pending, target, emit, &mut records) {

@@ -232,7 +232,9 @@ pub trait Workload: Send + Sync {
     /// cell was just measured on, instead of a fresh one: only where `done` is a read-only
     /// pass (it changes nothing `next` could see but access times) and `next` starts from
     /// the state `done` leaves anyway (a warm cache). Spares a clone, a mount and a check
-    /// per point; the default, no, gives every point its own file system.
+    /// per point; the default, no, gives every point its own file system. The next point
+    /// is then told the data set is in place (`Ctx::populated`), so both points' preparation
+    /// must be [`prepare::prepare`].
     fn follows_on_same_fs(&self, _done: &Point, _next: &Point) -> bool {
         false
     }
