@@ -14,13 +14,15 @@ use fsarena::results::store;
 use fsarena::results::Status;
 
 /// Two identical ext4 configurations: their comparison cannot be "better" or "worse", and
-/// with a tiny data set (noisy 10 ms phases) it takes many runs to call them equivalent, so
-/// the budget, not the answer, ends the run.
+/// with a small data set (noisy phases of tens of ms) and a 0.1 % margin no number of runs
+/// this budget pays for calls them equivalent, so the budget, not the answer, ends the run
+/// (cells of a few tenths of a second: the budget runs out before the groups reach the
+/// most runs allowed).
 fn args(root: &Path, out: &Path, work: &Path, budget: &str) -> Vec<String> {
     let plan = root.join("twins.toml");
     std::fs::write(
         &plan,
-        "targets = [\"ext4\"]\nworkloads = [\"touch\"]\nscale = 0.002\n\n\
+        "targets = [\"ext4\"]\nworkloads = [\"touch\"]\nscale = 0.02\n\n\
          [[target]]\nname = \"ext4-twin\"\nbase = \"ext4\"\n",
     )
     .unwrap();
@@ -29,6 +31,8 @@ fn args(root: &Path, out: &Path, work: &Path, budget: &str) -> Vec<String> {
         plan.display().to_string(),
         "--budget".into(),
         budget.into(),
+        "--margin".into(),
+        "0.1".into(),
         "--out".into(),
         out.display().to_string(),
         "--work-dir".into(),
@@ -56,28 +60,43 @@ fn runs_per_target(out: &Path) -> Vec<(String, usize)> {
 fn auto_runs_the_minimum_then_spends_the_budget_and_stops_at_it() {
     require_root();
     let root = TestRoot::new("budget");
-    let (out, work) = (root.path.join("out"), root.path.join("work"));
-    let t0 = Instant::now();
-    let o = Command::new(bin())
-        .args(args(&root.path, &out, &work, "25s"))
-        .output()
-        .unwrap();
-    let took = t0.elapsed();
+    // Twins can still come out "different" by chance after their 3 runs (a 5 % false
+    // discovery rate is 5 %), which ends the run before its budget: such a run is tried
+    // again, up to three times.
+    let mut attempt = 0;
+    let (out, took, o) = loop {
+        attempt += 1;
+        let (out, work) = (
+            root.path.join(format!("out{attempt}")),
+            root.path.join(format!("work{attempt}")),
+        );
+        let t0 = Instant::now();
+        let o = Command::new(bin())
+            .args(args(&root.path, &out, &work, "12s"))
+            .output()
+            .unwrap();
+        let took = t0.elapsed();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(0), "{err}");
+        if attempt == 3 || !err.contains("every comparison with the baseline is decided") {
+            break (out, took, o);
+        }
+    };
     let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(0), "{err}");
-    // Twins are undecided after 3 runs; the rounds go on until they are called equivalent
-    // or the budget ends.
+    // Twins are undecided after 3 runs; the rounds go on until the budget ends.
     assert!(err.contains("budget round 1:"), "{err}");
     assert!(
-        err.contains("still undecided")
-            || err.contains("every comparison with the baseline is decided"),
-        "{err}"
+        err.contains("still undecided") || err.contains("left out"),
+        "the budget ended the run: {err}"
     );
     for (t, n) in runs_per_target(&out) {
         assert!(n > 3, "{t}: only {n} runs, the budget was not spent");
     }
-    // The budget bounds the run: a round is only started when its cells fit.
-    assert!(took < Duration::from_secs(25 + 20), "{took:?}");
+    // The budget bounds the run's wall time: a round is only started when its cells fit,
+    // a cell only when it still fits, and the run's start and end come out of the budget
+    // (the default 5-minute run once took 5 min 01 s). A few seconds' slack for a loaded
+    // machine, where one cell can take longer than its group's average.
+    assert!(took < Duration::from_secs(12 + 5), "{took:?}: {err}");
     let loaded = store::load(&out).unwrap();
     assert!(loaded.measurements.iter().all(|m| m.cell_seconds.is_some()));
     assert!(

@@ -384,7 +384,9 @@ impl super::Walk<'_> {
             }
             return std::ops::ControlFlow::Break(());
         }
-        self.run_round(round, &groups, next_rep)
+        // Every rank runs every cell of the round root chose: a rank that left one out on
+        // its own clock would wait for ever at the others' barriers.
+        self.run_round(round, &groups, next_rep, std::time::Duration::MAX)
     }
 }
 

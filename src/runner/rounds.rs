@@ -7,10 +7,17 @@ use std::ops::ControlFlow;
 
 use super::{budget, schedule, Walk};
 
+/// What a run keeps of its budget for its start, before the budget's clock, and its end:
+/// the populated images removed and the report written.
+const CLOSING: std::time::Duration = std::time::Duration::from_secs(3);
+
 impl Walk<'_> {
     /// `--runs auto` after the minimum: rounds of one more repetition for the groups of the
     /// comparisons still undecided, closest first, while the budget lasts ([`budget`]).
     pub(super) fn spend_budget(&mut self, max: u32, budget: std::time::Duration) {
+        // The run's own start (before this clock) and end (images removed, report
+        // written) come out of the same budget: a 5-minute budget means 5 minutes of wall.
+        let budget = budget.saturating_sub(CLOSING);
         let mut next_rep: HashMap<budget::Group, u32> = HashMap::new();
         let wl = schedule::thread_lists(self.plan, self.workloads);
         for t in 0..self.usable.len() {
@@ -88,7 +95,10 @@ impl Walk<'_> {
                 r.cost_s,
                 remaining
             ));
-            if self.run_round(round, &r.groups, &mut next_rep).is_break() {
+            if self
+                .run_round(round, &r.groups, &mut next_rep, budget)
+                .is_break()
+            {
                 return;
             }
         }
@@ -100,6 +110,7 @@ impl Walk<'_> {
         round: usize,
         groups: &[budget::Group],
         next_rep: &mut HashMap<budget::Group, u32>,
+        budget: std::time::Duration,
     ) -> ControlFlow<()> {
         self.progress.grow(groups.len() as u64);
         let mut cells: Vec<schedule::Cell> = Vec::new();
@@ -120,6 +131,18 @@ impl Walk<'_> {
             )
         });
         for (i, cell) in cells.iter().enumerate() {
+            // A round is planned from cells' average costs; a cell that would no longer fit
+            // in what is left of the budget is not started.
+            let left = budget.saturating_sub(self.started.elapsed()).as_secs_f64();
+            let cost = self.costs.estimate(&self.group(cell));
+            if cost > left {
+                self.progress.println(&format!(
+                    "budget: {} cell{} of round {round} left out: ~{cost:.0} s each, {left:.0} s left",
+                    cells.len() - i,
+                    if cells.len() - i == 1 { "" } else { "s" },
+                ));
+                return ControlFlow::Break(());
+            }
             let eta = self.eta(&cells[i..]);
             self.progress.set_eta(eta);
             self.run_cell(cell)?;
