@@ -1129,3 +1129,63 @@ fn a_significant_rank_test_never_shows_an_interval_across_zero() {
     );
     assert!(lo <= c.pct_diff && c.pct_diff <= hi);
 }
+
+/// Defect: a run traced its clones' writes under any tracefs mount it found — including
+/// another run's per-clone mount in that run's work directory, which the other run then
+/// unmounted, taking the trace's files away: the clone could not be restored and the next
+/// cell copied the image whole (seen in the test suite, two runs at once). Each run now
+/// uses only the system's tracefs mount or its own.
+#[test]
+fn two_runs_at_once_each_restore_their_own_clones() {
+    require_root();
+    let root = TestRoot::new("two-traces");
+    let start = |i: usize| {
+        Command::new(bin())
+            .args(["run", "--target", "ext4", "--workload", "scan,touch,chmod"])
+            .args(["--runs", "4", "--scale", "0.005", "--quiet", "--out"])
+            .arg(root.path.join(format!("out{i}")))
+            .arg("--work-dir")
+            .arg(root.path.join(format!("work{i}")))
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let runs = [start(0), start(1)];
+    for (i, run) in runs.into_iter().enumerate() {
+        let o = run.wait_with_output().unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let loaded = store::load(&root.path.join(format!("out{i}"))).unwrap();
+        let copies: Vec<_> = loaded
+            .measurements
+            .iter()
+            .filter(|m| {
+                m.provenance
+                    .clone
+                    .as_ref()
+                    .is_some_and(|c| c.method != "restore")
+            })
+            .map(|m| (m.workload.clone(), m.repetition, m.provenance.notes.clone()))
+            .collect();
+        // One whole copy per run (its first clone); every later clone a restore. (scan's
+        // warm point shares its cold point's file system and its provenance.)
+        let first = loaded
+            .measurements
+            .iter()
+            .filter(|m| {
+                m.provenance
+                    .clone
+                    .as_ref()
+                    .is_some_and(|c| c.method != "restore")
+            })
+            .filter_map(|m| m.provenance.clone.as_ref().map(|c| c.seconds.to_bits()))
+            .collect::<std::collections::HashSet<_>>()
+            .len();
+        assert_eq!(first, 1, "run {i} copied whole more than once: {copies:?}");
+    }
+    assert!(
+        leftovers(&root.path).is_empty(),
+        "{:?}",
+        leftovers(&root.path)
+    );
+}

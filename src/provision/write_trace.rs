@@ -43,11 +43,14 @@ pub struct WriteTrace {
     start: DiskCounters,
 }
 
-/// Where a tracefs is mounted already (the usual `/sys/kernel/tracing`), if anywhere.
+/// Where the system's tracefs is mounted, if it is: at `/sys/kernel/tracing` or under debugfs.
+/// Never a tracefs mounted somewhere else — another fsarena run's per-clone mount would be
+/// found too, and unmounted under this run's trace when that clone is done.
 pub fn mounted_tracefs() -> Option<PathBuf> {
+    const SYSTEM: [&str; 2] = ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"];
     super::mounts::read()
         .into_iter()
-        .find(|m| m.fstype == "tracefs")
+        .find(|m| m.fstype == "tracefs" && SYSTEM.iter().any(|s| m.target == Path::new(s)))
         .map(|m| m.target)
 }
 

@@ -309,7 +309,7 @@ mod tests {
             .scratch
             .path()
             .join(crate::workload::source::changed_name(&before, 0.1));
-        let dst = env.root.path();
+        let dst = &env.root.path().join(crate::workload::prepare::DATED_DIR);
         let exact = SyncStats {
             files_copied: changes.expected_copies(),
             files_deleted: changes.expected_deletes(),
