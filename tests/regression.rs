@@ -1152,6 +1152,8 @@ fn two_runs_at_once_each_restore_their_own_clones() {
             .unwrap()
     };
     let runs = [start(0), start(1)];
+    // A run's trace instances are named fsarena-run-<ms>-<pid>-…
+    let pids: Vec<String> = runs.iter().map(|r| format!("-{}-", r.id())).collect();
     for (i, run) in runs.into_iter().enumerate() {
         let o = run.wait_with_output().unwrap();
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
@@ -1188,4 +1190,11 @@ fn two_runs_at_once_each_restore_their_own_clones() {
         "{:?}",
         leftovers(&root.path)
     );
+    // No trace instance outlived its run (one whose tracefs was unmounted under it lived
+    // on in the kernel).
+    let left: Vec<_> = common::trace_instances()
+        .into_iter()
+        .filter(|n| pids.iter().any(|p| n.contains(p.as_str())))
+        .collect();
+    assert!(left.is_empty(), "trace instances left: {left:?}");
 }

@@ -151,21 +151,16 @@ fn remove_keys(live: &[journal::Entry], report: &mut CleanupReport) {
     }
 }
 
-/// Removes every journaled trace instance that still exists, by name, wherever tracefs is
-/// mounted now (mounting it in the run directory for the moment if it is mounted nowhere).
+/// Removes every journaled trace instance that still exists, by name, under the system's
+/// tracefs (or one mounted in the run directory for the moment if the system has none).
 fn remove_traces(run: &Path, live: &[journal::Entry], report: &mut CleanupReport) {
     for e in live.iter().filter(|e| e.kind == Kind::Trace) {
         let Some(name) = e.path.file_name().map(|n| n.to_string_lossy().into_owned()) else {
             continue;
         };
-        let exists = write_trace::mounted_tracefs()
-            .map(|t| write_trace::instance_path(&t, &name).exists())
-            .unwrap_or(true);
-        if !exists {
-            continue;
-        }
         match write_trace::remove_instance_named(&name, &run.join("tracefs-cleanup")) {
-            Ok(()) => report.removed.push(e.path.clone()),
+            Ok(true) => report.removed.push(e.path.clone()),
+            Ok(false) => {}
             Err(err) => report.errors.push(format!("trace instance {name}: {err}")),
         }
     }

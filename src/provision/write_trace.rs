@@ -221,29 +221,30 @@ pub fn remove_instance(instance: &Path) -> io::Result<()> {
 }
 
 /// Removes the instance called `name` wherever tracefs is mounted, mounting it at `spare`
-/// (an empty directory) for the moment when it is mounted nowhere: for `fsarena cleanup`,
-/// whose journal names an instance under a mount that may be gone.
-pub fn remove_instance_named(name: &str, spare: &Path) -> io::Result<()> {
+/// (a directory it makes and removes) for the moment when the system has no tracefs
+/// mount: for `fsarena cleanup`, whose journal names an instance under a mount that may be
+/// gone. Returns whether there was one to remove.
+pub fn remove_instance_named(name: &str, spare: &Path) -> io::Result<bool> {
     if !name.starts_with(INSTANCE_PREFIX) {
-        return Ok(());
+        return Ok(false);
     }
+    let remove = |tracefs: &Path| -> io::Result<bool> {
+        let dir = instance_path(tracefs, name);
+        let there = dir.exists();
+        remove_instance(&dir).map(|()| there)
+    };
     if let Some(t) = mounted_tracefs() {
-        return remove_instance(&t.join("instances").join(name));
+        return remove(&t);
     }
     fs::create_dir_all(spare)?;
-    rustix::mount::mount(
-        "nodev",
-        spare,
-        "tracefs",
-        rustix::mount::MountFlags::empty(),
-        None,
-    )
-    .map_err(io::Error::from)?;
-    let removed = remove_instance(&spare.join("instances").join(name));
+    let flags = rustix::mount::MountFlags::empty();
+    rustix::mount::mount("nodev", spare, "tracefs", flags, None).map_err(io::Error::from)?;
+    let removed = remove(spare);
     let unmounted = rustix::mount::unmount(spare, rustix::mount::UnmountFlags::empty())
         .map_err(io::Error::from);
     let _ = fs::remove_dir(spare);
-    removed.and(unmounted)
+    let removed = removed?;
+    unmounted.map(|()| removed)
 }
 
 /// Where the trace instance called `name` lives under the tracefs mounted at `tracefs`.
