@@ -465,14 +465,7 @@ impl Instance {
                 Undo::UnmountAux(p) => (mounts::unmount(&p), Kind::Mount, p),
                 Undo::EndTrace { trace, found } => {
                     let path = trace.instance().to_path_buf();
-                    // Missing already: its tracefs was unmounted under it, and the instance
-                    // lives on in the kernel; its journal entry stays, so the run's closing
-                    // cleanup (or `fsarena cleanup`) removes it by name.
-                    let reachable = path.exists();
-                    let result = trace.finish();
-                    let removed = reachable && !path.exists();
-                    reuse::settle(&found, result);
-                    let r = if removed {
+                    let r = if reuse::end_trace(trace, &found) {
                         Ok(())
                     } else {
                         Err(ProvisionError::Unsupported(format!(
