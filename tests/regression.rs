@@ -1198,3 +1198,66 @@ fn two_runs_at_once_each_restore_their_own_clones() {
         .collect();
     assert!(left.is_empty(), "trace instances left: {left:?}");
 }
+
+/// The kernel's log lines saying process `pid` wrote `/proc/sys/vm/drop_caches`
+/// (`fsarena (PID): drop_caches: 3`, one per write).
+fn cache_drops_by(pid: u32) -> usize {
+    let o = Command::new("dmesg").output().unwrap();
+    assert!(o.status.success(), "dmesg: {o:?}");
+    let needle = format!("fsarena ({pid}): drop_caches:");
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .filter(|l| l.contains(&needle))
+        .count()
+}
+
+/// Defect: every cell on a copy of a populated image began by dropping the whole machine's
+/// page cache so that it started cold. Its file system was cold anyway (mounted fresh on a
+/// freshly attached device), but the run's source trees outside it were evicted too, and
+/// copy and sync read them back from the disk in every cell: at scale 1, 15–40 s of a
+/// cell's wall time. A clone now starts cold by evicting only its own image's pages. Here
+/// touch and chmod, which ask for no cold phase, run on clones: no cache drop at all, and
+/// touch still reads the inodes it changes from the device.
+#[test]
+fn a_cell_on_a_clone_starts_cold_without_dropping_the_machines_caches() {
+    require_root();
+    let root = TestRoot::new("no-drop");
+    let out = root.path.join("out");
+    let run = Command::new(bin())
+        .args(["run", "--target", "ext4", "--workload", "touch,chmod"])
+        .args(["--runs", "2", "--scale", "0.005", "--quiet", "--out"])
+        .arg(&out)
+        .arg("--work-dir")
+        .arg(root.path.join("work"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = run.id();
+    let o = run.wait_with_output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let loaded = store::load(&out).unwrap();
+    assert_eq!(loaded.measurements.len(), 4, "2 workloads × 2 runs");
+    for m in &loaded.measurements {
+        assert_eq!(m.status, Status::Ok, "{}: {:?}", m.workload, m.error);
+        assert!(
+            m.provenance.clone.is_some(),
+            "{} ran on a clone",
+            m.workload
+        );
+        if m.workload == "touch" {
+            let reads = m.metrics.get("device_read_ios").copied().unwrap_or(0.0);
+            assert!(reads > 0.0, "touch on a clone read nothing from the device");
+        }
+    }
+    assert_eq!(
+        cache_drops_by(pid),
+        0,
+        "the run dropped the machine's caches"
+    );
+    assert!(
+        leftovers(&root.path).is_empty(),
+        "{:?}",
+        leftovers(&root.path)
+    );
+}

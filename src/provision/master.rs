@@ -208,6 +208,11 @@ impl MasterImage {
                 "the clone was copied whole, not restored: the last clone's writes are not known ({why})"
             ));
         }
+        // The clone starts cold without dropping the machine's caches: a fresh mount on a
+        // freshly attached device, over an image none of whose pages are cached (a buffered
+        // copy or restore would leave some).
+        crate::sys::evict_file(&img)
+            .map_err(|e| ProvisionError::io(format!("cannot evict {}", img.display()), e))?;
         let dev = inst.attach(&img, self.sector_size)?;
         if let Err(why) = trace_writes(&mut inst, work, &name, &found) {
             reuse::settle(&found, Err(why));

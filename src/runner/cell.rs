@@ -202,14 +202,11 @@ impl CellRun<'_> {
         };
         let populated = master.is_some_and(|m| m.holds_dataset);
         let made = if populated || shared.is_some() {
-            // The copy arrives with the data set in place; its measured phase starts cold.
-            // (A shared tree arrives made by rank 0, empty.)
-            std::fs::metadata(&root)
-                .and_then(|_| match populated {
-                    true => crate::sys::drop_caches(),
-                    false => Ok(()),
-                })
-                .and_then(|_| std::fs::create_dir_all(&scratch))
+            // The copy arrives with the data set in place and cold (`clone_for` mounts it
+            // fresh over an image with nothing cached), with no machine-wide cache drop: that
+            // would also evict the run's source trees, which copy and sync then read back
+            // from the disk in every cell. (A shared tree arrives made by rank 0, empty.)
+            std::fs::metadata(&root).and_then(|_| std::fs::create_dir_all(&scratch))
         } else {
             std::fs::create_dir(&root).and_then(|_| std::fs::create_dir_all(&scratch))
         };
