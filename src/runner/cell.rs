@@ -205,8 +205,16 @@ impl CellRun<'_> {
             // The copy arrives with the data set in place and cold (`clone_for` mounts it
             // fresh over an image with nothing cached), with no machine-wide cache drop: that
             // would also evict the run's source trees, which copy and sync then read back
-            // from the disk in every cell. (A shared tree arrives made by rank 0, empty.)
-            std::fs::metadata(&root).and_then(|_| std::fs::create_dir_all(&scratch))
+            // from the disk in every cell. What is dirty anywhere is still written back
+            // first, as the drop's `sync` did: no earlier writeback may land in the measured
+            // phase. (A shared tree arrives made by rank 0, empty.)
+            std::fs::metadata(&root)
+                .map(|_| {
+                    if populated {
+                        rustix::fs::sync();
+                    }
+                })
+                .and_then(|_| std::fs::create_dir_all(&scratch))
         } else {
             std::fs::create_dir(&root).and_then(|_| std::fs::create_dir_all(&scratch))
         };
