@@ -1158,7 +1158,7 @@ fn two_runs_at_once_each_restore_their_own_clones() {
         let o = run.wait_with_output().unwrap();
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
         let loaded = store::load(&root.path.join(format!("out{i}"))).unwrap();
-        let copies: Vec<_> = loaded
+        let whole: Vec<_> = loaded
             .measurements
             .iter()
             .filter(|m| {
@@ -1167,19 +1167,15 @@ fn two_runs_at_once_each_restore_their_own_clones() {
                     .as_ref()
                     .is_some_and(|c| c.method != "restore")
             })
+            .collect();
+        let copies: Vec<_> = whole
+            .iter()
             .map(|m| (m.workload.clone(), m.repetition, m.provenance.notes.clone()))
             .collect();
         // One whole copy per run (its first clone); every later clone a restore. (scan's
         // warm point shares its cold point's file system and its provenance.)
-        let first = loaded
-            .measurements
+        let first = whole
             .iter()
-            .filter(|m| {
-                m.provenance
-                    .clone
-                    .as_ref()
-                    .is_some_and(|c| c.method != "restore")
-            })
             .filter_map(|m| m.provenance.clone.as_ref().map(|c| c.seconds.to_bits()))
             .collect::<std::collections::HashSet<_>>()
             .len();
