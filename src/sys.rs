@@ -48,6 +48,22 @@ pub fn on_memory_fs(p: &Path) -> bool {
     })
 }
 
+/// Whether the file system holding `p` keeps inode numbers and change times of its own that
+/// no user can set: ext2/3/4, xfs, btrfs, tmpfs. FUSE file systems (ntfs-3g, exFAT) may make
+/// inode numbers up per lookup and keep no change time, so a file's identity there says
+/// nothing about whether it was written.
+pub fn keeps_identities(p: &Path) -> bool {
+    const EXT4_MAGIC: i64 = 0xEF53;
+    const XFS_MAGIC: i64 = 0x5846_5342;
+    const BTRFS_MAGIC: i64 = 0x9123_683E;
+    const TMPFS_MAGIC: i64 = 0x0102_1994;
+    rustix::fs::statfs(p).is_ok_and(|s| {
+        #[allow(clippy::unnecessary_cast)]
+        let t = s.f_type as i64;
+        [EXT4_MAGIC, XFS_MAGIC, BTRFS_MAGIC, TMPFS_MAGIC].contains(&t)
+    })
+}
+
 /// `syncfs` on the file system holding `path`, so buffered writes reach the device.
 pub fn syncfs(path: &Path) -> io::Result<()> {
     let f = File::open(path)?;

@@ -71,11 +71,23 @@ pub const DATED_DIR: &str = "dated";
 /// back (`syncfs`) now, unmeasured. The same files and times as `source::dated`'s tree
 /// outside the target.
 pub fn dated_on_target(ctx: &Ctx) -> Result<(std::path::PathBuf, Manifest), WorkloadError> {
+    dated_on_target_with(ctx, true)
+}
+
+/// [`dated_on_target`], where a copy of the populated image is read back into the cache only
+/// with `warm_data`: a workload whose measured phase reads none of the tree's data (`sync`'s
+/// mirror) warms what it does read itself.
+pub fn dated_on_target_with(
+    ctx: &Ctx,
+    warm_data: bool,
+) -> Result<(std::path::PathBuf, Manifest), WorkloadError> {
     let dir = ctx.root.join(DATED_DIR);
     if ctx.populated {
         ctx.check()?;
         let manifest = plan(ctx)?;
-        warm(&dir, &manifest, prep_threads(ctx))?;
+        if warm_data {
+            warm(&dir, &manifest, prep_threads(ctx))?;
+        }
         return Ok((dir, manifest));
     }
     std::fs::create_dir(&dir).ctx(|| format!("creating {}", dir.display()))?;
@@ -144,7 +156,7 @@ pub fn age_files(
 
 /// Threads [`warm`] reads with at least: reading a tree back from a cold device waits on
 /// the device far more than it computes, and more reads in flight finish it sooner.
-const WARM_MIN_THREADS: usize = 8;
+pub const WARM_MIN_THREADS: usize = 8;
 
 /// Reads every file of `manifest` under `root` once, so the tree is in the page cache as a
 /// tree just written is; checks each length on the way (a source that lost bytes would

@@ -20,9 +20,13 @@
 //! Verification: the target must equal the changed source's manifest (paths, sizes,
 //! hashes, directories), carry its modification times, and the comparison must have copied
 //! and deleted exactly the planted changes — a sync that recopies everything is correct but
-//! would not measure what a sync measures.
+//! would not measure what a sync measures. On a copy of the populated image (ext4, xfs,
+//! btrfs, tmpfs) the mirror is not read back before the phase, which reads none of its data:
+//! the files the sync wrote are hashed, the ones it left alone must keep the inode and change
+//! time they had before (`identity`), and one in 64 of those is hashed all the same.
 
 mod changes;
+mod identity;
 mod mirror;
 
 use std::time::Instant;
@@ -32,7 +36,7 @@ use serde::Deserialize;
 pub use changes::{apply_changes, plan_changes, ChangeSet};
 pub use mirror::{sync_tree, SyncStats};
 
-use super::prepare::{dated_on_target, prep_threads};
+use super::prepare::{dated_on_target_with, prep_threads, WARM_MIN_THREADS};
 use super::tree_copy::{copy_tree, CopyMode};
 use super::{
     options, source, verify, Ctx, Harness, IoContext, Outcome, Point, Workload, WorkloadError,
@@ -96,6 +100,12 @@ pub fn verify_sync(
 ) -> Result<(), WorkloadError> {
     verify::tree(dst, after, threads)?;
     verify::mtimes(src, dst, threads)?;
+    verify_counts(changes, stats)
+}
+
+/// The comparison copied and deleted exactly the planted changes: a sync that recopies
+/// everything is correct but would not measure what a sync measures.
+fn verify_counts(changes: &ChangeSet, stats: &SyncStats) -> Result<(), WorkloadError> {
     if stats.files_copied != changes.expected_copies()
         || stats.files_deleted != changes.expected_deletes()
     {
@@ -146,7 +156,17 @@ impl Workload for SyncMirror {
         let (before_dir, before) = source::dated(ctx)?;
         // The mirror: the dated data set on the target (a copy of the dated populated
         // image, or laid down here), the same files and times as the dated source.
-        let (mirror, _) = dated_on_target(ctx)?;
+        // On a copy of the populated image the mirror arrives cold. The phase reads its
+        // directories and inodes, never its data: walking it for the identities the check
+        // compares with loads exactly that (where the file system keeps identities a user
+        // cannot forge); elsewhere it is read back whole and checked by hash, as before.
+        let unread = ctx.populated && crate::sys::keeps_identities(ctx.root);
+        let (mirror, _) = dated_on_target_with(ctx, !unread)?;
+        let identities = if unread {
+            Some(identity::identities(&mirror, prep.max(WARM_MIN_THREADS))?)
+        } else {
+            None
+        };
         let (changes, after) = plan_changes(&before, ctx.dataset, fraction)?;
         // The changed source, made once per run beside the dated one (it is only read).
         let name = source::changed_name(&before, fraction);
@@ -187,7 +207,23 @@ impl Workload for SyncMirror {
             Ok(out)
         })?;
         let s = result.ok_or_else(|| WorkloadError::Verify("measured phase did not run".into()))?;
-        verify_sync(&src, &mirror, &after, &changes, &s, prep)?;
+        match &identities {
+            None => verify_sync(&src, &mirror, &after, &changes, &s, prep)?,
+            Some(before) => {
+                let seed = ctx.dataset.seed;
+                let threads = prep.max(WARM_MIN_THREADS);
+                let c = identity::check(&mirror, &after, &changes, before, seed, threads)?;
+                verify::mtimes(&src, &mirror, prep)?;
+                verify_counts(&changes, &s)?;
+                outcome.notes.push(format!(
+                    "check: the {} files the sync wrote hashed; the {} it left alone by inode and change time, 1 in {} of them hashed too ({} in all)",
+                    after.files.len() - c.untouched,
+                    c.untouched,
+                    identity::SAMPLE_ONE_IN,
+                    c.hashed
+                ));
+            }
+        }
         outcome.notes.push(format!(
             "changes: {} modified, {} added, {} deleted, {} renamed",
             changes.modified.len(),
@@ -292,6 +328,77 @@ mod tests {
             e.contains("`fraction`") && e.contains("valid: change_fraction, modify_window_s"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn a_populated_mirror_is_checked_without_being_read_back_and_a_rewrite_is_caught() {
+        let env = Env::new();
+        // The mirror as a populated image holds it, then a cell on that image.
+        crate::workload::prepare::dated_on_target(&env.ctx()).unwrap();
+        let populated = Ctx {
+            populated: true,
+            ..env.ctx()
+        };
+        let mirror = env.root.path().join(crate::workload::prepare::DATED_DIR);
+        let before = identity::identities(&mirror, 2).unwrap();
+        let mut h = PlainHarness::default();
+        let out = SyncMirror
+            .run(&populated, &Point::default(), &mut h)
+            .unwrap();
+        assert!(
+            out.notes
+                .iter()
+                .any(|n| n.contains("by inode and change time")),
+            "{:?}",
+            out.notes
+        );
+        let (changes, after) = plan_changes(&env.spec.plan().unwrap(), &env.spec, 0.1).unwrap();
+        let seed = env.spec.seed;
+        let c = identity::check(&mirror, &after, &changes, &before, seed, 2).unwrap();
+        assert_eq!(
+            c.untouched,
+            after.files.len() - changes.expected_copies() as usize
+        );
+        assert!(
+            c.hashed > changes.expected_copies() as usize,
+            "the sample is hashed too"
+        );
+
+        // A file the source did not change, rewritten in place with its size and time kept.
+        let wrote = |p: &str| {
+            changes
+                .modified
+                .iter()
+                .chain(&changes.added)
+                .any(|m| m.path == p)
+                || changes.renamed.iter().any(|(_, new)| new == p)
+        };
+        let kept = after
+            .files
+            .iter()
+            .find(|f| f.size > 0 && !wrote(&f.path))
+            .unwrap();
+        let path = mirror.join(&kept.path);
+        let mtime = std::fs::metadata(&path).unwrap().modified().unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        std::fs::write(&path, vec![b'x'; kept.size as usize]).unwrap();
+        std::fs::File::options()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_modified(mtime)
+            .unwrap();
+        let e = identity::check(&mirror, &after, &changes, &before, seed, 2).unwrap_err();
+        assert!(e.to_string().contains(&kept.path), "{e}");
+        assert!(e.to_string().contains("written or replaced"), "{e}");
+
+        // A file the sync wrote, holding other bytes.
+        let before = identity::identities(&mirror, 2).unwrap();
+        let wrote = &changes.added[0];
+        std::fs::write(mirror.join(&wrote.path), vec![b'y'; wrote.size as usize]).unwrap();
+        let e = identity::check(&mirror, &after, &changes, &before, seed, 2).unwrap_err();
+        assert!(e.to_string().contains(&wrote.path), "{e}");
+        assert!(e.to_string().contains("content differs"), "{e}");
     }
 
     #[test]
