@@ -10,8 +10,8 @@ use std::path::Path;
 use fsarena::dataset::{self, Profile};
 use fsarena::results::Status;
 use fsarena::workload::{
-    cold_read, copy, copy_verify, dupes, source, sync, tree_copy, Outcome, PlainHarness, Point,
-    Workload, WorkloadError,
+    cold_read, copy, copy_verify, dupes, source, sync, tree_copy, verify, Outcome, PlainHarness,
+    Point, Workload, WorkloadError,
 };
 
 mod common;
@@ -567,5 +567,50 @@ fn copy_within_btrfs_uses_reflinks() {
             .any(|n| n.starts_with("copied with reflink")),
         "{:?}",
         out.notes
+    );
+    assert!(
+        out.notes
+            .iter()
+            .any(|n| n.starts_with("copy checked by its block map")),
+        "{:?}",
+        out.notes
+    );
+}
+
+/// A reflinked copy is checked by where its blocks are, not read back; a file rewritten
+/// after the copy (same length, one byte different, so on new blocks) is hashed and caught,
+/// and one rewritten with its own bytes is hashed and passes.
+#[test]
+fn a_reflinked_copy_is_checked_by_its_block_map_and_a_rewritten_file_is_caught() {
+    let fsys = LoopBtrfs::new(256 << 20);
+    let root = fsys.mnt().join("cell");
+    fs::create_dir(&root).unwrap();
+    let env = Env::new();
+    let manifest = env.manifest();
+    let within = Point {
+        variant: "within".into(),
+        ..Point::default()
+    };
+    copy::CopyTree
+        .run(&env.ctx_at(&root), &within, &mut PlainHarness::default())
+        .unwrap();
+    let (src, dst) = (root.join("dated"), root.join("copy"));
+    let clean = verify::copy_within(&src, &dst, &manifest, 2).unwrap();
+    assert_eq!(clean.shared + clean.hashed, manifest.files.len());
+    assert!(clean.shared > 0, "{clean:?}");
+
+    // The largest file is not inline in btrfs metadata: it was on its source's blocks.
+    let big = manifest.files.iter().max_by_key(|f| f.size).unwrap();
+    let same = fs::read(dst.join(&big.path)).unwrap();
+    fs::write(dst.join(&big.path), &same).unwrap();
+    rustix::fs::syncfs(fs::File::open(&dst).unwrap()).unwrap();
+    let rewritten = verify::copy_within(&src, &dst, &manifest, 2).unwrap();
+    assert_eq!(rewritten.shared, clean.shared - 1);
+
+    flip_byte(&dst.join(&big.path));
+    rustix::fs::syncfs(fs::File::open(&dst).unwrap()).unwrap();
+    assert_verify_error(
+        verify::copy_within(&src, &dst, &manifest, 2).map(drop),
+        "content differs",
     );
 }

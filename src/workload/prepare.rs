@@ -6,7 +6,7 @@
 //! and nothing its siblings borrow; every workload prepares through the same code, so a
 //! difference between two workloads' numbers is never a difference in how the tree was made.
 
-use std::io::Read;
+use std::os::fd::AsFd;
 use std::path::Path;
 
 use rayon::prelude::*;
@@ -15,6 +15,7 @@ use rustix::fs::{AtFlags, Timespec, Timestamps};
 use super::dirfd::open_dir;
 use super::{Ctx, IoContext, WorkloadError};
 use crate::dataset::{self, DatasetError, DatasetSpec, Manifest};
+use crate::fsops::HASH_BUF;
 
 /// Threads for unmeasured preparation: at least the measured count, at least the CPUs, so a
 /// single-threaded workload does not prepare its data set on one core.
@@ -68,7 +69,8 @@ pub const DATED_DIR: &str = "dated";
 /// manifest, written back and in the page cache. On a copy of the dated populated image
 /// (`ctx.populated`) it is there already: it is planned and read once (the clone arrives
 /// cold, and a tree just laid down is cached); otherwise it is generated, dated and written
-/// back (`syncfs`) now, unmeasured. The same files and times as `source::dated`'s tree
+/// back (`syncfs`) now, unmeasured. Either way every file's bytes were read and checked
+/// against the manifest ([`warm`]). The same files and times as `source::dated`'s tree
 /// outside the target.
 pub fn dated_on_target(ctx: &Ctx) -> Result<(std::path::PathBuf, Manifest), WorkloadError> {
     dated_on_target_with(ctx, true)
@@ -95,6 +97,10 @@ pub fn dated_on_target_with(
     let manifest = generate(ctx, ctx.dataset, &dir, prep)?;
     age_files(&dir, &manifest, ctx.dataset.seed, prep)?;
     crate::sys::syncfs(&dir).ctx(|| format!("syncfs {}", dir.display()))?;
+    if warm_data {
+        // Cached already: this only checks the bytes, as on a clone.
+        warm(&dir, &manifest, prep)?;
+    }
     Ok((dir, manifest))
 }
 
@@ -159,47 +165,47 @@ pub fn age_files(
 pub const WARM_MIN_THREADS: usize = 8;
 
 /// Reads every file of `manifest` under `root` once, so the tree is in the page cache as a
-/// tree just written is; checks each length on the way (a source that lost bytes would
-/// make every copy of it wrong). Unmeasured, so it reads with more threads than `threads`
-/// where that helps ([`WARM_MIN_THREADS`]).
+/// tree just written is; checks each length and hash on the way (a source that lost or
+/// changed bytes would make every copy of it wrong, and a copy that shares its source's
+/// blocks is then checked by where its blocks are: `verify::copy_within`). Unmeasured,
+/// so it reads with more threads than `threads` where that helps ([`WARM_MIN_THREADS`]).
 pub fn warm(root: &Path, manifest: &Manifest, threads: usize) -> Result<(), WorkloadError> {
     let root_fd = open_dir(root)?;
     let pool = crate::fsops::pool(threads.max(WARM_MIN_THREADS))?;
     pool.install(|| {
         // One buffer per worker, not per file: a zeroed 1 MiB allocation per file cost a
         // 1 MiB memset each (250,000 files: ~10 s of a cell at scale 1, the tree in cache).
-        let buffer = || vec![0u8; 1 << 20];
+        let buffer = || vec![0u8; HASH_BUF];
         manifest
             .files
             .par_iter()
             .try_for_each_init(buffer, |buf, f| {
-                let path = root.join(&f.path);
-                let file = rustix::fs::openat(
-                    &root_fd,
-                    f.path.as_str(),
-                    rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::CLOEXEC,
-                    rustix::fs::Mode::empty(),
-                )
-                .map_err(|e| WorkloadError::io(format!("opening {}", path.display()), e.into()))?;
-                let mut file = std::fs::File::from(file);
-                let mut total = 0u64;
-                loop {
-                    let n = file
-                        .read(buf)
-                        .ctx(|| format!("reading {}", path.display()))?;
-                    if n == 0 {
-                        break;
-                    }
-                    total += n as u64;
-                }
-                if total != f.size {
+                let path = || root.join(&f.path);
+                let h = crate::fsops::hash_at(root_fd.as_fd(), &c_name(&f.path)?, buf)
+                    .ctx(|| format!("reading {}", path().display()))?;
+                if h.len != f.size {
                     return Err(WorkloadError::Verify(format!(
-                        "source {} holds {total} bytes, the data set says {}",
-                        path.display(),
+                        "source {} holds {} bytes, the data set says {}",
+                        path().display(),
+                        h.len,
                         f.size
+                    )));
+                }
+                if h.hash != f.hash {
+                    return Err(WorkloadError::Verify(format!(
+                        "source {} holds other bytes than the data set (xxh3 {:016x}, not {:016x})",
+                        path().display(),
+                        h.hash,
+                        f.hash
                     )));
                 }
                 Ok(())
             })
     })
+}
+
+/// A manifest path as the C string `openat` takes.
+fn c_name(path: &str) -> Result<std::ffi::CString, WorkloadError> {
+    std::ffi::CString::new(path)
+        .map_err(|_| WorkloadError::Verify(format!("{path:?}: a name with a NUL byte")))
 }

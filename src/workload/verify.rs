@@ -5,7 +5,10 @@
 //! A workload that is fast by being wrong must fail here, never be reported.
 
 use std::collections::BTreeMap;
+use std::os::fd::AsFd;
 use std::path::Path;
+
+use rayon::prelude::*;
 
 use super::WorkloadError;
 use crate::dataset::{self, Manifest};
@@ -55,6 +58,80 @@ fn tree_of(
             Manifest::diff_summary(&problems)
         )))
     }
+}
+
+/// What [`copy_within`] looked at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WithinChecked {
+    /// Files found on their source's blocks (FIEMAP), not read.
+    pub shared: usize,
+    /// Files hashed: those that were not.
+    pub hashed: usize,
+}
+
+/// [`tree`] for a copy `dst` made within one file system from `src`, whose bytes were
+/// already read and checked against `manifest` (`prepare::warm` hashes every file): `dst`
+/// holds exactly the manifest's paths, sizes and directories, and each file either sits on
+/// its source's blocks (`fsops::extents::same_blocks`: a reflink, so it holds the bytes
+/// that were checked) or is hashed. A reflinked copy shares none of its source's cached
+/// pages, so reading it back reads the whole tree from the device again (3.8 GiB, ~14 s
+/// per cell at the studies' scale) to learn what its block map already says.
+pub fn copy_within(
+    src: &Path,
+    dst: &Path,
+    manifest: &Manifest,
+    threads: usize,
+) -> Result<WithinChecked, WorkloadError> {
+    let snap = dataset::snapshot(dst, threads, false)?;
+    let mut problems = manifest.diff(&snap.manifest, false);
+    problems.extend(snap.skipped.iter().map(|s| format!("unexpected entry {s}")));
+    if !problems.is_empty() {
+        return Err(WorkloadError::Verify(format!(
+            "tree under {} differs from the data set: {}",
+            dst.display(),
+            Manifest::diff_summary(&problems)
+        )));
+    }
+    let one = |buf: &mut Vec<u8>, f: &dataset::FileEntry| -> Result<bool, String> {
+        let open = |root: &Path| {
+            std::fs::File::open(root.join(&f.path)).map_err(|e| format!("{}: {e}", f.path))
+        };
+        let copy = open(dst)?;
+        if fsops::extents::same_blocks(&open(src)?, &copy)
+            .map_err(|e| format!("{}: {e}", f.path))?
+        {
+            return Ok(true);
+        }
+        match fsops::hash_fd(copy.as_fd(), buf) {
+            Ok(h) if h.hash == f.hash && h.len == f.size => Ok(false),
+            Ok(h) => Err(format!(
+                "{}: content differs (xxh3 {:016x} instead of {:016x})",
+                f.path, h.hash, f.hash
+            )),
+            Err(e) => Err(format!("{}: {e}", f.path)),
+        }
+    };
+    let pool = fsops::pool(threads)?;
+    let results: Vec<Result<bool, String>> = pool.install(|| {
+        manifest
+            .files
+            .par_iter()
+            .map_init(|| vec![0u8; fsops::HASH_BUF], one)
+            .collect()
+    });
+    let shared = results.iter().filter(|r| matches!(r, Ok(true))).count();
+    let wrong: Vec<String> = results.into_iter().filter_map(Result::err).collect();
+    if !wrong.is_empty() {
+        return Err(WorkloadError::Verify(format!(
+            "{} copied files are wrong: {}",
+            wrong.len(),
+            examples(&wrong)
+        )));
+    }
+    Ok(WithinChecked {
+        shared,
+        hashed: manifest.files.len() - shared,
+    })
 }
 
 /// Whether `files` (sorted by path bytes, as [`fsops::list`] returns them) are exactly the
