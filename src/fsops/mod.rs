@@ -2,13 +2,14 @@
 //! workloads measure the file system and not fsarena: reading a directory with
 //! `getdents64`/`statx` ([`dir`]), a parallel walker over it ([`walk`], [`list`]), xxh3
 //! hashing over large reusable buffers ([`hash`]), file copies ([`copy`]), a file's extents
-//! from FIEMAP ([`extents`]), cheap
+//! from FIEMAP ([`extents`]), whether a file is all in the page cache ([`cached`]), cheap
 //! per-operation latency logs ([`latency`]), exact-size pools ([`pool`]), per-worker
 //! totals that add up ([`totals`]) and removing a tree in parallel ([`remove`]).
 //!
 //! The bottom layer: it imports nothing of the crate but [`crate::sys`]-level code and its
 //! own [`FsError`]; callers convert that error into theirs.
 
+pub mod cached;
 pub mod copy;
 pub mod dir;
 pub mod extents;

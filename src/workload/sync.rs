@@ -180,7 +180,7 @@ impl Workload for SyncMirror {
             )?;
             apply_changes(dir, ctx.dataset, &changes)
         })?;
-        source::warm(&src, &after, prep)?;
+        source::keep_warm(&src, &after, prep)?;
 
         let mut result = None;
         let mut outcome = harness.measure(&mut || {
