@@ -21,7 +21,30 @@ pub const MTIME_TOLERANCE_NS: i128 = 2_000_000_000;
 /// Checks that `root` holds exactly the manifest: every directory, every file with its
 /// size and xxh3 hash, nothing missing and nothing extra.
 pub fn tree(root: &Path, manifest: &Manifest, threads: usize) -> Result<(), WorkloadError> {
-    tree_of(root, None, manifest, threads)
+    tree_of(root, None, manifest, threads, true)
+}
+
+/// [`tree`] without reading any file: every directory, every file with its size, nothing
+/// missing and nothing extra. For checks that learn the bytes another way (by identity, by
+/// block map) or hash only some files ([`content_problem`]).
+pub fn structure(root: &Path, manifest: &Manifest, threads: usize) -> Result<(), WorkloadError> {
+    tree_of(root, None, manifest, threads, false)
+}
+
+/// What is wrong with the bytes `read` found in `f`'s file (its hash and length against
+/// the manifest's), if anything.
+pub fn content_problem(
+    f: &dataset::FileEntry,
+    read: std::io::Result<fsops::Hashed>,
+) -> Option<String> {
+    match read {
+        Ok(h) if h.hash == f.hash && h.len == f.size => None,
+        Ok(h) => Some(format!(
+            "{}: content differs (xxh3 {:016x} instead of {:016x})",
+            f.path, h.hash, f.hash
+        )),
+        Err(e) => Some(format!("{}: {e}", f.path)),
+    }
 }
 
 /// [`tree`] for the data set `spec` describes: in a tree several MPI ranks share
@@ -33,7 +56,7 @@ pub fn own_tree(
     manifest: &Manifest,
     threads: usize,
 ) -> Result<(), WorkloadError> {
-    tree_of(root, spec.shared, manifest, threads)
+    tree_of(root, spec.shared, manifest, threads, true)
 }
 
 fn tree_of(
@@ -41,12 +64,13 @@ fn tree_of(
     shared: Option<dataset::spec::SharedTree>,
     manifest: &Manifest,
     threads: usize,
+    hash: bool,
 ) -> Result<(), WorkloadError> {
-    let mut snap = dataset::snapshot(root, threads, true)?;
+    let mut snap = dataset::snapshot(root, threads, hash)?;
     if let Some(s) = shared {
         snap.manifest.files.retain(|f| s.owns(&f.path));
     }
-    let diff = manifest.diff(&snap.manifest, true);
+    let diff = manifest.diff(&snap.manifest, hash);
     let mut problems = diff;
     problems.extend(snap.skipped.iter().map(|s| format!("unexpected entry {s}")));
     if problems.is_empty() {
@@ -82,16 +106,7 @@ pub fn copy_within(
     manifest: &Manifest,
     threads: usize,
 ) -> Result<WithinChecked, WorkloadError> {
-    let snap = dataset::snapshot(dst, threads, false)?;
-    let mut problems = manifest.diff(&snap.manifest, false);
-    problems.extend(snap.skipped.iter().map(|s| format!("unexpected entry {s}")));
-    if !problems.is_empty() {
-        return Err(WorkloadError::Verify(format!(
-            "tree under {} differs from the data set: {}",
-            dst.display(),
-            Manifest::diff_summary(&problems)
-        )));
-    }
+    structure(dst, manifest, threads)?;
     let one = |buf: &mut Vec<u8>, f: &dataset::FileEntry| -> Result<bool, String> {
         let open = |root: &Path| {
             std::fs::File::open(root.join(&f.path)).map_err(|e| format!("{}: {e}", f.path))
@@ -102,13 +117,9 @@ pub fn copy_within(
         {
             return Ok(true);
         }
-        match fsops::hash_fd(copy.as_fd(), buf) {
-            Ok(h) if h.hash == f.hash && h.len == f.size => Ok(false),
-            Ok(h) => Err(format!(
-                "{}: content differs (xxh3 {:016x} instead of {:016x})",
-                f.path, h.hash, f.hash
-            )),
-            Err(e) => Err(format!("{}: {e}", f.path)),
+        match content_problem(f, fsops::hash_fd(copy.as_fd(), buf)) {
+            None => Ok(false),
+            Some(wrong) => Err(wrong),
         }
     };
     let pool = fsops::pool(threads)?;

@@ -19,7 +19,7 @@ use rayon::prelude::*;
 use rustix::fs::{AtFlags, StatxFlags};
 use xxhash_rust::xxh3::xxh3_64_with_seed;
 
-use super::super::verify::examples;
+use super::super::verify::{content_problem, examples, structure};
 use super::super::WorkloadError;
 use super::ChangeSet;
 use crate::dataset::Manifest;
@@ -93,16 +93,7 @@ pub fn check(
     seed: u64,
     threads: usize,
 ) -> Result<Checked, WorkloadError> {
-    let snap = crate::dataset::snapshot(dst, threads, false)?;
-    let mut problems = after.diff(&snap.manifest, false);
-    problems.extend(snap.skipped.iter().map(|s| format!("unexpected entry {s}")));
-    if !problems.is_empty() {
-        return Err(WorkloadError::Verify(format!(
-            "tree under {} differs from the data set: {}",
-            dst.display(),
-            Manifest::diff_summary(&problems)
-        )));
-    }
+    structure(dst, after, threads)?;
     let now = identities(dst, threads)?;
     let written: HashSet<&str> = changes
         .modified
@@ -133,17 +124,7 @@ pub fn check(
                     if !(wrote || sampled(p)) {
                         return (None, 0);
                     }
-                    match hash_path(&dst.join(p), buf) {
-                        Ok(h) if h.hash == f.hash && h.len == f.size => (None, 1),
-                        Ok(h) => (
-                            Some(format!(
-                                "{p}: content differs (xxh3 {:016x} instead of {:016x})",
-                                h.hash, f.hash
-                            )),
-                            1,
-                        ),
-                        Err(e) => (Some(format!("{p}: {e}")), 1),
-                    }
+                    (content_problem(f, hash_path(&dst.join(p), buf)), 1)
                 },
             )
             .fold(
