@@ -35,17 +35,27 @@ pub fn can_drop_caches() -> io::Result<()> {
         .map(drop)
 }
 
-/// Whether `p` is on a memory file system (tmpfs, ramfs): its page cache is the data
-/// itself, which no reclaim can evict.
-pub fn on_memory_fs(p: &Path) -> bool {
-    const TMPFS_MAGIC: i64 = 0x0102_1994;
-    const RAMFS_MAGIC: i64 = 0x8584_58f6;
+/// `statfs`'s `f_type` magic numbers (linux/magic.h) of the file systems fsarena tells apart.
+const EXT4_MAGIC: i64 = 0xEF53;
+const XFS_MAGIC: i64 = 0x5846_5342;
+const BTRFS_MAGIC: i64 = 0x9123_683E;
+const TMPFS_MAGIC: i64 = 0x0102_1994;
+const RAMFS_MAGIC: i64 = 0x8584_58f6;
+
+/// Whether the file system holding `p` is one of `magics` (false when `statfs` fails).
+fn fs_is_one_of(p: &Path, magics: &[i64]) -> bool {
     rustix::fs::statfs(p).is_ok_and(|s| {
         // `f_type`'s width differs between architectures.
         #[allow(clippy::unnecessary_cast)]
         let t = s.f_type as i64;
-        t == TMPFS_MAGIC || t == RAMFS_MAGIC
+        magics.contains(&t)
     })
+}
+
+/// Whether `p` is on a memory file system (tmpfs, ramfs): its page cache is the data
+/// itself, which no reclaim can evict.
+pub fn on_memory_fs(p: &Path) -> bool {
+    fs_is_one_of(p, &[TMPFS_MAGIC, RAMFS_MAGIC])
 }
 
 /// Whether the file system holding `p` keeps inode numbers and change times of its own that
@@ -53,15 +63,7 @@ pub fn on_memory_fs(p: &Path) -> bool {
 /// inode numbers up per lookup and keep no change time, so a file's identity there says
 /// nothing about whether it was written.
 pub fn keeps_identities(p: &Path) -> bool {
-    const EXT4_MAGIC: i64 = 0xEF53;
-    const XFS_MAGIC: i64 = 0x5846_5342;
-    const BTRFS_MAGIC: i64 = 0x9123_683E;
-    const TMPFS_MAGIC: i64 = 0x0102_1994;
-    rustix::fs::statfs(p).is_ok_and(|s| {
-        #[allow(clippy::unnecessary_cast)]
-        let t = s.f_type as i64;
-        [EXT4_MAGIC, XFS_MAGIC, BTRFS_MAGIC, TMPFS_MAGIC].contains(&t)
-    })
+    fs_is_one_of(p, &[EXT4_MAGIC, XFS_MAGIC, BTRFS_MAGIC, TMPFS_MAGIC])
 }
 
 /// `syncfs` on the file system holding `path`, so buffered writes reach the device.
