@@ -540,21 +540,26 @@ impl Drop for LoopBtrfs {
     }
 }
 
-#[test]
-fn copy_within_btrfs_uses_reflinks() {
+/// `copy`'s within point run on a fresh btrfs loop file system: the file system (kept
+/// mounted while it lives), the cell's root, the data set's manifest and the outcome.
+fn copy_within_on_btrfs() -> (LoopBtrfs, std::path::PathBuf, dataset::Manifest, Outcome) {
     let fsys = LoopBtrfs::new(256 << 20);
     let root = fsys.mnt().join("cell");
     fs::create_dir(&root).unwrap();
     let env = Env::new();
-    let manifest = env.manifest();
-    let mut h = PlainHarness::default();
     let within = Point {
         variant: "within".into(),
         ..Point::default()
     };
     let out = copy::CopyTree
-        .run(&env.ctx_at(&root), &within, &mut h)
+        .run(&env.ctx_at(&root), &within, &mut PlainHarness::default())
         .unwrap();
+    (fsys, root, env.manifest(), out)
+}
+
+#[test]
+fn copy_within_btrfs_uses_reflinks() {
+    let (_fsys, _root, manifest, out) = copy_within_on_btrfs();
     assert_eq!(
         out.metrics["reflink_files"],
         manifest.files.len() as f64,
@@ -582,18 +587,7 @@ fn copy_within_btrfs_uses_reflinks() {
 /// and one rewritten with its own bytes is hashed and passes.
 #[test]
 fn a_reflinked_copy_is_checked_by_its_block_map_and_a_rewritten_file_is_caught() {
-    let fsys = LoopBtrfs::new(256 << 20);
-    let root = fsys.mnt().join("cell");
-    fs::create_dir(&root).unwrap();
-    let env = Env::new();
-    let manifest = env.manifest();
-    let within = Point {
-        variant: "within".into(),
-        ..Point::default()
-    };
-    copy::CopyTree
-        .run(&env.ctx_at(&root), &within, &mut PlainHarness::default())
-        .unwrap();
+    let (_fsys, root, manifest, _) = copy_within_on_btrfs();
     let (src, dst) = (root.join("dated"), root.join("copy"));
     let clean = verify::copy_within(&src, &dst, &manifest, 2).unwrap();
     assert_eq!(clean.shared + clean.hashed, manifest.files.len());
