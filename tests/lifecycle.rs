@@ -8,7 +8,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{bin, leftovers, require_root, run_ids, trace_instances, TestRoot};
+use common::{bin, leftovers, no_run_dirs, require_root, run_ids, trace_instances, TestRoot};
 use fsarena::results::store;
 use fsarena::results::Status;
 
@@ -80,13 +80,6 @@ fn every_line_parses(out: &Path) {
             i + 1
         );
     }
-}
-
-fn no_run_dirs(work: &Path) {
-    let left: Vec<_> = std::fs::read_dir(work)
-        .map(|rd| rd.flatten().map(|e| e.path()).collect())
-        .unwrap_or_default();
-    assert!(left.is_empty(), "left in the work dir: {left:?}");
 }
 
 fn signal_leaves_nothing(sig: i32, name: &str) {
@@ -552,126 +545,4 @@ fn interrupt_until_complete(
             }
         }
     }
-}
-
-/// A warm scan is measured on its cell's cold-scan file system (the cold walk only read
-/// it and left it cached), not on a clone of its own; both records carry that one file
-/// system's check. A mutating workload's points never share one. On a target without a
-/// populated image (tmpfs), the second point finds the tree the first one wrote (it once
-/// tried to write it again: "File exists" in every warm scan and size search on tmpfs).
-#[test]
-fn a_warm_scan_follows_its_cold_scan_on_one_file_system_and_touch_never_shares() {
-    require_root();
-    let root = TestRoot::new("follow");
-    let (out, work) = (root.path.join("out"), root.path.join("work"));
-    let ran = Command::new(bin())
-        .args(["run", "--target", "ext4", "--target", "tmpfs"])
-        .args(["--workload", "scan,search,touch"])
-        .args(["--runs", "1", "--scale", "0.005", "--quiet", "--out"])
-        .arg(&out)
-        .arg("--work-dir")
-        .arg(&work)
-        .output()
-        .unwrap();
-    assert!(
-        ran.status.success(),
-        "{}",
-        String::from_utf8_lossy(&ran.stderr)
-    );
-    let loaded = store::load(&out).unwrap();
-    for m in &loaded.measurements {
-        assert_eq!(
-            m.status,
-            Status::Ok,
-            "{} {} {}: {:?}",
-            m.target,
-            m.workload,
-            m.variant,
-            m.error
-        );
-    }
-    let find = |w: &str, v: &str| {
-        loaded
-            .measurements
-            .iter()
-            .find(|m| m.target == "ext4" && m.workload == w && m.variant == v)
-            .unwrap_or_else(|| panic!("no {w} {v}"))
-    };
-    let followed = |m: &fsarena::results::Measurement| {
-        m.notes
-            .iter()
-            .any(|n| n.starts_with("measured on the file system of the point before it"))
-    };
-    for (w, first, second) in [("scan", "cold", "warm"), ("search", "name", "size")] {
-        let (a, b) = (find(w, first), find(w, second));
-        assert_eq!((a.status, b.status), (Status::Ok, Status::Ok));
-        assert!(followed(b), "{w} {second}: {:?}", b.notes);
-        assert!(!followed(a), "{w} {first}: {:?}", a.notes);
-        // One file system: the same clone (made once) and the same check after both.
-        assert_eq!(a.provenance.clone, b.provenance.clone, "{w}");
-        assert_eq!(a.provenance.loop_device, b.provenance.loop_device, "{w}");
-        assert!(a.health.as_ref().is_some_and(|h| h.passed), "{w} {first}");
-        assert_eq!(a.health, b.health, "{w}");
-    }
-    let t = find("touch", "");
-    assert!(!followed(t), "{:?}", t.notes);
-    assert!(
-        leftovers(&root.path).is_empty(),
-        "{:?}",
-        leftovers(&root.path)
-    );
-    no_run_dirs(&work);
-}
-
-/// `copy`'s `within` point and `sync` read a dated data set on the target: they run on
-/// copies of a dated populated image (restored from the second repetition on) instead of
-/// writing the whole data set onto the target in every cell, while `copy`'s
-/// `from-outside` still starts from an empty, freshly made file system. Every cell checks
-/// its own work as before (the copy hashed, the mirror equal to the changed source).
-#[test]
-fn copy_within_and_sync_run_on_a_dated_populated_image_and_from_outside_on_an_empty_one() {
-    require_root();
-    let root = TestRoot::new("dated");
-    let (out, work) = (root.path.join("out"), root.path.join("work"));
-    let ran = Command::new(bin())
-        .args(["run", "--target", "xfs", "--workload", "copy,sync"])
-        .args(["--runs", "2", "--scale", "0.005", "--out"])
-        .arg(&out)
-        .arg("--work-dir")
-        .arg(&work)
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&ran.stderr);
-    assert!(ran.status.success(), "{err}");
-    assert!(
-        err.contains("with the dated data set (once per run)"),
-        "{err}"
-    );
-    let loaded = store::load(&out).unwrap();
-    assert_eq!(
-        loaded.measurements.len(),
-        6,
-        "2 × (from-outside, within, sync)"
-    );
-    for m in &loaded.measurements {
-        assert_eq!(m.status, Status::Ok, "{:?}", m.error);
-        let how = m.provenance.clone.as_ref().map(|c| c.method.as_str());
-        match (m.workload.as_str(), m.variant.as_str(), m.repetition) {
-            ("copy", "from-outside", _) => {
-                assert_eq!(how, None, "an empty file system, made fresh");
-                assert!(m.provenance.mkfs_command.is_some());
-            }
-            (_, _, 0) => assert!(
-                matches!(how, Some("copy" | "reflink" | "restore")),
-                "{how:?}"
-            ),
-            (w, v, _) => assert_eq!(how, Some("restore"), "{w} {v}"),
-        }
-    }
-    assert!(
-        leftovers(&root.path).is_empty(),
-        "{:?}",
-        leftovers(&root.path)
-    );
-    no_run_dirs(&work);
 }

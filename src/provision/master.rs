@@ -25,7 +25,7 @@ use std::time::Instant;
 use super::image_copy::{self, copy_image, CopyKind};
 use super::instance::{ignore_missing, image_path, run_id, sanitize, Instance, InstanceSpec, Undo};
 use super::journal::{Journal, Kind, Op};
-use super::reuse::{self, Reuse};
+use super::reuse::{self, Reuse, Spare};
 use super::workdir::WorkDir;
 use super::write_trace::{self, WriteTrace};
 use super::ProvisionError;
@@ -178,6 +178,14 @@ impl MasterImage {
         let name = format!("{}-{}", sanitize(&t.name), spec.seq);
         let found = reuse::Found::default();
         let (spare, mut why_not) = self.reuse.take();
+        let (spare, ahead) = match spare {
+            Some(Spare {
+                path,
+                copied: Some((kind, seconds)),
+                ..
+            }) => (None, Some((path, kind, seconds))),
+            other => (other, None),
+        };
         let restored = spare.and_then(|spare| {
             let t0 = Instant::now();
             match image_copy::restore(&self.path, &self.extents, &spare.path, &spare.written) {
@@ -189,24 +197,31 @@ impl MasterImage {
                 }
             }
         });
-        let (img, kind, seconds, bytes) = match restored {
-            Some((img, seconds, bytes)) => {
+        let (img, kind, seconds, bytes) = match (restored, ahead) {
+            (_, Some((img, kind, seconds))) => {
+                inst.undo.push(self.return_clone(&img, &found));
+                inst.provenance.notes.push(
+                    "the clone was copied whole before the run's first cell, so nothing measured shared the machine with the copy"
+                        .into(),
+                );
+                (img, kind, seconds, self.data_bytes())
+            }
+            (Some((img, seconds, bytes)), None) => {
                 inst.undo.push(self.return_clone(&img, &found));
                 (img, CopyKind::Restore, seconds, bytes)
             }
-            None => {
+            (None, None) => {
                 let img = image_path(work, &name)?;
                 inst.journal(Op::Create, Kind::Image, &img, Some("clone"))?;
                 inst.undo.push(self.return_clone(&img, &found));
                 let (kind, seconds) = copy_image(&self.path, &img)?;
-                let bytes = self.extents.iter().map(|(s, e)| e - s).sum();
-                (img, kind, seconds, bytes)
+                (img, kind, seconds, self.data_bytes())
             }
         };
         if let Some(why) = why_not {
-            inst.provenance.notes.push(format!(
-                "the clone was copied whole, not restored: the last clone's writes are not known ({why})"
-            ));
+            inst.provenance
+                .notes
+                .push(format!("the clone was copied whole, not restored ({why})"));
         }
         // The clone starts cold without dropping the machine's caches: a fresh mount on a
         // freshly attached device, over an image none of whose pages are cached (a buffered
@@ -231,6 +246,29 @@ impl MasterImage {
 }
 
 impl MasterImage {
+    /// The bytes of the image's data regions: what a whole copy of it copies.
+    fn data_bytes(&self) -> u64 {
+        self.extents.iter().map(|(s, e)| e - s).sum()
+    }
+
+    /// The job that copies this image whole into its first spare clone, to run on another
+    /// thread while the run populates its next image (the copy waits on the disk, the
+    /// populate on the CPU). Runs before any cell, so nothing measured shares the machine
+    /// with it; the first cell then starts on that copy instead of copying it itself.
+    pub fn spare_copy(&self) -> SpareCopy {
+        let stem = self
+            .path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        SpareCopy {
+            master: self.path.clone(),
+            spare: self.path.with_file_name(format!("{stem}-first-clone.img")),
+            reuse: Arc::clone(&self.reuse),
+            journal: Arc::clone(&self.journal),
+        }
+    }
+
     /// The undo step that hands the clone at `img` back to this master once detached.
     fn return_clone(&self, img: &Path, found: &reuse::Found) -> Undo {
         Undo::ReturnClone {
@@ -238,6 +276,42 @@ impl MasterImage {
             found: Arc::clone(found),
             to: Arc::clone(&self.reuse),
         }
+    }
+}
+
+/// A whole copy of a master into its first spare clone, made ahead of the first cell
+/// ([`MasterImage::spare_copy`]). Owns what it needs, so the master may move meanwhile.
+pub struct SpareCopy {
+    master: PathBuf,
+    spare: PathBuf,
+    reuse: Arc<Reuse>,
+    journal: Arc<Journal>,
+}
+
+impl SpareCopy {
+    /// Makes the copy (journaled first, so a killed run's `fsarena cleanup` removes it) and
+    /// offers it to the master; on failure removes it and leaves the reason, and the first
+    /// cell copies the image itself as before.
+    pub fn run(self) {
+        let made = self
+            .journal
+            .record(Op::Create, Kind::Image, &self.spare, Some("clone"))
+            .map_err(|e| format!("cannot journal {}: {e}", self.spare.display()))
+            .and_then(|()| {
+                copy_image(&self.master, &self.spare).map_err(|e| {
+                    if fs::remove_file(&self.spare).or_else(ignore_missing).is_ok() {
+                        let _ = self
+                            .journal
+                            .record(Op::Release, Kind::Image, &self.spare, None);
+                    }
+                    format!("the copy made ahead failed: {e}")
+                })
+            });
+        self.reuse.offer(made.map(|(kind, seconds)| Spare {
+            path: self.spare,
+            written: Vec::new(),
+            copied: Some((kind, seconds)),
+        }));
     }
 }
 

@@ -21,6 +21,10 @@ pub type Found = Arc<Mutex<Option<Result<Vec<(u64, u64)>, String>>>>;
 pub struct Spare {
     pub path: PathBuf,
     pub written: Vec<(u64, u64)>,
+    /// Set when no cell has used it yet: a whole copy made ahead of the run's first cell
+    /// (`master::SpareCopy`), how it was made and in how many seconds, for the provenance
+    /// of the cell that gets it.
+    pub copied: Option<(super::image_copy::CopyKind, f64)>,
 }
 
 /// A master's one spare clone, and why the last clone could not become one.
@@ -44,6 +48,16 @@ impl Reuse {
         }
     }
 
+    /// Offers a clone no cell has used yet (a copy made ahead), or says why there is none.
+    pub fn offer(&self, spare: Result<Spare, String>) {
+        if let Ok(mut s) = self.state.lock() {
+            match spare {
+                Ok(spare) => s.spare = Some(spare),
+                Err(why) => s.why_not = Some(why),
+            }
+        }
+    }
+
     /// Hands back the clone at `path` once its device is detached: kept as the spare when
     /// `found` holds its written ranges (returns true), else left for the caller to remove
     /// with the reason remembered for the next clone's provenance.
@@ -54,7 +68,11 @@ impl Reuse {
         };
         match found {
             Some(Ok(written)) => {
-                s.spare = Some(Spare { path, written });
+                s.spare = Some(Spare {
+                    path,
+                    written,
+                    copied: None,
+                });
                 true
             }
             Some(Err(why)) => {

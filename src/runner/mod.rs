@@ -193,6 +193,7 @@ pub fn run(
     let minimum: Vec<schedule::Cell> = (0..plan.runs.min())
         .flat_map(|rep| schedule::repetition(rep, usable.len(), datasets, &wl))
         .collect();
+    state.build_images_ahead(&minimum);
     for (i, cell) in minimum.iter().enumerate() {
         let eta = state.eta(&minimum[i..]);
         state.progress.set_eta(eta);
@@ -329,6 +330,43 @@ impl Walk<'_> {
         Some(eta)
     }
 
+    /// What the results file calls `cell` once it is recorded (`--resume` skips those).
+    fn done_key(&self, cell: &schedule::Cell) -> recording::DoneKey {
+        (
+            self.plan.targets[self.usable[cell.target]].name.clone(),
+            self.workloads[cell.workload].name().to_string(),
+            cell.threads as u32,
+            cell.repetition,
+            self.plan.dataset_label(cell.dataset),
+        )
+    }
+
+    /// Populates every image the `cells` still to run will copy, before the first of them
+    /// ([`populate::Masters::build_ahead`]).
+    fn build_images_ahead(&mut self, cells: &[schedule::Cell]) {
+        let wanted: Vec<_> = cells
+            .iter()
+            .filter(|c| !self.done.contains(&self.done_key(c)))
+            .map(|c| {
+                let target = &self.targets[self.usable[c.target]];
+                let spec = InstanceSpec {
+                    target,
+                    seq: self.seq,
+                    size: target.size.unwrap_or(self.image),
+                    allow_device: self.opts.allow_device,
+                    wipe: self.opts.wipe,
+                };
+                (
+                    self.workloads[c.workload].as_ref(),
+                    c.target,
+                    c.dataset,
+                    spec,
+                )
+            })
+            .collect();
+        self.masters.build_ahead(wanted, &self.progress);
+    }
+
     fn group(&self, cell: &schedule::Cell) -> budget::Group {
         budget::Group {
             target: self.plan.targets[self.usable[cell.target]].name.clone(),
@@ -350,13 +388,7 @@ impl Walk<'_> {
         let w = self.workloads[cell.workload].as_ref();
         let rep = cell.repetition;
         let label = plan.dataset_label(cell.dataset);
-        let key = (
-            target.name.clone(),
-            w.name().to_string(),
-            cell.threads as u32,
-            rep,
-            label.clone(),
-        );
+        let key = self.done_key(cell);
         let shown = match &label {
             Some(l) => format!("{} · {l}", w.name()),
             None => w.name().to_string(),

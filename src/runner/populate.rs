@@ -71,35 +71,12 @@ impl<'r> Masters<'r> {
                 progress,
             );
         }
-        let layout = match (w.wants_dated_target(), w.wants_populated_target()) {
-            (true, _) => Layout::Dated,
-            (false, true) => Layout::DataSet,
-            (false, false) => return Source::Fresh,
-        };
-        if !clonable(spec) {
+        let Some(key) = image_key(w, target, dataset, spec) else {
             return Source::Fresh;
-        }
-        let key = (target, dataset, layout);
-        if !self.built.contains_key(&key) {
-            let dated = if layout == Layout::Dated {
-                "dated "
-            } else {
-                ""
-            };
-            let which = match self.plan.dataset_label(dataset) {
-                Some(l) => format!("the {dated}{l} data set"),
-                None => format!("the {dated}data set"),
-            };
-            progress.println(&format!(
-                "populating an image of {} with {which} (once per run)",
-                spec.target.name
-            ));
-            let made = populate_master_as(self.plan, dataset, spec, self.work, self.cancel, layout);
-            if made.is_err() && self.cancel.load(Ordering::SeqCst) {
-                // Interrupted, not broken: `--resume` tries again.
-                return Source::Interrupted;
-            }
-            self.built.insert(key, made);
+        };
+        if !self.built.contains_key(&key) && self.build(key, spec, progress).is_none() {
+            // Interrupted, not broken: `--resume` tries again.
+            return Source::Interrupted;
         }
         match self.built.get(&key) {
             Some(Ok(m)) => Source::Clone(m),
@@ -114,5 +91,88 @@ impl<'r> Masters<'r> {
                 Vec::new(),
             )),
         }
+    }
+}
+
+/// Which populated image a cell of `w` on target `target` with data set `dataset` copies:
+/// none when the workload starts from an empty file system or the target has no image.
+fn image_key(
+    w: &dyn Workload,
+    target: usize,
+    dataset: usize,
+    spec: &InstanceSpec,
+) -> Option<(usize, usize, Layout)> {
+    let layout = match (w.wants_dated_target(), w.wants_populated_target()) {
+        (true, _) => Layout::Dated,
+        (false, true) => Layout::DataSet,
+        (false, false) => return None,
+    };
+    clonable(spec).then_some((target, dataset, layout))
+}
+
+impl<'r> Masters<'r> {
+    /// Populates the image `key` now and keeps it, or the reason it could not be made;
+    /// `None` when the run was interrupted meanwhile (nothing kept).
+    fn build(
+        &mut self,
+        key: (usize, usize, Layout),
+        spec: &InstanceSpec,
+        progress: &Progress,
+    ) -> Option<&Result<MasterImage, Failure>> {
+        let (_, dataset, layout) = key;
+        let dated = if layout == Layout::Dated {
+            "dated "
+        } else {
+            ""
+        };
+        let which = match self.plan.dataset_label(dataset) {
+            Some(l) => format!("the {dated}{l} data set"),
+            None => format!("the {dated}data set"),
+        };
+        progress.println(&format!(
+            "populating an image of {} with {which} (once per run)",
+            spec.target.name
+        ));
+        let made = populate_master_as(self.plan, dataset, spec, self.work, self.cancel, layout);
+        if made.is_err() && self.cancel.load(Ordering::SeqCst) {
+            return None;
+        }
+        Some(self.built.entry(key).or_insert(made))
+    }
+
+    /// Populates, before the first cell, every image that the cells `wanted` (workload,
+    /// target, data set, spec) will copy, in their order, and makes each one's first copy
+    /// on a second thread while the next is populated: the populate keeps the CPUs busy
+    /// and the copy the disk, so the two overlap where one after the other they added up.
+    /// Nothing is measured meanwhile. Stops early when the run is interrupted (a cell then
+    /// builds what is missing, as without this).
+    pub fn build_ahead<'s>(
+        &mut self,
+        wanted: impl IntoIterator<Item = (&'s dyn Workload, usize, usize, InstanceSpec<'s>)>,
+        progress: &Progress,
+    ) {
+        if self.plan.age_pct.is_some() {
+            return; // aged images are built per cell kind (`aged`)
+        }
+        let (tx, rx) = std::sync::mpsc::channel::<crate::provision::master::SpareCopy>();
+        std::thread::scope(|scope| {
+            scope.spawn(move || rx.into_iter().for_each(|job| job.run()));
+            for (w, target, dataset, spec) in wanted {
+                let Some(key) = image_key(w, target, dataset, &spec) else {
+                    continue;
+                };
+                if self.built.contains_key(&key) {
+                    continue;
+                }
+                match self.build(key, &spec, progress) {
+                    Some(Ok(m)) => {
+                        let _ = tx.send(m.spare_copy());
+                    }
+                    Some(Err(_)) => {}
+                    None => break,
+                }
+            }
+            drop(tx);
+        });
     }
 }

@@ -269,3 +269,11 @@ pub fn run_ids(work: &Path) -> Vec<String> {
         .filter(|n| n.starts_with("run-"))
         .collect()
 }
+
+/// Fails unless the run removed every directory it made under `work`.
+pub fn no_run_dirs(work: &Path) {
+    let left: Vec<_> = std::fs::read_dir(work)
+        .map(|rd| rd.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default();
+    assert!(left.is_empty(), "left in the work dir: {left:?}");
+}

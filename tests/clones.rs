@@ -1,0 +1,199 @@
+//! Populate once, clone per cell, as a run does it end to end: which cells run on a copy
+//! of a populated image and how that copy was made, which points share one file system,
+//! and that nothing is left behind.
+
+mod common;
+
+use std::process::Command;
+
+use common::{bin, leftovers, no_run_dirs, require_root, TestRoot};
+use fsarena::results::store;
+use fsarena::results::Status;
+
+/// A warm scan is measured on its cell's cold-scan file system (the cold walk only read
+/// it and left it cached), not on a clone of its own; both records carry that one file
+/// system's check. A mutating workload's points never share one. On a target without a
+/// populated image (tmpfs), the second point finds the tree the first one wrote (it once
+/// tried to write it again: "File exists" in every warm scan and size search on tmpfs).
+#[test]
+fn a_warm_scan_follows_its_cold_scan_on_one_file_system_and_touch_never_shares() {
+    require_root();
+    let root = TestRoot::new("follow");
+    let (out, work) = (root.path.join("out"), root.path.join("work"));
+    let ran = Command::new(bin())
+        .args(["run", "--target", "ext4", "--target", "tmpfs"])
+        .args(["--workload", "scan,search,touch"])
+        .args(["--runs", "1", "--scale", "0.005", "--quiet", "--out"])
+        .arg(&out)
+        .arg("--work-dir")
+        .arg(&work)
+        .output()
+        .unwrap();
+    assert!(
+        ran.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ran.stderr)
+    );
+    let loaded = store::load(&out).unwrap();
+    for m in &loaded.measurements {
+        assert_eq!(
+            m.status,
+            Status::Ok,
+            "{} {} {}: {:?}",
+            m.target,
+            m.workload,
+            m.variant,
+            m.error
+        );
+    }
+    let find = |w: &str, v: &str| {
+        loaded
+            .measurements
+            .iter()
+            .find(|m| m.target == "ext4" && m.workload == w && m.variant == v)
+            .unwrap_or_else(|| panic!("no {w} {v}"))
+    };
+    let followed = |m: &fsarena::results::Measurement| {
+        m.notes
+            .iter()
+            .any(|n| n.starts_with("measured on the file system of the point before it"))
+    };
+    for (w, first, second) in [("scan", "cold", "warm"), ("search", "name", "size")] {
+        let (a, b) = (find(w, first), find(w, second));
+        assert_eq!((a.status, b.status), (Status::Ok, Status::Ok));
+        assert!(followed(b), "{w} {second}: {:?}", b.notes);
+        assert!(!followed(a), "{w} {first}: {:?}", a.notes);
+        // One file system: the same clone (made once) and the same check after both.
+        assert_eq!(a.provenance.clone, b.provenance.clone, "{w}");
+        assert_eq!(a.provenance.loop_device, b.provenance.loop_device, "{w}");
+        assert!(a.health.as_ref().is_some_and(|h| h.passed), "{w} {first}");
+        assert_eq!(a.health, b.health, "{w}");
+    }
+    let t = find("touch", "");
+    assert!(!followed(t), "{:?}", t.notes);
+    assert!(
+        leftovers(&root.path).is_empty(),
+        "{:?}",
+        leftovers(&root.path)
+    );
+    no_run_dirs(&work);
+}
+
+/// `copy`'s `within` point and `sync` read a dated data set on the target: they run on
+/// copies of a dated populated image (restored from the second repetition on) instead of
+/// writing the whole data set onto the target in every cell, while `copy`'s
+/// `from-outside` still starts from an empty, freshly made file system. Every cell checks
+/// its own work as before (the copy hashed, the mirror equal to the changed source).
+#[test]
+fn copy_within_and_sync_run_on_a_dated_populated_image_and_from_outside_on_an_empty_one() {
+    require_root();
+    let root = TestRoot::new("dated");
+    let (out, work) = (root.path.join("out"), root.path.join("work"));
+    let ran = Command::new(bin())
+        .args(["run", "--target", "xfs", "--workload", "copy,sync"])
+        .args(["--runs", "2", "--scale", "0.005", "--out"])
+        .arg(&out)
+        .arg("--work-dir")
+        .arg(&work)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&ran.stderr);
+    assert!(ran.status.success(), "{err}");
+    assert!(
+        err.contains("with the dated data set (once per run)"),
+        "{err}"
+    );
+    let loaded = store::load(&out).unwrap();
+    assert_eq!(
+        loaded.measurements.len(),
+        6,
+        "2 × (from-outside, within, sync)"
+    );
+    for m in &loaded.measurements {
+        assert_eq!(m.status, Status::Ok, "{:?}", m.error);
+        let how = m.provenance.clone.as_ref().map(|c| c.method.as_str());
+        match (m.workload.as_str(), m.variant.as_str(), m.repetition) {
+            ("copy", "from-outside", _) => {
+                assert_eq!(how, None, "an empty file system, made fresh");
+                assert!(m.provenance.mkfs_command.is_some());
+            }
+            (_, _, 0) => assert!(
+                matches!(how, Some("copy" | "reflink" | "restore")),
+                "{how:?}"
+            ),
+            (w, v, _) => assert_eq!(how, Some("restore"), "{w} {v}"),
+        }
+    }
+    assert!(
+        leftovers(&root.path).is_empty(),
+        "{:?}",
+        leftovers(&root.path)
+    );
+    no_run_dirs(&work);
+}
+
+/// Every populated image is made before the first cell, and each one's first copy on a
+/// second thread meanwhile: the first cell of each target starts on that copy (its
+/// provenance says so), every later cell on a restore of it, and the run leaves nothing.
+#[test]
+fn every_image_is_populated_before_the_first_cell_and_first_copied_meanwhile() {
+    require_root();
+    let root = TestRoot::new("ahead");
+    let (out, work) = (root.path.join("out"), root.path.join("work"));
+    let ran = Command::new(bin())
+        .args(["run", "--target", "ext4", "--target", "xfs"])
+        .args([
+            "--workload",
+            "scan,touch",
+            "--runs",
+            "2",
+            "--scale",
+            "0.005",
+        ])
+        .arg("--out")
+        .arg(&out)
+        .arg("--work-dir")
+        .arg(&work)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&ran.stderr);
+    assert!(ran.status.success(), "{err}");
+    let at = |s: &str| err.find(s).unwrap_or_else(|| panic!("no {s:?} in {err}"));
+    let first_cell = at("[1/8]");
+    for t in ["ext4", "xfs"] {
+        assert!(
+            at(&format!("populating an image of {t} ")) < first_cell,
+            "{err}"
+        );
+    }
+    let loaded = store::load(&out).unwrap();
+    assert_eq!(loaded.measurements.len(), 12, "2 × 2 × (cold, warm, touch)");
+    let ahead = "the clone was copied whole before the run's first cell";
+    for m in &loaded.measurements {
+        assert_eq!(m.status, Status::Ok, "{:?}", m.error);
+        let how = m.provenance.clone.as_ref().map(|c| c.method.as_str());
+        let noted = m.provenance.notes.iter().any(|n| n.starts_with(ahead));
+        // Cells run target by target, scan before touch, the first repetition first.
+        let first = m.repetition == 0 && m.workload == "scan";
+        assert_eq!(
+            noted, first,
+            "{} {}: {:?}",
+            m.target, m.workload, m.provenance.notes
+        );
+        let want = if first { "copy" } else { "restore" };
+        assert_eq!(
+            how,
+            Some(want),
+            "{} {} {}",
+            m.target,
+            m.workload,
+            m.repetition
+        );
+    }
+    assert!(
+        leftovers(&root.path).is_empty(),
+        "{:?}",
+        leftovers(&root.path)
+    );
+    no_run_dirs(&work);
+}
