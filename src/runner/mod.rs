@@ -403,7 +403,7 @@ impl Walk<'_> {
             self.progress.finish_cell("skipped: the target is stopped");
             return ControlFlow::Continue(());
         }
-        let t0 = std::time::Instant::now();
+        let mut t0 = std::time::Instant::now();
         self.seq += 1;
         let spec = InstanceSpec {
             target,
@@ -424,6 +424,14 @@ impl Walk<'_> {
                 allow_device: self.opts.allow_device,
                 wipe: self.opts.wipe,
             });
+        // The first cell on an image built ahead is charged for building it, as it was
+        // when it built the image itself.
+        let ahead = self
+            .masters
+            .take_ahead_seconds(w, cell.target, cell.dataset, &spec);
+        t0 = t0
+            .checked_sub(std::time::Duration::from_secs_f64(ahead))
+            .unwrap_or(t0);
         let datasets: Vec<_> = plan
             .datasets()
             .into_iter()

@@ -23,6 +23,10 @@ pub struct Masters<'r> {
     /// The aged images, when the plan ages (`--age`): every cell of a loop target then
     /// copies one of them.
     aged: super::aged::AgedImages,
+    /// Seconds each image built ahead of the cells took, until the first cell that copies
+    /// it takes them into its `cell_seconds` (as a cell that built the image itself would
+    /// have): what `--dry-run` prices later plans from.
+    ahead: HashMap<(usize, usize, Layout), f64>,
 }
 
 /// What a cell gets: no image (it makes its own file system), an image, or the reason the
@@ -44,6 +48,7 @@ impl<'r> Masters<'r> {
             cancel,
             built: HashMap::new(),
             aged: Default::default(),
+            ahead: HashMap::new(),
         }
     }
 
@@ -91,6 +96,22 @@ impl<'r> Masters<'r> {
                 Vec::new(),
             )),
         }
+    }
+}
+
+impl Masters<'_> {
+    /// The seconds spent building ahead the image a cell of `w` on `target` with data set
+    /// `dataset` copies, if no earlier cell took them.
+    pub fn take_ahead_seconds(
+        &mut self,
+        w: &dyn Workload,
+        target: usize,
+        dataset: usize,
+        spec: &InstanceSpec,
+    ) -> f64 {
+        image_key(w, target, dataset, spec)
+            .and_then(|key| self.ahead.remove(&key))
+            .unwrap_or(0.0)
     }
 }
 
@@ -164,7 +185,12 @@ impl<'r> Masters<'r> {
                 if self.built.contains_key(&key) {
                     continue;
                 }
-                match self.build(key, &spec, progress) {
+                let t0 = std::time::Instant::now();
+                let built = self.build(key, &spec, progress).is_some();
+                if built {
+                    self.ahead.insert(key, t0.elapsed().as_secs_f64());
+                }
+                match self.built.get(&key).filter(|_| built) {
                     Some(Ok(m)) => {
                         let _ = tx.send(m.spare_copy());
                     }
