@@ -203,7 +203,9 @@ fn kill9_then_cleanup_then_resume_completes_the_run() {
 }
 
 /// Loop devices backed by images of the run(s) under `work`, grouped by target: a master
-/// image is `images/TARGET-master.img`, its clones `images/TARGET-SEQ.img`.
+/// image is `images/TARGET-master.img`, its clones `images/TARGET-SEQ.img` and
+/// `images/TARGET-master-first-clone.img` (the copy made ahead of the first cell). The
+/// targets here have no `-` in their names.
 fn attached_by_target(work: &Path) -> HashMap<String, Vec<String>> {
     let mut by: HashMap<String, Vec<String>> = Default::default();
     for (dev, backing) in fsarena::provision::loopdev::attached() {
@@ -211,9 +213,7 @@ fn attached_by_target(work: &Path) -> HashMap<String, Vec<String>> {
             continue;
         }
         let name = backing.file_stem().unwrap().to_string_lossy().into_owned();
-        let target = name
-            .rsplit_once('-')
-            .map_or(name.clone(), |(t, _)| t.into());
+        let target = name.split_once('-').map_or(name.clone(), |(t, _)| t.into());
         by.entry(target)
             .or_default()
             .push(format!("{} -> {}", dev.display(), backing.display()));

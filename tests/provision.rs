@@ -495,6 +495,12 @@ fn a_restored_clone_is_byte_identical_to_its_master() {
         own_tracefs.clone()
     });
     let cancel = AtomicBool::new(false);
+    // One instance for the three traces, one after the other, as a master's clones use it.
+    let instance = write_trace::instance_path(
+        &tracefs,
+        &format!("fsarena-test-restore-{}", std::process::id()),
+    );
+    let recorder = write_trace::Recorder::create(&instance).unwrap();
     for name in ["ext4", "xfs", "btrfs"] {
         let t = catalogue::get(name).unwrap();
         let mut plan = plan.clone();
@@ -513,11 +519,7 @@ fn a_restored_clone_is_byte_identical_to_its_master() {
         assert!(same_bytes(master.path(), &copy), "{name}: the first copy");
 
         let lo = loopdev::attach(&copy, None).unwrap();
-        let instance = write_trace::instance_path(
-            &tracefs,
-            &format!("fsarena-test-{name}-{}", std::process::id()),
-        );
-        let trace = write_trace::WriteTrace::start(&instance, lo.dev).unwrap();
+        let trace = recorder.start(lo.dev).unwrap();
         let mnt = root.path.join(format!("{name}-mnt"));
         std::fs::create_dir_all(&mnt).unwrap();
         let dev = lo.path.display().to_string();
@@ -553,7 +555,6 @@ fn a_restored_clone_is_byte_identical_to_its_master() {
         let written = trace.finish().unwrap_or_else(|e| panic!("{name}: {e}"));
         loopdev::detach(&lo.path).unwrap_or_else(|e| panic!("{name}: {e}"));
         assert!(!written.is_empty(), "{name}: the cell's writes were traced");
-        assert!(!instance.exists(), "{name}: the trace instance is gone");
         assert!(
             !same_bytes(master.path(), &copy),
             "{name}: the copy was changed"
@@ -582,6 +583,8 @@ fn a_restored_clone_is_byte_identical_to_its_master() {
         std::fs::remove_file(&copy).unwrap();
         drop(master);
     }
+    recorder.remove().unwrap();
+    assert!(!instance.exists(), "the trace instance is gone");
     if system_tracefs.is_none() {
         mounts::unmount(&own_tracefs).unwrap();
     }

@@ -49,9 +49,6 @@ pub(super) enum Undo {
         mnt: PathBuf,
         id: fscrypt::KeyId,
     },
-    /// Unmounts a mount of fsarena's own that holds no target (the tracefs a clone's write
-    /// trace needs): nothing to check after it.
-    UnmountAux(PathBuf),
     /// Ends a clone's write trace, after the file system's last write and before its device
     /// is detached, leaving what it found in `found`.
     EndTrace {
@@ -462,18 +459,10 @@ impl Instance {
                     flag.store(false, Ordering::SeqCst);
                     continue;
                 }
-                Undo::UnmountAux(p) => (mounts::unmount(&p), Kind::Mount, p),
                 Undo::EndTrace { trace, found } => {
-                    let path = trace.instance().to_path_buf();
-                    let r = if reuse::end_trace(trace, &found) {
-                        Ok(())
-                    } else {
-                        Err(ProvisionError::Unsupported(format!(
-                            "cannot remove the trace instance {}",
-                            path.display()
-                        )))
-                    };
-                    (r, Kind::Trace, path)
+                    // The instance is the master's, journaled and removed with it.
+                    reuse::settle(&found, trace.finish());
+                    continue;
                 }
                 Undo::ReturnClone { img, found, to } => {
                     if to.hand_back(img.clone(), &found) {

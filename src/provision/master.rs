@@ -22,12 +22,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
+use super::clone_trace::CloneTrace;
 use super::image_copy::{self, copy_image, CopyKind};
-use super::instance::{ignore_missing, image_path, run_id, sanitize, Instance, InstanceSpec, Undo};
+use super::instance::{ignore_missing, image_path, sanitize, Instance, InstanceSpec, Undo};
 use super::journal::{Journal, Kind, Op};
 use super::reuse::{self, Reuse, Spare};
 use super::workdir::WorkDir;
-use super::write_trace::{self, WriteTrace};
 use super::ProvisionError;
 use crate::plan::Location;
 use crate::results::{CloneOrigin, Health};
@@ -55,6 +55,8 @@ pub struct MasterImage {
     extents: Vec<(u64, u64)>,
     /// The clone the last cell handed back, to be restored for the next.
     reuse: Arc<Reuse>,
+    /// The trace instance its clones' writes are recorded on, from the first clone on.
+    tracer: std::sync::Mutex<Option<CloneTrace>>,
     journal: Arc<Journal>,
 }
 
@@ -137,6 +139,7 @@ impl MasterImage {
             aging: None,
             extents,
             reuse: Arc::default(),
+            tracer: Default::default(),
             journal: Arc::clone(&inst.journal),
         })
     }
@@ -229,7 +232,7 @@ impl MasterImage {
         crate::sys::evict_file(&img)
             .map_err(|e| ProvisionError::io(format!("cannot evict {}", img.display()), e))?;
         let dev = inst.attach(&img, self.sector_size)?;
-        if let Err(why) = trace_writes(&mut inst, work, &name, &found) {
+        if let Err(why) = self.trace_writes(&mut inst, work, &found) {
             reuse::settle(&found, Err(why));
         }
         inst.provenance.mkfs_command = self.mkfs_command.clone();
@@ -267,6 +270,39 @@ impl MasterImage {
             reuse: Arc::clone(&self.reuse),
             journal: Arc::clone(&self.journal),
         }
+    }
+
+    /// Starts tracing the writes to the clone `inst` has just attached, before anything is
+    /// mounted on it, on this master's trace instance (made with its first clone). An
+    /// error says why the clone cannot be reused; the cell itself runs on regardless.
+    fn trace_writes(
+        &self,
+        inst: &mut Instance,
+        work: &WorkDir,
+        found: &reuse::Found,
+    ) -> Result<(), String> {
+        let dev = *inst.devices.first().ok_or("the clone has no device")?;
+        let mut tracer = self
+            .tracer
+            .lock()
+            .map_err(|_| "internal: the trace's lock was poisoned")?;
+        let tracer = match &mut *tracer {
+            Some(t) => t,
+            none => {
+                let stem = self
+                    .path
+                    .file_stem()
+                    .map(|s| s.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                none.insert(CloneTrace::create(work, &stem, &self.journal)?)
+            }
+        };
+        let trace = tracer.start(dev)?;
+        inst.undo.push(Undo::EndTrace {
+            trace,
+            found: Arc::clone(found),
+        });
+        Ok(())
     }
 
     /// The undo step that hands the clone at `img` back to this master once detached.
@@ -312,60 +348,6 @@ impl SpareCopy {
             written: Vec::new(),
             copied: Some((kind, seconds)),
         }));
-    }
-}
-
-/// Starts tracing the writes to the clone `inst` has just attached, before anything is
-/// mounted on it: on the tracefs already mounted, else on one mounted for this clone. An
-/// error says why the clone cannot be reused; the cell itself runs on regardless.
-fn trace_writes(
-    inst: &mut Instance,
-    work: &WorkDir,
-    name: &str,
-    found: &reuse::Found,
-) -> Result<(), String> {
-    let dev = *inst.devices.first().ok_or("the clone has no device")?;
-    let tracefs = match write_trace::mounted_tracefs() {
-        Some(t) => t,
-        None => {
-            let mnt = inst
-                .make_mountpoint(work, &format!("{name}-tracefs"))
-                .map_err(|e| e.to_string())?;
-            inst.journal(Op::Create, Kind::Mount, &mnt, Some("tracefs"))
-                .map_err(|e| e.to_string())?;
-            let flags = rustix::mount::MountFlags::NOSUID
-                | rustix::mount::MountFlags::NODEV
-                | rustix::mount::MountFlags::NOEXEC;
-            rustix::mount::mount("nodev", &mnt, "tracefs", flags, None)
-                .map_err(|e| format!("cannot mount tracefs: {e}"))?;
-            inst.undo.push(Undo::UnmountAux(mnt.clone()));
-            mnt
-        }
-    };
-    let instance = write_trace::instance_path(
-        &tracefs,
-        &format!(
-            "{}{}-{name}",
-            write_trace::INSTANCE_PREFIX,
-            run_id(&work.run)
-        ),
-    );
-    inst.journal(Op::Create, Kind::Trace, &instance, None)
-        .map_err(|e| e.to_string())?;
-    match WriteTrace::start(&instance, dev) {
-        Ok(trace) => {
-            inst.undo.push(Undo::EndTrace {
-                trace,
-                found: Arc::clone(found),
-            });
-            Ok(())
-        }
-        Err(e) => {
-            let _ = inst
-                .journal
-                .record(Op::Release, Kind::Trace, &instance, None);
-            Err(format!("cannot trace the clone's writes: {e}"))
-        }
     }
 }
 

@@ -7,6 +7,7 @@
 pub mod aging;
 pub mod cgroup;
 pub mod cleanup;
+pub mod clone_trace;
 pub mod command;
 pub mod dry_mkfs;
 pub mod fscrypt;

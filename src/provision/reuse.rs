@@ -10,8 +10,6 @@
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-use super::write_trace::WriteTrace;
-
 /// What a clone's write trace found: the ranges written, or why they are not known. Empty
 /// until the trace ends.
 pub type Found = Arc<Mutex<Option<Result<Vec<(u64, u64)>, String>>>>;
@@ -85,18 +83,6 @@ impl Reuse {
             }
         }
     }
-}
-
-/// Ends `trace` (after the clone's last write, before its device is detached), leaves what
-/// it found in `found`, and says whether its instance was removed. An instance already
-/// missing had its tracefs unmounted under it and lives on in the kernel: it is not called
-/// removed, so its journal entry stays and the run's closing cleanup (or `fsarena
-/// cleanup`) removes it by name.
-pub fn end_trace(trace: WriteTrace, found: &Found) -> bool {
-    let path = trace.instance().to_path_buf();
-    let reachable = path.exists();
-    settle(found, trace.finish());
-    reachable && !path.exists()
 }
 
 /// Records what a trace found (called once, when the trace ends).

@@ -1,0 +1,125 @@
+//! The trace instance one master's clones are traced on (`write_trace`), and the tracefs
+//! mount it needs when the system has none: made with the master's first clone, re-armed
+//! for each later one (a master's clones are never attached two at a time), removed with
+//! the master. Each piece is journaled before it exists, so a killed run's `fsarena
+//! cleanup` removes the instance and the mount by name.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::instance::{ignore_missing, run_id};
+use super::journal::{Journal, Kind, Op};
+use super::mounts;
+use super::workdir::WorkDir;
+use super::write_trace::{self, Recorder, WriteTrace};
+use crate::sys::DevId;
+
+/// A master's trace instance, and the tracefs mounted for it (if fsarena mounted one).
+pub struct CloneTrace {
+    recorder: Option<Recorder>,
+    mount: Option<PathBuf>,
+    journal: Arc<Journal>,
+}
+
+impl CloneTrace {
+    /// Makes the instance for the master whose image is called `stem`: on the system's
+    /// tracefs, else on one mounted for it in the work directory.
+    pub fn create(work: &WorkDir, stem: &str, journal: &Arc<Journal>) -> Result<Self, String> {
+        let mut made = CloneTrace {
+            recorder: None,
+            mount: None,
+            journal: Arc::clone(journal),
+        };
+        let tracefs = match write_trace::mounted_tracefs() {
+            Some(t) => t,
+            None => made.mount_tracefs(work, stem)?,
+        };
+        let instance = write_trace::instance_path(
+            &tracefs,
+            &format!(
+                "{}{}-{stem}",
+                write_trace::INSTANCE_PREFIX,
+                run_id(&work.run)
+            ),
+        );
+        journal
+            .record(Op::Create, Kind::Trace, &instance, None)
+            .map_err(|e| format!("cannot journal {}: {e}", instance.display()))?;
+        match Recorder::create(&instance) {
+            Ok(r) => made.recorder = Some(r),
+            Err(e) => {
+                let _ = journal.record(Op::Release, Kind::Trace, &instance, None);
+                return Err(format!("cannot trace the clone's writes: {e}"));
+            }
+        }
+        Ok(made)
+    }
+
+    /// Mounts a tracefs of fsarena's own at `mnt/<stem>-tracefs` in the work directory.
+    fn mount_tracefs(&mut self, work: &WorkDir, stem: &str) -> Result<PathBuf, String> {
+        let mnt = work
+            .subdir("mnt")
+            .map_err(|e| format!("cannot create the mount directory: {e}"))?
+            .join(format!("{stem}-tracefs"));
+        let journal = |op, kind, detail| {
+            self.journal
+                .record(op, kind, &mnt, detail)
+                .map_err(|e| format!("cannot journal {}: {e}", mnt.display()))
+        };
+        journal(Op::Create, Kind::Dir, None)?;
+        fs::create_dir(&mnt).map_err(|e| format!("cannot create {}: {e}", mnt.display()))?;
+        journal(Op::Create, Kind::Mount, Some("tracefs"))?;
+        let flags = rustix::mount::MountFlags::NOSUID
+            | rustix::mount::MountFlags::NODEV
+            | rustix::mount::MountFlags::NOEXEC;
+        if let Err(e) = rustix::mount::mount("nodev", &mnt, "tracefs", flags, None) {
+            let _ = journal(Op::Release, Kind::Mount, None);
+            if fs::remove_dir(&mnt).is_ok() {
+                let _ = journal(Op::Release, Kind::Dir, None);
+            }
+            return Err(format!("cannot mount tracefs: {e}"));
+        }
+        self.mount = Some(mnt.clone());
+        Ok(mnt)
+    }
+
+    /// Starts tracing `dev`'s writes (the previous clone's trace has finished: the claim on
+    /// the master allows one clone at a time).
+    pub fn start(&self, dev: DevId) -> Result<WriteTrace, String> {
+        let recorder = self
+            .recorder
+            .as_ref()
+            .ok_or("internal: no trace instance")?;
+        recorder
+            .start(dev)
+            .map_err(|e| format!("cannot trace the clone's writes: {e}"))
+    }
+}
+
+impl Drop for CloneTrace {
+    fn drop(&mut self) {
+        if let Some(recorder) = self.recorder.take() {
+            let instance = recorder.instance().to_path_buf();
+            match recorder.remove() {
+                Ok(()) => release(&self.journal, Kind::Trace, &instance),
+                Err(e) => eprintln!("fsarena: cannot remove {}: {e}", instance.display()),
+            }
+        }
+        if let Some(mnt) = self.mount.take() {
+            match mounts::unmount(&mnt) {
+                Ok(()) => {
+                    release(&self.journal, Kind::Mount, &mnt);
+                    if fs::remove_dir(&mnt).or_else(ignore_missing).is_ok() {
+                        release(&self.journal, Kind::Dir, &mnt);
+                    }
+                }
+                Err(e) => eprintln!("fsarena: cannot unmount {}: {e}", mnt.display()),
+            }
+        }
+    }
+}
+
+fn release(journal: &Journal, kind: Kind, path: &Path) {
+    let _ = journal.record(Op::Release, kind, path, None);
+}
