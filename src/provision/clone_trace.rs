@@ -1,7 +1,8 @@
-//! The trace instance one master's clones are traced on (`write_trace`), and the tracefs
-//! mount it needs when the system has none: made with the master's first clone, re-armed
-//! for each later one (a master's clones are never attached two at a time), removed with
-//! the master. Each piece is journaled before it exists, so a killed run's `fsarena
+//! The trace instance clones are traced on (`write_trace`), and the tracefs mount it needs
+//! when the system has none: made for a run's first clone, handed from each clone to the
+//! next through the work directory (`WorkDir::idle_traces`; clones are attached one at a
+//! time, so one instance serves the whole run, however many images it clones), removed at
+//! the run's end. Each piece is journaled before it exists, so a killed run's `fsarena
 //! cleanup` removes the instance and the mount by name.
 
 use std::fs;
@@ -15,7 +16,8 @@ use super::workdir::WorkDir;
 use super::write_trace::{self, Recorder, WriteTrace};
 use crate::sys::DevId;
 
-/// A master's trace instance, and the tracefs mounted for it (if fsarena mounted one).
+/// A trace instance, and the tracefs mounted for it (if fsarena mounted one).
+#[derive(Debug)]
 pub struct CloneTrace {
     recorder: Option<Recorder>,
     mount: Option<PathBuf>,
@@ -23,9 +25,10 @@ pub struct CloneTrace {
 }
 
 impl CloneTrace {
-    /// Makes the instance for the master whose image is called `stem`: on the system's
+    /// Makes an instance, named for the clone `name` it is made for: on the system's
     /// tracefs, else on one mounted for it in the work directory.
-    pub fn create(work: &WorkDir, stem: &str, journal: &Arc<Journal>) -> Result<Self, String> {
+    pub fn create(work: &WorkDir, name: &str) -> Result<Self, String> {
+        let journal = &work.journal;
         let mut made = CloneTrace {
             recorder: None,
             mount: None,
@@ -33,12 +36,12 @@ impl CloneTrace {
         };
         let tracefs = match write_trace::mounted_tracefs() {
             Some(t) => t,
-            None => made.mount_tracefs(work, stem)?,
+            None => made.mount_tracefs(work, name)?,
         };
         let instance = write_trace::instance_path(
             &tracefs,
             &format!(
-                "{}{}-{stem}",
+                "{}{}-{name}",
                 write_trace::INSTANCE_PREFIX,
                 run_id(&work.run)
             ),
@@ -56,12 +59,12 @@ impl CloneTrace {
         Ok(made)
     }
 
-    /// Mounts a tracefs of fsarena's own at `mnt/<stem>-tracefs` in the work directory.
-    fn mount_tracefs(&mut self, work: &WorkDir, stem: &str) -> Result<PathBuf, String> {
+    /// Mounts a tracefs of fsarena's own at `mnt/<name>-tracefs` in the work directory.
+    fn mount_tracefs(&mut self, work: &WorkDir, name: &str) -> Result<PathBuf, String> {
         let mnt = work
             .subdir("mnt")
             .map_err(|e| format!("cannot create the mount directory: {e}"))?
-            .join(format!("{stem}-tracefs"));
+            .join(format!("{name}-tracefs"));
         let journal = |op, kind, detail| {
             self.journal
                 .record(op, kind, &mnt, detail)
@@ -84,8 +87,8 @@ impl CloneTrace {
         Ok(mnt)
     }
 
-    /// Starts tracing `dev`'s writes (the previous clone's trace has finished: the claim on
-    /// the master allows one clone at a time).
+    /// Starts tracing `dev`'s writes (the instance is this clone's alone until it goes back
+    /// to the idle ones).
     pub fn start(&self, dev: DevId) -> Result<WriteTrace, String> {
         let recorder = self
             .recorder

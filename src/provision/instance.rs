@@ -54,6 +54,9 @@ pub(super) enum Undo {
     EndTrace {
         trace: WriteTrace,
         found: reuse::Found,
+        /// The instance `trace` runs on, handed back to `idle` for the next clone.
+        tracer: super::clone_trace::CloneTrace,
+        idle: super::workdir::IdleTraces,
     },
     /// A clone's image, once detached: the master's spare for the next cell when `found`
     /// holds its written ranges, else removed.
@@ -459,9 +462,17 @@ impl Instance {
                     flag.store(false, Ordering::SeqCst);
                     continue;
                 }
-                Undo::EndTrace { trace, found } => {
-                    // The instance is the master's, journaled and removed with it.
+                Undo::EndTrace {
+                    trace,
+                    found,
+                    tracer,
+                    idle,
+                } => {
+                    // The instance is journaled on its own and removed at the run's end.
                     reuse::settle(&found, trace.finish());
+                    if let Ok(mut v) = idle.lock() {
+                        v.push(tracer);
+                    }
                     continue;
                 }
                 Undo::ReturnClone { img, found, to } => {

@@ -55,8 +55,6 @@ pub struct MasterImage {
     extents: Vec<(u64, u64)>,
     /// The clone the last cell handed back, to be restored for the next.
     reuse: Arc<Reuse>,
-    /// The trace instance its clones' writes are recorded on, from the first clone on.
-    tracer: std::sync::Mutex<Option<CloneTrace>>,
     journal: Arc<Journal>,
 }
 
@@ -139,7 +137,6 @@ impl MasterImage {
             aging: None,
             extents,
             reuse: Arc::default(),
-            tracer: Default::default(),
             journal: Arc::clone(&inst.journal),
         })
     }
@@ -232,7 +229,7 @@ impl MasterImage {
         crate::sys::evict_file(&img)
             .map_err(|e| ProvisionError::io(format!("cannot evict {}", img.display()), e))?;
         let dev = inst.attach(&img, self.sector_size)?;
-        if let Err(why) = self.trace_writes(&mut inst, work, &found) {
+        if let Err(why) = trace_writes(&mut inst, work, &name, &found) {
             reuse::settle(&found, Err(why));
         }
         inst.provenance.mkfs_command = self.mkfs_command.clone();
@@ -270,39 +267,6 @@ impl MasterImage {
             reuse: Arc::clone(&self.reuse),
             journal: Arc::clone(&self.journal),
         }
-    }
-
-    /// Starts tracing the writes to the clone `inst` has just attached, before anything is
-    /// mounted on it, on this master's trace instance (made with its first clone). An
-    /// error says why the clone cannot be reused; the cell itself runs on regardless.
-    fn trace_writes(
-        &self,
-        inst: &mut Instance,
-        work: &WorkDir,
-        found: &reuse::Found,
-    ) -> Result<(), String> {
-        let dev = *inst.devices.first().ok_or("the clone has no device")?;
-        let mut tracer = self
-            .tracer
-            .lock()
-            .map_err(|_| "internal: the trace's lock was poisoned")?;
-        let tracer = match &mut *tracer {
-            Some(t) => t,
-            none => {
-                let stem = self
-                    .path
-                    .file_stem()
-                    .map(|s| s.to_string_lossy().into_owned())
-                    .unwrap_or_default();
-                none.insert(CloneTrace::create(work, &stem, &self.journal)?)
-            }
-        };
-        let trace = tracer.start(dev)?;
-        inst.undo.push(Undo::EndTrace {
-            trace,
-            found: Arc::clone(found),
-        });
-        Ok(())
     }
 
     /// The undo step that hands the clone at `img` back to this master once detached.
@@ -349,6 +313,40 @@ impl SpareCopy {
             copied: Some((kind, seconds)),
         }));
     }
+}
+
+/// Starts tracing the writes to the clone `inst` has just attached (called `name`), before
+/// anything is mounted on it, on the run's idle trace instance (or a new one, the first
+/// time). An error says why the clone cannot be reused; the cell itself runs on regardless.
+fn trace_writes(
+    inst: &mut Instance,
+    work: &WorkDir,
+    name: &str,
+    found: &reuse::Found,
+) -> Result<(), String> {
+    let dev = *inst.devices.first().ok_or("the clone has no device")?;
+    let idle = Arc::clone(&work.idle_traces);
+    let kept = idle.lock().ok().and_then(|mut v| v.pop());
+    let tracer = match kept {
+        Some(t) => t,
+        None => CloneTrace::create(work, name)?,
+    };
+    let trace = match tracer.start(dev) {
+        Ok(t) => t,
+        Err(e) => {
+            if let Ok(mut v) = idle.lock() {
+                v.push(tracer);
+            }
+            return Err(e);
+        }
+    };
+    inst.undo.push(Undo::EndTrace {
+        trace,
+        found: Arc::clone(found),
+        tracer,
+        idle,
+    });
+    Ok(())
 }
 
 impl MasterImage {

@@ -4,8 +4,9 @@
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
+use super::clone_trace::CloneTrace;
 use super::journal::Journal;
 use super::ProvisionError;
 
@@ -22,7 +23,14 @@ pub struct WorkDir {
     pub root: PathBuf,
     pub run: PathBuf,
     pub journal: Arc<Journal>,
+    /// Trace instances no clone is using, for the next clone to trace its writes on
+    /// (`clone_trace`): one is made for the first clone and re-armed for every later one,
+    /// since clones are attached one at a time.
+    pub idle_traces: IdleTraces,
 }
+
+/// Trace instances waiting for a clone.
+pub type IdleTraces = Arc<Mutex<Vec<CloneTrace>>>;
 
 impl WorkDir {
     /// Creates `root/run-<time>-<pid>` with an owner marker and an empty journal.
@@ -49,6 +57,7 @@ impl WorkDir {
             root: root.to_path_buf(),
             run,
             journal: Arc::new(journal),
+            idle_traces: Arc::default(),
         })
     }
 
@@ -67,6 +76,13 @@ impl WorkDir {
             fs::create_dir_all(&p)?;
         }
         Ok(p)
+    }
+
+    /// Removes the idle trace instances (and the tracefs mounts they needed): at the end
+    /// of the run, before its cleanup reads the journal.
+    pub fn release_traces(&self) {
+        let idle = self.idle_traces.lock().map(|mut v| std::mem::take(&mut *v));
+        drop(idle);
     }
 
     /// Free bytes on the file system holding the work directory.

@@ -552,6 +552,7 @@ impl Walk<'_> {
 /// The work directory goes when the run ends, unless `--keep`; mounts and loop devices
 /// were already taken down cell by cell.
 fn work_cleanup(work: WorkDir, remove: bool) {
+    work.release_traces();
     if remove {
         let mut report = crate::provision::cleanup::CleanupReport::default();
         crate::provision::cleanup::cleanup_run(&work.run, &mut report);
