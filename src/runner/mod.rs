@@ -341,6 +341,18 @@ impl Walk<'_> {
         )
     }
 
+    /// How the file system of a cell on `target` is provisioned: numbered with the cell
+    /// now being run (`seq`), sized by the target or the run's image size.
+    fn spec_for<'t>(&self, target: &'t TargetConfig) -> InstanceSpec<'t> {
+        InstanceSpec {
+            target,
+            seq: self.seq,
+            size: target.size.unwrap_or(self.image),
+            allow_device: self.opts.allow_device,
+            wipe: self.opts.wipe,
+        }
+    }
+
     /// Populates every image the `cells` still to run will copy, before the first of them
     /// ([`populate::Masters::build_ahead`]).
     fn build_images_ahead(&mut self, cells: &[schedule::Cell]) {
@@ -348,14 +360,7 @@ impl Walk<'_> {
             .iter()
             .filter(|c| !self.done.contains(&self.done_key(c)))
             .map(|c| {
-                let target = &self.targets[self.usable[c.target]];
-                let spec = InstanceSpec {
-                    target,
-                    seq: self.seq,
-                    size: target.size.unwrap_or(self.image),
-                    allow_device: self.opts.allow_device,
-                    wipe: self.opts.wipe,
-                };
+                let spec = self.spec_for(&self.targets[self.usable[c.target]]);
                 (
                     self.workloads[c.workload].as_ref(),
                     c.target,
@@ -405,25 +410,13 @@ impl Walk<'_> {
         }
         let mut t0 = std::time::Instant::now();
         self.seq += 1;
-        let spec = InstanceSpec {
-            target,
-            seq: self.seq,
-            size: target.size.unwrap_or(self.image),
-            allow_device: self.opts.allow_device,
-            wipe: self.opts.wipe,
-        };
+        let spec = self.spec_for(target);
         // The workload's log on another target (`log_target`, checked before the run): a
         // target of its own per point; a cell on the log target itself keeps its log there.
         let log_spec = preflight::log_target(plan, w.name())
             .filter(|name| *name != target.name)
             .and_then(|name| self.targets.iter().find(|t| t.name == name))
-            .map(|t| InstanceSpec {
-                target: t,
-                seq: self.seq,
-                size: t.size.unwrap_or(self.image),
-                allow_device: self.opts.allow_device,
-                wipe: self.opts.wipe,
-            });
+            .map(|t| self.spec_for(t));
         // The first cell on an image built ahead is charged for building it, as it was
         // when it built the image itself.
         let ahead = self
