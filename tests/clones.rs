@@ -4,11 +4,41 @@
 
 mod common;
 
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use common::{bin, leftovers, no_run_dirs, require_root, TestRoot};
 use fsarena::results::store;
 use fsarena::results::Status;
+
+/// Runs `fsarena run ARGS` with its results in `root/out` and its work directory in
+/// `root/work`, fails unless it exits 0, and returns those two and its stderr.
+fn run_ok(root: &TestRoot, args: &[&str]) -> (PathBuf, PathBuf, String) {
+    let (out, work) = (root.path.join("out"), root.path.join("work"));
+    let ran = Command::new(bin())
+        .arg("run")
+        .args(args)
+        .arg("--out")
+        .arg(&out)
+        .arg("--work-dir")
+        .arg(&work)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&ran.stderr).into_owned();
+    assert!(ran.status.success(), "{err}");
+    (out, work, err)
+}
+
+/// Fails if the run left anything under `root` (mounts, loop devices, images) or any run
+/// directory in `work`.
+fn left_nothing(root: &TestRoot, work: &Path) {
+    assert!(
+        leftovers(&root.path).is_empty(),
+        "{:?}",
+        leftovers(&root.path)
+    );
+    no_run_dirs(work);
+}
 
 /// A warm scan is measured on its cell's cold-scan file system (the cold walk only read
 /// it and left it cached), not on a clone of its own; both records carry that one file
@@ -19,20 +49,21 @@ use fsarena::results::Status;
 fn a_warm_scan_follows_its_cold_scan_on_one_file_system_and_touch_never_shares() {
     require_root();
     let root = TestRoot::new("follow");
-    let (out, work) = (root.path.join("out"), root.path.join("work"));
-    let ran = Command::new(bin())
-        .args(["run", "--target", "ext4", "--target", "tmpfs"])
-        .args(["--workload", "scan,search,touch"])
-        .args(["--runs", "1", "--scale", "0.005", "--quiet", "--out"])
-        .arg(&out)
-        .arg("--work-dir")
-        .arg(&work)
-        .output()
-        .unwrap();
-    assert!(
-        ran.status.success(),
-        "{}",
-        String::from_utf8_lossy(&ran.stderr)
+    let (out, work, _) = run_ok(
+        &root,
+        &[
+            "--target",
+            "ext4",
+            "--target",
+            "tmpfs",
+            "--workload",
+            "scan,search,touch",
+            "--runs",
+            "1",
+            "--scale",
+            "0.005",
+            "--quiet",
+        ],
     );
     let loaded = store::load(&out).unwrap();
     for m in &loaded.measurements {
@@ -71,12 +102,7 @@ fn a_warm_scan_follows_its_cold_scan_on_one_file_system_and_touch_never_shares()
     }
     let t = find("touch", "");
     assert!(!followed(t), "{:?}", t.notes);
-    assert!(
-        leftovers(&root.path).is_empty(),
-        "{:?}",
-        leftovers(&root.path)
-    );
-    no_run_dirs(&work);
+    left_nothing(&root, &work);
 }
 
 /// `copy`'s `within` point and `sync` read a dated data set on the target: they run on
@@ -88,17 +114,19 @@ fn a_warm_scan_follows_its_cold_scan_on_one_file_system_and_touch_never_shares()
 fn copy_within_and_sync_run_on_a_dated_populated_image_and_from_outside_on_an_empty_one() {
     require_root();
     let root = TestRoot::new("dated");
-    let (out, work) = (root.path.join("out"), root.path.join("work"));
-    let ran = Command::new(bin())
-        .args(["run", "--target", "xfs", "--workload", "copy,sync"])
-        .args(["--runs", "2", "--scale", "0.005", "--out"])
-        .arg(&out)
-        .arg("--work-dir")
-        .arg(&work)
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&ran.stderr);
-    assert!(ran.status.success(), "{err}");
+    let (out, work, err) = run_ok(
+        &root,
+        &[
+            "--target",
+            "xfs",
+            "--workload",
+            "copy,sync",
+            "--runs",
+            "2",
+            "--scale",
+            "0.005",
+        ],
+    );
     assert!(
         err.contains("with the dated data set (once per run)"),
         "{err}"
@@ -124,12 +152,7 @@ fn copy_within_and_sync_run_on_a_dated_populated_image_and_from_outside_on_an_em
             (w, v, _) => assert_eq!(how, Some("restore"), "{w} {v}"),
         }
     }
-    assert!(
-        leftovers(&root.path).is_empty(),
-        "{:?}",
-        leftovers(&root.path)
-    );
-    no_run_dirs(&work);
+    left_nothing(&root, &work);
 }
 
 /// Every populated image is made before the first cell, and each one's first copy on a
@@ -139,25 +162,21 @@ fn copy_within_and_sync_run_on_a_dated_populated_image_and_from_outside_on_an_em
 fn every_image_is_populated_before_the_first_cell_and_first_copied_meanwhile() {
     require_root();
     let root = TestRoot::new("ahead");
-    let (out, work) = (root.path.join("out"), root.path.join("work"));
-    let ran = Command::new(bin())
-        .args(["run", "--target", "ext4", "--target", "xfs"])
-        .args([
+    let (out, work, err) = run_ok(
+        &root,
+        &[
+            "--target",
+            "ext4",
+            "--target",
+            "xfs",
             "--workload",
             "scan,touch",
             "--runs",
             "2",
             "--scale",
             "0.005",
-        ])
-        .arg("--out")
-        .arg(&out)
-        .arg("--work-dir")
-        .arg(&work)
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&ran.stderr);
-    assert!(ran.status.success(), "{err}");
+        ],
+    );
     let at = |s: &str| err.find(s).unwrap_or_else(|| panic!("no {s:?} in {err}"));
     let first_cell = at("[1/8]");
     for t in ["ext4", "xfs"] {
@@ -190,12 +209,7 @@ fn every_image_is_populated_before_the_first_cell_and_first_copied_meanwhile() {
             m.repetition
         );
     }
-    assert!(
-        leftovers(&root.path).is_empty(),
-        "{:?}",
-        leftovers(&root.path)
-    );
-    no_run_dirs(&work);
+    left_nothing(&root, &work);
 }
 
 /// The clones' writes are traced on one trace instance for the whole run, handed from each
@@ -206,25 +220,22 @@ fn one_trace_instance_serves_every_clone_of_the_run() {
     use fsarena::provision::journal::{self, Kind, Op};
     require_root();
     let root = TestRoot::new("onetrace");
-    let (out, work) = (root.path.join("out"), root.path.join("work"));
-    let ran = Command::new(bin())
-        .args(["run", "--target", "ext4", "--target", "xfs", "--keep"])
-        .args([
+    let (out, work, _) = run_ok(
+        &root,
+        &[
+            "--target",
+            "ext4",
+            "--target",
+            "xfs",
+            "--keep",
             "--workload",
             "scan,touch",
             "--runs",
             "2",
             "--scale",
             "0.005",
-        ])
-        .arg("--out")
-        .arg(&out)
-        .arg("--work-dir")
-        .arg(&work)
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&ran.stderr);
-    assert!(ran.status.success(), "{err}");
+        ],
+    );
     let runs: Vec<_> = std::fs::read_dir(&work).unwrap().flatten().collect();
     assert_eq!(runs.len(), 1, "{runs:?}");
     let entries = journal::read(&runs[0].path().join(journal::Journal::FILE_NAME)).unwrap();
