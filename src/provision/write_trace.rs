@@ -138,11 +138,6 @@ impl Recorder {
 }
 
 impl WriteTrace {
-    /// The instance's directory.
-    pub fn instance(&self) -> &Path {
-        &self.instance
-    }
-
     /// Stops recording and returns the byte ranges `[start, end)` the device was sent writes
     /// or discards for, sorted and merged — or why the record cannot be trusted. Call after
     /// the last write (unmounted, checked), before detaching. The instance stays, off and
