@@ -453,6 +453,18 @@ impl Instance {
         check: bool,
         keep: usize,
     ) -> (Option<Health>, Result<(), ProvisionError>) {
+        self.unwind_with(check, keep, &mut || {})
+    }
+
+    /// [`Instance::unwind`], calling `unmounted` once the file system is unmounted and
+    /// before it is checked: from then on nothing writes to the device, so its image may be
+    /// read (a master's first copy starts there, beside the check).
+    pub(super) fn unwind_with(
+        &mut self,
+        check: bool,
+        keep: usize,
+        unmounted: &mut dyn FnMut(),
+    ) -> (Option<Health>, Result<(), ProvisionError>) {
         let mut health = None;
         let mut first_err = None;
         while self.undo.len() > keep {
@@ -489,6 +501,9 @@ impl Instance {
                 }
                 Undo::Unmount(p) => {
                     let r = mounts::unmount(&p);
+                    if r.is_ok() {
+                        unmounted();
+                    }
                     if r.is_ok() && check {
                         health = self.health_check();
                     }

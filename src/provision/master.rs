@@ -19,6 +19,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{Receiver, Sender};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -94,14 +95,63 @@ impl MasterImage {
 
     /// Unmounts the populated file system, checks it read-only and detaches it, keeping
     /// the image. A failed check is an error: no cell may measure on a damaged copy.
-    pub fn seal(mut inst: Instance, target: &str) -> Result<MasterImage, ProvisionError> {
+    pub fn seal(inst: Instance, target: &str) -> Result<MasterImage, ProvisionError> {
+        Self::seal_copying(inst, target, None)
+    }
+
+    /// [`MasterImage::seal`], and when `copies` is given, its first spare clone is copied
+    /// there ([`SpareCopy`]) from the moment the file system is unmounted, beside the
+    /// check instead of after it; the copy is kept only if the image is sealed.
+    pub fn seal_copying(
+        mut inst: Instance,
+        target: &str,
+        copies: Option<&Sender<SpareCopy>>,
+    ) -> Result<MasterImage, ProvisionError> {
+        let path = match inst.undo.first() {
+            Some(Undo::RemoveFile(path)) => path.clone(),
+            _ => {
+                return Err(ProvisionError::Unsupported(
+                    "internal: a populated instance has no image".into(),
+                ))
+            }
+        };
+        let reuse: Arc<Reuse> = Arc::default();
+        let journal = Arc::clone(&inst.journal);
+        let mut verdict = None;
+        let mut start_copy = || {
+            let (tx, rx) = std::sync::mpsc::channel();
+            let job = SpareCopy {
+                spare: first_clone_path(&path),
+                master: path.clone(),
+                reuse: Arc::clone(&reuse),
+                journal: Arc::clone(&journal),
+                sealed: rx,
+            };
+            if copies.is_some_and(|c| c.send(job).is_ok()) {
+                verdict = Some(tx);
+            }
+        };
+        let sealed = Self::seal_inner(&mut inst, target, &path, &reuse, &mut start_copy);
+        if let Some(v) = verdict {
+            let _ = v.send(sealed.is_ok());
+        }
+        sealed
+    }
+
+    fn seal_inner(
+        inst: &mut Instance,
+        target: &str,
+        path: &Path,
+        reuse: &Arc<Reuse>,
+        unmounted: &mut dyn FnMut(),
+    ) -> Result<MasterImage, ProvisionError> {
         let sector_size = inst
             .provenance
             .loop_device
             .as_deref()
             .and_then(|d| super::loopdev::sector_size(Path::new(d)));
         // The undo stack of a loop instance starts with the image's removal: keep that one.
-        let (health, res) = inst.unwind(true, 1);
+        let (health, res) = inst.unwind_with(true, 1, unmounted);
         res?;
         if let Some(h) = health.as_ref().filter(|h| !h.passed) {
             return Err(ProvisionError::Unsupported(format!(
@@ -110,23 +160,19 @@ impl MasterImage {
                 h.output.trim()
             )));
         }
-        let Some(Undo::RemoveFile(path)) = inst.undo.pop() else {
-            return Err(ProvisionError::Unsupported(
-                "internal: a sealed master has no image".into(),
-            ));
-        };
-        let extents = fs::File::open(&path)
+        inst.undo.pop();
+        let extents = fs::File::open(path)
             .and_then(|f| image_copy::data_extents(&f))
             .map_err(|e| ProvisionError::io(format!("cannot map {}", path.display()), e));
         let extents = match extents {
             Ok(x) => x,
             Err(e) => {
-                let _ = fs::remove_file(&path);
+                let _ = fs::remove_file(path);
                 return Err(e);
             }
         };
         Ok(MasterImage {
-            path,
+            path: path.to_path_buf(),
             target: target.to_string(),
             mkfs_command: inst.provenance.mkfs_command.take(),
             mkfs_version: inst.provenance.mkfs_version.take(),
@@ -136,7 +182,7 @@ impl MasterImage {
             holds_dataset: true,
             aging: None,
             extents,
-            reuse: Arc::default(),
+            reuse: Arc::clone(reuse),
             journal: Arc::clone(&inst.journal),
         })
     }
@@ -251,24 +297,6 @@ impl MasterImage {
         self.extents.iter().map(|(s, e)| e - s).sum()
     }
 
-    /// The job that copies this image whole into its first spare clone, to run on another
-    /// thread while the run populates its next image (the copy waits on the disk, the
-    /// populate on the CPU). Runs before any cell, so nothing measured shares the machine
-    /// with it; the first cell then starts on that copy instead of copying it itself.
-    pub fn spare_copy(&self) -> SpareCopy {
-        let stem = self
-            .path
-            .file_stem()
-            .map(|s| s.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        SpareCopy {
-            master: self.path.clone(),
-            spare: self.path.with_file_name(format!("{stem}-first-clone.img")),
-            reuse: Arc::clone(&self.reuse),
-            journal: Arc::clone(&self.journal),
-        }
-    }
-
     /// The undo step that hands the clone at `img` back to this master once detached.
     fn return_clone(&self, img: &Path, found: &reuse::Found) -> Undo {
         Undo::ReturnClone {
@@ -279,13 +307,28 @@ impl MasterImage {
     }
 }
 
-/// A whole copy of a master into its first spare clone, made ahead of the first cell
-/// ([`MasterImage::spare_copy`]). Owns what it needs, so the master may move meanwhile.
+/// A whole copy of a master into its first spare clone, made ahead of the first cell on
+/// another thread, from the moment the master is unmounted ([`MasterImage::seal_copying`]):
+/// the copy waits on the disk while the run checks this image and populates the next
+/// (CPU-bound). Nothing measured shares the machine with it; the first cell then starts on
+/// that copy instead of copying the image itself.
 pub struct SpareCopy {
     master: PathBuf,
     spare: PathBuf,
     reuse: Arc<Reuse>,
     journal: Arc<Journal>,
+    /// Whether the master was sealed (a copy of an image that failed its check is
+    /// removed, never offered).
+    sealed: Receiver<bool>,
+}
+
+/// Where a master's first spare clone is copied ahead of the cells.
+fn first_clone_path(master: &Path) -> PathBuf {
+    let stem = master
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    master.with_file_name(format!("{stem}-first-clone.img"))
 }
 
 impl SpareCopy {
@@ -293,20 +336,28 @@ impl SpareCopy {
     /// offers it to the master; on failure removes it and leaves the reason, and the first
     /// cell copies the image itself as before.
     pub fn run(self) {
+        let remove = |spare: &Path| {
+            if fs::remove_file(spare).or_else(ignore_missing).is_ok() {
+                let _ = self.journal.record(Op::Release, Kind::Image, spare, None);
+            }
+        };
         let made = self
             .journal
             .record(Op::Create, Kind::Image, &self.spare, Some("clone"))
             .map_err(|e| format!("cannot journal {}: {e}", self.spare.display()))
             .and_then(|()| {
                 copy_image(&self.master, &self.spare).map_err(|e| {
-                    if fs::remove_file(&self.spare).or_else(ignore_missing).is_ok() {
-                        let _ = self
-                            .journal
-                            .record(Op::Release, Kind::Image, &self.spare, None);
-                    }
+                    remove(&self.spare);
                     format!("the copy made ahead failed: {e}")
                 })
             });
+        // A master that was not sealed is gone, and no cell may start on its copy.
+        if !self.sealed.recv().unwrap_or(false) {
+            if made.is_ok() {
+                remove(&self.spare);
+            }
+            return;
+        }
         self.reuse.offer(made.map(|(kind, seconds)| Spare {
             path: self.spare,
             written: Vec::new(),
@@ -367,5 +418,59 @@ impl Drop for MasterImage {
             self.discard(&spare.path);
         }
         self.discard(&self.path.clone());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::provision::journal;
+
+    /// A copy started while the master is still being checked (`seal_copying`).
+    fn copy_ahead(dir: &Path) -> (SpareCopy, Sender<bool>, Arc<Reuse>, PathBuf) {
+        let master = dir.join("ext4-master.img");
+        let f = fs::File::create(&master).unwrap();
+        f.set_len(1 << 20).unwrap();
+        std::io::Write::write_all(&mut &f, &[7u8; 8192]).unwrap();
+        let journal = Arc::new(Journal::open(&dir.join("journal.jsonl")).unwrap());
+        let reuse: Arc<Reuse> = Arc::default();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let job = SpareCopy {
+            spare: first_clone_path(&master),
+            master,
+            reuse: Arc::clone(&reuse),
+            journal,
+            sealed: rx,
+        };
+        (job, tx, reuse, dir.join("ext4-master-first-clone.img"))
+    }
+
+    #[test]
+    fn a_copy_made_beside_the_check_is_offered_once_the_master_is_sealed() {
+        let dir = tempfile::tempdir().unwrap();
+        let (job, sealed, reuse, spare) = copy_ahead(dir.path());
+        sealed.send(true).unwrap();
+        job.run();
+        let (offered, why) = reuse.take();
+        assert!(why.is_none(), "{why:?}");
+        assert_eq!(offered.map(|s| s.path), Some(spare.clone()));
+        assert_eq!(fs::read(&spare).unwrap()[..8192], [7u8; 8192]);
+    }
+
+    #[test]
+    fn a_copy_of_a_master_that_failed_its_check_is_removed_not_offered() {
+        for verdict in [Some(false), None] {
+            let dir = tempfile::tempdir().unwrap();
+            let (job, sealed, reuse, spare) = copy_ahead(dir.path());
+            match verdict {
+                Some(v) => sealed.send(v).unwrap(),
+                None => drop(sealed), // the seal ended without a verdict
+            }
+            job.run();
+            assert!(reuse.take().0.is_none(), "no cell may start on it");
+            assert!(!spare.exists(), "the copy is removed");
+            let live = journal::live(&journal::read(&dir.path().join("journal.jsonl")).unwrap());
+            assert!(live.is_empty(), "its journal entry is released: {live:?}");
+        }
     }
 }

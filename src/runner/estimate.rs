@@ -104,7 +104,7 @@ impl History {
 
 /// Files per second the coarse model assumes a file system creates (dev machine, loop
 /// devices on an ext4 host, default run at scale 0.01).
-fn create_rate(kind: FsKind) -> f64 {
+pub(super) fn create_rate(kind: FsKind) -> f64 {
     match kind {
         FsKind::Tmpfs => 40_000.0,
         FsKind::Ext4 | FsKind::Xfs => 11_000.0,

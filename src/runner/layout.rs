@@ -4,10 +4,12 @@
 //! of the image starts from the same tree as a cell that made its own.
 
 use std::sync::atomic::AtomicBool;
+use std::sync::mpsc::Sender;
 use std::time::Instant;
 
 use super::cell::{provision_failure, Failure, WORK_DIR};
 use crate::plan::Plan;
+use crate::provision::master::SpareCopy;
 use crate::provision::{Instance, InstanceSpec, MasterImage, WorkDir};
 use crate::results::Status;
 use crate::workload::{self, Ctx};
@@ -24,7 +26,7 @@ pub fn populate_master(
     work: &WorkDir,
     cancel: &AtomicBool,
 ) -> Result<MasterImage, Failure> {
-    populate_master_as(plan, dataset, spec, work, cancel, Layout::DataSet)
+    populate_master_as(plan, dataset, spec, work, cancel, Layout::DataSet, None)
 }
 
 /// What a populated image holds under its work directory.
@@ -37,7 +39,8 @@ pub enum Layout {
     Dated,
 }
 
-/// [`populate_master`] with the given layout.
+/// [`populate_master`] with the given layout; with `copies`, the image's first spare clone
+/// is copied there while it is checked ([`MasterImage::seal_copying`]).
 pub fn populate_master_as(
     plan: &Plan,
     dataset: usize,
@@ -45,6 +48,7 @@ pub fn populate_master_as(
     work: &WorkDir,
     cancel: &AtomicBool,
     layout: Layout,
+    copies: Option<&Sender<SpareCopy>>,
 ) -> Result<MasterImage, Failure> {
     let datasets = plan.datasets();
     let kind = match layout {
@@ -67,7 +71,7 @@ pub fn populate_master_as(
         let _ = inst.teardown(false);
         return Err(e);
     }
-    MasterImage::seal(inst, &spec.target.name)
+    MasterImage::seal_copying(inst, &spec.target.name, copies)
         .map_err(|e| (Status::Error, e.to_string(), Vec::new()))
 }
 

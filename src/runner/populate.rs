@@ -3,12 +3,13 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::Sender;
 
 use super::cell::Failure;
 use super::layout::{populate_master_as, Layout};
 use super::progress::Progress;
 use crate::plan::Plan;
-use crate::provision::master::clonable;
+use crate::provision::master::{clonable, SpareCopy};
 use crate::provision::{InstanceSpec, MasterImage, WorkDir};
 use crate::results::Status;
 use crate::workload::Workload;
@@ -140,33 +141,17 @@ impl<'r> Masters<'r> {
         spec: &InstanceSpec,
         progress: &Progress,
     ) -> Option<&Result<MasterImage, Failure>> {
-        let (_, dataset, layout) = key;
-        let dated = if layout == Layout::Dated {
-            "dated "
-        } else {
-            ""
-        };
-        let which = match self.plan.dataset_label(dataset) {
-            Some(l) => format!("the {dated}{l} data set"),
-            None => format!("the {dated}data set"),
-        };
-        progress.println(&format!(
-            "populating an image of {} with {which} (once per run)",
-            spec.target.name
-        ));
-        let made = populate_master_as(self.plan, dataset, spec, self.work, self.cancel, layout);
-        if made.is_err() && self.cancel.load(Ordering::SeqCst) {
-            return None;
-        }
+        let made = populate(self.plan, self.work, self.cancel, key, spec, progress, None)?;
         Some(self.built.entry(key).or_insert(made))
     }
 
     /// Populates, before the first cell, every image that the cells `wanted` (workload,
-    /// target, data set, spec) will copy, in their order, and makes each one's first copy
-    /// on a second thread while the next is populated: the populate keeps the CPUs busy
-    /// and the copy the disk, so the two overlap where one after the other they added up.
-    /// Nothing is measured meanwhile. Stops early when the run is interrupted (a cell then
-    /// builds what is missing, as without this).
+    /// target, data set, spec) will copy, one more at once than the machine has CPUs, and
+    /// makes each one's first copy on another thread, beside its check. A populate is
+    /// CPU-bound (the file system's own work on thousands of small files) with stretches of
+    /// writeback, a copy is disk-bound: side by side they overlap where one after the other
+    /// they added up. Nothing is measured meanwhile. Stops early when the run is
+    /// interrupted (a cell then builds what is missing, as without this).
     pub fn build_ahead<'s>(
         &mut self,
         wanted: impl IntoIterator<Item = (&'s dyn Workload, usize, usize, InstanceSpec<'s>)>,
@@ -175,30 +160,97 @@ impl<'r> Masters<'r> {
         if self.plan.age_pct.is_some() {
             return; // aged images are built per cell kind (`aged`)
         }
-        let (tx, rx) = std::sync::mpsc::channel::<crate::provision::master::SpareCopy>();
+        let mut jobs: Vec<((usize, usize, Layout), InstanceSpec<'s>)> = Vec::new();
+        for (w, target, dataset, spec) in wanted {
+            match image_key(w, target, dataset, &spec) {
+                Some(key) if !self.built.contains_key(&key) && !jobs.iter().any(|j| j.0 == key) => {
+                    jobs.push((key, spec))
+                }
+                _ => {}
+            }
+        }
+        if jobs.is_empty() {
+            return;
+        }
+        // The slowest file systems first, so that the last image sealed is not a long one
+        // started late (longest-first keeps the CPUs busy to the end).
+        jobs.sort_by(|a, b| {
+            super::estimate::create_rate(a.1.target.fs)
+                .total_cmp(&super::estimate::create_rate(b.1.target.fs))
+        });
+        // Made once here, not raced for by the workers' first mounts.
+        let _ = self.work.subdir("mnt");
+        // One more than the CPUs: a populate also waits on its writeback part of the time.
+        let workers = std::thread::available_parallelism()
+            .map_or(1, |n| n.get() + 1)
+            .min(jobs.len());
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let done = std::sync::Mutex::new(Vec::new());
+        let t0 = std::time::Instant::now();
+        let (plan, work, cancel) = (self.plan, self.work, self.cancel);
+        let (tx, rx) = std::sync::mpsc::channel::<SpareCopy>();
         std::thread::scope(|scope| {
             scope.spawn(move || rx.into_iter().for_each(|job| job.run()));
-            for (w, target, dataset, spec) in wanted {
-                let Some(key) = image_key(w, target, dataset, &spec) else {
-                    continue;
-                };
-                if self.built.contains_key(&key) {
-                    continue;
-                }
-                let t0 = std::time::Instant::now();
-                let built = self.build(key, &spec, progress).is_some();
-                if built {
-                    self.ahead.insert(key, t0.elapsed().as_secs_f64());
-                }
-                match self.built.get(&key).filter(|_| built) {
-                    Some(Ok(m)) => {
-                        let _ = tx.send(m.spare_copy());
+            for _ in 0..workers {
+                let (tx, jobs, next, done) = (tx.clone(), &jobs, &next, &done);
+                scope.spawn(move || {
+                    while let Some((key, spec)) = jobs.get(next.fetch_add(1, Ordering::SeqCst)) {
+                        let started = std::time::Instant::now();
+                        let Some(made) =
+                            populate(plan, work, cancel, *key, spec, progress, Some(&tx))
+                        else {
+                            break; // interrupted
+                        };
+                        let seconds = started.elapsed().as_secs_f64();
+                        if let Ok(mut d) = done.lock() {
+                            d.push((*key, made, seconds));
+                        }
                     }
-                    Some(Err(_)) => {}
-                    None => break,
-                }
+                });
             }
             drop(tx);
         });
+        let done = done.into_inner().unwrap_or_default();
+        // Each image is charged its share of the time the builds took together, so that
+        // `--dry-run`'s history adds up to the wall time the builds cost, not more.
+        let wall = t0.elapsed().as_secs_f64();
+        let sum: f64 = done.iter().map(|d| d.2).sum();
+        for (key, made, seconds) in done {
+            let share = if sum > 0.0 { wall * seconds / sum } else { 0.0 };
+            self.ahead.insert(key, share);
+            self.built.insert(key, made);
+        }
     }
+}
+
+/// Populates the image `key` (announcing it), or the reason it could not be made; `None`
+/// when the run was interrupted meanwhile (nothing kept).
+fn populate(
+    plan: &Plan,
+    work: &WorkDir,
+    cancel: &AtomicBool,
+    key: (usize, usize, Layout),
+    spec: &InstanceSpec,
+    progress: &Progress,
+    copies: Option<&Sender<SpareCopy>>,
+) -> Option<Result<MasterImage, Failure>> {
+    let (_, dataset, layout) = key;
+    let dated = if layout == Layout::Dated {
+        "dated "
+    } else {
+        ""
+    };
+    let which = match plan.dataset_label(dataset) {
+        Some(l) => format!("the {dated}{l} data set"),
+        None => format!("the {dated}data set"),
+    };
+    progress.println(&format!(
+        "populating an image of {} with {which} (once per run)",
+        spec.target.name
+    ));
+    let made = populate_master_as(plan, dataset, spec, work, cancel, layout, copies);
+    if made.is_err() && cancel.load(Ordering::SeqCst) {
+        return None;
+    }
+    Some(made)
 }
