@@ -1257,3 +1257,49 @@ fn a_cell_on_a_clone_starts_cold_without_dropping_the_machines_caches() {
         leftovers(&root.path)
     );
 }
+
+/// Defect (scale-1 study of issue 16): the host disk under the work directory filled up,
+/// the loop device's writes failed with `BLK_STS_NOSPC`, and the cell's record said only
+/// `syncfs: Read-only file system` (or an I/O error), as if the target were at fault. The
+/// record now says the host ran out of space, and where.
+#[test]
+fn an_io_error_from_a_full_host_disk_is_put_down_to_the_host() {
+    require_root();
+    let root = TestRoot::new("full-host");
+    let mut made = Made::default();
+    let small = root.path.join("small");
+    // Room for ext4's image metadata, not for the ~400 MB the data set writes.
+    made.mount(&["-t", "tmpfs", "-o", "size=300m", "tmpfs"], &small);
+    let (out, work) = (root.path.join("out"), small.join("work"));
+    let o = Command::new(bin())
+        .args(["run", "--target", "ext4", "--workload", "create"])
+        .args([
+            "--runs",
+            "1",
+            "--scale",
+            "0.1",
+            "--no-space-check",
+            "--quiet",
+        ])
+        .arg("--out")
+        .arg(&out)
+        .arg("--work-dir")
+        .arg(&work)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    let loaded = store::load(&out).unwrap();
+    assert_eq!(loaded.measurements.len(), 1);
+    let m = &loaded.measurements[0];
+    assert_eq!(m.status, Status::Eio, "{:?}", m.error);
+    let why = m.error.as_deref().unwrap_or_default();
+    assert!(
+        why.contains("the host file system holding the images")
+            && why.contains("for lack of space")
+            && why.contains(&work.display().to_string()),
+        "{why}"
+    );
+    assert!(leftovers(&work).is_empty(), "{:?}", leftovers(&work));
+    drop(made);
+}

@@ -89,7 +89,26 @@ impl WorkDir {
     pub fn free_bytes(&self) -> io::Result<u64> {
         free_bytes(&self.run)
     }
+
+    /// Why an I/O error on a loop target is most likely the host's: the disk holding the
+    /// images is (nearly) full, so the loop device's writes to an image failed
+    /// (`BLK_STS_NOSPC` in the kernel log) and the target's file system saw I/O errors or
+    /// went read-only. `None` while the host has room.
+    pub fn out_of_space(&self) -> Option<String> {
+        let free = self.free_bytes().ok()?;
+        (free < HOST_NEARLY_FULL).then(|| {
+            format!(
+                "the host file system holding the images ({}) has only {} free: the loop device's writes most likely failed there for lack of space, not through a fault of the target; free some space or use --work-dir on a larger disk",
+                self.root.display(),
+                crate::plan::size::human_bytes(free)
+            )
+        })
+    }
 }
+
+/// Below this much free space on the host's work directory, an I/O error on a loop target
+/// is put down to the host ([`WorkDir::out_of_space`]).
+const HOST_NEARLY_FULL: u64 = 256 << 20;
 
 /// Bytes an unprivileged writer may still use on the file system holding `path`.
 pub fn free_bytes(path: &Path) -> io::Result<u64> {

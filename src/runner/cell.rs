@@ -589,6 +589,11 @@ fn measure_point(c: &CellRun, ctx: &Ctx, p: &Point, index: usize, f: &Fresh) -> 
             };
             m.status = e.status();
             m.error = Some(e.to_string());
+            if m.status == Status::Eio && inst.provenance.location == "loop" {
+                if let Some(why) = c.work.out_of_space() {
+                    m.error = Some(format!("{e}; {why}"));
+                }
+            }
         }
     }
     if let Some(r) = c.ranks {
