@@ -560,25 +560,7 @@ impl Instance {
     }
 
     pub(super) fn health_check(&self) -> Option<Health> {
-        let (prog, args) = self.fs.fsck()?;
-        let dev = self.check_device.as_ref()?;
-        let cmd = Cmd::new(prog)
-            .args(args.iter().copied())
-            .arg(dev.display().to_string());
-        let ran = cmd.output("").ok()?;
-        let mut output = format!("{}{}", ran.stdout, ran.stderr);
-        if output.len() > 2000 {
-            let mut cut = output.len() - 2000;
-            while !output.is_char_boundary(cut) {
-                cut += 1;
-            }
-            output = format!("…{}", &output[cut..]);
-        }
-        Some(Health {
-            command: cmd.argv(),
-            passed: ran.success,
-            output,
-        })
+        super::fsck::check(self.fs, self.check_device.as_ref()?)
     }
 }
 

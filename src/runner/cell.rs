@@ -14,8 +14,7 @@ use super::{assemble, host_facts};
 use crate::plan::Plan;
 use crate::provision::{Instance, InstanceSpec, MasterImage, ProvisionError, WorkDir};
 use crate::results::record::CellKey;
-use crate::results::LogPlacement;
-use crate::results::{Measurement, Status};
+use crate::results::{LogPlacement, Measurement, Status};
 use crate::workload::{self, Ctx, Point, Workload, WorkloadError};
 
 /// Why a cell could not start a point: the status to record, the one-line error, and
@@ -588,12 +587,10 @@ fn measure_point(c: &CellRun, ctx: &Ctx, p: &Point, index: usize, f: &Fresh) -> 
                 e
             };
             m.status = e.status();
-            m.error = Some(e.to_string());
-            if m.status == Status::Eio && inst.provenance.location == "loop" {
-                if let Some(why) = c.work.out_of_space() {
-                    m.error = Some(format!("{e}; {why}"));
-                }
-            }
+            let host = (m.status == Status::Eio && inst.provenance.location == "loop")
+                .then(|| c.work.out_of_space())
+                .flatten();
+            m.error = Some(host.map_or_else(|| e.to_string(), |why| format!("{e}; {why}")));
         }
     }
     if let Some(r) = c.ranks {
