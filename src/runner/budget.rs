@@ -7,10 +7,12 @@
 //! baseline's, or both, whichever narrows the comparison's interval most
 //! ([`crate::stats::next_run_side`]: a noisy candidate beside a steady baseline gets its
 //! own runs), for as many of them as the remaining budget pays for, from what their cells
-//! cost so far. Comparisons the estimate cannot promise a decision for (none within
-//! [`crate::stats::decision::MAX_RUNS_ESTIMATE`] runs) come last, not never: the estimate
-//! takes today's spread as the truth, and one wild run inflates it; more runs are how that
-//! is found out. It stops when every comparison is decided, when every group of an
+//! cost so far. Comparisons the estimate cannot promise a decision for within what is left
+//! (their estimated runs cost more than the remaining budget, or none within
+//! [`crate::stats::decision::MAX_RUNS_ESTIMATE`] runs) wait until no other is open, then
+//! get the rest: last, not never. The estimate takes today's spread as the truth, and one
+//! wild run inflates it; more runs are how that is found out, but not at the price of the
+//! comparisons a few runs would decide. It stops when every comparison is decided, when every group of an
 //! undecided one reaches the plan's maximum, or when the budget is spent. A reference target (tmpfs) is
 //! never a reason to run more: it is not ranked.
 //!
@@ -113,24 +115,40 @@ pub fn plan_round(
     cost_s: &dyn Fn(&Group) -> f64,
     remaining_s: f64,
 ) -> Round {
+    let sides_of = |o: &Open| -> Vec<Group> {
+        let base = Group {
+            target: baseline.to_string(),
+            ..o.group.clone()
+        };
+        match o.side {
+            Side::Candidate => vec![o.group.clone()],
+            Side::Baseline => vec![base],
+            Side::Both => vec![o.group.clone(), base],
+        }
+    };
     let mut order: Vec<&Open> = open.iter().collect();
     order.sort_by_key(|o| (o.runs_to_decide.unwrap_or(usize::MAX), o.group.clone()));
+    // Comparisons whose estimate fits in what is left first and alone; the others only
+    // once none of those is left, so the rounds go where the budget can still decide.
+    let reachable = |o: &&Open| {
+        o.runs_to_decide
+            .is_some_and(|n| n as f64 * sides_of(o).iter().map(cost_s).sum::<f64>() <= remaining_s)
+    };
+    if order.iter().any(|o| {
+        reachable(o)
+            && sides_of(o)
+                .iter()
+                .all(|g| runs_done.get(g).copied().unwrap_or(0) < max_runs)
+    }) {
+        order.retain(reachable);
+    }
     let mut round = Round {
         groups: Vec::new(),
         cost_s: 0.0,
         questions: 0,
     };
     for o in order {
-        let base = Group {
-            target: baseline.to_string(),
-            ..o.group.clone()
-        };
-        let sides: Vec<Group> = match o.side {
-            Side::Candidate => vec![o.group.clone()],
-            Side::Baseline => vec![base],
-            Side::Both => vec![o.group.clone(), base],
-        };
-        let needed: Vec<Group> = sides
+        let needed: Vec<Group> = sides_of(o)
             .into_iter()
             .filter(|g| !round.groups.contains(g))
             .collect();
@@ -249,13 +267,41 @@ mod tests {
         assert!(plan_round(&open, "ext4", &done, 30, &|_| 2.0, 1.0)
             .groups
             .is_empty());
-        // With room for all, the question without an estimate comes last.
+        // With room for all, the question without an estimate waits for the others…
         let all = plan_round(&open, "ext4", &done, 30, &|_| 1.0, 99.0);
-        assert_eq!(all.questions, 4);
+        assert_eq!(all.questions, 3);
+        assert!(!all.groups.contains(&g("exfat", "touch")));
+        // …and is taken once they are decided.
+        let last = plan_round(&open[3..], "ext4", &done, 30, &|_| 1.0, 99.0);
+        assert_eq!(last.groups, vec![g("exfat", "touch"), g("ext4", "touch")]);
+    }
+
+    /// Measured (default run, 2026-11-25): four `cold-read` comparisons estimated at
+    /// 118–144 more runs took a share of every round while `dupes` and `copy` needed 16–17.
+    #[test]
+    fn questions_the_budget_cannot_decide_wait_for_those_it_can() {
+        let open = vec![
+            question("xfs", "cold-read", Some(132)),
+            question("xfs", "dupes", Some(17)),
+            question("btrfs", "copy", None),
+        ];
+        let done = HashMap::new();
+        // 1 s a cell, 100 s left: only dupes (17 × 2 s) can be decided.
+        let r = plan_round(&open, "ext4", &done, 30, &|_| 1.0, 100.0);
+        assert_eq!(r.groups, vec![g("xfs", "dupes"), g("ext4", "dupes")]);
+        // With room for cold-read's runs too, both, closest first.
+        let r = plan_round(&open, "ext4", &done, 30, &|_| 1.0, 300.0);
+        assert_eq!(r.questions, 2);
+        assert_eq!(r.groups[0], g("xfs", "dupes"));
+        // Once dupes is decided (or at its maximum), the others get the rounds.
+        let r = plan_round(&open[..1], "ext4", &done, 30, &|_| 1.0, 100.0);
         assert_eq!(
-            &all.groups[all.groups.len() - 2..],
-            &[g("exfat", "touch"), g("ext4", "touch")]
+            r.groups,
+            vec![g("xfs", "cold-read"), g("ext4", "cold-read")]
         );
+        let at_max = HashMap::from([(g("xfs", "dupes"), 30)]);
+        let r = plan_round(&open, "ext4", &at_max, 30, &|_| 1.0, 100.0);
+        assert_eq!(r.questions, 2, "cold-read and copy");
     }
 
     #[test]
