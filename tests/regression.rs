@@ -1271,22 +1271,12 @@ fn an_io_error_from_a_full_host_disk_is_put_down_to_the_host() {
     // Room for ext4's image metadata, not for the ~400 MB the data set writes.
     made.mount(&["-t", "tmpfs", "-o", "size=300m", "tmpfs"], &small);
     let (out, work) = (root.path.join("out"), small.join("work"));
-    let o = Command::new(bin())
-        .args(["run", "--target", "ext4", "--workload", "create"])
-        .args([
-            "--runs",
-            "1",
-            "--scale",
-            "0.1",
-            "--no-space-check",
-            "--quiet",
-        ])
-        .arg("--out")
-        .arg(&out)
-        .arg("--work-dir")
-        .arg(&work)
-        .output()
-        .unwrap();
+    let plan = "run --target ext4 --workload create --runs 1 --scale 0.1 --no-space-check --quiet";
+    let args: Vec<&str> = plan.split(' ').collect();
+    let o = fsarena(
+        &[&args[..], &["--out", &out.display().to_string()]].concat(),
+        &work,
+    );
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(1), "{err}");
     let loaded = store::load(&out).unwrap();
