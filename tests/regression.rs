@@ -1293,3 +1293,37 @@ fn an_io_error_from_a_full_host_disk_is_put_down_to_the_host() {
     assert!(leftovers(&work).is_empty(), "{:?}", leftovers(&work));
     drop(made);
 }
+
+/// Defect (found by hand, 2026-11-25): `fsarena cleanup` run right after a `kill -9` left
+/// the run alone as "still in progress" while the killed process was still exiting (its
+/// threads finishing direct I/O in the kernel) or had exited without being reaped by its
+/// parent yet. It now waits for an exiting owner and treats one whose threads have all
+/// exited as gone. Here the killed run is not reaped until the cleanup is done.
+#[test]
+fn cleanup_right_after_a_kill_does_not_wait_for_the_owner_to_be_reaped() {
+    require_root();
+    let root = TestRoot::new("kill-unreaped");
+    let (out, work) = (root.path.join("out"), root.path.join("work"));
+    let args = [
+        "run",
+        "--target",
+        "ext4",
+        "--workload",
+        "scan,touch",
+        "--runs",
+        "3",
+    ];
+    let mut child = start_until_lines(&args, &out, &work, 2);
+    child.kill().unwrap();
+    let c = fsarena(&["cleanup"], &work);
+    let said =
+        String::from_utf8_lossy(&c.stdout).into_owned() + &String::from_utf8_lossy(&c.stderr);
+    child.wait().unwrap();
+    assert!(c.status.success(), "{said}");
+    assert!(!said.contains("in progress"), "{said}");
+    assert!(
+        leftovers(&work).is_empty(),
+        "{:?}\n{said}",
+        leftovers(&work)
+    );
+}

@@ -26,8 +26,17 @@ pub struct CleanupReport {
     pub errors: Vec<String>,
 }
 
+/// How long a cleanup waits for a run's owner that is already exiting (killed, its threads
+/// still finishing direct I/O in the kernel) before calling the run still in progress.
+const EXIT_GRACE: Duration = Duration::from_secs(10);
+
+/// Linux's `PF_EXITING`, in the flags of `/proc/<pid>/stat`: the task is in `do_exit`.
+const PF_EXITING: u64 = 0x4;
+
 /// Whether the process that made `run` is still running (pid and start time both match,
-/// so a recycled pid does not count).
+/// so a recycled pid does not count). One that is exiting (a `kill -9` a moment ago) is
+/// waited for, up to [`EXIT_GRACE`], and one whose every thread has exited (a zombie its
+/// parent has not reaped yet) holds nothing any more and is not running.
 pub fn owner_alive(run: &Path) -> bool {
     let Ok(text) = fs::read_to_string(run.join(OWNER_FILE)) else {
         return false;
@@ -41,7 +50,45 @@ pub fn owner_alive(run: &Path) -> bool {
     let (Some(pid), Some(start)) = (field("pid="), field("start=")) else {
         return false;
     };
-    start_time_of(&pid).is_some_and(|s| s.to_string() == start)
+    if !start_time_of(&pid).is_some_and(|s| s.to_string() == start) {
+        return false;
+    }
+    let deadline = Instant::now() + EXIT_GRACE;
+    loop {
+        match threads_exiting(&pid) {
+            // Gone meanwhile, or every thread done: nothing of the run is held any more.
+            None | Some((_, 0)) => return false,
+            Some((true, _)) if Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(50))
+            }
+            Some(_) => return true,
+        }
+    }
+}
+
+/// For process `pid`: whether any of its threads is exiting, and how many have not yet
+/// finished (neither zombie nor dead); `None` when it is gone.
+fn threads_exiting(pid: &str) -> Option<(bool, usize)> {
+    let tasks = fs::read_dir(format!("/proc/{pid}/task")).ok()?;
+    let (mut exiting, mut running) = (false, 0);
+    for task in tasks.flatten() {
+        let Ok(stat) = fs::read_to_string(task.path().join("stat")) else {
+            continue; // that thread is gone
+        };
+        // After the command name (which may hold spaces and parentheses): the state, then
+        // the flags as the seventh field.
+        let Some(rest) = stat.rfind(')').map(|i| &stat[i + 1..]) else {
+            continue;
+        };
+        let mut fields = rest.split_whitespace();
+        let state = fields.next().unwrap_or("");
+        let flags: u64 = fields.nth(5).and_then(|f| f.parse().ok()).unwrap_or(0);
+        exiting |= flags & PF_EXITING != 0;
+        if !matches!(state, "Z" | "X" | "x") {
+            running += 1;
+        }
+    }
+    Some((exiting, running))
 }
 
 /// How long a dead run's helper processes get to finish before they are stopped.
