@@ -27,7 +27,8 @@ pub struct CleanupReport {
 }
 
 /// How long a cleanup waits for a run's owner that is already exiting (killed, its threads
-/// still finishing direct I/O in the kernel) before calling the run still in progress.
+/// still finishing direct I/O in the kernel, or not yet back from it to act on the kill)
+/// before calling the run still in progress.
 const EXIT_GRACE: Duration = Duration::from_secs(10);
 
 /// Linux's `PF_EXITING`, in the flags of `/proc/<pid>/stat`: the task is in `do_exit`.
@@ -66,7 +67,24 @@ pub fn owner_alive(run: &Path) -> bool {
     }
 }
 
-/// For process `pid`: whether any of its threads is exiting, and how many have not yet
+/// Whether a SIGKILL is pending for the thread at `task` (`/proc/<pid>/task/<tid>`): the
+/// kernel marks every thread of a killed process at once, but a thread busy in the kernel
+/// (direct I/O, a mount, waiting on a child) starts exiting only when it gets back.
+fn kill_pending(task: &Path) -> bool {
+    const SIGKILL_BIT: u64 = 1 << 8;
+    let Ok(status) = fs::read_to_string(task.join("status")) else {
+        return false;
+    };
+    status.lines().any(|l| {
+        ["SigPnd:", "ShdPnd:"].iter().any(|k| {
+            l.strip_prefix(k)
+                .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
+                .is_some_and(|mask| mask & SIGKILL_BIT != 0)
+        })
+    })
+}
+
+/// For process `pid`: whether any of its threads is exiting (or has been killed), and how many have not yet
 /// finished (neither zombie nor dead); `None` when it is gone.
 fn threads_exiting(pid: &str) -> Option<(bool, usize)> {
     let tasks = fs::read_dir(format!("/proc/{pid}/task")).ok()?;
@@ -83,7 +101,7 @@ fn threads_exiting(pid: &str) -> Option<(bool, usize)> {
         let mut fields = rest.split_whitespace();
         let state = fields.next().unwrap_or("");
         let flags: u64 = fields.nth(5).and_then(|f| f.parse().ok()).unwrap_or(0);
-        exiting |= flags & PF_EXITING != 0;
+        exiting |= flags & PF_EXITING != 0 || kill_pending(&task.path());
         if !matches!(state, "Z" | "X" | "x") {
             running += 1;
         }
