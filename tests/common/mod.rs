@@ -36,14 +36,17 @@ impl TestRoot {
 impl Drop for TestRoot {
     fn drop(&mut self) {
         // Best effort: never leave a mount or loop device behind even if the test failed.
+        // Run directories sit in the root or one level down (`root/work/run-…`).
         let mut r = fsarena::provision::cleanup::CleanupReport::default();
-        if let Ok(rd) = std::fs::read_dir(&self.path) {
-            for e in rd.flatten() {
-                if e.path()
-                    .join(fsarena::provision::workdir::OWNER_FILE)
-                    .exists()
-                {
-                    fsarena::provision::cleanup::cleanup_run(&e.path(), &mut r);
+        let children = |d: &Path| -> Vec<PathBuf> {
+            std::fs::read_dir(d)
+                .map(|rd| rd.flatten().map(|e| e.path()).collect())
+                .unwrap_or_default()
+        };
+        for dir in children(&self.path) {
+            for run in std::iter::once(dir.clone()).chain(children(&dir)) {
+                if run.join(fsarena::provision::workdir::OWNER_FILE).exists() {
+                    fsarena::provision::cleanup::cleanup_run(&run, &mut r);
                 }
             }
         }
