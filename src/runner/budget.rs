@@ -130,16 +130,15 @@ pub fn plan_round(
     order.sort_by_key(|o| (o.runs_to_decide.unwrap_or(usize::MAX), o.group.clone()));
     // Comparisons whose estimate fits in what is left first and alone; the others only
     // once none of those is left, so the rounds go where the budget can still decide.
+    let at_max = |g: &Group| runs_done.get(g).copied().unwrap_or(0) >= max_runs;
     let reachable = |o: &&Open| {
         o.runs_to_decide
             .is_some_and(|n| n as f64 * sides_of(o).iter().map(cost_s).sum::<f64>() <= remaining_s)
     };
-    if order.iter().any(|o| {
-        reachable(o)
-            && sides_of(o)
-                .iter()
-                .all(|g| runs_done.get(g).copied().unwrap_or(0) < max_runs)
-    }) {
+    if order
+        .iter()
+        .any(|o| reachable(o) && !sides_of(o).iter().any(at_max))
+    {
         order.retain(reachable);
     }
     let mut round = Round {
@@ -152,10 +151,7 @@ pub fn plan_round(
             .into_iter()
             .filter(|g| !round.groups.contains(g))
             .collect();
-        if needed
-            .iter()
-            .any(|g| runs_done.get(g).copied().unwrap_or(0) >= max_runs)
-        {
+        if needed.iter().any(at_max) {
             continue;
         }
         let add: f64 = needed.iter().map(cost_s).sum();
