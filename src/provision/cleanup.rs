@@ -84,8 +84,8 @@ fn kill_pending(task: &Path) -> bool {
     })
 }
 
-/// For process `pid`: whether any of its threads is exiting (or has been killed), and how many have not yet
-/// finished (neither zombie nor dead); `None` when it is gone.
+/// For process `pid`: whether any of its threads is exiting (or has been killed), and how
+/// many have not yet finished (neither zombie nor dead); `None` when it is gone.
 fn threads_exiting(pid: &str) -> Option<(bool, usize)> {
     let tasks = fs::read_dir(format!("/proc/{pid}/task")).ok()?;
     let (mut exiting, mut running) = (false, 0);

@@ -12,9 +12,9 @@
 //! [`crate::stats::decision::MAX_RUNS_ESTIMATE`] runs) wait until no other is open, then
 //! get the rest: last, not never. The estimate takes today's spread as the truth, and one
 //! wild run inflates it; more runs are how that is found out, but not at the price of the
-//! comparisons a few runs would decide. It stops when every comparison is decided, when every group of an
-//! undecided one reaches the plan's maximum, or when the budget is spent. A reference target (tmpfs) is
-//! never a reason to run more: it is not ranked.
+//! comparisons a few runs would decide. It stops when every comparison is decided, when
+//! every group of an undecided one reaches the plan's maximum, or when the budget is spent.
+//! A reference target (tmpfs) is never a reason to run more: it is not ranked.
 //!
 //! The budget is the run's wall time from its start, minimum repetitions included; the
 //! minimum is always run, even past the budget (a comparison needs it), and the dry run
