@@ -23,7 +23,7 @@ pub fn value(metric: &str, v: f64) -> String {
     if metric.ends_with("_ms") {
         return format!("{} ms", sig3(v));
     }
-    if metric == "seconds" || metric.ends_with("_seconds") {
+    if metric == "seconds" || metric.ends_with("_seconds") || metric == "seconds_per_pass" {
         return format!("{} s", sig3(v));
     }
     if metric.ends_with("amplification") {
@@ -324,6 +324,7 @@ mod tests {
         assert_eq!(value("device_read_latency_ms", 1.6), "1.60 ms");
         assert_eq!(value("write_amplification", 1.234), "1.23×");
         assert_eq!(value("files_per_s", 123456.0), "123k");
+        assert_eq!(value("seconds_per_pass", 0.0234), "0.023 s");
         assert_eq!(value("files_per_s", 9.8765), "9.88");
         assert_eq!(value("seconds", 0.01234), "0.012 s");
         assert_eq!(sig3(2_500_000.0), "2.50M");

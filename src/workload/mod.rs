@@ -123,6 +123,12 @@ pub trait Harness {
     fn phase_floor(&self) -> std::time::Duration {
         std::time::Duration::ZERO
     }
+    /// The cache drop that cold passes make between passes, inside the measured phase
+    /// ([`passes::measure_cold_passes`]): a plain function, because `measure` holds the
+    /// harness while the passes run. The runner's is [`crate::sys::drop_caches`].
+    fn pass_dropper(&self) -> fn() -> std::io::Result<()> {
+        crate::sys::drop_caches
+    }
 }
 
 /// A harness without a monitor, for unit tests and for tools that only need timing.

@@ -1,12 +1,15 @@
-//! Warm, read-only phases long enough to measure. A warm `scan` of a small tree takes a few
-//! milliseconds, where the timer, the scheduler and one page fault are a large share of the
-//! figure. Such a pass changes nothing, so it can be run again and again inside one measured
-//! phase until the phase lasts at least the run's floor ([`super::Harness::phase_floor`]);
-//! the phase's figures are then totals over the passes (rates stay per second), and the
-//! per-pass figures are reported beside them.
+//! Phases long enough to measure. A warm `scan` of a small tree takes a few milliseconds,
+//! where the timer, the scheduler and one page fault are a large share of the figure. Such a
+//! pass changes nothing, so it can be run again and again inside one measured phase until
+//! the phase lasts at least the run's floor ([`super::Harness::phase_floor`]); the phase's
+//! figures are then totals over the passes (rates stay per second), and the per-pass figures
+//! are reported beside them.
 //!
-//! Only for passes that leave the file system as they found it: a cold pass repeated would
-//! be warm after the first, and a mutating one would not do the same work twice.
+//! A cold read-only pass (a cold walk, a cold load) can repeat too, if the caches are dropped
+//! before each pass: every pass then starts as cold as the first ([`measure_cold_passes`]).
+//! One cold pass of a small tree is a few tens of milliseconds of device latency, whose
+//! run-to-run spread (20 % here) no number of cells averages away cheaply; twenty passes in
+//! one phase do. A mutating pass cannot repeat: it would not do the same work twice.
 
 use std::time::Instant;
 
@@ -16,8 +19,8 @@ use super::{Harness, Outcome, WorkloadError};
 /// it is measured over this many.
 pub const MAX_PASSES: u64 = 100_000;
 
-/// Runs `pass` inside one measured phase, once, then again until the phase reaches the
-/// harness's floor. Each pass returns its own [`Outcome`]; the phase's outcome sums their
+/// Runs `pass` inside one measured phase, once, then again until the passes' own seconds
+/// reach the harness's floor (or the wall clock [`COLD_WALL_FLOORS`] floors). Each pass returns its own [`Outcome`]; the phase's outcome sums their
 /// seconds, files and bytes, keeps the last pass's other metrics (the same every pass for a
 /// read-only walk: matches, dirs, …), and adds `passes`, `seconds_per_pass` and
 /// `files_per_pass`.
@@ -30,7 +33,12 @@ pub fn measure_passes(
         let t0 = Instant::now();
         let mut total = pass()?;
         let mut passes = 1u64;
-        while t0.elapsed() < floor && passes < MAX_PASSES {
+        // The passes' own seconds must reach the floor, not the wall clock: the phase's
+        // `seconds` is their sum, and the loop's own time between them is not in it.
+        while total.seconds < floor.as_secs_f64()
+            && t0.elapsed() < floor * COLD_WALL_FLOORS
+            && passes < MAX_PASSES
+        {
             let next = pass()?;
             total.seconds += next.seconds;
             total.files += next.files;
@@ -50,6 +58,68 @@ pub fn measure_passes(
         if passes > 1 {
             total.notes.push(format!(
                 "{passes} warm passes in one phase of {:.2} s (floor {:.2} s)",
+                total.seconds,
+                floor.as_secs_f64()
+            ));
+        }
+        Ok(total)
+    })
+}
+
+/// Cold passes never exceed this many per phase, whatever the floor.
+pub const MAX_COLD_PASSES: u64 = 64;
+
+/// A phase stops repeating once its wall time (passes plus what runs between them: cache
+/// drops for cold passes) reaches this many floors, so a machine whose cache drop is slow (a
+/// large page cache to free) does not spend minutes on one point; the phase is then flagged
+/// as below the floor, like any short one.
+pub const COLD_WALL_FLOORS: u32 = 6;
+
+/// Runs `pass` inside one measured phase, then drops the caches ([`Harness::pass_dropper`])
+/// and runs it again, until the passes' own time (the drops not counted) reaches the floor.
+/// The caller drops the caches before the first pass, as for a single cold pass.
+///
+/// The phase's figures are totals over the passes, like [`measure_passes`]'s; it adds
+/// `passes`, `seconds_per_pass`, `files_per_pass` and `between_passes_seconds` (the time
+/// spent dropping caches inside the phase, which the runner takes out of the device rates).
+pub fn measure_cold_passes(
+    harness: &mut dyn Harness,
+    pass: &mut dyn FnMut() -> Result<Outcome, WorkloadError>,
+) -> Result<Outcome, WorkloadError> {
+    let floor = harness.phase_floor();
+    let drop_caches = harness.pass_dropper();
+    let wall_cap = floor * COLD_WALL_FLOORS;
+    harness.measure(&mut || {
+        let t0 = Instant::now();
+        let mut total = pass()?;
+        let mut passes = 1u64;
+        let mut between = 0.0;
+        while total.seconds < floor.as_secs_f64()
+            && t0.elapsed() < wall_cap
+            && passes < MAX_COLD_PASSES
+        {
+            let d = Instant::now();
+            drop_caches()
+                .map_err(|e| WorkloadError::io("dropping caches between cold passes", e))?;
+            between += d.elapsed().as_secs_f64();
+            let next = pass()?;
+            total.seconds += next.seconds;
+            total.files += next.files;
+            total.logical_read_bytes += next.logical_read_bytes;
+            total.logical_write_bytes += next.logical_write_bytes;
+            total.metrics.extend(next.metrics);
+            passes += 1;
+        }
+        let n = passes as f64;
+        let m = &mut total.metrics;
+        m.insert("passes".into(), n);
+        m.insert("seconds_per_pass".into(), total.seconds / n);
+        m.insert("files_per_pass".into(), total.files as f64 / n);
+        m.insert("between_passes_seconds".into(), between);
+        if passes > 1 {
+            total.notes.push(format!(
+                "{passes} cold passes, caches dropped before each, {:.2} s of passes in one \
+                 phase (floor {:.2} s; {between:.2} s of cache drops between them not counted)",
                 total.seconds,
                 floor.as_secs_f64()
             ));
@@ -79,6 +149,17 @@ mod tests {
         fn phase_floor(&self) -> Duration {
             self.0
         }
+        fn pass_dropper(&self) -> fn() -> std::io::Result<()> {
+            || {
+                DROPS.with(|d| d.set(d.get() + 1));
+                Ok(())
+            }
+        }
+    }
+
+    thread_local! {
+        /// Cache drops the test harness was asked for between cold passes, per test thread.
+        static DROPS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
     }
 
     fn pass(sleep: Duration) -> impl FnMut() -> Result<Outcome, WorkloadError> {
@@ -127,5 +208,38 @@ mod tests {
             }
         });
         assert!(r.is_err());
+    }
+
+    #[test]
+    fn cold_passes_drop_the_caches_before_each_pass_after_the_first() {
+        let mut h = Floor(Duration::from_millis(40), 0);
+        let before = DROPS.with(|d| d.get());
+        let o = measure_cold_passes(&mut h, &mut pass(Duration::from_millis(5))).unwrap();
+        let drops = DROPS.with(|d| d.get()) - before;
+        assert_eq!(h.1, 1, "one measured phase");
+        let n = o.metrics["passes"];
+        assert!(n >= 2.0, "{n} passes");
+        assert_eq!(drops as f64, n - 1.0, "a drop between every two passes");
+        assert!(
+            o.seconds >= 0.04,
+            "the passes' own time reaches the floor: {}",
+            o.seconds
+        );
+        assert_eq!(o.files as f64, 10.0 * n);
+        assert!((o.metrics["seconds_per_pass"] - o.seconds / n).abs() < 1e-12);
+        assert!(o.metrics.contains_key("between_passes_seconds"));
+    }
+
+    #[test]
+    fn cold_passes_stop_at_their_cap() {
+        let mut h = Floor(Duration::from_secs(3600), 0);
+        let o = measure_cold_passes(&mut h, &mut || {
+            Ok(Outcome {
+                seconds: 1e-6,
+                ..Default::default()
+            })
+        })
+        .unwrap();
+        assert_eq!(o.metrics["passes"], MAX_COLD_PASSES as f64);
     }
 }

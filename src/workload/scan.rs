@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use serde_json::json;
 
-use super::passes::measure_passes;
+use super::passes::{measure_cold_passes, measure_passes};
 use super::prepare::prepare;
 use super::{Ctx, Harness, Outcome, Point, Workload, WorkloadError};
 use crate::dataset::Manifest;
@@ -142,11 +142,12 @@ impl Workload for Scan {
                 LatencyLog(std::mem::take(&mut usage.stat_ns)).add_metrics("statx", m);
                 Ok(out)
             };
-            // A cold walk is cold once; a warm one changes nothing and repeats to the floor.
+            // A warm walk changes nothing and repeats to the floor; a cold one repeats too,
+            // with the caches dropped before each pass.
             if point.variant == "warm" {
                 measure_passes(harness, &mut pass)?
             } else {
-                harness.measure(&mut pass)?
+                measure_cold_passes(harness, &mut pass)?
             }
         };
         verify(&usage, &super::prepare::whole_tree(ctx, manifest)?)?;
