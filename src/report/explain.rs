@@ -33,11 +33,26 @@ fn raw(row: &Row, metric: &str) -> Option<Vec<f64>> {
     row.metric(metric).map(|m| m.raw.clone())
 }
 
-/// System CPU seconds per repetition: the kernel's share of the machine × the phase's length
-/// (so a slower phase with the same share still counts its extra time).
+/// A phase total per pass, repetition by repetition. A phase that repeats its pass to the
+/// floor (`passes`) runs as many passes as fit, so a faster target runs more of them and its
+/// totals grow with its speed; per pass, two targets did the same work and compare.
+fn per_pass(row: &Row, metric: &str) -> Option<Vec<f64>> {
+    let v = raw(row, metric)?;
+    match raw(row, "passes") {
+        Some(n) if n.len() == v.len() => {
+            Some(v.iter().zip(&n).map(|(x, n)| x / n.max(1.0)).collect())
+        }
+        Some(_) => None,
+        None => Some(v),
+    }
+}
+
+/// System CPU seconds per repetition (per pass, when the phase repeats one): the kernel's
+/// share of the machine × the phase's length (so a slower phase with the same share still
+/// counts its extra time).
 fn system_cpu_seconds(row: &Row) -> Option<Vec<f64>> {
     let pct = raw(row, "cpu_system_pct")?;
-    let secs = raw(row, "seconds")?;
+    let secs = per_pass(row, "seconds")?;
     (pct.len() == secs.len()).then(|| pct.iter().zip(&secs).map(|(p, s)| p / 100.0 * s).collect())
 }
 
@@ -60,7 +75,7 @@ fn cpu(v: f64) -> String {
 const RULES: &[Rule] = &[
     Rule {
         what: "the bytes",
-        values: |r| raw(r, "device_write_bytes"),
+        values: |r| per_pass(r, "device_write_bytes"),
         floor: 1e6,
         show: bytes,
         hint: |fs| (fs == "btrfs").then_some("checksums, CoW"),
@@ -74,14 +89,14 @@ const RULES: &[Rule] = &[
     },
     Rule {
         what: "the device write I/Os",
-        values: |r| raw(r, "device_write_ios"),
+        values: |r| per_pass(r, "device_write_ios"),
         floor: 100.0,
         show: count,
         hint: |_| None,
     },
     Rule {
         what: "the device read I/Os",
-        values: |r| raw(r, "device_read_ios"),
+        values: |r| per_pass(r, "device_read_ios"),
         floor: 100.0,
         show: count,
         hint: |_| None,
@@ -305,6 +320,24 @@ mod tests {
         );
         // System time doubled with the phase length (same share, twice as long): it fires too.
         assert!(w.contains("the CPU in system time"), "{w}");
+    }
+
+    #[test]
+    fn phases_that_repeat_a_pass_compare_their_figures_per_pass() {
+        // Both phases last the floor; the slower target fits half the passes, each writing
+        // twice the bytes: the totals are equal, the work per pass is not.
+        let mut b = neutral(&[0.50, 0.51, 0.49]);
+        b.push(("passes", &[20.0, 20.0, 20.0]));
+        let mut c = neutral(&[0.50, 0.51, 0.49]);
+        c.push(("passes", &[10.0, 10.0, 10.0]));
+        let base = row("base", "ext4", &b);
+        let cand = row("xfs", "xfs", &c);
+        let w = why(base, cand, Decision::Worse).expect("fires");
+        assert!(
+            w.contains("wrote 2.0× the bytes (10.0 MB vs 5.0 MB)"),
+            "{w}"
+        );
+        assert!(w.contains("2.0× the device write I/Os (500 vs 250)"), "{w}");
     }
 
     #[test]
