@@ -373,6 +373,24 @@ fn dupes_finds_exactly_the_planted_groups() {
 }
 
 #[test]
+fn a_cold_dupes_search_repeats_to_the_floor_and_checks_every_pass() {
+    let env = Env::new();
+    let manifest = env.manifest();
+    let mut h = common::Floored(std::time::Duration::from_millis(200));
+    let out = dupes::Dupes
+        .run(&env.ctx(), &Point::default(), &mut h)
+        .unwrap();
+    let passes = out.metrics["passes"];
+    assert!(passes >= 2.0, "{passes} passes");
+    assert_eq!(out.files as f64, passes * manifest.files.len() as f64);
+    assert_eq!(
+        out.metrics["groups"],
+        manifest.duplicate_groups.len() as f64
+    );
+    assert!(out.metrics["seconds_per_pass"] * passes >= 0.2);
+}
+
+#[test]
 fn dupes_verification_catches_a_missing_duplicate() {
     let env = Env::new();
     let manifest = env.manifest();

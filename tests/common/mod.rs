@@ -280,3 +280,25 @@ pub fn no_run_dirs(work: &Path) {
         .unwrap_or_default();
     assert!(left.is_empty(), "left in the work dir: {left:?}");
 }
+
+/// A workload harness with a phase floor, so workloads that repeat their pass to it do. The
+/// cache drops between cold passes are real (the suite runs as root).
+pub struct Floored(pub std::time::Duration);
+
+impl fsarena::workload::Harness for Floored {
+    fn drop_caches(&mut self) -> std::io::Result<()> {
+        fsarena::sys::drop_caches()
+    }
+    fn measure(
+        &mut self,
+        work: &mut dyn FnMut() -> Result<
+            fsarena::workload::Outcome,
+            fsarena::workload::WorkloadError,
+        >,
+    ) -> Result<fsarena::workload::Outcome, fsarena::workload::WorkloadError> {
+        work()
+    }
+    fn phase_floor(&self) -> std::time::Duration {
+        self.0
+    }
+}
