@@ -11,6 +11,10 @@
 //! rate measured on the development machine (ext4 ~11,000 files/s, btrfs ~3,300, FUSE
 //! ~3,500). Either way it is an estimate; the progress bar's ETA corrects it as cells are
 //! timed.
+//!
+//! A phase that repeated its pass to the floor (`passes` > 1) does not grow with the data
+//! set: it lasts the floor until one pass alone is longer. Its part of the cell is priced
+//! as `max(phase, one pass × files_now / files_then)`, the rest as above.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -28,11 +32,25 @@ pub struct Estimate {
     pub from_model: usize,
 }
 
-/// A target's cell costs in one earlier run: (workload → mean cell seconds), its cheapest
-/// cell, and that run's data-set size in files.
+/// What one (target, workload) cost in an earlier run, per cell on average.
+#[derive(Debug, Default, Clone, Copy, PartialEq)]
+struct Cost {
+    /// The whole cell, seconds.
+    cell: f64,
+    /// The target's cheapest cell in that run: what does not grow with the data set.
+    overhead: f64,
+    /// That run's data-set size in files.
+    files: f64,
+    /// Seconds of the cell's phases that repeated a pass to the floor, and of one pass of
+    /// each (summed over the cell's points).
+    repeated: f64,
+    one_pass: f64,
+}
+
+/// A target's cell costs in one earlier run, per workload.
 #[derive(Debug, Default, Clone)]
 pub struct History {
-    per: HashMap<(String, String), (f64, f64, f64)>,
+    per: HashMap<(String, String), Cost>,
 }
 
 impl History {
@@ -60,35 +78,49 @@ impl History {
             let Some(files) = files.filter(|&f| f > 0.0) else {
                 continue;
             };
-            // One cost per cell (all points of a cell carry the same cell_seconds).
-            let mut cells: HashMap<(String, String, u32, u32), f64> = HashMap::new();
+            // One cost per cell (all points of a cell carry the same cell_seconds), with the
+            // repeated phases of its points summed.
+            // (target, workload, threads, repetition) → (cell, repeated, one pass).
+            type CellKey = (String, String, u32, u32);
+            let mut cells: HashMap<CellKey, (f64, f64, f64)> = HashMap::new();
             for m in &loaded.measurements {
                 if let Some(c) = m.cell_seconds {
-                    cells.insert(
-                        (
+                    let e = cells
+                        .entry((
                             m.target.clone(),
                             m.workload.clone(),
                             m.threads,
                             m.repetition,
-                        ),
-                        c,
-                    );
+                        ))
+                        .or_insert((c, 0.0, 0.0));
+                    let passes = m.metrics.get("passes").copied().unwrap_or(1.0);
+                    if let Some(secs) = m.metrics.get("seconds").filter(|_| passes > 1.0) {
+                        e.1 += secs;
+                        e.2 += secs / passes;
+                    }
                 }
             }
             let mut cheapest: HashMap<String, f64> = HashMap::new();
-            let mut sums: HashMap<(String, String), (f64, u32)> = HashMap::new();
-            for ((t, w, _, _), c) in &cells {
+            let mut sums: HashMap<(String, String), (Cost, u32)> = HashMap::new();
+            for ((t, w, _, _), &(c, repeated, one_pass)) in &cells {
                 let e = cheapest.entry(t.clone()).or_insert(f64::INFINITY);
-                *e = e.min(*c);
-                let s = sums.entry((t.clone(), w.clone())).or_insert((0.0, 0));
-                s.0 += c;
+                *e = e.min(c);
+                let s = sums.entry((t.clone(), w.clone())).or_default();
+                s.0.cell += c;
+                s.0.repeated += repeated;
+                s.0.one_pass += one_pass;
                 s.1 += 1;
             }
             for ((t, w), (sum, n)) in sums {
-                let overhead = cheapest.get(&t).copied().unwrap_or(0.0);
-                h.per
-                    .entry((t, w))
-                    .or_insert((sum / n as f64, overhead, files));
+                let n = f64::from(n);
+                let cost = Cost {
+                    cell: sum.cell / n,
+                    overhead: cheapest.get(&t).copied().unwrap_or(0.0),
+                    files,
+                    repeated: sum.repeated / n,
+                    one_pass: sum.one_pass / n,
+                };
+                h.per.entry((t, w)).or_insert(cost);
             }
         }
         h
@@ -96,9 +128,11 @@ impl History {
 
     /// Seconds a cell of `workload` on `target` costs for a data set of `files` files.
     pub fn cell(&self, target: &str, workload: &str, files: f64) -> Option<f64> {
-        let &(cost, overhead, then) = self.per.get(&(target.to_string(), workload.to_string()))?;
-        let overhead = overhead.min(cost);
-        Some(overhead + (cost - overhead) * files / then)
+        let c = self.per.get(&(target.to_string(), workload.to_string()))?;
+        let overhead = c.overhead.min(c.cell);
+        let grows = (c.cell - overhead - c.repeated).max(0.0);
+        let ratio = files / c.files;
+        Some(overhead + grows * ratio + c.repeated.max(c.one_pass * ratio))
     }
 }
 
@@ -150,11 +184,42 @@ mod tests {
     fn history_rescales_only_what_grows_with_the_data_set() {
         let mut h = History::default();
         // A cell cost 3 s; the target's cheapest cell 1 s; the run had 1,000 files.
-        h.per
-            .insert(("ext4".into(), "scan".into()), (3.0, 1.0, 1000.0));
+        h.per.insert(
+            ("ext4".into(), "scan".into()),
+            Cost {
+                cell: 3.0,
+                overhead: 1.0,
+                files: 1000.0,
+                ..Cost::default()
+            },
+        );
         assert_eq!(h.cell("ext4", "scan", 1000.0), Some(3.0));
         assert_eq!(h.cell("ext4", "scan", 10_000.0), Some(21.0));
         assert_eq!(h.cell("xfs", "scan", 10.0), None);
+    }
+
+    #[test]
+    fn a_phase_repeated_to_the_floor_does_not_grow_until_one_pass_outlasts_it() {
+        let mut h = History::default();
+        // 3 s cells, 1 s of it the target's overhead and 0.5 s a phase of 32 passes of 1/64 s.
+        h.per.insert(
+            ("ext4".into(), "dupes".into()),
+            Cost {
+                cell: 3.0,
+                overhead: 1.0,
+                files: 1000.0,
+                repeated: 0.5,
+                one_pass: 0.015625,
+            },
+        );
+        assert_eq!(h.cell("ext4", "dupes", 1000.0), Some(3.0));
+        // Ten times the files: the rest grows tenfold, the phase still lasts the floor.
+        assert_eq!(h.cell("ext4", "dupes", 10_000.0), Some(1.0 + 15.0 + 0.5));
+        // A thousand times: one pass (15.6 s) is the phase.
+        assert_eq!(
+            h.cell("ext4", "dupes", 1_000_000.0),
+            Some(1.0 + 1500.0 + 15.625)
+        );
     }
 
     #[test]
