@@ -177,22 +177,6 @@ fn touch_sets_mtimes_and_verify_catches_a_reverted_one() {
 }
 
 #[test]
-fn touch_repeated_to_the_floor_restamps_every_file_each_pass() {
-    let env = Env::new();
-    let m = env.manifest();
-    let ctx = env.ctx();
-    let mut h = common::Floored(std::time::Duration::from_millis(200));
-    let out = touch::Touch.run(&ctx, &Point::default(), &mut h).unwrap();
-    let passes = out.metrics["passes"];
-    assert!(passes >= 2.0, "{passes} passes");
-    assert!(out.seconds >= 0.2, "{}", out.seconds);
-    assert_eq!(out.files as f64, passes * m.files.len() as f64);
-    // Each pass stamps an instant 2 s after the last: the tree holds the last pass's.
-    let last = touch::target_time(env.spec.seed) + 2 * (passes as i64 - 1);
-    touch::verify(env.root.path(), 2, &m, last).unwrap();
-}
-
-#[test]
 fn chmod_sets_modes_and_xattrs_and_verify_catches_a_reverted_one() {
     let env = Env::new();
     let m = env.manifest();

@@ -1,7 +1,6 @@
 //! `touch`: set every file's modification (and access) time to one fixed, seed-derived
 //! instant with `utimensat` relative to the directory descriptor, then check it with a
-//! stat sweep. A pass re-stamps every file and ends with `syncfs`; the phase repeats it to
-//! the floor, caches dropped before each pass and each to an instant 2 s after the last. The instant is a whole, even second, which every file system stores exactly
+//! stat sweep. The instant is a whole, even second, which every file system stores exactly
 //! (FAT-family timestamps have 2 s granularity in places; exFAT 10 ms).
 
 use std::path::Path;
@@ -9,7 +8,6 @@ use std::time::Instant;
 
 use rustix::fs::{AtFlags, Timespec, Timestamps};
 
-use super::passes::measure_cold_passes;
 use super::prepare::prepare;
 use super::verify::file_set_problem;
 use super::{Ctx, Harness, IoContext, Outcome, Point, Workload, WorkloadError};
@@ -39,9 +37,6 @@ impl Workload for Touch {
     fn describe(&self) -> &'static str {
         "set every file's mtime with utimensat (relative to the directory fd); verify by a stat sweep"
     }
-    fn drops_caches(&self, _options: &toml::Table) -> Option<&'static str> {
-        Some("between the passes that repeat it to the phase floor")
-    }
 
     fn run(
         &self,
@@ -50,14 +45,8 @@ impl Workload for Touch {
         harness: &mut dyn Harness,
     ) -> Result<Outcome, WorkloadError> {
         let manifest = prepare(ctx)?;
-        let first = target_time(ctx.dataset.seed);
-        // The phase repeats the re-stamp to the floor, each pass from cold caches and each
-        // to a new instant (2 s later), so every pass writes every file's inode again.
-        let mut when = first;
-        let mut next = first;
-        let outcome = measure_cold_passes(harness, &mut || {
-            when = next;
-            next += 2;
+        let when = target_time(ctx.dataset.seed);
+        let outcome = harness.measure(&mut || {
             let t0 = Instant::now();
             let (files, log) = touch_all(ctx.root, ctx.threads, when, ctx)?;
             let s0 = Instant::now();
@@ -70,15 +59,8 @@ impl Workload for Touch {
             out.metrics
                 .insert("syncfs_seconds".into(), s0.elapsed().as_secs_f64());
             log.add_metrics("utimensat", &mut out.metrics);
-            if files != manifest.files.len() as u64 {
-                return Err(WorkloadError::Verify(format!(
-                    "touch: a pass stamped {files} files, the data set has {}",
-                    manifest.files.len()
-                )));
-            }
             Ok(out)
         })?;
-        // The last pass's instant on every file, and exactly the data set's files.
         verify(ctx.root, ctx.threads, &manifest, when)?;
         Ok(outcome)
     }
