@@ -1338,26 +1338,11 @@ fn warm_passes_repeat_until_their_own_seconds_reach_the_floor() {
     use std::time::{Duration, Instant};
 
     use fsarena::workload::passes::measure_passes;
-    use fsarena::workload::{Harness, Outcome, WorkloadError};
+    use fsarena::workload::Outcome;
 
-    struct Floor;
-    impl Harness for Floor {
-        fn drop_caches(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-        fn measure(
-            &mut self,
-            work: &mut dyn FnMut() -> Result<Outcome, WorkloadError>,
-        ) -> Result<Outcome, WorkloadError> {
-            work()
-        }
-        fn phase_floor(&self) -> Duration {
-            Duration::from_millis(60)
-        }
-    }
     // Each pass spends 2 ms outside its own clock and 3 ms on it: by the wall clock the
     // floor is reached after 12 passes, by the passes' seconds after 20.
-    let o = measure_passes(&mut Floor, &mut || {
+    let o = measure_passes(&mut common::Floored(Duration::from_millis(60)), &mut || {
         std::thread::sleep(Duration::from_millis(2));
         let t = Instant::now();
         std::thread::sleep(Duration::from_millis(3));

@@ -15,56 +15,9 @@ use std::time::Instant;
 
 use super::{Harness, Outcome, WorkloadError};
 
-/// Passes never exceed this, whatever the floor: a pass so fast that this many do not reach
-/// it is measured over this many.
+/// Warm passes never exceed this, whatever the floor: a pass so fast that this many do not
+/// reach it is measured over this many.
 pub const MAX_PASSES: u64 = 100_000;
-
-/// Runs `pass` inside one measured phase, once, then again until the passes' own seconds
-/// reach the harness's floor (or the wall clock [`COLD_WALL_FLOORS`] floors). Each pass returns its own [`Outcome`]; the phase's outcome sums their
-/// seconds, files and bytes, keeps the last pass's other metrics (the same every pass for a
-/// read-only walk: matches, dirs, …), and adds `passes`, `seconds_per_pass` and
-/// `files_per_pass`.
-pub fn measure_passes(
-    harness: &mut dyn Harness,
-    pass: &mut dyn FnMut() -> Result<Outcome, WorkloadError>,
-) -> Result<Outcome, WorkloadError> {
-    let floor = harness.phase_floor();
-    harness.measure(&mut || {
-        let t0 = Instant::now();
-        let mut total = pass()?;
-        let mut passes = 1u64;
-        // The passes' own seconds must reach the floor, not the wall clock: the phase's
-        // `seconds` is their sum, and the loop's own time between them is not in it.
-        while total.seconds < floor.as_secs_f64()
-            && t0.elapsed() < floor * COLD_WALL_FLOORS
-            && passes < MAX_PASSES
-        {
-            let next = pass()?;
-            total.seconds += next.seconds;
-            total.files += next.files;
-            total.logical_read_bytes += next.logical_read_bytes;
-            total.logical_write_bytes += next.logical_write_bytes;
-            total.metrics.extend(next.metrics);
-            passes += 1;
-        }
-        let n = passes as f64;
-        total.metrics.insert("passes".into(), n);
-        total
-            .metrics
-            .insert("seconds_per_pass".into(), total.seconds / n);
-        total
-            .metrics
-            .insert("files_per_pass".into(), total.files as f64 / n);
-        if passes > 1 {
-            total.notes.push(format!(
-                "{passes} warm passes in one phase of {:.2} s (floor {:.2} s)",
-                total.seconds,
-                floor.as_secs_f64()
-            ));
-        }
-        Ok(total)
-    })
-}
 
 /// Cold passes never exceed this many per phase, whatever the floor.
 pub const MAX_COLD_PASSES: u64 = 64;
@@ -75,33 +28,61 @@ pub const MAX_COLD_PASSES: u64 = 64;
 /// as below the floor, like any short one.
 pub const COLD_WALL_FLOORS: u32 = 6;
 
-/// Runs `pass` inside one measured phase, then drops the caches ([`Harness::pass_dropper`])
-/// and runs it again, until the passes' own time (the drops not counted) reaches the floor.
-/// The caller drops the caches before the first pass, as for a single cold pass.
-///
-/// The phase's figures are totals over the passes, like [`measure_passes`]'s; it adds
-/// `passes`, `seconds_per_pass`, `files_per_pass` and `between_passes_seconds` (the time
-/// spent dropping caches inside the phase, which the runner takes out of the device rates).
+/// Runs `pass` inside one measured phase, once, then again until the passes' own seconds
+/// reach the harness's floor (or the wall clock [`COLD_WALL_FLOORS`] floors). Each pass
+/// returns its own [`Outcome`]; the phase's outcome sums their seconds, files and bytes,
+/// keeps the last pass's other metrics (the same every pass for a read-only walk: matches,
+/// dirs, …), and adds `passes`, `seconds_per_pass` and `files_per_pass`.
+pub fn measure_passes(
+    harness: &mut dyn Harness,
+    pass: &mut dyn FnMut() -> Result<Outcome, WorkloadError>,
+) -> Result<Outcome, WorkloadError> {
+    repeat(harness, pass, None)
+}
+
+/// [`measure_passes`] with the caches dropped ([`Harness::pass_dropper`]) before every pass
+/// after the first, so each starts as cold as the first; the caller drops them before the
+/// first, as for a single cold pass. The passes' own time (the drops not counted) must reach
+/// the floor. Adds `between_passes_seconds`: the time spent dropping caches inside the
+/// phase, which the runner takes out of the device rates.
 pub fn measure_cold_passes(
     harness: &mut dyn Harness,
     pass: &mut dyn FnMut() -> Result<Outcome, WorkloadError>,
 ) -> Result<Outcome, WorkloadError> {
-    let floor = harness.phase_floor();
     let drop_caches = harness.pass_dropper();
-    let wall_cap = floor * COLD_WALL_FLOORS;
+    repeat(harness, pass, Some(drop_caches))
+}
+
+/// The loop behind both: `between`, when given, runs before every pass after the first and
+/// its time is kept apart from the passes'.
+fn repeat(
+    harness: &mut dyn Harness,
+    pass: &mut dyn FnMut() -> Result<Outcome, WorkloadError>,
+    between: Option<fn() -> std::io::Result<()>>,
+) -> Result<Outcome, WorkloadError> {
+    let floor = harness.phase_floor();
+    let max = if between.is_some() {
+        MAX_COLD_PASSES
+    } else {
+        MAX_PASSES
+    };
     harness.measure(&mut || {
         let t0 = Instant::now();
         let mut total = pass()?;
         let mut passes = 1u64;
-        let mut between = 0.0;
+        let mut between_s = 0.0;
+        // The passes' own seconds must reach the floor, not the wall clock: the phase's
+        // `seconds` is their sum, and what runs between them is not in it.
         while total.seconds < floor.as_secs_f64()
-            && t0.elapsed() < wall_cap
-            && passes < MAX_COLD_PASSES
+            && t0.elapsed() < floor * COLD_WALL_FLOORS
+            && passes < max
         {
-            let d = Instant::now();
-            drop_caches()
-                .map_err(|e| WorkloadError::io("dropping caches between cold passes", e))?;
-            between += d.elapsed().as_secs_f64();
+            if let Some(drop_caches) = between {
+                let d = Instant::now();
+                drop_caches()
+                    .map_err(|e| WorkloadError::io("dropping caches between cold passes", e))?;
+                between_s += d.elapsed().as_secs_f64();
+            }
             let next = pass()?;
             total.seconds += next.seconds;
             total.files += next.files;
@@ -115,11 +96,19 @@ pub fn measure_cold_passes(
         m.insert("passes".into(), n);
         m.insert("seconds_per_pass".into(), total.seconds / n);
         m.insert("files_per_pass".into(), total.files as f64 / n);
-        m.insert("between_passes_seconds".into(), between);
+        if between.is_some() {
+            m.insert("between_passes_seconds".into(), between_s);
+        }
         if passes > 1 {
+            let (kind, drops) = match between {
+                Some(_) => (
+                    "cold",
+                    format!("; caches dropped before each, {between_s:.2} s not counted"),
+                ),
+                None => ("warm", String::new()),
+            };
             total.notes.push(format!(
-                "{passes} cold passes, caches dropped before each, {:.2} s of passes in one \
-                 phase (floor {:.2} s; {between:.2} s of cache drops between them not counted)",
+                "{passes} {kind} passes in one phase of {:.2} s (floor {:.2} s{drops})",
                 total.seconds,
                 floor.as_secs_f64()
             ));
