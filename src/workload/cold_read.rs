@@ -255,7 +255,7 @@ fn run_launch(ctx: &Ctx, harness: &mut dyn Harness) -> Result<Outcome, WorkloadE
         })
     })?;
     outcome.notes.push(format!(
-        "launch: {} with {} libraries and its loader from the target, reading {} data files; seconds = exec to exit",
+        "launch: {} with {} libraries and its loader from the target, reading {} data files; seconds_per_pass = exec to exit of one start",
         launch::PROGRAM,
         app.files - 2,
         manifest.files.len()
