@@ -1360,3 +1360,86 @@ fn warm_passes_repeat_until_their_own_seconds_reach_the_floor() {
         o.seconds
     );
 }
+
+/// A harness whose phase runs under a real monitor with its [`Aside`] attached, and whose
+/// "cache drop" between cold passes costs 100 ms of CPU (a real drop evicting a large tree
+/// costs that much system time, and more on some file systems than others).
+struct CostlyDrops {
+    aside: fsarena::monitor::Aside,
+    report: Option<fsarena::monitor::MonitorReport>,
+}
+
+impl fsarena::workload::Harness for CostlyDrops {
+    fn drop_caches(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+    fn measure(
+        &mut self,
+        work: &mut dyn FnMut() -> Result<
+            fsarena::workload::Outcome,
+            fsarena::workload::WorkloadError,
+        >,
+    ) -> Result<fsarena::workload::Outcome, fsarena::workload::WorkloadError> {
+        let m = fsarena::monitor::Monitor::start_with(
+            &[],
+            std::time::Duration::from_millis(10),
+            &self.aside,
+        )
+        .unwrap();
+        let r = work();
+        self.report = Some(m.stop());
+        r
+    }
+    fn phase_floor(&self) -> std::time::Duration {
+        std::time::Duration::from_millis(100)
+    }
+    fn pass_dropper(&self) -> fn() -> std::io::Result<()> {
+        || {
+            let t = std::time::Instant::now();
+            let mut x = 1u64;
+            while t.elapsed() < std::time::Duration::from_millis(100) {
+                x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+            }
+            std::hint::black_box(x);
+            Ok(())
+        }
+    }
+    fn aside(&self) -> fsarena::monitor::Aside {
+        self.aside.clone()
+    }
+}
+
+/// The cache drops between cold passes ran inside the monitor's window, so a cold phase's
+/// CPU figures (and the "why" line's system CPU per pass) included evicting the whole tree
+/// between passes. They are set aside now.
+#[test]
+fn cache_drops_between_cold_passes_are_not_charged_to_the_phases_cpu() {
+    let mut h = CostlyDrops {
+        aside: Default::default(),
+        report: None,
+    };
+    let o = fsarena::workload::passes::measure_cold_passes(&mut h, &mut || {
+        let t = std::time::Instant::now();
+        std::thread::sleep(std::time::Duration::from_millis(25));
+        Ok(fsarena::workload::Outcome {
+            seconds: t.elapsed().as_secs_f64(),
+            ..Default::default()
+        })
+    })
+    .unwrap();
+    let drops = o.metrics["passes"] - 1.0;
+    assert!(drops >= 2.0, "{drops} drops");
+    let r = h.report.unwrap();
+    assert!(
+        r.process_cpu_seconds < 0.05,
+        "{} s of CPU charged to passes that only sleep ({drops} drops of 100 ms of CPU)",
+        r.process_cpu_seconds
+    );
+    assert!(
+        r.seconds < o.seconds + 0.05,
+        "the phase's window ({} s) is its passes ({} s), not the drops",
+        r.seconds,
+        o.seconds
+    );
+    assert!(r.aside_seconds >= drops * 0.1);
+}

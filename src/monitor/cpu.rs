@@ -77,6 +77,30 @@ pub fn parse_stat(text: &str) -> Result<CpuTimes, CpuStatError> {
 }
 
 impl CpuTimes {
+    /// Field by field `self - other`, saturating: the ticks of a span set aside
+    /// (`Aside`) taken out of a phase's total.
+    pub fn minus(&self, other: &CpuTimes) -> CpuTimes {
+        self.zip(other, u64::saturating_sub)
+    }
+
+    /// Field by field `self + other`, saturating: spans set aside, added up.
+    pub fn plus(&self, other: &CpuTimes) -> CpuTimes {
+        self.zip(other, u64::saturating_add)
+    }
+
+    fn zip(&self, o: &CpuTimes, f: fn(u64, u64) -> u64) -> CpuTimes {
+        CpuTimes {
+            user: f(self.user, o.user),
+            nice: f(self.nice, o.nice),
+            system: f(self.system, o.system),
+            idle: f(self.idle, o.idle),
+            iowait: f(self.iowait, o.iowait),
+            irq: f(self.irq, o.irq),
+            softirq: f(self.softirq, o.softirq),
+            steal: f(self.steal, o.steal),
+        }
+    }
+
     /// Percentages of the time elapsed between `earlier` and `self`, or `None` when no clock
     /// tick elapsed (an interval shorter than one tick has no meaningful split).
     ///

@@ -4,6 +4,7 @@
 //! private `sampler` turns readings into deltas and a series; [`Monitor`] runs it on a
 //! background thread for exactly the span between [`Monitor::start`] and [`Monitor::stop`].
 
+mod aside;
 pub mod cpu;
 pub mod diskstats;
 pub mod meminfo;
@@ -16,6 +17,8 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
+pub use aside::Aside;
+use aside::Cmd;
 pub use cpu::{CpuPercent, CpuStatError, CpuTimes};
 pub use diskstats::{counter_delta, DiskCounters, DiskStatsError, SECTOR_BYTES};
 pub use meminfo::{MemInfo, MemInfoError};
@@ -82,8 +85,12 @@ impl DeviceDelta {
 /// Everything the monitor learnt about one phase.
 #[derive(Debug, Clone, Default)]
 pub struct MonitorReport {
-    /// From the baseline reading in `start` to the final one in `stop`.
+    /// From the baseline reading in `start` to the final one in `stop`, less the spans set
+    /// aside.
     pub seconds: f64,
+    /// Seconds of the window set aside ([`Aside::run`]): left out of `seconds` and of every
+    /// device, CPU and process figure.
+    pub aside_seconds: f64,
     /// In the order the devices were given to [`Monitor::start`].
     pub devices: Vec<DeviceDelta>,
     /// The baseline at t = 0, one point per tick of [`schedule`], and the final one; device
@@ -188,6 +195,9 @@ impl MonitorReport {
             put("cpu_iowait_pct", self.cpu_iowait_pct);
         }
         put("process_cpu_seconds", self.process_cpu_seconds);
+        if self.aside_seconds > 0.0 {
+            put("monitor_aside_seconds", self.aside_seconds);
+        }
     }
 }
 
@@ -219,8 +229,9 @@ pub fn schedule(elapsed: Duration, steady: Duration) -> Duration {
 /// the figures.
 pub struct Monitor {
     devices: Vec<DevId>,
-    stop: Option<Sender<()>>,
+    stop: Option<Sender<Cmd>>,
     thread: Option<JoinHandle<MonitorReport>>,
+    aside: Aside,
 }
 
 impl Monitor {
@@ -231,16 +242,28 @@ impl Monitor {
     ///
     /// Fails only if the /proc files cannot be opened or the baseline cannot be read.
     pub fn start(devices: &[DevId], interval: Duration) -> std::io::Result<Monitor> {
+        Self::start_with(devices, interval, &Aside::default())
+    }
+
+    /// [`Monitor::start`], with `aside` attached until the monitor stops: spans run through
+    /// it ([`Aside::run`]) are left out of the phase's figures.
+    pub fn start_with(
+        devices: &[DevId],
+        interval: Duration,
+        aside: &Aside,
+    ) -> std::io::Result<Monitor> {
         let interval = interval.max(MIN_INTERVAL);
         let sampler = Sampler::new(devices)?;
-        let (tx, rx) = mpsc::channel::<()>();
+        let (tx, rx) = mpsc::channel::<Cmd>();
         let thread = std::thread::Builder::new()
             .name("fsarena-monitor".into())
             .spawn(move || run(sampler, interval, rx))?;
+        aside.attach(tx.clone());
         Ok(Monitor {
             devices: devices.to_vec(),
             stop: Some(tx),
             thread: Some(thread),
+            aside: aside.clone(),
         })
     }
 
@@ -261,8 +284,12 @@ impl Monitor {
     }
 
     fn shutdown(&mut self) -> Option<MonitorReport> {
-        // Dropping the sender wakes the thread at once (Disconnected), whatever it waits for.
-        drop(self.stop.take());
+        // The handle's copy of the sender goes first, so nothing can pause a finished phase.
+        self.aside.detach();
+        // The message wakes the thread at once, whatever it waits for.
+        if let Some(tx) = self.stop.take() {
+            let _ = tx.send(Cmd::Stop);
+        }
         self.thread.take()?.join().ok()
     }
 }
@@ -275,12 +302,12 @@ impl Drop for Monitor {
 
 /// The thread body: a reading at every tick of a fixed [`schedule`] (so samples do not
 /// drift by the time each takes), and a final one as soon as the monitor is stopped.
-fn run(mut sampler: Sampler, interval: Duration, stop: mpsc::Receiver<()>) -> MonitorReport {
+fn run(mut sampler: Sampler, interval: Duration, cmds: mpsc::Receiver<Cmd>) -> MonitorReport {
     let began = Instant::now();
     let step = |at: Instant| schedule(at.saturating_duration_since(began), interval);
     let mut next = began + step(began);
     loop {
-        match stop.recv_timeout(next.saturating_duration_since(Instant::now())) {
+        match cmds.recv_timeout(next.saturating_duration_since(Instant::now())) {
             Err(RecvTimeoutError::Timeout) => {
                 sampler.sample();
                 // If the machine stalled us past several ticks, skip them rather than burst.
@@ -289,7 +316,15 @@ fn run(mut sampler: Sampler, interval: Duration, stop: mpsc::Receiver<()>) -> Mo
                     next += step(next);
                 }
             }
-            Ok(()) | Err(RecvTimeoutError::Disconnected) => {
+            Ok(Cmd::Begin(ack)) => {
+                sampler.aside_begin();
+                let _ = ack.send(());
+            }
+            Ok(Cmd::End(ack)) => {
+                sampler.aside_end();
+                let _ = ack.send(());
+            }
+            Ok(Cmd::Stop) | Err(RecvTimeoutError::Disconnected) => {
                 sampler.sample();
                 return sampler.finish();
             }
@@ -298,282 +333,4 @@ fn run(mut sampler: Sampler, interval: Duration, stop: mpsc::Receiver<()>) -> Mo
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use std::io::Write;
-    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
-
-    const MIB: u64 = 1 << 20;
-
-    fn present(dev: DevId) -> bool {
-        let text = std::fs::read_to_string("/proc/diskstats").unwrap();
-        let mut out = [None];
-        diskstats::find_devices(&text, &[dev], &mut out);
-        out[0].is_some()
-    }
-
-    /// The device holding `/`, or failing that the first whole virtio/SCSI/NVMe disk.
-    fn root_device() -> DevId {
-        let dev = DevId::from_dev_t(std::fs::metadata("/").unwrap().dev());
-        if present(dev) {
-            return dev;
-        }
-        let text = std::fs::read_to_string("/proc/diskstats").unwrap();
-        for line in text.lines() {
-            let f: Vec<&str> = line.split_whitespace().collect();
-            let name = f[2];
-            let whole = (name.starts_with("vd") || name.starts_with("sd"))
-                && !name.ends_with(|c: char| c.is_ascii_digit())
-                || name.starts_with("nvme") && !name.contains('p');
-            if whole {
-                return DevId {
-                    major: f[0].parse().unwrap(),
-                    minor: f[1].parse().unwrap(),
-                };
-            }
-        }
-        panic!("no block device for / in /proc/diskstats");
-    }
-
-    /// A device number that no block device has: tmpfs's anonymous device.
-    fn unseen_device() -> DevId {
-        let shm = std::fs::metadata("/dev/shm").map(|m| DevId::from_dev_t(m.dev()));
-        match shm {
-            Ok(d) if !present(d) => d,
-            _ => DevId {
-                major: 0,
-                minor: 0xFFFFF,
-            },
-        }
-    }
-
-    #[test]
-    fn direct_write_of_64_mib_is_counted_on_the_root_device() {
-        let root = root_device();
-        let interval = Duration::from_millis(20);
-        let dir = tempfile::TempDir::new_in("/var/tmp").unwrap();
-        let path = dir.path().join("monitor-direct");
-        let mut file = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .custom_flags(rustix::fs::OFlags::DIRECT.bits() as i32)
-            .open(&path)
-            .unwrap();
-        // O_DIRECT needs an aligned buffer; carve one out of a larger Vec.
-        let chunk = MIB as usize;
-        let backing = vec![0xA5u8; chunk + 4096];
-        let off = backing.as_ptr().align_offset(4096);
-        let buf = &backing[off..off + chunk];
-
-        let monitor = Monitor::start(&[root, unseen_device()], interval).unwrap();
-        let began = Instant::now();
-        for _ in 0..64 {
-            file.write_all(buf).unwrap();
-        }
-        file.sync_all().unwrap();
-        // Make the phase span several intervals so the series has several points.
-        std::thread::sleep((interval * 4).saturating_sub(began.elapsed()));
-        let report = monitor.stop();
-
-        let d = &report.devices[0];
-        assert_eq!(d.dev, root);
-        assert!(d.seen);
-        assert!(d.write_bytes >= 64 * MIB, "{d:?}");
-        assert!(d.write_ios >= 1 && d.busy_ms >= 1, "{d:?}");
-        assert!(!report.devices[1].seen);
-        assert_eq!(report.devices[1].write_bytes, 0);
-
-        let mut m = BTreeMap::new();
-        report.add_metrics(&mut m);
-        assert!(m["device_write_bytes"] >= (64 * MIB) as f64);
-        assert!(m["device_write_iops"] > 0.0);
-        assert!(m["bytes_per_write"] > 0.0);
-        assert!(!m.contains_key("backing_write_bytes"), "unseen device");
-
-        assert!(report.seconds >= (interval * 4).as_secs_f64());
-        assert!(report.series.len() >= 3, "{}", report.series.len());
-        for w in report.series.windows(2) {
-            assert!(w[1].t > w[0].t, "timestamps must increase");
-            assert!(w[1].device_write_bytes >= w[0].device_write_bytes);
-        }
-        let last = report.series.last().unwrap();
-        assert!(
-            (last.t - report.seconds).abs() < 1e-9,
-            "final point ends the phase"
-        );
-        assert_eq!(last.device_write_bytes, d.write_bytes);
-        assert!(report.series.iter().all(|s| s.mem_free_bytes > 0));
-
-        assert!(report.start_cached_bytes > 0);
-        assert!(report.peak_cached_bytes >= report.start_cached_bytes);
-        assert!(report
-            .series
-            .iter()
-            .all(|s| s.cached_bytes <= report.peak_cached_bytes));
-        let min_free = report
-            .series
-            .iter()
-            .map(|s| s.mem_free_bytes)
-            .min()
-            .unwrap();
-        assert!(report.min_mem_free_bytes > 0 && report.min_mem_free_bytes <= min_free);
-        assert!(report.cpu_measured);
-        let cpu = report.cpu_user_pct + report.cpu_system_pct + report.cpu_iowait_pct;
-        // The split itself may be all idle on a quiet machine; it must be a valid share.
-        assert!((0.0..=100.0 + 1e-9).contains(&cpu), "{cpu}");
-        assert!(report.process_cpu_seconds > 0.0);
-        assert_eq!(report.warnings.len(), 1, "{:?}", report.warnings);
-    }
-
-    #[test]
-    fn phase_shorter_than_an_interval_still_has_a_baseline_and_a_final_point() {
-        let report = Monitor::start(&[root_device()], Duration::from_secs(60))
-            .unwrap()
-            .stop();
-        assert!(report.devices[0].seen);
-        assert_eq!(report.series.len(), 2);
-        assert_eq!(report.series[0].t, 0.0);
-        assert_eq!(report.series[0].device_write_bytes, 0);
-        assert!(report.series[0].cached_bytes > 0);
-        assert!(report.seconds < 30.0);
-        assert!(report.warnings.is_empty(), "{:?}", report.warnings);
-    }
-
-    #[test]
-    fn no_device_at_all_gives_no_device_metrics() {
-        let report = Monitor::start(&[unseen_device()], Duration::from_millis(10))
-            .unwrap()
-            .stop();
-        assert!(!report.devices[0].seen);
-        let mut m = BTreeMap::new();
-        report.add_metrics(&mut m);
-        assert!(m.keys().all(|k| !k.starts_with("device_")), "{m:?}");
-        assert!(m.contains_key("peak_cached_bytes"));
-    }
-
-    /// Regression (issue 14): a 0.2 s phase sampled every 200 ms had one or two points.
-    #[test]
-    fn short_phase_is_sampled_fast_then_backs_off() {
-        assert_eq!(
-            schedule(Duration::ZERO, Duration::from_millis(200)),
-            FAST_INTERVAL
-        );
-        assert_eq!(
-            schedule(FAST_SPAN, Duration::from_millis(200)),
-            Duration::from_millis(200)
-        );
-        assert_eq!(
-            schedule(Duration::ZERO, Duration::from_millis(10)),
-            Duration::from_millis(10)
-        );
-        let monitor = Monitor::start(&[root_device()], Duration::from_millis(200)).unwrap();
-        std::thread::sleep(Duration::from_millis(200));
-        let report = monitor.stop();
-        // 8 ticks at 25 ms fit in 200 ms; allow a loaded machine to skip a few.
-        assert!(report.series.len() >= 6, "{}", report.series.len());
-        assert_eq!(report.series[0].t, 0.0, "the series starts at the baseline");
-    }
-
-    /// What fast sampling costs: the median CPU time of one sample (three /proc reads and a
-    /// parse). At [`FAST_INTERVAL`] a millisecond would be 4 % of one CPU; it is far less.
-    #[test]
-    fn sample_costs_well_under_a_millisecond() {
-        let mut sampler = Sampler::new(&[root_device()]).unwrap();
-        let mut costs: Vec<f64> = (0..200)
-            .map(|_| {
-                let before = cpu::process_cpu_seconds().unwrap();
-                let t = Instant::now();
-                sampler.sample();
-                // Wall time bounds CPU time from above unless preempted; take the smaller.
-                let cpu_s = cpu::process_cpu_seconds().unwrap() - before;
-                cpu_s.min(t.elapsed().as_secs_f64())
-            })
-            .collect();
-        costs.sort_by(f64::total_cmp);
-        let median = costs[costs.len() / 2];
-        eprintln!("median sample cost {:.1} µs", median * 1e6);
-        assert!(median < 1e-3, "median sample cost {median} s");
-    }
-
-    #[test]
-    fn dropping_a_running_monitor_stops_its_thread() {
-        let monitor = Monitor::start(&[], Duration::from_millis(10)).unwrap();
-        std::thread::sleep(Duration::from_millis(30));
-        drop(monitor); // must return, not hang
-    }
-
-    fn sample_report() -> MonitorReport {
-        let dev = DevId { major: 7, minor: 3 };
-        MonitorReport {
-            seconds: 2.0,
-            devices: vec![
-                DeviceDelta {
-                    dev,
-                    seen: true,
-                    read_bytes: 8192,
-                    write_bytes: 1 << 20,
-                    read_ios: 2,
-                    write_ios: 0,
-                    read_ms: 3,
-                    write_ms: 0,
-                    busy_ms: 3,
-                    discard_bytes: 0,
-                    peak_in_flight: 1,
-                },
-                DeviceDelta {
-                    write_bytes: 5 << 20,
-                    seen: true,
-                    ..DeviceDelta::unseen(DevId {
-                        major: 254,
-                        minor: 0,
-                    })
-                },
-            ],
-            start_cached_bytes: 100,
-            peak_cached_bytes: 400,
-            peak_dirty_bytes: 7,
-            peak_writeback_bytes: 9,
-            min_mem_free_bytes: 1,
-            cpu_user_pct: 10.0,
-            cpu_system_pct: 20.0,
-            cpu_iowait_pct: 5.0,
-            cpu_measured: true,
-            process_cpu_seconds: 0.5,
-            ..MonitorReport::default()
-        }
-    }
-
-    #[test]
-    fn add_metrics_computes_ratios_and_omits_undefined_ones() {
-        let mut m = BTreeMap::new();
-        sample_report().add_metrics(&mut m);
-        assert_eq!(m["device_read_bytes"], 8192.0);
-        assert_eq!(m["device_read_latency_ms"], 1.5);
-        assert_eq!(m["bytes_per_read"], 4096.0);
-        assert_eq!(m["device_read_iops"], 1.0);
-        assert_eq!(m["device_write_iops"], 0.0);
-        assert!(
-            !m.contains_key("device_write_latency_ms"),
-            "no writes: no latency"
-        );
-        assert!(!m.contains_key("bytes_per_write"));
-        assert_eq!(m["backing_write_bytes"], (5 << 20) as f64);
-        assert_eq!(m["cache_growth_bytes"], 300.0);
-        assert_eq!(m["peak_dirty_bytes"], 7.0);
-        assert_eq!(m["peak_writeback_bytes"], 9.0);
-        assert_eq!(m["cpu_system_pct"], 20.0);
-        assert_eq!(m["process_cpu_seconds"], 0.5);
-    }
-
-    #[test]
-    fn add_metrics_omits_cpu_split_when_not_measured_and_unseen_backing() {
-        let mut r = sample_report();
-        r.cpu_measured = false;
-        r.devices[1].seen = false;
-        let mut m = BTreeMap::new();
-        r.add_metrics(&mut m);
-        assert!(!m.contains_key("cpu_user_pct"));
-        assert!(!m.contains_key("backing_write_bytes"));
-        assert!(m.contains_key("process_cpu_seconds"));
-    }
-}
+mod tests;

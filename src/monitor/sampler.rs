@@ -64,6 +64,23 @@ impl FailureCount {
 }
 
 /// Everything read at one instant. Reused between samples.
+/// The counters at the start of a span set aside ([`super::Aside`]).
+struct Mark {
+    at: Instant,
+    total: Vec<DiskCounters>,
+    cpu: CpuTimes,
+    process_cpu: Option<f64>,
+}
+
+/// The spans set aside, added up: taken out of the phase's figures at the end.
+#[derive(Default)]
+struct SetAside {
+    seconds: f64,
+    disks: Vec<DiskCounters>,
+    cpu: CpuTimes,
+    process_cpu: f64,
+}
+
 struct Reading {
     at: Instant,
     /// False when /proc/diskstats itself could not be read (not: a device was absent).
@@ -101,6 +118,10 @@ pub(super) struct Sampler {
 
     series: Vec<Sample>,
     samples_taken: u64,
+    /// The reading that opened the span being set aside, if one is open.
+    aside_open: Option<Mark>,
+    /// What the spans set aside so far added up to.
+    aside: SetAside,
     disk_failures: FailureCount,
     mem_failures: FailureCount,
     cpu_failures: FailureCount,
@@ -162,6 +183,11 @@ impl Sampler {
             min_free: mem.free,
             series,
             samples_taken: 0,
+            aside_open: None,
+            aside: SetAside {
+                disks: vec![DiskCounters::default(); n],
+                ..SetAside::default()
+            },
             disk_failures: FailureCount::default(),
             mem_failures: FailureCount::default(),
             cpu_failures: FailureCount::default(),
@@ -206,6 +232,38 @@ impl Sampler {
             cpu_system_pct: pct.system,
             cpu_iowait_pct: pct.iowait,
         });
+    }
+
+    /// Takes a reading and opens a span set aside (a second opening is ignored).
+    pub(super) fn aside_begin(&mut self) {
+        if self.aside_open.is_some() {
+            return;
+        }
+        self.sample();
+        self.aside_open = Some(Mark {
+            at: self.last_at,
+            total: self.total.clone(),
+            cpu: self.last_cpu,
+            process_cpu: cpu::process_cpu_seconds().ok(),
+        });
+    }
+
+    /// Takes a reading and closes the open span: what changed since it opened is added to
+    /// what is set aside.
+    pub(super) fn aside_end(&mut self) {
+        let Some(mark) = self.aside_open.take() else {
+            return;
+        };
+        self.sample();
+        let a = &mut self.aside;
+        a.seconds += self.last_at.duration_since(mark.at).as_secs_f64();
+        for ((sum, now), then) in a.disks.iter_mut().zip(&self.total).zip(&mark.total) {
+            sum.accumulate(&now.since(then));
+        }
+        a.cpu = a.cpu.plus(&self.last_cpu.minus(&mark.cpu));
+        if let (Some(then), Ok(now)) = (mark.process_cpu, cpu::process_cpu_seconds()) {
+            a.process_cpu += (now - then).max(0.0);
+        }
     }
 
     /// Reads the three files into `self.reading`, recording failures.
@@ -286,7 +344,7 @@ impl Sampler {
                     warnings.push(format!("device {dev} not seen in {DISKSTATS}"));
                     return DeviceDelta::unseen(dev);
                 }
-                let t = &self.total[i];
+                let t = &self.total[i].since(&self.aside.disks[i]);
                 DeviceDelta {
                     dev,
                     seen: true,
@@ -302,9 +360,12 @@ impl Sampler {
                 }
             })
             .collect();
-        let cpu = self.last_cpu.percent_since(&self.first_cpu);
+        let cpu = self
+            .last_cpu
+            .minus(&self.aside.cpu)
+            .percent_since(&self.first_cpu);
         let process_cpu_seconds = match cpu::process_cpu_seconds() {
-            Ok(end) => (end - self.start_process_cpu).max(0.0),
+            Ok(end) => (end - self.start_process_cpu - self.aside.process_cpu).max(0.0),
             Err(e) => {
                 warnings.push(format!("getrusage failed at the end of the phase: {e}"));
                 0.0
@@ -312,7 +373,9 @@ impl Sampler {
         };
         let pct = cpu.unwrap_or_default();
         MonitorReport {
-            seconds: self.last_at.duration_since(self.started).as_secs_f64(),
+            seconds: (self.last_at.duration_since(self.started).as_secs_f64() - self.aside.seconds)
+                .max(0.0),
+            aside_seconds: self.aside.seconds,
             devices,
             series: self.series,
             start_cached_bytes: self.start_cached,

@@ -38,16 +38,9 @@ pub fn metrics(outcome: &Outcome, seen: &Observed) -> BTreeMap<String, f64> {
         outcome.logical_read_bytes as f64,
     );
     if let Some(report) = &seen.monitor {
+        // Spans the workload set aside (cache drops between cold passes, per-pass checks)
+        // are already out of the report's seconds, counters and CPU figures.
         report.add_metrics(&mut m);
-        // Cold passes drop the caches between passes inside the phase; the device's rates
-        // are over the passes, not over the drops.
-        if let Some(between) = outcome.metrics.get("between_passes_seconds") {
-            let busy = report.seconds - between;
-            if let Some(d) = report.devices.first().filter(|d| d.seen && busy > 0.0) {
-                m.insert("device_read_iops".into(), d.read_ios as f64 / busy);
-                m.insert("device_write_iops".into(), d.write_ios as f64 / busy);
-            }
-        }
         if let Some(d) = seen.log_device.as_ref().filter(|d| d.seen) {
             d.add_metrics("log_device_", "log_", report.seconds, &mut m);
         }
@@ -120,41 +113,6 @@ mod tests {
         // No monitor: no device figures and no write amplification invented.
         assert!(!m.contains_key("write_amplification"));
         assert!(!m.contains_key("device_write_bytes"));
-    }
-
-    #[test]
-    fn device_rates_of_cold_passes_leave_out_the_cache_drops_between_them() {
-        let mut o = Outcome {
-            seconds: 1.0,
-            ..Default::default()
-        };
-        o.metrics.insert("between_passes_seconds".into(), 1.0);
-        let seen = Observed {
-            monitor: Some(crate::monitor::MonitorReport {
-                seconds: 2.0,
-                devices: vec![crate::monitor::DeviceDelta {
-                    dev: crate::sys::DevId { major: 7, minor: 0 },
-                    seen: true,
-                    read_bytes: 0,
-                    write_bytes: 0,
-                    read_ios: 100,
-                    write_ios: 10,
-                    read_ms: 0,
-                    write_ms: 0,
-                    busy_ms: 0,
-                    discard_bytes: 0,
-                    peak_in_flight: 0,
-                }],
-                ..Default::default()
-            }),
-            ..Default::default()
-        };
-        let m = metrics(&o, &seen);
-        assert_eq!(
-            m["device_read_iops"], 100.0,
-            "100 reads over 1 s of passes, not 2 s"
-        );
-        assert_eq!(m["device_write_iops"], 10.0);
     }
 
     #[test]

@@ -519,14 +519,9 @@ pub fn run_cell(
 fn measure_point(c: &CellRun, ctx: &Ctx, p: &Point, index: usize, f: &Fresh) -> Measurement {
     let (inst, log) = (&f.inst, f.log.as_ref().map(|(l, _)| l));
     let step = c.step(&format!("point {index}"));
-    let mut h = MonitoredHarness {
-        devices: &inst.devices,
-        log_device: log.and_then(|l| l.devices.first().copied()),
-        root: ctx.root,
-        floor: c.plan.phase_floor,
-        observed: Default::default(),
-        ranks: c.ranks.map(|r| (r, step.clone())),
-    };
+    let log_device = log.and_then(|l| l.devices.first().copied());
+    let mut h = MonitoredHarness::new(&inst.devices, log_device, ctx.root, c.plan.phase_floor);
+    h.ranks = c.ranks.map(|r| (r, step.clone()));
     // Taken before the workload runs: the record is made after it, and its start is this.
     let started_unix = host_facts::now_unix();
     let result = c.workload.run(ctx, p, &mut h);

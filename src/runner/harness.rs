@@ -5,7 +5,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use super::ranks::{self, Figures, Ranks};
-use crate::monitor::{DeviceDelta, Monitor, MonitorReport};
+use crate::monitor::{Aside, DeviceDelta, Monitor, MonitorReport};
 use crate::sys::{self, DevId};
 use crate::workload::{Harness, Outcome, WorkloadError};
 
@@ -44,6 +44,9 @@ pub struct MonitoredHarness<'a> {
     /// Under MPI: the job, and the label of this point (the same on every rank), so the
     /// phase starts and ends with every rank and its figures are the job's.
     pub ranks: Option<(&'a Ranks, String)>,
+    /// Attached to the monitor while the phase runs: what the workload sets aside through
+    /// it (cache drops between cold passes, checks of a pass) is left out of the figures.
+    pub aside: Aside,
 }
 
 fn used_bytes(p: &Path) -> Option<u64> {
@@ -80,7 +83,7 @@ impl Harness for MonitoredHarness<'_> {
             .copied()
             .chain(self.log_device)
             .collect();
-        let monitor = Monitor::start(&devices, SAMPLE_INTERVAL);
+        let monitor = Monitor::start_with(&devices, SAMPLE_INTERVAL, &self.aside);
         if let Err(e) = &monitor {
             self.observed
                 .notes
@@ -140,9 +143,32 @@ impl Harness for MonitoredHarness<'_> {
     fn phase_floor(&self) -> Duration {
         self.floor
     }
+
+    fn aside(&self) -> Aside {
+        self.aside.clone()
+    }
 }
 
-impl MonitoredHarness<'_> {
+impl<'a> MonitoredHarness<'a> {
+    /// A harness for one point on `devices` (and `log_device`), under `root`, with the
+    /// plan's phase `floor`; not under MPI until `ranks` is set.
+    pub fn new(
+        devices: &'a [DevId],
+        log_device: Option<DevId>,
+        root: &'a Path,
+        floor: Duration,
+    ) -> Self {
+        MonitoredHarness {
+            devices,
+            log_device,
+            root,
+            floor,
+            observed: Observed::default(),
+            ranks: None,
+            aside: Aside::default(),
+        }
+    }
+
     /// Under MPI, for a workload that failed before its measured phase (`why`): takes this
     /// rank's part in the phase's barriers, so the other ranks skip the phase instead of
     /// waiting for this one.

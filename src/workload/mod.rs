@@ -129,6 +129,12 @@ pub trait Harness {
     fn pass_dropper(&self) -> fn() -> std::io::Result<()> {
         crate::sys::drop_caches
     }
+    /// The handle through which work inside the measured phase that is not the phase's own
+    /// (the cache drop between cold passes, a pass's check) is left out of the monitor's
+    /// figures ([`crate::monitor::Aside`]). Take it before `measure`; inert by default.
+    fn aside(&self) -> crate::monitor::Aside {
+        crate::monitor::Aside::default()
+    }
 }
 
 /// A harness without a monitor, for unit tests and for tools that only need timing.

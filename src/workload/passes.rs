@@ -43,8 +43,9 @@ pub fn measure_passes(
 /// [`measure_passes`] with the caches dropped ([`Harness::pass_dropper`]) before every pass
 /// after the first, so each starts as cold as the first; the caller drops them before the
 /// first, as for a single cold pass. The passes' own time (the drops not counted) must reach
-/// the floor. Adds `between_passes_seconds`: the time spent dropping caches inside the
-/// phase, which the runner takes out of the device rates.
+/// the floor. The drops are set aside ([`Harness::aside`]): the monitor's seconds, device
+/// counters and CPU figures leave them out. Adds `between_passes_seconds`: the time they
+/// took.
 pub fn measure_cold_passes(
     harness: &mut dyn Harness,
     pass: &mut dyn FnMut() -> Result<Outcome, WorkloadError>,
@@ -61,6 +62,8 @@ fn repeat(
     between: Option<fn() -> std::io::Result<()>>,
 ) -> Result<Outcome, WorkloadError> {
     let floor = harness.phase_floor();
+    // What runs between passes is not the phase's work: the monitor leaves it out.
+    let aside = harness.aside();
     let max = if between.is_some() {
         MAX_COLD_PASSES
     } else {
@@ -79,7 +82,8 @@ fn repeat(
         {
             if let Some(drop_caches) = between {
                 let d = Instant::now();
-                drop_caches()
+                aside
+                    .run(drop_caches)
                     .map_err(|e| WorkloadError::io("dropping caches between cold passes", e))?;
                 between_s += d.elapsed().as_secs_f64();
             }
