@@ -55,19 +55,27 @@ pub struct History {
 
 impl History {
     /// Reads up to `limit` earlier runs under `root` (newest first); the newest run that
-    /// timed a (target, workload) pair wins.
+    /// timed a (target, workload) pair wins. Newest by the time its results file was last
+    /// written, not by name: `--out before`, `--out after` name runs in no order of time.
     pub fn load(root: &Path, limit: usize) -> History {
         let mut h = History::default();
         let Ok(entries) = std::fs::read_dir(root) else {
             return h;
         };
-        let mut dirs: Vec<_> = entries
+        let mut dirs: Vec<(std::time::SystemTime, std::path::PathBuf)> = entries
             .flatten()
             .map(|e| e.path())
-            .filter(|p| p.join(store::FILE_NAME).is_file())
+            .filter_map(|p| {
+                let written = std::fs::metadata(p.join(store::FILE_NAME))
+                    .ok()
+                    .filter(|m| m.is_file())?
+                    .modified()
+                    .ok()?;
+                Some((written, p))
+            })
             .collect();
         dirs.sort();
-        for dir in dirs.iter().rev().take(limit) {
+        for (_, dir) in dirs.iter().rev().take(limit) {
             let Ok(loaded) = store::load(dir) else {
                 continue;
             };
@@ -220,6 +228,61 @@ mod tests {
             h.cell("ext4", "dupes", 1_000_000.0),
             Some(1.0 + 1500.0 + 15.625)
         );
+    }
+
+    /// Writes a run of one ext4 scan cell that cost `cell_s` into `dir`, its results file
+    /// last written at `written`.
+    fn past_run(dir: &Path, cell_s: f64, written: std::time::SystemTime) {
+        use crate::results::{HostFacts, Measurement};
+        std::fs::create_dir(dir).unwrap();
+        let plan = Plan {
+            targets: Vec::new(),
+            workloads: vec!["scan".into()],
+            threads: vec![1],
+            runs: crate::plan::Runs::Fixed(1),
+            dataset: crate::dataset::DatasetSpec {
+                scale: 0.002,
+                ..Default::default()
+            },
+            extra_profiles: Vec::new(),
+            baseline: String::new(),
+            timeout: std::time::Duration::from_secs(60),
+            workload_options: Default::default(),
+            margin_pct: crate::plan::DEFAULT_MARGIN_PCT,
+            phase_floor: crate::plan::DEFAULT_PHASE_FLOOR,
+            age_pct: None,
+            rank_dirs: Default::default(),
+        };
+        let host = HostFacts {
+            plan: serde_json::to_value(&plan).unwrap(),
+            ..HostFacts::default()
+        };
+        let mut s = store::Store::create(dir, &host).unwrap();
+        let m = Measurement {
+            target: "ext4".into(),
+            workload: "scan".into(),
+            cell_seconds: Some(cell_s),
+            ..Measurement::default()
+        };
+        s.append(&m).unwrap();
+        drop(s);
+        let f = std::fs::File::options()
+            .write(true)
+            .open(dir.join(store::FILE_NAME))
+            .unwrap();
+        f.set_modified(written).unwrap();
+    }
+
+    #[test]
+    fn history_takes_the_run_written_last_not_the_last_name() {
+        let root = tempfile::tempdir().unwrap();
+        let now = std::time::SystemTime::now();
+        let hour = std::time::Duration::from_secs(3600);
+        past_run(&root.path().join("z-before"), 9.0, now - hour);
+        past_run(&root.path().join("a-after"), 2.0, now);
+        let h = History::load(root.path(), 20);
+        let files = h.per[&("ext4".to_string(), "scan".to_string())].files;
+        assert_eq!(h.cell("ext4", "scan", files), Some(2.0), "{h:?}");
     }
 
     #[test]
