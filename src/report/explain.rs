@@ -112,6 +112,16 @@ fn verb(what: &str) -> &'static str {
     }
 }
 
+/// A ratio as the clause says it: "2.4×", "0.4×", and below a tenth "1/30 of" (one decimal
+/// would print a reflinked copy's 1.6 MB against 48.7 MB as "0.0×").
+fn times(ratio: f64) -> String {
+    if ratio < 0.095 {
+        format!("1/{:.0} of", 1.0 / ratio)
+    } else {
+        format!("{ratio:.1}×")
+    }
+}
+
 /// One fired rule: its ratio and the clause it contributes.
 struct Cause {
     strength: f64,
@@ -142,8 +152,9 @@ fn cause(rule: &Rule, base: &Row, cand: &Row, worse: bool) -> Option<Cause> {
     Some(Cause {
         strength: if worse { ratio } else { 1.0 / ratio },
         clause: format!(
-            "{}{ratio:.1}× {} ({} vs {}){hint}",
+            "{}{} {} ({} vs {}){hint}",
             verb(rule.what),
+            times(ratio),
             rule.what,
             (rule.show)(mc),
             (rule.show)(mb),
@@ -374,6 +385,13 @@ mod tests {
         );
         let w = why(base, cand, Decision::Better).expect("fires");
         assert_eq!(w, "xfs faster: 0.4× the device write I/Os (2000 vs 5000)");
+    }
+
+    #[test]
+    fn a_ratio_below_a_tenth_is_said_as_a_fraction_not_as_zero() {
+        assert_eq!(times(1.6 / 48.7), "1/30 of");
+        assert_eq!(times(0.1), "0.1×");
+        assert_eq!(times(2.46), "2.5×");
     }
 
     #[test]

@@ -19,8 +19,8 @@ fn generic(w: &Warning) -> (String, Option<String>) {
     match w {
         Warning::WideSpread { metric, cv } if cv.is_finite() => (
             format!(
-                "{metric} varies more than {:.0} % between runs (CV) — too wide to decide; run \
-                 with --runs 10 or --runs auto, and make sure nothing else uses the disk or CPU",
+                "{metric} varies more than {:.0} % between runs (CV) — small differences take \
+                 many runs to decide; make sure nothing else uses the disk or CPU",
                 WIDE_SPREAD_CV * 100.0
             ),
             Some(format!("{:.0} %", cv * 100.0)),

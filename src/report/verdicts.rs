@@ -191,12 +191,13 @@ fn verdict(
     }
 }
 
-/// A p-value as a reader wants it: two decimals, or "< 0.001" rather than "0.00".
+/// A p-value as a reader wants it: "p = 0.016", or "p < 0.001" rather than "p = 0.000"
+/// (and not "p = < 0.001").
 pub fn p_text(p: f64) -> String {
     if p < 0.001 {
-        "< 0.001".into()
+        "p < 0.001".into()
     } else {
-        format!("{p:.3}")
+        format!("p = {p:.3}")
     }
 }
 
@@ -209,6 +210,18 @@ pub fn runs_phrase(v: &Verdict) -> String {
             "not within {} runs per target",
             stats::decision::MAX_RUNS_ESTIMATE
         ),
+    }
+}
+
+/// A percentage in a headline: whole numbers from 10 % up, one decimal below, so that a
+/// small difference and an interval ending near zero read "3.4 %" and "-0.3 %", not "3 %"
+/// and "-0 %". `signed` adds the sign.
+fn pct(x: f64, signed: bool) -> String {
+    match (x.abs() < 9.95, signed) {
+        (true, true) => format!("{x:+.1}"),
+        (true, false) => format!("{x:.1}"),
+        (false, true) => format!("{x:+.0}"),
+        (false, false) => format!("{x:.0}"),
     }
 }
 
@@ -234,16 +247,16 @@ fn headline(s: &Section, top: Option<&Pair>) -> String {
     else {
         return format!("{win} leads {next}, but there are too few runs to tell");
     };
-    let by = c.pct_diff.abs();
+    let by = pct(c.pct_diff.abs(), false);
     let dir = if c.pct_diff > 0.0 { "higher" } else { "lower" };
     match v.decision {
         Decision::Better | Decision::Worse => {
             let ci = c
                 .pct_ci95
-                .map(|(lo, hi)| format!(", 95 % CI {lo:+.0} % to {hi:+.0} %"))
+                .map(|(lo, hi)| format!(", 95 % CI {} % to {} %", pct(lo, true), pct(hi, true)))
                 .unwrap_or_default();
             format!(
-                "{win} wins: {key} {by:.0} % {dir} than {next} (better, {ADJUSTMENT} p = {}{ci})",
+                "{win} wins: {key} {by} % {dir} than {next} (better, {ADJUSTMENT} {}{ci})",
                 p_text(v.p_adjusted)
             )
         }
@@ -258,9 +271,29 @@ fn headline(s: &Section, top: Option<&Pair>) -> String {
             )
         }
         Decision::Undecided => format!(
-            "{win} leads {next} by {by:.1} %, undecided ({ADJUSTMENT} p = {}): {}",
+            "{win} leads {next} by {by} %, undecided ({ADJUSTMENT} {}): {}",
             p_text(v.p_adjusted),
             runs_phrase(v)
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::pct;
+
+    #[test]
+    fn a_small_p_reads_p_below_not_p_equals_below() {
+        assert_eq!(super::p_text(0.0004), "p < 0.001");
+        assert_eq!(super::p_text(0.016), "p = 0.016");
+    }
+
+    #[test]
+    fn headline_percentages_keep_a_decimal_below_ten_and_never_read_minus_zero() {
+        assert_eq!(pct(-0.3, true), "-0.3");
+        assert_eq!(pct(3.44, false), "3.4");
+        assert_eq!(pct(26.04, false), "26");
+        assert_eq!(pct(-29.4, true), "-29");
+        assert_eq!(pct(9.97, true), "+10");
     }
 }

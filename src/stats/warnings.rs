@@ -45,8 +45,8 @@ impl fmt::Display for Warning {
         match self {
             Warning::WideSpread { metric, cv } if cv.is_finite() => write!(
                 f,
-                "{metric} varies {:.0} % between runs (CV) — too wide to decide; run with \
-                 --runs 10 or --runs auto, and make sure nothing else uses the disk or CPU",
+                "{metric} varies {:.0} % between runs (CV) — small differences take many \
+                 runs to decide; make sure nothing else uses the disk or CPU",
                 cv * 100.0
             ),
             Warning::WideSpread { metric, .. } => write!(
@@ -127,8 +127,8 @@ mod tests {
         };
         assert_eq!(
             w.to_string(),
-            "files_per_s varies 23 % between runs (CV) — too wide to decide; run with --runs \
-             10 or --runs auto, and make sure nothing else uses the disk or CPU"
+            "files_per_s varies 23 % between runs (CV) — small differences take many runs to \
+             decide; make sure nothing else uses the disk or CPU"
         );
         let inf = Warning::WideSpread {
             metric: "x".to_string(),
