@@ -314,24 +314,11 @@ fn direct_writes_on_ext4_have_write_amplification_near_one() {
 
 /// A plan of nothing but a tiny data set, for populating images directly.
 fn tiny_plan() -> fsarena::plan::Plan {
-    fsarena::plan::Plan {
-        targets: Vec::new(),
-        workloads: Vec::new(),
-        threads: vec![1],
-        runs: fsarena::plan::Runs::Fixed(1),
-        dataset: fsarena::dataset::DatasetSpec {
-            scale: 0.005,
-            ..Default::default()
-        },
-        extra_profiles: Vec::new(),
-        baseline: String::new(),
-        timeout: Duration::from_secs(300),
-        workload_options: Default::default(),
-        margin_pct: fsarena::plan::DEFAULT_MARGIN_PCT,
-        phase_floor: fsarena::plan::DEFAULT_PHASE_FLOOR,
-        age_pct: None,
-        rank_dirs: Default::default(),
-    }
+    let dataset = fsarena::dataset::DatasetSpec {
+        scale: 0.005,
+        ..Default::default()
+    };
+    fsarena::plan::Plan::of(Vec::new(), &[], dataset)
 }
 
 /// Loop devices currently backed by a file under `images` whose name starts with `prefix`

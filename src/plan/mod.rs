@@ -121,6 +121,28 @@ pub enum Runs {
 }
 
 impl Plan {
+    /// A plan of `targets`, `workloads` and `dataset` with every other choice at its
+    /// default: one thread, one run, no baseline named, the default timeout, margin and
+    /// phase floor, no workload options, fresh file systems. What code that builds a plan
+    /// itself (tests, tools) starts from, changing the fields it cares about.
+    pub fn of(targets: Vec<TargetConfig>, workloads: &[&str], dataset: DatasetSpec) -> Plan {
+        Plan {
+            targets,
+            workloads: workloads.iter().map(|w| w.to_string()).collect(),
+            threads: vec![1],
+            runs: Runs::Fixed(1),
+            dataset,
+            extra_profiles: Vec::new(),
+            baseline: String::new(),
+            timeout: DEFAULT_TIMEOUT,
+            margin_pct: DEFAULT_MARGIN_PCT,
+            phase_floor: DEFAULT_PHASE_FLOOR,
+            workload_options: BTreeMap::new(),
+            age_pct: None,
+            rank_dirs: RankDirs::Own,
+        }
+    }
+
     /// Every data set of the plan: the first, then one per further profile.
     pub fn datasets(&self) -> Vec<DatasetSpec> {
         let mut all = vec![self.dataset.clone()];

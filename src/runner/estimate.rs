@@ -235,24 +235,11 @@ mod tests {
     fn past_run(dir: &Path, cell_s: f64, written: std::time::SystemTime) {
         use crate::results::{HostFacts, Measurement};
         std::fs::create_dir(dir).unwrap();
-        let plan = Plan {
-            targets: Vec::new(),
-            workloads: vec!["scan".into()],
-            threads: vec![1],
-            runs: crate::plan::Runs::Fixed(1),
-            dataset: crate::dataset::DatasetSpec {
-                scale: 0.002,
-                ..Default::default()
-            },
-            extra_profiles: Vec::new(),
-            baseline: String::new(),
-            timeout: std::time::Duration::from_secs(60),
-            workload_options: Default::default(),
-            margin_pct: crate::plan::DEFAULT_MARGIN_PCT,
-            phase_floor: crate::plan::DEFAULT_PHASE_FLOOR,
-            age_pct: None,
-            rank_dirs: Default::default(),
+        let dataset = crate::dataset::DatasetSpec {
+            scale: 0.002,
+            ..Default::default()
         };
+        let plan = Plan::of(Vec::new(), &["scan"], dataset);
         let host = HostFacts {
             plan: serde_json::to_value(&plan).unwrap(),
             ..HostFacts::default()

@@ -471,24 +471,11 @@ fn resolve_workloads(plan: &Plan) -> Result<Vec<Box<dyn Workload>>, RunError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::{catalogue, Runs};
+    use crate::plan::catalogue;
 
     fn plan(targets: &[&str], workloads: &[&str]) -> Plan {
-        Plan {
-            targets: targets.iter().map(|t| catalogue::get(t).unwrap()).collect(),
-            workloads: workloads.iter().map(|w| w.to_string()).collect(),
-            threads: vec![1],
-            runs: Runs::Fixed(1),
-            dataset: Default::default(),
-            extra_profiles: Vec::new(),
-            baseline: String::new(),
-            timeout: std::time::Duration::from_secs(60),
-            workload_options: Default::default(),
-            margin_pct: crate::plan::DEFAULT_MARGIN_PCT,
-            phase_floor: crate::plan::DEFAULT_PHASE_FLOOR,
-            age_pct: None,
-            rank_dirs: Default::default(),
-        }
+        let targets = targets.iter().map(|t| catalogue::get(t).unwrap()).collect();
+        Plan::of(targets, workloads, Default::default())
     }
 
     #[test]
