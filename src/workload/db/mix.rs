@@ -80,33 +80,17 @@ pub(super) fn run(
             .checkpoint
             .zip(cfg.checkpoint_interval)
             .and_then(|(c, every)| {
-                thread::Builder::new()
-                    .name("db-checkpoint".into())
-                    .spawn_scoped(s, move || {
-                        if gate.wait() {
-                            checkpointer(c, every, sh, done)
-                        } else {
-                            CheckpointStats::default()
-                        }
-                    })
-                    .map_err(|e| spawn_failed = Some(e))
-                    .ok()
+                keeper(s, "db-checkpoint", gate, &mut spawn_failed, move || {
+                    checkpointer(c, every, sh, done)
+                })
             });
         let maint = background
             .maintenance
             .zip(cfg.maintain)
             .and_then(|(c, every)| {
-                thread::Builder::new()
-                    .name("db-maintenance".into())
-                    .spawn_scoped(s, move || {
-                        if gate.wait() {
-                            maintainer(c, every, sh, done)
-                        } else {
-                            MaintenanceStats::default()
-                        }
-                    })
-                    .map_err(|e| spawn_failed = Some(e))
-                    .ok()
+                keeper(s, "db-maintenance", gate, &mut spawn_failed, move || {
+                    maintainer(c, every, sh, done)
+                })
             });
         let mut handles = Vec::with_capacity(conns.len());
         for (i, c) in conns.into_iter().enumerate() {
@@ -169,6 +153,24 @@ pub(super) fn run(
         files,
         maint,
     })
+}
+
+/// Starts a background keeper of the engine (checkpoints, maintenance) named `name`: it
+/// waits at `gate` with the workers and runs `work` once the gate opens, or ends with
+/// empty figures when the engine never starts. A thread that cannot be spawned leaves its
+/// error in `failed` (the engine then does not start).
+fn keeper<'s, T: Default + Send + 's>(
+    s: &'s thread::Scope<'s, '_>,
+    name: &str,
+    gate: &'s Gate,
+    failed: &mut Option<std::io::Error>,
+    work: impl FnOnce() -> T + Send + 's,
+) -> Option<thread::ScopedJoinHandle<'s, T>> {
+    thread::Builder::new()
+        .name(name.into())
+        .spawn_scoped(s, move || if gate.wait() { work() } else { T::default() })
+        .map_err(|e| *failed = Some(e))
+        .ok()
 }
 
 /// Where the spawned threads wait until the engine may start: `true` to run, `false` to
