@@ -208,6 +208,12 @@ fn every_image_is_populated_before_the_first_cell_and_first_copied_meanwhile() {
             m.workload,
             m.repetition
         );
+        // Only the first cell on each image is charged for building it, within its time.
+        match (first, m.image_seconds, m.cell_seconds) {
+            (true, Some(image), Some(cell)) => assert!(image > 0.0 && image < cell),
+            (false, None, Some(_)) => {}
+            other => panic!("{} {}: {other:?}", m.target, m.workload),
+        }
     }
     left_nothing(&root, &work);
 }

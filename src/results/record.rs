@@ -117,6 +117,12 @@ pub struct Measurement {
     /// `--dry-run`'s estimate learn from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cell_seconds: Option<f64>,
+    /// Of `cell_seconds`, the seconds spent building the populated image the cell copied:
+    /// its share of the images built ahead of the cells, or the build it made itself. Only
+    /// the first cell on each image carries it; `--dry-run` prices an image once per target
+    /// from it, and a cell without it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image_seconds: Option<f64>,
     /// How many points the cell this record belongs to has, so a reader (and `--resume`)
     /// can tell a complete cell from one cut short (a kill -9 in an io sweep, a torn
     /// last line). `None` for a record of a cell that never reached its points.

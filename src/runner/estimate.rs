@@ -15,6 +15,11 @@
 //! A phase that repeated its pass to the floor (`passes` > 1) does not grow with the data
 //! set: it lasts the floor until one pass alone is longer. Its part of the cell is priced
 //! as `max(phase, one pass × files_now / files_then)`, the rest as above.
+//!
+//! A target's populated images are built once per run, whatever the number of cells that
+//! copy them. Runs that record it (`image_seconds` on the cell that built or was charged for
+//! an image) have it taken out of that cell and priced once per target, in proportion to the
+//! files; older runs leave it inside their first cells.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -48,10 +53,12 @@ struct Cost {
 }
 
 /// Cell costs of earlier runs, per (target, workload): one per run that timed the pair,
-/// newest first.
+/// newest first; and per target, what building its populated images cost in each run that
+/// recorded it (`image_seconds`), as (files, seconds).
 #[derive(Debug, Default, Clone)]
 pub struct History {
     per: HashMap<(String, String), Vec<Cost>>,
+    images: HashMap<String, Vec<(f64, f64)>>,
 }
 
 impl History {
@@ -87,21 +94,27 @@ impl History {
             let Some(files) = files.filter(|&f| f > 0.0) else {
                 continue;
             };
-            // One cost per cell (all points of a cell carry the same cell_seconds), with the
-            // repeated phases of its points summed.
+            // One cost per cell: its last record's cell_seconds (each record carries the
+            // cell's time up to it) less the image it built, with the repeated phases of its
+            // points summed.
             // (target, workload, threads, repetition) → (cell, repeated, one pass).
             type CellKey = (String, String, u32, u32);
             let mut cells: HashMap<CellKey, (f64, f64, f64)> = HashMap::new();
+            let mut images: HashMap<CellKey, f64> = HashMap::new();
             for m in &loaded.measurements {
                 if let Some(c) = m.cell_seconds {
-                    let e = cells
-                        .entry((
-                            m.target.clone(),
-                            m.workload.clone(),
-                            m.threads,
-                            m.repetition,
-                        ))
-                        .or_insert((c, 0.0, 0.0));
+                    let key = (
+                        m.target.clone(),
+                        m.workload.clone(),
+                        m.threads,
+                        m.repetition,
+                    );
+                    let image = m.image_seconds.unwrap_or(0.0);
+                    if image > 0.0 {
+                        images.insert(key.clone(), image);
+                    }
+                    let e = cells.entry(key).or_insert((0.0, 0.0, 0.0));
+                    e.0 = e.0.max(c - image);
                     let passes = m.metrics.get("passes").copied().unwrap_or(1.0);
                     if let Some(secs) = m.metrics.get("seconds").filter(|_| passes > 1.0) {
                         e.1 += secs;
@@ -131,8 +144,23 @@ impl History {
                 };
                 h.per.entry((t, w)).or_default().push(cost);
             }
+            let mut built: HashMap<String, f64> = HashMap::new();
+            for ((t, _, _, _), image) in images {
+                *built.entry(t).or_default() += image;
+            }
+            for (t, seconds) in built {
+                h.images.entry(t).or_default().push((files, seconds));
+            }
         }
         h
+    }
+
+    /// Seconds building `target`'s populated images costs for a data set of `files` files,
+    /// from the earlier run nearest in size, in proportion to the files (a populate writes
+    /// every one); `None` when no earlier run recorded it (its cells then carry it).
+    pub fn images(&self, target: &str, files: f64) -> Option<f64> {
+        let &(then, seconds) = nearest(self.images.get(target)?, files, |r| r.0)?;
+        Some(seconds * files / then)
     }
 
     /// Seconds a cell of `workload` on `target` costs for a data set of `files` files,
@@ -140,19 +168,25 @@ impl History {
     /// rescaling a run of 2,500 files twentyfold misses what a run of 50,000 measured.
     pub fn cell(&self, target: &str, workload: &str, files: f64) -> Option<f64> {
         let costs = self.per.get(&(target.to_string(), workload.to_string()))?;
-        let distance = |c: &Cost| (files / c.files).ln().abs();
-        let c = costs.iter().reduce(|best, c| {
-            if distance(c) < distance(best) {
-                c
-            } else {
-                best
-            }
-        })?;
+        let c = nearest(costs, files, |c| c.files)?;
         let overhead = c.overhead.min(c.cell);
         let grows = (c.cell - overhead - c.repeated).max(0.0);
         let ratio = files / c.files;
         Some(overhead + grows * ratio + c.repeated.max(c.one_pass * ratio))
     }
+}
+
+/// Of earlier runs' figures (newest first), the one whose data set (`size`, in files) was
+/// nearest to `files` on a log scale, the newest among equals.
+fn nearest<T>(runs: &[T], files: f64, size: impl Fn(&T) -> f64) -> Option<&T> {
+    let distance = |r: &T| (files / size(r)).ln().abs();
+    runs.iter().reduce(|best, r| {
+        if distance(r) < distance(best) {
+            r
+        } else {
+            best
+        }
+    })
 }
 
 /// Files per second the coarse model assumes a file system creates (dev machine, loop
@@ -179,6 +213,23 @@ pub fn estimate(plan: &Plan, cells: &[(usize, &str)], files: usize, history: &Hi
         from_history: 0,
         from_model: 0,
     };
+    // Each target's images once, where earlier runs priced them apart from their cells.
+    let mut imaged: Vec<usize> = cells
+        .iter()
+        .filter(|(_, w)| {
+            crate::workload::by_name(w)
+                .is_some_and(|w| w.wants_populated_target() || w.wants_dated_target())
+        })
+        .map(|&(t, _)| t)
+        .filter(|&t| matches!(plan.targets[t].location, crate::plan::Location::Loop))
+        .collect();
+    imaged.sort_unstable();
+    imaged.dedup();
+    for t in imaged {
+        if let Some(s) = history.images(&plan.targets[t].name, files as f64) {
+            e.minimum_s += s;
+        }
+    }
     for &(t, w) in cells {
         let target = &plan.targets[t];
         match history.cell(&target.name, w, files as f64) {
@@ -241,9 +292,13 @@ mod tests {
         );
     }
 
-    /// Writes a run of one ext4 scan cell that cost `cell_s` into `dir`, its results file
-    /// last written at `written`.
-    fn past_run(dir: &Path, cell_s: f64, written: std::time::SystemTime) {
+    /// Writes into `dir` a run on ext4 of `cells` (workload, repetition, cell seconds,
+    /// image seconds), its results file last written at `written`.
+    fn past_run(
+        dir: &Path,
+        cells: &[(&str, u32, f64, Option<f64>)],
+        written: std::time::SystemTime,
+    ) {
         use crate::results::{HostFacts, Measurement};
         std::fs::create_dir(dir).unwrap();
         let dataset = crate::dataset::DatasetSpec {
@@ -256,13 +311,17 @@ mod tests {
             ..HostFacts::default()
         };
         let mut s = store::Store::create(dir, &host).unwrap();
-        let m = Measurement {
-            target: "ext4".into(),
-            workload: "scan".into(),
-            cell_seconds: Some(cell_s),
-            ..Measurement::default()
-        };
-        s.append(&m).unwrap();
+        for &(workload, repetition, cell_s, image_s) in cells {
+            let m = Measurement {
+                target: "ext4".into(),
+                workload: workload.into(),
+                repetition,
+                cell_seconds: Some(cell_s),
+                image_seconds: image_s,
+                ..Measurement::default()
+            };
+            s.append(&m).unwrap();
+        }
         drop(s);
         let f = std::fs::File::options()
             .write(true)
@@ -276,11 +335,39 @@ mod tests {
         let root = tempfile::tempdir().unwrap();
         let now = std::time::SystemTime::now();
         let hour = std::time::Duration::from_secs(3600);
-        past_run(&root.path().join("z-before"), 9.0, now - hour);
-        past_run(&root.path().join("a-after"), 2.0, now);
+        past_run(
+            &root.path().join("z-before"),
+            &[("scan", 0, 9.0, None)],
+            now - hour,
+        );
+        past_run(&root.path().join("a-after"), &[("scan", 0, 2.0, None)], now);
         let h = History::load(root.path(), 20);
         let files = h.per[&("ext4".to_string(), "scan".to_string())][0].files;
         assert_eq!(h.cell("ext4", "scan", files), Some(2.0), "{h:?}");
+    }
+
+    #[test]
+    fn an_image_is_priced_once_per_target_not_inside_the_cell_that_built_it() {
+        let root = tempfile::tempdir().unwrap();
+        // Two touch cells of 1 s; the first also built the image, in 4 s.
+        let cells = [("touch", 0, 5.0, Some(4.0)), ("touch", 1, 1.0, None)];
+        past_run(
+            &root.path().join("run"),
+            &cells,
+            std::time::SystemTime::now(),
+        );
+        let h = History::load(root.path(), 20);
+        let files = h.per[&("ext4".to_string(), "touch".to_string())][0].files;
+        assert_eq!(h.cell("ext4", "touch", files), Some(1.0), "{h:?}");
+        assert_eq!(h.images("ext4", files), Some(4.0));
+        assert_eq!(h.images("ext4", 2.0 * files), Some(8.0));
+        assert_eq!(h.images("xfs", files), None);
+        // A plan of three touch cells on ext4 pays for the image once.
+        let ext4 = crate::plan::catalogue::get("ext4").unwrap();
+        let plan = Plan::of(vec![ext4], &["touch"], Default::default());
+        let cells = [(0, "touch"), (0, "touch"), (0, "touch")];
+        let e = estimate(&plan, &cells, files as usize, &h);
+        assert_eq!(e.minimum_s, 4.0 + 3.0);
     }
 
     #[test]

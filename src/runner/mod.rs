@@ -447,9 +447,12 @@ impl Walk<'_> {
         // keeps the points already finished).
         let store = &mut *self.store;
         let write_failed = std::cell::Cell::new(false);
+        // Known once the image is in hand (below), before the first record is emitted.
+        let image_seconds = std::cell::Cell::new((ahead > 0.0).then_some(ahead));
         let ranks = self.ranks;
         let mut emit = |m: &mut crate::results::Measurement| {
             m.cell_seconds = Some(t0.elapsed().as_secs_f64());
+            m.image_seconds = image_seconds.get();
             if let Some(r) = ranks {
                 r.stamp(m);
             }
@@ -463,10 +466,13 @@ impl Walk<'_> {
                 }
             }
         };
-        let out = match self
-            .masters
-            .for_cell(w, cell.target, cell.dataset, &spec, &self.progress)
-        {
+        let (source, built_now) =
+            self.masters
+                .for_cell(w, cell.target, cell.dataset, &spec, &self.progress);
+        if let Some(b) = built_now {
+            image_seconds.set(Some(ahead + b));
+        }
+        let out = match source {
             populate::Source::Fresh => cell::run_cell(&this, &mut self.progress, &mut emit),
             populate::Source::Clone(m) => {
                 this.master = Some(m);
@@ -508,7 +514,9 @@ impl Walk<'_> {
         }
         self.stop_if_unprovisionable(&target.name, &records);
         let group = self.group(cell);
-        self.costs.add(group, cell_seconds);
+        // Later rounds copy the image already built: what they cost is the cell without it.
+        self.costs
+            .add(group, cell_seconds - image_seconds.get().unwrap_or(0.0));
         self.progress.finish_cell(&line);
         if records.iter().any(|m| m.status == Status::Interrupted) {
             self.summary.interrupted = true;

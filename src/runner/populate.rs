@@ -54,7 +54,8 @@ impl<'r> Masters<'r> {
     }
 
     /// The image cells of `w` on target `target` (provisioned as `spec`) with data set
-    /// `dataset` copy, built now if this is the first cell to need it.
+    /// `dataset` copy, built now if this is the first cell to need it; with the seconds
+    /// that build took, when it was made now.
     pub fn for_cell<'a>(
         &'a mut self,
         w: &dyn Workload,
@@ -62,11 +63,11 @@ impl<'r> Masters<'r> {
         dataset: usize,
         spec: &InstanceSpec,
         progress: &Progress,
-    ) -> Source<'a> {
+    ) -> (Source<'a>, Option<f64>) {
         if let (Some(pct), true) = (self.plan.age_pct, clonable(spec)) {
             let with_dataset = w.wants_populated_target();
             let (plan, work, cancel) = (self.plan, self.work, self.cancel);
-            return self.aged.for_cell(
+            let aged = self.aged.for_cell(
                 plan,
                 pct,
                 target,
@@ -76,15 +77,21 @@ impl<'r> Masters<'r> {
                 cancel,
                 progress,
             );
+            return (aged, None);
         }
         let Some(key) = image_key(w, target, dataset, spec) else {
-            return Source::Fresh;
+            return (Source::Fresh, None);
         };
-        if !self.built.contains_key(&key) && self.build(key, spec, progress).is_none() {
-            // Interrupted, not broken: `--resume` tries again.
-            return Source::Interrupted;
+        let mut built_now = None;
+        if !self.built.contains_key(&key) {
+            let t = std::time::Instant::now();
+            if self.build(key, spec, progress).is_none() {
+                // Interrupted, not broken: `--resume` tries again.
+                return (Source::Interrupted, None);
+            }
+            built_now = Some(t.elapsed().as_secs_f64());
         }
-        match self.built.get(&key) {
+        let source = match self.built.get(&key) {
             Some(Ok(m)) => Source::Clone(m),
             Some(Err((status, e, notes))) => Source::Failed((
                 *status,
@@ -96,7 +103,8 @@ impl<'r> Masters<'r> {
                 "internal: no populated image".into(),
                 Vec::new(),
             )),
-        }
+        };
+        (source, built_now)
     }
 }
 
