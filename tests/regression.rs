@@ -1375,10 +1375,7 @@ impl fsarena::workload::Harness for CostlyDrops {
     }
     fn measure(
         &mut self,
-        work: &mut dyn FnMut() -> Result<
-            fsarena::workload::Outcome,
-            fsarena::workload::WorkloadError,
-        >,
+        work: &mut fsarena::workload::Phase<'_>,
     ) -> Result<fsarena::workload::Outcome, fsarena::workload::WorkloadError> {
         let m = fsarena::monitor::Monitor::start_with(
             &[],

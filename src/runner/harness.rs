@@ -64,10 +64,7 @@ impl Harness for MonitoredHarness<'_> {
         sys::drop_caches()
     }
 
-    fn measure(
-        &mut self,
-        work: &mut dyn FnMut() -> Result<Outcome, WorkloadError>,
-    ) -> Result<Outcome, WorkloadError> {
+    fn measure(&mut self, work: &mut crate::workload::Phase<'_>) -> Result<Outcome, WorkloadError> {
         self.observed.measured += 1;
         if let Some((r, step)) = &self.ranks {
             if let Err(e) = ranks::before_phase(r, step, Ok(())) {

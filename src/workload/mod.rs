@@ -108,16 +108,16 @@ pub struct Outcome {
     pub notes: Vec<String>,
 }
 
+/// A measured phase's work, as a workload hands it to [`Harness::measure`].
+pub type Phase<'a> = dyn FnMut() -> Result<Outcome, WorkloadError> + 'a;
+
 /// Services the runner gives a workload.
 pub trait Harness {
     /// `sync`, then drop the page cache, dentries and inodes, so the next phase starts cold.
     fn drop_caches(&mut self) -> std::io::Result<()>;
     /// Runs the measured phase under the monitor and ends it with `syncfs` on the target so
     /// buffered writes are counted. Call it exactly once per point.
-    fn measure(
-        &mut self,
-        work: &mut dyn FnMut() -> Result<Outcome, WorkloadError>,
-    ) -> Result<Outcome, WorkloadError>;
+    fn measure(&mut self, work: &mut Phase<'_>) -> Result<Outcome, WorkloadError>;
     /// The shortest phase a key metric may come from (`--phase-floor`): warm read-only
     /// passes repeat until they reach it ([`passes::measure_passes`]). Zero outside a run.
     fn phase_floor(&self) -> std::time::Duration {
@@ -149,10 +149,7 @@ impl Harness for PlainHarness {
         self.dropped += 1;
         crate::sys::drop_caches()
     }
-    fn measure(
-        &mut self,
-        work: &mut dyn FnMut() -> Result<Outcome, WorkloadError>,
-    ) -> Result<Outcome, WorkloadError> {
+    fn measure(&mut self, work: &mut Phase<'_>) -> Result<Outcome, WorkloadError> {
         self.measured += 1;
         work()
     }

@@ -134,7 +134,7 @@ mod tests {
         }
         fn measure(
             &mut self,
-            work: &mut dyn FnMut() -> Result<Outcome, WorkloadError>,
+            work: &mut crate::workload::Phase<'_>,
         ) -> Result<Outcome, WorkloadError> {
             self.1 += 1;
             work()

@@ -291,10 +291,7 @@ impl fsarena::workload::Harness for Floored {
     }
     fn measure(
         &mut self,
-        work: &mut dyn FnMut() -> Result<
-            fsarena::workload::Outcome,
-            fsarena::workload::WorkloadError,
-        >,
+        work: &mut fsarena::workload::Phase<'_>,
     ) -> Result<fsarena::workload::Outcome, fsarena::workload::WorkloadError> {
         work()
     }

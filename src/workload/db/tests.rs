@@ -224,10 +224,7 @@ impl Harness for Signalling<'_> {
     fn drop_caches(&mut self) -> std::io::Result<()> {
         self.inner.drop_caches()
     }
-    fn measure(
-        &mut self,
-        work: &mut dyn FnMut() -> Result<Outcome, WorkloadError>,
-    ) -> Result<Outcome, WorkloadError> {
+    fn measure(&mut self, work: &mut crate::workload::Phase<'_>) -> Result<Outcome, WorkloadError> {
         self.measuring.store(true, Ordering::SeqCst);
         self.inner.measure(work)
     }
