@@ -1440,3 +1440,44 @@ fn cache_drops_between_cold_passes_are_not_charged_to_the_phases_cpu() {
     );
     assert!(r.aside_seconds >= drops * 0.1);
 }
+
+/// Defect: `--dry-run --out after` looked for earlier runs in the parent of `after`, the
+/// empty path, which names no directory: a plan run again beside its earlier results in the
+/// current directory was priced from the coarse model ("no earlier run of these targets
+/// here") instead of from them.
+#[test]
+fn dry_run_prices_from_earlier_runs_beside_a_bare_out_name() {
+    require_root();
+    let root = TestRoot::new("dry-run-beside");
+    let here = tempfile::tempdir().unwrap();
+    let run = |more: &[&str]| {
+        Command::new(bin())
+            .current_dir(here.path())
+            .args([
+                "run",
+                "--target",
+                "ext4",
+                "--workload",
+                "touch",
+                "--runs",
+                "1",
+            ])
+            .args(["--scale", "0.005", "--quiet", "--work-dir"])
+            .arg(&root.path)
+            .args(more)
+            .output()
+            .unwrap()
+    };
+    let before = run(&["--out", "before"]);
+    assert!(
+        before.status.success(),
+        "{}",
+        String::from_utf8_lossy(&before.stderr)
+    );
+    let dry = run(&["--out", "after", "--dry-run"]);
+    let text = String::from_utf8_lossy(&dry.stdout);
+    assert!(
+        text.contains("priced from earlier runs on this host"),
+        "{text}"
+    );
+}

@@ -129,16 +129,10 @@ pub fn dry_run(plan: &Plan, opts: &RunOptions, verbose: bool) -> Result<String, 
             ""
         }
     );
-    let on_loop = minimum
-        .iter()
-        .filter(|(t, _, _)| matches!(plan.targets[*t].location, Location::Loop))
-        .count();
     let _ = writeln!(
         s,
-        "images: {on_loop} sparse loop image{} (one per cell, {} each unless a target sets \
-         its size, removed after its cell); disk: up to {} at once in {}",
-        plural(on_loop),
-        human_bytes(sized.image),
+        "images: {}; disk: up to {} at once in {}",
+        images_line(plan, &minimum, sized.image),
         human_bytes(sized.disk_bytes),
         opts.work_root.display()
     );
@@ -149,11 +143,7 @@ pub fn dry_run(plan: &Plan, opts: &RunOptions, verbose: bool) -> Result<String, 
         if opts.keep { " unless --keep" } else { "" },
         opts.out.join(store::FILE_NAME).display()
     );
-    let history = opts
-        .out
-        .parent()
-        .map(|root| History::load(root, 20))
-        .unwrap_or_default();
+    let history = History::beside(&opts.out, 20);
     let priced: Vec<(usize, &str)> = minimum.iter().map(|&(t, w, _)| (t, w)).collect();
     let e = estimate(plan, &priced, sized.files, &history);
     let basis = match (e.from_history, e.from_model) {
@@ -212,4 +202,83 @@ pub fn dry_run(plan: &Plan, opts: &RunOptions, verbose: bool) -> Result<String, 
         }
     }
     Ok(s)
+}
+
+/// What the plan's loop images are: per target, one written with the data set and copied
+/// for the cells that start from it (made equal to it again between cells), and a fresh
+/// one for each cell that starts from an empty file system.
+fn images_line(plan: &Plan, cells: &[(usize, &str, usize)], size: u64) -> String {
+    let on_loop: Vec<(usize, bool)> = cells
+        .iter()
+        .filter(|(t, _, _)| matches!(plan.targets[*t].location, Location::Loop))
+        .map(|&(t, w, _)| {
+            let populated = crate::workload::by_name(w)
+                .is_some_and(|w| w.wants_populated_target() || w.wants_dated_target());
+            (t, populated)
+        })
+        .collect();
+    if on_loop.is_empty() {
+        return "none (no target on a loop image)".into();
+    }
+    let each = format!(
+        "sparse, {} each unless a target sets its size",
+        human_bytes(size)
+    );
+    if plan.age_pct.is_some() {
+        return format!("{each}; every cell copies an aged image, made once per target");
+    }
+    let copied = on_loop.iter().filter(|c| c.1).count();
+    let targets: std::collections::BTreeSet<usize> =
+        on_loop.iter().filter(|c| c.1).map(|c| c.0).collect();
+    let fresh = on_loop.len() - copied;
+    let mut parts = vec![each];
+    if copied > 0 {
+        parts.push(format!(
+            "the data set written once per target ({}) and copied for {copied} cell{}, the \
+             copy made equal to it again between cells",
+            targets.len(),
+            plural(copied)
+        ));
+    }
+    if fresh > 0 {
+        parts.push(format!(
+            "{fresh} fresh image{} for the cells that start empty, each removed after its cell",
+            plural(fresh)
+        ));
+    }
+    parts.join("; ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The images line says what a run makes: one populated image per target for the
+    /// cells that start from the data set, a fresh one per cell that starts empty.
+    #[test]
+    fn the_images_line_counts_populated_targets_and_fresh_images() {
+        let get = |n| crate::plan::catalogue::get(n).unwrap();
+        let plan = Plan::of(
+            vec![get("ext4"), get("xfs")],
+            &["create", "scan"],
+            Default::default(),
+        );
+        let cells = [
+            (0, "create", 0),
+            (0, "scan", 0),
+            (1, "scan", 0),
+            (1, "scan", 0),
+        ];
+        let line = images_line(&plan, &cells, 1 << 30);
+        assert!(
+            line.contains("once per target (2) and copied for 3 cells"),
+            "{line}"
+        );
+        assert!(
+            line.contains("1 fresh image for the cells that start empty"),
+            "{line}"
+        );
+        let scan_only = images_line(&plan, &cells[1..], 1 << 30);
+        assert!(!scan_only.contains("fresh"), "{scan_only}");
+    }
 }

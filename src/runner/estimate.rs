@@ -62,6 +62,17 @@ pub struct History {
 }
 
 impl History {
+    /// The earlier runs beside the results directory `out`: up to `limit` of them, read
+    /// from the directory that holds it. A bare name (`--out after`) has the empty path as
+    /// its parent, which names no directory: its runs are the current directory's.
+    pub fn beside(out: &Path, limit: usize) -> History {
+        match out.parent() {
+            Some(p) if p.as_os_str().is_empty() => History::load(Path::new("."), limit),
+            Some(p) => History::load(p, limit),
+            None => History::default(),
+        }
+    }
+
     /// Reads up to `limit` earlier runs under `root`, newest first: newest by the time its
     /// results file was last written, not by name (`--out before`, `--out after` name runs
     /// in no order of time).
