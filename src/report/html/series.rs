@@ -105,12 +105,18 @@ pub(super) fn render(h: &mut String, ms: &[Measurement], colors: &BTreeMap<Strin
         FAST_SPAN.as_secs()
     );
     let mut too_short = Vec::new();
+    let mut set_aside = Vec::new();
     for ((w, v), targets) in chosen.iter().take(40) {
         let title = if v.is_empty() {
             w.clone()
         } else {
             format!("{w} [{v}]")
         };
+        for (t, m) in targets {
+            if let Some(line) = aside_line(&title, t, m) {
+                set_aside.push(line);
+            }
+        }
         let fewest = targets.values().map(|m| m.series.len()).min().unwrap_or(0);
         if fewest < MIN_POINTS {
             let longest = targets
@@ -154,7 +160,33 @@ pub(super) fn render(h: &mut String, ms: &[Measurement], colors: &BTreeMap<Strin
     if !too_short.is_empty() {
         let _ = write!(h, "<ul class=\"short\">{}</ul>", too_short.concat());
     }
+    if !set_aside.is_empty() {
+        let _ = write!(
+            h,
+            "<p>Set aside inside these windows: work that is not the phase's own (the cache \
+             drop between two cold passes, the check of a pass's result) ran inside the \
+             monitor's window. The lines show it; the phase's figures (its seconds, device \
+             counters and CPU) leave it out.</p><ul class=\"short\">{}</ul>",
+            set_aside.concat()
+        );
+    }
     h.push_str("</section>");
+}
+
+/// The line naming what a charted phase set aside ([`crate::monitor::Aside`]), if anything:
+/// its series runs past the phase's own seconds by that much.
+fn aside_line(title: &str, target: &str, m: &Measurement) -> Option<String> {
+    let aside = m
+        .metrics
+        .get("monitor_aside_seconds")
+        .copied()
+        .filter(|&s| s > 0.0)?;
+    let window = m.series.last().map_or(0.0, |s| s.t);
+    Some(format!(
+        "<li>{} on {}: {aside:.2}&nbsp;s of its {window:.2}&nbsp;s window set aside</li>",
+        esc(title),
+        esc(target)
+    ))
 }
 
 #[cfg(test)]
@@ -184,6 +216,24 @@ mod tests {
                 .collect(),
             ..Default::default()
         }
+    }
+
+    /// The monitor's series keeps the spans set aside, which its figures leave out: the
+    /// report says so under the charts, per phase that had any, and says nothing otherwise.
+    #[test]
+    fn a_charted_phase_that_set_work_aside_says_how_much() {
+        let mut m = measurement("ext4", MIN_POINTS + 1);
+        m.workload = "scan".into();
+        let mut h = String::new();
+        render(&mut h, std::slice::from_ref(&m), &BTreeMap::new());
+        assert!(!h.contains("set aside"), "{h}");
+        m.metrics.insert("monitor_aside_seconds".into(), 0.2);
+        let mut h = String::new();
+        render(&mut h, &[m], &BTreeMap::new());
+        assert!(
+            h.contains("scan on ext4: 0.20&nbsp;s of its 0.25&nbsp;s window set aside"),
+            "{h}"
+        );
     }
 
     /// Regression (issue 14): a 0.2 s phase drew four charts of one or two points each.
