@@ -1481,3 +1481,29 @@ fn dry_run_prices_from_earlier_runs_beside_a_bare_out_name() {
         "{text}"
     );
 }
+
+/// Defect: without earlier runs, `--dry-run` of the default plan priced every cell as if it
+/// created the data set (1 s plus twice the files at the file system's create rate, the
+/// model from before populated images), and said "the minimum alone needs more than the 5m
+/// budget: no further runs", for a minimum that takes ~3.5 minutes. Cells on copies of an
+/// image are now priced apart from the image, which is priced once.
+#[test]
+fn the_default_plans_coarse_estimate_fits_its_budget() {
+    require_root();
+    let root = TestRoot::new("coarse-estimate");
+    let here = tempfile::tempdir().unwrap();
+    let o = Command::new(bin())
+        .current_dir(here.path())
+        .args(["run", "--dry-run", "--out", "fresh", "--work-dir"])
+        .arg(&root.path)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(text.contains("a coarse model"), "{text}");
+    assert!(text.contains("left after the minimum"), "{text}");
+}

@@ -7,10 +7,12 @@
 //! `overhead + (cost − overhead) × files_now / files_then`, where `overhead` is that run's
 //! cheapest cell of the target (provisioning and teardown, which do not grow with the data
 //! set). Without such history it falls back to a coarse per-file-system model, stated in the
-//! output: a fixed 1 s per cell plus twice the time to create the data set's files at the
-//! rate measured on the development machine (ext4 ~11,000 files/s, btrfs ~3,300, FUSE
-//! ~3,500). Either way it is an estimate; the progress bar's ETA corrects it as cells are
-//! timed.
+//! output, at the rate the development machine created files (ext4 ~11,000 files/s, btrfs
+//! ~3,300, FUSE ~3,500), with weights fitted to the default run's cells: each populated image
+//! costs 1.5× creating the data set's files (write, then check and copy), a cell that lays the
+//! data set down itself (`create`, a target without images) 0.8 s plus 1.2× that, and a cell
+//! on a copy of an image 0.8 s plus 0.4× that. Either way it is an estimate; the progress
+//! bar's ETA corrects it as cells are timed.
 //!
 //! A phase that repeated its pass to the floor (`passes` > 1) does not grow with the data
 //! set: it lasts the floor until one pass alone is longer. Its part of the cell is priced
@@ -211,9 +213,44 @@ pub(super) fn create_rate(kind: FsKind) -> f64 {
     }
 }
 
-/// The coarse model: 1 s per cell plus twice the time to create `files` files.
-pub fn model_cell(kind: FsKind, files: f64) -> f64 {
-    1.0 + 2.0 * files / create_rate(kind)
+/// What the coarse model charges every cell: attaching, mounting, checking and restoring its
+/// file system around a short phase. With the weights below it prices the default plan's
+/// minimum (198 cells and 10 images at scale 0.01) at ~220 s, what it took on 2026-11-25
+/// (212 s of cells and 8 s of images a run, two runs; per kind of cell within 0.8–1.3×).
+const MODEL_CELL_S: f64 = 0.8;
+/// Creating the data set's files, as a share of what a cell that lays it down itself adds.
+const MODEL_LAYS_DOWN: f64 = 1.2;
+/// The same for a cell on a copy of an image (its phase walks or changes the files).
+const MODEL_ON_COPY: f64 = 0.4;
+/// The same for building one populated image (write, check, first copy).
+const MODEL_IMAGE: f64 = 1.5;
+
+/// The coarse model for one cell on `kind` with `files` files: the fixed part, plus a share
+/// of creating the files, larger where the cell lays the data set down itself (`lays_down`:
+/// `create`, or a target without populated images) than on a copy of an image (whose
+/// building [`model_image`] prices, once).
+pub fn model_cell(kind: FsKind, files: f64, lays_down: bool) -> f64 {
+    let share = if lays_down {
+        MODEL_LAYS_DOWN
+    } else {
+        MODEL_ON_COPY
+    };
+    MODEL_CELL_S + share * files / create_rate(kind)
+}
+
+/// The coarse model for one populated image: creating the data set's files, then its check
+/// and first copy.
+pub fn model_image(kind: FsKind, files: f64) -> f64 {
+    MODEL_IMAGE * files / create_rate(kind)
+}
+
+/// Whether a cell of workload `w` on target `t` copies a populated image (of the data set,
+/// dated or not: the layout it names), instead of laying the data set down itself.
+fn copied_layout(plan: &Plan, t: usize, w: &str) -> Option<bool> {
+    let w = crate::workload::by_name(w)?;
+    let loop_target = matches!(plan.targets[t].location, crate::plan::Location::Loop);
+    let dated = w.wants_dated_target();
+    (loop_target && (dated || w.wants_populated_target())).then_some(dated)
 }
 
 /// Prices `cells` (target index into `plan.targets`, workload name): history first, else
@@ -224,22 +261,28 @@ pub fn estimate(plan: &Plan, cells: &[(usize, &str)], files: usize, history: &Hi
         from_history: 0,
         from_model: 0,
     };
-    // Each target's images once, where earlier runs priced them apart from their cells.
-    let mut imaged: Vec<usize> = cells
+    // Each target's images once: as earlier runs priced them apart from their cells, else
+    // one model image per layout the target's cells copy.
+    let mut imaged: Vec<(usize, bool)> = cells
         .iter()
-        .filter(|(_, w)| {
-            crate::workload::by_name(w)
-                .is_some_and(|w| w.wants_populated_target() || w.wants_dated_target())
-        })
-        .map(|&(t, _)| t)
-        .filter(|&t| matches!(plan.targets[t].location, crate::plan::Location::Loop))
+        .filter_map(|&(t, w)| copied_layout(plan, t, w).map(|dated| (t, dated)))
         .collect();
     imaged.sort_unstable();
     imaged.dedup();
-    for t in imaged {
-        if let Some(s) = history.images(&plan.targets[t].name, files as f64) {
-            e.minimum_s += s;
+    let mut priced: Vec<usize> = Vec::new();
+    for &(t, _) in &imaged {
+        if priced.contains(&t) {
+            continue;
         }
+        priced.push(t);
+        let target = &plan.targets[t];
+        e.minimum_s += match history.images(&target.name, files as f64) {
+            Some(s) => s,
+            None => {
+                let layouts = imaged.iter().filter(|i| i.0 == t).count() as f64;
+                layouts * model_image(target.fs, files as f64)
+            }
+        };
     }
     for &(t, w) in cells {
         let target = &plan.targets[t];
@@ -249,7 +292,8 @@ pub fn estimate(plan: &Plan, cells: &[(usize, &str)], files: usize, history: &Hi
                 e.from_history += 1;
             }
             None => {
-                e.minimum_s += model_cell(target.fs, files as f64);
+                let lays_down = copied_layout(plan, t, w).is_none();
+                e.minimum_s += model_cell(target.fs, files as f64, lays_down);
                 e.from_model += 1;
             }
         }
@@ -407,7 +451,32 @@ mod tests {
 
     #[test]
     fn the_model_grows_with_the_files_and_is_slower_on_fuse() {
-        assert!(model_cell(FsKind::Ext4, 0.0) == 1.0);
-        assert!(model_cell(FsKind::Ntfs, 10_000.0) > model_cell(FsKind::Ext4, 10_000.0));
+        assert!(model_cell(FsKind::Ext4, 0.0, true) == MODEL_CELL_S);
+        for lays_down in [true, false] {
+            let ntfs = model_cell(FsKind::Ntfs, 10_000.0, lays_down);
+            assert!(ntfs > model_cell(FsKind::Ext4, 10_000.0, lays_down));
+        }
+    }
+
+    /// Without history, a cell on a copy of a populated image is not charged for creating
+    /// the data set: the image is, once per target and layout.
+    #[test]
+    fn the_model_prices_each_image_once_and_cells_on_copies_without_it() {
+        let ext4 = crate::plan::catalogue::get("ext4").unwrap();
+        let plan = Plan::of(vec![ext4], &["create", "touch", "copy"], Default::default());
+        let files = 11_000.0; // one second of creating at ext4's model rate
+        let cells = [(0, "create"), (0, "touch"), (0, "touch"), (0, "copy")];
+        let e = estimate(&plan, &cells, files as usize, &History::default());
+        let lays_down = model_cell(FsKind::Ext4, files, true);
+        let on_copy = model_cell(FsKind::Ext4, files, false);
+        // touch copies the data set's image, copy the dated one's: two images.
+        let images = 2.0 * model_image(FsKind::Ext4, files);
+        let want = lays_down + 3.0 * on_copy + images;
+        assert!(
+            (e.minimum_s - want).abs() < 1e-9,
+            "{} != {want}",
+            e.minimum_s
+        );
+        assert_eq!((e.from_history, e.from_model), (0, 4));
     }
 }
