@@ -4,7 +4,7 @@
 
 use std::fmt::Write;
 
-use super::estimate::{estimate, History};
+use super::estimate::{copied_layout, estimate, History};
 use super::{preflight, schedule, RunError, RunOptions};
 use crate::plan::size::human_bytes;
 use crate::plan::{Location, Plan, Runs};
@@ -204,18 +204,14 @@ pub fn dry_run(plan: &Plan, opts: &RunOptions, verbose: bool) -> Result<String, 
     Ok(s)
 }
 
-/// What the plan's loop images are: per target, one written with the data set and copied
-/// for the cells that start from it (made equal to it again between cells), and a fresh
-/// one for each cell that starts from an empty file system.
+/// What the plan's loop images are: one written with the data set per target and layout
+/// (dated or not), copied for the cells that start from it and made equal to it again between
+/// them, and a fresh one for each cell that starts from an empty file system.
 fn images_line(plan: &Plan, cells: &[(usize, &str, usize)], size: u64) -> String {
-    let on_loop: Vec<(usize, bool)> = cells
+    let on_loop: Vec<(usize, Option<bool>)> = cells
         .iter()
         .filter(|(t, _, _)| matches!(plan.targets[*t].location, Location::Loop))
-        .map(|&(t, w, _)| {
-            let populated = crate::workload::by_name(w)
-                .is_some_and(|w| w.wants_populated_target() || w.wants_dated_target());
-            (t, populated)
-        })
+        .map(|&(t, w, _)| (t, copied_layout(plan, t, w)))
         .collect();
     if on_loop.is_empty() {
         return "none (no target on a loop image)".into();
@@ -227,16 +223,18 @@ fn images_line(plan: &Plan, cells: &[(usize, &str, usize)], size: u64) -> String
     if plan.age_pct.is_some() {
         return format!("{each}; every cell copies an aged image, made once per target");
     }
-    let copied = on_loop.iter().filter(|c| c.1).count();
-    let targets: std::collections::BTreeSet<usize> =
-        on_loop.iter().filter(|c| c.1).map(|c| c.0).collect();
+    let images: std::collections::BTreeSet<(usize, bool)> = on_loop
+        .iter()
+        .filter_map(|&(t, layout)| layout.map(|dated| (t, dated)))
+        .collect();
+    let copied = on_loop.iter().filter(|c| c.1.is_some()).count();
     let fresh = on_loop.len() - copied;
     let mut parts = vec![each];
     if copied > 0 {
         parts.push(format!(
-            "the data set written once per target ({}) and copied for {copied} cell{}, the \
-             copy made equal to it again between cells",
-            targets.len(),
+            "{} written once with the data set (per target and layout) and copied for \
+             {copied} cell{}, the copy made equal to it again between cells",
+            images.len(),
             plural(copied)
         ));
     }
@@ -271,7 +269,9 @@ mod tests {
         ];
         let line = images_line(&plan, &cells, 1 << 30);
         assert!(
-            line.contains("once per target (2) and copied for 3 cells"),
+            line.contains(
+                "2 written once with the data set (per target and layout) and copied for 3 cells"
+            ),
             "{line}"
         );
         assert!(
@@ -280,5 +280,9 @@ mod tests {
         );
         let scan_only = images_line(&plan, &cells[1..], 1 << 30);
         assert!(!scan_only.contains("fresh"), "{scan_only}");
+        // copy's `within` point starts from the dated data set: a second image of ext4.
+        let plan = Plan::of(vec![get("ext4")], &["copy", "scan"], Default::default());
+        let line = images_line(&plan, &[(0, "copy", 0), (0, "scan", 0)], 1 << 30);
+        assert!(line.contains("2 written once"), "{line}");
     }
 }

@@ -246,7 +246,7 @@ pub fn model_image(kind: FsKind, files: f64) -> f64 {
 
 /// Whether a cell of workload `w` on target `t` copies a populated image (of the data set,
 /// dated or not: the layout it names), instead of laying the data set down itself.
-fn copied_layout(plan: &Plan, t: usize, w: &str) -> Option<bool> {
+pub(super) fn copied_layout(plan: &Plan, t: usize, w: &str) -> Option<bool> {
     let w = crate::workload::by_name(w)?;
     let loop_target = matches!(plan.targets[t].location, crate::plan::Location::Loop);
     let dated = w.wants_dated_target();
