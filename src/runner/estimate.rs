@@ -26,6 +26,7 @@
 use std::collections::HashMap;
 use std::path::Path;
 
+use super::layout::Layout;
 use crate::plan::{FsKind, Plan};
 use crate::results::store;
 
@@ -244,13 +245,14 @@ pub fn model_image(kind: FsKind, files: f64) -> f64 {
     MODEL_IMAGE * files / create_rate(kind)
 }
 
-/// Whether a cell of workload `w` on target `t` copies a populated image (of the data set,
-/// dated or not: the layout it names), instead of laying the data set down itself.
-pub(super) fn copied_layout(plan: &Plan, t: usize, w: &str) -> Option<bool> {
-    let w = crate::workload::by_name(w)?;
+/// The populated image a cell of workload `w` on target `t` copies, if it copies one
+/// instead of laying the data set down itself (only loop targets have images).
+pub(super) fn copied_layout(plan: &Plan, t: usize, w: &str) -> Option<Layout> {
     let loop_target = matches!(plan.targets[t].location, crate::plan::Location::Loop);
-    let dated = w.wants_dated_target();
-    (loop_target && (dated || w.wants_populated_target())).then_some(dated)
+    loop_target
+        .then(|| crate::workload::by_name(w))
+        .flatten()
+        .and_then(|w| Layout::copied_by(w.as_ref()))
 }
 
 /// Prices `cells` (target index into `plan.targets`, workload name): history first, else
@@ -263,9 +265,9 @@ pub fn estimate(plan: &Plan, cells: &[(usize, &str)], files: usize, history: &Hi
     };
     // Each target's images once: as earlier runs priced them apart from their cells, else
     // one model image per layout the target's cells copy.
-    let mut imaged: Vec<(usize, bool)> = cells
+    let mut imaged: Vec<(usize, Layout)> = cells
         .iter()
-        .filter_map(|&(t, w)| copied_layout(plan, t, w).map(|dated| (t, dated)))
+        .filter_map(|&(t, w)| copied_layout(plan, t, w).map(|layout| (t, layout)))
         .collect();
     imaged.sort_unstable();
     imaged.dedup();

@@ -30,13 +30,25 @@ pub fn populate_master(
 }
 
 /// What a populated image holds under its work directory.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Layout {
     /// The data set as [`workload::prepare::prepare`] writes it.
     DataSet,
     /// The data set dated, in `DATED_DIR`, as [`workload::prepare::dated_on_target`]
     /// writes it (`Workload::wants_dated_target`).
     Dated,
+}
+
+impl Layout {
+    /// The populated image a cell of `w` starts from on a target that has images: the dated
+    /// data set, the data set, or none (the workload starts from an empty file system).
+    pub fn copied_by(w: &dyn workload::Workload) -> Option<Layout> {
+        match (w.wants_dated_target(), w.wants_populated_target()) {
+            (true, _) => Some(Layout::Dated),
+            (false, true) => Some(Layout::DataSet),
+            (false, false) => None,
+        }
+    }
 }
 
 /// [`populate_master`] with the given layout; with `copies`, the image's first spare clone

@@ -132,11 +132,7 @@ fn image_key(
     dataset: usize,
     spec: &InstanceSpec,
 ) -> Option<(usize, usize, Layout)> {
-    let layout = match (w.wants_dated_target(), w.wants_populated_target()) {
-        (true, _) => Layout::Dated,
-        (false, true) => Layout::DataSet,
-        (false, false) => return None,
-    };
+    let layout = Layout::copied_by(w)?;
     clonable(spec).then_some((target, dataset, layout))
 }
 
