@@ -190,6 +190,19 @@ fn kill9_then_cleanup_then_resume_completes_the_run() {
         }
     }
     assert_eq!(cells.len(), loaded.measurements.len());
+    // Both processes timed the host's probe before every phase, and the report reads them all.
+    assert!(
+        loaded
+            .measurements
+            .iter()
+            .all(|m| m.host_probe_ms.is_some_and(|ms| ms > 0.0)),
+        "a measurement without its host probe"
+    );
+    let steadiness = fsarena::report::model::build(&loaded, None).steadiness;
+    assert_eq!(
+        steadiness.map(|s| s.probes),
+        Some(loaded.measurements.len())
+    );
     assert!(
         loaded.measurements.iter().all(|m| m.status == Status::Ok),
         "{:?}",

@@ -312,3 +312,42 @@ fn tmpfs_is_a_reference_never_the_winner() {
     assert_eq!(r.sections[0].decision, "only ext4 was measured");
     assert!(r.sections[0].rows.iter().all(|r| r.mark.is_none()));
 }
+
+#[test]
+fn the_hosts_steadiness_is_said_in_every_report_and_warned_when_unsteady() {
+    let dir = tempfile::tempdir().unwrap();
+    common::fixture::write(dir.path(), true);
+    let mut loaded = store::load(dir.path()).unwrap();
+    // Results from before the probe: nothing is said.
+    let r = model::build(&loaded, None);
+    assert!(r.steadiness.is_none());
+    assert!(!report::terminal::render_width(&r, false, 80).contains("host st"));
+
+    // The same walk at 2.6–3.9 ms: a robust CV of 17 %, far above the 5 % line.
+    let unsteady = [3.0, 3.4, 2.7, 3.6, 2.8, 3.2, 2.6, 3.9];
+    for (m, ms) in loaded.measurements.iter_mut().zip(unsteady.iter().cycle()) {
+        m.host_probe_ms = Some(*ms);
+    }
+    let r = model::build(&loaded, None);
+    let s = r.steadiness.clone().expect("probes were recorded");
+    assert_eq!(s.probes, loaded.measurements.len());
+    assert!(s.unsteady && s.cv > 0.1, "{s:?}");
+    let text = report::terminal::render_width(&r, false, 80);
+    assert!(text.contains("host unsteady:"), "{text}");
+    assert!(text.lines().all(|l| l.chars().count() <= 80), "{text}");
+    assert!(report::markdown::render(&r).contains("host unsteady:"));
+    assert!(report::html::render(&r).contains("<p id=\"steadiness\">host unsteady:"));
+    let json = serde_json::to_value(&r).unwrap();
+    assert_eq!(json["steadiness"]["unsteady"], true);
+
+    // Within 1 % of 3 ms: steady, said without the warning.
+    for (i, m) in loaded.measurements.iter_mut().enumerate() {
+        m.host_probe_ms = Some(3.0 + 0.01 * (i % 3) as f64);
+    }
+    let r = model::build(&loaded, None);
+    let text = report::terminal::render_width(&r, false, 80);
+    assert!(
+        text.contains("host steady:") && !text.contains("unsteady"),
+        "{text}"
+    );
+}

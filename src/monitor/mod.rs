@@ -9,6 +9,7 @@ pub mod cpu;
 pub mod diskstats;
 pub mod meminfo;
 mod sampler;
+pub mod steadiness;
 
 use std::collections::BTreeMap;
 use std::sync::mpsc::{self, RecvTimeoutError, Sender};

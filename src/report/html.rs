@@ -79,6 +79,9 @@ pub fn render(r: &Report) -> String {
             esc(why)
         );
     }
+    if let Some(s) = super::notes::steadiness_text(r) {
+        let _ = write!(h, "<p id=\"steadiness\">{}.</p>", esc(&s));
+    }
     summary(&mut h, r);
     figures::bar_charts(&mut h, r, &colors);
     figures::scaling(&mut h, r, &colors);

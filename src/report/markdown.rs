@@ -18,6 +18,9 @@ pub fn render(r: &Report) -> String {
         r.baseline,
         legend(r.margin_pct)
     ));
+    if let Some(s) = super::notes::steadiness_text(r) {
+        out.push_str(&format!("\n{s}.\n"));
+    }
     for s in &r.sections {
         let key = &s.key_metric;
         out.push_str(&format!("\n## {}\n\n{}\n\n", s.title(), s.decision));

@@ -140,6 +140,8 @@ pub struct Report {
     pub skipped_lines: Vec<(usize, String)>,
     /// The overall ranking across every section ([`super::ranking`]).
     pub ranking: Vec<super::ranking::Standing>,
+    /// How steady the host was over the run (`None` for results without probes).
+    pub steadiness: Option<stats::steadiness::Steadiness>,
     #[serde(skip)]
     pub measurements: Vec<Measurement>,
 }
@@ -307,6 +309,13 @@ pub fn build(loaded: &Loaded, margin_pct: Option<f64>) -> Report {
         sections,
         skipped_lines: loaded.skipped.clone(),
         ranking,
+        steadiness: stats::steadiness::steadiness(
+            &loaded
+                .measurements
+                .iter()
+                .filter_map(|m| m.host_probe_ms)
+                .collect::<Vec<_>>(),
+        ),
         measurements: loaded.measurements.clone(),
     }
 }

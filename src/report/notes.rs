@@ -7,6 +7,7 @@ use super::format::value;
 use super::model::Report;
 use super::width::{wrap, wrap_lines};
 use crate::plan::size::human_bytes;
+use crate::stats::steadiness::UNSTEADY_CV;
 use crate::stats::warnings::WIDE_SPREAD_CV;
 use crate::stats::Warning;
 
@@ -128,6 +129,31 @@ pub fn ranking(r: &Report, width: usize) -> String {
         out.push_str(&wrap_lines(&line, width, 4));
     }
     out
+}
+
+/// How steady the host was over the run, when the records carry probes: one sentence, a
+/// warning when the machine itself varied more than [`UNSTEADY_CV`].
+pub fn steadiness_text(r: &Report) -> Option<String> {
+    let s = r.steadiness.as_ref()?;
+    let figures = format!(
+        "the same 8 MiB memory walk, timed before each of {} phases, took {:.2} ms and \
+         varied {:.1} % (robust CV; {:.2}–{:.2} ms)",
+        s.probes,
+        s.median_ms,
+        s.cv * 100.0,
+        s.min_ms,
+        s.max_ms
+    );
+    Some(if s.unsteady {
+        format!(
+            "host unsteady: {figures}. Above {:.0} %, part of the spread between runs is the \
+             machine's, not the file systems': close comparisons need more runs, or a \
+             quieter machine",
+            UNSTEADY_CV * 100.0
+        )
+    } else {
+        format!("host steady: {figures}")
+    })
 }
 
 /// The host in one line.

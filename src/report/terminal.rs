@@ -88,6 +88,9 @@ pub fn render_width(r: &Report, color: bool, width: usize) -> String {
     out.push_str(&notes::ranking(r, width));
     out.push('\n');
     out.push_str(&notes::host_line(r, width));
+    if let Some(s) = notes::steadiness_text(r) {
+        out.push_str(&wrap(&s, width, "", "  "));
+    }
     out
 }
 

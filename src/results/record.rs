@@ -123,6 +123,11 @@ pub struct Measurement {
     /// from it, and a cell without it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub image_seconds: Option<f64>,
+    /// Milliseconds the host took for the same fixed walk through memory just before this
+    /// measurement's phase ([`crate::monitor::steadiness`]): not a figure of the target, a
+    /// reading of the machine, whose spread over the run the report shows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_probe_ms: Option<f64>,
     /// How many points the cell this record belongs to has, so a reader (and `--resume`)
     /// can tell a complete cell from one cut short (a kill -9 in an io sweep, a torn
     /// last line). `None` for a record of a cell that never reached its points.

@@ -542,6 +542,7 @@ fn measure_point(c: &CellRun, ctx: &Ctx, p: &Point, index: usize, f: &Fresh) -> 
         }));
     }
     m.notes = std::mem::take(&mut h.observed.notes);
+    m.host_probe_ms = h.observed.probe_ms;
     if crate::runner::preflight::log_target(c.plan, c.workload.name())
         == Some(c.spec.target.name.as_str())
     {

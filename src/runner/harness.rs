@@ -28,6 +28,9 @@ pub struct Observed {
     pub failed_elsewhere: bool,
     /// What the log target's device did during the phase (when there is one).
     pub log_device: Option<DeviceDelta>,
+    /// The host's steadiness probe just before the phase, in ms
+    /// ([`crate::monitor::steadiness`]).
+    pub probe_ms: Option<f64>,
 }
 
 /// The [`Harness`] a workload runs in: monitors `devices` while the measured phase runs
@@ -80,6 +83,8 @@ impl Harness for MonitoredHarness<'_> {
             .copied()
             .chain(self.log_device)
             .collect();
+        // Outside the window: how fast this machine runs the same work right now.
+        self.observed.probe_ms = Some(crate::monitor::steadiness::probe_ms());
         let monitor = Monitor::start_with(&devices, SAMPLE_INTERVAL, &self.aside);
         if let Err(e) = &monitor {
             self.observed

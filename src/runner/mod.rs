@@ -193,6 +193,9 @@ pub fn run(
     let minimum: Vec<schedule::Cell> = (0..plan.runs.min())
         .flat_map(|rep| schedule::repetition(rep, usable.len(), datasets, &wl))
         .collect();
+    // The probe's table is built now, long before the first phase's probe, so that probe
+    // does not find the fresh table still in the CPU's caches.
+    crate::monitor::steadiness::shared();
     state.build_images_ahead(&minimum);
     for (i, cell) in minimum.iter().enumerate() {
         let eta = state.eta(&minimum[i..]);

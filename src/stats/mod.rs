@@ -12,6 +12,8 @@
 //!   runs a comparison still needs.
 //! * [`aggregate`](mod@aggregate): groups measurements and compares each target to a baseline.
 //! * [`warnings`]: what a reader should distrust, in plain words.
+//! * [`steadiness`](mod@steadiness): how steady the host was over the run (the probe timed
+//!   before each phase).
 
 pub mod aggregate;
 pub mod decision;
@@ -22,6 +24,7 @@ pub mod mann_whitney;
 pub mod outliers;
 pub mod shift;
 pub mod significance;
+pub mod steadiness;
 pub mod summary;
 pub mod warnings;
 pub mod welch;
