@@ -353,6 +353,12 @@ fn dispatch(cli: Cli) -> Result<i32> {
                     r.pct_diff.unwrap_or(f64::NAN)
                 );
             }
+            if !worse.is_empty() {
+                // Beside the failures, so a gate's log shows when the machine moved too.
+                for n in c.host_notes() {
+                    eprintln!("fsarena: note: {n}");
+                }
+            }
             Ok(if worse.is_empty() {
                 EXIT_OK
             } else {

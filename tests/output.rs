@@ -435,3 +435,31 @@ fn completions_and_the_man_page_come_from_the_clap_definitions() {
     let bad = fsarena(&["completions", "cmd.exe"]);
     assert_eq!(bad.status.code(), Some(2));
 }
+
+#[test]
+fn a_failing_gate_says_when_the_second_runs_machine_ran_slower() {
+    let probes = |d: &tempfile::TempDir, ms: f64| {
+        edit(d.path(), |m| {
+            m["host_probe_ms"] = serde_json::json!(ms);
+            true
+        });
+    };
+    let a = results(true);
+    probes(&a, 3.0);
+    let slower = scaled(0.7);
+    probes(&slower, 3.6);
+    let (pa, ps) = (a.path().to_str().unwrap(), slower.path().to_str().unwrap());
+    let o = fsarena(&["compare", pa, ps, "--fail-if-worse", "10"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("fsarena: note: B's host ran the same memory walk 20 % slower than A's"),
+        "{err}"
+    );
+    // The gate's verdict is the statistics', the note only says what else moved.
+    probes(&slower, 3.0);
+    let o = fsarena(&["compare", pa, ps, "--fail-if-worse", "10"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(!err.contains("note:"), "{err}");
+}

@@ -351,3 +351,46 @@ fn the_hosts_steadiness_is_said_in_every_report_and_warned_when_unsteady() {
         "{text}"
     );
 }
+
+/// Sets every measurement's host probe in the results under `dir` to `ms` (cycled).
+fn with_probes(dir: &Path, ms: &[f64]) {
+    let path = dir.join("results.jsonl");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let mut probes = ms.iter().cycle();
+    let lines: Vec<String> = text
+        .lines()
+        .map(|l| {
+            let mut v: serde_json::Value = serde_json::from_str(l).unwrap();
+            if v["record"] == "measurement" {
+                v["host_probe_ms"] = serde_json::json!(probes.next().unwrap());
+            }
+            v.to_string()
+        })
+        .collect();
+    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+}
+
+#[test]
+fn compare_says_when_the_second_runs_machine_was_slower() {
+    let (a, _) = fixture(true);
+    let (b, _) = fixture(true);
+    let steady = [3.0, 3.01, 2.99, 3.02, 2.98];
+    with_probes(a.path(), &steady);
+    with_probes(b.path(), &steady);
+    let out = report::compare::render(a.path(), b.path(), None).unwrap();
+    assert!(!out.contains("note:"), "{out}");
+
+    // The same data, but B's machine ran the walk 20 % slower: said, with both medians.
+    with_probes(b.path(), &steady.map(|x| x * 1.2));
+    let c = report::compare::build(a.path(), b.path(), None).unwrap();
+    assert!((c.host_shift_pct().unwrap() - 20.0).abs() < 1e-9);
+    let out = report::compare::render_table(&c, false, 80);
+    assert!(
+        out.contains("B's host ran the same memory walk 20 % slower than A's (median 3.60 vs"),
+        "{out}"
+    );
+    assert!(out.lines().all(|l| l.chars().count() <= 80), "{out}");
+    assert!(report::compare::render_markdown(&c).contains("> B's host ran the same memory walk"));
+    let json = serde_json::to_value(&c).unwrap();
+    assert_eq!(json["steadiness_b"]["unsteady"], false);
+}

@@ -15,6 +15,7 @@ use super::model::{self, ALPHA};
 use super::width::wrap;
 use crate::results::store;
 use crate::stats::decision::MAX_RUNS_ESTIMATE;
+use crate::stats::steadiness::Steadiness;
 use crate::stats::{self, benjamini_hochberg, decide, next_level, runs_to_decide, Decision};
 
 /// Two results directories compared.
@@ -29,7 +30,58 @@ pub struct Comparison {
     pub condition_a: String,
     pub condition_b: String,
     pub margin_pct: f64,
+    /// How steady each side's host was (`None` for results without probes).
+    pub steadiness_a: Option<Steadiness>,
+    pub steadiness_b: Option<Steadiness>,
     pub rows: Vec<CompareRow>,
+}
+
+/// From this shift between the two runs' host probes (medians) on, the comparison says
+/// that the machine itself ran at another speed.
+pub const HOST_SHIFT_PCT: f64 = 5.0;
+
+impl Comparison {
+    /// B's host probe median against A's, in % (positive: B's machine was slower), when
+    /// both runs have probes.
+    pub fn host_shift_pct(&self) -> Option<f64> {
+        let (a, b) = (self.steadiness_a.as_ref()?, self.steadiness_b.as_ref()?);
+        Some((b.median_ms / a.median_ms - 1.0) * 100.0)
+    }
+
+    /// What a reader must know about the machines before trusting the verdicts: B's host
+    /// ran the same work at another speed than A's (every B figure moves with it, however
+    /// many runs: a "worse" could be the machine), or a side's host was unsteady.
+    pub fn host_notes(&self) -> Vec<String> {
+        let mut notes = Vec::new();
+        if let (Some(shift), Some(a), Some(b)) = (
+            self.host_shift_pct(),
+            self.steadiness_a.as_ref(),
+            self.steadiness_b.as_ref(),
+        ) {
+            if shift.abs() >= HOST_SHIFT_PCT {
+                notes.push(format!(
+                    "B's host ran the same memory walk {:.0} % {} than A's (median {:.2} vs \
+                     {:.2} ms): differences between the runs up to about that size may be the \
+                     machine's, not the file systems'",
+                    shift.abs(),
+                    if shift > 0.0 { "slower" } else { "faster" },
+                    b.median_ms,
+                    a.median_ms
+                ));
+            }
+        }
+        for (side, s) in [("A", &self.steadiness_a), ("B", &self.steadiness_b)] {
+            if let Some(s) = s.as_ref().filter(|s| s.unsteady) {
+                notes.push(format!(
+                    "{side}'s host was unsteady: the walk varied {:.1} % (robust CV) over its \
+                     {} phases",
+                    s.cv * 100.0,
+                    s.probes
+                ));
+            }
+        }
+        notes
+    }
 }
 
 /// One key metric of one target at one workload point, B against A.
@@ -173,6 +225,8 @@ pub fn build(a: &Path, b: &Path, margin_pct: Option<f64>) -> Result<Comparison> 
         condition_a: ra.condition.clone(),
         condition_b: rb.condition.clone(),
         margin_pct: margin,
+        steadiness_a: ra.steadiness.clone(),
+        steadiness_b: rb.steadiness.clone(),
         rows,
     })
 }
@@ -241,6 +295,9 @@ pub fn render_table(c: &Comparison, color: bool, width: usize) -> String {
         legend.push_str("; ~N more = runs per target that would likely decide it");
     }
     out.push_str(&wrap(&legend, width, "", ""));
+    for n in c.host_notes() {
+        out.push_str(&wrap(&format!("note: {n}"), width, "", "  "));
+    }
     for l in lines {
         out.push_str(&l);
         out.push('\n');
@@ -300,9 +357,7 @@ pub fn render_csv(c: &Comparison) -> Result<String, csv::Error> {
 /// The comparison as a Markdown table.
 pub fn render_markdown(c: &Comparison) -> String {
     let mut out = format!(
-        "# fsarena compare\n\nA = `{}` (kernel {}, {}), B = `{}` (kernel {}, {}). {}.\n\n\
-         | workload | threads | target | metric | A | B | B vs A | decision | BH p |\n\
-         |---|---|---|---|---|---|---|---|---|\n",
+        "# fsarena compare\n\nA = `{}` (kernel {}, {}), B = `{}` (kernel {}, {}). {}.\n\n",
         c.a,
         c.kernel_a,
         c.condition_a,
@@ -310,6 +365,13 @@ pub fn render_markdown(c: &Comparison) -> String {
         c.kernel_b,
         c.condition_b,
         legend(c.margin_pct)
+    );
+    for n in c.host_notes() {
+        out.push_str(&format!("> {n}.\n\n"));
+    }
+    out.push_str(
+        "| workload | threads | target | metric | A | B | B vs A | decision | BH p |\n\
+         |---|---|---|---|---|---|---|---|---|\n",
     );
     for r in &c.rows {
         out.push_str(&format!(
