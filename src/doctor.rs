@@ -9,6 +9,7 @@ use crate::plan::size::human_bytes;
 use crate::plan::{catalogue, FsKind};
 use crate::provision::command::Cmd;
 use crate::provision::{host, workdir};
+use crate::stats::steadiness::{steadiness, Steadiness, UNSTEADY_CV};
 
 /// One external tool fsarena may call, and where and which version this host has.
 #[derive(Debug, Serialize)]
@@ -47,6 +48,29 @@ pub struct Doctor {
     pub postgresql: Result<String, String>,
     /// Whether this build can run under MPI (`mpirun -np N fsarena run ...`), or why not.
     pub mpi: Result<String, String>,
+    /// How steady the machine is right now: the run's probe ([`steadiness`]), taken
+    /// [`STEADINESS_PROBES`] times.
+    pub steadiness: Option<Steadiness>,
+}
+
+/// Probes `doctor` takes, [`STEADINESS_GAP`] apart: about a second in all, long enough to
+/// catch a machine that changes speed from moment to moment.
+pub const STEADINESS_PROBES: usize = 40;
+const STEADINESS_GAP: std::time::Duration = std::time::Duration::from_millis(25);
+
+/// The probe a run times before every phase, taken [`STEADINESS_PROBES`] times now.
+fn steadiness_now() -> Option<Steadiness> {
+    let probe = crate::monitor::steadiness::Probe::new();
+    // One walk to warm the code path; the table itself was just written and may still be
+    // cached, so the gaps (and the first sleep) come before any timing is kept.
+    std::thread::sleep(STEADINESS_GAP);
+    let ms: Vec<f64> = (0..STEADINESS_PROBES)
+        .map(|_| {
+            std::thread::sleep(STEADINESS_GAP);
+            probe.time().as_secs_f64() * 1e3
+        })
+        .collect();
+    steadiness(&ms)
 }
 
 fn tool(name: &str, version_args: &[&str], package: &str) -> Tool {
@@ -141,6 +165,7 @@ pub fn examine(work_root: &Path) -> Doctor {
             .map(|i| format!("{} (major {})", i.bin.display(), i.major))
             .map_err(|e| format!("{e}; pg cells are skipped")),
         mpi: mpi_support(),
+        steadiness: steadiness_now(),
     }
 }
 
@@ -200,6 +225,18 @@ impl Doctor {
         let _ = writeln!(s, "memory cgroup (db):   {}", line(&self.memory_cgroup));
         let _ = writeln!(s, "PostgreSQL (pg):      {}", line(&self.postgresql));
         let _ = writeln!(s, "MPI (many ranks):     {}", line(&self.mpi));
+        if let Some(h) = &self.steadiness {
+            // 80 columns: the README says the CV is robust and what the walk is.
+            let _ = writeln!(
+                s,
+                "host steadiness:      {}: a {:.2} ms memory walk varied {:.1} % ({} {:.0} %)",
+                if h.unsteady { "UNSTEADY" } else { "steady" },
+                h.median_ms,
+                h.cv * 100.0,
+                if h.unsteady { "over" } else { "under" },
+                UNSTEADY_CV * 100.0
+            );
+        }
         let _ = writeln!(s, "tools:");
         for t in &self.tools {
             match (&t.path, &t.version) {

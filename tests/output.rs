@@ -73,7 +73,19 @@ fn the_main_commands_fit_80_columns() {
     let work = root.path.join("work");
     let w = work.to_str().unwrap();
     fits_80("list", &fsarena(&["list"]));
-    fits_80("doctor", &fsarena(&["doctor"]));
+    let doctor = fsarena(&["doctor"]);
+    fits_80("doctor", &doctor);
+    // The machine's steadiness now, measured (either word: this host's state is not ours).
+    let text = stdout(&doctor);
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("host steadiness:"))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(
+        (line.contains("steady: a ") || line.contains("UNSTEADY: a "))
+            && line.contains(" ms memory walk varied "),
+        "{line}"
+    );
     fits_80(
         "run --dry-run",
         &fsarena(&["run", "--dry-run", "--work-dir", w]),

@@ -10,9 +10,9 @@ use serde::Serialize;
 use super::estimators::median;
 use super::outliers::robust_sigma;
 
-/// The robust CV from which a run's host counts as unsteady. The dev VM measured 7–8 %
-/// beside noisy neighbours; a machine steadier than 5 % still shows in the report, just
-/// without the warning.
+/// The robust CV from which a run's host counts as unsteady. The dev VM measured 9–11 %
+/// beside noisy neighbours (the walk alone, by hand: 7–9 % plain CV); a machine steadier
+/// than 5 % still shows in the report, just without the warning.
 pub const UNSTEADY_CV: f64 = 0.05;
 
 /// Fewer probes than this say nothing about the run.
