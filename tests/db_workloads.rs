@@ -372,6 +372,7 @@ fn pg_server_gone_after(signal: i32, name: &str) {
         .flat_map(|(_, p)| p)
         .collect();
     let sockets = files_named(&work, ".s.PGSQL");
+    let shared = shared_memory_of(&server);
     unsafe { libc::kill(run.id() as i32, signal) };
     let status = run.wait().unwrap();
     if signal == libc::SIGKILL {
@@ -387,10 +388,53 @@ fn pg_server_gone_after(signal: i32, name: &str) {
     assert!(!sockets.is_empty(), "the server had a socket");
     let gone = wait_for(5, || server.iter().all(|&p| !alive(p)));
     assert!(gone, "server processes left: {server:?}");
+    // Its shared memory went with it (a SIGKILLed postmaster left both on the host).
+    assert!(
+        !shared.0.is_empty() && !shared.1.is_empty(),
+        "the server mapped no /dev/shm file or System V segment: {shared:?}"
+    );
+    let left: Vec<_> = shared.0.iter().filter(|p| p.exists()).collect();
+    assert!(left.is_empty(), "/dev/shm files left: {left:?}");
+    let segments = std::fs::read_to_string("/proc/sysvipc/shm").unwrap_or_default();
+    let keys: Vec<&str> = segments
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    let left: Vec<_> = shared
+        .1
+        .iter()
+        .filter(|k| keys.contains(&k.as_str()))
+        .collect();
+    assert!(left.is_empty(), "System V segments left (keys): {left:?}");
     assert!(processes_naming(&work).is_empty());
     assert!(files_named(&work, ".s.PGSQL").is_empty());
     assert!(cgroups_of(run.id()).is_empty());
     assert!(leftovers(&root.path).is_empty());
+}
+
+/// The shared memory the processes `pids` map: `/dev/shm` files, and System V segment keys
+/// (decimal, as `/proc/sysvipc/shm` lists them; maps name them `/SYSV<hex key>`).
+fn shared_memory_of(pids: &[i32]) -> (Vec<std::path::PathBuf>, Vec<String>) {
+    let (mut files, mut keys) = (Vec::new(), Vec::new());
+    for pid in pids {
+        let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap_or_default();
+        for path in maps.lines().filter_map(|l| l.split_whitespace().nth(5)) {
+            if path.starts_with("/dev/shm/") {
+                files.push(std::path::PathBuf::from(path));
+            } else if let Some(hex) = path.strip_prefix("/SYSV") {
+                if let Ok(k) = i64::from_str_radix(hex, 16) {
+                    // The kernel lists keys as signed ints.
+                    keys.push((k as i32).to_string());
+                }
+            }
+        }
+    }
+    files.sort();
+    files.dedup();
+    keys.sort();
+    keys.dedup();
+    (files, keys)
 }
 
 #[test]

@@ -447,9 +447,15 @@ fn remove_journaled(
     }
 }
 
-/// Kills each journaled server still running (its command line still names its data
+/// How long a journaled server gets to shut down on SIGQUIT before it is killed.
+const SERVER_GRACE: Duration = Duration::from_secs(5);
+
+/// Stops each journaled server still running (its command line still names its data
 /// directory, so a recycled pid is left alone), then every journaled cgroup's processes,
-/// and removes the cgroups.
+/// and removes the cgroups. A server gets SIGQUIT first: the journaled servers are
+/// PostgreSQL postmasters, for which it is an immediate shutdown that also removes the
+/// server's shared memory (a SIGKILL leaves a System V segment and `/dev/shm` files on the
+/// host); SIGKILL follows after [`SERVER_GRACE`].
 fn stop_servers(live: &[journal::Entry], report: &mut CleanupReport) {
     for e in live.iter().filter(|e| e.kind == Kind::Server) {
         let Some(pid) = e
@@ -466,7 +472,16 @@ fn stop_servers(live: &[journal::Entry], report: &mut CleanupReport) {
                 .any(|a| String::from_utf8_lossy(a) == data)
         });
         if let (true, Some(p)) = (named, rustix::process::Pid::from_raw(pid)) {
-            let _ = rustix::process::kill_process(p, rustix::process::Signal::KILL);
+            use rustix::process::{kill_process, Signal};
+            let _ = kill_process(p, Signal::QUIT);
+            let t0 = Instant::now();
+            let running = || threads_exiting(&pid.to_string()).is_some_and(|(_, n)| n > 0);
+            while running() && t0.elapsed() < SERVER_GRACE {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            if running() {
+                let _ = kill_process(p, Signal::KILL);
+            }
             report.removed.push(PathBuf::from(format!("/proc/{pid}")));
         }
     }

@@ -10,8 +10,9 @@
 //! workload checks its own work (no failed transaction, every account row present, and for
 //! TPC-B the history rows and balances agree with the transactions pgbench reported), and
 //! the server is stopped and its cgroup removed on every exit path; both are journaled, so
-//! `fsarena cleanup` kills them after `kill -9` (and the postmaster has a parent-death
-//! signal, so it dies with fsarena even before cleanup).
+//! `fsarena cleanup` stops them after `kill -9` (and the postmaster has a parent-death
+//! signal, SIGQUIT, so it shuts down with fsarena even before cleanup, removing its shared
+//! memory as it goes).
 //!
 //! Per-file figures come from PostgreSQL's own statistics with `track_io_timing` and
 //! `track_wal_io_timing` on (PostgreSQL 15: `pg_stat_database` for data-file reads,

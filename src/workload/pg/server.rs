@@ -61,6 +61,22 @@ fn lookup(name: &str) -> Option<(u32, u32)> {
 /// `procs` (while still root), drops to `user`, and asks for SIGKILL when the spawning
 /// thread (the cell's) dies, so a `kill -9` of fsarena does not leave it running.
 pub fn command(program: &Path, user: Option<(u32, u32)>, procs: Option<&Path>) -> Command {
+    command_dying_with(program, user, procs, libc::SIGKILL)
+}
+
+/// The signal the postmaster gets when fsarena dies under it: PostgreSQL's immediate
+/// shutdown. It stops the server's children and removes the server's shared memory (a
+/// System V segment and the `/dev/shm/PostgreSQL.*` files) on the way out; a SIGKILL left
+/// both behind on the host after every `kill -9` of a run.
+pub const POSTMASTER_DEATH_SIGNAL: libc::c_int = libc::SIGQUIT;
+
+/// [`command`], asking for `signal` instead of SIGKILL when the spawning thread dies.
+fn command_dying_with(
+    program: &Path,
+    user: Option<(u32, u32)>,
+    procs: Option<&Path>,
+    signal: libc::c_int,
+) -> Command {
     let mut cmd = Command::new(program);
     let procs = procs.and_then(|p| CString::new(p.as_os_str().as_bytes()).ok());
     let parent = std::process::id() as libc::pid_t;
@@ -88,14 +104,7 @@ pub fn command(program: &Path, user: Option<(u32, u32)>, procs: Option<&Path>) -
                 }
             }
             // After setuid, which clears the death signal.
-            if libc::prctl(
-                libc::PR_SET_PDEATHSIG,
-                libc::SIGKILL as libc::c_ulong,
-                0,
-                0,
-                0,
-            ) != 0
-            {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, signal as libc::c_ulong, 0, 0, 0) != 0 {
                 return Err(err());
             }
             if libc::getppid() != parent {
@@ -210,7 +219,12 @@ impl Server {
             }
         };
         record(Op::Create, None)?;
-        let mut cmd = command(&install.program("postgres"), Some(user), procs);
+        let mut cmd = command_dying_with(
+            &install.program("postgres"),
+            Some(user),
+            procs,
+            POSTMASTER_DEATH_SIGNAL,
+        );
         cmd.arg("-D").arg(data);
         cmd.arg("-c").arg("listen_addresses=");
         cmd.arg("-c")
