@@ -5,9 +5,9 @@
 mod common;
 
 use std::os::fd::{FromRawFd, OwnedFd};
-use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
+use common::fixture::edit;
 use common::{bin, require_root, TestRoot};
 use fsarena::report::{self, format, model};
 use fsarena::results::store;
@@ -47,23 +47,6 @@ fn results(complete: bool) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     common::fixture::write(dir.path(), complete);
     dir
-}
-
-/// Rewrites the measurement records of `dir`: `f(record)` may change each one, or drop it
-/// by returning false.
-fn edit(dir: &Path, f: impl Fn(&mut serde_json::Value) -> bool) {
-    let path = dir.join(store::FILE_NAME);
-    let text = std::fs::read_to_string(&path).unwrap();
-    let mut out = String::new();
-    for line in text.lines() {
-        let mut v: serde_json::Value = serde_json::from_str(line).unwrap();
-        if v["record"] == "measurement" && !f(&mut v) {
-            continue;
-        }
-        out.push_str(&serde_json::to_string(&v).unwrap());
-        out.push('\n');
-    }
-    std::fs::write(path, out).unwrap();
 }
 
 #[test]

@@ -352,22 +352,14 @@ fn the_hosts_steadiness_is_said_in_every_report_and_warned_when_unsteady() {
     );
 }
 
-/// Sets every measurement's host probe in the results under `dir` to `ms` (cycled).
+/// Sets the host probes of the measurements under `dir` to `ms`, in turn.
 fn with_probes(dir: &Path, ms: &[f64]) {
-    let path = dir.join("results.jsonl");
-    let text = std::fs::read_to_string(&path).unwrap();
-    let mut probes = ms.iter().cycle();
-    let lines: Vec<String> = text
-        .lines()
-        .map(|l| {
-            let mut v: serde_json::Value = serde_json::from_str(l).unwrap();
-            if v["record"] == "measurement" {
-                v["host_probe_ms"] = serde_json::json!(probes.next().unwrap());
-            }
-            v.to_string()
-        })
-        .collect();
-    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+    let next = std::cell::Cell::new(0);
+    common::fixture::edit(dir, |m| {
+        m["host_probe_ms"] = serde_json::json!(ms[next.get() % ms.len()]);
+        next.set(next.get() + 1);
+        true
+    });
 }
 
 #[test]

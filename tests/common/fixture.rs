@@ -159,3 +159,20 @@ pub fn write(dir: &Path, complete: bool) {
             .unwrap();
     }
 }
+
+/// Rewrites the measurement records of `dir`: `f(record)` may change each one, or drop it
+/// by returning false.
+pub fn edit(dir: &Path, f: impl Fn(&mut serde_json::Value) -> bool) {
+    let path = dir.join(fsarena::results::store::FILE_NAME);
+    let text = std::fs::read_to_string(&path).unwrap();
+    let mut out = String::new();
+    for line in text.lines() {
+        let mut v: serde_json::Value = serde_json::from_str(line).unwrap();
+        if v["record"] == "measurement" && !f(&mut v) {
+            continue;
+        }
+        out.push_str(&serde_json::to_string(&v).unwrap());
+        out.push('\n');
+    }
+    std::fs::write(path, out).unwrap();
+}
