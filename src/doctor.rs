@@ -60,14 +60,12 @@ const STEADINESS_GAP: std::time::Duration = std::time::Duration::from_millis(25)
 
 /// The probe a run times before every phase, taken [`STEADINESS_PROBES`] times now.
 fn steadiness_now() -> Option<Steadiness> {
-    let probe = crate::monitor::steadiness::Probe::new();
-    // One walk to warm the code path; the table itself was just written and may still be
-    // cached, so the gaps (and the first sleep) come before any timing is kept.
-    std::thread::sleep(STEADINESS_GAP);
+    // The table is written on first use and may still be partly cached for the first
+    // walks; the robust spread keeps a low one or two from moving the verdict.
     let ms: Vec<f64> = (0..STEADINESS_PROBES)
         .map(|_| {
             std::thread::sleep(STEADINESS_GAP);
-            probe.time().as_secs_f64() * 1e3
+            crate::monitor::steadiness::probe_ms()
         })
         .collect();
     steadiness(&ms)
