@@ -1507,3 +1507,68 @@ fn the_default_plans_coarse_estimate_fits_its_budget() {
     assert!(text.contains("a coarse model"), "{text}");
     assert!(text.contains("left after the minimum"), "{text}");
 }
+
+/// Defect: cleanups running at once (each MPI rank that mpirun ends starts one, and each
+/// sweeps the whole work directory) removed the same dead run side by side: each failed on
+/// files the other had just unlinked ("No such file or directory", "kept its journal"),
+/// and one could take the run's marker while the other still emptied the directory, which
+/// then stayed for good (seen once as a run directory left after Ctrl-C to mpirun). A run
+/// is now cleaned by one cleaner at a time; the others find it gone.
+#[test]
+fn cleanups_at_once_take_a_dead_run_down_once_and_leave_nothing() {
+    use fsarena::provision::journal::{Journal, Kind, Op};
+    let root = TestRoot::new("reg-cleanups-at-once");
+    let work = root.path.join("work");
+    // A pid that has exited, so the run's owner is dead.
+    let mut gone = Command::new("true").spawn().unwrap();
+    let dead = gone.id();
+    gone.wait().unwrap();
+    for round in 0..3 {
+        let run = work.join(format!("run-{round}-{dead}"));
+        let outside = root
+            .path
+            .join("target")
+            .join(format!("fsarena-tree-{round}"));
+        let inside = run.join("tree");
+        let journal = Journal::open(&{
+            std::fs::create_dir_all(&run).unwrap();
+            run.join(Journal::FILE_NAME)
+        })
+        .unwrap();
+        std::fs::write(
+            run.join(fsarena::provision::workdir::OWNER_FILE),
+            format!("pid={dead}\nstart=0\n"),
+        )
+        .unwrap();
+        for tree in [&outside, &inside] {
+            journal
+                .record(Op::Create, Kind::Dir, tree, Some("tree"))
+                .unwrap();
+            for i in 0..2000 {
+                let d = tree.join(format!("d{}", i % 20));
+                std::fs::create_dir_all(&d).unwrap();
+                std::fs::write(d.join(format!("f{i}")), b"x").unwrap();
+            }
+        }
+        drop(journal);
+        let cleaners: Vec<std::process::Child> = (0..4)
+            .map(|_| {
+                Command::new(bin())
+                    .args(["cleanup", "--work-dir"])
+                    .arg(&work)
+                    .stdout(std::process::Stdio::null())
+                    .stderr(std::process::Stdio::piped())
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        for c in cleaners {
+            let o = c.wait_with_output().unwrap();
+            let err = String::from_utf8_lossy(&o.stderr);
+            assert!(o.status.success() && err.is_empty(), "round {round}: {err}");
+        }
+        let left: Vec<_> = std::fs::read_dir(&work).unwrap().flatten().collect();
+        assert!(left.is_empty(), "round {round}: {left:?}");
+        assert!(!outside.exists(), "round {round}: {}", outside.display());
+    }
+}

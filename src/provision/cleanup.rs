@@ -244,10 +244,13 @@ pub fn cleanup(root: &Path) -> CleanupReport {
         .collect();
     runs.sort();
     for run in runs {
+        let Some(_held) = hold(&run) else {
+            continue; // another cleaner finished it meanwhile
+        };
         if owner_alive(&run) {
             report.live.push(run);
         } else {
-            cleanup_run(&run, &mut report);
+            take_down(&run, &mut report);
         }
     }
     report
@@ -256,6 +259,36 @@ pub fn cleanup(root: &Path) -> CleanupReport {
 /// Takes down everything belonging to one run directory. Also used for the emergency
 /// teardown on a second Ctrl-C, when the run's own unwinding may be stuck.
 pub fn cleanup_run(run: &Path, report: &mut CleanupReport) {
+    if let Some(_held) = hold(run) {
+        take_down(run, report);
+    }
+}
+
+/// The lock one cleaner holds on a run directory while it looks at and takes down that run.
+/// Several cleanups can sweep the same work directory at once (every MPI rank that mpirun
+/// ends starts one, and each removes every dead run it finds): unserialized, two removed the
+/// same trees side by side, each failed on what the other had just removed, and one could
+/// take the run's marker while the other still emptied the directory, which no later
+/// cleanup then recognised as a run. `None` when the run is no longer there to clean (its
+/// marker gone with a cleaner that finished it while this one waited). A file system that
+/// cannot lock a directory is cleaned without the lock, as before.
+fn hold(run: &Path) -> Option<Option<std::os::fd::OwnedFd>> {
+    use rustix::fs::{flock, open, FlockOperation, Mode, OFlags};
+    let fd = match open(
+        run,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    ) {
+        Ok(fd) => fd,
+        Err(rustix::io::Errno::NOENT) => return None,
+        Err(_) => return Some(None),
+    };
+    let held = flock(&fd, FlockOperation::LockExclusive).is_ok();
+    run.join(OWNER_FILE).is_file().then_some(held.then_some(fd))
+}
+
+/// [`cleanup_run`]'s work, with the run held.
+fn take_down(run: &Path, report: &mut CleanupReport) {
     let errors_before = report.errors.len();
     let entries = journal::read(&run.join(Journal::FILE_NAME)).unwrap_or_default();
     let live = journal::live(&entries);
