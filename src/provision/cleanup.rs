@@ -250,18 +250,10 @@ pub fn cleanup(root: &Path) -> CleanupReport {
         if owner_alive(&run) {
             report.live.push(run);
         } else {
-            take_down(&run, &mut report);
+            cleanup_run(&run, &mut report);
         }
     }
     report
-}
-
-/// Takes down everything belonging to one run directory. Also used for the emergency
-/// teardown on a second Ctrl-C, when the run's own unwinding may be stuck.
-pub fn cleanup_run(run: &Path, report: &mut CleanupReport) {
-    if let Some(_held) = hold(run) {
-        take_down(run, report);
-    }
 }
 
 /// The lock one cleaner holds on a run directory while it looks at and takes down that run.
@@ -287,8 +279,12 @@ fn hold(run: &Path) -> Option<Option<std::os::fd::OwnedFd>> {
     run.join(OWNER_FILE).is_file().then_some(held.then_some(fd))
 }
 
-/// [`cleanup_run`]'s work, with the run held.
-fn take_down(run: &Path, report: &mut CleanupReport) {
+/// Takes down everything belonging to one run directory: a dead run's, from [`cleanup`]
+/// with the run held; and the run's own, at its end or in the emergency teardown on a
+/// second Ctrl-C, when the run's unwinding may be stuck. Those two need no [`hold`]: other
+/// cleaners leave a run whose owner is alive alone, and the emergency one must not wait on
+/// a teardown stuck in the kernel.
+pub fn cleanup_run(run: &Path, report: &mut CleanupReport) {
     let errors_before = report.errors.len();
     let entries = journal::read(&run.join(Journal::FILE_NAME)).unwrap_or_default();
     let live = journal::live(&entries);
