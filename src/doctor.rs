@@ -68,7 +68,7 @@ fn steadiness_now() -> Option<Steadiness> {
             crate::monitor::steadiness::probe_ms()
         })
         .collect();
-    steadiness(&ms)
+    steadiness(&ms, &[])
 }
 
 fn tool(name: &str, version_args: &[&str], package: &str) -> Tool {

@@ -350,6 +350,39 @@ fn the_hosts_steadiness_is_said_in_every_report_and_warned_when_unsteady() {
         text.contains("host steady:") && !text.contains("unsteady"),
         "{text}"
     );
+    assert!(!text.contains("hypervisor"), "no steal recorded: {text}");
+
+    // On a VM whose hypervisor ran other work: each phase busy 30 % of the machine and kept
+    // waiting 10 % (a quarter of what it asked for), one phase 30 % (half): said, with both.
+    for (i, m) in loaded.measurements.iter_mut().enumerate() {
+        let steal = if i == 0 { 30.0 } else { 10.0 };
+        m.metrics.insert("cpu_user_pct".into(), 10.0);
+        m.metrics.insert("cpu_system_pct".into(), 20.0);
+        m.metrics.insert("cpu_steal_pct".into(), steal);
+    }
+    let r = model::build(&loaded, None);
+    let s = r.steadiness.clone().unwrap();
+    assert_eq!(
+        (s.stolen_median_pct, s.stolen_max_pct),
+        (Some(25.0), Some(50.0))
+    );
+    let text = report::terminal::render_width(&r, false, 80);
+    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        flat.contains("the hypervisor kept 25 % of the CPU time a phase asked for")
+            && flat.contains("up to 50 % in one phase"),
+        "{text}"
+    );
+    assert!(text.lines().all(|l| l.chars().count() <= 80), "{text}");
+    assert!(report::markdown::render(&r).contains("the hypervisor kept 25 %"));
+    let json = serde_json::to_value(&r).unwrap();
+    assert_eq!(json["steadiness"]["stolen_median_pct"], 25.0);
+    // Under 1 % stolen is tick rounding, or bare metal: not said.
+    for m in loaded.measurements.iter_mut() {
+        m.metrics.insert("cpu_steal_pct".into(), 0.1);
+    }
+    let r = model::build(&loaded, None);
+    assert!(!report::terminal::render_width(&r, false, 80).contains("hypervisor"));
 }
 
 /// Sets the host probes of the measurements under `dir` to `ms`, in turn.

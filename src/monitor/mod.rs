@@ -106,6 +106,8 @@ pub struct MonitorReport {
     pub cpu_user_pct: f64,
     pub cpu_system_pct: f64,
     pub cpu_iowait_pct: f64,
+    /// See [`cpu::CpuPercent::steal`]; 0 on a machine that is not a VM.
+    pub cpu_steal_pct: f64,
     /// False when not one clock tick (10 ms of CPU time over all CPUs) elapsed in the phase,
     /// so the three percentages above are 0 for want of data, not measured.
     pub cpu_measured: bool,
@@ -194,6 +196,7 @@ impl MonitorReport {
             put("cpu_user_pct", self.cpu_user_pct);
             put("cpu_system_pct", self.cpu_system_pct);
             put("cpu_iowait_pct", self.cpu_iowait_pct);
+            put("cpu_steal_pct", self.cpu_steal_pct);
         }
         put("process_cpu_seconds", self.process_cpu_seconds);
         if self.aside_seconds > 0.0 {

@@ -386,6 +386,7 @@ impl Sampler {
             cpu_user_pct: pct.user,
             cpu_system_pct: pct.system,
             cpu_iowait_pct: pct.iowait,
+            cpu_steal_pct: pct.steal,
             cpu_measured: cpu.is_some(),
             process_cpu_seconds,
             warnings,

@@ -236,6 +236,7 @@ fn sample_report() -> MonitorReport {
         cpu_user_pct: 10.0,
         cpu_system_pct: 20.0,
         cpu_iowait_pct: 5.0,
+        cpu_steal_pct: 2.5,
         cpu_measured: true,
         process_cpu_seconds: 0.5,
         ..MonitorReport::default()
@@ -261,6 +262,7 @@ fn add_metrics_computes_ratios_and_omits_undefined_ones() {
     assert_eq!(m["peak_dirty_bytes"], 7.0);
     assert_eq!(m["peak_writeback_bytes"], 9.0);
     assert_eq!(m["cpu_system_pct"], 20.0);
+    assert_eq!(m["cpu_steal_pct"], 2.5);
     assert_eq!(m["process_cpu_seconds"], 0.5);
 }
 
@@ -272,6 +274,7 @@ fn add_metrics_omits_cpu_split_when_not_measured_and_unseen_backing() {
     let mut m = BTreeMap::new();
     r.add_metrics(&mut m);
     assert!(!m.contains_key("cpu_user_pct"));
+    assert!(!m.contains_key("cpu_steal_pct"));
     assert!(!m.contains_key("backing_write_bytes"));
     assert!(m.contains_key("process_cpu_seconds"));
 }

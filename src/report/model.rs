@@ -315,6 +315,18 @@ pub fn build(loaded: &Loaded, margin_pct: Option<f64>) -> Report {
                 .iter()
                 .filter_map(|m| m.host_probe_ms)
                 .collect::<Vec<_>>(),
+            &loaded
+                .measurements
+                .iter()
+                .filter_map(|m| {
+                    let pct = |k: &str| m.metrics.get(k).copied();
+                    stats::steadiness::stolen_pct(
+                        pct("cpu_user_pct")?,
+                        pct("cpu_system_pct")?,
+                        pct("cpu_steal_pct")?,
+                    )
+                })
+                .collect::<Vec<_>>(),
         ),
         measurements: loaded.measurements.clone(),
     }

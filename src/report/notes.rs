@@ -131,11 +131,16 @@ pub fn ranking(r: &Report, width: usize) -> String {
     out
 }
 
+/// Below this median share of stolen CPU time the report does not mention the hypervisor:
+/// tick accounting rounds a short phase's few ticks, and bare metal reports none at all.
+pub const STOLEN_NOTED_PCT: f64 = 1.0;
+
 /// How steady the host was over the run, when the records carry probes: one sentence, a
-/// warning when the machine itself varied more than [`UNSTEADY_CV`].
+/// warning when the machine itself varied more than [`UNSTEADY_CV`], and what the
+/// hypervisor took when it took enough to matter.
 pub fn steadiness_text(r: &Report) -> Option<String> {
     let s = r.steadiness.as_ref()?;
-    let figures = format!(
+    let mut figures = format!(
         "the same 8 MiB memory walk, timed before each of {} phases, took {:.2} ms and \
          varied {:.1} % (robust CV; {:.2}–{:.2} ms)",
         s.probes,
@@ -144,6 +149,15 @@ pub fn steadiness_text(r: &Report) -> Option<String> {
         s.min_ms,
         s.max_ms
     );
+    if let (Some(med), Some(max)) = (s.stolen_median_pct, s.stolen_max_pct) {
+        if med >= STOLEN_NOTED_PCT {
+            let _ = write!(
+                figures,
+                "; the hypervisor kept {med:.0} % of the CPU time a phase asked for (CPU \
+                 steal, median; up to {max:.0} % in one phase)"
+            );
+        }
+    }
     Some(if s.unsteady {
         format!(
             "host unsteady: {figures}. Above {:.0} %, part of the spread between runs is the \
