@@ -144,13 +144,32 @@ pub fn with_margin(need: u64) -> u64 {
 /// cell writes into its sparse image, plus the populated images kept for the whole run (one
 /// per loop target: the data set and some metadata) with each one's clone (kept between
 /// cells to be restored, not copied again), and the source trees kept for the whole run
-/// (`workload::source`: the dated data set, and its changed copy for `sync`, per data set).
+/// (`workload::source`: the dated data set, and its changed copy for `sync`, per data set),
+/// and the point's `log_target` file system when a workload has one ([`LOG_IMAGE_BYTES`]).
 pub fn disk_need(plan: &Plan, data_bytes: u64) -> u64 {
     const MIB: u64 = 1 << 20;
     4 * data_bytes
         + 256 * MIB
         + 2 * populated_images(plan) * (data_bytes + 64 * MIB)
         + source_trees(plan) * data_bytes
+        + log_images(plan) * LOG_IMAGE_BYTES
+}
+
+/// What one point's `log_target` file system may hold: PostgreSQL's WAL, whose
+/// `max_wal_size` (1 GB, left at its default) is a soft limit a busy phase overshoots until
+/// the next checkpoint, and the file system's own metadata.
+pub const LOG_IMAGE_BYTES: u64 = 2 << 30;
+
+/// How many `log_target` images the run holds at once: one per point that has one, made
+/// fresh for the point and removed after it, so at most one (a log on a named device or
+/// directory writes nothing into the work directory).
+fn log_images(plan: &Plan) -> u64 {
+    let on_loop = |w: &String| {
+        log_target(plan, w)
+            .and_then(|name| plan.targets.iter().find(|t| t.name == name))
+            .is_some_and(|t| matches!(t.location, Location::Loop))
+    };
+    u64::from(plan.workloads.iter().any(on_loop))
 }
 
 /// How many source trees outside the targets the run keeps, for each data set: the most any
@@ -486,6 +505,24 @@ mod tests {
         );
         assert_eq!(populated_images(&plan(&["ext4", "xfs"], &["create"])), 0);
         assert_eq!(populated_images(&plan(&["tmpfs"], &["delete"])), 0);
+    }
+
+    /// Defect: a point's `log_target` file system (a fresh sparse image in the work
+    /// directory, holding PostgreSQL's WAL) was left out of the space check and the dry
+    /// run's disk figure.
+    #[test]
+    fn the_space_check_counts_the_log_target_image() {
+        let mut p = plan(&["ext4", "xfs"], &["pg"]);
+        let without = disk_need(&p, 1 << 30);
+        let mut table = toml::Table::new();
+        table.insert("log_target".into(), toml::Value::String("xfs".into()));
+        p.workload_options.insert("pg".into(), table);
+        assert_eq!(log_images(&p), 1);
+        assert_eq!(disk_need(&p, 1 << 30), without + LOG_IMAGE_BYTES);
+        // A log on a workload the plan does not run costs nothing.
+        let mut q = plan(&["ext4", "xfs"], &["scan"]);
+        q.workload_options = p.workload_options.clone();
+        assert_eq!(log_images(&q), 0);
     }
 
     /// Defect (scale-1 study of issue 16): a plan whose estimated peak (69.2 GiB) was just
