@@ -418,4 +418,21 @@ fn compare_says_when_the_second_runs_machine_was_slower() {
     assert!(report::compare::render_markdown(&c).contains("> B's host ran the same memory walk"));
     let json = serde_json::to_value(&c).unwrap();
     assert_eq!(json["steadiness_b"]["unsteady"], false);
+
+    // B's VM lost a fifth of its phases' CPU time to the hypervisor: said; A's none.
+    common::fixture::edit(b.path(), |m| {
+        m["metrics"]["cpu_user_pct"] = serde_json::json!(30.0);
+        m["metrics"]["cpu_system_pct"] = serde_json::json!(10.0);
+        m["metrics"]["cpu_steal_pct"] = serde_json::json!(10.0);
+        true
+    });
+    let c = report::compare::build(a.path(), b.path(), None).unwrap();
+    let notes = c.host_notes().join("\n");
+    assert!(
+        notes.contains("B's hypervisor kept 20 % of the CPU time a phase asked for")
+            && !notes.contains("A's hypervisor"),
+        "{notes}"
+    );
+    let out = report::compare::render_table(&c, false, 80);
+    assert!(out.lines().all(|l| l.chars().count() <= 80), "{out}");
 }

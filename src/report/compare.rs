@@ -79,6 +79,13 @@ impl Comparison {
                     s.probes
                 ));
             }
+            let stolen = s.as_ref().and_then(|s| s.stolen_median_pct);
+            if let Some(pct) = stolen.filter(|p| *p >= super::notes::STOLEN_NOTED_PCT) {
+                notes.push(format!(
+                    "{side}'s hypervisor kept {pct:.0} % of the CPU time a phase asked for (CPU \
+                     steal, median): that run's figures are slower by up to about that much"
+                ));
+            }
         }
         notes
     }
