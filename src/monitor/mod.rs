@@ -109,7 +109,7 @@ pub struct MonitorReport {
     /// See [`cpu::CpuPercent::steal`]; 0 on a machine that is not a VM.
     pub cpu_steal_pct: f64,
     /// False when not one clock tick (10 ms of CPU time over all CPUs) elapsed in the phase,
-    /// so the three percentages above are 0 for want of data, not measured.
+    /// so the percentages above are 0 for want of data, not measured.
     pub cpu_measured: bool,
     /// This process (all threads) plus its reaped children, over the phase.
     pub process_cpu_seconds: f64,
