@@ -94,9 +94,16 @@ fn auto_runs_the_minimum_then_spends_the_budget_and_stops_at_it() {
             || err.contains("every comparison with the baseline is decided"),
         "the budget ended the run: {err}"
     );
-    for (t, n) in runs_per_target(&out) {
-        assert!(n > 3, "{t}: only {n} runs, the budget was not spent");
-    }
+    // Every target has its minimum, and the rounds bought more runs. Not necessarily on
+    // both twins: a round repeats only the side whose next run narrows the interval most
+    // (`stats::next_run_side`), and one twin can draw the noisier first three runs by
+    // chance and take every round this short budget pays for (seen once in CI).
+    let runs = runs_per_target(&out);
+    assert!(runs.iter().all(|(_, n)| *n >= 3), "{runs:?}");
+    assert!(
+        runs.iter().map(|(_, n)| n).sum::<usize>() > 6,
+        "the budget was not spent: {runs:?}"
+    );
     // The budget bounds the run's wall time: a round is only started when its cells fit,
     // a cell only when it still fits, and the run's start and end come out of the budget
     // (the default 5-minute run once took 5 min 01 s). A few seconds' slack for a loaded
