@@ -244,9 +244,10 @@ pub fn cleanup(root: &Path) -> CleanupReport {
         .collect();
     runs.sort();
     for run in runs {
-        let Some(_held) = hold(&run) else {
+        let held = hold(&run);
+        if matches!(held, Hold::Gone) {
             continue; // another cleaner finished it meanwhile
-        };
+        }
         if owner_alive(&run) {
             report.live.push(run);
         } else {
@@ -256,15 +257,24 @@ pub fn cleanup(root: &Path) -> CleanupReport {
     report
 }
 
-/// The lock one cleaner holds on a run directory while it looks at and takes down that run.
-/// Several cleanups can sweep the same work directory at once (every MPI rank that mpirun
-/// ends starts one, and each removes every dead run it finds): unserialized, two removed the
-/// same trees side by side, each failed on what the other had just removed, and one could
-/// take the run's marker while the other still emptied the directory, which no later
-/// cleanup then recognised as a run. `None` when the run is no longer there to clean (its
-/// marker gone with a cleaner that finished it while this one waited). A file system that
-/// cannot lock a directory is cleaned without the lock, as before.
-fn hold(run: &Path) -> Option<Option<std::os::fd::OwnedFd>> {
+/// What [`hold`] found on a run directory.
+enum Hold {
+    /// The run is no longer there to clean: its marker went with a cleaner that finished it
+    /// while this one waited.
+    Gone,
+    /// Held exclusively until dropped (the lock goes with the descriptor).
+    Locked { _fd: std::os::fd::OwnedFd },
+    /// The directory's file system cannot lock it: cleaned without the lock, as before.
+    Unlocked,
+}
+
+/// Takes the lock one cleaner holds on a run directory while it looks at and takes down
+/// that run. Several cleanups can sweep the same work directory at once (every MPI rank
+/// that mpirun ends starts one, and each removes every dead run it finds): unserialized,
+/// two removed the same trees side by side, each failed on what the other had just
+/// removed, and one could take the run's marker while the other still emptied the
+/// directory, which no later cleanup then recognised as a run.
+fn hold(run: &Path) -> Hold {
     use rustix::fs::{flock, open, FlockOperation, Mode, OFlags};
     let fd = match open(
         run,
@@ -272,11 +282,17 @@ fn hold(run: &Path) -> Option<Option<std::os::fd::OwnedFd>> {
         Mode::empty(),
     ) {
         Ok(fd) => fd,
-        Err(rustix::io::Errno::NOENT) => return None,
-        Err(_) => return Some(None),
+        Err(rustix::io::Errno::NOENT) => return Hold::Gone,
+        Err(_) => return Hold::Unlocked,
     };
-    let held = flock(&fd, FlockOperation::LockExclusive).is_ok();
-    run.join(OWNER_FILE).is_file().then_some(held.then_some(fd))
+    let locked = flock(&fd, FlockOperation::LockExclusive).is_ok();
+    if !run.join(OWNER_FILE).is_file() {
+        Hold::Gone
+    } else if locked {
+        Hold::Locked { _fd: fd }
+    } else {
+        Hold::Unlocked
+    }
 }
 
 /// Takes down everything belonging to one run directory: a dead run's, from [`cleanup`]
