@@ -9,7 +9,7 @@ use crate::plan::size::human_bytes;
 use crate::plan::{catalogue, FsKind};
 use crate::provision::command::Cmd;
 use crate::provision::{host, workdir};
-use crate::stats::steadiness::{steadiness, Steadiness, UNSTEADY_CV};
+use crate::stats::steadiness::{steadiness, stolen_pct, Steadiness, UNSTEADY_CV};
 
 /// One external tool fsarena may call, and where and which version this host has.
 #[derive(Debug, Serialize)]
@@ -51,6 +51,40 @@ pub struct Doctor {
     /// How steady the machine is right now: the run's probe ([`steadiness`]), taken
     /// [`STEADINESS_PROBES`] times.
     pub steadiness: Option<Steadiness>,
+    /// Of the CPU time every CPU asked for over [`STEAL_WINDOW`], the share the hypervisor
+    /// kept, in percent (CPU steal; 0 on bare metal); `None` when `/proc/stat` could not
+    /// be read or counted no time.
+    pub cpu_steal_pct: Option<f64>,
+}
+
+/// How long `doctor` keeps every CPU busy to see how much of their time a hypervisor keeps.
+/// The steadiness probe cannot tell: it sleeps most of its second, and a CPU that asks for
+/// nothing loses nothing. A run records the same share per phase (`cpu_steal_pct`).
+pub const STEAL_WINDOW: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Spins one thread per CPU for [`STEAL_WINDOW`] and returns the share of the CPU time they
+/// asked for that the hypervisor kept ([`stolen_pct`]).
+fn steal_now() -> Option<f64> {
+    let read = || {
+        std::fs::read_to_string("/proc/stat")
+            .ok()
+            .and_then(|t| crate::monitor::cpu::parse_stat(&t).ok())
+    };
+    let before = read()?;
+    let deadline = std::time::Instant::now() + STEAL_WINDOW;
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    std::thread::scope(|s| {
+        for _ in 0..cpus {
+            s.spawn(|| {
+                let mut spins = 0u64;
+                while std::time::Instant::now() < deadline {
+                    spins = std::hint::black_box(spins.wrapping_add(1));
+                }
+            });
+        }
+    });
+    let p = read()?.percent_since(&before)?;
+    stolen_pct(p.user, p.system, p.steal)
 }
 
 /// Probes `doctor` takes, [`STEADINESS_GAP`] apart: about a second in all, long enough to
@@ -164,6 +198,7 @@ pub fn examine(work_root: &Path) -> Doctor {
             .map_err(|e| format!("{e}; pg cells are skipped")),
         mpi: mpi_support(),
         steadiness: steadiness_now(),
+        cpu_steal_pct: steal_now(),
     }
 }
 
@@ -233,6 +268,14 @@ impl Doctor {
                 h.cv * 100.0,
                 if h.unsteady { "over" } else { "under" },
                 UNSTEADY_CV * 100.0
+            );
+        }
+        if let Some(pct) = self.cpu_steal_pct {
+            let _ = writeln!(
+                s,
+                "CPU steal:            {pct:.1} % of CPU time kept by the hypervisor ({} s, \
+                 all busy)",
+                STEAL_WINDOW.as_secs()
             );
         }
         let _ = writeln!(s, "tools:");

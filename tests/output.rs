@@ -69,6 +69,21 @@ fn the_main_commands_fit_80_columns() {
             && line.contains(" ms memory walk varied "),
         "{line}"
     );
+    // The hypervisor's share of CPU time, measured with every CPU busy (0 on bare metal).
+    let steal = text
+        .lines()
+        .find_map(|l| l.strip_prefix("CPU steal:"))
+        .unwrap_or_else(|| panic!("{text}"));
+    let pct: f64 = steal
+        .split_whitespace()
+        .next()
+        .and_then(|x| x.parse().ok())
+        .unwrap_or_else(|| panic!("{steal}"));
+    assert!((0.0..=100.0).contains(&pct), "{steal}");
+    assert!(
+        steal.contains("% of CPU time kept by the hypervisor"),
+        "{steal}"
+    );
     fits_80(
         "run --dry-run",
         &fsarena(&["run", "--dry-run", "--work-dir", w]),
