@@ -562,8 +562,13 @@ fn run_plan(args: RunArgs) -> Result<i32> {
         }
     }
     if summary.interrupted {
+        let cut = match summary.cut_short {
+            0 => String::new(),
+            1 => " (1 measurement cut short, left out)".to_string(),
+            n => format!(" ({n} measurements cut short, left out)"),
+        };
         eprintln!(
-            "fsarena: interrupted; finish with: fsarena run --resume {}",
+            "fsarena: interrupted{cut}; finish with: fsarena run --resume {}",
             summary.out.display()
         );
     }

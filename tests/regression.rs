@@ -444,6 +444,36 @@ fn report_names_duplicate_repetitions() {
     );
 }
 
+/// A run cut short by Ctrl-C was reported as a failure: "1 run failed and is left out of
+/// the statistics — the remaining runs may flatter this file system", and the run's last
+/// lines listed it as a measurement that "did not succeed: … interrupted (interrupted)".
+/// The file system did nothing wrong; the report now says the run was interrupted.
+#[test]
+fn an_interrupted_run_is_not_reported_as_a_failed_one() {
+    let dir = tempfile::tempdir().unwrap();
+    common::fixture::write(dir.path(), false); // btrfs create, repetition 3: interrupted
+    let o = Command::new(bin())
+        .arg("report")
+        .arg(dir.path())
+        .env("COLUMNS", "200")
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(
+        text.lines()
+            .any(|l| l.contains("1 run was cut short by an interrupt")
+                && l.contains("--resume")
+                && l.contains("btrfs in create")),
+        "{text}"
+    );
+    assert!(!text.contains("failed and is left out"), "{text}");
+    assert!(!text.contains("(interrupted)"), "{text}");
+}
+
 /// Issue 11.4: `--resume DIR --target xfs --runs 5` exited 0 and did nothing.
 #[test]
 fn resume_refuses_flags_that_would_change_the_plan() {

@@ -151,11 +151,10 @@ fn summary(h: &mut String, r: &Report) {
             for (rep, st, err) in &row.failed {
                 let _ = write!(
                     h,
-                    "<p class=\"warn\">{} repetition {}: {}{}</p>",
+                    "<p class=\"warn\">{} repetition {}: {}</p>",
                     esc(&row.target),
                     rep + 1,
-                    st.as_str(),
-                    esc(&err.as_ref().map(|e| format!(" ({e})")).unwrap_or_default())
+                    esc(&st.with_error(err.as_deref()))
                 );
             }
             for w in &row.warnings {

@@ -200,11 +200,10 @@ fn section(s: &Section, baseline: &str, color: bool, width: usize) -> (String, V
     for row in &s.rows {
         for (rep, status, err) in &row.failed {
             let line = format!(
-                "{} repetition {}: {}{}",
+                "{} repetition {}: {}",
                 row.target,
                 rep + 1,
-                status.as_str(),
-                err.as_ref().map(|e| format!(" ({e})")).unwrap_or_default()
+                status.with_error(err.as_deref())
             );
             out.push_str(&wrap(&line, width, "  ", "    "));
         }

@@ -43,6 +43,16 @@ impl Status {
             Status::Invalid => "invalid",
         }
     }
+
+    /// The status with its error message, as reports list a run that did not end `ok`:
+    /// `eio (write: Input/output error)`, or the status alone when the message only repeats
+    /// it (an interrupted run's error is "interrupted").
+    pub fn with_error(self, error: Option<&str>) -> String {
+        match error.filter(|e| *e != self.as_str()) {
+            Some(e) => format!("{} ({e})", self.as_str()),
+            None => self.as_str().to_string(),
+        }
+    }
 }
 
 /// One line of `results.jsonl`. The first line of a file is always `Host`.

@@ -62,9 +62,12 @@ pub struct RunOptions {
 pub struct RunSummary {
     pub out: PathBuf,
     pub measured: usize,
-    /// One line per measurement that did not end `ok`.
+    /// One line per measurement that did not end `ok`, except those an interrupt cut short.
     pub failures: Vec<String>,
     pub interrupted: bool,
+    /// Measurements an interrupt cut short (recorded `interrupted`; `--resume` measures
+    /// them again): not failures, and not listed as such.
+    pub cut_short: usize,
     pub skipped_targets: Vec<(String, String)>,
 }
 
@@ -506,8 +509,10 @@ impl Walk<'_> {
                 break;
             }
             self.summary.measured += 1;
-            if m.status != Status::Ok {
-                self.summary.failures.push(recording::failure_line(m));
+            match m.status {
+                Status::Ok => {}
+                Status::Interrupted => self.summary.cut_short += 1,
+                _ => self.summary.failures.push(recording::failure_line(m)),
             }
             line = recording::describe(m, w);
         }

@@ -124,7 +124,7 @@ pub fn open_store(
 /// The summary line of a record that did not end `ok`.
 pub fn failure_line(m: &Measurement) -> String {
     format!(
-        "{} {}{}{} threads {} repetition {}: {}{}",
+        "{} {}{}{} threads {} repetition {}: {}",
         m.target,
         m.workload,
         m.dataset
@@ -138,11 +138,7 @@ pub fn failure_line(m: &Measurement) -> String {
         },
         m.threads,
         m.repetition + 1,
-        m.status.as_str(),
-        m.error
-            .as_ref()
-            .map(|e| format!(" ({e})"))
-            .unwrap_or_default()
+        m.status.with_error(m.error.as_deref())
     )
 }
 

@@ -178,10 +178,20 @@ fn build_group(
     if cell.ok < MIN_USEFUL_RUNS {
         warnings.push(Warning::TooFewRuns { n: cell.ok });
     }
-    if !cell.failed.is_empty() {
+    // A run the user interrupted is left out like a failed one, but said apart: "failed"
+    // would blame the file system for a Ctrl-C.
+    let interrupted = cell
+        .failed
+        .iter()
+        .filter(|f| f.1 == Status::Interrupted)
+        .count();
+    if cell.failed.len() > interrupted {
         warnings.push(Warning::Failed {
-            count: cell.failed.len(),
+            count: cell.failed.len() - interrupted,
         });
+    }
+    if interrupted > 0 {
+        warnings.push(Warning::Interrupted { count: interrupted });
     }
     if cell.invalid > 0 {
         warnings.push(Warning::Invalid {

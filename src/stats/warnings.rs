@@ -29,6 +29,9 @@ pub enum Warning {
     TooFewRuns { n: usize },
     /// Repetitions that ended in an error status.
     Failed { count: usize },
+    /// Repetitions cut short by an interrupt (Ctrl-C, a signal): nothing went wrong with the
+    /// file system, and `--resume` measures them again.
+    Interrupted { count: usize },
     /// Repetitions whose file system failed its health check.
     Invalid { count: usize },
     /// Metric values that were NaN or infinite and were left out.
@@ -82,6 +85,13 @@ impl fmt::Display for Warning {
                  this file system; see the status and error columns",
                 runs(*count, "run", "runs"),
                 if *count == 1 { "is" } else { "are" }
+            ),
+            Warning::Interrupted { count } => write!(
+                f,
+                "{} cut short by an interrupt and left out of the statistics — not a failure \
+                 of the file system; `fsarena run --resume` measures {} again",
+                runs(*count, "run was", "runs were"),
+                if *count == 1 { "it" } else { "them" }
             ),
             Warning::Invalid { count } => write!(
                 f,
@@ -144,6 +154,9 @@ mod tests {
         assert!(Warning::Failed { count: 2 }
             .to_string()
             .starts_with("2 runs failed and are left out"));
+        assert!(Warning::Interrupted { count: 1 }
+            .to_string()
+            .starts_with("1 run was cut short by an interrupt and left out"));
         assert!(Warning::ShortPhase {
             count: 3,
             seconds: 0.042
