@@ -1602,3 +1602,27 @@ fn cleanups_at_once_take_a_dead_run_down_once_and_leave_nothing() {
         assert!(!outside.exists(), "round {round}: {}", outside.display());
     }
 }
+
+/// The default run of 2026-11-26 printed btrfs's warm scan as "-3.3 % ±14.9 | worse": read
+/// as an interval, -18 % to +12 %, holding 0 beside a call of "worse". One of btrfs's five
+/// runs was far from the others, so the rank test decided it, and its own interval (the
+/// Hodges–Lehmann shifts it does not reject) was -29.8 % to -0.0 %: lopsided about the
+/// estimate, which "±" cannot say. Such an interval is now written with both ends.
+#[test]
+fn a_lopsided_interval_is_not_written_as_plus_minus() {
+    use fsarena::report::format::{pct_text, vs_baseline};
+    // files/s of the warm scan, ext4 (baseline) and btrfs, as that run recorded them.
+    let ext4 = [672956.6, 666973.8, 711552.5, 699251.3, 682840.1];
+    let btrfs = [677744.6, 660589.0, 661753.4, 479632.5, 666817.0];
+    let c = fsarena::stats::compare(&ext4, &btrfs, 0.05).unwrap();
+    assert_eq!(c.test, fsarena::stats::Test::MannWhitney);
+    let (lo, hi) = c.pct_ci95.unwrap();
+    assert!(lo < c.pct_diff && c.pct_diff < hi && hi < 0.0, "{c:?}");
+    let shown = pct_text(&c, btrfs.len());
+    assert_eq!(shown, format!("{:+.1} % [{lo:+.1}, {hi:+.1}]", c.pct_diff));
+    assert!(!shown.contains('±'), "{shown}");
+    assert!(!vs_baseline(Some(&c)).contains('±'));
+    // A symmetric interval keeps the short form.
+    let steady = fsarena::stats::compare(&ext4, &[600e3, 610e3, 590e3, 605e3, 595e3], 0.05);
+    assert!(pct_text(&steady.unwrap(), 5).contains(" ±"));
+}

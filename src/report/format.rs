@@ -163,8 +163,9 @@ pub fn cv_text(m: &MetricStats) -> String {
     }
 }
 
-/// The % difference against the baseline with the half-width of its 95 % interval:
-/// "-74.8 % ±1.7".
+/// The % difference against the baseline with its 95 % interval: "-74.8 % ±1.7", or both
+/// ends when the interval is lopsided about the difference ([`interval_beside`]):
+/// "-3.3 % [-29.8, -0.0]".
 /// "-25.8 % ±?" when the interval says nothing: the candidate has two runs, or the interval
 /// is wider than ±100 %.
 pub fn pct_text(c: &Comparison, candidate_runs: usize) -> String {
@@ -172,8 +173,29 @@ pub fn pct_text(c: &Comparison, candidate_runs: usize) -> String {
         Some((lo, hi)) if candidate_runs == 2 || (hi - lo) / 2.0 >= 100.0 => {
             format!("{:+.1} % {WIDE_MARK}", c.pct_diff)
         }
-        Some((lo, hi)) => format!("{:+.1} % ±{:.1}", c.pct_diff, (hi - lo) / 2.0),
+        Some(ci) => format!("{:+.1} % {}", c.pct_diff, interval_beside(c.pct_diff, ci)),
         None => format!("{:+.1} %", c.pct_diff),
+    }
+}
+
+/// How an interval `(lo, hi)` of the difference `d` is written beside it: "±1.7" when
+/// `d ± half-width` says the same as the interval, else both ends, "[-29.8, -0.0]".
+///
+/// Why not always "±": a rank test's interval (Hodges–Lehmann, [`crate::stats::shift`]) is
+/// lopsided about its estimate when one run is far from the others, and the ratio scale
+/// bends every interval a little. "−3.3 % ±14.9" beside "worse" read as an interval from
+/// −18 % to +12 %, holding 0, where the test's own interval was −29.8 % to −0.0 %. So the
+/// "±" form is kept only when each of its implied ends is within a quarter of the
+/// half-width of the true one and on the same side of 0.
+pub fn interval_beside(d: f64, (lo, hi): (f64, f64)) -> String {
+    let half = (hi - lo) / 2.0;
+    let (implied_lo, implied_hi) = (d - half, d + half);
+    let off = (implied_lo - lo).abs().max((implied_hi - hi).abs());
+    let same_side = |a: f64, b: f64| (a < 0.0) == (b < 0.0) && (a > 0.0) == (b > 0.0);
+    if off <= half / 4.0 && same_side(implied_lo, lo) && same_side(implied_hi, hi) {
+        format!("±{half:.1}")
+    } else {
+        format!("[{lo:+.1}, {hi:+.1}]")
     }
 }
 
@@ -191,13 +213,17 @@ pub fn decision_text(c: &Comparison) -> String {
 }
 
 /// The % difference against the baseline and its decision: "-74.8 % (±6.9) worse",
-/// "+0.5 % equivalent", "-2.0 % (±6.7) undecided (~7 more runs)".
+/// "+0.5 % equivalent", "-2.0 % (±6.7) undecided (~7 more runs)", "-3.3 % [-29.8, -0.0]
+/// worse" (a lopsided interval, [`interval_beside`]).
 pub fn vs_baseline(c: Option<&Comparison>) -> String {
     let Some(c) = c else {
         return String::new();
     };
     let pct = match c.pct_ci95 {
-        Some((lo, hi)) => format!("{:+.1} % (±{:.1})", c.pct_diff, (hi - lo) / 2.0),
+        Some(ci) => match interval_beside(c.pct_diff, ci) {
+            pm if pm.starts_with('±') => format!("{:+.1} % ({pm})", c.pct_diff),
+            ends => format!("{:+.1} % {ends}", c.pct_diff),
+        },
         None => format!("{:+.1} %", c.pct_diff),
     };
     match &c.verdict {
@@ -316,6 +342,18 @@ pub fn row_cells(row: &super::model::Row, key: &str, baseline: &str) -> RowCells
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_interval_is_plus_minus_only_when_that_says_the_same() {
+        // Symmetric, or nearly (the ratio scale's slight bend): the short form.
+        assert_eq!(interval_beside(-74.8, (-76.5, -73.1)), "±1.7");
+        assert_eq!(interval_beside(529.7, (444.2, 628.8)), "±92.3");
+        // Lopsided: both ends, so 0 is not put inside an interval that excludes it.
+        assert_eq!(interval_beside(-3.3, (-29.8, -0.02)), "[-29.8, -0.0]");
+        // Implied ends close, but one would cross 0 where the interval does not.
+        assert_eq!(interval_beside(4.0, (0.2, 8.4)), "[+0.2, +8.4]");
+        assert_eq!(interval_beside(4.0, (-0.2, 8.0)), "±4.1");
+    }
 
     #[test]
     fn units_follow_names() {
