@@ -472,6 +472,9 @@ fn an_interrupted_run_is_not_reported_as_a_failed_one() {
     );
     assert!(!text.contains("failed and is left out"), "{text}");
     assert!(!text.contains("(interrupted)"), "{text}");
+    // The table's runs column counts it apart too.
+    assert!(text.contains("1 interrupted"), "{text}");
+    assert!(!text.contains("1 failed"), "{text}");
 }
 
 /// Issue 11.4: `--resume DIR --target xfs --runs 5` exited 0 and did nothing.

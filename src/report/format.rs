@@ -324,15 +324,23 @@ pub fn row_cells(row: &super::model::Row, key: &str, baseline: &str) -> RowCells
         pct,
         decision,
         wide,
-        runs: if row.failed.is_empty() && row.invalid == 0 {
-            row.ok.to_string()
-        } else {
+        runs: {
+            // A run an interrupt cut short is not a failure of the file system: counted
+            // apart, as the warnings say it.
+            let cut = row
+                .failed
+                .iter()
+                .filter(|f| f.1 == crate::results::Status::Interrupted)
+                .count();
             let mut r = row.ok.to_string();
-            if !row.failed.is_empty() {
-                r.push_str(&format!(", {} failed", row.failed.len()));
-            }
-            if row.invalid > 0 {
-                r.push_str(&format!(", {} invalid", row.invalid));
+            for (n, word) in [
+                (row.failed.len() - cut, "failed"),
+                (cut, "interrupted"),
+                (row.invalid, "invalid"),
+            ] {
+                if n > 0 {
+                    r.push_str(&format!(", {n} {word}"));
+                }
             }
             r
         },
