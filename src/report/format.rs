@@ -179,7 +179,16 @@ pub fn pct_text(c: &Comparison, candidate_runs: usize) -> String {
 }
 
 /// How an interval `(lo, hi)` of the difference `d` is written beside it: "±1.7" when
-/// `d ± half-width` says the same as the interval, else both ends, "[-29.8, -0.0]".
+/// [`plus_minus`] allows, else both ends, "[-29.8, -0.0]".
+pub fn interval_beside(d: f64, (lo, hi): (f64, f64)) -> String {
+    match plus_minus(d, (lo, hi)) {
+        Some(half) => format!("±{half:.1}"),
+        None => format!("[{lo:+.1}, {hi:+.1}]"),
+    }
+}
+
+/// The half-width to write as `d ± half` when that says the same as the interval `(lo, hi)`,
+/// else `None`.
 ///
 /// Why not always "±": a rank test's interval (Hodges–Lehmann, [`crate::stats::shift`]) is
 /// lopsided about its estimate when one run is far from the others, and the ratio scale
@@ -187,16 +196,12 @@ pub fn pct_text(c: &Comparison, candidate_runs: usize) -> String {
 /// −18 % to +12 %, holding 0, where the test's own interval was −29.8 % to −0.0 %. So the
 /// "±" form is kept only when each of its implied ends is within a quarter of the
 /// half-width of the true one and on the same side of 0.
-pub fn interval_beside(d: f64, (lo, hi): (f64, f64)) -> String {
+fn plus_minus(d: f64, (lo, hi): (f64, f64)) -> Option<f64> {
     let half = (hi - lo) / 2.0;
     let (implied_lo, implied_hi) = (d - half, d + half);
     let off = (implied_lo - lo).abs().max((implied_hi - hi).abs());
     let same_side = |a: f64, b: f64| (a < 0.0) == (b < 0.0) && (a > 0.0) == (b > 0.0);
-    if off <= half / 4.0 && same_side(implied_lo, lo) && same_side(implied_hi, hi) {
-        format!("±{half:.1}")
-    } else {
-        format!("[{lo:+.1}, {hi:+.1}]")
-    }
+    (off <= half / 4.0 && same_side(implied_lo, lo) && same_side(implied_hi, hi)).then_some(half)
 }
 
 /// The decision word of a comparison, short enough for a narrow column: "worse",
@@ -220,9 +225,9 @@ pub fn vs_baseline(c: Option<&Comparison>) -> String {
         return String::new();
     };
     let pct = match c.pct_ci95 {
-        Some(ci) => match interval_beside(c.pct_diff, ci) {
-            pm if pm.starts_with('±') => format!("{:+.1} % ({pm})", c.pct_diff),
-            ends => format!("{:+.1} % {ends}", c.pct_diff),
+        Some(ci) => match plus_minus(c.pct_diff, ci) {
+            Some(half) => format!("{:+.1} % (±{half:.1})", c.pct_diff),
+            None => format!("{:+.1} % {}", c.pct_diff, interval_beside(c.pct_diff, ci)),
         },
         None => format!("{:+.1} %", c.pct_diff),
     };
