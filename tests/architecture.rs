@@ -1,11 +1,22 @@
 //! The layout promised in docs/architecture.md, checked against the code on every test run:
 //! top-level modules import only modules below them, the bottom layers stand alone, no
-//! source file grows past ~600 lines, tests included, and the report never names a
-//! workload. A failure here names the file and the import that broke the rule.
+//! source file grows past ~600 lines, tests included, no function outside tests past 80,
+//! the files of one module import each other without a loop, and the report never names a
+//! workload. Whole files are read, only their `#[cfg(test)]` items left out (the reading
+//! lives in `architecture/scan.rs`, the loop search in `architecture/loops.rs`, the
+//! checkers' own checks in `architecture/checks.rs`). A failure here names the file, the
+//! line and what broke the rule.
 
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
+
+#[path = "architecture/checks.rs"]
+mod checks;
+#[path = "architecture/loops.rs"]
+mod loops;
+#[path = "architecture/scan.rs"]
+mod scan;
 
 /// The top-level modules from the bottom up: each may import only those before it.
 /// Keep in step with docs/architecture.md.
@@ -32,8 +43,21 @@ const LAYERS: &[&str] = &[
 /// that keeps them in a `tests.rs` beside it (`plan/resolve.rs` → `plan/resolve/tests.rs`).
 const MAX_LINES: usize = 600;
 
+/// Lines a function outside tests may span, from its `fn` line to its closing brace: a
+/// longer one is split by step, each step a named function.
+const MAX_FN_LINES: usize = 80;
+
 fn src() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
+}
+
+/// A file's path from the crate's root, as a finding names it (`src/stats/mod.rs`).
+fn rel(file: &Path) -> String {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    file.strip_prefix(root)
+        .unwrap_or(file)
+        .display()
+        .to_string()
 }
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
@@ -63,56 +87,98 @@ fn module_of(file: &Path) -> String {
         .to_string()
 }
 
-/// The code of a file before its test module: what the rules are about.
-fn non_test(text: &str) -> &str {
-    text.find("#[cfg(test)]").map_or(text, |i| &text[..i])
+/// The module path a file holds (`src/report/charts/bars.rs` → `report::charts::bars`; a
+/// `mod.rs` is its folder, `lib.rs` the crate).
+fn module_path(file: &Path) -> Vec<String> {
+    let rel = file.strip_prefix(src()).expect("under src");
+    let mut parts: Vec<String> = rel
+        .components()
+        .map(|c| {
+            c.as_os_str()
+                .to_string_lossy()
+                .trim_end_matches(".rs")
+                .to_string()
+        })
+        .collect();
+    if parts.last().is_some_and(|p| p == "mod") || parts == ["lib"] {
+        parts.pop();
+    }
+    parts
 }
 
-/// Every top-level module named as `crate::NAME` in the code (imports and paths alike),
-/// with the line it appears on. Comments are skipped.
+/// Every top-level module named as `crate::NAME` in the code (imports and paths alike, use
+/// trees spelled out), with the line it appears on. Comments and literals are skipped.
 fn crate_refs(code: &str) -> Vec<(usize, String)> {
-    let mut out = Vec::new();
-    for (n, line) in code.lines().enumerate() {
-        let line = line.trim_start();
-        if line.starts_with("//") {
-            continue;
-        }
-        let mut rest = line;
-        while let Some(i) = rest.find("crate::") {
-            rest = &rest[i + "crate::".len()..];
-            let name: String = rest
-                .chars()
-                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
-                .collect();
-            if !name.is_empty() {
-                out.push((n + 1, name));
-            } else if let Some(braced) = rest.strip_prefix('{') {
-                // `use crate::{a, b::c}`: every name at the top of the braces.
-                let inner = braced.split('}').next().unwrap_or("");
-                for part in inner.split(',') {
-                    let name: String = part
-                        .trim()
-                        .chars()
-                        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
-                        .collect();
-                    if !name.is_empty() {
-                        out.push((n + 1, name));
-                    }
+    scan::paths(code)
+        .into_iter()
+        .filter(|(_, p)| p.first().is_some_and(|s| s == "crate") && p.len() > 1)
+        .map(|(line, p)| (line, p[1].clone()))
+        .collect()
+}
+
+/// A source file as the rules read it.
+struct Source {
+    path: PathBuf,
+    /// The whole file.
+    text: String,
+    /// The file with its test-only items blanked, line numbers kept; empty for a file that
+    /// is test code as a whole.
+    code: String,
+}
+
+/// The files that are test code as a whole: every `tests.rs`, and every file (or folder) a
+/// `#[cfg(test)] mod NAME;` declares, `#[path]` honoured.
+fn test_files(files: &[(PathBuf, String)]) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = files
+        .iter()
+        .filter(|(p, _)| p.file_name().is_some_and(|n| n == "tests.rs"))
+        .map(|(p, _)| p.clone())
+        .collect();
+    for (p, text) in files {
+        let dir = p.parent().expect("in a folder");
+        let own = ["mod.rs", "lib.rs", "main.rs"]
+            .iter()
+            .any(|n| p.ends_with(n));
+        let base = if own {
+            dir.to_path_buf()
+        } else {
+            p.with_extension("")
+        };
+        for item in scan::test_items(text) {
+            match item.module_file {
+                Some((_, Some(path))) => out.push(dir.join(path)),
+                Some((name, None)) => {
+                    out.push(base.join(format!("{name}.rs")));
+                    out.push(base.join(name));
                 }
+                None => {}
             }
         }
     }
     out
 }
 
-fn files() -> Vec<(PathBuf, String)> {
+fn files() -> Vec<Source> {
     let mut paths = Vec::new();
     rust_files(&src(), &mut paths);
-    paths
+    let texts: Vec<(PathBuf, String)> = paths
         .into_iter()
         .map(|p| {
             let text = fs::read_to_string(&p).expect("read source");
             (p, text)
+        })
+        .collect();
+    let tests = test_files(&texts);
+    texts
+        .into_iter()
+        .map(|(path, text)| {
+            let test = tests.iter().any(|t| path.starts_with(t));
+            let code = if test {
+                String::new()
+            } else {
+                scan::non_test(&text)
+            };
+            Source { path, text, code }
         })
         .collect()
 }
@@ -121,7 +187,7 @@ fn files() -> Vec<(PathBuf, String)> {
 fn modules_import_only_layers_below_them() {
     let rank: BTreeMap<&str, usize> = LAYERS.iter().enumerate().map(|(i, m)| (*m, i)).collect();
     let mut broken = Vec::new();
-    for (path, text) in files() {
+    for Source { path, code, .. } in files() {
         let module = module_of(&path);
         if module == "lib" || module == "main" {
             continue;
@@ -133,7 +199,7 @@ fn modules_import_only_layers_below_them() {
             ));
             continue;
         };
-        for (line, used) in crate_refs(non_test(&text)) {
+        for (line, used) in crate_refs(&code) {
             if used == module {
                 continue;
             }
@@ -155,12 +221,12 @@ fn modules_import_only_layers_below_them() {
 
 #[test]
 fn bottom_layers_import_nothing_of_the_crate_but_sys() {
-    for (path, text) in files() {
+    for Source { path, code, .. } in files() {
         let module = module_of(&path);
         if !["cluster", "fsops", "monitor", "fio", "sys"].contains(&module.as_str()) {
             continue;
         }
-        for (line, used) in crate_refs(non_test(&text)) {
+        for (line, used) in crate_refs(&code) {
             assert!(
                 used == module || used == "sys",
                 "{}:{line}: bottom layer `{module}` imports `{used}`",
@@ -174,12 +240,62 @@ fn bottom_layers_import_nothing_of_the_crate_but_sys() {
 fn no_source_file_is_over_600_lines() {
     let long: Vec<String> = files()
         .iter()
-        .filter_map(|(p, t)| {
-            let n = t.lines().count();
-            (n > MAX_LINES).then(|| format!("{} has {n} lines", p.display()))
+        .filter_map(|f| {
+            let n = f.text.lines().count();
+            (n > MAX_LINES).then(|| format!("{} has {n} lines", f.path.display()))
         })
         .collect();
     assert!(long.is_empty(), "split these by job: {long:?}");
+}
+
+/// Every function outside tests longer than [`MAX_FN_LINES`], as `file:line: fn NAME is N
+/// lines`.
+fn long_functions(all: &[Source]) -> Vec<String> {
+    let mut long = Vec::new();
+    for f in all {
+        for (name, line, len) in scan::fn_lengths(&f.code) {
+            if len > MAX_FN_LINES {
+                long.push(format!("{}:{line}: fn {name} is {len} lines", rel(&f.path)));
+            }
+        }
+    }
+    long
+}
+
+#[test]
+fn no_function_outside_tests_is_over_80_lines() {
+    let long = long_functions(&files());
+    assert!(
+        long.is_empty(),
+        "split these by step, each step a named function ({} found):\n{}",
+        long.len(),
+        long.join("\n")
+    );
+}
+
+/// The files of the library as the loop check reads them (the binary's `main.rs` is a crate
+/// of its own).
+fn units(all: &[Source]) -> Vec<loops::Unit> {
+    all.iter()
+        .filter(|f| !f.code.is_empty() && !f.path.ends_with("main.rs"))
+        .map(|f| loops::Unit {
+            module: module_path(&f.path),
+            file: rel(&f.path),
+            code: f.code.clone(),
+        })
+        .collect()
+}
+
+#[test]
+fn no_import_loop_between_the_files_of_a_module() {
+    let found = loops::import_loops(&units(&files()));
+    assert!(
+        found.is_empty(),
+        "import loops inside modules ({} found): move what both sides need to one of them, \
+         or below both:\n{}",
+        found.len(),
+        found.join("\n")
+    );
 }
 
 #[test]
@@ -189,7 +305,7 @@ fn the_report_and_statistics_never_name_a_workload() {
         names.len() >= 10,
         "the registry lists the workloads: {names:?}"
     );
-    for (path, text) in files() {
+    for Source { path, code, .. } in files() {
         let module = module_of(&path);
         if module != "report" && module != "stats" {
             continue;
@@ -197,7 +313,7 @@ fn the_report_and_statistics_never_name_a_workload() {
         for name in &names {
             let quoted = format!("\"{name}\"");
             assert!(
-                !non_test(&text).contains(&quoted),
+                !code.contains(&quoted),
                 "{} names the workload {quoted}: declare it on the workload instead",
                 path.display()
             );
@@ -210,7 +326,7 @@ fn the_rules_see_what_they_check() {
     // Guard against a checker that passes because it reads nothing.
     let all = files();
     assert!(all.len() > 40, "read {} source files", all.len());
-    let refs: usize = all.iter().map(|(_, t)| crate_refs(non_test(t)).len()).sum();
+    let refs: usize = all.iter().map(|f| crate_refs(&f.code).len()).sum();
     assert!(refs > 100, "found only {refs} crate:: references");
     assert_eq!(
         crate_refs("use crate::{plan::Plan, results};\nlet x = crate::sys::syncfs(p);"),
@@ -221,4 +337,8 @@ fn the_rules_see_what_they_check() {
         ]
     );
     assert_eq!(module_of(&src().join("workload/db/mod.rs")), "workload");
+    checks::whole_files_are_read(&all);
+    checks::test_items_are_left_out();
+    checks::function_lengths_are_measured();
+    checks::import_loops_are_found();
 }
