@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
+use super::clone_trace::{CloneTrace, IdleTraces};
 use super::command::Cmd;
 use super::journal::{Journal, Kind, Op};
 use super::workdir::WorkDir;
@@ -17,7 +18,7 @@ use super::write_trace::WriteTrace;
 use super::{fscrypt, guard, host, loopdev, mounts, reuse, ProvisionError};
 use crate::plan::{FsKind, Location, TargetConfig};
 use crate::results::{Health, Provenance};
-use crate::sys::DevId;
+use crate::sys::{ignore_missing, DevId};
 
 /// What to provision for one cell.
 #[derive(Debug, Clone)]
@@ -55,8 +56,8 @@ pub(super) enum Undo {
         trace: WriteTrace,
         found: reuse::Found,
         /// The instance `trace` runs on, handed back to `idle` for the next clone.
-        tracer: super::clone_trace::CloneTrace,
-        idle: super::workdir::IdleTraces,
+        tracer: CloneTrace,
+        idle: IdleTraces,
     },
     /// A clone's image, once detached: the master's spare for the next cell when `found`
     /// holds its written ranges, else removed.
@@ -112,14 +113,6 @@ fn mkfs_version_cached(fs: FsKind) -> Option<String> {
     c.entry(fs)
         .or_insert_with(|| host::mkfs_version(fs))
         .clone()
-}
-
-/// The run directory's name, which names a `dir:` target's subdirectory.
-pub(super) fn run_id(run_dir: &Path) -> String {
-    run_dir
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "run".into())
 }
 
 impl Instance {
@@ -379,7 +372,7 @@ impl Instance {
 
     fn in_dir(&mut self, work: &WorkDir, parent: &Path, seq: u64) -> Result<(), ProvisionError> {
         self.provenance.location = "dir".into();
-        let sub = parent.join(format!("fsarena-{}-{seq}", run_id(&work.run)));
+        let sub = parent.join(format!("fsarena-{}-{seq}", work.id()));
         self.journal(Op::Create, Kind::Dir, &sub, Some("tree"))?;
         fs::create_dir(&sub)
             .map_err(|e| ProvisionError::io(format!("cannot create {}", sub.display()), e))?;
@@ -570,14 +563,6 @@ pub(super) fn image_path(work: &WorkDir, name: &str) -> Result<PathBuf, Provisio
         .subdir("images")
         .map_err(|e| ProvisionError::io("cannot create the image directory", e))?;
     Ok(images.join(format!("{name}.img")))
-}
-
-pub(super) fn ignore_missing(e: std::io::Error) -> std::io::Result<()> {
-    if e.kind() == std::io::ErrorKind::NotFound {
-        Ok(())
-    } else {
-        Err(e)
-    }
 }
 
 impl Drop for Instance {

@@ -25,13 +25,14 @@ use std::time::Instant;
 
 use super::clone_trace::CloneTrace;
 use super::image_copy::{self, copy_image, CopyKind};
-use super::instance::{ignore_missing, image_path, sanitize, Instance, InstanceSpec, Undo};
+use super::instance::{image_path, sanitize, Instance, InstanceSpec, Undo};
 use super::journal::{Journal, Kind, Op};
 use super::reuse::{self, Reuse, Spare};
 use super::workdir::WorkDir;
 use super::ProvisionError;
 use crate::plan::Location;
 use crate::results::{CloneOrigin, Health};
+use crate::sys::ignore_missing;
 
 /// A populated, checked, detached image that cells copy. Removed (and the removal
 /// journaled) when dropped; a killed run leaves it journaled for `fsarena cleanup`.
@@ -380,7 +381,7 @@ fn trace_writes(
     let kept = idle.lock().ok().and_then(|mut v| v.pop());
     let tracer = match kept {
         Some(t) => t,
-        None => CloneTrace::create(work, name)?,
+        None => CloneTrace::create(&work.journal, &work.id(), name, || work.subdir("mnt"))?,
     };
     let trace = match tracer.start(dev) {
         Ok(t) => t,
