@@ -224,8 +224,17 @@ fn mpi_support() -> Result<String, String> {
 impl Doctor {
     /// The report as the terminal shows it.
     pub fn render(&self) -> String {
-        let yes = |b: bool| if b { "yes" } else { "NO" };
         let mut s = String::new();
+        self.render_host(&mut s);
+        self.render_support(&mut s);
+        self.render_tools(&mut s);
+        self.render_targets(&mut s);
+        s
+    }
+
+    /// What the host offers a run: privileges, kernel features, the work directory's room.
+    fn render_host(&self, s: &mut String) {
+        let yes = |b: bool| if b { "yes" } else { "NO" };
         let _ = writeln!(s, "root:                 {}", yes(self.root));
         let _ = writeln!(s, "kernel:               {}", self.kernel);
         let _ = writeln!(s, "loop devices:         {}", yes(self.loop_devices));
@@ -251,6 +260,11 @@ impl Doctor {
             "kernel file systems:  {}",
             self.kernel_filesystems.join(" ")
         );
+    }
+
+    /// What optional workloads need (a memory cgroup, PostgreSQL, MPI), and how steady the
+    /// host is to measure on.
+    fn render_support(&self, s: &mut String) {
         let line = |r: &Result<String, String>| match r {
             Ok(v) => v.clone(),
             Err(e) => format!("NO: {e}"),
@@ -278,6 +292,10 @@ impl Doctor {
                 STEAL_WINDOW.as_secs()
             );
         }
+    }
+
+    /// Each external tool, with its version, or the package that provides it.
+    fn render_tools(&self, s: &mut String) {
         let _ = writeln!(s, "tools:");
         for t in &self.tools {
             match (&t.path, &t.version) {
@@ -295,6 +313,10 @@ impl Doctor {
                 }
             }
         }
+    }
+
+    /// Each target, and why it cannot be used if it cannot.
+    fn render_targets(&self, s: &mut String) {
         let _ = writeln!(s, "targets:");
         for t in &self.targets {
             match &t.reason {
@@ -306,6 +328,5 @@ impl Doctor {
                 }
             }
         }
-        s
     }
 }

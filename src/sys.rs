@@ -1,5 +1,5 @@
 //! Small wrappers over kernel interfaces used by several stages (cache dropping, syncfs,
-//! device numbers). Kept here so workloads and the runner share one implementation.
+//! device numbers, removals that may find nothing). Kept here so workloads and the runner share one implementation.
 
 use std::fs::File;
 use std::io::{self, Write};
@@ -24,6 +24,16 @@ pub fn evict_file(path: &Path) -> io::Result<()> {
     rustix::fs::fdatasync(&f)?;
     rustix::fs::fadvise(&f, 0, None, rustix::fs::Advice::DontNeed)?;
     Ok(())
+}
+
+/// For `remove_*(..).or_else(ignore_missing)`: a removal that finds nothing to remove has
+/// done its job (a teardown may meet what a crash, or an earlier step, already removed).
+pub fn ignore_missing(e: io::Error) -> io::Result<()> {
+    if e.kind() == io::ErrorKind::NotFound {
+        Ok(())
+    } else {
+        Err(e)
+    }
 }
 
 /// Whether this process may drop caches: opening the control file for writing is the

@@ -56,10 +56,6 @@ pub fn materialize_timed(
     time_files: bool,
     stop: &(dyn Fn() -> bool + Sync),
 ) -> Result<Written, DatasetError> {
-    let io_err = |path: &Path, e: std::io::Error| DatasetError::Io {
-        path: path.to_path_buf(),
-        source: e,
-    };
     let root_fd = rustix::fs::open(
         root,
         OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
@@ -68,46 +64,8 @@ pub fn materialize_timed(
     .map_err(|e| io_err(root, e.into()))?;
     let pool = crate::fsops::pool(threads).map_err(|e| io_err(root, e.source))?;
     let shared = spec.shared.is_some();
-
-    // Directories, one depth level at a time.
-    let mut levels: BTreeMap<usize, Vec<&str>> = BTreeMap::new();
-    for d in &manifest.dirs {
-        levels.entry(d.matches('/').count()).or_default().push(d);
-    }
-    pool.install(|| {
-        levels.values().try_for_each(|level| {
-            level.par_iter().try_for_each(|d| {
-                match rustix::fs::mkdirat(&root_fd, *d, Mode::from_raw_mode(0o755)) {
-                    // In a tree all ranks share, another rank may have made it first.
-                    Err(rustix::io::Errno::EXIST) if shared => Ok(()),
-                    other => other.map_err(|e| io_err(&root.join(d), e.into())),
-                }
-            })
-        })
-    })?;
-
-    // Files, batched per directory.
-    let mut by_dir: BTreeMap<&str, Vec<&FileEntry>> = BTreeMap::new();
-    for f in &manifest.files {
-        let dir = f.path.rsplit_once('/').map_or("", |(d, _)| d);
-        by_dir.entry(dir).or_default().push(f);
-    }
-    let mut batches: Vec<(&str, Vec<&FileEntry>)> = Vec::new();
-    for (dir, files) in by_dir {
-        let mut cur: Vec<&FileEntry> = Vec::new();
-        let mut cur_bytes = 0u64;
-        for f in files {
-            if !cur.is_empty() && (cur.len() >= BATCH_FILES || cur_bytes + f.size > BATCH_BYTES) {
-                batches.push((dir, std::mem::take(&mut cur)));
-                cur_bytes = 0;
-            }
-            cur_bytes += f.size;
-            cur.push(f);
-        }
-        if !cur.is_empty() {
-            batches.push((dir, cur));
-        }
-    }
+    make_dirs(&pool, root_fd.as_fd(), root, &manifest.dirs, shared)?;
+    let batches = batches(manifest);
     let ctx = WriteCtx {
         spec,
         root,
@@ -136,6 +94,69 @@ pub fn materialize_timed(
                 Ok(a)
             })
     })
+}
+
+/// An I/O error at `path`, as the data set reports it.
+fn io_err(path: &Path, e: std::io::Error) -> DatasetError {
+    DatasetError::Io {
+        path: path.to_path_buf(),
+        source: e,
+    }
+}
+
+/// Makes the directories `dirs` under `root` one depth level at a time, parents first
+/// and each level in parallel on `pool`: a file's batch may then open its directory
+/// without waiting on another task.
+fn make_dirs(
+    pool: &rayon::ThreadPool,
+    root_fd: BorrowedFd,
+    root: &Path,
+    dirs: &[String],
+    shared: bool,
+) -> Result<(), DatasetError> {
+    let mut levels: BTreeMap<usize, Vec<&str>> = BTreeMap::new();
+    for d in dirs {
+        levels.entry(d.matches('/').count()).or_default().push(d);
+    }
+    pool.install(|| {
+        levels.values().try_for_each(|level| {
+            level.par_iter().try_for_each(|d| {
+                match rustix::fs::mkdirat(root_fd, *d, Mode::from_raw_mode(0o755)) {
+                    // In a tree all ranks share, another rank may have made it first.
+                    Err(rustix::io::Errno::EXIST) if shared => Ok(()),
+                    other => other.map_err(|e| io_err(&root.join(d), e.into())),
+                }
+            })
+        })
+    })
+}
+
+/// The manifest's files in batches of one directory each, at most [`BATCH_FILES`] files
+/// or [`BATCH_BYTES`] bytes (one larger file alone), so a directory of thousands of small
+/// files spreads over all workers and each batch opens its directory once.
+fn batches(manifest: &Manifest) -> Vec<(&str, Vec<&FileEntry>)> {
+    let mut by_dir: BTreeMap<&str, Vec<&FileEntry>> = BTreeMap::new();
+    for f in &manifest.files {
+        let dir = f.path.rsplit_once('/').map_or("", |(d, _)| d);
+        by_dir.entry(dir).or_default().push(f);
+    }
+    let mut batches: Vec<(&str, Vec<&FileEntry>)> = Vec::new();
+    for (dir, files) in by_dir {
+        let mut cur: Vec<&FileEntry> = Vec::new();
+        let mut cur_bytes = 0u64;
+        for f in files {
+            if !cur.is_empty() && (cur.len() >= BATCH_FILES || cur_bytes + f.size > BATCH_BYTES) {
+                batches.push((dir, std::mem::take(&mut cur)));
+                cur_bytes = 0;
+            }
+            cur_bytes += f.size;
+            cur.push(f);
+        }
+        if !cur.is_empty() {
+            batches.push((dir, cur));
+        }
+    }
+    batches
 }
 
 struct WriteCtx<'a> {

@@ -217,100 +217,107 @@ fn lognormal(mean: f64, sigma: f64, min: f64, max: f64) -> SizeDist {
 
 /// The shape of `profile` at `--scale 1`.
 pub fn base_shape(profile: Profile) -> Shape {
-    let tiny = |count, floor, exts| SizeClass {
+    match profile {
+        Profile::Small => small(),
+        Profile::Medium => medium(),
+        Profile::Large => large(),
+        Profile::Huge => huge(),
+        Profile::Bigfolder => bigfolder(),
+        Profile::Smallfolder => smallfolder(),
+    }
+}
+
+/// A shape from its size classes, the average files per directory, the deepest level and
+/// the `search` workload's default pattern (in [`Shape`]'s field order).
+fn shape(
+    classes: Vec<SizeClass>,
+    files_per_dir: f64,
+    max_depth: u32,
+    search_pattern: &'static str,
+) -> Shape {
+    Shape {
+        classes,
+        files_per_dir,
+        max_depth,
+        search_pattern,
+    }
+}
+
+/// A size class: `count` files at `--scale 1`, at least `floor` at any scale (in
+/// [`SizeClass`]'s field order).
+fn class(
+    count: u64,
+    floor: u64,
+    size: SizeDist,
+    exts: &'static [(&'static str, u32)],
+) -> SizeClass {
+    SizeClass {
         count,
         floor,
-        size: lognormal(1.5 * KIB, 1.0, 32.0, 64.0 * KIB),
+        size,
         exts,
-    };
-    match profile {
-        Profile::Small => Shape {
-            classes: vec![SizeClass {
-                count: 250_000,
-                floor: 20,
-                size: lognormal(16.0 * KIB, 1.2, 32.0, 16.0 * MIB),
-                exts: DOCS,
-            }],
-            files_per_dir: 25.0,
-            max_depth: 6,
-            search_pattern: "*.jpg",
-        },
-        Profile::Medium => Shape {
-            classes: vec![SizeClass {
-                count: 50_000,
-                floor: 20,
-                size: lognormal(64.0 * KIB, 1.3, 32.0, 64.0 * MIB),
-                exts: OFFICE,
-            }],
-            files_per_dir: 40.0,
-            max_depth: 5,
-            search_pattern: "*.pdf",
-        },
-        Profile::Large => Shape {
-            classes: vec![
-                SizeClass {
-                    count: 980,
-                    floor: 8,
-                    size: lognormal(4.0 * MIB, 0.6, 256.0 * KIB, 64.0 * MIB),
-                    exts: MEDIA,
-                },
-                tiny(20, 2, SIDECAR),
-            ],
-            files_per_dir: 50.0,
-            max_depth: 3,
-            search_pattern: "*.flac",
-        },
-        Profile::Huge => Shape {
-            classes: vec![
-                SizeClass {
-                    count: 30,
-                    floor: 3,
-                    size: lognormal(1.0 * GIB, 0.3, 256.0 * MIB, 4.0 * GIB),
-                    exts: VIDEO,
-                },
-                tiny(2, 1, SIDECAR),
-            ],
-            files_per_dir: 16.0,
-            max_depth: 1,
-            search_pattern: "*.mkv",
-        },
-        Profile::Bigfolder => Shape {
-            classes: vec![
-                SizeClass {
-                    count: 40,
-                    floor: 3,
-                    size: SizeDist::LogUniform {
-                        min: 0.5 * GIB,
-                        max: 4.0 * GIB,
-                    },
-                    exts: VIDEO,
-                },
-                tiny(3_000, 20, SIDECAR),
-            ],
-            files_per_dir: 30.0,
-            max_depth: 3,
-            search_pattern: "*.srt",
-        },
-        Profile::Smallfolder => Shape {
-            classes: vec![
-                SizeClass {
-                    count: 19_000,
-                    floor: 40,
-                    size: lognormal(6.0 * KIB, 1.5, 32.0, 4.0 * MIB),
-                    exts: SOURCE,
-                },
-                SizeClass {
-                    count: 1_000,
-                    floor: 3,
-                    size: lognormal(3.0 * MIB, 0.8, 1.0 * MIB, 256.0 * MIB),
-                    exts: ASSETS,
-                },
-            ],
-            files_per_dir: 12.0,
-            max_depth: 8,
-            search_pattern: "*.rs",
-        },
     }
+}
+
+/// The tiny files (1.5 KiB on average) that sit beside big ones: subtitles, checksums,
+/// covers. A folder of big files has them too, and they behave like small files.
+fn tiny(count: u64, floor: u64, exts: &'static [(&'static str, u32)]) -> SizeClass {
+    class(
+        count,
+        floor,
+        lognormal(1.5 * KIB, 1.0, 32.0, 64.0 * KIB),
+        exts,
+    )
+}
+
+/// `small`: a quarter million small documents in a deep tree, where per-file costs
+/// (metadata, directory lookups) dominate.
+fn small() -> Shape {
+    let docs = lognormal(16.0 * KIB, 1.2, 32.0, 16.0 * MIB);
+    shape(vec![class(250_000, 20, docs, DOCS)], 25.0, 6, "*.jpg")
+}
+
+/// `medium`: office files and photos, between the per-file and the per-byte regime.
+fn medium() -> Shape {
+    let office = lognormal(64.0 * KIB, 1.3, 32.0, 64.0 * MIB);
+    shape(vec![class(50_000, 20, office, OFFICE)], 40.0, 5, "*.pdf")
+}
+
+/// `large`: a media library of multi-MiB files, with a few sidecars.
+fn large() -> Shape {
+    let size = lognormal(4.0 * MIB, 0.6, 256.0 * KIB, 64.0 * MIB);
+    let media = class(980, 8, size, MEDIA);
+    shape(vec![media, tiny(20, 2, SIDECAR)], 50.0, 3, "*.flac")
+}
+
+/// `huge`: a few GiB-sized videos in a flat folder, where only bandwidth counts.
+fn huge() -> Shape {
+    let size = lognormal(1.0 * GIB, 0.3, 256.0 * MIB, 4.0 * GIB);
+    let video = class(30, 3, size, VIDEO);
+    shape(vec![video, tiny(2, 1, SIDECAR)], 16.0, 1, "*.mkv")
+}
+
+/// `bigfolder`: a media or VM folder, 0.5–4 GiB files spread evenly in log space, plus a
+/// few thousand tiny ones.
+fn bigfolder() -> Shape {
+    let size = SizeDist::LogUniform {
+        min: 0.5 * GIB,
+        max: 4.0 * GIB,
+    };
+    let video = class(40, 3, size, VIDEO);
+    shape(vec![video, tiny(3_000, 20, SIDECAR)], 30.0, 3, "*.srt")
+}
+
+/// `smallfolder`: a source tree or game install, mostly small files in a deep tree plus
+/// some MiB assets.
+fn smallfolder() -> Shape {
+    let small = lognormal(6.0 * KIB, 1.5, 32.0, 4.0 * MIB);
+    let big = lognormal(3.0 * MIB, 0.8, 1.0 * MIB, 256.0 * MIB);
+    let classes = vec![
+        class(19_000, 40, small, SOURCE),
+        class(1_000, 3, big, ASSETS),
+    ];
+    shape(classes, 12.0, 8, "*.rs")
 }
 
 /// A class of big files is never shrunk below this average (it must stay "big").

@@ -29,54 +29,23 @@ pub struct Snapshot {
 /// the walk, relative to their directory's descriptor.
 const DEFER_HASH: u64 = 4 << 20;
 
+/// One walker thread's share of the snapshot.
+#[derive(Default)]
+struct Part {
+    files: Vec<FileEntry>,
+    /// Indices into `files` of big files still to hash.
+    deferred: Vec<usize>,
+    dirs: Vec<String>,
+    skipped: Vec<String>,
+    buf: Vec<u8>,
+}
+
 /// Walks `root` with `threads` workers and lists every regular file with its size (and
 /// xxh3-64 if `hash`, else 0) and every directory.
 pub fn snapshot(root: &Path, threads: usize, hash: bool) -> Result<Snapshot, FsError> {
-    #[derive(Default)]
-    struct Part {
-        files: Vec<FileEntry>,
-        /// Indices into `files` of big files still to hash.
-        deferred: Vec<usize>,
-        dirs: Vec<String>,
-        skipped: Vec<String>,
-        buf: Vec<u8>,
-    }
     let opts = WalkOptions::new(threads, Need::SIZE);
     let (_, parts) = walk_with(root, &opts, Part::default, |p: &mut Part, d: &Dir| {
-        for e in d.entries() {
-            let rel = d.path_of(e.name);
-            let Some(path) = rel.to_str().map(str::to_owned) else {
-                p.skipped
-                    .push(format!("{} (name is not UTF-8)", rel.to_string_lossy()));
-                continue;
-            };
-            match e.kind {
-                Kind::Dir => p.dirs.push(path),
-                Kind::File => {
-                    let mut h = 0;
-                    if hash && e.meta.size >= DEFER_HASH {
-                        p.deferred.push(p.files.len());
-                    } else if hash {
-                        if p.buf.is_empty() {
-                            p.buf = vec![0u8; HASH_BUF];
-                        }
-                        let got = hash_at(d.fd(), e.name, &mut p.buf)
-                            .map_err(|err| FsError::new("hash", &root.join(&rel), err))?;
-                        check_len(root, &path, e.meta.size, got)?;
-                        h = got.hash;
-                    }
-                    p.files.push(FileEntry {
-                        path,
-                        size: e.meta.size,
-                        content: h,
-                        hash: h,
-                    });
-                }
-                Kind::Symlink => p.skipped.push(format!("{path} (symbolic link)")),
-                Kind::Other => p.skipped.push(format!("{path} (not a regular file)")),
-            }
-        }
-        Ok::<(), FsError>(())
+        list_dir(root, hash, p, d)
     })?;
     let mut snap = Snapshot::default();
     let mut deferred = Vec::new();
@@ -88,27 +57,7 @@ pub fn snapshot(root: &Path, threads: usize, hash: bool) -> Result<Snapshot, FsE
         snap.skipped.extend(p.skipped);
     }
     if !deferred.is_empty() {
-        let files = &snap.manifest.files;
-        let hashes: Vec<u64> = pool(threads)?.install(|| {
-            deferred
-                .par_iter()
-                .map_init(
-                    || vec![0u8; HASH_BUF],
-                    |buf, &i| {
-                        let f = &files[i];
-                        let full = root.join(&f.path);
-                        let got = hash_path(&full, buf)
-                            .map_err(|err| FsError::new("hash", &full, err))?;
-                        check_len(root, &f.path, f.size, got)?;
-                        Ok(got.hash)
-                    },
-                )
-                .collect::<Result<_, FsError>>()
-        })?;
-        for (&i, h) in deferred.iter().zip(hashes) {
-            snap.manifest.files[i].hash = h;
-            snap.manifest.files[i].content = h;
-        }
+        hash_deferred(root, threads, &mut snap.manifest.files, &deferred)?;
     }
     snap.manifest
         .files
@@ -116,6 +65,77 @@ pub fn snapshot(root: &Path, threads: usize, hash: bool) -> Result<Snapshot, FsE
     snap.manifest.dirs.sort_unstable();
     snap.skipped.sort_unstable();
     Ok(snap)
+}
+
+/// The walk's step for one directory `d`: its subdirectories, its regular files (hashed
+/// here if `hash` and small, else left for [`hash_deferred`]), and what it skips.
+fn list_dir(root: &Path, hash: bool, p: &mut Part, d: &Dir) -> Result<(), FsError> {
+    for e in d.entries() {
+        let rel = d.path_of(e.name);
+        let Some(path) = rel.to_str().map(str::to_owned) else {
+            p.skipped
+                .push(format!("{} (name is not UTF-8)", rel.to_string_lossy()));
+            continue;
+        };
+        match e.kind {
+            Kind::Dir => p.dirs.push(path),
+            Kind::File => {
+                let mut h = 0;
+                if hash && e.meta.size >= DEFER_HASH {
+                    p.deferred.push(p.files.len());
+                } else if hash {
+                    if p.buf.is_empty() {
+                        p.buf = vec![0u8; HASH_BUF];
+                    }
+                    let got = hash_at(d.fd(), e.name, &mut p.buf)
+                        .map_err(|err| FsError::new("hash", &root.join(&rel), err))?;
+                    check_len(root, &path, e.meta.size, got)?;
+                    h = got.hash;
+                }
+                p.files.push(FileEntry {
+                    path,
+                    size: e.meta.size,
+                    content: h,
+                    hash: h,
+                });
+            }
+            Kind::Symlink => p.skipped.push(format!("{path} (symbolic link)")),
+            Kind::Other => p.skipped.push(format!("{path} (not a regular file)")),
+        }
+    }
+    Ok(())
+}
+
+/// Hashes the big files (`deferred` indexes `files`) after the walk, one task per file
+/// on `threads` threads, so a directory of a few huge files still uses every thread.
+fn hash_deferred(
+    root: &Path,
+    threads: usize,
+    files: &mut [FileEntry],
+    deferred: &[usize],
+) -> Result<(), FsError> {
+    let listed = &*files;
+    let hashes: Vec<u64> = pool(threads)?.install(|| {
+        deferred
+            .par_iter()
+            .map_init(
+                || vec![0u8; HASH_BUF],
+                |buf, &i| {
+                    let f = &listed[i];
+                    let full = root.join(&f.path);
+                    let got =
+                        hash_path(&full, buf).map_err(|err| FsError::new("hash", &full, err))?;
+                    check_len(root, &f.path, f.size, got)?;
+                    Ok(got.hash)
+                },
+            )
+            .collect::<Result<_, FsError>>()
+    })?;
+    for (&i, h) in deferred.iter().zip(hashes) {
+        files[i].hash = h;
+        files[i].content = h;
+    }
+    Ok(())
 }
 
 /// A file whose length changed between `statx` and reading is an error, not a result.

@@ -403,16 +403,34 @@ fn remove_journaled(
     report: &mut CleanupReport,
     errors_before: usize,
 ) {
-    let journaled_mount = |p: &Path| live.iter().any(|e| e.kind == Kind::Mount && e.path == p);
     let foreign_mounts: Vec<PathBuf> = mounts::under(run)
         .into_iter()
         .map(|m| m.target)
-        .filter(|t| !journaled_mount(t))
+        .filter(|t| !journaled_mount(live, t))
         .collect();
-    for m in &foreign_mounts {
-        report.foreign.push(m.clone());
+    report.foreign.extend(foreign_mounts);
+    remove_images(run, live, report);
+    remove_dirs(run, live, report);
+    // Something the journal names could not be removed: the journal stays, so the next
+    // `fsarena cleanup` finds the run and finishes it instead of seeing nothing to do.
+    if report.errors.len() > errors_before {
+        report.errors.push(format!(
+            "{}: kept its journal, since not everything it names could be removed; run \
+             `fsarena cleanup` again once that is fixed",
+            run.display()
+        ));
+        return;
     }
-    let mounted_inside = |p: &Path| mounts::under(p).into_iter().next().map(|m| m.target);
+    remove_run_dir(run, report);
+}
+
+/// Whether the journal names a mount at `p` (a mount it does not name is someone else's).
+fn journaled_mount(live: &[journal::Entry], p: &Path) -> bool {
+    live.iter().any(|e| e.kind == Kind::Mount && e.path == p)
+}
+
+/// The journaled images inside `run` that are still there.
+fn remove_images(run: &Path, live: &[journal::Entry], report: &mut CleanupReport) {
     for e in live
         .iter()
         .filter(|e| e.kind == Kind::Image && e.path.starts_with(run))
@@ -424,7 +442,13 @@ fn remove_journaled(
             }
         }
     }
-    // Deepest first, so a mount point goes before the tree that holds it.
+}
+
+/// The journaled directories inside `run`, deepest first, so a mount point goes before the
+/// tree that holds it; one with a mount still inside is left (an error when that mount is
+/// the run's own), and one holding what fsarena did not make is left as foreign.
+fn remove_dirs(run: &Path, live: &[journal::Entry], report: &mut CleanupReport) {
+    let mounted_inside = |p: &Path| mounts::under(p).into_iter().next().map(|m| m.target);
     let mut dirs: Vec<&journal::Entry> = live
         .iter()
         .filter(|e| e.kind == Kind::Dir && e.path.starts_with(run) && e.path != run)
@@ -435,7 +459,7 @@ fn remove_journaled(
             continue;
         }
         if let Some(m) = mounted_inside(&e.path) {
-            if journaled_mount(&m) {
+            if journaled_mount(live, &m) {
                 report.errors.push(format!(
                     "{} left in place: {} is still mounted",
                     e.path.display(),
@@ -455,16 +479,11 @@ fn remove_journaled(
             Err(err) => report.errors.push(format!("{}: {err}", e.path.display())),
         }
     }
-    // Something the journal names could not be removed: the journal stays, so the next
-    // `fsarena cleanup` finds the run and finishes it instead of seeing nothing to do.
-    if report.errors.len() > errors_before {
-        report.errors.push(format!(
-            "{}: kept its journal, since not everything it names could be removed; run \
-             `fsarena cleanup` again once that is fixed",
-            run.display()
-        ));
-        return;
-    }
+}
+
+/// fsarena's own two files in `run`, then `run` itself; what else is found there is
+/// reported as foreign and left, with the directory that holds it.
+fn remove_run_dir(run: &Path, report: &mut CleanupReport) {
     for own in [Journal::FILE_NAME, OWNER_FILE] {
         let p = run.join(own);
         if let Err(err) = fs::remove_file(&p) {

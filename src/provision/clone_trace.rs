@@ -1,20 +1,25 @@
 //! The trace instance clones are traced on (`write_trace`), and the tracefs mount it needs
 //! when the system has none: made for a run's first clone, handed from each clone to the
-//! next through the work directory (`WorkDir::idle_traces`; clones are attached one at a
-//! time, so one instance serves the whole run, however many images it clones), removed at
-//! the run's end. Each piece is journaled before it exists, so a killed run's `fsarena
-//! cleanup` removes the instance and the mount by name.
+//! next through the work directory (`WorkDir::idle_traces`, an [`IdleTraces`]; clones are
+//! attached one at a time, so one instance serves the whole run, however many images it
+//! clones), removed at the run's end. Each piece is journaled before it exists, so a killed
+//! run's `fsarena cleanup` removes the instance and the mount by name.
+//!
+//! Below the work directory: it is handed the run's journal, id and mount directory, so
+//! the work directory can hold the idle instances without the two importing each other.
 
 use std::fs;
+use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
-use super::instance::{ignore_missing, run_id};
 use super::journal::{Journal, Kind, Op};
 use super::mounts;
-use super::workdir::WorkDir;
 use super::write_trace::{self, Recorder, WriteTrace};
-use crate::sys::DevId;
+use crate::sys::{ignore_missing, DevId};
+
+/// Trace instances waiting for a clone.
+pub type IdleTraces = Arc<Mutex<Vec<CloneTrace>>>;
 
 /// A trace instance, and the tracefs mounted for it (if fsarena mounted one).
 #[derive(Debug)]
@@ -25,10 +30,16 @@ pub struct CloneTrace {
 }
 
 impl CloneTrace {
-    /// Makes an instance, named for the clone `name` it is made for: on the system's
-    /// tracefs, else on one mounted for it in the work directory.
-    pub fn create(work: &WorkDir, name: &str) -> Result<Self, String> {
-        let journal = &work.journal;
+    /// Makes an instance for the run `run_id` (journaled in `journal`), named for the clone
+    /// `name` it is made for: on the system's tracefs, else on one mounted for it in the
+    /// run's mount directory, which `mnt_dir` creates (only then: a system with a tracefs
+    /// needs none).
+    pub fn create(
+        journal: &Arc<Journal>,
+        run_id: &str,
+        name: &str,
+        mnt_dir: impl FnOnce() -> io::Result<PathBuf>,
+    ) -> Result<Self, String> {
         let mut made = CloneTrace {
             recorder: None,
             mount: None,
@@ -36,15 +47,11 @@ impl CloneTrace {
         };
         let tracefs = match write_trace::mounted_tracefs() {
             Some(t) => t,
-            None => made.mount_tracefs(work, name)?,
+            None => made.mount_tracefs(mnt_dir, name)?,
         };
         let instance = write_trace::instance_path(
             &tracefs,
-            &format!(
-                "{}{}-{name}",
-                write_trace::INSTANCE_PREFIX,
-                run_id(&work.run)
-            ),
+            &format!("{}{run_id}-{name}", write_trace::INSTANCE_PREFIX),
         );
         journal
             .record(Op::Create, Kind::Trace, &instance, None)
@@ -60,9 +67,12 @@ impl CloneTrace {
     }
 
     /// Mounts a tracefs of fsarena's own at `mnt/<name>-tracefs` in the work directory.
-    fn mount_tracefs(&mut self, work: &WorkDir, name: &str) -> Result<PathBuf, String> {
-        let mnt = work
-            .subdir("mnt")
+    fn mount_tracefs(
+        &mut self,
+        mnt_dir: impl FnOnce() -> io::Result<PathBuf>,
+        name: &str,
+    ) -> Result<PathBuf, String> {
+        let mnt = mnt_dir()
             .map_err(|e| format!("cannot create the mount directory: {e}"))?
             .join(format!("{name}-tracefs"));
         let journal = |op, kind, detail| {

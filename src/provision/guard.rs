@@ -64,16 +64,36 @@ pub fn inspect(real: &Path, dev: DevId, work_root: &Path) -> Findings {
     // others (issue 11: a second `losetup` of a mounted image was formatted).
     f.in_use.extend(loop_aliases(dev));
     let family = family(dev);
-    let name = |d: &DevId| sysfs_name(*d).unwrap_or_else(|| d.to_string());
+    f.in_use.extend(mounted(&family));
+    f.in_use.extend(swapped(&family));
+    f.in_use.extend(held(&family));
+    f.in_use.extend(system_disk(&family, work_root));
+    // Exclusive open: the kernel's own answer to "is anyone using this?".
+    if f.in_use.is_empty() {
+        if let Err(e) = fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(rustix::fs::OFlags::EXCL.bits() as i32)
+            .open(real)
+        {
+            f.in_use
+                .push(format!("it cannot be opened exclusively ({e})"));
+        }
+    }
+    f.signatures = signatures(real);
+    f
+}
 
-    // Mounted: by device number, and by the mount source (btrfs reports anonymous numbers).
+/// Mounts of the device's `family`: by device number, and by the mount source (btrfs
+/// reports anonymous numbers).
+fn mounted(family: &[DevId]) -> Vec<String> {
+    let mut out = Vec::new();
     for m in mounts::read() {
         let src_dev = fs::metadata(&m.source)
             .ok()
             .filter(|md| md.file_type().is_block_device())
             .map(|md| DevId::from_dev_t(md.rdev()));
         if family.contains(&m.dev) || src_dev.is_some_and(|d| family.contains(&d)) {
-            f.in_use.push(format!(
+            out.push(format!(
                 "{} is mounted at {} ({})",
                 m.source,
                 m.target.display(),
@@ -81,7 +101,12 @@ pub fn inspect(real: &Path, dev: DevId, work_root: &Path) -> Findings {
             ));
         }
     }
-    // Swap.
+    out
+}
+
+/// Members of the device's `family` in use as swap.
+fn swapped(family: &[DevId]) -> Vec<String> {
+    let mut out = Vec::new();
     if let Ok(swaps) = fs::read_to_string("/proc/swaps") {
         for line in swaps.lines().skip(1) {
             let Some(p) = line.split_whitespace().next() else {
@@ -91,13 +116,19 @@ pub fn inspect(real: &Path, dev: DevId, work_root: &Path) -> Findings {
                 if md.file_type().is_block_device()
                     && family.contains(&DevId::from_dev_t(md.rdev()))
                 {
-                    f.in_use.push(format!("{p} is in use as swap"));
+                    out.push(format!("{p} is in use as swap"));
                 }
             }
         }
     }
-    // Holders (device-mapper, md RAID, bcache…).
-    for d in &family {
+    out
+}
+
+/// Members of the device's `family` with holders (device-mapper, md RAID, bcache…).
+fn held(family: &[DevId]) -> Vec<String> {
+    let name = |d: &DevId| sysfs_name(*d).unwrap_or_else(|| d.to_string());
+    let mut out = Vec::new();
+    for d in family {
         let holders = PathBuf::from(format!("/sys/dev/block/{d}/holders"));
         if let Ok(rd) = fs::read_dir(&holders) {
             let names: Vec<String> = rd
@@ -105,12 +136,16 @@ pub fn inspect(real: &Path, dev: DevId, work_root: &Path) -> Findings {
                 .map(|e| e.file_name().to_string_lossy().into_owned())
                 .collect();
             if !names.is_empty() {
-                f.in_use
-                    .push(format!("{} is held by {}", name(d), names.join(", ")));
+                out.push(format!("{} is held by {}", name(d), names.join(", ")));
             }
         }
     }
-    // The disks holding /, /boot and fsarena's own work directory.
+    out
+}
+
+/// Whether the device's `family` holds /, /boot or fsarena's own work directory.
+fn system_disk(family: &[DevId], work_root: &Path) -> Vec<String> {
+    let mut out = Vec::new();
     let work = work_root
         .ancestors()
         .find(|a| a.exists())
@@ -129,23 +164,11 @@ pub fn inspect(real: &Path, dev: DevId, work_root: &Path) -> Findings {
                 } else {
                     p.display().to_string()
                 };
-                f.in_use.push(format!("it is the disk holding {what}"));
+                out.push(format!("it is the disk holding {what}"));
             }
         }
     }
-    // Exclusive open: the kernel's own answer to "is anyone using this?".
-    if f.in_use.is_empty() {
-        if let Err(e) = fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(rustix::fs::OFlags::EXCL.bits() as i32)
-            .open(real)
-        {
-            f.in_use
-                .push(format!("it cannot be opened exclusively ({e})"));
-        }
-    }
-    f.signatures = signatures(real);
-    f
+    out
 }
 
 /// The backing file of loop device `dev` (None when `dev` is not an attached loop device).
@@ -167,12 +190,31 @@ fn loop_aliases(dev: DevId) -> Vec<String> {
     let Ok(bmd) = fs::metadata(&backing) else {
         return Vec::new();
     };
-    let same = |md: &fs::Metadata| md.dev() == bmd.dev() && md.ino() == bmd.ino();
-    let mut out = Vec::new();
     let table = mounts::read();
-    let Ok(rd) = fs::read_dir("/sys/block") else {
-        return out;
+    let Some(mut out) = other_loops(dev, &backing, &bmd, &table) else {
+        return Vec::new();
     };
+    out.extend(backing_mounted(&backing, &bmd, &table));
+    out.extend(backing_open(&backing, &bmd));
+    out
+}
+
+/// Whether `md` is the file `backing` (by device and inode: a path may be another name).
+fn same_file(md: &fs::Metadata, backing: &fs::Metadata) -> bool {
+    md.dev() == backing.dev() && md.ino() == backing.ino()
+}
+
+/// The loop devices other than `dev` attached to the same backing file, each with what
+/// formatting would destroy through it. `None` when sysfs cannot be listed (then no
+/// alias of `dev` can be told, and none is named).
+fn other_loops(
+    dev: DevId,
+    backing: &Path,
+    bmd: &fs::Metadata,
+    table: &[mounts::MountEntry],
+) -> Option<Vec<String>> {
+    let rd = fs::read_dir("/sys/block").ok()?;
+    let mut out = Vec::new();
     for e in rd.flatten() {
         let name = e.file_name().to_string_lossy().into_owned();
         let Some(other) = fs::read_to_string(e.path().join("dev"))
@@ -187,39 +229,54 @@ fn loop_aliases(dev: DevId) -> Vec<String> {
         let Some(ob) = loop_backing(other) else {
             continue;
         };
-        if !fs::metadata(&ob).is_ok_and(|md| same(&md)) {
+        if !fs::metadata(&ob).is_ok_and(|md| same_file(&md, bmd)) {
             continue;
         }
-        let mounted: Vec<String> = table
-            .iter()
-            .filter(|m| m.dev == other)
-            .map(|m| format!("{} ({})", m.target.display(), m.fstype))
-            .collect();
-        let holders: Vec<String> = fs::read_dir(e.path().join("holders"))
-            .map(|rd| {
-                rd.flatten()
-                    .map(|h| h.file_name().to_string_lossy().into_owned())
-                    .collect()
-            })
-            .unwrap_or_default();
-        let what = if !mounted.is_empty() {
-            format!(
-                ", which is mounted at {}: formatting would destroy that file system",
-                mounted.join(", ")
-            )
-        } else if !holders.is_empty() {
-            format!(", which is held by {}", holders.join(", "))
-        } else {
-            ": formatting would destroy whatever it holds".to_string()
-        };
+        let what = through_alias(&e.path(), other, table);
         out.push(format!(
             "its backing file {} is also attached as /dev/{name}{what}",
             backing.display()
         ));
     }
-    // The backing file itself, mounted (a loop mount by file name) or open in a process.
-    for m in &table {
-        if fs::metadata(&m.source).is_ok_and(|md| md.is_file() && same(&md)) {
+    Some(out)
+}
+
+/// What formatting would destroy through the alias `other` (sysfs directory `sys`): the
+/// file system mounted from it, else its holders, else whatever it holds.
+fn through_alias(sys: &Path, other: DevId, table: &[mounts::MountEntry]) -> String {
+    let mounted: Vec<String> = table
+        .iter()
+        .filter(|m| m.dev == other)
+        .map(|m| format!("{} ({})", m.target.display(), m.fstype))
+        .collect();
+    let holders: Vec<String> = fs::read_dir(sys.join("holders"))
+        .map(|rd| {
+            rd.flatten()
+                .map(|h| h.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    if !mounted.is_empty() {
+        format!(
+            ", which is mounted at {}: formatting would destroy that file system",
+            mounted.join(", ")
+        )
+    } else if !holders.is_empty() {
+        format!(", which is held by {}", holders.join(", "))
+    } else {
+        ": formatting would destroy whatever it holds".to_string()
+    }
+}
+
+/// The backing file itself, mounted (a loop mount by file name).
+fn backing_mounted(
+    backing: &Path,
+    bmd: &fs::Metadata,
+    table: &[mounts::MountEntry],
+) -> Vec<String> {
+    let mut out = Vec::new();
+    for m in table {
+        if fs::metadata(&m.source).is_ok_and(|md| md.is_file() && same_file(&md, bmd)) {
             out.push(format!(
                 "its backing file {} is mounted at {}",
                 backing.display(),
@@ -227,6 +284,12 @@ fn loop_aliases(dev: DevId) -> Vec<String> {
             ));
         }
     }
+    out
+}
+
+/// The backing file open in a process other than this one.
+fn backing_open(backing: &Path, bmd: &fs::Metadata) -> Vec<String> {
+    let mut out = Vec::new();
     let me = std::process::id().to_string();
     if let Ok(procs) = fs::read_dir("/proc") {
         for p in procs.flatten() {
@@ -239,7 +302,7 @@ fn loop_aliases(dev: DevId) -> Vec<String> {
             };
             if fds
                 .flatten()
-                .any(|fd| fs::metadata(fd.path()).is_ok_and(|md| same(&md)))
+                .any(|fd| fs::metadata(fd.path()).is_ok_and(|md| same_file(&md, bmd)))
             {
                 let comm = fs::read_to_string(p.path().join("comm")).unwrap_or_default();
                 out.push(format!(

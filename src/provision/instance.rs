@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
+use super::clone_trace::{CloneTrace, IdleTraces};
 use super::command::Cmd;
 use super::journal::{Journal, Kind, Op};
 use super::workdir::WorkDir;
@@ -17,7 +18,7 @@ use super::write_trace::WriteTrace;
 use super::{fscrypt, guard, host, loopdev, mounts, reuse, ProvisionError};
 use crate::plan::{FsKind, Location, TargetConfig};
 use crate::results::{Health, Provenance};
-use crate::sys::DevId;
+use crate::sys::{ignore_missing, DevId};
 
 /// What to provision for one cell.
 #[derive(Debug, Clone)]
@@ -55,8 +56,8 @@ pub(super) enum Undo {
         trace: WriteTrace,
         found: reuse::Found,
         /// The instance `trace` runs on, handed back to `idle` for the next clone.
-        tracer: super::clone_trace::CloneTrace,
-        idle: super::workdir::IdleTraces,
+        tracer: CloneTrace,
+        idle: IdleTraces,
     },
     /// A clone's image, once detached: the master's spare for the next cell when `found`
     /// holds its written ranges, else removed.
@@ -112,14 +113,6 @@ fn mkfs_version_cached(fs: FsKind) -> Option<String> {
     c.entry(fs)
         .or_insert_with(|| host::mkfs_version(fs))
         .clone()
-}
-
-/// The run directory's name, which names a `dir:` target's subdirectory.
-pub(super) fn run_id(run_dir: &Path) -> String {
-    run_dir
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "run".into())
 }
 
 impl Instance {
@@ -379,7 +372,7 @@ impl Instance {
 
     fn in_dir(&mut self, work: &WorkDir, parent: &Path, seq: u64) -> Result<(), ProvisionError> {
         self.provenance.location = "dir".into();
-        let sub = parent.join(format!("fsarena-{}-{seq}", run_id(&work.run)));
+        let sub = parent.join(format!("fsarena-{}-{seq}", work.id()));
         self.journal(Op::Create, Kind::Dir, &sub, Some("tree"))?;
         fs::create_dir(&sub)
             .map_err(|e| ProvisionError::io(format!("cannot create {}", sub.display()), e))?;
@@ -469,81 +462,9 @@ impl Instance {
         let mut first_err = None;
         while self.undo.len() > keep {
             let Some(step) = self.undo.pop() else { break };
-            let (res, kind, path) = match step {
-                Undo::Unclaim(flag) => {
-                    flag.store(false, Ordering::SeqCst);
-                    continue;
-                }
-                Undo::EndTrace {
-                    trace,
-                    found,
-                    tracer,
-                    idle,
-                } => {
-                    // The instance is journaled on its own and removed at the run's end.
-                    reuse::settle(&found, trace.finish());
-                    if let Ok(mut v) = idle.lock() {
-                        v.push(tracer);
-                    }
-                    continue;
-                }
-                Undo::ReturnClone { img, found, to } => {
-                    if to.hand_back(img.clone(), &found) {
-                        continue; // still journaled: the master removes it in the end
-                    }
-                    (
-                        fs::remove_file(&img).or_else(ignore_missing).map_err(|e| {
-                            ProvisionError::io(format!("cannot remove {}", img.display()), e)
-                        }),
-                        Kind::Image,
-                        img,
-                    )
-                }
-                Undo::Unmount(p) => {
-                    let r = mounts::unmount(&p);
-                    if r.is_ok() {
-                        unmounted();
-                    }
-                    if r.is_ok() && check {
-                        health = self.health_check();
-                    }
-                    (r, Kind::Mount, p)
-                }
-                Undo::Detach { dev, image } => (loopdev::detach(&dev), Kind::Loop, image),
-                Undo::RemoveKey { mnt, id } => {
-                    let r = fscrypt::remove_key(&mnt, &id).map(|_| ()).map_err(|e| {
-                        ProvisionError::io(
-                            format!("cannot remove the fscrypt key of {}", mnt.display()),
-                            e,
-                        )
-                    });
-                    if r.is_ok() {
-                        // Two entries were journaled: before the key was added, and with its id.
-                        let _ = self.journal.record(Op::Release, Kind::Key, &mnt, None);
-                    }
-                    (r, Kind::Key, mnt)
-                }
-                Undo::RemoveFile(p) => (
-                    fs::remove_file(&p).or_else(ignore_missing).map_err(|e| {
-                        ProvisionError::io(format!("cannot remove {}", p.display()), e)
-                    }),
-                    Kind::Image,
-                    p,
-                ),
-                Undo::RemoveDir(p) => (
-                    fs::remove_dir(&p).or_else(ignore_missing).map_err(|e| {
-                        ProvisionError::io(format!("cannot remove {}", p.display()), e)
-                    }),
-                    Kind::Dir,
-                    p,
-                ),
-                Undo::RemoveTree(p) => (
-                    fs::remove_dir_all(&p).or_else(ignore_missing).map_err(|e| {
-                        ProvisionError::io(format!("cannot remove {}", p.display()), e)
-                    }),
-                    Kind::Dir,
-                    p,
-                ),
+            let Some((res, kind, path)) = self.undo_step(step, check, &mut health, unmounted)
+            else {
+                continue;
             };
             match res {
                 Ok(()) => {
@@ -559,9 +480,82 @@ impl Instance {
         (health, first_err.map_or(Ok(()), Err))
     }
 
+    /// Undoes one step: its outcome, with the journal entry (kind, path) that a success
+    /// releases; `None` for a step that leaves no entry of its own to release (a claim, a
+    /// trace, a clone its master takes back). Unmounting calls `unmounted` and, with
+    /// `check`, leaves the file system's health in `health`.
+    fn undo_step(
+        &mut self,
+        step: Undo,
+        check: bool,
+        health: &mut Option<Health>,
+        unmounted: &mut dyn FnMut(),
+    ) -> Option<(Result<(), ProvisionError>, Kind, PathBuf)> {
+        let done = match step {
+            Undo::Unclaim(flag) => {
+                flag.store(false, Ordering::SeqCst);
+                return None;
+            }
+            Undo::EndTrace {
+                trace,
+                found,
+                tracer,
+                idle,
+            } => {
+                // The instance is journaled on its own and removed at the run's end.
+                reuse::settle(&found, trace.finish());
+                if let Ok(mut v) = idle.lock() {
+                    v.push(tracer);
+                }
+                return None;
+            }
+            Undo::ReturnClone { img, found, to } => {
+                if to.hand_back(img.clone(), &found) {
+                    return None; // still journaled: the master removes it in the end
+                }
+                (removed(fs::remove_file(&img), &img), Kind::Image, img)
+            }
+            Undo::Unmount(p) => {
+                let r = mounts::unmount(&p);
+                if r.is_ok() {
+                    unmounted();
+                }
+                if r.is_ok() && check {
+                    *health = self.health_check();
+                }
+                (r, Kind::Mount, p)
+            }
+            Undo::Detach { dev, image } => (loopdev::detach(&dev), Kind::Loop, image),
+            Undo::RemoveKey { mnt, id } => {
+                let r = fscrypt::remove_key(&mnt, &id).map(|_| ()).map_err(|e| {
+                    ProvisionError::io(
+                        format!("cannot remove the fscrypt key of {}", mnt.display()),
+                        e,
+                    )
+                });
+                if r.is_ok() {
+                    // Two entries were journaled: before the key was added, and with its id.
+                    let _ = self.journal.record(Op::Release, Kind::Key, &mnt, None);
+                }
+                (r, Kind::Key, mnt)
+            }
+            Undo::RemoveFile(p) => (removed(fs::remove_file(&p), &p), Kind::Image, p),
+            Undo::RemoveDir(p) => (removed(fs::remove_dir(&p), &p), Kind::Dir, p),
+            Undo::RemoveTree(p) => (removed(fs::remove_dir_all(&p), &p), Kind::Dir, p),
+        };
+        Some(done)
+    }
+
     pub(super) fn health_check(&self) -> Option<Health> {
         super::fsck::check(self.fs, self.check_device.as_ref()?)
     }
+}
+
+/// A removal of `p` as an undo step's outcome: done once `p` is gone, whether it was
+/// there or not (a crash or an earlier step may have removed it).
+fn removed(r: std::io::Result<()>, p: &Path) -> Result<(), ProvisionError> {
+    r.or_else(ignore_missing)
+        .map_err(|e| ProvisionError::io(format!("cannot remove {}", p.display()), e))
 }
 
 /// Where the image called `name` lives: the run's `images` directory.
@@ -570,14 +564,6 @@ pub(super) fn image_path(work: &WorkDir, name: &str) -> Result<PathBuf, Provisio
         .subdir("images")
         .map_err(|e| ProvisionError::io("cannot create the image directory", e))?;
     Ok(images.join(format!("{name}.img")))
-}
-
-pub(super) fn ignore_missing(e: std::io::Error) -> std::io::Result<()> {
-    if e.kind() == std::io::ErrorKind::NotFound {
-        Ok(())
-    } else {
-        Err(e)
-    }
 }
 
 impl Drop for Instance {

@@ -25,13 +25,14 @@ use std::time::Instant;
 
 use super::clone_trace::CloneTrace;
 use super::image_copy::{self, copy_image, CopyKind};
-use super::instance::{ignore_missing, image_path, sanitize, Instance, InstanceSpec, Undo};
+use super::instance::{image_path, sanitize, Instance, InstanceSpec, Undo};
 use super::journal::{Journal, Kind, Op};
 use super::reuse::{self, Reuse, Spare};
 use super::workdir::WorkDir;
 use super::ProvisionError;
 use crate::plan::Location;
 use crate::results::{CloneOrigin, Health};
+use crate::sys::ignore_missing;
 
 /// A populated, checked, detached image that cells copy. Removed (and the removal
 /// journaled) when dropped; a killed run leaves it journaled for `fsarena cleanup`.
@@ -207,6 +208,35 @@ impl MasterImage {
             )));
         }
         let mut inst = Instance::empty(t, work);
+        self.claim(&mut inst)?;
+        let name = format!("{}-{}", sanitize(&t.name), spec.seq);
+        let found = reuse::Found::default();
+        let cloned = self.clone_image(&mut inst, work, &name, &found)?;
+        let img = cloned.img;
+        // The clone starts cold without dropping the machine's caches: a fresh mount on a
+        // freshly attached device, over an image none of whose pages are cached (a buffered
+        // copy or restore would leave some).
+        crate::sys::evict_file(&img)
+            .map_err(|e| ProvisionError::io(format!("cannot evict {}", img.display()), e))?;
+        let dev = inst.attach(&img, self.sector_size)?;
+        if let Err(why) = trace_writes(&mut inst, work, &name, &found) {
+            reuse::settle(&found, Err(why));
+        }
+        inst.provenance.mkfs_command = self.mkfs_command.clone();
+        inst.provenance.mkfs_version = self.mkfs_version.clone();
+        inst.provenance.aging = self.aging.clone();
+        inst.provenance.clone = Some(CloneOrigin {
+            method: cloned.kind.as_str().into(),
+            seconds: cloned.seconds,
+            bytes: Some(cloned.bytes),
+        });
+        inst.mount_device(t, work, &dev, &name)?;
+        Ok(inst)
+    }
+
+    /// Raises this image's one-clone-attached claim for `inst` (given back when `inst` is
+    /// taken down); refused while another clone holds it.
+    fn claim(&self, inst: &mut Instance) -> Result<(), ProvisionError> {
         if self
             .claim
             .compare_exchange(false, true, Ordering::SeqCst, Ordering::SeqCst)
@@ -221,8 +251,20 @@ impl MasterImage {
             });
         }
         inst.undo.push(Undo::Unclaim(Arc::clone(&self.claim)));
-        let name = format!("{}-{}", sanitize(&t.name), spec.seq);
-        let found = reuse::Found::default();
+        Ok(())
+    }
+
+    /// The clone's image file for `inst` (called `name`): the spare copied ahead of the
+    /// first cell, else the last cell's clone restored to this master, else a whole copy.
+    /// Each is handed back to this master (with what `found` learns of its writes) once
+    /// detached; why a spare could not be restored goes into the provenance's notes.
+    fn clone_image(
+        &self,
+        inst: &mut Instance,
+        work: &WorkDir,
+        name: &str,
+        found: &reuse::Found,
+    ) -> Result<Cloned, ProvisionError> {
         let (spare, mut why_not) = self.reuse.take();
         let (spare, ahead) = match spare {
             Some(Spare {
@@ -245,7 +287,7 @@ impl MasterImage {
         });
         let (img, kind, seconds, bytes) = match (restored, ahead) {
             (_, Some((img, kind, seconds))) => {
-                inst.undo.push(self.return_clone(&img, &found));
+                inst.undo.push(self.return_clone(&img, found));
                 inst.provenance.notes.push(
                     "the clone was copied whole before the run's first cell, so nothing measured shared the machine with the copy"
                         .into(),
@@ -253,13 +295,13 @@ impl MasterImage {
                 (img, kind, seconds, self.data_bytes())
             }
             (Some((img, seconds, bytes)), None) => {
-                inst.undo.push(self.return_clone(&img, &found));
+                inst.undo.push(self.return_clone(&img, found));
                 (img, CopyKind::Restore, seconds, bytes)
             }
             (None, None) => {
-                let img = image_path(work, &name)?;
+                let img = image_path(work, name)?;
                 inst.journal(Op::Create, Kind::Image, &img, Some("clone"))?;
-                inst.undo.push(self.return_clone(&img, &found));
+                inst.undo.push(self.return_clone(&img, found));
                 let (kind, seconds) = copy_image(&self.path, &img)?;
                 (img, kind, seconds, self.data_bytes())
             }
@@ -269,26 +311,21 @@ impl MasterImage {
                 .notes
                 .push(format!("the clone was copied whole, not restored ({why})"));
         }
-        // The clone starts cold without dropping the machine's caches: a fresh mount on a
-        // freshly attached device, over an image none of whose pages are cached (a buffered
-        // copy or restore would leave some).
-        crate::sys::evict_file(&img)
-            .map_err(|e| ProvisionError::io(format!("cannot evict {}", img.display()), e))?;
-        let dev = inst.attach(&img, self.sector_size)?;
-        if let Err(why) = trace_writes(&mut inst, work, &name, &found) {
-            reuse::settle(&found, Err(why));
-        }
-        inst.provenance.mkfs_command = self.mkfs_command.clone();
-        inst.provenance.mkfs_version = self.mkfs_version.clone();
-        inst.provenance.aging = self.aging.clone();
-        inst.provenance.clone = Some(CloneOrigin {
-            method: kind.as_str().into(),
+        Ok(Cloned {
+            img,
+            kind,
             seconds,
-            bytes: Some(bytes),
-        });
-        inst.mount_device(t, work, &dev, &name)?;
-        Ok(inst)
+            bytes,
+        })
     }
+}
+
+/// A clone's image file and how it was made, for its provenance.
+struct Cloned {
+    img: PathBuf,
+    kind: CopyKind,
+    seconds: f64,
+    bytes: u64,
 }
 
 impl MasterImage {
@@ -380,7 +417,7 @@ fn trace_writes(
     let kept = idle.lock().ok().and_then(|mut v| v.pop());
     let tracer = match kept {
         Some(t) => t,
-        None => CloneTrace::create(work, name)?,
+        None => CloneTrace::create(&work.journal, &work.id(), name, || work.subdir("mnt"))?,
     };
     let trace = match tracer.start(dev) {
         Ok(t) => t,

@@ -3,7 +3,8 @@
 
 use std::path::Path;
 
-use super::instance::{mkfs_cmd, run_id, sanitize, InstanceSpec};
+use super::instance::{mkfs_cmd, sanitize, InstanceSpec};
+use super::workdir::run_id;
 use super::{host, loopdev, mounts};
 use crate::plan::size::human_bytes;
 use crate::plan::Location;

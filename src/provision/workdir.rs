@@ -4,9 +4,9 @@
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
-use super::clone_trace::CloneTrace;
+use super::clone_trace::IdleTraces;
 use super::journal::Journal;
 use super::ProvisionError;
 
@@ -28,9 +28,6 @@ pub struct WorkDir {
     /// since clones are attached one at a time.
     pub idle_traces: IdleTraces,
 }
-
-/// Trace instances waiting for a clone.
-pub type IdleTraces = Arc<Mutex<Vec<CloneTrace>>>;
 
 impl WorkDir {
     /// Creates `root/run-<time>-<pid>` with an owner marker and an empty journal.
@@ -85,6 +82,12 @@ impl WorkDir {
         drop(idle);
     }
 
+    /// The run's id (its directory's name), which names what the run makes outside its
+    /// directory: a `dir:` target's subdirectory, a clone's trace instance.
+    pub fn id(&self) -> String {
+        run_id(&self.run)
+    }
+
     /// Free bytes on the file system holding the work directory.
     pub fn free_bytes(&self) -> io::Result<u64> {
         free_bytes(&self.run)
@@ -104,6 +107,15 @@ impl WorkDir {
             )
         })
     }
+}
+
+/// The run directory's name, which names a `dir:` target's subdirectory (and, through
+/// [`WorkDir::id`], a clone's trace instance).
+pub(super) fn run_id(run_dir: &Path) -> String {
+    run_dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "run".into())
 }
 
 /// Below this much free space on the host's work directory, an I/O error on a loop target
