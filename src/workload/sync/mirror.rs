@@ -18,7 +18,7 @@ use std::time::Instant;
 use rustix::fs::{AtFlags, Mode};
 
 use crate::fsops::copy::{copy_file_at, CopyStrategy};
-use crate::fsops::{self, Dir, Kind, LatencyLog, Need, Totals, WalkOptions};
+use crate::fsops::{self, Dir, Dirent, Kind, LatencyLog, Need, Totals, WalkOptions};
 use crate::workload::dirfd::{open_dir, open_rel_dir};
 use crate::workload::tree_copy::COPY_BUF;
 use crate::workload::{Ctx, IoContext, WorkloadError};
@@ -225,6 +225,81 @@ fn remove_entry(
     Ok(())
 }
 
+/// Brings one source file across when the target's entry (`theirs`) differs in kind, size
+/// or modification time (beyond the window): copied to a temporary name and renamed over
+/// the old one, so a reader never sees half a file. Only the copies are timed.
+fn sync_file(
+    sc: &SyncCtx,
+    w: &mut Worker,
+    d: &Dir,
+    dst_fd: BorrowedFd<'_>,
+    e: &Dirent<'_>,
+    theirs: Option<ListEnt>,
+) -> Result<(), WorkloadError> {
+    let where_ = |name: &CStr| sc.dst.join(d.path_of(name)).display().to_string();
+    w.stats.files += 1;
+    sc.ctx.check()?;
+    let same = theirs.is_some_and(|t| {
+        t.kind == Kind::File
+            && t.size == e.meta.size
+            && (ns(t.mtime) - ns(e.meta.mtime)).abs() <= sc.window_ns
+    });
+    if same {
+        return Ok(());
+    }
+    if let Some(t) = theirs.filter(|t| t.kind != Kind::File) {
+        remove_entry(sc, w, dst_fd, d.rel(), e.name, t.kind)?;
+    }
+    let t0 = Instant::now();
+    let mut tmp = Vec::with_capacity(e.name.to_bytes().len() + 16);
+    tmp.push(b'.');
+    tmp.extend_from_slice(e.name.to_bytes());
+    tmp.extend_from_slice(b".fsarena-sync");
+    let tmp = CString::new(tmp).map_err(|_| WorkloadError::Verify("NUL in a file name".into()))?;
+    let r = copy_file_at(d.fd(), e.name, dst_fd, &tmp, &sc.strategy, &mut w.buf)
+        .ctx(|| format!("copying to {}", where_(e.name)))?;
+    rustix::fs::renameat(dst_fd, &tmp, dst_fd, e.name)
+        .map_err(std::io::Error::from)
+        .ctx(|| format!("renaming into {}", where_(e.name)))?;
+    w.stats.latency.0.push(t0.elapsed().as_nanos() as u64);
+    w.stats.files_copied += 1;
+    w.stats.bytes_copied += r.bytes;
+    Ok(())
+}
+
+/// Makes the target's entry a link to the source link's target, unless it already is one.
+fn sync_link(
+    sc: &SyncCtx,
+    w: &mut Worker,
+    d: &Dir,
+    dst_fd: BorrowedFd<'_>,
+    e: &Dirent<'_>,
+    theirs: Option<ListEnt>,
+) -> Result<(), WorkloadError> {
+    let where_ = |name: &CStr| sc.dst.join(d.path_of(name)).display().to_string();
+    let target = rustix::fs::readlinkat(d.fd(), e.name, Vec::new())
+        .map_err(std::io::Error::from)
+        .ctx(|| format!("reading link {}", where_(e.name)))?;
+    if let Some(t) = theirs {
+        if t.kind == Kind::Symlink {
+            let current = rustix::fs::readlinkat(dst_fd, e.name, Vec::new())
+                .map_err(std::io::Error::from)
+                .ctx(|| format!("reading link {}", where_(e.name)))?;
+            if current == target {
+                return Ok(());
+            }
+        }
+        remove_entry(sc, w, dst_fd, d.rel(), e.name, t.kind)?;
+    }
+    rustix::fs::symlinkat(target.as_c_str(), dst_fd, e.name)
+        .map_err(std::io::Error::from)
+        .ctx(|| format!("creating link {}", where_(e.name)))?;
+    Ok(())
+}
+
+/// Brings one target directory in line with source directory `d`: every source entry
+/// compared with the target's listing and brought across where it differs, then every
+/// target entry the source lacks deleted.
 fn sync_dir(sc: &SyncCtx, w: &mut Worker, d: &Dir) -> Result<(), WorkloadError> {
     sc.ctx.check()?;
     let rel = d.rel();
@@ -256,55 +331,8 @@ fn sync_dir(sc: &SyncCtx, w: &mut Worker, d: &Dir) -> Result<(), WorkloadError> 
                     w.stats.dirs_created += 1;
                 }
             },
-            Kind::File => {
-                w.stats.files += 1;
-                sc.ctx.check()?;
-                let same = theirs.is_some_and(|t| {
-                    t.kind == Kind::File
-                        && t.size == e.meta.size
-                        && (ns(t.mtime) - ns(e.meta.mtime)).abs() <= sc.window_ns
-                });
-                if same {
-                    continue;
-                }
-                if let Some(t) = theirs.filter(|t| t.kind != Kind::File) {
-                    remove_entry(sc, w, dst_fd, rel, e.name, t.kind)?;
-                }
-                let t0 = Instant::now();
-                let mut tmp = Vec::with_capacity(e.name.to_bytes().len() + 16);
-                tmp.push(b'.');
-                tmp.extend_from_slice(e.name.to_bytes());
-                tmp.extend_from_slice(b".fsarena-sync");
-                let tmp = CString::new(tmp)
-                    .map_err(|_| WorkloadError::Verify("NUL in a file name".into()))?;
-                let r = copy_file_at(d.fd(), e.name, dst_fd, &tmp, &sc.strategy, &mut w.buf)
-                    .ctx(|| format!("copying to {}", where_(e.name)))?;
-                rustix::fs::renameat(dst_fd, &tmp, dst_fd, e.name)
-                    .map_err(std::io::Error::from)
-                    .ctx(|| format!("renaming into {}", where_(e.name)))?;
-                w.stats.latency.0.push(t0.elapsed().as_nanos() as u64);
-                w.stats.files_copied += 1;
-                w.stats.bytes_copied += r.bytes;
-            }
-            Kind::Symlink => {
-                let target = rustix::fs::readlinkat(d.fd(), e.name, Vec::new())
-                    .map_err(std::io::Error::from)
-                    .ctx(|| format!("reading link {}", where_(e.name)))?;
-                if let Some(t) = theirs {
-                    if t.kind == Kind::Symlink {
-                        let current = rustix::fs::readlinkat(dst_fd, e.name, Vec::new())
-                            .map_err(std::io::Error::from)
-                            .ctx(|| format!("reading link {}", where_(e.name)))?;
-                        if current == target {
-                            continue;
-                        }
-                    }
-                    remove_entry(sc, w, dst_fd, rel, e.name, t.kind)?;
-                }
-                rustix::fs::symlinkat(target.as_c_str(), dst_fd, e.name)
-                    .map_err(std::io::Error::from)
-                    .ctx(|| format!("creating link {}", where_(e.name)))?;
-            }
+            Kind::File => sync_file(sc, w, d, dst_fd, &e, theirs)?,
+            Kind::Symlink => sync_link(sc, w, d, dst_fd, &e, theirs)?,
             Kind::Other => {}
         }
     }
