@@ -21,8 +21,9 @@ use std::path::Path;
 use std::time::Instant;
 
 use super::prepare::{dated_on_target, prep_threads, WARM_MIN_THREADS};
-use super::tree_copy::{copy_report, copy_tree, CopyMode};
+use super::tree_copy::{copy_report, copy_tree, CopyMode, TreeCopy};
 use super::{source, verify, Ctx, Harness, IoContext, Outcome, Point, Workload, WorkloadError};
+use crate::dataset::Manifest;
 
 /// The `copy` workload (named so as not to shadow the `Copy` trait).
 pub struct CopyTree;
@@ -32,7 +33,7 @@ pub struct CopyTree;
 pub fn verify_copy(
     src: &Path,
     dst: &Path,
-    manifest: &crate::dataset::Manifest,
+    manifest: &Manifest,
     threads: usize,
 ) -> Result<(), WorkloadError> {
     verify::tree(dst, manifest, threads)?;
@@ -135,29 +136,7 @@ impl Workload for CopyTree {
             Ok(out)
         })?;
         let r = result.ok_or_else(|| WorkloadError::Verify("measured phase did not run".into()))?;
-        if r.files != manifest.files.len() as u64 {
-            return Err(WorkloadError::Verify(format!(
-                "copied {} files, the data set has {}",
-                r.files,
-                manifest.files.len()
-            )));
-        }
-        if within && r.reflink_files > 0 {
-            // A copy made of reflinks shares its source's blocks but none of its cached
-            // pages: hashing it would read it all from the device. Its source was hashed
-            // when it was warmed, so a file on the same blocks holds the same bytes.
-            let c = verify::copy_within(&src, &dst, &manifest, prep.max(WARM_MIN_THREADS))?;
-            verify::mtimes(&src, &dst, prep)?;
-            outcome.notes.push(format!(
-                "copy checked by its block map: {} of {} files on their source's blocks \
-                 (FIEMAP), {} hashed; the source was hashed before the phase",
-                c.shared,
-                manifest.files.len(),
-                c.hashed
-            ));
-        } else {
-            verify_copy(&src, &dst, &manifest, prep)?;
-        }
+        check_copy(&r, within, &src, &dst, &manifest, prep, &mut outcome)?;
         if !within {
             outcome
                 .notes
@@ -165,4 +144,42 @@ impl Workload for CopyTree {
         }
         Ok(outcome)
     }
+}
+
+/// The check after the measured copy: every file of the data set copied, with its bytes and
+/// times. A `within` copy made of reflinks is checked by its block map (its source was
+/// hashed when it was warmed); any other copy is hashed. What was checked goes to the notes.
+fn check_copy(
+    r: &TreeCopy,
+    within: bool,
+    src: &Path,
+    dst: &Path,
+    manifest: &Manifest,
+    prep: usize,
+    outcome: &mut Outcome,
+) -> Result<(), WorkloadError> {
+    if r.files != manifest.files.len() as u64 {
+        return Err(WorkloadError::Verify(format!(
+            "copied {} files, the data set has {}",
+            r.files,
+            manifest.files.len()
+        )));
+    }
+    if within && r.reflink_files > 0 {
+        // A copy made of reflinks shares its source's blocks but none of its cached
+        // pages: hashing it would read it all from the device. Its source was hashed
+        // when it was warmed, so a file on the same blocks holds the same bytes.
+        let c = verify::copy_within(src, dst, manifest, prep.max(WARM_MIN_THREADS))?;
+        verify::mtimes(src, dst, prep)?;
+        outcome.notes.push(format!(
+            "copy checked by its block map: {} of {} files on their source's blocks \
+             (FIEMAP), {} hashed; the source was hashed before the phase",
+            c.shared,
+            manifest.files.len(),
+            c.hashed
+        ));
+    } else {
+        verify_copy(src, dst, manifest, prep)?;
+    }
+    Ok(())
 }

@@ -162,53 +162,11 @@ impl Workload for Scan {
 /// Walks `root`, stats every entry, and totals sizes per directory and per extension.
 /// Polls `ctx.check()` once per directory.
 pub fn analyze(root: &Path, threads: usize, ctx: &Ctx) -> Result<Usage, WorkloadError> {
-    #[derive(Default)]
-    struct Part {
-        files: u64,
-        dirs: u64,
-        logical: u64,
-        file_allocated: u64,
-        dir_allocated: u64,
-        per_ext: HashMap<Vec<u8>, ExtTotals>,
-        /// (relative dir, direct logical, direct allocated incl. its own blocks)
-        per_dir: Vec<(String, DirTotals)>,
-        /// Own blocks of subdirectories, attributed to them (relative path, bytes).
-        child_dirs: Vec<(String, u64)>,
-    }
     let mut opts = WalkOptions::new(threads, Need::SIZE | Need::BLOCKS);
     opts.time_stats = true;
     let (stats, parts) = fsops::walk_with(root, &opts, Part::default, |p: &mut Part, d: &Dir| {
         ctx.check()?;
-        let mut here = DirTotals::default();
-        for e in d.entries() {
-            let alloc = e.meta.blocks * 512;
-            match e.kind {
-                Kind::File => {
-                    p.files += 1;
-                    p.logical += e.meta.size;
-                    p.file_allocated += alloc;
-                    here.logical += e.meta.size;
-                    here.allocated += alloc;
-                    let ext = ext_of(e.name_bytes()).unwrap_or(b"");
-                    let t = match p.per_ext.get_mut(ext) {
-                        Some(t) => t,
-                        None => p.per_ext.entry(ext.to_vec()).or_default(),
-                    };
-                    t.files += 1;
-                    t.logical += e.meta.size;
-                    t.allocated += alloc;
-                }
-                Kind::Dir => {
-                    p.dirs += 1;
-                    p.dir_allocated += alloc;
-                    p.child_dirs
-                        .push((d.path_of(e.name).to_string_lossy().into_owned(), alloc));
-                }
-                Kind::Symlink | Kind::Other => {}
-            }
-        }
-        p.per_dir
-            .push((d.rel().to_string_lossy().into_owned(), here));
+        p.add_dir(d);
         Ok::<(), WorkloadError>(())
     })?;
     let mut u = Usage {
@@ -238,11 +196,70 @@ pub fn analyze(root: &Path, threads: usize, ctx: &Ctx) -> Result<Usage, Workload
     for (dir, bytes) in own {
         direct.entry(dir).or_default().allocated += bytes;
     }
-    // Roll each directory's direct totals up into all of its ancestors.
-    for (dir, t) in &direct {
+    roll_up(&direct, &mut u.per_dir);
+    Ok(u)
+}
+
+/// One walker task's totals: each task counts on its own, without locks, and
+/// [`analyze`] adds the parts up once the walk is over.
+#[derive(Default)]
+struct Part {
+    files: u64,
+    dirs: u64,
+    logical: u64,
+    file_allocated: u64,
+    dir_allocated: u64,
+    per_ext: HashMap<Vec<u8>, ExtTotals>,
+    /// (relative dir, direct logical, direct allocated incl. its own blocks)
+    per_dir: Vec<(String, DirTotals)>,
+    /// Own blocks of subdirectories, attributed to them (relative path, bytes).
+    child_dirs: Vec<(String, u64)>,
+}
+
+impl Part {
+    /// Counts the entries of one directory: its files by extension and in its direct
+    /// totals, its subdirectories' own blocks for them (their task never sees those).
+    fn add_dir(&mut self, d: &Dir) {
+        let mut here = DirTotals::default();
+        for e in d.entries() {
+            let alloc = e.meta.blocks * 512;
+            match e.kind {
+                Kind::File => {
+                    self.files += 1;
+                    self.logical += e.meta.size;
+                    self.file_allocated += alloc;
+                    here.logical += e.meta.size;
+                    here.allocated += alloc;
+                    let ext = ext_of(e.name_bytes()).unwrap_or(b"");
+                    let t = match self.per_ext.get_mut(ext) {
+                        Some(t) => t,
+                        None => self.per_ext.entry(ext.to_vec()).or_default(),
+                    };
+                    t.files += 1;
+                    t.logical += e.meta.size;
+                    t.allocated += alloc;
+                }
+                Kind::Dir => {
+                    self.dirs += 1;
+                    self.dir_allocated += alloc;
+                    self.child_dirs
+                        .push((d.path_of(e.name).to_string_lossy().into_owned(), alloc));
+                }
+                Kind::Symlink | Kind::Other => {}
+            }
+        }
+        self.per_dir
+            .push((d.rel().to_string_lossy().into_owned(), here));
+    }
+}
+
+/// Rolls each directory's direct totals up into all of its ancestors: what `du` shows is
+/// a directory with everything below it.
+fn roll_up(direct: &BTreeMap<String, DirTotals>, per_dir: &mut BTreeMap<String, DirTotals>) {
+    for (dir, t) in direct {
         let mut cur: &str = dir;
         loop {
-            let e = u.per_dir.entry(cur.to_string()).or_default();
+            let e = per_dir.entry(cur.to_string()).or_default();
             e.logical += t.logical;
             e.allocated += t.allocated;
             if cur.is_empty() {
@@ -251,7 +268,6 @@ pub fn analyze(root: &Path, threads: usize, ctx: &Ctx) -> Result<Usage, Workload
             cur = cur.rsplit_once('/').map_or("", |(parent, _)| parent);
         }
     }
-    Ok(u)
 }
 
 /// What the manifest says the totals per extension are.

@@ -29,6 +29,8 @@ mod changes;
 mod identity;
 mod mirror;
 
+use std::collections::HashMap;
+use std::path::Path;
 use std::time::Instant;
 
 use serde::Deserialize;
@@ -184,45 +186,20 @@ impl Workload for SyncMirror {
 
         let mut result = None;
         let mut outcome = harness.measure(&mut || {
-            let t = Instant::now();
-            let s = sync_tree(ctx, &src, &mirror, ctx.threads, window_s)?;
-            let s0 = Instant::now();
-            crate::sys::syncfs(&mirror).ctx(|| format!("syncfs {}", mirror.display()))?;
-            let mut out = Outcome {
-                seconds: t.elapsed().as_secs_f64(),
-                files: s.files,
-                logical_read_bytes: 0,
-                logical_write_bytes: s.bytes_copied,
-                ..Outcome::default()
-            };
-            let m = &mut out.metrics;
-            m.insert("files_copied".into(), s.files_copied as f64);
-            m.insert("files_deleted".into(), s.files_deleted as f64);
-            m.insert("bytes_copied".into(), s.bytes_copied as f64);
-            m.insert("dirs_created".into(), s.dirs_created as f64);
-            m.insert("dirs_deleted".into(), s.dirs_deleted as f64);
-            m.insert("syncfs_seconds".into(), s0.elapsed().as_secs_f64());
-            s.latency.clone().add_metrics("file_copy", m);
+            let (out, s) = sync_pass(ctx, &src, &mirror, window_s)?;
             result = Some(s);
             Ok(out)
         })?;
         let s = result.ok_or_else(|| WorkloadError::Verify("measured phase did not run".into()))?;
-        match &identities {
-            None => verify_sync(&src, &mirror, &after, &changes, &s, prep)?,
-            Some(before) => {
-                let seed = ctx.dataset.seed;
-                let threads = prep.max(WARM_MIN_THREADS);
-                let c = identity::check(&mirror, &after, &changes, before, seed, threads)?;
-                verify::mtimes(&src, &mirror, prep)?;
-                verify_counts(&changes, &s)?;
-                outcome.notes.push(format!(
-                    "check: the {} files the sync wrote hashed; the {} it left alone by inode and change time, 1 in {} of them hashed too ({} in all)",
-                    after.files.len() - c.untouched,
-                    c.untouched,
-                    identity::SAMPLE_ONE_IN,
-                    c.hashed
-                ));
-            }
+        let checked = MirrorCheck {
+            src: &src,
+            mirror: &mirror,
+            after: &after,
+            changes: &changes,
+            stats: &s,
+        };
+        if let Some(note) = checked.verify(ctx, identities.as_ref(), prep)? {
+            outcome.notes.push(note);
         }
         outcome.notes.push(format!(
             "changes: {} modified, {} added, {} deleted, {} renamed",
@@ -235,6 +212,76 @@ impl Workload for SyncMirror {
             .notes
             .push("latency op = copy one file to a temporary name and rename it in place".into());
         Ok(outcome)
+    }
+}
+
+/// The measured phase: one sync of `src` onto `mirror` and the `syncfs` that puts it on
+/// the device (a sync is done when its data is there), with what it did as metrics.
+fn sync_pass(
+    ctx: &Ctx,
+    src: &Path,
+    mirror: &Path,
+    window_s: f64,
+) -> Result<(Outcome, SyncStats), WorkloadError> {
+    let t = Instant::now();
+    let s = sync_tree(ctx, src, mirror, ctx.threads, window_s)?;
+    let s0 = Instant::now();
+    crate::sys::syncfs(mirror).ctx(|| format!("syncfs {}", mirror.display()))?;
+    let mut out = Outcome {
+        seconds: t.elapsed().as_secs_f64(),
+        files: s.files,
+        logical_read_bytes: 0,
+        logical_write_bytes: s.bytes_copied,
+        ..Outcome::default()
+    };
+    let m = &mut out.metrics;
+    m.insert("files_copied".into(), s.files_copied as f64);
+    m.insert("files_deleted".into(), s.files_deleted as f64);
+    m.insert("bytes_copied".into(), s.bytes_copied as f64);
+    m.insert("dirs_created".into(), s.dirs_created as f64);
+    m.insert("dirs_deleted".into(), s.dirs_deleted as f64);
+    m.insert("syncfs_seconds".into(), s0.elapsed().as_secs_f64());
+    s.latency.clone().add_metrics("file_copy", m);
+    Ok((out, s))
+}
+
+/// What the check after the measured sync compares: the trees, the planted changes and
+/// what the sync says it did.
+struct MirrorCheck<'a> {
+    src: &'a Path,
+    mirror: &'a Path,
+    after: &'a Manifest,
+    changes: &'a ChangeSet,
+    stats: &'a SyncStats,
+}
+
+impl MirrorCheck<'_> {
+    /// Checks the mirror: hashed whole where it was read back before the phase, else by the
+    /// identities taken before it (`before`), so the check reads only what the sync wrote
+    /// plus a sample. Returns the note that says how, for the second way.
+    fn verify(
+        &self,
+        ctx: &Ctx,
+        before: Option<&HashMap<String, identity::Identity>>,
+        prep: usize,
+    ) -> Result<Option<String>, WorkloadError> {
+        let (src, mirror, after, changes) = (self.src, self.mirror, self.after, self.changes);
+        let Some(before) = before else {
+            verify_sync(src, mirror, after, changes, self.stats, prep)?;
+            return Ok(None);
+        };
+        let seed = ctx.dataset.seed;
+        let threads = prep.max(WARM_MIN_THREADS);
+        let c = identity::check(mirror, after, changes, before, seed, threads)?;
+        verify::mtimes(src, mirror, prep)?;
+        verify_counts(changes, self.stats)?;
+        Ok(Some(format!(
+            "check: the {} files the sync wrote hashed; the {} it left alone by inode and change time, 1 in {} of them hashed too ({} in all)",
+            after.files.len() - c.untouched,
+            c.untouched,
+            identity::SAMPLE_ONE_IN,
+            c.hashed
+        )))
     }
 }
 

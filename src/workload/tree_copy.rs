@@ -202,30 +202,7 @@ fn copy_dir(
                     w.out.source_hashes.push((d.path_of(e.name), h, r.bytes));
                 }
             }
-            Kind::Dir => {
-                let (times, m) = times_at(src_fd, e.name).ctx(|| what("reading times for"))?;
-                rustix::fs::mkdirat(dst_fd, e.name, Mode::from_raw_mode(m & 0o7777))
-                    .map_err(std::io::Error::from)
-                    .ctx(|| what("creating directory"))?;
-                // mkdir applies the umask; cp -a restores the exact bits.
-                rustix::fs::chmodat(
-                    dst_fd,
-                    e.name,
-                    Mode::from_raw_mode(m & 0o7777),
-                    AtFlags::empty(),
-                )
-                .or_else(|e| {
-                    if e == rustix::io::Errno::PERM || e == rustix::io::Errno::OPNOTSUPP {
-                        Ok(())
-                    } else {
-                        Err(e)
-                    }
-                })
-                .map_err(std::io::Error::from)
-                .ctx(|| what("setting mode of"))?;
-                w.dir_times.push((d.path_of(e.name), times));
-                w.out.dirs += 1;
-            }
+            Kind::Dir => make_dir(src_fd, dst_fd, e.name, d.path_of(e.name), &what, w)?,
             Kind::Symlink => {
                 let target = rustix::fs::readlinkat(src_fd, e.name, Vec::new())
                     .map_err(std::io::Error::from)
@@ -238,6 +215,42 @@ fn copy_dir(
             Kind::Other => w.out.skipped += 1,
         }
     }
+    Ok(())
+}
+
+/// Creates the counterpart of source directory `name` with its exact mode bits and
+/// remembers its times (under `rel`, its path relative to the tree): they are set only at the end, when no file creation inside it can
+/// move them again.
+fn make_dir(
+    src_fd: BorrowedFd<'_>,
+    dst_fd: BorrowedFd<'_>,
+    name: &CStr,
+    rel: PathBuf,
+    what: &dyn Fn(&str) -> String,
+    w: &mut Worker,
+) -> Result<(), WorkloadError> {
+    let (times, m) = times_at(src_fd, name).ctx(|| what("reading times for"))?;
+    rustix::fs::mkdirat(dst_fd, name, Mode::from_raw_mode(m & 0o7777))
+        .map_err(std::io::Error::from)
+        .ctx(|| what("creating directory"))?;
+    // mkdir applies the umask; cp -a restores the exact bits.
+    rustix::fs::chmodat(
+        dst_fd,
+        name,
+        Mode::from_raw_mode(m & 0o7777),
+        AtFlags::empty(),
+    )
+    .or_else(|e| {
+        if e == rustix::io::Errno::PERM || e == rustix::io::Errno::OPNOTSUPP {
+            Ok(())
+        } else {
+            Err(e)
+        }
+    })
+    .map_err(std::io::Error::from)
+    .ctx(|| what("setting mode of"))?;
+    w.dir_times.push((rel, times));
+    w.out.dirs += 1;
     Ok(())
 }
 

@@ -11,6 +11,7 @@
 
 use std::fs::File;
 use std::io::{BufReader, BufWriter, Read};
+use std::os::fd::OwnedFd;
 use std::path::{Component, Path};
 use std::time::Instant;
 
@@ -199,16 +200,6 @@ fn unpack(ctx: &Ctx, archive: &Path) -> Result<Unpacked, WorkloadError> {
     };
     let mut dirs = Vec::new();
     let mut buf = vec![0u8; 1 << 20];
-    let time = |mtime: u64| {
-        let t = Timespec {
-            tv_sec: mtime as i64,
-            tv_nsec: 0,
-        };
-        Timestamps {
-            last_access: t,
-            last_modification: t,
-        }
-    };
     for (n, entry) in ar
         .entries()
         .map_err(|e| io("reading", archive, e))?
@@ -240,26 +231,7 @@ fn unpack(ctx: &Ctx, archive: &Path) -> Result<Unpacked, WorkloadError> {
             }
             tar::EntryType::Regular => {
                 let t0 = Instant::now();
-                let fd = rustix::fs::openat(
-                    &root,
-                    &path,
-                    OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::CLOEXEC,
-                    mode,
-                )
-                .map_err(|e| io("create", &path, e.into()))?;
-                let mut f = File::from(fd);
-                loop {
-                    let n = e.read(&mut buf).map_err(|e| io("reading", archive, e))?;
-                    if n == 0 {
-                        break;
-                    }
-                    std::io::Write::write_all(&mut f, &buf[..n])
-                        .map_err(|e| io("write", &path, e))?;
-                    done.bytes += n as u64;
-                }
-                rustix::fs::futimens(&f, &time(mtime))
-                    .map_err(|e| io("futimens", &path, e.into()))?;
-                drop(f);
+                done.bytes += write_file(&root, &path, mode, mtime, &mut e, &mut buf, archive)?;
                 done.file_ns.0.push(t0.elapsed().as_nanos() as u64);
                 done.files += 1;
             }
@@ -273,10 +245,59 @@ fn unpack(ctx: &Ctx, archive: &Path) -> Result<Unpacked, WorkloadError> {
     }
     // Directory times last (creating their entries changed them), deepest first.
     for (path, mtime) in dirs.iter().rev() {
-        rustix::fs::utimensat(&root, path, &time(*mtime), AtFlags::SYMLINK_NOFOLLOW)
+        rustix::fs::utimensat(&root, path, &times_of(*mtime), AtFlags::SYMLINK_NOFOLLOW)
             .map_err(|e| io("utimensat", path, e.into()))?;
     }
     Ok(done)
+}
+
+/// An archive entry's time as both access and modification time, as GNU tar sets them.
+fn times_of(mtime: u64) -> Timestamps {
+    let t = Timespec {
+        tv_sec: mtime as i64,
+        tv_nsec: 0,
+    };
+    Timestamps {
+        last_access: t,
+        last_modification: t,
+    }
+}
+
+/// What GNU tar does for one regular file: create it (never over an existing one), write
+/// the entry's bytes from `archive` through `buf`, set its time, close it. Returns the
+/// bytes written.
+fn write_file(
+    root: &OwnedFd,
+    path: &Path,
+    mode: Mode,
+    mtime: u64,
+    entry: &mut impl Read,
+    buf: &mut [u8],
+    archive: &Path,
+) -> Result<u64, WorkloadError> {
+    let io = |what: &str, p: &Path, e: std::io::Error| {
+        WorkloadError::io(format!("{what} {}", p.display()), e)
+    };
+    let fd = rustix::fs::openat(
+        root,
+        path,
+        OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::CLOEXEC,
+        mode,
+    )
+    .map_err(|e| io("create", path, e.into()))?;
+    let mut f = File::from(fd);
+    let mut bytes = 0;
+    loop {
+        let n = entry.read(buf).map_err(|e| io("reading", archive, e))?;
+        if n == 0 {
+            break;
+        }
+        std::io::Write::write_all(&mut f, &buf[..n]).map_err(|e| io("write", path, e))?;
+        bytes += n as u64;
+    }
+    rustix::fs::futimens(&f, &times_of(mtime)).map_err(|e| io("futimens", path, e.into()))?;
+    drop(f);
+    Ok(bytes)
 }
 
 /// Checks that every unpacked file and directory carries the archive's time.

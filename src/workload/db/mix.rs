@@ -59,18 +59,7 @@ pub(super) fn run(
     background: Background,
     ready: &mut dyn FnMut() -> Result<(), WorkloadError>,
 ) -> Result<Measured, WorkloadError> {
-    let sh = Shared {
-        cfg,
-        ctx,
-        built,
-        seed,
-        max_id: AtomicI64::new(built.rows as i64),
-        clock: AtomicI64::new(built.rows as i64 + 1),
-        stop: AtomicBool::new(false),
-        end: OnceLock::new(),
-        failure: Mutex::new(None),
-        write_queue: Mutex::new(()),
-    };
+    let sh = Shared::new(cfg, ctx, built, seed);
     let gate = Gate::default();
     let workers_done = AtomicBool::new(false);
     let (stats, (ckpt, maint), start, files) = thread::scope(|s| {
@@ -92,19 +81,7 @@ pub(super) fn run(
                     maintainer(c, every, sh, done)
                 })
             });
-        let mut handles = Vec::with_capacity(conns.len());
-        for (i, c) in conns.into_iter().enumerate() {
-            let spawned = thread::Builder::new()
-                .name(format!("db-worker-{i}"))
-                .spawn_scoped(s, move || gate.wait().then(|| worker(i, c, sh)));
-            match spawned {
-                Ok(h) => handles.push(h),
-                Err(e) => {
-                    spawn_failed = Some(e);
-                    break;
-                }
-            }
-        }
+        let handles = spawn_workers(s, sh, gate, conns, &mut spawn_failed);
         // Everything that allocates is done: the engine is ready for its limit.
         let go = match spawn_failed {
             Some(e) => Err(WorkloadError::io("spawning a db engine thread", e)),
@@ -113,16 +90,7 @@ pub(super) fn run(
         let start = Instant::now();
         let db_path = sh.ctx.root.join(super::schema::DB_FILE);
         let files0 = timed::Snapshot::now(&db_path);
-        match go {
-            Ok(()) => {
-                let _ = sh.end.set(start + cfg.duration);
-                gate.open(true);
-            }
-            Err(e) => {
-                sh.fail(e);
-                gate.open(false);
-            }
-        }
+        sh.let_go(go, gate, start + cfg.duration);
         let stats: Vec<WorkerStats> = handles
             .into_iter()
             .filter_map(|h| h.join().ok().flatten())
@@ -171,6 +139,32 @@ fn keeper<'s, T: Default + Send + 's>(
         .spawn_scoped(s, move || if gate.wait() { work() } else { T::default() })
         .map_err(|e| *failed = Some(e))
         .ok()
+}
+
+/// Spawns one parked worker per connection, named `db-worker-N`; each runs once `gate`
+/// opens to run, or ends without figures. Stops at the first thread that cannot be spawned
+/// and leaves its error in `failed` (the engine then does not start).
+fn spawn_workers<'s>(
+    s: &'s thread::Scope<'s, '_>,
+    sh: &'s Shared<'s>,
+    gate: &'s Gate,
+    conns: Vec<Connection>,
+    failed: &mut Option<std::io::Error>,
+) -> Vec<thread::ScopedJoinHandle<'s, Option<WorkerStats>>> {
+    let mut handles = Vec::with_capacity(conns.len());
+    for (i, c) in conns.into_iter().enumerate() {
+        let spawned = thread::Builder::new()
+            .name(format!("db-worker-{i}"))
+            .spawn_scoped(s, move || gate.wait().then(|| worker(i, c, sh)));
+        match spawned {
+            Ok(h) => handles.push(h),
+            Err(e) => {
+                *failed = Some(e);
+                break;
+            }
+        }
+    }
+    handles
 }
 
 /// Where the spawned threads wait until the engine may start: `true` to run, `false` to
@@ -232,7 +226,39 @@ struct Shared<'a> {
     write_queue: Mutex<()>,
 }
 
-impl Shared<'_> {
+impl<'a> Shared<'a> {
+    /// The state of a fresh run over `built`: row ids and the item clock continue after
+    /// the built rows, nothing stopped or failed yet.
+    fn new(cfg: &'a Config, ctx: &'a Ctx<'a>, built: &'a Built, seed: u64) -> Self {
+        Shared {
+            cfg,
+            ctx,
+            built,
+            seed,
+            max_id: AtomicI64::new(built.rows as i64),
+            clock: AtomicI64::new(built.rows as i64 + 1),
+            stop: AtomicBool::new(false),
+            end: OnceLock::new(),
+            failure: Mutex::new(None),
+            write_queue: Mutex::new(()),
+        }
+    }
+
+    /// Lets the parked threads go once the clock has started: to run until `end` when the
+    /// engine is ready (`go`), or to end at once with `go`'s error as the run's failure.
+    fn let_go(&self, go: Result<(), WorkloadError>, gate: &Gate, end: Instant) {
+        match go {
+            Ok(()) => {
+                let _ = self.end.set(end);
+                gate.open(true);
+            }
+            Err(e) => {
+                self.fail(e);
+                gate.open(false);
+            }
+        }
+    }
+
     fn queue(&self) -> std::sync::MutexGuard<'_, ()> {
         self.write_queue.lock().unwrap_or_else(|e| e.into_inner())
     }

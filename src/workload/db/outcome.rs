@@ -111,6 +111,50 @@ pub(super) fn outcome_of(
     wal_file_bytes: u64,
 ) -> Outcome {
     let mut m = BTreeMap::new();
+    let total = per_op(stats, &mut m);
+    per_commit_kind(stats, &mut m);
+    let mut put = |k: &str, v: f64| {
+        m.insert(k.to_string(), v);
+    };
+    put("transactions", total as f64);
+    put("transactions_per_s", total as f64 / seconds.max(1e-9));
+    put(
+        "busy_retries",
+        stats.iter().map(|s| s.busy_retries).sum::<u64>() as f64,
+    );
+    let io_counted = stats.iter().all(|s| s.io_counted);
+    let wal_bytes: u64 = stats.iter().map(|s| s.write_bytes).sum();
+    if io_counted {
+        put("wal_bytes_written", wal_bytes as f64);
+        put("checkpoint_bytes_written", ckpt.write_bytes as f64);
+    }
+    put("wal_file_bytes", wal_file_bytes as f64);
+    put("checkpoints", ckpt.done as f64);
+    put("checkpoints_busy", ckpt.busy as f64);
+    put("checkpoint_seconds", ckpt.total.as_secs_f64());
+    put("checkpoint_max_ms", ckpt.longest.as_secs_f64() * 1e3);
+    put("initial_rows", built.rows as f64);
+    put("db_initial_bytes", built.bytes as f64);
+    put("threads", cfg.threads as f64);
+    let read_bytes: u64 = stats.iter().map(|s| s.read_bytes).sum::<u64>() + ckpt.read_bytes;
+    Outcome {
+        seconds,
+        files: total,
+        logical_read_bytes: if io_counted { read_bytes } else { 0 },
+        logical_write_bytes: if io_counted {
+            wal_bytes + ckpt.write_bytes
+        } else {
+            0
+        },
+        metrics: m,
+        notes: notes(cfg, io_counted),
+    }
+}
+
+/// Count, median, 99th percentile and misses per transaction type: the engine's latency
+/// profile is per type, since a read and a replace cost different things. Returns the
+/// transactions in all.
+fn per_op(stats: &[WorkerStats], m: &mut BTreeMap<String, f64>) -> u64 {
     let mut put = |k: &str, v: f64| {
         m.insert(k.to_string(), v);
     };
@@ -137,38 +181,27 @@ pub(super) fn outcome_of(
             );
         }
     }
+    total
+}
+
+/// Commits and their 99th percentile by durability: a lazy commit skips the fsync a
+/// durable one waits for, which is the file system's part of the cost.
+fn per_commit_kind(stats: &[WorkerStats], m: &mut BTreeMap<String, f64>) {
     for (name, pick) in [("lazy", 0), ("durable", 1)] {
         let mut lat: Vec<u64> = stats
             .iter()
             .flat_map(|s| if pick == 0 { &s.lazy } else { &s.durable }.iter().copied())
             .collect();
         lat.sort_unstable();
-        put(&format!("{name}_commits"), lat.len() as f64);
+        m.insert(format!("{name}_commits"), lat.len() as f64);
         if let Some(p) = percentile_ms(&lat, 99.0) {
-            put(&format!("{name}_commit_p99_ms"), p);
+            m.insert(format!("{name}_commit_p99_ms"), p);
         }
     }
-    put("transactions", total as f64);
-    put("transactions_per_s", total as f64 / seconds.max(1e-9));
-    put(
-        "busy_retries",
-        stats.iter().map(|s| s.busy_retries).sum::<u64>() as f64,
-    );
-    let io_counted = stats.iter().all(|s| s.io_counted);
-    let wal_bytes: u64 = stats.iter().map(|s| s.write_bytes).sum();
-    if io_counted {
-        put("wal_bytes_written", wal_bytes as f64);
-        put("checkpoint_bytes_written", ckpt.write_bytes as f64);
-    }
-    put("wal_file_bytes", wal_file_bytes as f64);
-    put("checkpoints", ckpt.done as f64);
-    put("checkpoints_busy", ckpt.busy as f64);
-    put("checkpoint_seconds", ckpt.total.as_secs_f64());
-    put("checkpoint_max_ms", ckpt.longest.as_secs_f64() * 1e3);
-    put("initial_rows", built.rows as f64);
-    put("db_initial_bytes", built.bytes as f64);
-    put("threads", cfg.threads as f64);
-    let read_bytes: u64 = stats.iter().map(|s| s.read_bytes).sum::<u64>() + ckpt.read_bytes;
+}
+
+/// The notes that say what ran and how the byte counts were taken (or why they were not).
+fn notes(cfg: &Config, io_counted: bool) -> Vec<String> {
     let mut notes = vec![format!(
         "{} threads for {:.1} s, mix insert/delete/replace/read = {:?}, {}% lazy commits, checkpoint {}",
         cfg.threads,
@@ -191,18 +224,7 @@ pub(super) fn outcome_of(
     } else {
         "/proc/thread-self/io unavailable: WAL and logical byte counts not measured".to_string()
     });
-    Outcome {
-        seconds,
-        files: total,
-        logical_read_bytes: if io_counted { read_bytes } else { 0 },
-        logical_write_bytes: if io_counted {
-            wal_bytes + ckpt.write_bytes
-        } else {
-            0
-        },
-        metrics: m,
-        notes,
-    }
+    notes
 }
 
 #[cfg(test)]

@@ -78,6 +78,36 @@ pub(super) fn build(
     seed: u64,
     ctx: &Ctx,
 ) -> Result<Built, WorkloadError> {
+    remove_old(path)?;
+    let e = |what: &'static str| move |err| sql_err(what, err);
+    let conn = create_table(path, cfg)?;
+    // About 2.3 KiB per row with overhead; ~64 items per folder.
+    let folders = ((cfg.size / 2300) / 64).max(16) as i64;
+    let rows = fill(&conn, cfg, seed, folders, ctx)?;
+    conn.execute_batch("CREATE INDEX items_folder_ts ON items(folder, ts)")
+        .map_err(e("create index"))?;
+    let mode: String = conn
+        .query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))
+        .map_err(e("journal_mode"))?;
+    if !mode.eq_ignore_ascii_case("wal") {
+        return Err(WorkloadError::Unsupported(format!(
+            "SQLite refused WAL mode here (journal_mode is {mode})"
+        )));
+    }
+    drop(conn);
+    let bytes = fs::metadata(path)
+        .ctx(|| format!("stat {}", path.display()))?
+        .len();
+    Ok(Built {
+        rows,
+        folders,
+        bytes,
+    })
+}
+
+/// Removes a database left by an earlier repetition, with its WAL and index: the build
+/// starts from nothing so every target gets the same bytes.
+fn remove_old(path: &Path) -> Result<(), WorkloadError> {
     for suffix in ["", "-wal", "-shm"] {
         let p = PathBuf::from(format!("{}{suffix}", path.display()));
         match fs::remove_file(&p) {
@@ -87,6 +117,12 @@ pub(super) fn build(
             _ => {}
         }
     }
+    Ok(())
+}
+
+/// Creates the database file with the run's page size, no journal and no fsync (it is
+/// rebuilt on any failure), and its one table.
+fn create_table(path: &Path, cfg: &Config) -> Result<Connection, WorkloadError> {
     let e = |what: &'static str| move |err| sql_err(what, err);
     let conn = Connection::open(path).map_err(e("create"))?;
     conn.pragma_update(None, "page_size", cfg.page_size)
@@ -109,8 +145,19 @@ pub(super) fn build(
              body BLOB NOT NULL)",
     )
     .map_err(e("create table"))?;
-    // About 2.3 KiB per row with overhead; ~64 items per folder.
-    let folders = ((cfg.size / 2300) / 64).max(16) as i64;
+    Ok(conn)
+}
+
+/// Inserts seeded rows in batches of [`BUILD_BATCH`] until the file reaches `cfg.size`
+/// (counted in pages, since rows vary in size); returns how many.
+fn fill(
+    conn: &Connection,
+    cfg: &Config,
+    seed: u64,
+    folders: i64,
+    ctx: &Ctx,
+) -> Result<u64, WorkloadError> {
+    let e = |what: &'static str| move |err| sql_err(what, err);
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let mut body = Vec::with_capacity(BODY_MAX);
     let target_pages = cfg.size / u64::from(cfg.page_size);
@@ -143,28 +190,9 @@ pub(super) fn build(
             .pragma_query_value(None, "page_count", |r| r.get(0))
             .map_err(e("page_count"))?;
         if pages >= target_pages {
-            break;
+            return Ok(rows);
         }
     }
-    conn.execute_batch("CREATE INDEX items_folder_ts ON items(folder, ts)")
-        .map_err(e("create index"))?;
-    let mode: String = conn
-        .query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))
-        .map_err(e("journal_mode"))?;
-    if !mode.eq_ignore_ascii_case("wal") {
-        return Err(WorkloadError::Unsupported(format!(
-            "SQLite refused WAL mode here (journal_mode is {mode})"
-        )));
-    }
-    drop(conn);
-    let bytes = fs::metadata(path)
-        .ctx(|| format!("stat {}", path.display()))?
-        .len();
-    Ok(Built {
-        rows,
-        folders,
-        bytes,
-    })
 }
 
 /// Opens a connection for the measured phase with this run's settings.

@@ -3,7 +3,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use rusqlite::Connection;
+
 use super::options::OPS;
+use super::schema::DB_FILE;
 use super::*;
 use crate::dataset::DatasetSpec;
 use crate::workload::PlainHarness;

@@ -386,6 +386,81 @@ impl<'a> Worker<'a> {
     }
 }
 
+/// The workers' progress, which the appenders pace their logs by.
+struct Progress {
+    /// Operations the workers have done (counted only when there are appenders to read it).
+    worker_ops: AtomicU64,
+    /// Workers still running: an appender stops once this reads 0 and its count is met.
+    running: AtomicUsize,
+    counting: bool,
+}
+
+impl Worker<'_> {
+    /// Worker `w`'s share of the mix: steps until its quota of `threads`' operations or
+    /// the deadline, then fsyncs what it left dirty. Polls for a cancel every 64 steps.
+    fn work_share(
+        &mut self,
+        threads: usize,
+        w: usize,
+        deadline: Option<Instant>,
+        progress: &Progress,
+    ) -> Result<(), WorkloadError> {
+        let sh = self.sh;
+        let mut done = 0u64;
+        loop {
+            match sh.spec.stop {
+                Stop::Ops(n) if done >= quota(n, threads, w) => break,
+                Stop::Time(_) if deadline.is_some_and(|d| Instant::now() >= d) => break,
+                _ => {}
+            }
+            if done % 64 == 0 {
+                (sh.check)()?;
+            }
+            self.step()?;
+            done += 1;
+            if progress.counting {
+                progress.worker_ops.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        self.flush_dirty()
+    }
+
+    /// An appender's loop: keeps its log at `log.per_op` appends per worker operation
+    /// (shared among `appenders`), so a log grows with the work it records, until every
+    /// worker has stopped and the last of their operations is matched.
+    fn keep_log(&mut self, appenders: f64, progress: &Progress) -> Result<(), WorkloadError> {
+        let sh = self.sh;
+        let log = sh.spec.log.as_ref().map_or(0.0, |l| l.per_op);
+        let mut done = 0u64;
+        loop {
+            // `running` first: once it reads 0, every worker's count is in.
+            let still = progress.running.load(Ordering::Acquire) > 0;
+            let ops = progress.worker_ops.load(Ordering::Relaxed);
+            if (done as f64) < (log * ops as f64 / appenders).floor() {
+                let size = sh
+                    .spec
+                    .log
+                    .as_ref()
+                    .map_or(1, |l| l.append_size.draw(&mut self.rng));
+                let t0 = Instant::now();
+                self.append(0, size)?;
+                self.tally
+                    .log_appends
+                    .0
+                    .push(t0.elapsed().as_nanos() as u64);
+                done += 1;
+                continue;
+            }
+            if !still {
+                break;
+            }
+            (sh.check)()?;
+            std::thread::sleep(Duration::from_micros(50));
+        }
+        Ok(())
+    }
+}
+
 /// Operations worker `w` of `threads` does when the mix stops after `n` in all.
 fn quota(n: u64, threads: usize, w: usize) -> u64 {
     let t = threads as u64;
@@ -407,75 +482,31 @@ pub fn run(
     let logs: Vec<(usize, Option<FileState>)> = (files..states.len())
         .map(|slot| (slot, states[slot].take()))
         .collect();
-    let worker_ops = AtomicU64::new(0);
-    let running = AtomicUsize::new(threads);
+    let progress = Progress {
+        worker_ops: AtomicU64::new(0),
+        running: AtomicUsize::new(threads),
+        counting: !logs.is_empty(),
+    };
     let deadline = match sh.spec.stop {
         Stop::Time(d) => Some(Instant::now() + d),
         Stop::Ops(_) => None,
     };
-    let counting = !logs.is_empty();
     let results: Vec<Result<Worker, WorkloadError>> = std::thread::scope(|s| {
         let mut handles = Vec::new();
+        let progress = &progress;
         for (w, slots) in owned.into_iter().enumerate() {
-            let (worker_ops, running) = (&worker_ops, &running);
             handles.push(s.spawn(move || {
                 let mut worker = Worker::new(sh, WORKER_SALT + w as u64, slots);
-                let r = (|| {
-                    let mut done = 0u64;
-                    loop {
-                        match sh.spec.stop {
-                            Stop::Ops(n) if done >= quota(n, threads, w) => break,
-                            Stop::Time(_) if deadline.is_some_and(|d| Instant::now() >= d) => break,
-                            _ => {}
-                        }
-                        if done % 64 == 0 {
-                            (sh.check)()?;
-                        }
-                        worker.step()?;
-                        done += 1;
-                        if counting {
-                            worker_ops.fetch_add(1, Ordering::Relaxed);
-                        }
-                    }
-                    worker.flush_dirty()
-                })();
-                running.fetch_sub(1, Ordering::Release);
+                let r = worker.work_share(threads, w, deadline, progress);
+                progress.running.fetch_sub(1, Ordering::Release);
                 r.map(|()| worker)
             }));
         }
         let appenders = logs.len().max(1) as f64;
         for (a, slot) in logs.into_iter().enumerate() {
-            let (worker_ops, running) = (&worker_ops, &running);
             handles.push(s.spawn(move || {
                 let mut worker = Worker::new(sh, WORKER_SALT + (1 << 20) + a as u64, vec![slot]);
-                let log = sh.spec.log.as_ref().map_or(0.0, |l| l.per_op);
-                let mut done = 0u64;
-                loop {
-                    // `running` first: once it reads 0, every worker's count is in.
-                    let still = running.load(Ordering::Acquire) > 0;
-                    let ops = worker_ops.load(Ordering::Relaxed);
-                    if (done as f64) < (log * ops as f64 / appenders).floor() {
-                        let size = sh
-                            .spec
-                            .log
-                            .as_ref()
-                            .map_or(1, |l| l.append_size.draw(&mut worker.rng));
-                        let t0 = Instant::now();
-                        worker.append(0, size)?;
-                        worker
-                            .tally
-                            .log_appends
-                            .0
-                            .push(t0.elapsed().as_nanos() as u64);
-                        done += 1;
-                        continue;
-                    }
-                    if !still {
-                        break;
-                    }
-                    (sh.check)()?;
-                    std::thread::sleep(Duration::from_micros(50));
-                }
+                worker.keep_log(appenders, progress)?;
                 worker.flush_dirty()?;
                 Ok(worker)
             }));

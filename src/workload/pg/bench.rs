@@ -222,6 +222,28 @@ pub fn wait_for_backends(server: &Server) -> Result<(), WorkloadError> {
     }
 }
 
+/// pgbench's arguments for `clients` clients for `seconds` (whole), select-only or TPC-B.
+pub fn args(clients: usize, seconds: f64, select_only: bool) -> Vec<String> {
+    let mut args: Vec<String> = vec![
+        "-n".into(),
+        "-c".into(),
+        clients.to_string(),
+        "-j".into(),
+        clients.min(num_cpus()).to_string(),
+        "-T".into(),
+        format!("{}", seconds as u64),
+    ];
+    if select_only {
+        args.push("-S".into());
+    }
+    args
+}
+
+/// CPUs this process may run on, for pgbench's `-j`.
+fn num_cpus() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

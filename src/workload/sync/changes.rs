@@ -63,8 +63,16 @@ pub fn plan_changes(
         q + usize::from(r > 2),
         q,
     ];
-    let [n_mod, n_add, n_del, n_ren] = counts;
+    let changes = draw_changes(before, spec, counts);
+    let after = manifest_after(before, &changes);
+    Ok((changes, after))
+}
 
+/// Draws `counts` = [modified, added, deleted, renamed] changes from one seeded stream, in
+/// a fixed order (shuffle, modified, added, renamed) so a seed always gives the same set.
+fn draw_changes(before: &Manifest, spec: &DatasetSpec, counts: [usize; 4]) -> ChangeSet {
+    let [n_mod, n_add, n_del, n_ren] = counts;
+    let n_files = before.files.len();
     let mut rng = rng_for(spec.seed, CHANGE_SALT);
     let mut picks: Vec<usize> = (0..n_files).collect();
     shuffle(&mut rng, &mut picks);
@@ -72,40 +80,7 @@ pub fn plan_changes(
     let (dels, rest) = rest.split_at(n_del.min(rest.len()));
     let (rens, _) = rest.split_at(n_ren.min(rest.len()));
 
-    let mut taken: BTreeSet<String> = before.files.iter().map(|f| f.path.clone()).collect();
-    taken.extend(before.dirs.iter().cloned());
-    let mut dirs: Vec<&str> = vec![""];
-    dirs.extend(before.dirs.iter().map(String::as_str));
-    let join = |d: &str, name: &str| {
-        if d.is_empty() {
-            name.to_string()
-        } else {
-            format!("{d}/{name}")
-        }
-    };
-    let fresh_path =
-        |rng: &mut rand_chacha::ChaCha8Rng, stem: &str, taken: &mut BTreeSet<String>| {
-            let d = dirs[below(rng, dirs.len() as u64) as usize];
-            let mut k = 0u32;
-            loop {
-                let p = join(
-                    d,
-                    &format!(
-                        "{stem}{}",
-                        if k == 0 {
-                            String::new()
-                        } else {
-                            format!("-{k}")
-                        }
-                    ),
-                );
-                if taken.insert(p.clone()) {
-                    return p;
-                }
-                k += 1;
-            }
-        };
-
+    let mut paths = FreshPaths::new(before);
     let mut buf = vec![0u8; 1 << 20];
     let mut next_content = NEW_CONTENT_BASE;
     let mut changes = ChangeSet::default();
@@ -126,7 +101,7 @@ pub fn plan_changes(
     }
     for k in 0..n_add {
         let size = before.files[below(&mut rng, n_files.max(1) as u64) as usize].size;
-        let path = fresh_path(&mut rng, &format!("sync-added-{k}.bin"), &mut taken);
+        let path = paths.fresh(&mut rng, &format!("sync-added-{k}.bin"));
         next_content += 1;
         changes.added.push(FileEntry {
             path,
@@ -139,11 +114,55 @@ pub fn plan_changes(
     for (k, &i) in rens.iter().enumerate() {
         let old = &before.files[i].path;
         let base = old.rsplit_once('/').map_or(old.as_str(), |(_, b)| b);
-        let to = fresh_path(&mut rng, &format!("renamed-{k}-{base}"), &mut taken);
+        let to = paths.fresh(&mut rng, &format!("renamed-{k}-{base}"));
         changes.renamed.push((old.clone(), to));
     }
+    changes
+}
 
-    // The manifest afterwards.
+/// Names for added and renamed files: in a seed-drawn existing directory, never one a
+/// file or directory of the source already has (nor one given out before).
+struct FreshPaths<'a> {
+    /// The source's directories, `""` (the root) first.
+    dirs: Vec<&'a str>,
+    taken: BTreeSet<String>,
+}
+
+impl<'a> FreshPaths<'a> {
+    fn new(before: &'a Manifest) -> FreshPaths<'a> {
+        let mut taken: BTreeSet<String> = before.files.iter().map(|f| f.path.clone()).collect();
+        taken.extend(before.dirs.iter().cloned());
+        let mut dirs: Vec<&str> = vec![""];
+        dirs.extend(before.dirs.iter().map(String::as_str));
+        FreshPaths { dirs, taken }
+    }
+
+    /// `stem` in a drawn directory, with `-1`, `-2`, … appended until the path is free.
+    fn fresh(&mut self, rng: &mut rand_chacha::ChaCha8Rng, stem: &str) -> String {
+        let d = self.dirs[below(rng, self.dirs.len() as u64) as usize];
+        let mut k = 0u32;
+        loop {
+            let name = if k == 0 {
+                stem.to_string()
+            } else {
+                format!("{stem}-{k}")
+            };
+            let p = if d.is_empty() {
+                name
+            } else {
+                format!("{d}/{name}")
+            };
+            if self.taken.insert(p.clone()) {
+                return p;
+            }
+            k += 1;
+        }
+    }
+}
+
+/// The source's manifest after `changes`: what a correct mirror must equal, its files
+/// sorted by path and its duplicate groups recomputed (new content joins no group).
+fn manifest_after(before: &Manifest, changes: &ChangeSet) -> Manifest {
     let gone: BTreeSet<&str> = changes
         .deleted
         .iter()
@@ -155,7 +174,7 @@ pub fn plan_changes(
         .iter()
         .map(|f| (f.path.as_str(), f))
         .collect();
-    let mut files: Vec<FileEntry> = Vec::with_capacity(n_files + n_add);
+    let mut files: Vec<FileEntry> = Vec::with_capacity(before.files.len() + changes.added.len());
     for f in &before.files {
         if gone.contains(f.path.as_str()) {
             continue;
@@ -179,6 +198,17 @@ pub fn plan_changes(
     }
     files.extend(changes.added.iter().cloned());
     files.sort_unstable_by(|a, b| a.path.cmp(&b.path));
+    let duplicate_groups = duplicate_groups(&files);
+    Manifest {
+        files,
+        dirs: before.dirs.clone(),
+        duplicate_groups,
+    }
+}
+
+/// Indices of non-empty files sharing a content id, two or more to a group, each group
+/// sorted and the groups sorted among themselves (the manifest's order).
+fn duplicate_groups(files: &[FileEntry]) -> Vec<Vec<usize>> {
     let mut by_content: HashMap<u64, Vec<usize>> = HashMap::new();
     for (i, f) in files.iter().enumerate() {
         if f.size > 0 {
@@ -188,12 +218,7 @@ pub fn plan_changes(
     let mut groups: Vec<Vec<usize>> = by_content.into_values().filter(|g| g.len() >= 2).collect();
     groups.iter_mut().for_each(|g| g.sort_unstable());
     groups.sort_unstable();
-    let after = Manifest {
-        files,
-        dirs: before.dirs.clone(),
-        duplicate_groups: groups,
-    };
-    Ok((changes, after))
+    groups
 }
 
 /// Writes the changes into the source tree at `root` (unmeasured). Modified and added

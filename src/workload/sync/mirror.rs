@@ -18,7 +18,7 @@ use std::time::Instant;
 use rustix::fs::{AtFlags, Mode};
 
 use crate::fsops::copy::{copy_file_at, CopyStrategy};
-use crate::fsops::{self, Dir, Kind, LatencyLog, Need, Totals, WalkOptions};
+use crate::fsops::{self, Dir, Dirent, Kind, LatencyLog, Need, Totals, WalkOptions};
 use crate::workload::dirfd::{open_dir, open_rel_dir};
 use crate::workload::tree_copy::COPY_BUF;
 use crate::workload::{Ctx, IoContext, WorkloadError};
@@ -225,6 +225,92 @@ fn remove_entry(
     Ok(())
 }
 
+/// One source entry of directory `d` and what the target has under its name (`theirs`).
+struct Pair<'p> {
+    d: &'p Dir<'p>,
+    /// The target's counterpart of `d`.
+    dst_fd: BorrowedFd<'p>,
+    e: Dirent<'p>,
+    theirs: Option<ListEnt>,
+}
+
+impl Pair<'_> {
+    /// The entry's path on the target, for errors.
+    fn shown(&self, sc: &SyncCtx) -> String {
+        sc.dst
+            .join(self.d.path_of(self.e.name))
+            .display()
+            .to_string()
+    }
+
+    /// Removes the target's entry of kind `kind` to make way for the source's.
+    fn remove_theirs(&self, sc: &SyncCtx, w: &mut Worker, kind: Kind) -> Result<(), WorkloadError> {
+        remove_entry(sc, w, self.dst_fd, self.d.rel(), self.e.name, kind)
+    }
+
+    /// Brings a source file across when the target's entry differs in kind, size or
+    /// modification time (beyond the window): copied to a temporary name and renamed over
+    /// the old one, so a reader never sees half a file. Only the copies are timed.
+    fn sync_file(&self, sc: &SyncCtx, w: &mut Worker) -> Result<(), WorkloadError> {
+        let (d, dst_fd, e) = (self.d, self.dst_fd, &self.e);
+        w.stats.files += 1;
+        sc.ctx.check()?;
+        let same = self.theirs.is_some_and(|t| {
+            t.kind == Kind::File
+                && t.size == e.meta.size
+                && (ns(t.mtime) - ns(e.meta.mtime)).abs() <= sc.window_ns
+        });
+        if same {
+            return Ok(());
+        }
+        if let Some(t) = self.theirs.filter(|t| t.kind != Kind::File) {
+            self.remove_theirs(sc, w, t.kind)?;
+        }
+        let t0 = Instant::now();
+        let mut tmp = Vec::with_capacity(e.name.to_bytes().len() + 16);
+        tmp.push(b'.');
+        tmp.extend_from_slice(e.name.to_bytes());
+        tmp.extend_from_slice(b".fsarena-sync");
+        let tmp =
+            CString::new(tmp).map_err(|_| WorkloadError::Verify("NUL in a file name".into()))?;
+        let r = copy_file_at(d.fd(), e.name, dst_fd, &tmp, &sc.strategy, &mut w.buf)
+            .ctx(|| format!("copying to {}", self.shown(sc)))?;
+        rustix::fs::renameat(dst_fd, &tmp, dst_fd, e.name)
+            .map_err(std::io::Error::from)
+            .ctx(|| format!("renaming into {}", self.shown(sc)))?;
+        w.stats.latency.0.push(t0.elapsed().as_nanos() as u64);
+        w.stats.files_copied += 1;
+        w.stats.bytes_copied += r.bytes;
+        Ok(())
+    }
+
+    /// Makes the target's entry a link to the source link's target, unless it is one.
+    fn sync_link(&self, sc: &SyncCtx, w: &mut Worker) -> Result<(), WorkloadError> {
+        let (name, dst_fd) = (self.e.name, self.dst_fd);
+        let target = rustix::fs::readlinkat(self.d.fd(), name, Vec::new())
+            .map_err(std::io::Error::from)
+            .ctx(|| format!("reading link {}", self.shown(sc)))?;
+        if let Some(t) = self.theirs {
+            if t.kind == Kind::Symlink {
+                let current = rustix::fs::readlinkat(dst_fd, name, Vec::new())
+                    .map_err(std::io::Error::from)
+                    .ctx(|| format!("reading link {}", self.shown(sc)))?;
+                if current == target {
+                    return Ok(());
+                }
+            }
+            self.remove_theirs(sc, w, t.kind)?;
+        }
+        rustix::fs::symlinkat(target.as_c_str(), dst_fd, name)
+            .map_err(std::io::Error::from)
+            .ctx(|| format!("creating link {}", self.shown(sc)))?;
+        Ok(())
+    }
+}
+
+/// Brings one target directory in line with source directory `d`: every source entry
+/// compared with the target's listing and brought across where it differs, then every
+/// target entry the source lacks deleted.
 fn sync_dir(sc: &SyncCtx, w: &mut Worker, d: &Dir) -> Result<(), WorkloadError> {
     sc.ctx.check()?;
     let rel = d.rel();
@@ -256,55 +342,20 @@ fn sync_dir(sc: &SyncCtx, w: &mut Worker, d: &Dir) -> Result<(), WorkloadError> 
                     w.stats.dirs_created += 1;
                 }
             },
-            Kind::File => {
-                w.stats.files += 1;
-                sc.ctx.check()?;
-                let same = theirs.is_some_and(|t| {
-                    t.kind == Kind::File
-                        && t.size == e.meta.size
-                        && (ns(t.mtime) - ns(e.meta.mtime)).abs() <= sc.window_ns
-                });
-                if same {
-                    continue;
-                }
-                if let Some(t) = theirs.filter(|t| t.kind != Kind::File) {
-                    remove_entry(sc, w, dst_fd, rel, e.name, t.kind)?;
-                }
-                let t0 = Instant::now();
-                let mut tmp = Vec::with_capacity(e.name.to_bytes().len() + 16);
-                tmp.push(b'.');
-                tmp.extend_from_slice(e.name.to_bytes());
-                tmp.extend_from_slice(b".fsarena-sync");
-                let tmp = CString::new(tmp)
-                    .map_err(|_| WorkloadError::Verify("NUL in a file name".into()))?;
-                let r = copy_file_at(d.fd(), e.name, dst_fd, &tmp, &sc.strategy, &mut w.buf)
-                    .ctx(|| format!("copying to {}", where_(e.name)))?;
-                rustix::fs::renameat(dst_fd, &tmp, dst_fd, e.name)
-                    .map_err(std::io::Error::from)
-                    .ctx(|| format!("renaming into {}", where_(e.name)))?;
-                w.stats.latency.0.push(t0.elapsed().as_nanos() as u64);
-                w.stats.files_copied += 1;
-                w.stats.bytes_copied += r.bytes;
+            Kind::File => Pair {
+                d,
+                dst_fd,
+                e,
+                theirs,
             }
-            Kind::Symlink => {
-                let target = rustix::fs::readlinkat(d.fd(), e.name, Vec::new())
-                    .map_err(std::io::Error::from)
-                    .ctx(|| format!("reading link {}", where_(e.name)))?;
-                if let Some(t) = theirs {
-                    if t.kind == Kind::Symlink {
-                        let current = rustix::fs::readlinkat(dst_fd, e.name, Vec::new())
-                            .map_err(std::io::Error::from)
-                            .ctx(|| format!("reading link {}", where_(e.name)))?;
-                        if current == target {
-                            continue;
-                        }
-                    }
-                    remove_entry(sc, w, dst_fd, rel, e.name, t.kind)?;
-                }
-                rustix::fs::symlinkat(target.as_c_str(), dst_fd, e.name)
-                    .map_err(std::io::Error::from)
-                    .ctx(|| format!("creating link {}", where_(e.name)))?;
+            .sync_file(sc, w)?,
+            Kind::Symlink => Pair {
+                d,
+                dst_fd,
+                e,
+                theirs,
             }
+            .sync_link(sc, w)?,
             Kind::Other => {}
         }
     }
