@@ -52,7 +52,7 @@ pub(super) fn run_cell(
     ctx.check()?;
 
     let mut figures = None;
-    let outcome = harness.measure(&mut || {
+    let mut outcome = harness.measure(&mut || {
         let (m, fig) = cell.run_engine(&cell.cfg)?;
         figures = fig;
         totals.inserted = m.stats.iter().map(|s| s.inserted).sum();
@@ -72,7 +72,6 @@ pub(super) fn run_cell(
     // Verification: the rows the transactions say they left, and an intact database.
     ctx.check()?;
     let verified = cell.verify(&totals)?;
-    let mut outcome = outcome;
     cell.record(&mut outcome, confinement.as_ref(), &verified);
     if let Some((search, chosen, curve)) = &searched {
         let (m, notes) = (&mut outcome.metrics, &mut outcome.notes);

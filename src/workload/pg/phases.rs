@@ -69,7 +69,7 @@ pub(super) fn run_cell(
         }
     };
     let before = Counters::read(&cell.srv, p.every.is_some())?;
-    let (outcome, r, checkpoints) = cell.measure(harness, clients)?;
+    let (mut outcome, r, checkpoints) = cell.measure(harness, clients)?;
     let after = cell.counters_after()?;
     let (srv, select_only) = (&cell.srv, p.select_only);
     let checked = stats::verify(
@@ -95,7 +95,6 @@ pub(super) fn run_cell(
         after: &after,
         checkpoints,
     };
-    let mut outcome = outcome;
     record.write(&mut outcome, &stopped, searched.as_ref())?;
     outcome.notes.push(checked.note);
     if let Some(w) = &stopped.waldir {
