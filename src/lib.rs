@@ -11,6 +11,7 @@ pub mod dataset;
 pub mod doctor;
 pub mod fio;
 pub mod fsops;
+pub mod golden;
 pub mod monitor;
 pub mod plan;
 pub mod provision;

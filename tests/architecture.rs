@@ -20,6 +20,7 @@ const LAYERS: &[&str] = &[
     "results",
     "provision",
     "workload",
+    "golden",
     "stats",
     "report",
     "runner",

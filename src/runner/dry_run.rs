@@ -208,7 +208,7 @@ pub fn dry_run(plan: &Plan, opts: &RunOptions, verbose: bool) -> Result<String, 
 /// (dated or not), copied for the cells that start from it and made equal to it again between
 /// them, and a fresh one for each cell that starts from an empty file system.
 fn images_line(plan: &Plan, cells: &[(usize, &str, usize)], size: u64) -> String {
-    let on_loop: Vec<(usize, Option<super::layout::Layout>)> = cells
+    let on_loop: Vec<(usize, Option<crate::golden::layout::Layout>)> = cells
         .iter()
         .filter(|(t, _, _)| matches!(plan.targets[*t].location, Location::Loop))
         .map(|&(t, w, _)| (t, copied_layout(plan, t, w)))
@@ -223,7 +223,7 @@ fn images_line(plan: &Plan, cells: &[(usize, &str, usize)], size: u64) -> String
     if plan.age_pct.is_some() {
         return format!("{each}; every cell copies an aged image, made once per target");
     }
-    let images: std::collections::BTreeSet<(usize, super::layout::Layout)> = on_loop
+    let images: std::collections::BTreeSet<(usize, crate::golden::layout::Layout)> = on_loop
         .iter()
         .filter_map(|&(t, layout)| layout.map(|l| (t, l)))
         .collect();

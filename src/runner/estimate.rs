@@ -26,7 +26,8 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use super::layout::Layout;
+use crate::golden::layout::Layout;
+use crate::golden::populate::create_rate;
 use crate::plan::{FsKind, Plan};
 use crate::results::store;
 
@@ -201,17 +202,6 @@ fn nearest<T>(runs: &[T], files: f64, size: impl Fn(&T) -> f64) -> Option<&T> {
             best
         }
     })
-}
-
-/// Files per second the coarse model assumes a file system creates (dev machine, loop
-/// devices on an ext4 host, default run at scale 0.01).
-pub(super) fn create_rate(kind: FsKind) -> f64 {
-    match kind {
-        FsKind::Tmpfs => 40_000.0,
-        FsKind::Ext4 | FsKind::Xfs => 11_000.0,
-        FsKind::Btrfs | FsKind::F2fs => 3_300.0,
-        _ => 3_500.0,
-    }
 }
 
 /// What the coarse model charges every cell: attaching, mounting, checking and restoring its
