@@ -7,6 +7,7 @@
 pub mod bench_op;
 pub mod cli;
 pub mod cluster;
+pub mod cost;
 pub mod dataset;
 pub mod doctor;
 pub mod fio;

@@ -21,6 +21,7 @@ const LAYERS: &[&str] = &[
     "provision",
     "workload",
     "golden",
+    "cost",
     "stats",
     "report",
     "runner",

@@ -4,8 +4,9 @@
 
 use std::fmt::Write;
 
-use super::estimate::{copied_layout, estimate, History};
 use super::{preflight, schedule, RunError, RunOptions};
+use crate::cost::estimate::{copied_layout, estimate};
+use crate::cost::history::History;
 use crate::plan::size::human_bytes;
 use crate::plan::{Location, Plan, Runs};
 use crate::provision::planned::planned_commands;

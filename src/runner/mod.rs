@@ -9,7 +9,6 @@ pub mod assemble;
 pub mod budget;
 pub mod cell;
 pub mod dry_run;
-pub mod estimate;
 pub mod harness;
 pub mod host_facts;
 pub mod preflight;
