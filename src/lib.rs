@@ -7,10 +7,12 @@
 pub mod bench_op;
 pub mod cli;
 pub mod cluster;
+pub mod cost;
 pub mod dataset;
 pub mod doctor;
 pub mod fio;
 pub mod fsops;
+pub mod golden;
 pub mod monitor;
 pub mod plan;
 pub mod provision;

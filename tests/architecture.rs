@@ -31,6 +31,8 @@ const LAYERS: &[&str] = &[
     "results",
     "provision",
     "workload",
+    "golden",
+    "cost",
     "stats",
     "report",
     "runner",

@@ -337,9 +337,8 @@ fn attached_copies(images: &std::path::Path, prefix: &str) -> Vec<String> {
 
 #[test]
 fn a_populated_image_is_cloned_one_at_a_time_and_each_clone_holds_the_data_set() {
+    use fsarena::golden::layout::{populate_master, WORK_DIR};
     use fsarena::provision::MasterImage;
-    use fsarena::runner::cell::WORK_DIR;
-    use fsarena::runner::layout::populate_master;
     use std::sync::atomic::AtomicBool;
 
     require_root();
@@ -464,9 +463,8 @@ fn same_bytes(a: &std::path::Path, b: &std::path::Path) -> bool {
 /// one. The trace itself must have agreed with the device's own counters.
 #[test]
 fn a_restored_clone_is_byte_identical_to_its_master() {
+    use fsarena::golden::layout::{populate_master, WORK_DIR};
     use fsarena::provision::{image_copy, loopdev, mounts, write_trace, MasterImage};
-    use fsarena::runner::cell::WORK_DIR;
-    use fsarena::runner::layout::populate_master;
     use std::sync::atomic::AtomicBool;
 
     require_root();

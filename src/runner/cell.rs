@@ -11,25 +11,13 @@ use super::progress::Progress;
 use super::ranks::{self, Ranks};
 use super::schedule::Cell;
 use super::{assemble, host_facts};
+pub use crate::golden::failure::{provision_failure, Failure};
+pub use crate::golden::layout::WORK_DIR;
 use crate::plan::Plan;
-use crate::provision::{Instance, InstanceSpec, MasterImage, ProvisionError, WorkDir};
+use crate::provision::{Instance, InstanceSpec, MasterImage, WorkDir};
 use crate::results::record::CellKey;
 use crate::results::{LogPlacement, Measurement, Status};
 use crate::workload::{self, Ctx, Point, Workload, WorkloadError};
-
-/// Why a cell could not start a point: the status to record, the one-line error, and
-/// notes kept with the record (a failed tool's whole output, whose error line holds only
-/// the part that names the error).
-pub type Failure = (Status, String, Vec<String>);
-
-/// A provisioning error as a cell records it.
-pub fn provision_failure(e: ProvisionError) -> Failure {
-    let notes = e
-        .tool_output()
-        .map(|o| vec![format!("tool output: {o}")])
-        .unwrap_or_default();
-    (Status::Error, format!("provision: {e}"), notes)
-}
 
 /// Whether a record is a provisioning failure (the cell never reached its workload).
 pub fn is_provision_failure(m: &Measurement) -> bool {
@@ -64,9 +52,6 @@ pub struct CellRun<'a> {
 
 /// The directory made for the log on a `log_target` file system.
 pub const LOG_DIR: &str = "fsarena-log";
-
-/// The workload's directory on a target's file system (also inside a populated image).
-pub const WORK_DIR: &str = "fsarena-work";
 
 /// A provisioned file system with the two working directories of one point.
 struct Fresh {

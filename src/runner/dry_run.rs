@@ -3,9 +3,12 @@
 //! thousand command lines); every cell's commands with `--verbose`.
 
 use std::fmt::Write;
+use std::path::PathBuf;
 
-use super::estimate::{copied_layout, estimate, History};
-use super::{preflight, schedule, RunError, RunOptions};
+use super::preflight::{self, Checked, Sized};
+use super::{schedule, RunError, RunOptions};
+use crate::cost::estimate::{copied_layout, estimate};
+use crate::cost::history::History;
 use crate::plan::size::human_bytes;
 use crate::plan::{Location, Plan, Runs};
 use crate::provision::planned::planned_commands;
@@ -35,180 +38,257 @@ fn plural(n: usize) -> &'static str {
 pub fn dry_run(plan: &Plan, opts: &RunOptions, verbose: bool) -> Result<String, RunError> {
     let checked = preflight::check(plan, opts)?;
     let sized = preflight::size(plan, opts)?;
-    let run_dir = opts.work_root.join("run-<time>-<pid>");
+    let preview = Preview::new(plan, opts, &checked, &sized);
     let mut s = String::new();
-    let wl = schedule::thread_lists(plan, &checked.workloads);
-    let datasets = plan.extra_profiles.len() + 1;
-    let points: usize = datasets * wl.iter().map(|(_, t)| t.len()).sum::<usize>();
-    let min_runs = plan.runs.min();
-    let targets: Vec<&str> = checked
-        .usable
-        .iter()
-        .map(|&i| plan.targets[i].name.as_str())
-        .collect();
-    let minimum: Vec<(usize, &str, usize)> = (0..min_runs)
-        .flat_map(|rep| schedule::repetition(rep, checked.usable.len(), datasets, &wl))
-        .map(|c| {
-            (
-                checked.usable[c.target],
-                checked.workloads[c.workload].name(),
-                c.threads,
-            )
-        })
-        .collect();
-    let ignoring = checked
-        .workloads
-        .iter()
-        .filter(|w| !w.uses_threads())
-        .count();
-    let _ = writeln!(
-        s,
-        "dry run: nothing is created, formatted or mounted.\n\
-         cells: {} target{} × {points} workload point{} × {min_runs} repetition{} = {} cells",
-        targets.len(),
-        plural(targets.len()),
-        plural(points),
-        plural(min_runs as usize),
-        minimum.len()
-    );
-    let _ = writeln!(
-        s,
-        "  workload points: {}{} workload{} × threads {}{}",
-        if datasets > 1 {
-            format!("{datasets} data sets × ")
-        } else {
-            String::new()
-        },
-        checked.workloads.len(),
-        plural(checked.workloads.len()),
-        list(&plan.threads),
-        if ignoring > 0 && plan.threads.len() > 1 {
-            format!(" ({ignoring} of them run their own thread count once)")
-        } else {
-            String::new()
-        }
-    );
-    let _ = writeln!(s, "targets: {}; baseline {}", list(&targets), plan.baseline);
-    for (name, why) in &checked.skipped {
-        let _ = writeln!(s, "  skipped here: {name} ({why})");
-    }
-    let _ = writeln!(
-        s,
-        "workloads: {}",
-        list(checked.workloads.iter().map(|w| w.name()))
-    );
-    for (name, why) in &checked.skipped_workloads {
-        let _ = writeln!(s, "  skipped here: workload {name} ({why})");
-    }
-    let runs = match plan.runs {
-        Runs::Fixed(n) => format!("{n}"),
-        Runs::Auto { min, max, budget } => format!(
-            "auto: {min}, then up to {max} per group for the comparisons still undecided, \
-             within {}",
-            humantime::format_duration(budget)
-        ),
-    };
-    let _ = writeln!(s, "repetitions: {runs}");
-    let profiles: Vec<&str> = plan
-        .datasets()
-        .iter()
-        .map(|d| crate::dataset::profile_name(d.profile))
-        .collect();
-    let _ = writeln!(
-        s,
-        "data set{}: {} at scale {} (seed {}): {} files, {}{}",
-        plural(profiles.len()),
-        profiles.join(", "),
-        plan.dataset.scale,
-        plan.dataset.seed,
-        sized.files,
-        human_bytes(sized.data_bytes),
-        if profiles.len() > 1 {
-            " (the largest; each cell runs on every one)"
-        } else {
-            ""
-        }
-    );
-    let _ = writeln!(
-        s,
-        "images: {}; disk: up to {} at once in {}",
-        images_line(plan, &minimum, sized.image),
-        human_bytes(sized.disk_bytes),
-        opts.work_root.display()
-    );
-    let _ = writeln!(
-        s,
-        "work directory: {} (removed at the end{}); results: {}",
-        run_dir.display(),
-        if opts.keep { " unless --keep" } else { "" },
-        opts.out.join(store::FILE_NAME).display()
-    );
-    let history = History::beside(&opts.out, 20);
-    let priced: Vec<(usize, &str)> = minimum.iter().map(|&(t, w, _)| (t, w)).collect();
-    let e = estimate(plan, &priced, sized.files, &history);
-    let basis = match (e.from_history, e.from_model) {
-        (_, 0) => "priced from earlier runs on this host".to_string(),
-        (0, _) => "a coarse model: no earlier run of these targets here".to_string(),
-        (h, m) => format!("{h} cells from earlier runs here, {m} from a coarse model"),
-    };
-    let took = |secs: f64| humantime::format_duration(std::time::Duration::from_secs(secs as u64));
-    let _ = writeln!(s, "estimate: about {} ({basis})", took(e.minimum_s));
-    if let Runs::Auto { budget, .. } = plan.runs {
-        if e.minimum_s > budget.as_secs_f64() {
-            let _ = writeln!(
-                s,
-                "budget: the minimum alone needs more than the {} budget: no further runs \
-                 (lower --scale, fewer targets, or a larger --budget)",
-                humantime::format_duration(budget),
-            );
-        } else {
-            let _ = writeln!(
-                s,
-                "budget: about {} left after the minimum for comparisons still undecided",
-                took(budget.as_secs_f64() - e.minimum_s)
-            );
-        }
-    }
-    if !verbose {
+    preview.cells(&mut s);
+    preview.targets_and_workloads(&mut s);
+    preview.data_and_disk(&mut s);
+    preview.estimate(&mut s);
+    if verbose {
+        preview.commands(&mut s);
+    } else {
         let _ = writeln!(s, "each cell's commands: add --verbose");
-        return Ok(s);
     }
-    let mut seq = 0;
-    for rep in 0..min_runs {
-        for cell in schedule::repetition(rep, checked.usable.len(), datasets, &wl) {
-            seq += 1;
-            let t = &plan.targets[checked.usable[cell.target]];
-            let spec = InstanceSpec {
-                target: t,
-                seq,
-                size: t.size.unwrap_or(sized.image),
-                allow_device: opts.allow_device,
-                wipe: opts.wipe,
-            };
-            let _ = writeln!(
-                s,
-                "cell {seq}: repetition {} target {} workload {}{} threads {}",
-                rep + 1,
-                t.name,
-                checked.workloads[cell.workload].name(),
-                plan.dataset_label(cell.dataset)
-                    .map(|l| format!(" on {l}"))
-                    .unwrap_or_default(),
-                cell.threads
-            );
-            for c in planned_commands(&spec, &run_dir) {
-                let _ = writeln!(s, "    {c}");
+    Ok(s)
+}
+
+/// What every part of the summary reads: the plan as the run's own checks leave it, and
+/// the cells its minimum repetitions make, in the order a run would make them.
+struct Preview<'p> {
+    plan: &'p Plan,
+    opts: &'p RunOptions,
+    checked: &'p Checked,
+    sized: &'p Sized,
+    /// Per workload, its thread counts ([`schedule::thread_lists`]).
+    wl: Vec<(usize, Vec<usize>)>,
+    datasets: usize,
+    /// Every cell of the minimum repetitions: (target index, workload, threads).
+    minimum: Vec<(usize, &'static str, usize)>,
+    /// The work directory a run would make, its time and process id left as placeholders.
+    run_dir: PathBuf,
+}
+
+impl<'p> Preview<'p> {
+    /// Lays the minimum repetitions out as a run would.
+    fn new(plan: &'p Plan, opts: &'p RunOptions, checked: &'p Checked, sized: &'p Sized) -> Self {
+        let wl = schedule::thread_lists(plan, &checked.workloads);
+        let datasets = plan.extra_profiles.len() + 1;
+        let minimum = (0..plan.runs.min())
+            .flat_map(|rep| schedule::repetition(rep, checked.usable.len(), datasets, &wl))
+            .map(|c| {
+                (
+                    checked.usable[c.target],
+                    checked.workloads[c.workload].name(),
+                    c.threads,
+                )
+            })
+            .collect();
+        Preview {
+            plan,
+            opts,
+            checked,
+            sized,
+            wl,
+            datasets,
+            minimum,
+            run_dir: opts.work_root.join("run-<time>-<pid>"),
+        }
+    }
+
+    /// The names of the targets this host can run.
+    fn targets(&self) -> Vec<&'p str> {
+        self.checked
+            .usable
+            .iter()
+            .map(|&i| self.plan.targets[i].name.as_str())
+            .collect()
+    }
+
+    /// How many cells the minimum makes, and of what: first, because it is what a reader
+    /// weighs before anything else (and what changes with every option).
+    fn cells(&self, s: &mut String) {
+        let (plan, checked) = (self.plan, self.checked);
+        let datasets = self.datasets;
+        let points: usize = datasets * self.wl.iter().map(|(_, t)| t.len()).sum::<usize>();
+        let min_runs = plan.runs.min();
+        let targets = self.targets();
+        let ignoring = checked
+            .workloads
+            .iter()
+            .filter(|w| !w.uses_threads())
+            .count();
+        let _ = writeln!(
+            s,
+            "dry run: nothing is created, formatted or mounted.\n\
+             cells: {} target{} × {points} workload point{} × {min_runs} repetition{} = {} cells",
+            targets.len(),
+            plural(targets.len()),
+            plural(points),
+            plural(min_runs as usize),
+            self.minimum.len()
+        );
+        let _ = writeln!(
+            s,
+            "  workload points: {}{} workload{} × threads {}{}",
+            if datasets > 1 {
+                format!("{datasets} data sets × ")
+            } else {
+                String::new()
+            },
+            checked.workloads.len(),
+            plural(checked.workloads.len()),
+            list(&plan.threads),
+            if ignoring > 0 && plan.threads.len() > 1 {
+                format!(" ({ignoring} of them run their own thread count once)")
+            } else {
+                String::new()
+            }
+        );
+    }
+
+    /// The targets and workloads measured, what this host cannot run (and why), and how
+    /// many repetitions.
+    fn targets_and_workloads(&self, s: &mut String) {
+        let (plan, checked) = (self.plan, self.checked);
+        let _ = writeln!(
+            s,
+            "targets: {}; baseline {}",
+            list(self.targets()),
+            plan.baseline
+        );
+        for (name, why) in &checked.skipped {
+            let _ = writeln!(s, "  skipped here: {name} ({why})");
+        }
+        let _ = writeln!(
+            s,
+            "workloads: {}",
+            list(checked.workloads.iter().map(|w| w.name()))
+        );
+        for (name, why) in &checked.skipped_workloads {
+            let _ = writeln!(s, "  skipped here: workload {name} ({why})");
+        }
+        let runs = match plan.runs {
+            Runs::Fixed(n) => format!("{n}"),
+            Runs::Auto { min, max, budget } => format!(
+                "auto: {min}, then up to {max} per group for the comparisons still undecided, \
+                 within {}",
+                humantime::format_duration(budget)
+            ),
+        };
+        let _ = writeln!(s, "repetitions: {runs}");
+    }
+
+    /// The data set, the images and disk it takes, and where the run would write.
+    fn data_and_disk(&self, s: &mut String) {
+        let (plan, opts, sized) = (self.plan, self.opts, self.sized);
+        let profiles: Vec<&str> = plan
+            .datasets()
+            .iter()
+            .map(|d| crate::dataset::profile_name(d.profile))
+            .collect();
+        let _ = writeln!(
+            s,
+            "data set{}: {} at scale {} (seed {}): {} files, {}{}",
+            plural(profiles.len()),
+            profiles.join(", "),
+            plan.dataset.scale,
+            plan.dataset.seed,
+            sized.files,
+            human_bytes(sized.data_bytes),
+            if profiles.len() > 1 {
+                " (the largest; each cell runs on every one)"
+            } else {
+                ""
+            }
+        );
+        let _ = writeln!(
+            s,
+            "images: {}; disk: up to {} at once in {}",
+            images_line(plan, &self.minimum, sized.image),
+            human_bytes(sized.disk_bytes),
+            opts.work_root.display()
+        );
+        let _ = writeln!(
+            s,
+            "work directory: {} (removed at the end{}); results: {}",
+            self.run_dir.display(),
+            if opts.keep { " unless --keep" } else { "" },
+            opts.out.join(store::FILE_NAME).display()
+        );
+    }
+
+    /// What the minimum will take, priced from earlier runs beside the results directory
+    /// (else the coarse model), and whether an `auto` budget leaves room after it.
+    fn estimate(&self, s: &mut String) {
+        let history = History::beside(&self.opts.out, 20);
+        let priced: Vec<(usize, &str)> = self.minimum.iter().map(|&(t, w, _)| (t, w)).collect();
+        let e = estimate(self.plan, &priced, self.sized.files, &history);
+        let basis = match (e.from_history, e.from_model) {
+            (_, 0) => "priced from earlier runs on this host".to_string(),
+            (0, _) => "a coarse model: no earlier run of these targets here".to_string(),
+            (h, m) => format!("{h} cells from earlier runs here, {m} from a coarse model"),
+        };
+        let took =
+            |secs: f64| humantime::format_duration(std::time::Duration::from_secs(secs as u64));
+        let _ = writeln!(s, "estimate: about {} ({basis})", took(e.minimum_s));
+        if let Runs::Auto { budget, .. } = self.plan.runs {
+            if e.minimum_s > budget.as_secs_f64() {
+                let _ = writeln!(
+                    s,
+                    "budget: the minimum alone needs more than the {} budget: no further runs \
+                     (lower --scale, fewer targets, or a larger --budget)",
+                    humantime::format_duration(budget),
+                );
+            } else {
+                let _ = writeln!(
+                    s,
+                    "budget: about {} left after the minimum for comparisons still undecided",
+                    took(budget.as_secs_f64() - e.minimum_s)
+                );
             }
         }
     }
-    Ok(s)
+
+    /// Every cell of the minimum with the commands that make, mount and remove its file
+    /// system (`--verbose`: the default plan has over a thousand of them).
+    fn commands(&self, s: &mut String) {
+        let (plan, opts, checked) = (self.plan, self.opts, self.checked);
+        let mut seq = 0;
+        for rep in 0..plan.runs.min() {
+            for cell in schedule::repetition(rep, checked.usable.len(), self.datasets, &self.wl) {
+                seq += 1;
+                let t = &plan.targets[checked.usable[cell.target]];
+                let spec = InstanceSpec {
+                    target: t,
+                    seq,
+                    size: t.size.unwrap_or(self.sized.image),
+                    allow_device: opts.allow_device,
+                    wipe: opts.wipe,
+                };
+                let _ = writeln!(
+                    s,
+                    "cell {seq}: repetition {} target {} workload {}{} threads {}",
+                    rep + 1,
+                    t.name,
+                    checked.workloads[cell.workload].name(),
+                    plan.dataset_label(cell.dataset)
+                        .map(|l| format!(" on {l}"))
+                        .unwrap_or_default(),
+                    cell.threads
+                );
+                for c in planned_commands(&spec, &self.run_dir) {
+                    let _ = writeln!(s, "    {c}");
+                }
+            }
+        }
+    }
 }
 
 /// What the plan's loop images are: one written with the data set per target and layout
 /// (dated or not), copied for the cells that start from it and made equal to it again between
 /// them, and a fresh one for each cell that starts from an empty file system.
 fn images_line(plan: &Plan, cells: &[(usize, &str, usize)], size: u64) -> String {
-    let on_loop: Vec<(usize, Option<super::layout::Layout>)> = cells
+    let on_loop: Vec<(usize, Option<crate::golden::layout::Layout>)> = cells
         .iter()
         .filter(|(t, _, _)| matches!(plan.targets[*t].location, Location::Loop))
         .map(|&(t, w, _)| (t, copied_layout(plan, t, w)))
@@ -223,7 +303,7 @@ fn images_line(plan: &Plan, cells: &[(usize, &str, usize)], size: u64) -> String
     if plan.age_pct.is_some() {
         return format!("{each}; every cell copies an aged image, made once per target");
     }
-    let images: std::collections::BTreeSet<(usize, super::layout::Layout)> = on_loop
+    let images: std::collections::BTreeSet<(usize, crate::golden::layout::Layout)> = on_loop
         .iter()
         .filter_map(|&(t, layout)| layout.map(|l| (t, l)))
         .collect();

@@ -5,16 +5,12 @@
 //! This module holds the run's inputs, outcome and errors and the loop over cells; the
 //! checks made before anything is created are in [`preflight`], one cell in [`cell`].
 
-pub mod aged;
 pub mod assemble;
 pub mod budget;
 pub mod cell;
 pub mod dry_run;
-pub mod estimate;
 pub mod harness;
 pub mod host_facts;
-pub mod layout;
-pub mod populate;
 pub mod preflight;
 pub mod progress;
 pub mod ranks;
@@ -30,6 +26,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use crate::dataset::DatasetError;
+use crate::golden::populate;
 use crate::plan::{Plan, Runs, TargetConfig};
 use crate::provision::{InstanceSpec, ProvisionError, WorkDir};
 use crate::results::store::{Store, StoreError};

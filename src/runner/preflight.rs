@@ -187,7 +187,7 @@ fn source_trees(plan: &Plan) -> u64 {
 
 /// How many populated images the run keeps at once: one per loop target and data set for
 /// each layout the plan's workloads start from (the data set, the dated data set: see
-/// `runner::populate`).
+/// `golden::populate`).
 fn populated_images(plan: &Plan) -> u64 {
     let workloads: Vec<_> = plan
         .workloads

@@ -121,3 +121,10 @@ fn eta_text(eta: Option<std::time::Duration>) -> String {
         None => "ETA ?".into(),
     }
 }
+
+/// The image builds announce themselves on the run's display, like everything else.
+impl crate::golden::announce::Announce for Progress {
+    fn println(&self, line: &str) {
+        Progress::println(self, line)
+    }
+}

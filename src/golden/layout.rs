@@ -7,12 +7,15 @@ use std::sync::atomic::AtomicBool;
 use std::sync::mpsc::Sender;
 use std::time::Instant;
 
-use super::cell::{provision_failure, Failure, WORK_DIR};
+use super::failure::{provision_failure, Failure};
 use crate::plan::Plan;
 use crate::provision::master::SpareCopy;
 use crate::provision::{Instance, InstanceSpec, MasterImage, WorkDir};
 use crate::results::Status;
 use crate::workload::{self, Ctx};
+
+/// The workload's directory on a target's file system (also inside a populated image).
+pub const WORK_DIR: &str = "fsarena-work";
 
 /// Makes `spec`'s populated image for the run: a fresh file system holding exactly what
 /// [`workload::prepare::prepare`] writes, where every workload expects it, then checked and

@@ -5,10 +5,13 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::Sender;
 
-use super::cell::Failure;
+use super::aged::AgedImages;
+use super::announce::Announce;
+use super::failure::Failure;
 use super::layout::{populate_master_as, Layout};
-use super::progress::Progress;
-use crate::plan::Plan;
+/// What [`Masters::for_cell`] answers, named where the callers find the images.
+pub use super::source::Source;
+use crate::plan::{FsKind, Plan};
 use crate::provision::master::{clonable, SpareCopy};
 use crate::provision::{InstanceSpec, MasterImage, WorkDir};
 use crate::results::Status;
@@ -23,21 +26,11 @@ pub struct Masters<'r> {
     built: HashMap<(usize, usize, Layout), Result<MasterImage, Failure>>,
     /// The aged images, when the plan ages (`--age`): every cell of a loop target then
     /// copies one of them.
-    aged: super::aged::AgedImages,
+    aged: AgedImages,
     /// Seconds each image built ahead of the cells took, until the first cell that copies
     /// it takes them into its `cell_seconds` (as a cell that built the image itself would
     /// have): what `--dry-run` prices later plans from.
     ahead: HashMap<(usize, usize, Layout), f64>,
-}
-
-/// What a cell gets: no image (it makes its own file system), an image, or the reason the
-/// image could not be made.
-pub enum Source<'a> {
-    Fresh,
-    Clone(&'a MasterImage),
-    Failed(Failure),
-    /// Cancelled while the image was being written.
-    Interrupted,
 }
 
 impl<'r> Masters<'r> {
@@ -62,7 +55,7 @@ impl<'r> Masters<'r> {
         target: usize,
         dataset: usize,
         spec: &InstanceSpec,
-        progress: &Progress,
+        progress: &dyn Announce,
     ) -> (Source<'a>, Option<f64>) {
         if let (Some(pct), true) = (self.plan.age_pct, clonable(spec)) {
             let with_dataset = w.wants_populated_target();
@@ -143,7 +136,7 @@ impl<'r> Masters<'r> {
         &mut self,
         key: (usize, usize, Layout),
         spec: &InstanceSpec,
-        progress: &Progress,
+        progress: &dyn Announce,
     ) -> Option<&Result<MasterImage, Failure>> {
         let made = populate(self.plan, self.work, self.cancel, key, spec, progress, None)?;
         Some(self.built.entry(key).or_insert(made))
@@ -159,7 +152,7 @@ impl<'r> Masters<'r> {
     pub fn build_ahead<'s>(
         &mut self,
         wanted: impl IntoIterator<Item = (&'s dyn Workload, usize, usize, InstanceSpec<'s>)>,
-        progress: &Progress,
+        progress: &dyn Announce,
     ) {
         if self.plan.age_pct.is_some() {
             return; // aged images are built per cell kind (`aged`)
@@ -178,10 +171,7 @@ impl<'r> Masters<'r> {
         }
         // The slowest file systems first, so that the last image sealed is not a long one
         // started late (longest-first keeps the CPUs busy to the end).
-        jobs.sort_by(|a, b| {
-            super::estimate::create_rate(a.1.target.fs)
-                .total_cmp(&super::estimate::create_rate(b.1.target.fs))
-        });
+        jobs.sort_by(|a, b| create_rate(a.1.target.fs).total_cmp(&create_rate(b.1.target.fs)));
         // Made once here, not raced for by the workers' first mounts.
         let _ = self.work.subdir("mnt");
         // One more than the CPUs: a populate also waits on its writeback part of the time.
@@ -235,7 +225,7 @@ fn populate(
     cancel: &AtomicBool,
     key: (usize, usize, Layout),
     spec: &InstanceSpec,
-    progress: &Progress,
+    progress: &dyn Announce,
     copies: Option<&Sender<SpareCopy>>,
 ) -> Option<Result<MasterImage, Failure>> {
     let (_, dataset, layout) = key;
@@ -257,4 +247,16 @@ fn populate(
         return None;
     }
     Some(made)
+}
+
+/// Files per second a file system is assumed to create (dev machine, loop devices on an
+/// ext4 host, default run at scale 0.01): orders the builds slowest first here, and the
+/// cost model's coarse estimate prices a cell or an image from it.
+pub fn create_rate(kind: FsKind) -> f64 {
+    match kind {
+        FsKind::Tmpfs => 40_000.0,
+        FsKind::Ext4 | FsKind::Xfs => 11_000.0,
+        FsKind::Btrfs | FsKind::F2fs => 3_300.0,
+        _ => 3_500.0,
+    }
 }

@@ -2,16 +2,16 @@
 //! cells that start from an empty work directory, one with the data set written on top of
 //! the aging for cells that want it present — each built the first time a cell needs it
 //! (mkfs → seeded churn to PCT % → the data set if wanted → sync → fsck) and cloned for
-//! every cell, exactly like the populated images of [`super::populate`].
+//! every cell, exactly like the run's populated images.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
-use super::cell::{provision_failure, Failure, WORK_DIR};
-use super::layout::write_dataset;
-use super::populate::Source;
-use super::progress::Progress;
+use super::announce::Announce;
+use super::failure::{provision_failure, Failure};
+use super::layout::{write_dataset, WORK_DIR};
+use super::source::Source;
 use crate::plan::{FsKind, Plan};
 use crate::provision::aging::{self, file_fragmentation, with_free_extents, AGED_DIR};
 use crate::provision::{Instance, InstanceSpec, MasterImage, WorkDir};
@@ -38,7 +38,7 @@ impl AgedImages {
         spec: &InstanceSpec,
         work: &WorkDir,
         cancel: &AtomicBool,
-        progress: &Progress,
+        progress: &dyn Announce,
     ) -> Source<'a> {
         let key = (target, with_dataset);
         if !self.built.contains_key(&key) {

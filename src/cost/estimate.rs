@@ -1,0 +1,129 @@
+//! The estimate of a plan's minimum repetitions: every cell priced from the history of
+//! earlier runs when they timed its target and workload, else from the coarse model; each
+//! target's populated images priced once, however many cells copy them.
+
+use super::history::History;
+use super::model::{model_cell, model_image};
+use crate::golden::layout::Layout;
+use crate::plan::Plan;
+
+/// The estimate and what it rests on.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Estimate {
+    /// Seconds the minimum repetitions take.
+    pub minimum_s: f64,
+    /// Cells priced from history, and from the coarse model.
+    pub from_history: usize,
+    pub from_model: usize,
+}
+
+/// The populated image a cell of workload `w` on target `t` copies, if it copies one
+/// instead of laying the data set down itself (only loop targets have images).
+pub fn copied_layout(plan: &Plan, t: usize, w: &str) -> Option<Layout> {
+    let loop_target = matches!(plan.targets[t].location, crate::plan::Location::Loop);
+    loop_target
+        .then(|| crate::workload::by_name(w))
+        .flatten()
+        .and_then(|w| Layout::copied_by(w.as_ref()))
+}
+
+/// Prices `cells` (target index into `plan.targets`, workload name): history first, else
+/// the model.
+pub fn estimate(plan: &Plan, cells: &[(usize, &str)], files: usize, history: &History) -> Estimate {
+    let mut e = Estimate {
+        minimum_s: 0.0,
+        from_history: 0,
+        from_model: 0,
+    };
+    // Each target's images once: as earlier runs priced them apart from their cells, else
+    // one model image per layout the target's cells copy.
+    let mut imaged: Vec<(usize, Layout)> = cells
+        .iter()
+        .filter_map(|&(t, w)| copied_layout(plan, t, w).map(|layout| (t, layout)))
+        .collect();
+    imaged.sort_unstable();
+    imaged.dedup();
+    let mut priced: Vec<usize> = Vec::new();
+    for &(t, _) in &imaged {
+        if priced.contains(&t) {
+            continue;
+        }
+        priced.push(t);
+        let target = &plan.targets[t];
+        e.minimum_s += match history.images(&target.name, files as f64) {
+            Some(s) => s,
+            None => {
+                let layouts = imaged.iter().filter(|i| i.0 == t).count() as f64;
+                layouts * model_image(target.fs, files as f64)
+            }
+        };
+    }
+    for &(t, w) in cells {
+        let target = &plan.targets[t];
+        match history.cell(&target.name, w, files as f64) {
+            Some(s) => {
+                e.minimum_s += s;
+                e.from_history += 1;
+            }
+            None => {
+                let lays_down = copied_layout(plan, t, w).is_none();
+                e.minimum_s += model_cell(target.fs, files as f64, lays_down);
+                e.from_model += 1;
+            }
+        }
+    }
+    e
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::history::tests::{files_of, past_run};
+    use super::*;
+    use crate::plan::FsKind;
+
+    #[test]
+    fn an_image_is_priced_once_per_target_not_inside_the_cell_that_built_it() {
+        let root = tempfile::tempdir().unwrap();
+        // Two touch cells of 1 s; the first also built the image, in 4 s.
+        let cells = [("touch", 0, 5.0, Some(4.0)), ("touch", 1, 1.0, None)];
+        past_run(
+            &root.path().join("run"),
+            &cells,
+            std::time::SystemTime::now(),
+        );
+        let h = History::load(root.path(), 20);
+        let files = files_of(&h, "ext4", "touch");
+        assert_eq!(h.cell("ext4", "touch", files), Some(1.0), "{h:?}");
+        assert_eq!(h.images("ext4", files), Some(4.0));
+        assert_eq!(h.images("ext4", 2.0 * files), Some(8.0));
+        assert_eq!(h.images("xfs", files), None);
+        // A plan of three touch cells on ext4 pays for the image once.
+        let ext4 = crate::plan::catalogue::get("ext4").unwrap();
+        let plan = Plan::of(vec![ext4], &["touch"], Default::default());
+        let cells = [(0, "touch"), (0, "touch"), (0, "touch")];
+        let e = estimate(&plan, &cells, files as usize, &h);
+        assert_eq!(e.minimum_s, 4.0 + 3.0);
+    }
+
+    /// Without history, a cell on a copy of a populated image is not charged for creating
+    /// the data set: the image is, once per target and layout.
+    #[test]
+    fn the_model_prices_each_image_once_and_cells_on_copies_without_it() {
+        let ext4 = crate::plan::catalogue::get("ext4").unwrap();
+        let plan = Plan::of(vec![ext4], &["create", "touch", "copy"], Default::default());
+        let files = 11_000.0; // one second of creating at ext4's model rate
+        let cells = [(0, "create"), (0, "touch"), (0, "touch"), (0, "copy")];
+        let e = estimate(&plan, &cells, files as usize, &History::default());
+        let lays_down = model_cell(FsKind::Ext4, files, true);
+        let on_copy = model_cell(FsKind::Ext4, files, false);
+        // touch copies the data set's image, copy the dated one's: two images.
+        let images = 2.0 * model_image(FsKind::Ext4, files);
+        let want = lays_down + 3.0 * on_copy + images;
+        assert!(
+            (e.minimum_s - want).abs() < 1e-9,
+            "{} != {want}",
+            e.minimum_s
+        );
+        assert_eq!((e.from_history, e.from_model), (0, 4));
+    }
+}
