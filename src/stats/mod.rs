@@ -32,11 +32,12 @@ pub mod welch;
 pub use aggregate::{aggregate, Group, GroupKey, MetricStats};
 pub use decision::{
     benjamini_hochberg, decide, next_level, next_run_side, runs_to_decide, tost_p, Decision, Side,
-    Verdict, ADJUSTMENT,
+    Verdict, ADJUSTMENT, ALPHA,
 };
+pub use estimators::log_values;
 pub use mann_whitney::{mann_whitney, mann_whitney_min_p, MannWhitneyResult, MwMethod};
 pub use outliers::{mad_outliers, robust_sigma, OUTLIER_SIGMAS};
-pub use significance::{choose_test, compare, log_values, skewness, Comparison, Scale, Test};
+pub use significance::{choose_test, compare, skewness, Comparison, Scale, Test};
 pub use summary::{summarize, Summary};
 pub use warnings::Warning;
 pub use welch::{welch, WelchResult};
