@@ -78,7 +78,7 @@ fn decisions_marks_and_baseline_comparisons_are_right() {
     );
     let mark = |t: &str| s.rows.iter().find(|r| r.target == t).unwrap().mark;
     assert_eq!(mark("ext4"), None);
-    assert_eq!(mark("btrfs"), Some(model::Mark::Worst));
+    assert_eq!(mark("btrfs"), Some(report::section::Mark::Worst));
     let xfs = s.rows.iter().find(|r| r.target == "xfs").unwrap();
     assert!(
         !xfs.metric("files_per_s")
@@ -291,8 +291,8 @@ fn tmpfs_is_a_reference_never_the_winner() {
     assert!(!s.decision.contains("tmpfs"), "{}", s.decision);
     assert!(s.decision.starts_with("xfs wins"), "{}", s.decision);
     let mark = |t: &str| s.rows.iter().find(|r| r.target == t).unwrap().mark;
-    assert_eq!(mark("xfs"), Some(model::Mark::Best));
-    assert_eq!(mark("btrfs"), Some(model::Mark::Worst));
+    assert_eq!(mark("xfs"), Some(report::section::Mark::Best));
+    assert_eq!(mark("btrfs"), Some(report::section::Mark::Worst));
     let term = report::terminal::render_width(&r, false, 80);
     assert!(
         term.contains("tmpfs (RAM)") && term.contains("never ranked"),

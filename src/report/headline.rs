@@ -1,195 +1,11 @@
-//! The report's decisions: every key-metric comparison of a run gets one of better / worse /
-//! equivalent / undecided ([`crate::stats::decision`]), with Benjamini–Hochberg control over
-//! the whole run; each section's headline and its ✓ / ✗ marks rest on the same family.
-//!
-//! The family is every key-metric comparison against the baseline, plus, per section, the
-//! comparisons the headline and the marks make (leader vs runner-up, last vs second-to-last
-//! among the disk targets) when they are not already a comparison with the baseline. Memory
-//! targets (tmpfs) are compared with the baseline, but never ranked: they are a reference.
+//! Each section's one-sentence answer about its disk targets: who wins (better, after
+//! Benjamini–Hochberg), that the two leaders are equivalent, or that it is undecided and how
+//! many runs would decide it. The verdicts it words are the run's own
+//! ([`crate::stats::verdicts`]); this only says them.
 
-use super::model::{Mark, Row, Section, ALPHA};
-use crate::stats::{
-    self, benjamini_hochberg, decide, next_level, runs_to_decide, Comparison, Decision, Verdict,
-    ADJUSTMENT,
-};
-
-/// Where a p-value of the family came from.
-enum Slot {
-    /// The key metric of row `.1` in section `.0`, against the baseline.
-    Row(usize, usize),
-    /// A ranking pair of section `.0`: its index in that section's pairs.
-    Pair(usize, usize),
-}
-
-/// Two neighbours in a section's ranking: `win` leads `next` by the key metric's mean.
-struct Pair {
-    win: usize,
-    next: usize,
-    /// `next` as baseline, `win` as candidate.
-    cmp: Option<Comparison>,
-    /// The row slot of the same samples when one of the two is the baseline.
-    same_as_row: Option<usize>,
-}
-
-fn raw(row: &Row, key: &str) -> Vec<f64> {
-    row.metric(key).map(|m| m.raw.clone()).unwrap_or_default()
-}
-
-/// Disk rows with a key-metric mean, best first.
-fn ranked(rows: &[Row], key: &str, higher: bool) -> Vec<usize> {
-    let mut order: Vec<usize> = (0..rows.len())
-        .filter(|&i| !rows[i].reference && rows[i].mean(key).is_some())
-        .collect();
-    order.sort_by(|&a, &b| {
-        let (x, y) = (
-            rows[a].mean(key).unwrap_or(0.0),
-            rows[b].mean(key).unwrap_or(0.0),
-        );
-        let o = x.partial_cmp(&y).unwrap_or(std::cmp::Ordering::Equal);
-        if higher {
-            o.reverse()
-        } else {
-            o
-        }
-    });
-    order
-}
-
-/// Decides every section of a report: verdicts on the key metric's `vs_baseline`, marks
-/// and headlines.
-pub fn decide_all(sections: &mut [Section], baseline: &str, margin_pct: f64) {
-    let mut slots: Vec<Slot> = Vec::new();
-    let mut p: Vec<f64> = Vec::new();
-    let mut pairs: Vec<Vec<Pair>> = Vec::new();
-    for (si, s) in sections.iter().enumerate() {
-        let key = &s.key_metric;
-        for (ri, row) in s.rows.iter().enumerate() {
-            if let Some(c) = row.metric(key).and_then(|m| m.vs_baseline.as_ref()) {
-                slots.push(Slot::Row(si, ri));
-                p.push(c.p_value);
-            }
-        }
-        let order = ranked(&s.rows, key, s.higher_is_better);
-        let mut ps: Vec<Pair> = Vec::new();
-        if order.len() >= 2 {
-            let top = (order[0], order[1]);
-            let bottom = (order[order.len() - 1], order[order.len() - 2]);
-            // The worst pair is read "worst trails the second-worst", so store it led by the
-            // second-worst; with two targets both pairs are the same comparison.
-            let mut wanted = vec![top];
-            if (bottom.1, bottom.0) != top {
-                wanted.push((bottom.1, bottom.0));
-            }
-            for (win, next) in wanted {
-                let same_as_row = if s.rows[win].target == baseline {
-                    Some(next)
-                } else if s.rows[next].target == baseline {
-                    Some(win)
-                } else {
-                    None
-                };
-                let cmp = stats::compare(&raw(&s.rows[next], key), &raw(&s.rows[win], key), ALPHA);
-                if let (None, Some(c)) = (same_as_row, &cmp) {
-                    slots.push(Slot::Pair(si, ps.len()));
-                    p.push(c.p_value);
-                }
-                ps.push(Pair {
-                    win,
-                    next,
-                    cmp,
-                    same_as_row,
-                });
-            }
-        }
-        pairs.push(ps);
-    }
-    let adjusted = benjamini_hochberg(&p);
-    // The level BH asks of the next comparison it would call: what the runs-to-decide
-    // estimate must reach.
-    let called = adjusted.iter().filter(|&&x| x < ALPHA).count();
-    let level = next_level(ALPHA, called, p.len());
-    let mut row_adj: Vec<Vec<Option<f64>>> =
-        sections.iter().map(|s| vec![None; s.rows.len()]).collect();
-    let mut pair_adj: Vec<Vec<Option<f64>>> = pairs.iter().map(|ps| vec![None; ps.len()]).collect();
-    for (slot, &ph) in slots.iter().zip(&adjusted) {
-        match *slot {
-            Slot::Row(si, ri) => row_adj[si][ri] = Some(ph),
-            Slot::Pair(si, pi) => pair_adj[si][pi] = Some(ph),
-        }
-    }
-    for (si, s) in sections.iter_mut().enumerate() {
-        let key = s.key_metric.clone();
-        let higher = s.higher_is_better;
-        let base_raw = s
-            .rows
-            .iter()
-            .find(|r| r.target == baseline)
-            .map(|r| raw(r, &key));
-        for (row, ph) in s.rows.iter_mut().zip(&row_adj[si]) {
-            let cand = raw(row, &key);
-            let Some(ph) = *ph else { continue };
-            let Some(c) = row
-                .metrics
-                .get_mut(&key)
-                .and_then(|m| m.vs_baseline.as_mut())
-            else {
-                continue;
-            };
-            c.verdict = Some(verdict(c, ph, higher, margin_pct, || {
-                base_raw
-                    .as_ref()
-                    .and_then(|b| runs_to_decide(b, &cand, margin_pct, level))
-            }));
-        }
-        for (pi, pair) in pairs[si].iter_mut().enumerate() {
-            let ph = match pair.same_as_row {
-                Some(ri) => row_adj[si][ri],
-                None => pair_adj[si][pi],
-            };
-            let (Some(c), Some(ph)) = (pair.cmp.as_mut(), ph) else {
-                continue;
-            };
-            let (next, win) = (raw(&s.rows[pair.next], &key), raw(&s.rows[pair.win], &key));
-            c.verdict = Some(verdict(c, ph, higher, margin_pct, || {
-                runs_to_decide(&next, &win, margin_pct, level)
-            }));
-        }
-        let decisive = |pair: &Pair| {
-            pair.cmp
-                .as_ref()
-                .and_then(|c| c.verdict.as_ref())
-                .is_some_and(|v| matches!(v.decision, Decision::Better | Decision::Worse))
-        };
-        if let Some(top) = pairs[si].first() {
-            if decisive(top) {
-                s.rows[top.win].mark = Some(Mark::Best);
-            }
-            let bottom = pairs[si].last().unwrap_or(top);
-            if decisive(bottom) {
-                s.rows[bottom.next].mark = Some(Mark::Worst);
-            }
-        }
-        s.decision = headline(s, pairs[si].first());
-    }
-}
-
-fn verdict(
-    c: &Comparison,
-    p_adjusted: f64,
-    higher: bool,
-    margin_pct: f64,
-    runs: impl FnOnce() -> Option<usize>,
-) -> Verdict {
-    let decision = decide(
-        c.pct_diff, c.pct_ci90, p_adjusted, ALPHA, margin_pct, higher,
-    );
-    Verdict {
-        decision,
-        p_adjusted,
-        margin_pct,
-        runs_to_decide: (decision == Decision::Undecided).then(runs).flatten(),
-    }
-}
+use super::section::{Row, Section};
+use crate::stats::verdicts::RankedPair;
+use crate::stats::{self, Decision, Verdict, ADJUSTMENT};
 
 /// A p-value as a reader wants it: "p = 0.016", or "p < 0.001" rather than "p = 0.000"
 /// (and not "p = < 0.001").
@@ -225,8 +41,9 @@ fn pct(x: f64, signed: bool) -> String {
     }
 }
 
-/// The section's one-sentence answer, naming disk targets only.
-fn headline(s: &Section, top: Option<&Pair>) -> String {
+/// The section's one-sentence answer, naming disk targets only; `top` is its leader and
+/// runner-up, decided.
+pub fn headline(s: &Section, top: Option<&RankedPair>) -> String {
     let key = &s.key_metric;
     let measured: Vec<&Row> = s.rows.iter().filter(|r| r.mean(key).is_some()).collect();
     let disk: Vec<&&Row> = measured.iter().filter(|r| !r.reference).collect();

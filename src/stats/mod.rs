@@ -11,6 +11,8 @@
 //! * [`decision`]: better / worse / equivalent / undecided: Benjamini–Hochberg control, TOST, and the
 //!   runs a comparison still needs.
 //! * [`aggregate`](mod@aggregate): groups measurements and compares each target to a baseline.
+//! * [`verdicts`]: the run's decisions, one family over every key-metric comparison, which
+//!   the report prints and the time budget spends its rounds on.
 //! * [`warnings`]: what a reader should distrust, in plain words.
 //! * [`steadiness`](mod@steadiness): how steady the host was over the run (the probe timed
 //!   before each phase).
@@ -26,6 +28,7 @@ pub mod shift;
 pub mod significance;
 pub mod steadiness;
 pub mod summary;
+pub mod verdicts;
 pub mod warnings;
 pub mod welch;
 
