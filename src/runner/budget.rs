@@ -256,16 +256,10 @@ mod tests {
                 }
             }
         }
-        let plan = serde_json::json!({
-            "targets": [],
-            "workloads": ["create", "cold-read"],
-            "threads": [1, 2],
-            "runs": {"fixed": 3},
-            "dataset": {"profile": "small", "scale": 0.01, "seed": 42, "duplicate_fraction": 0.1, "compressibility": 0.0, "source_dir": null},
-            "baseline": "ext4",
-            "timeout": 600.0,
-            "workload_options": {}
-        });
+        let mut plan =
+            crate::plan::Plan::of(Vec::new(), &["create", "cold-read"], Default::default());
+        plan.baseline = "ext4".into();
+        let plan = serde_json::to_value(plan).unwrap();
         Loaded {
             host: HostFacts {
                 plan: if with_plan {
