@@ -78,7 +78,7 @@ fn decisions_marks_and_baseline_comparisons_are_right() {
     );
     let mark = |t: &str| s.rows.iter().find(|r| r.target == t).unwrap().mark;
     assert_eq!(mark("ext4"), None);
-    assert_eq!(mark("btrfs"), Some(model::Mark::Worst));
+    assert_eq!(mark("btrfs"), Some(report::section::Mark::Worst));
     let xfs = s.rows.iter().find(|r| r.target == "xfs").unwrap();
     assert!(
         !xfs.metric("files_per_s")
@@ -291,8 +291,8 @@ fn tmpfs_is_a_reference_never_the_winner() {
     assert!(!s.decision.contains("tmpfs"), "{}", s.decision);
     assert!(s.decision.starts_with("xfs wins"), "{}", s.decision);
     let mark = |t: &str| s.rows.iter().find(|r| r.target == t).unwrap().mark;
-    assert_eq!(mark("xfs"), Some(model::Mark::Best));
-    assert_eq!(mark("btrfs"), Some(model::Mark::Worst));
+    assert_eq!(mark("xfs"), Some(report::section::Mark::Best));
+    assert_eq!(mark("btrfs"), Some(report::section::Mark::Worst));
     let term = report::terminal::render_width(&r, false, 80);
     assert!(
         term.contains("tmpfs (RAM)") && term.contains("never ranked"),
@@ -435,4 +435,40 @@ fn compare_says_when_the_second_runs_machine_was_slower() {
     );
     let out = report::compare::render_table(&c, false, 80);
     assert!(out.lines().all(|l| l.chars().count() <= 80), "{out}");
+}
+
+/// The time budget's open questions are the report's undecided key-metric comparisons of
+/// the disk targets with the baseline, read from the same decisions (stats::verdicts).
+#[test]
+fn the_budget_asks_exactly_what_the_report_leaves_undecided() {
+    let (dir, r) = fixture(true);
+    let loaded = store::load(dir.path()).unwrap();
+    let mut undecided = Vec::new();
+    for s in &r.sections {
+        for row in s.rows.iter().filter(|r| !r.reference) {
+            let v = row
+                .metric(&s.key_metric)
+                .and_then(|m| m.vs_baseline.as_ref())
+                .and_then(|c| c.verdict.as_ref());
+            if let Some(v) = v.filter(|v| v.decision == Decision::Undecided) {
+                undecided.push((
+                    row.target.clone(),
+                    s.workload.clone(),
+                    s.threads,
+                    s.variant.clone(),
+                    v.runs_to_decide,
+                ));
+            }
+        }
+    }
+    let open: Vec<_> = fsarena::runner::budget::open_questions(&loaded, r.margin_pct)
+        .unwrap()
+        .into_iter()
+        .map(|o| {
+            let g = o.group;
+            (g.target, g.workload, g.threads, o.variant, o.runs_to_decide)
+        })
+        .collect();
+    assert!(!open.is_empty());
+    assert_eq!(open, undecided);
 }

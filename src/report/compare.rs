@@ -11,12 +11,13 @@ use serde::Serialize;
 
 use super::fit::{fit, Col};
 use super::format::{header, legend, mean_ci};
-use super::model::{self, ALPHA};
+use super::model::{self, Report};
 use super::width::wrap;
 use crate::results::store;
 use crate::stats::decision::MAX_RUNS_ESTIMATE;
 use crate::stats::steadiness::Steadiness;
-use crate::stats::{self, benjamini_hochberg, decide, next_level, runs_to_decide, Decision};
+use crate::stats::verdicts::{verdict, Family};
+use crate::stats::{self, runs_to_decide, Decision, ALPHA};
 
 /// Two results directories compared.
 #[derive(Debug, Clone, Serialize)]
@@ -150,6 +151,35 @@ pub fn build(a: &Path, b: &Path, margin_pct: Option<f64>) -> Result<Comparison> 
     let (la, lb) = (store::load(a)?, store::load(b)?);
     let (ra, rb) = (model::build(&la, margin_pct), model::build(&lb, margin_pct));
     let margin = ra.margin_pct;
+    let (mut rows, raws) = matched(&ra, &rb);
+    if rows.is_empty() {
+        anyhow::bail!(
+            "{} and {} share no target and workload: compare runs of the same plan",
+            a.display(),
+            b.display()
+        );
+    }
+    decide_rows(&mut rows, &raws, margin);
+    Ok(Comparison {
+        a: a.display().to_string(),
+        b: b.display().to_string(),
+        kernel_a: la.host.kernel.clone(),
+        kernel_b: lb.host.kernel.clone(),
+        condition_a: ra.condition.clone(),
+        condition_b: rb.condition.clone(),
+        margin_pct: margin,
+        steadiness_a: ra.steadiness.clone(),
+        steadiness_b: rb.steadiness.clone(),
+        rows,
+    })
+}
+
+/// A's and B's values of one matched key metric.
+type Samples = (Vec<f64>, Vec<f64>);
+
+/// Every key metric of a target at a workload point that both reports measured, B beside
+/// A, not yet decided, with both sides' values.
+fn matched(ra: &Report, rb: &Report) -> (Vec<CompareRow>, Vec<Samples>) {
     let mut rows = Vec::new();
     let mut raws = Vec::new();
     for sa in &ra.sections {
@@ -189,53 +219,31 @@ pub fn build(a: &Path, b: &Path, margin_pct: Option<f64>) -> Result<Comparison> 
             raws.push((ma.raw.clone(), mb.raw.clone()));
         }
     }
-    if rows.is_empty() {
-        anyhow::bail!(
-            "{} and {} share no target and workload: compare runs of the same plan",
-            a.display(),
-            b.display()
-        );
-    }
+    (rows, raws)
+}
+
+/// Decides every matched row as B against A with the run's own rules
+/// ([`crate::stats::verdicts`]), the rows one Benjamini–Hochberg family.
+fn decide_rows(rows: &mut [CompareRow], raws: &[Samples], margin: f64) {
     let cmps: Vec<_> = raws
         .iter()
         .map(|(x, y)| stats::compare(x, y, ALPHA))
         .collect();
     let p: Vec<f64> = cmps.iter().flatten().map(|c| c.p_value).collect();
-    let adjusted = benjamini_hochberg(&p);
-    let called = adjusted.iter().filter(|&&x| x < ALPHA).count();
-    let level = next_level(ALPHA, called, p.len());
+    let family = Family::new(&p);
     // Only answered comparisons entered the family, so only they take the next p.
-    let mut next_p = adjusted.iter();
-    for ((r, c), (ra_raw, rb_raw)) in rows.iter_mut().zip(cmps).zip(&raws) {
+    let mut next_p = family.adjusted.iter();
+    for ((r, c), (ra_raw, rb_raw)) in rows.iter_mut().zip(cmps).zip(raws) {
         let Some(c) = c else { continue };
         let Some(&ph) = next_p.next() else { continue };
-        let decision = decide(
-            c.pct_diff,
-            c.pct_ci90,
-            ph,
-            ALPHA,
-            margin,
-            r.higher_is_better,
-        );
+        let v = verdict(&c, ph, r.higher_is_better, margin, || {
+            runs_to_decide(ra_raw, rb_raw, margin, family.level)
+        });
         r.pct_diff = Some(c.pct_diff);
-        r.decision = Some(decision);
-        r.p_adjusted = Some(ph);
-        if decision == Decision::Undecided {
-            r.runs_to_decide = runs_to_decide(ra_raw, rb_raw, margin, level);
-        }
+        r.decision = Some(v.decision);
+        r.p_adjusted = Some(v.p_adjusted);
+        r.runs_to_decide = v.runs_to_decide;
     }
-    Ok(Comparison {
-        a: a.display().to_string(),
-        b: b.display().to_string(),
-        kernel_a: la.host.kernel.clone(),
-        kernel_b: lb.host.kernel.clone(),
-        condition_a: ra.condition.clone(),
-        condition_b: rb.condition.clone(),
-        margin_pct: margin,
-        steadiness_a: ra.steadiness.clone(),
-        steadiness_b: rb.steadiness.clone(),
-        rows,
-    })
 }
 
 /// The rows significantly worse in B than in A by more than `pct` %: decided `worse`

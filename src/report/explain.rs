@@ -8,8 +8,8 @@
 //! significant across the repetitions (p < [`ALPHA`]). Where nothing stands out, no line is
 //! written: an explanation is a measured fact, never a guess.
 
-use super::model::{Row, Section, ALPHA};
-use crate::stats::{self, Decision};
+use super::section::{Row, Section};
+use crate::stats::{self, Decision, ALPHA};
 
 /// How far a figure must move (as a ratio of the baseline's) to count as a cause.
 pub const RATIO: f64 = 1.5;

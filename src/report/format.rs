@@ -288,8 +288,8 @@ pub struct RowCells {
     pub wide: bool,
 }
 
-pub fn row_cells(row: &super::model::Row, key: &str, baseline: &str) -> RowCells {
-    use super::model::Mark;
+pub fn row_cells(row: &super::section::Row, key: &str, baseline: &str) -> RowCells {
+    use super::section::Mark;
     let (k, cv, vs) = match row.metric(key) {
         Some(m) => (
             mean_ci(key, m),

@@ -5,7 +5,8 @@ use std::collections::BTreeMap;
 use std::fmt::Write;
 
 use super::format::{header, legend, row_cells, value};
-use super::model::{Mark, Report};
+use super::model::Report;
+use super::section::Mark;
 use crate::results::Measurement;
 
 mod figures;

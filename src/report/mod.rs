@@ -8,15 +8,16 @@ pub mod curves;
 pub mod explain;
 pub mod fit;
 pub mod format;
+pub mod headline;
 pub mod html;
 pub mod json;
 pub mod markdown;
 pub mod model;
 pub mod notes;
 pub mod ranking;
+pub mod section;
 pub mod study_table;
 pub mod terminal;
-pub mod verdicts;
 pub mod width;
 
 use std::path::Path;

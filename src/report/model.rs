@@ -1,127 +1,27 @@
 //! The report model: built once from a results directory and the statistics, rendered by
 //! every exporter. No exporter recomputes a statistic, so the terminal, the files and the
-//! HTML page always agree.
-
-use std::collections::BTreeMap;
+//! HTML page always agree. The verdicts come from [`crate::stats::verdicts`], the same
+//! decisions the time budget spends its rounds on; this module lays them out as sections
+//! ([`super::section`]) and adds what only a reader needs: headlines, explanations, the
+//! ranking, the run's condition and steadiness.
 
 use serde::Serialize;
 
-use crate::plan::{FsKind, Plan};
+use super::explain::explain_all;
+use super::headline::headline;
+use super::ranking::{rank, Standing};
+use super::section::{Mark, Row, Section};
+use crate::plan::Plan;
 use crate::results::store::Loaded;
 use crate::results::{HostFacts, Measurement, Status};
-use crate::stats::{self, Group, MetricStats, Warning};
+use crate::stats::verdicts::{self, KeyMetric, Point};
+use crate::stats::{self, Warning};
 use crate::workload;
 
 /// The version of `summary.json`'s schema, which is this model's shape (docs/summary-schema.md).
 /// Bump it on any change to the model that could break a reader: a field removed, renamed or
 /// changed in meaning.
 pub const SCHEMA_VERSION: u32 = 1;
-
-/// The metric a workload that runs its own worker threads records their count in.
-pub const WORKER_THREADS: &str = "worker_threads";
-
-/// Significance level for every "is it real" decision in a report.
-pub const ALPHA: f64 = 0.05;
-
-/// Best (✓) or worst (✗) among the disk targets, only when the gap to the neighbour is
-/// significant after Benjamini–Hochberg control (see [`super::verdicts`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Mark {
-    Best,
-    Worst,
-}
-
-/// One target's row in a section.
-#[derive(Debug, Clone, Serialize)]
-pub struct Row {
-    pub target: String,
-    pub fs: String,
-    pub ok: usize,
-    pub failed: Vec<(u32, Status, Option<String>)>,
-    pub invalid: usize,
-    pub mark: Option<Mark>,
-    /// A memory file system (tmpfs): shown for reference, never ranked or marked.
-    pub reference: bool,
-    pub metrics: BTreeMap<String, MetricStats>,
-    pub warnings: Vec<Warning>,
-    /// Why this row differs significantly from the baseline, from the monitor's figures in
-    /// the same cells ([`super::explain`]); absent when nothing measured explains it.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub why: Option<String>,
-}
-
-impl Row {
-    pub fn metric(&self, name: &str) -> Option<&MetricStats> {
-        self.metrics.get(name)
-    }
-    pub fn mean(&self, name: &str) -> Option<f64> {
-        self.metrics.get(name).map(|m| m.summary.mean)
-    }
-}
-
-/// One workload point at one thread count: the unit users compare.
-#[derive(Debug, Clone, Serialize)]
-pub struct Section {
-    pub workload: String,
-    /// The data set's profile, when the run had several (each is its own section).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub dataset: Option<String>,
-    pub variant: String,
-    pub threads: u32,
-    pub key_metric: String,
-    pub higher_is_better: bool,
-    /// Extra metrics worth a column for this workload.
-    pub columns: Vec<String>,
-    pub rows: Vec<Row>,
-    /// One sentence about the disk targets: who wins (better, after Benjamini–Hochberg), that the two
-    /// leaders are equivalent, or that it is undecided and how many runs would decide it.
-    pub decision: String,
-}
-
-impl Section {
-    /// The worker threads the measurement ran: the workload's own count when it ignores
-    /// `--threads` and records how many it ran ([`WORKER_THREADS`]; `db` runs 12 by
-    /// default), else the `--threads` value it ran with.
-    pub fn worker_threads(&self) -> u32 {
-        self.rows
-            .iter()
-            .filter_map(|r| r.metric(WORKER_THREADS))
-            .map(|m| m.summary.max.round() as u32)
-            .max()
-            .unwrap_or(self.threads)
-    }
-
-    /// What tells this point from the workload's others: the data set (when the run had
-    /// several) and the variant, e.g. `medium · cold`; empty for a single-point workload.
-    pub fn point_label(&self) -> String {
-        point_label(self.dataset.as_deref(), &self.variant)
-    }
-
-    pub fn title(&self) -> String {
-        let mut t = self.workload.clone();
-        let point = self.point_label();
-        if !point.is_empty() {
-            t.push_str(&format!(" [{point}]"));
-        }
-        let threads = self.worker_threads();
-        t.push_str(&format!(
-            ", {} thread{}",
-            threads,
-            if threads == 1 { "" } else { "s" }
-        ));
-        t
-    }
-}
-
-/// A point's label from its data set (when a run had several) and its variant.
-pub fn point_label(dataset: Option<&str>, variant: &str) -> String {
-    match (dataset, variant.is_empty()) {
-        (Some(d), true) => d.to_string(),
-        (Some(d), false) => format!("{d} · {variant}"),
-        (None, _) => variant.to_string(),
-    }
-}
 
 /// Everything a report shows.
 #[derive(Debug, Clone, Serialize)]
@@ -139,7 +39,7 @@ pub struct Report {
     /// results.jsonl lines that could not be read: (line number, reason).
     pub skipped_lines: Vec<(usize, String)>,
     /// The overall ranking across every section ([`super::ranking`]).
-    pub ranking: Vec<super::ranking::Standing>,
+    pub ranking: Vec<Standing>,
     /// How steady the host was over the run (`None` for results without probes).
     pub steadiness: Option<stats::steadiness::Steadiness>,
     #[serde(skip)]
@@ -155,13 +55,10 @@ fn columns_for(workload: &str) -> Vec<String> {
         .collect()
 }
 
-fn key_of(workload: &str) -> (String, bool) {
-    workload::by_name(workload)
-        .map(|w| {
-            let (k, h) = w.key_metric();
-            (k.to_string(), h)
-        })
-        .unwrap_or_else(|| ("seconds".to_string(), false))
+/// The metric a workload's points are decided on, as the workload declares it; `None` for a
+/// workload this build does not know (the statistics then decide on its wall time).
+pub fn key_metric(workload: &str) -> Option<KeyMetric> {
+    workload::by_name(workload).map(|w| w.key_metric().into())
 }
 
 /// What the plan asked for that the results do not hold.
@@ -231,68 +128,11 @@ pub fn build(loaded: &Loaded, margin_pct: Option<f64>) -> Report {
     let margin_pct = margin_pct
         .or(plan.as_ref().map(|p| p.margin_pct))
         .unwrap_or(crate::plan::DEFAULT_MARGIN_PCT);
-    let baseline = plan
-        .as_ref()
-        .map(|p| p.baseline.clone())
-        .or_else(|| loaded.measurements.first().map(|m| m.target.clone()))
-        .unwrap_or_default();
-    let groups: Vec<Group> = stats::aggregate(&loaded.measurements, &baseline, ALPHA);
-    let mut sections: Vec<Section> = Vec::new();
-    for g in groups {
-        let pos = sections.iter().position(|s| {
-            s.workload == g.key.workload
-                && s.dataset == g.key.dataset
-                && s.variant == g.key.variant
-                && s.threads == g.key.threads
-        });
-        let i = match pos {
-            Some(i) => i,
-            None => {
-                let (key_metric, higher_is_better) = key_of(&g.key.workload);
-                sections.push(Section {
-                    workload: g.key.workload.clone(),
-                    dataset: g.key.dataset.clone(),
-                    variant: g.key.variant.clone(),
-                    threads: g.key.threads,
-                    columns: columns_for(&g.key.workload),
-                    key_metric,
-                    higher_is_better,
-                    rows: Vec::new(),
-                    decision: String::new(),
-                });
-                sections.len() - 1
-            }
-        };
-        // Spread and outlier warnings only for the metric the decision rests on; the side
-        // columns (CPU, cache) always scatter and would bury what matters.
-        let key = sections[i].key_metric.clone();
-        let warnings = g
-            .warnings
-            .into_iter()
-            .filter(|w| match w {
-                Warning::WideSpread { metric, .. }
-                | Warning::Outliers { metric, .. }
-                | Warning::NonFinite { metric, .. } => *metric == key,
-                _ => true,
-            })
-            .collect();
-        let reference = FsKind::parse(&g.fs).is_some_and(FsKind::is_memory);
-        sections[i].rows.push(Row {
-            target: g.key.target,
-            fs: g.fs,
-            ok: g.ok,
-            failed: g.failed,
-            invalid: g.invalid,
-            mark: None,
-            reference,
-            metrics: g.metrics,
-            warnings,
-            why: None,
-        });
-    }
-    super::verdicts::decide_all(&mut sections, &baseline, margin_pct);
-    super::explain::explain_all(&mut sections, &baseline);
-    let ranking = super::ranking::rank(&sections, &baseline);
+    let baseline = verdicts::baseline(loaded);
+    let points = verdicts::decide(&loaded.measurements, &baseline, margin_pct, &key_metric);
+    let mut sections: Vec<Section> = points.into_iter().map(section).collect();
+    explain_all(&mut sections, &baseline);
+    let ranking = rank(&sections, &baseline);
     Report {
         schema_version: SCHEMA_VERSION,
         host: loaded.host.clone(),
@@ -309,25 +149,87 @@ pub fn build(loaded: &Loaded, margin_pct: Option<f64>) -> Report {
         sections,
         skipped_lines: loaded.skipped.clone(),
         ranking,
-        steadiness: stats::steadiness::steadiness(
-            &loaded
-                .measurements
-                .iter()
-                .filter_map(|m| m.host_probe_ms)
-                .collect::<Vec<_>>(),
-            &loaded
-                .measurements
-                .iter()
-                .filter_map(|m| {
-                    let pct = |k: &str| m.metrics.get(k).copied();
-                    stats::steadiness::stolen_pct(
-                        pct("cpu_user_pct")?,
-                        pct("cpu_system_pct")?,
-                        pct("cpu_steal_pct")?,
-                    )
-                })
-                .collect::<Vec<_>>(),
-        ),
+        steadiness: steadiness(&loaded.measurements),
         measurements: loaded.measurements.clone(),
     }
+}
+
+/// A decided point as the report shows it: a row per target with its ✓ / ✗, and the
+/// headline.
+fn section(point: Point) -> Section {
+    let (best, worst) = (point.best(), point.worst());
+    let reference: Vec<bool> = (0..point.groups.len())
+        .map(|i| point.reference(i))
+        .collect();
+    let key = point.key.name.clone();
+    let mut s = Section {
+        workload: point.workload.clone(),
+        dataset: point.dataset.clone(),
+        variant: point.variant.clone(),
+        threads: point.threads,
+        columns: columns_for(&point.workload),
+        key_metric: key.clone(),
+        higher_is_better: point.key.higher_is_better,
+        rows: Vec::new(),
+        decision: String::new(),
+    };
+    let leaders = point.leaders().cloned();
+    for (i, g) in point.groups.into_iter().enumerate() {
+        s.rows.push(Row {
+            target: g.key.target,
+            fs: g.fs,
+            ok: g.ok,
+            failed: g.failed,
+            invalid: g.invalid,
+            mark: None,
+            reference: reference[i],
+            metrics: g.metrics,
+            warnings: key_warnings(g.warnings, &key),
+            why: None,
+        });
+    }
+    if let Some(b) = best {
+        s.rows[b].mark = Some(Mark::Best);
+    }
+    if let Some(w) = worst {
+        s.rows[w].mark = Some(Mark::Worst);
+    }
+    s.decision = headline(&s, leaders.as_ref());
+    s
+}
+
+/// Spread and outlier warnings only for the metric the decision rests on; the side columns
+/// (CPU, cache) always scatter and would bury what matters.
+fn key_warnings(warnings: Vec<Warning>, key: &str) -> Vec<Warning> {
+    warnings
+        .into_iter()
+        .filter(|w| match w {
+            Warning::WideSpread { metric, .. }
+            | Warning::Outliers { metric, .. }
+            | Warning::NonFinite { metric, .. } => metric == key,
+            _ => true,
+        })
+        .collect()
+}
+
+/// How steady the host was over the run: the probe timed before each phase, and the CPU
+/// time the hypervisor kept.
+fn steadiness(measurements: &[Measurement]) -> Option<stats::steadiness::Steadiness> {
+    stats::steadiness::steadiness(
+        &measurements
+            .iter()
+            .filter_map(|m| m.host_probe_ms)
+            .collect::<Vec<_>>(),
+        &measurements
+            .iter()
+            .filter_map(|m| {
+                let pct = |k: &str| m.metrics.get(k).copied();
+                stats::steadiness::stolen_pct(
+                    pct("cpu_user_pct")?,
+                    pct("cpu_system_pct")?,
+                    pct("cpu_steal_pct")?,
+                )
+            })
+            .collect::<Vec<_>>(),
+    )
 }

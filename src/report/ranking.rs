@@ -10,7 +10,7 @@
 
 use serde::Serialize;
 
-use super::model::{Row, Section};
+use super::section::{Row, Section};
 
 /// z of a two-sided 95 % normal interval.
 const Z95: f64 = 1.959_963_985;

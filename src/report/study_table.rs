@@ -6,7 +6,8 @@
 use std::fmt::Write;
 
 use super::format::{header, value};
-use super::model::{Mark, Report, Section};
+use super::model::Report;
+use super::section::{Mark, Section};
 
 fn cell(s: &Section, metric: &str, ti: usize, baseline: &str) -> String {
     let row = &s.rows[ti];

@@ -9,8 +9,9 @@ use comfy_table::{Attribute, Cell, Color};
 
 use super::fit::{fit, Col};
 use super::format::{header, legend, row_cells, value, WIDE_NOTE};
-use super::model::{Mark, Report, Section};
+use super::model::Report;
 use super::notes;
+use super::section::{Mark, Section};
 use super::width::{output_width, wrap};
 
 /// Renders the whole report at the output width.

@@ -1,7 +1,8 @@
 //! `--runs auto`: the time budget spent where the answer is still open.
 //!
 //! Every group (target × workload × thread count) first gets the minimum repetitions. Then,
-//! round after round, the run asks the report's own decisions which disk-target comparisons
+//! round after round, the run asks the run's decisions (the report's own,
+//! [`crate::stats::verdicts`]) which disk-target comparisons
 //! with the baseline are still `undecided`, orders them by the estimated runs that would
 //! decide them (closest first), and gives one more repetition to the candidate's group, the
 //! baseline's, or both, whichever narrows the comparison's interval most
@@ -21,11 +22,11 @@
 //! says when that alone cannot fit.
 
 use std::collections::{BTreeMap, HashMap};
-use std::path::Path;
 
-use crate::report::model;
-use crate::results::store;
-use crate::stats::{next_run_side, Decision, Side};
+use crate::report::model::key_metric;
+use crate::results::store::Loaded;
+use crate::stats::verdicts::{self, Point};
+use crate::stats::{next_run_side, Side};
 
 /// One (target, workload, thread count): the unit a round repeats.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -49,47 +50,53 @@ pub struct Open {
     pub side: Side,
 }
 
-/// The key-metric comparisons of the results in `out` that are still undecided, as the
-/// report would print them (same statistics, same family, same margin).
-pub fn open_questions(out: &Path, margin_pct: f64) -> Vec<Open> {
-    let Ok(loaded) = store::load(out) else {
-        return Vec::new();
-    };
-    let report = model::build(&loaded, Some(margin_pct));
-    let mut open = Vec::new();
-    for s in &report.sections {
-        let base_raw = s
-            .rows
-            .iter()
-            .find(|r| r.target == report.baseline)
-            .and_then(|r| r.metric(&s.key_metric))
-            .map(|m| m.raw.as_slice())
-            .unwrap_or_default();
-        for row in s.rows.iter().filter(|r| !r.reference) {
-            let verdict = row
-                .metric(&s.key_metric)
-                .and_then(|m| m.vs_baseline.as_ref())
-                .and_then(|c| c.verdict.as_ref());
-            if let Some(v) = verdict.filter(|v| v.decision == Decision::Undecided) {
-                let raw = row
-                    .metric(&s.key_metric)
-                    .map(|m| m.raw.as_slice())
-                    .unwrap_or_default();
-                open.push(Open {
-                    group: Group {
-                        target: row.target.clone(),
-                        workload: s.workload.clone(),
-                        dataset: s.dataset.clone(),
-                        threads: s.threads,
-                    },
-                    variant: s.variant.clone(),
-                    runs_to_decide: v.runs_to_decide,
-                    side: next_run_side(base_raw, raw),
-                });
-            }
-        }
+/// Why the open comparisons could not be found: the run cannot tell what is decided.
+#[derive(Debug, thiserror::Error)]
+pub enum BudgetError {
+    #[error("cannot decide which comparisons are open: {0}")]
+    Decide(String),
+}
+
+/// The key-metric comparisons of the repetitions in `state` that are still undecided, as the
+/// report would print them: the same decisions ([`verdicts::decide`]: same statistics, same
+/// family, same baseline), within ±`margin_pct` %. A reference target (tmpfs) is never
+/// open. An error when the margin is no positive number or `state` holds repetitions but no
+/// plan naming their baseline: neither can be decided.
+pub fn open_questions(state: &Loaded, margin_pct: f64) -> Result<Vec<Open>, BudgetError> {
+    if !(margin_pct.is_finite() && margin_pct > 0.0) {
+        return Err(BudgetError::Decide(format!(
+            "the equivalence margin {margin_pct} % is not a positive number"
+        )));
     }
-    open
+    if state.measurements.is_empty() {
+        return Ok(Vec::new());
+    }
+    let baseline = verdicts::planned_baseline(state).ok_or_else(|| {
+        BudgetError::Decide("the repetitions carry no readable plan, so no baseline".into())
+    })?;
+    // The metric each workload is decided on is the report's choice, so the two cannot
+    // disagree on which comparison is open.
+    let points = verdicts::decide(&state.measurements, &baseline, margin_pct, &key_metric);
+    Ok(points.iter().flat_map(|p| open_in(p, &baseline)).collect())
+}
+
+/// The undecided comparisons of one decided point, each with the side whose next run
+/// narrows its interval most.
+fn open_in(p: &Point, baseline: &str) -> Vec<Open> {
+    let base_raw = p.baseline_index(baseline).map_or(&[][..], |b| p.raw(b));
+    p.undecided()
+        .map(|(i, v)| Open {
+            group: Group {
+                target: p.groups[i].key.target.clone(),
+                workload: p.workload.clone(),
+                dataset: p.dataset.clone(),
+                threads: p.threads,
+            },
+            variant: p.variant.clone(),
+            runs_to_decide: v.runs_to_decide,
+            side: next_run_side(base_raw, p.raw(i)),
+        })
+        .collect()
 }
 
 /// What one round will repeat, and why.
@@ -202,6 +209,156 @@ impl Costs {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::results::{HostFacts, Measurement};
+    use crate::stats::Decision;
+
+    /// A run of two workloads decided on different metrics (`create` on files/s, higher
+    /// better; `cold-read` on seconds per pass, lower better), at two thread counts and two
+    /// data sets: ext4 the baseline, xfs within noise of it (undecided), btrfs far behind
+    /// (decided), tmpfs within noise too (undecided, but a reference).
+    fn state(with_plan: bool) -> Loaded {
+        let jitter = [1.0, 1.03, 0.97];
+        let targets = [
+            ("ext4", "ext4", [1.0, 1.0, 1.0]),
+            ("xfs", "xfs", [1.01, 0.98, 1.04]),
+            ("btrfs", "btrfs", [0.5, 0.5, 0.5]),
+            ("ram", "tmpfs", [1.02, 0.99, 1.0]),
+        ];
+        let mut measurements = Vec::new();
+        for rep in 0..3u32 {
+            for (target, fs, scale) in targets {
+                for (workload, threads, dataset) in [
+                    ("create", 1, None),
+                    ("create", 2, None),
+                    ("cold-read", 1, Some("medium".to_string())),
+                ] {
+                    let f = jitter[rep as usize] * scale[rep as usize];
+                    // The metric not decided on says the opposite: deciding on it would
+                    // open other questions.
+                    let metrics = [
+                        ("files_per_s", 1000.0 * f),
+                        ("seconds_per_pass", 2.0 / f),
+                        (
+                            "seconds",
+                            1.0 + rep as f64 * 0.5 + (fs == "xfs") as u8 as f64,
+                        ),
+                    ];
+                    measurements.push(Measurement {
+                        target: target.into(),
+                        fs: fs.into(),
+                        workload: workload.into(),
+                        dataset,
+                        threads,
+                        repetition: rep,
+                        metrics: metrics.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
+                        ..Default::default()
+                    });
+                }
+            }
+        }
+        let mut plan =
+            crate::plan::Plan::of(Vec::new(), &["create", "cold-read"], Default::default());
+        plan.baseline = "ext4".into();
+        let plan = serde_json::to_value(plan).unwrap();
+        Loaded {
+            host: HostFacts {
+                plan: if with_plan {
+                    plan
+                } else {
+                    serde_json::Value::Null
+                },
+                ..HostFacts::default()
+            },
+            measurements,
+            skipped: Vec::new(),
+        }
+    }
+
+    /// (target, workload, data set, threads, variant, runs to decide) of a question.
+    type Asked = (String, String, Option<String>, u32, String, Option<usize>);
+
+    #[test]
+    fn the_open_questions_are_exactly_what_the_report_leaves_undecided() {
+        let state = state(true);
+        let report = crate::report::model::build(&state, Some(5.0));
+        let mut undecided: Vec<Asked> = Vec::new();
+        let mut reference_undecided = 0;
+        for s in &report.sections {
+            for row in &s.rows {
+                let v = row
+                    .metric(&s.key_metric)
+                    .and_then(|m| m.vs_baseline.as_ref())
+                    .and_then(|c| c.verdict.as_ref());
+                if v.map(|v| v.decision) != Some(Decision::Undecided) {
+                    continue;
+                }
+                if row.reference {
+                    reference_undecided += 1;
+                    continue;
+                }
+                undecided.push((
+                    row.target.clone(),
+                    s.workload.clone(),
+                    s.dataset.clone(),
+                    s.threads,
+                    s.variant.clone(),
+                    v.and_then(|v| v.runs_to_decide),
+                ));
+            }
+        }
+        let open: Vec<Asked> = open_questions(&state, 5.0)
+            .unwrap()
+            .into_iter()
+            .map(|o| {
+                let g = o.group;
+                (
+                    g.target,
+                    g.workload,
+                    g.dataset,
+                    g.threads,
+                    o.variant,
+                    o.runs_to_decide,
+                )
+            })
+            .collect();
+        assert_eq!(open, undecided);
+        // The fixture exercises what it means to: open questions on both workloads, a
+        // reference left out, a decided comparison left out.
+        assert_eq!(open.len(), 3, "{open:?}");
+        assert!(open.iter().all(|q| q.0 == "xfs"), "{open:?}");
+        assert_eq!(reference_undecided, 3);
+        assert!(report
+            .sections
+            .iter()
+            .all(|s| s.rows.iter().any(|r| r.target == "btrfs"
+                && r.metric(&s.key_metric)
+                    .unwrap()
+                    .vs_baseline
+                    .as_ref()
+                    .unwrap()
+                    .verdict
+                    .as_ref()
+                    .unwrap()
+                    .decision
+                    == Decision::Worse)));
+    }
+
+    #[test]
+    fn what_cannot_be_decided_is_an_error_not_an_empty_list() {
+        let e = open_questions(&state(false), 5.0).unwrap_err();
+        assert!(e.to_string().contains("no readable plan"), "{e}");
+        let e = open_questions(&state(true), f64::NAN).unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("cannot decide which comparisons are open"),
+            "{e}"
+        );
+        let nothing = Loaded {
+            measurements: Vec::new(),
+            ..state(false)
+        };
+        assert_eq!(open_questions(&nothing, 5.0).unwrap(), Vec::new());
+    }
 
     fn g(t: &str, w: &str) -> Group {
         Group {

@@ -51,7 +51,17 @@ impl Walk<'_> {
         }
         for round in 1.. {
             let remaining = budget.saturating_sub(self.started.elapsed()).as_secs_f64();
-            let open = budget::open_questions(&self.opts.out, self.plan.margin_pct);
+            let open = match crate::results::store::load(&self.opts.out) {
+                Ok(state) => budget::open_questions(&state, self.plan.margin_pct),
+                Err(e) => Err(budget::BudgetError::Decide(e.to_string())),
+            };
+            let open = match open {
+                Ok(open) => open,
+                Err(e) => {
+                    self.progress.println(&format!("budget: {e}"));
+                    return;
+                }
+            };
             if let Some(r) = self.ranks {
                 if self
                     .ranked_round(r, round, &open, &mut next_rep, max, remaining)

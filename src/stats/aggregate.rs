@@ -167,6 +167,8 @@ pub fn aggregate(measurements: &[Measurement], baseline: &str, alpha: f64) -> Ve
         .collect()
 }
 
+/// The group of one cell: its warnings, and every metric summarised and compared with the
+/// baseline's cell `base`.
 fn build_group(
     cell: &Cell,
     base: Option<&Cell>,
@@ -174,6 +176,23 @@ fn build_group(
     no_baseline: bool,
     alpha: f64,
 ) -> Group {
+    let mut warnings = cell_warnings(cell, baseline, no_baseline);
+    let metrics = metric_stats(cell, base, alpha, &mut warnings);
+    Group {
+        key: cell.key.clone(),
+        fs: cell.fs.to_string(),
+        ok: cell.ok,
+        failed: cell.failed.clone(),
+        invalid: cell.invalid,
+        metrics,
+        warnings,
+    }
+}
+
+/// What a reader must know about a cell before any of its metrics: too few runs, failed,
+/// interrupted or invalid repetitions, no baseline to compare with, phases shorter than
+/// their floor, values that are not numbers.
+fn cell_warnings(cell: &Cell, baseline: &str, no_baseline: bool) -> Vec<Warning> {
     let mut warnings = Vec::new();
     if cell.ok < MIN_USEFUL_RUNS {
         warnings.push(Warning::TooFewRuns { n: cell.ok });
@@ -219,7 +238,17 @@ fn build_group(
             count,
         });
     }
+    warnings
+}
 
+/// Every metric of a cell summarised and compared with the same metric of `base` at
+/// `alpha`; a wide spread or an outlier is added to `warnings`, metric by metric.
+fn metric_stats(
+    cell: &Cell,
+    base: Option<&Cell>,
+    alpha: f64,
+    warnings: &mut Vec<Warning>,
+) -> BTreeMap<String, MetricStats> {
     let mut metrics = BTreeMap::new();
     for (metric, raw) in &cell.raw {
         // Only finite values were collected, so this is `None` only for an empty list.
@@ -250,16 +279,7 @@ fn build_group(
             },
         );
     }
-
-    Group {
-        key: cell.key.clone(),
-        fs: cell.fs.to_string(),
-        ok: cell.ok,
-        failed: cell.failed.clone(),
-        invalid: cell.invalid,
-        metrics,
-        warnings,
-    }
+    metrics
 }
 
 #[cfg(test)]

@@ -23,11 +23,14 @@
 use serde::Serialize;
 use statrs::distribution::{ContinuousCDF, StudentsT};
 
-use super::estimators::{all_finite, mean, stddev, t_quantile};
-use super::significance::log_values;
+use super::estimators::{all_finite, log_values, mean, stddev, t_quantile};
 
 /// [`runs_to_decide`] looks no further than this many runs per target.
 pub const MAX_RUNS_ESTIMATE: usize = 1000;
+
+/// The significance level of every "is it real" decision of a run: the family's false
+/// discovery rate, and the level each single comparison is tested at.
+pub const ALPHA: f64 = 0.05;
 
 /// The name of the multiple-comparison control, as reports print it.
 pub const ADJUSTMENT: &str = "Benjamini–Hochberg";

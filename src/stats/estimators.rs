@@ -1,7 +1,8 @@
 //! The numerically careful building blocks every statistic here rests on: mean, sample
-//! standard deviation, median and Student's t quantile. Kept apart from [`super::summary`]
-//! so that the summary, the outlier rule and the significance tests all stand on them
-//! without standing on each other.
+//! standard deviation, median, Student's t quantile and the logarithms of the ratio scale.
+//! Kept apart from [`super::summary`] so that the summary, the outlier rule, the
+//! significance tests and the decision rules all stand on them without standing on each
+//! other.
 
 use statrs::distribution::{ContinuousCDF, StudentsT};
 
@@ -73,6 +74,14 @@ pub(crate) fn t_quantile(p: f64, df: f64) -> Option<f64> {
         return None;
     }
     StudentsT::new(0.0, 1.0, df).ok().map(|t| t.inverse_cdf(p))
+}
+
+/// The logarithms of `xs` when every value is positive and finite: the ratio scale that
+/// [`super::compare`] and the decision rules ([`super::decision`]) both work on.
+pub fn log_values(xs: &[f64]) -> Option<Vec<f64>> {
+    xs.iter()
+        .all(|&x| x > 0.0 && x.is_finite())
+        .then(|| xs.iter().map(|x| x.ln()).collect())
 }
 
 /// Median of finite values; `None` for an empty slice or when any value is non-finite

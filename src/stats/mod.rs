@@ -11,6 +11,8 @@
 //! * [`decision`]: better / worse / equivalent / undecided: Benjamini–Hochberg control, TOST, and the
 //!   runs a comparison still needs.
 //! * [`aggregate`](mod@aggregate): groups measurements and compares each target to a baseline.
+//! * [`verdicts`]: the run's decisions, one family over every key-metric comparison, which
+//!   the report prints and the time budget spends its rounds on.
 //! * [`warnings`]: what a reader should distrust, in plain words.
 //! * [`steadiness`](mod@steadiness): how steady the host was over the run (the probe timed
 //!   before each phase).
@@ -26,17 +28,19 @@ pub mod shift;
 pub mod significance;
 pub mod steadiness;
 pub mod summary;
+pub mod verdicts;
 pub mod warnings;
 pub mod welch;
 
 pub use aggregate::{aggregate, Group, GroupKey, MetricStats};
 pub use decision::{
     benjamini_hochberg, decide, next_level, next_run_side, runs_to_decide, tost_p, Decision, Side,
-    Verdict, ADJUSTMENT,
+    Verdict, ADJUSTMENT, ALPHA,
 };
+pub use estimators::log_values;
 pub use mann_whitney::{mann_whitney, mann_whitney_min_p, MannWhitneyResult, MwMethod};
 pub use outliers::{mad_outliers, robust_sigma, OUTLIER_SIGMAS};
-pub use significance::{choose_test, compare, log_values, skewness, Comparison, Scale, Test};
+pub use significance::{choose_test, compare, skewness, Comparison, Scale, Test};
 pub use summary::{summarize, Summary};
 pub use warnings::Warning;
 pub use welch::{welch, WelchResult};

@@ -12,11 +12,12 @@
 
 use serde::Serialize;
 
-use super::estimators::{all_finite, mean};
+use super::decision::Verdict;
+use super::estimators::{all_finite, log_values, mean};
 use super::mann_whitney::mann_whitney;
 use super::outliers::mad_outliers;
 use super::shift::hodges_lehmann;
-use super::welch::welch;
+use super::welch::{welch, WelchResult};
 
 /// Which test produced a [`Comparison`]'s p-value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -44,13 +45,6 @@ pub enum Scale {
     /// Welch on raw values (a sample had a value ≤ 0); the difference is of arithmetic
     /// means, relative to the baseline mean.
     Difference,
-}
-
-/// The logarithms of `xs` when every value is positive and finite: the ratio scale.
-pub fn log_values(xs: &[f64]) -> Option<Vec<f64>> {
-    xs.iter()
-        .all(|&x| x > 0.0 && x.is_finite())
-        .then(|| xs.iter().map(|x| x.ln()).collect())
 }
 
 /// A candidate measured against a baseline.
@@ -85,7 +79,7 @@ pub struct Comparison {
     /// The three-way decision, set by whoever knows the family of comparisons and the
     /// metric's direction (the report model, for key metrics); `None` from [`compare`].
     #[serde(flatten)]
-    pub verdict: Option<super::decision::Verdict>,
+    pub verdict: Option<Verdict>,
 }
 
 /// A sample this small is not judged for shape (see [`choose_test`]).
@@ -135,63 +129,28 @@ pub fn compare(baseline: &[f64], candidate: &[f64], alpha: f64) -> Option<Compar
     }
     let zero_spread = |xs: &[f64]| xs.iter().all(|&x| x == xs[0]);
     if zero_spread(baseline) && zero_spread(candidate) {
-        if mb == mc {
-            return None;
-        }
-        let pct_diff = (mc - mb) / mb * 100.0;
-        return Some(Comparison {
-            pct_diff,
-            pct_ci95: Some((pct_diff, pct_diff)),
-            pct_ci90: Some((pct_diff, pct_diff)),
-            p_value: 0.0,
-            test: Test::Welch,
-            scale: Scale::Difference,
-            significant: 0.0 < alpha,
-            verdict: None,
-        });
+        return deterministic(mb, mc, alpha);
     }
-    let (scale, pct_diff, w, to_pct): (Scale, f64, _, Box<dyn Fn(f64) -> f64>) =
-        match (log_values(baseline), log_values(candidate)) {
-            (Some(lb), Some(lc)) => {
-                let w = welch(&lc, &lb);
-                let d = mean(&lc) - mean(&lb);
-                let to_pct = |x: f64| x.exp_m1() * 100.0;
-                (Scale::Ratio, to_pct(d), w, Box::new(to_pct))
-            }
-            _ => (
-                Scale::Difference,
-                (mc - mb) / mb * 100.0,
-                welch(candidate, baseline),
-                Box::new(move |x: f64| x / mb * 100.0),
-            ),
-        };
+    let on = Scaled::new(baseline, candidate, mb, mc);
     let pct = |(lo, hi): (f64, f64)| {
-        let (lo, hi) = (to_pct(lo), to_pct(hi));
+        let (lo, hi) = ((on.to_pct)(lo), (on.to_pct)(hi));
         (lo.min(hi), lo.max(hi))
     };
     let test = choose_test(baseline, candidate);
     let (p_value, pct_diff, pct_ci95, pct_ci90) = match test {
         Test::Welch => (
-            w?.p,
-            pct_diff,
-            w.map(|w| pct(w.ci95)),
-            w.map(|w| pct(w.ci90)),
+            on.welch?.p,
+            on.pct_diff,
+            on.welch.map(|w| pct(w.ci95)),
+            on.welch.map(|w| pct(w.ci90)),
         ),
         Test::MannWhitney => {
-            // The rank test's own estimate and intervals, on the same scale as Welch's
-            // would have been (logs, else raw values): the interval then excludes 0 exactly
-            // when the test calls the difference.
-            let (c, b) = match scale {
-                Scale::Ratio => (log_values(candidate)?, log_values(baseline)?),
-                Scale::Difference => (candidate.to_vec(), baseline.to_vec()),
-            };
-            let s95 = hodges_lehmann(&c, &b, 0.05)?;
-            let s90 = hodges_lehmann(&c, &b, 0.10)?;
+            let r = rank_test(baseline, candidate, on.scale)?;
             (
-                mann_whitney(&c, &b)?.p,
-                to_pct(s95.estimate),
-                Some(pct(s95.ci)),
-                Some(pct(s90.ci)),
+                r.p,
+                (on.to_pct)(r.shift),
+                Some(pct(r.ci95)),
+                Some(pct(r.ci90)),
             )
         }
     };
@@ -201,9 +160,90 @@ pub fn compare(baseline: &[f64], candidate: &[f64], alpha: f64) -> Option<Compar
         pct_ci90,
         p_value,
         test,
-        scale,
+        scale: on.scale,
         significant: p_value < alpha,
         verdict: None,
+    })
+}
+
+/// Two samples without any spread and with different means (a deterministic counter that
+/// changed): significant with p = 0 and a zero-width interval, since Welch's statistic is
+/// infinite and no repetition would change it. `None` when the means are equal too.
+fn deterministic(mb: f64, mc: f64, alpha: f64) -> Option<Comparison> {
+    if mb == mc {
+        return None;
+    }
+    let pct_diff = (mc - mb) / mb * 100.0;
+    Some(Comparison {
+        pct_diff,
+        pct_ci95: Some((pct_diff, pct_diff)),
+        pct_ci90: Some((pct_diff, pct_diff)),
+        p_value: 0.0,
+        test: Test::Welch,
+        scale: Scale::Difference,
+        significant: 0.0 < alpha,
+        verdict: None,
+    })
+}
+
+/// Welch's test on the scale the comparison is made on, and the way back to percent.
+struct Scaled {
+    scale: Scale,
+    /// The difference in percent of the baseline, by Welch's estimate.
+    pct_diff: f64,
+    welch: Option<WelchResult>,
+    /// From a difference on `scale` to percent of the baseline.
+    to_pct: Box<dyn Fn(f64) -> f64>,
+}
+
+impl Scaled {
+    /// Logarithms when both samples are positive (the ratio scale), else raw values
+    /// relative to the baseline mean `mb`.
+    fn new(baseline: &[f64], candidate: &[f64], mb: f64, mc: f64) -> Scaled {
+        match (log_values(baseline), log_values(candidate)) {
+            (Some(lb), Some(lc)) => {
+                let to_pct = |x: f64| x.exp_m1() * 100.0;
+                Scaled {
+                    scale: Scale::Ratio,
+                    pct_diff: to_pct(mean(&lc) - mean(&lb)),
+                    welch: welch(&lc, &lb),
+                    to_pct: Box::new(to_pct),
+                }
+            }
+            _ => Scaled {
+                scale: Scale::Difference,
+                pct_diff: (mc - mb) / mb * 100.0,
+                welch: welch(candidate, baseline),
+                to_pct: Box::new(move |x: f64| x / mb * 100.0),
+            },
+        }
+    }
+}
+
+/// What the rank test says on the comparison's scale.
+struct RankTest {
+    p: f64,
+    /// Its own estimate of the shift (Hodges–Lehmann).
+    shift: f64,
+    /// The shifts the test does not reject at 5 % and at 10 %.
+    ci95: (f64, f64),
+    ci90: (f64, f64),
+}
+
+/// Mann–Whitney on `scale` (logs, else raw values): the same scale as Welch's would have
+/// been, so the interval excludes 0 exactly when the test calls the difference.
+fn rank_test(baseline: &[f64], candidate: &[f64], scale: Scale) -> Option<RankTest> {
+    let (c, b) = match scale {
+        Scale::Ratio => (log_values(candidate)?, log_values(baseline)?),
+        Scale::Difference => (candidate.to_vec(), baseline.to_vec()),
+    };
+    let s95 = hodges_lehmann(&c, &b, 0.05)?;
+    let s90 = hodges_lehmann(&c, &b, 0.10)?;
+    Some(RankTest {
+        p: mann_whitney(&c, &b)?.p,
+        shift: s95.estimate,
+        ci95: s95.ci,
+        ci90: s90.ci,
     })
 }
 

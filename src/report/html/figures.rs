@@ -7,7 +7,8 @@ use std::fmt::Write;
 use super::esc;
 use crate::report::charts::{self, Bar, BarOpts, Line, XAxis};
 use crate::report::format::header;
-use crate::report::model::{Report, Row, Section};
+use crate::report::model::Report;
+use crate::report::section::{Row, Section};
 
 fn direction(s: &Section) -> &'static str {
     if s.higher_is_better {

@@ -72,26 +72,15 @@ const QUANTITIES: [Quantity; 4] = [
     ),
 ];
 
+/// The repetition charted per target of each workload point: the measurements of one point,
+/// by target.
+type Chosen<'a> = BTreeMap<(String, String), BTreeMap<String, &'a Measurement>>;
+
+/// The monitor time series section: per workload point, one chart per quantity with a line
+/// per target; points whose phase was too short to chart, and the work set aside inside
+/// the windows, are listed after the charts.
 pub(super) fn render(h: &mut String, ms: &[Measurement], colors: &BTreeMap<String, usize>) {
-    // The first ok repetition of each (workload, variant, target) at the lowest thread count.
-    let mut chosen: BTreeMap<(String, String), BTreeMap<String, &Measurement>> = BTreeMap::new();
-    for m in ms
-        .iter()
-        .filter(|m| m.status == Status::Ok && !m.series.is_empty())
-    {
-        let e = chosen
-            .entry((
-                m.workload.clone(),
-                crate::report::model::point_label(m.dataset.as_deref(), &m.variant),
-            ))
-            .or_default();
-        match e.get(&m.target) {
-            Some(prev) if (prev.threads, prev.repetition) <= (m.threads, m.repetition) => {}
-            _ => {
-                e.insert(m.target.clone(), m);
-            }
-        }
-    }
+    let chosen = choose(ms);
     if chosen.is_empty() {
         return;
     }
@@ -117,46 +106,95 @@ pub(super) fn render(h: &mut String, ms: &[Measurement], colors: &BTreeMap<Strin
                 set_aside.push(line);
             }
         }
-        let fewest = targets.values().map(|m| m.series.len()).min().unwrap_or(0);
-        if fewest < MIN_POINTS {
-            let longest = targets
-                .values()
-                .filter_map(|m| m.series.last().map(|s| s.t))
-                .fold(0.0f64, f64::max);
-            too_short.push(format!(
-                "<li>{}: phase too short to chart ({fewest} sample{} in {:.2}&nbsp;s)</li>",
-                esc(&title),
-                if fewest == 1 { "" } else { "s" },
-                longest
-            ));
-            continue;
-        }
-        for (what, y_label, f, is_rate) in QUANTITIES {
-            let data: Vec<Line> = targets
-                .iter()
-                .map(|(t, m)| {
-                    let pts: Vec<(f64, f64)> = m.series.iter().map(|s| (s.t, f(s))).collect();
-                    Line {
-                        name: t.clone(),
-                        color: colors.get(t).copied().unwrap_or(0),
-                        points: if is_rate { rate(&pts) } else { downsample(pts) },
-                    }
-                })
-                .collect();
-            let _ = write!(
-                h,
-                "<div>{}</div>",
-                charts::lines(
-                    &format!("{title}: {what}"),
-                    "seconds",
-                    y_label,
-                    XAxis::FromZero,
-                    &data
-                )
-            );
+        match too_short_line(&title, targets) {
+            Some(line) => too_short.push(line),
+            None => point_charts(h, &title, targets, colors),
         }
     }
     h.push_str("</div>");
+    notes(h, &too_short, &set_aside);
+    h.push_str("</section>");
+}
+
+/// The first ok repetition of each (workload, point, target) at the lowest thread count:
+/// one phase per target is what a chart can show side by side.
+fn choose(ms: &[Measurement]) -> Chosen<'_> {
+    let mut chosen: Chosen = BTreeMap::new();
+    for m in ms
+        .iter()
+        .filter(|m| m.status == Status::Ok && !m.series.is_empty())
+    {
+        let e = chosen
+            .entry((
+                m.workload.clone(),
+                crate::report::section::point_label(m.dataset.as_deref(), &m.variant),
+            ))
+            .or_default();
+        match e.get(&m.target) {
+            Some(prev) if (prev.threads, prev.repetition) <= (m.threads, m.repetition) => {}
+            _ => {
+                e.insert(m.target.clone(), m);
+            }
+        }
+    }
+    chosen
+}
+
+/// The line saying a point's phase was too short to chart (fewer than [`MIN_POINTS`]
+/// samples on some target), if it was: a line through two dots says nothing.
+fn too_short_line(title: &str, targets: &BTreeMap<String, &Measurement>) -> Option<String> {
+    let fewest = targets.values().map(|m| m.series.len()).min().unwrap_or(0);
+    if fewest >= MIN_POINTS {
+        return None;
+    }
+    let longest = targets
+        .values()
+        .filter_map(|m| m.series.last().map(|s| s.t))
+        .fold(0.0f64, f64::max);
+    Some(format!(
+        "<li>{}: phase too short to chart ({fewest} sample{} in {:.2}&nbsp;s)</li>",
+        esc(title),
+        if fewest == 1 { "" } else { "s" },
+        longest
+    ))
+}
+
+/// One chart per monitored quantity for a point, a line per target.
+fn point_charts(
+    h: &mut String,
+    title: &str,
+    targets: &BTreeMap<String, &Measurement>,
+    colors: &BTreeMap<String, usize>,
+) {
+    for (what, y_label, f, is_rate) in QUANTITIES {
+        let data: Vec<Line> = targets
+            .iter()
+            .map(|(t, m)| {
+                let pts: Vec<(f64, f64)> = m.series.iter().map(|s| (s.t, f(s))).collect();
+                Line {
+                    name: t.clone(),
+                    color: colors.get(t).copied().unwrap_or(0),
+                    points: if is_rate { rate(&pts) } else { downsample(pts) },
+                }
+            })
+            .collect();
+        let _ = write!(
+            h,
+            "<div>{}</div>",
+            charts::lines(
+                &format!("{title}: {what}"),
+                "seconds",
+                y_label,
+                XAxis::FromZero,
+                &data
+            )
+        );
+    }
+}
+
+/// What follows the charts: the points too short to chart, and the work set aside inside
+/// the charted windows (so a spike in a line is not read as the phase's own).
+fn notes(h: &mut String, too_short: &[String], set_aside: &[String]) {
     if !too_short.is_empty() {
         let _ = write!(h, "<ul class=\"short\">{}</ul>", too_short.concat());
     }
@@ -170,7 +208,6 @@ pub(super) fn render(h: &mut String, ms: &[Measurement], colors: &BTreeMap<Strin
             set_aside.concat()
         );
     }
-    h.push_str("</section>");
 }
 
 /// The line naming what a charted phase set aside ([`crate::monitor::Aside`]), if anything:

@@ -1,0 +1,113 @@
+//! A report's sections: one per workload point, a row per target, as every exporter shows
+//! them. Plain data: the model builds them, and the pieces that fill them in (the headline,
+//! the explanations, the ranking) read them from here, below all of them.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::results::Status;
+use crate::stats::{MetricStats, Warning};
+
+/// The metric a workload that runs its own worker threads records their count in.
+pub const WORKER_THREADS: &str = "worker_threads";
+
+/// Best (✓) or worst (✗) among the disk targets, only when the gap to the neighbour is
+/// significant after Benjamini–Hochberg control (see [`crate::stats::verdicts`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Mark {
+    Best,
+    Worst,
+}
+
+/// One target's row in a section.
+#[derive(Debug, Clone, Serialize)]
+pub struct Row {
+    pub target: String,
+    pub fs: String,
+    pub ok: usize,
+    pub failed: Vec<(u32, Status, Option<String>)>,
+    pub invalid: usize,
+    pub mark: Option<Mark>,
+    /// A memory file system (tmpfs): shown for reference, never ranked or marked.
+    pub reference: bool,
+    pub metrics: BTreeMap<String, MetricStats>,
+    pub warnings: Vec<Warning>,
+    /// Why this row differs significantly from the baseline, from the monitor's figures in
+    /// the same cells (`report::explain`); absent when nothing measured explains it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub why: Option<String>,
+}
+
+impl Row {
+    pub fn metric(&self, name: &str) -> Option<&MetricStats> {
+        self.metrics.get(name)
+    }
+    pub fn mean(&self, name: &str) -> Option<f64> {
+        self.metrics.get(name).map(|m| m.summary.mean)
+    }
+}
+
+/// One workload point at one thread count: the unit users compare.
+#[derive(Debug, Clone, Serialize)]
+pub struct Section {
+    pub workload: String,
+    /// The data set's profile, when the run had several (each is its own section).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dataset: Option<String>,
+    pub variant: String,
+    pub threads: u32,
+    pub key_metric: String,
+    pub higher_is_better: bool,
+    /// Extra metrics worth a column for this workload.
+    pub columns: Vec<String>,
+    pub rows: Vec<Row>,
+    /// One sentence about the disk targets: who wins (better, after Benjamini–Hochberg), that the two
+    /// leaders are equivalent, or that it is undecided and how many runs would decide it.
+    pub decision: String,
+}
+
+impl Section {
+    /// The worker threads the measurement ran: the workload's own count when it ignores
+    /// `--threads` and records how many it ran ([`WORKER_THREADS`]; `db` runs 12 by
+    /// default), else the `--threads` value it ran with.
+    pub fn worker_threads(&self) -> u32 {
+        self.rows
+            .iter()
+            .filter_map(|r| r.metric(WORKER_THREADS))
+            .map(|m| m.summary.max.round() as u32)
+            .max()
+            .unwrap_or(self.threads)
+    }
+
+    /// What tells this point from the workload's others: the data set (when the run had
+    /// several) and the variant, e.g. `medium · cold`; empty for a single-point workload.
+    pub fn point_label(&self) -> String {
+        point_label(self.dataset.as_deref(), &self.variant)
+    }
+
+    pub fn title(&self) -> String {
+        let mut t = self.workload.clone();
+        let point = self.point_label();
+        if !point.is_empty() {
+            t.push_str(&format!(" [{point}]"));
+        }
+        let threads = self.worker_threads();
+        t.push_str(&format!(
+            ", {} thread{}",
+            threads,
+            if threads == 1 { "" } else { "s" }
+        ));
+        t
+    }
+}
+
+/// A point's label from its data set (when a run had several) and its variant.
+pub fn point_label(dataset: Option<&str>, variant: &str) -> String {
+    match (dataset, variant.is_empty()) {
+        (Some(d), true) => d.to_string(),
+        (Some(d), false) => format!("{d} · {variant}"),
+        (None, _) => variant.to_string(),
+    }
+}

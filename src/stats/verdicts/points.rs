@@ -1,0 +1,173 @@
+//! The unit a run's decisions are made in: one workload point (workload, data set, variant,
+//! thread count) with a group of repetitions per target, and the metric the point is decided
+//! on. Plain data and the questions asked of it; the deciding is in [`super::family`].
+
+use crate::plan::FsKind;
+use crate::stats::aggregate::Group;
+use crate::stats::decision::{Decision, Verdict};
+use crate::stats::significance::Comparison;
+
+/// The metric a point is decided on, and its direction. The caller names it per workload
+/// (the statistics never know a workload); results of a workload the caller does not know
+/// are decided on their wall time ([`Default`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyMetric {
+    pub name: String,
+    pub higher_is_better: bool,
+}
+
+impl Default for KeyMetric {
+    fn default() -> Self {
+        KeyMetric {
+            name: "seconds".to_string(),
+            higher_is_better: false,
+        }
+    }
+}
+
+impl From<(&str, bool)> for KeyMetric {
+    fn from((name, higher_is_better): (&str, bool)) -> Self {
+        KeyMetric {
+            name: name.to_string(),
+            higher_is_better,
+        }
+    }
+}
+
+/// Whether a target of file-system type `fs` is a reference (a memory file system, tmpfs):
+/// compared with the baseline, but never ranked, marked, or a reason to run more.
+pub fn is_reference(fs: &str) -> bool {
+    FsKind::parse(fs).is_some_and(FsKind::is_memory)
+}
+
+/// Two neighbours in a point's ranking of the disk targets: `win` leads `next` by the key
+/// metric's mean (indices into [`Point::groups`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RankedPair {
+    pub win: usize,
+    pub next: usize,
+    /// `next` as baseline, `win` as candidate, with its verdict once decided.
+    pub cmp: Option<Comparison>,
+    /// The group whose comparison with the baseline holds the same samples, when one of the
+    /// two is the baseline: the pair then shares that comparison's place in the family.
+    pub(super) same_as: Option<usize>,
+}
+
+impl RankedPair {
+    /// Whether the pair's verdict is a difference (better or worse), not "equivalent" or
+    /// "undecided": what a ✓ or ✗ rests on.
+    pub fn decisive(&self) -> bool {
+        self.cmp
+            .as_ref()
+            .and_then(|c| c.verdict.as_ref())
+            .is_some_and(|v| matches!(v.decision, Decision::Better | Decision::Worse))
+    }
+}
+
+/// One workload point: every target's group of repetitions, decided on one metric.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Point {
+    pub workload: String,
+    /// The data set's profile, when the run had several (each is its own point).
+    pub dataset: Option<String>,
+    pub variant: String,
+    pub threads: u32,
+    pub key: KeyMetric,
+    /// One group per target, in the order [`crate::stats::aggregate`] gives them. Once
+    /// decided, the key metric's `vs_baseline` carries its verdict.
+    pub groups: Vec<Group>,
+    /// The ranking's pairs among the disk targets: first the leader and the runner-up, then
+    /// (when different) the second-to-last and the last. Empty below two ranked targets.
+    pub pairs: Vec<RankedPair>,
+}
+
+impl Point {
+    /// Whether group `g` belongs to this point.
+    fn holds(&self, g: &Group) -> bool {
+        self.workload == g.key.workload
+            && self.dataset == g.key.dataset
+            && self.variant == g.key.variant
+            && self.threads == g.key.threads
+    }
+
+    /// The key metric's values of group `i` (empty when it has none).
+    pub fn raw(&self, i: usize) -> &[f64] {
+        self.groups[i]
+            .metrics
+            .get(&self.key.name)
+            .map_or(&[][..], |m| m.raw.as_slice())
+    }
+
+    /// The key metric's mean of group `i`.
+    pub fn mean(&self, i: usize) -> Option<f64> {
+        self.groups[i]
+            .metrics
+            .get(&self.key.name)
+            .map(|m| m.summary.mean)
+    }
+
+    /// Whether group `i` is a reference target ([`is_reference`]).
+    pub fn reference(&self, i: usize) -> bool {
+        is_reference(&self.groups[i].fs)
+    }
+
+    /// Group `i`'s key metric against the baseline.
+    pub fn vs_baseline(&self, i: usize) -> Option<&Comparison> {
+        self.groups[i]
+            .metrics
+            .get(&self.key.name)?
+            .vs_baseline
+            .as_ref()
+    }
+
+    /// The index of the baseline's group.
+    pub fn baseline_index(&self, baseline: &str) -> Option<usize> {
+        self.groups.iter().position(|g| g.key.target == baseline)
+    }
+
+    /// The leader and the runner-up, when at least two disk targets were measured.
+    pub fn leaders(&self) -> Option<&RankedPair> {
+        self.pairs.first()
+    }
+
+    /// The group that is best among the disk targets, when its lead is a decided difference.
+    pub fn best(&self) -> Option<usize> {
+        self.pairs.first().filter(|p| p.decisive()).map(|p| p.win)
+    }
+
+    /// The group that is worst among the disk targets, when it trails by a decided
+    /// difference.
+    pub fn worst(&self) -> Option<usize> {
+        self.pairs.last().filter(|p| p.decisive()).map(|p| p.next)
+    }
+
+    /// The disk targets whose comparison with the baseline is still undecided, with its
+    /// verdict: what further repetitions are for.
+    pub fn undecided(&self) -> impl Iterator<Item = (usize, &Verdict)> + '_ {
+        (0..self.groups.len()).filter_map(|i| {
+            let v = self.vs_baseline(i)?.verdict.as_ref()?;
+            (!self.reference(i) && v.decision == Decision::Undecided).then_some((i, v))
+        })
+    }
+}
+
+/// The groups gathered into points, in the order of their first group; each point decided on
+/// the metric `key_of` names for its workload (the default when it names none).
+pub fn gather(groups: Vec<Group>, key_of: &dyn Fn(&str) -> Option<KeyMetric>) -> Vec<Point> {
+    let mut points: Vec<Point> = Vec::new();
+    for g in groups {
+        match points.iter_mut().find(|p| p.holds(&g)) {
+            Some(p) => p.groups.push(g),
+            None => points.push(Point {
+                workload: g.key.workload.clone(),
+                dataset: g.key.dataset.clone(),
+                variant: g.key.variant.clone(),
+                threads: g.key.threads,
+                key: key_of(&g.key.workload).unwrap_or_default(),
+                groups: vec![g],
+                pairs: Vec::new(),
+            }),
+        }
+    }
+    points
+}
