@@ -21,10 +21,8 @@
 //! says when that alone cannot fit.
 
 use std::collections::{BTreeMap, HashMap};
-use std::path::Path;
 
 use crate::report::model;
-use crate::results::store;
 use crate::stats::{next_run_side, Decision, Side};
 
 /// One (target, workload, thread count): the unit a round repeats.
@@ -49,13 +47,22 @@ pub struct Open {
     pub side: Side,
 }
 
-/// The key-metric comparisons of the results in `out` that are still undecided, as the
-/// report would print them (same statistics, same family, same margin).
-pub fn open_questions(out: &Path, margin_pct: f64) -> Vec<Open> {
-    let Ok(loaded) = store::load(out) else {
-        return Vec::new();
-    };
-    let report = model::build(&loaded, Some(margin_pct));
+/// Why the budget cannot tell which comparisons are still open: the run ends on it rather
+/// than call them decided.
+#[derive(Debug, thiserror::Error)]
+pub enum BudgetError {
+    #[error("cannot decide which comparisons are open: {0}")]
+    Decide(String),
+}
+
+/// The key-metric comparisons of the run's results so far (`state`, kept in memory as they
+/// are recorded) that are still undecided, as the report would print them (same
+/// statistics, same family, same margin).
+pub fn open_questions(
+    state: &crate::results::store::Loaded,
+    margin_pct: f64,
+) -> Result<Vec<Open>, BudgetError> {
+    let report = model::build(state, Some(margin_pct));
     let mut open = Vec::new();
     for s in &report.sections {
         let base_raw = s
@@ -89,7 +96,7 @@ pub fn open_questions(out: &Path, margin_pct: f64) -> Vec<Open> {
             }
         }
     }
-    open
+    Ok(open)
 }
 
 /// What one round will repeat, and why.
