@@ -67,6 +67,8 @@ pub struct RunSummary {
     pub measured: usize,
     /// One line per measurement that did not end `ok`, except those an interrupt cut short.
     pub failures: Vec<String>,
+    /// The run stopped before its end: a signal, a results file it could no longer write,
+    /// or a budget that could not tell what was still open (each said in one line).
     pub interrupted: bool,
     /// Measurements an interrupt cut short (recorded `interrupted`; `--resume` measures
     /// them again): not failures, and not listed as such.

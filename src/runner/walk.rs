@@ -43,15 +43,7 @@ pub struct Inputs<'a> {
 
 /// A run in progress: what every cell needs, and what the run has recorded so far.
 pub struct Walk<'a> {
-    plan: &'a Plan,
-    targets: &'a [TargetConfig],
-    team: &'a dyn Team,
-    opts: &'a RunOptions,
-    cancel: &'a Arc<AtomicBool>,
-    usable: &'a [usize],
-    workloads: &'a [Box<dyn Workload>],
-    work: &'a WorkDir,
-    image: u64,
+    inputs: Inputs<'a>,
     done: HashSet<DoneKey>,
     /// Points of cells cut short that are recorded in final form (`--resume`).
     points: HashSet<CellKey>,
@@ -129,28 +121,11 @@ impl<'a> Walk<'a> {
         state: Loaded,
         summary: &'a mut RunSummary,
     ) -> Walk<'a> {
-        let Inputs {
-            plan,
-            targets,
-            team,
-            opts,
-            cancel,
-            usable,
-            workloads,
-            work,
-            image,
-        } = inputs;
-        let cells = minimum(plan, workloads, usable).len() as u64;
+        let (plan, work, cancel) = (inputs.plan, inputs.work, inputs.cancel);
+        let cells = minimum(plan, inputs.workloads, inputs.usable).len() as u64;
+        let quiet = inputs.opts.quiet;
         Walk {
-            plan,
-            targets,
-            team,
-            opts,
-            cancel,
-            usable,
-            workloads,
-            work,
-            image,
+            inputs,
             done: tally.done,
             points: tally.points,
             state,
@@ -158,7 +133,7 @@ impl<'a> Walk<'a> {
             provisioned: HashSet::new(),
             store,
             summary,
-            progress: Progress::new(cells, opts.quiet),
+            progress: Progress::new(cells, quiet),
             masters: populate::Masters::new(plan, work, cancel),
             seq: 0,
             costs: budget::Costs::default(),
@@ -169,7 +144,7 @@ impl<'a> Walk<'a> {
     /// Walks the plan: its minimum repetitions, then (`--runs auto`) the budget's rounds.
     /// `Err` when the budget cannot tell what is still open: the run ends on it.
     pub fn walk(&mut self) -> Result<(), BudgetError> {
-        let minimum = minimum(self.plan, self.workloads, self.usable);
+        let minimum = minimum(self.inputs.plan, self.inputs.workloads, self.inputs.usable);
         // The probe's table is built now, long before the first phase's probe, so that
         // probe does not find the fresh table still in the CPU's caches.
         crate::monitor::steadiness::shared();
@@ -181,7 +156,7 @@ impl<'a> Walk<'a> {
                 break;
             }
         }
-        let spent = match self.plan.runs {
+        let spent = match self.inputs.plan.runs {
             Runs::Auto { max, budget, .. } if !self.summary.interrupted => {
                 self.spend_budget(max, budget)
             }
@@ -208,7 +183,7 @@ impl<'a> Walk<'a> {
             return None;
         }
         let mut eta = Duration::from_secs_f64(secs);
-        if let Runs::Auto { budget, .. } = self.plan.runs {
+        if let Runs::Auto { budget, .. } = self.inputs.plan.runs {
             eta = eta.max(budget.saturating_sub(self.started.elapsed()));
         }
         Some(eta)
@@ -217,20 +192,24 @@ impl<'a> Walk<'a> {
     /// What the results file calls `cell` once it is recorded (`--resume` skips those).
     fn done_key(&self, cell: &Cell) -> DoneKey {
         DoneKey {
-            target: self.plan.targets[self.usable[cell.target]].name.clone(),
-            workload: self.workloads[cell.workload].name().to_string(),
+            target: self.inputs.plan.targets[self.inputs.usable[cell.target]]
+                .name
+                .clone(),
+            workload: self.inputs.workloads[cell.workload].name().to_string(),
             threads: cell.threads as u32,
             repetition: cell.repetition,
-            dataset: self.plan.dataset_label(cell.dataset),
+            dataset: self.inputs.plan.dataset_label(cell.dataset),
         }
     }
 
     /// The group (all repetitions) `cell` belongs to.
     fn group(&self, cell: &Cell) -> Group {
         Group {
-            target: self.plan.targets[self.usable[cell.target]].name.clone(),
-            workload: self.workloads[cell.workload].name().to_string(),
-            dataset: self.plan.dataset_label(cell.dataset),
+            target: self.inputs.plan.targets[self.inputs.usable[cell.target]]
+                .name
+                .clone(),
+            workload: self.inputs.workloads[cell.workload].name().to_string(),
+            dataset: self.inputs.plan.dataset_label(cell.dataset),
             threads: cell.threads as u32,
         }
     }
@@ -241,9 +220,9 @@ impl<'a> Walk<'a> {
         InstanceSpec {
             target,
             seq: self.seq,
-            size: target.size.unwrap_or(self.image),
-            allow_device: self.opts.allow_device,
-            wipe: self.opts.wipe,
+            size: target.size.unwrap_or(self.inputs.image),
+            allow_device: self.inputs.opts.allow_device,
+            wipe: self.inputs.opts.wipe,
         }
     }
 
@@ -254,9 +233,9 @@ impl<'a> Walk<'a> {
             .iter()
             .filter(|c| !self.done.contains(&self.done_key(c)))
             .map(|c| {
-                let spec = self.spec_for(&self.targets[self.usable[c.target]]);
+                let spec = self.spec_for(&self.inputs.targets[self.inputs.usable[c.target]]);
                 (
-                    self.workloads[c.workload].as_ref(),
+                    self.inputs.workloads[c.workload].as_ref(),
                     c.target,
                     c.dataset,
                     spec,
@@ -269,7 +248,7 @@ impl<'a> Walk<'a> {
     /// Runs one cell and records what it measured; `Break` when the run must stop
     /// (interrupted, or the results file cannot be written).
     fn run_cell(&mut self, cell: &Cell) -> ControlFlow<()> {
-        if self.cancel.load(Ordering::SeqCst) {
+        if self.inputs.cancel.load(Ordering::SeqCst) {
             self.summary.interrupted = true;
             return ControlFlow::Break(());
         }
@@ -284,9 +263,9 @@ impl<'a> Walk<'a> {
     /// Shows `cell` starting, and why it is not run, if it is not: already recorded, or
     /// its target stopped.
     fn skipped(&mut self, cell: &Cell) -> Option<&'static str> {
-        let target = &self.targets[self.usable[cell.target]];
-        let w = self.workloads[cell.workload].as_ref();
-        let shown = match self.plan.dataset_label(cell.dataset) {
+        let target = &self.inputs.targets[self.inputs.usable[cell.target]];
+        let w = self.inputs.workloads[cell.workload].as_ref();
+        let shown = match self.inputs.plan.dataset_label(cell.dataset) {
             Some(l) => format!("{} · {l}", w.name()),
             None => w.name().to_string(),
         };
@@ -306,22 +285,22 @@ impl<'a> Walk<'a> {
     fn measure(&mut self, cell: &Cell) -> Measured {
         let started = Instant::now();
         self.seq += 1;
-        let w = self.workloads[cell.workload].as_ref();
+        let w = self.inputs.workloads[cell.workload].as_ref();
         let (spec, log_spec) = self.specs(cell, w);
         // The first cell on an image built ahead is charged for building it, as it was
         // when it built the image itself.
         let ahead = self
             .masters
             .take_ahead_seconds(w, cell.target, cell.dataset, &spec);
-        let datasets: Vec<_> = (self.plan.datasets().into_iter())
-            .map(|d| self.team.dataset(d))
+        let datasets: Vec<_> = (self.inputs.plan.datasets().into_iter())
+            .map(|d| self.inputs.team.dataset(d))
             .collect();
         // Each point is appended the moment it is checked (a kill -9 in a long sweep
         // keeps the points already finished).
         let mut rec = Recorder {
             store: &mut *self.store,
             state: &mut self.state,
-            team: self.team,
+            team: self.inputs.team,
             started: started
                 .checked_sub(Duration::from_secs_f64(ahead))
                 .unwrap_or(started),
@@ -335,16 +314,16 @@ impl<'a> Walk<'a> {
             rec.image_seconds = Some(ahead + b);
         }
         let this = CellRun {
-            plan: self.plan,
+            plan: self.inputs.plan,
             spec: &spec,
             workload: w,
             cell,
             dataset: &datasets[cell.dataset.min(datasets.len() - 1)],
-            work: self.work,
-            cancel: self.cancel,
+            work: self.inputs.work,
+            cancel: self.inputs.cancel,
             master: None,
             recorded: &self.points,
-            team: self.team,
+            team: self.inputs.team,
             log_spec: log_spec.as_ref(),
         };
         let CellOutput {
@@ -368,9 +347,9 @@ impl<'a> Walk<'a> {
     /// log when the workload's `log_target` (checked before the run) is another target: a
     /// target of its own per point; a cell on the log target itself keeps its log there.
     fn specs(&self, cell: &Cell, w: &dyn Workload) -> (InstanceSpec<'a>, Option<InstanceSpec<'a>>) {
-        let targets = self.targets;
-        let target = &targets[self.usable[cell.target]];
-        let log_spec = preflight::log_target(self.plan, w.name())
+        let targets = self.inputs.targets;
+        let target = &targets[self.inputs.usable[cell.target]];
+        let log_spec = preflight::log_target(self.inputs.plan, w.name())
             .filter(|name| *name != target.name)
             .and_then(|name| targets.iter().find(|t| t.name == name))
             .map(|t| self.spec_for(t));
@@ -390,7 +369,7 @@ impl<'a> Walk<'a> {
             self.summary.interrupted = true;
             return ControlFlow::Break(());
         }
-        let w = self.workloads[cell.workload].as_ref();
+        let w = self.inputs.workloads[cell.workload].as_ref();
         let mut line = String::new();
         for m in &records {
             self.summary.measured += 1;
@@ -401,7 +380,7 @@ impl<'a> Walk<'a> {
             }
             line = recording::describe(m, w);
         }
-        let target = &self.targets[self.usable[cell.target]].name;
+        let target = &self.inputs.targets[self.inputs.usable[cell.target]].name;
         self.stop_if_unprovisionable(target, &records);
         let group = self.group(cell);
         // Later rounds copy the image already built: what they cost is the cell without it.
@@ -431,7 +410,7 @@ impl<'a> Walk<'a> {
             "fsarena: target {target} stopped: its first file system could not be made ({why}); its other cells are skipped"
         );
         // Said even with --quiet: it changes what the run measures.
-        if self.opts.quiet {
+        if self.inputs.opts.quiet {
             eprintln!("{line}");
         } else {
             self.progress.println(&line);
@@ -447,21 +426,22 @@ impl<'a> Walk<'a> {
         // written) come out of the same budget: a 5-minute budget means 5 minutes of wall.
         let budget = budget.saturating_sub(rounds::CLOSING);
         let mut next_rep =
-            rounds::next_repetitions(self.groups(), &self.done, self.plan.runs.min());
+            rounds::next_repetitions(self.groups(), &self.done, self.inputs.plan.runs.min());
         for round in 1.. {
             let remaining = budget.saturating_sub(self.started.elapsed()).as_secs_f64();
             // The root (which holds the results) decides the round; every process runs it.
             let decided = self
+                .inputs
                 .team
                 .is_root()
                 .then(|| self.decide_round(round, &next_rep, max, remaining));
-            let groups = self.team.round_from_root(decided)?;
+            let groups = self.inputs.team.round_from_root(decided)?;
             if groups.is_empty() {
                 return Ok(());
             }
             // Ranks run every cell of the round: one that left a cell out on its own clock
             // would wait for ever at the others' barriers.
-            let limit = if self.team.is_alone() {
+            let limit = if self.inputs.team.is_alone() {
                 budget
             } else {
                 Duration::MAX
@@ -478,12 +458,12 @@ impl<'a> Walk<'a> {
 
     /// Every group of the plan on the targets that can run here.
     fn groups(&self) -> Vec<Group> {
-        let wl = schedule::thread_lists(self.plan, self.workloads);
+        let wl = schedule::thread_lists(self.inputs.plan, self.inputs.workloads);
         let mut groups = Vec::new();
-        for target in 0..self.usable.len() {
+        for target in 0..self.inputs.usable.len() {
             for (w, threads) in &wl {
                 for &threads in threads {
-                    for dataset in 0..=self.plan.extra_profiles.len() {
+                    for dataset in 0..=self.inputs.plan.extra_profiles.len() {
                         groups.push(self.group(&Cell {
                             repetition: 0,
                             target,
@@ -508,7 +488,7 @@ impl<'a> Walk<'a> {
         max: u32,
         remaining: f64,
     ) -> Result<Vec<Group>, BudgetError> {
-        let open = budget::open_questions(&self.state, self.plan.margin_pct)?;
+        let open = budget::open_questions(&self.state, self.inputs.plan.margin_pct)?;
         if open.is_empty() {
             self.progress
                 .println("budget: every comparison with the baseline is decided");
@@ -517,7 +497,7 @@ impl<'a> Walk<'a> {
         let costs = &self.costs;
         let r = budget::plan_round(
             &open,
-            &self.plan.baseline,
+            &self.inputs.plan.baseline,
             next_rep,
             max,
             &|g| costs.estimate(g),
@@ -547,7 +527,7 @@ impl<'a> Walk<'a> {
             .iter()
             .filter_map(|g| self.cell_of(g, next_rep.get(g).copied().unwrap_or(0)))
             .collect();
-        rounds::interleave(&mut cells, round, self.usable.len());
+        rounds::interleave(&mut cells, round, self.inputs.usable.len());
         for (i, cell) in cells.iter().enumerate() {
             // A round is planned from cells' average costs; a cell that would no longer fit
             // in what is left of the budget is not started.
@@ -569,11 +549,16 @@ impl<'a> Walk<'a> {
     /// The cell of group `g` at repetition `rep`.
     fn cell_of(&self, g: &Group, rep: u32) -> Option<Cell> {
         let target = self
+            .inputs
             .usable
             .iter()
-            .position(|&i| self.plan.targets[i].name == g.target)?;
-        let workload = self.workloads.iter().position(|w| w.name() == g.workload)?;
-        let dataset = self.plan.dataset_index(g.dataset.as_deref())?;
+            .position(|&i| self.inputs.plan.targets[i].name == g.target)?;
+        let workload = self
+            .inputs
+            .workloads
+            .iter()
+            .position(|w| w.name() == g.workload)?;
+        let dataset = self.inputs.plan.dataset_index(g.dataset.as_deref())?;
         Some(Cell {
             repetition: rep,
             target,
