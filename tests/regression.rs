@@ -1629,3 +1629,86 @@ fn a_lopsided_interval_is_not_written_as_plus_minus() {
     let steady = fsarena::stats::compare(&ext4, &[600e3, 610e3, 590e3, 605e3, 595e3], 0.05);
     assert!(pct_text(&steady.unwrap(), 5).contains(" ±"));
 }
+
+/// Issue 36: every budget round read `results.jsonl` back to find the comparisons still
+/// open, and a file it could not read became "no comparison is open": a results file
+/// replaced mid-budget was reported as "every comparison with the baseline is decided"
+/// (and the records measured after it went to a file no path led to). The budget now
+/// decides from the run's own records in memory, and the store refuses to append to a file
+/// that was removed or replaced: the run ends with exit code 1 and a line naming the file.
+#[test]
+fn an_unreadable_results_file_mid_budget_ends_the_run_with_exit_1() {
+    use std::io::{BufRead, BufReader};
+    require_root();
+    let root = TestRoot::new("budget-unreadable");
+    // Two identical ext4 targets with a 0.1 % margin stay undecided for a long budget (as
+    // in tests/budget.rs); twins decided by chance before the first round are tried again.
+    let plan = root.path.join("twins.toml");
+    std::fs::write(
+        &plan,
+        "targets = [\"ext4\"]\nworkloads = [\"touch\"]\nscale = 0.02\n\n\
+         [[target]]\nname = \"ext4-twin\"\nbase = \"ext4\"\n",
+    )
+    .unwrap();
+    let mut attempt = 0;
+    let (status, seen, after) = loop {
+        attempt += 1;
+        let out = root.path.join(format!("out{attempt}"));
+        let work = root.path.join(format!("work{attempt}"));
+        let mut child = Command::new(bin())
+            .arg("run")
+            .arg(&plan)
+            .args(["--budget", "10m", "--margin", "0.1", "--out"])
+            .arg(&out)
+            .arg("--work-dir")
+            .arg(&work)
+            .env("COLUMNS", "200")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+        let t0 = std::time::Instant::now();
+        let mut seen = String::new();
+        let mut replaced = false;
+        for line in lines.by_ref() {
+            let line = line.unwrap();
+            seen.push_str(&line);
+            seen.push('\n');
+            if line.contains("budget round 1:") {
+                // Mid-budget, the results file goes and a directory takes its place.
+                let file = out.join(store::FILE_NAME);
+                std::fs::remove_file(&file).unwrap();
+                std::fs::create_dir(&file).unwrap();
+                replaced = true;
+                break;
+            }
+            assert!(t0.elapsed().as_secs() < 240, "no budget round: {seen}");
+        }
+        let after: String = lines.map_while(Result::ok).collect::<Vec<_>>().join("\n");
+        let status = child.wait().unwrap();
+        if replaced {
+            break (status, seen, after);
+        }
+        assert!(
+            attempt < 3 && seen.contains("comparison with the baseline is decided"),
+            "stderr ended before a budget round ({status}): {seen}"
+        );
+    };
+    assert_eq!(status.code(), Some(1), "{seen}{after}");
+    assert!(
+        !after.contains("is decided"),
+        "an unreadable results file was reported as a decided budget:\n{after}"
+    );
+    assert!(
+        after
+            .lines()
+            .any(|l| l.contains(store::FILE_NAME) && l.contains("replaced")),
+        "the run did not say why it ended:\n{after}"
+    );
+    assert!(
+        leftovers(&root.path).is_empty(),
+        "{:?}",
+        leftovers(&root.path)
+    );
+}

@@ -179,9 +179,30 @@ impl Store {
         &self.path
     }
 
-    /// Appends one measurement and makes it durable before returning.
+    /// Appends one measurement and makes it durable before returning. Refused when the
+    /// results file was removed or replaced since it was opened: a record appended to a
+    /// file no path leads to any more would be lost with the run.
     pub fn append(&mut self, m: &Measurement) -> io::Result<()> {
+        self.still_in_place()?;
         self.write(&Record::Measurement(Box::new(m.clone())))
+    }
+
+    /// Whether the path still leads to the file this store writes (same device and inode).
+    fn still_in_place(&self) -> io::Result<()> {
+        use std::os::unix::fs::MetadataExt;
+        let open = self.file.metadata()?;
+        let gone = |what: &str| {
+            io::Error::new(
+                io::ErrorKind::NotFound,
+                format!("the results file was {what} during the run; measuring on would lose every further record"),
+            )
+        };
+        match std::fs::metadata(&self.path) {
+            Ok(now) if (now.dev(), now.ino()) == (open.dev(), open.ino()) => Ok(()),
+            Ok(_) => Err(gone("replaced")),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Err(gone("removed")),
+            Err(e) => Err(e),
+        }
     }
 
     fn write(&mut self, r: &Record) -> io::Result<()> {
@@ -202,6 +223,27 @@ pub struct Loaded {
     pub measurements: Vec<Measurement>,
     /// Lines that could not be read: (line number, reason). Reported, never fatal.
     pub skipped: Vec<(usize, String)>,
+}
+
+impl Loaded {
+    /// What a results file starting with `host` holds before its first measurement.
+    pub fn new(host: HostFacts) -> Loaded {
+        Loaded {
+            host,
+            ..Loaded::default()
+        }
+    }
+
+    /// Adds a measurement just appended to the results file, by the rule [`load`] reads
+    /// the file with: a cell recorded again keeps its place and takes the later record.
+    /// A run keeps its results so, in memory, rather than reading the file back.
+    pub fn record(&mut self, m: Measurement) {
+        let k = m.key();
+        match self.measurements.iter_mut().find(|x| x.key() == k) {
+            Some(earlier) => *earlier = m,
+            None => self.measurements.push(m),
+        }
+    }
 }
 
 /// Reads `dir/results.jsonl`, skipping (and reporting) corrupt lines.
@@ -326,6 +368,41 @@ mod tests {
             Store::create(dir.path(), &HostFacts::default()),
             Err(StoreError::Exists(_))
         ));
+    }
+
+    #[test]
+    fn measurements_recorded_in_memory_match_the_file_read_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = Store::create(dir.path(), &HostFacts::default()).unwrap();
+        let mut kept = Loaded::new(HostFacts::default());
+        for x in [
+            m("a", 0, Status::Ok),
+            m("a", 1, Status::Interrupted),
+            m("b", 0, Status::Ok),
+            m("a", 1, Status::Ok),
+        ] {
+            s.append(&x).unwrap();
+            kept.record(x);
+        }
+        let read = load(dir.path()).unwrap();
+        let keys = |l: &Loaded| -> Vec<(CellKey, Status)> {
+            l.measurements.iter().map(|x| (x.key(), x.status)).collect()
+        };
+        assert_eq!(keys(&kept), keys(&read));
+    }
+
+    #[test]
+    fn an_append_to_a_removed_or_replaced_results_file_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = Store::create(dir.path(), &HostFacts::default()).unwrap();
+        s.append(&m("a", 0, Status::Ok)).unwrap();
+        let path = dir.path().join(FILE_NAME);
+        std::fs::rename(&path, dir.path().join("moved")).unwrap();
+        let e = s.append(&m("a", 1, Status::Ok)).unwrap_err();
+        assert!(e.to_string().contains("removed"), "{e}");
+        std::fs::create_dir(&path).unwrap();
+        let e = s.append(&m("a", 1, Status::Ok)).unwrap_err();
+        assert!(e.to_string().contains("replaced"), "{e}");
     }
 
     #[test]

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use super::harness::Observed;
+use super::phase::Observed;
 use crate::workload::Outcome;
 
 /// Metrics of a successful measurement. The workload's own numbers win over derived ones.

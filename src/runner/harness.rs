@@ -4,34 +4,15 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use super::ranks::{self, Figures, Ranks};
-use crate::monitor::{Aside, DeviceDelta, Monitor, MonitorReport};
+use super::phase::{Figures, Observed};
+use super::team::Team;
+use crate::monitor::{Aside, Monitor};
 use crate::sys::{self, DevId};
 use crate::workload::{Harness, Outcome, WorkloadError};
 
 /// How often the monitor samples. Between 100 and 250 ms: fine enough to see a burst,
 /// coarse enough to cost nothing.
 pub const SAMPLE_INTERVAL: Duration = Duration::from_millis(200);
-
-/// What the harness saw of the measured phase.
-#[derive(Debug, Default)]
-pub struct Observed {
-    pub monitor: Option<MonitorReport>,
-    pub wall_seconds: f64,
-    pub syncfs_seconds: f64,
-    pub used_before: Option<u64>,
-    pub used_after: Option<u64>,
-    pub measured: u32,
-    pub caches_dropped: u32,
-    pub notes: Vec<String>,
-    /// The phase failed because another rank did (under MPI), not here.
-    pub failed_elsewhere: bool,
-    /// What the log target's device did during the phase (when there is one).
-    pub log_device: Option<DeviceDelta>,
-    /// The host's steadiness probe just before the phase, in ms
-    /// ([`crate::monitor::steadiness`]).
-    pub probe_ms: Option<f64>,
-}
 
 /// The [`Harness`] a workload runs in: monitors `devices` while the measured phase runs
 /// under `root`, and keeps what it saw in `observed`.
@@ -44,9 +25,11 @@ pub struct MonitoredHarness<'a> {
     /// The plan's phase floor, handed to workloads that repeat warm passes.
     pub floor: Duration,
     pub observed: Observed,
-    /// Under MPI: the job, and the label of this point (the same on every rank), so the
-    /// phase starts and ends with every rank and its figures are the job's.
-    pub ranks: Option<(&'a Ranks, String)>,
+    /// Who measures this phase together (alone, or an MPI job whose phase starts and ends
+    /// with every rank and whose figures are the job's).
+    pub team: &'a dyn Team,
+    /// The label of this point, the same on every rank of a job.
+    pub step: String,
     /// Attached to the monitor while the phase runs: what the workload sets aside through
     /// it (cache drops between cold passes, checks of a pass) is left out of the figures.
     pub aside: Aside,
@@ -69,13 +52,65 @@ impl Harness for MonitoredHarness<'_> {
 
     fn measure(&mut self, work: &mut crate::workload::Phase<'_>) -> Result<Outcome, WorkloadError> {
         self.observed.measured += 1;
-        if let Some((r, step)) = &self.ranks {
-            if let Err(e) = ranks::before_phase(r, step, Ok(())) {
+        if let Err(e) = self.team.before_phase(&self.step, Ok(())) {
+            self.observed.failed_elsewhere = true;
+            let _ = self.team.after_phase(&self.step, Err(e.clone()), None);
+            return Err(WorkloadError::Tool(e));
+        }
+        let (result, synced) = self.monitored(work);
+        let mut result = result;
+        let mine = self.figures(&result, &synced);
+        let mine_failed = mine.is_err();
+        let phase = result.as_mut().ok().map(|o| (o, &mut self.observed));
+        match self.team.after_phase(&self.step, mine, phase) {
+            Err(e) if !mine_failed => {
                 self.observed.failed_elsewhere = true;
-                let _ = ranks::after_phase(r, step, Err(e.clone()));
                 return Err(WorkloadError::Tool(e));
             }
+            _ => {}
         }
+        synced?;
+        result
+    }
+
+    fn phase_floor(&self) -> Duration {
+        self.floor
+    }
+
+    fn aside(&self) -> Aside {
+        self.aside.clone()
+    }
+}
+
+impl<'a> MonitoredHarness<'a> {
+    /// A harness for point `step` on `devices` (and `log_device`), under `root`, with the
+    /// plan's phase `floor`, measured by `team`.
+    pub fn new(
+        devices: &'a [DevId],
+        log_device: Option<DevId>,
+        root: &'a Path,
+        floor: Duration,
+        team: &'a dyn Team,
+        step: String,
+    ) -> Self {
+        MonitoredHarness {
+            devices,
+            log_device,
+            root,
+            floor,
+            observed: Observed::default(),
+            team,
+            step,
+            aside: Aside::default(),
+        }
+    }
+
+    /// The measured phase itself: `work` under the monitor, then the `syncfs` that puts its
+    /// data on the device (only after a phase that succeeded), with what the harness saw.
+    fn monitored(
+        &mut self,
+        work: &mut crate::workload::Phase<'_>,
+    ) -> (Result<Outcome, WorkloadError>, Result<(), WorkloadError>) {
         self.observed.used_before = used_bytes(self.root);
         let devices: Vec<DevId> = self
             .devices
@@ -111,73 +146,39 @@ impl Harness for MonitoredHarness<'_> {
         self.observed.wall_seconds = (t1 - t0).as_secs_f64();
         self.observed.syncfs_seconds = (t2 - t1).as_secs_f64();
         self.observed.used_after = used_bytes(self.root);
-        let mut result = result;
-        if let Some((r, step)) = &self.ranks {
-            let mine = match (&result, &synced) {
-                (Err(e), _) => Err(e.to_string()),
-                (_, Err(e)) => Err(e.to_string()),
-                (Ok(o), Ok(())) => Ok(Figures {
-                    work_seconds: if o.seconds > 0.0 {
-                        o.seconds
-                    } else {
-                        self.observed.wall_seconds
-                    },
-                    syncfs_seconds: self.observed.syncfs_seconds,
-                    files: o.files,
-                    read_bytes: o.logical_read_bytes,
-                    write_bytes: o.logical_write_bytes,
-                }),
-            };
-            let mine_failed = mine.is_err();
-            match (ranks::after_phase(r, step, mine), result.as_mut()) {
-                (Ok(all), Ok(o)) => ranks::combine(o, &mut self.observed, &all),
-                (Err(e), _) if !mine_failed => {
-                    self.observed.failed_elsewhere = true;
-                    return Err(WorkloadError::Tool(e));
-                }
-                _ => {}
-            }
-        }
-        synced?;
-        result
+        (result, synced)
     }
 
-    fn phase_floor(&self) -> Duration {
-        self.floor
-    }
-
-    fn aside(&self) -> Aside {
-        self.aside.clone()
-    }
-}
-
-impl<'a> MonitoredHarness<'a> {
-    /// A harness for one point on `devices` (and `log_device`), under `root`, with the
-    /// plan's phase `floor`; not under MPI until `ranks` is set.
-    pub fn new(
-        devices: &'a [DevId],
-        log_device: Option<DevId>,
-        root: &'a Path,
-        floor: Duration,
-    ) -> Self {
-        MonitoredHarness {
-            devices,
-            log_device,
-            root,
-            floor,
-            observed: Observed::default(),
-            ranks: None,
-            aside: Aside::default(),
+    /// This process's figures of the phase, as its team adds them up (or why it has none).
+    fn figures(
+        &self,
+        result: &Result<Outcome, WorkloadError>,
+        synced: &Result<(), WorkloadError>,
+    ) -> Result<Figures, String> {
+        match (result, synced) {
+            (Err(e), _) => Err(e.to_string()),
+            (_, Err(e)) => Err(e.to_string()),
+            (Ok(o), Ok(())) => Ok(Figures {
+                work_seconds: if o.seconds > 0.0 {
+                    o.seconds
+                } else {
+                    self.observed.wall_seconds
+                },
+                syncfs_seconds: self.observed.syncfs_seconds,
+                files: o.files,
+                read_bytes: o.logical_read_bytes,
+                write_bytes: o.logical_write_bytes,
+            }),
         }
     }
 
-    /// Under MPI, for a workload that failed before its measured phase (`why`): takes this
-    /// rank's part in the phase's barriers, so the other ranks skip the phase instead of
+    /// For a workload that failed before its measured phase (`why`): takes this process's
+    /// part in the phase's barriers, so the other ranks of a job skip the phase instead of
     /// waiting for this one.
     pub fn stand_in(&mut self, why: &str) {
-        if let Some((r, step)) = &self.ranks {
-            let _ = ranks::before_phase(r, step, Err(why.to_string()));
-            let _ = ranks::after_phase(r, step, Err(why.to_string()));
-        }
+        let _ = self.team.before_phase(&self.step, Err(why.to_string()));
+        let _ = self
+            .team
+            .after_phase(&self.step, Err(why.to_string()), None);
     }
 }

@@ -1,8 +1,12 @@
 //! The results store as the run sees it: opened (fresh, or resumed with what is already
-//! final) before anything is provisioned, and each record described in one line.
+//! final) before anything is provisioned, each record kept the moment it is final (in the
+//! file, and in the run's memory the budget decides from), and described in one line.
 
 use std::collections::{HashMap, HashSet};
+use std::time::Instant;
 
+use super::budget::Group;
+use super::team::Team;
 use super::{host_facts, RunError, RunOptions};
 use crate::plan::Plan;
 use crate::results::record::CellKey;
@@ -10,9 +14,39 @@ use crate::results::store::{self, Loaded, Store};
 use crate::results::{Measurement, Status};
 use crate::workload::Workload;
 
-/// A cell as `--resume` skips it (target, workload, threads, repetition, data set): all its
-/// points together, unlike the per-point [`crate::results::CellKey`].
-pub type DoneKey = (String, String, u32, u32, Option<String>);
+/// A cell as `--resume` skips it: all its points together, unlike the per-point
+/// [`crate::results::CellKey`]. Ordered by its fields in this order (the order cells cut
+/// short are listed in).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct DoneKey {
+    pub target: String,
+    pub workload: String,
+    pub threads: u32,
+    pub repetition: u32,
+    /// The data set's profile, when the run has several.
+    pub dataset: Option<String>,
+}
+
+impl DoneKey {
+    /// The cell a record belongs to.
+    pub fn of(m: &Measurement) -> DoneKey {
+        DoneKey {
+            target: m.target.clone(),
+            workload: m.workload.clone(),
+            threads: m.threads,
+            repetition: m.repetition,
+            dataset: m.dataset.clone(),
+        }
+    }
+
+    /// Whether this cell is one of the repetitions of group `g`.
+    pub fn is_of(&self, g: &Group) -> bool {
+        self.target == g.target
+            && self.workload == g.workload
+            && self.threads == g.threads
+            && self.dataset == g.dataset
+    }
+}
 
 /// What a results file holds, counted by cell.
 #[derive(Debug, Default)]
@@ -33,14 +67,7 @@ pub struct Tally {
 pub fn tally(loaded: &Loaded) -> Tally {
     let mut by_cell: HashMap<DoneKey, Vec<&Measurement>> = HashMap::new();
     for m in &loaded.measurements {
-        let k = (
-            m.target.clone(),
-            m.workload.clone(),
-            m.threads,
-            m.repetition,
-            m.dataset.clone(),
-        );
-        by_cell.entry(k).or_default().push(m);
+        by_cell.entry(DoneKey::of(m)).or_default().push(m);
     }
     let mut t = Tally::default();
     for (k, mut ms) in by_cell {
@@ -74,6 +101,9 @@ pub fn tally(loaded: &Loaded) -> Tally {
 pub struct Opened {
     pub store: Store,
     pub tally: Tally,
+    /// What the results file holds, kept in memory from here on as each record is
+    /// appended ([`Recorder`]): the budget decides from it without reading the file back.
+    pub state: Loaded,
 }
 
 /// Opens the results store: a new one with the host facts, or with `--resume` the existing
@@ -95,6 +125,7 @@ pub fn open_store(
         return Ok(Opened {
             store: Store::create(&opts.out, &facts)?,
             tally: Tally::default(),
+            state: Loaded::new(facts),
         });
     }
     let (store, torn) = Store::reopen(&opts.out)?;
@@ -107,18 +138,62 @@ pub fn open_store(
             t.saved.display()
         );
     }
-    let tally = tally(&store::load(&opts.out)?);
-    for ((target, workload, threads, rep, dataset), have, of) in &tally.partial {
-        let on = dataset
+    let state = store::load(&opts.out)?;
+    let tally = tally(&state);
+    for (k, have, of) in &tally.partial {
+        let on = k
+            .dataset
             .as_ref()
             .map(|d| format!(" on {d}"))
             .unwrap_or_default();
         eprintln!(
-            "fsarena: {target} {workload}{on} threads {threads} repetition {}: {have} of {of} points recorded; measuring the rest",
-            rep + 1
+            "fsarena: {} {}{on} threads {} repetition {}: {have} of {of} points recorded; measuring the rest",
+            k.target,
+            k.workload,
+            k.threads,
+            k.repetition + 1
         );
     }
-    Ok(Opened { store, tally })
+    Ok(Opened {
+        store,
+        tally,
+        state,
+    })
+}
+
+/// Where a cell's records go the moment each is final: stamped with the cell's timings and
+/// its team, appended (durably) to the results file, and kept in the run's memory.
+pub struct Recorder<'r> {
+    pub store: &'r mut Store,
+    pub state: &'r mut Loaded,
+    pub team: &'r dyn Team,
+    /// When the cell started (earlier by the time an image built ahead for it took).
+    pub started: Instant,
+    /// What building the cell's populated image took, once known.
+    pub image_seconds: Option<f64>,
+    /// A record could not be written: the run stops.
+    pub failed: bool,
+}
+
+impl Recorder<'_> {
+    /// Keeps `m`; false when it could not be written. The store is the point of the run:
+    /// it then stops rather than measure into the void.
+    pub fn keep(&mut self, m: &mut Measurement) -> bool {
+        m.cell_seconds = Some(self.started.elapsed().as_secs_f64());
+        m.image_seconds = self.image_seconds;
+        self.team.stamp(m);
+        match self.store.append(m) {
+            Ok(()) => {
+                self.state.record(m.clone());
+                true
+            }
+            Err(e) => {
+                eprintln!("fsarena: cannot write {}: {e}", self.store.path().display());
+                self.failed = true;
+                false
+            }
+        }
+    }
 }
 
 /// The summary line of a record that did not end `ok`.

@@ -1,4 +1,9 @@
-use super::*;
+use super::start::{digest, rank_targets, shared_refusal};
+use super::steps::combine;
+use crate::cluster::World;
+use crate::plan::Location;
+use crate::runner::phase::{Figures, Observed};
+use crate::workload::Outcome;
 
 fn fig(work: f64, sync: f64, files: u64) -> Figures {
     Figures {

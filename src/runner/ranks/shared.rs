@@ -9,23 +9,25 @@
 
 use std::path::{Path, PathBuf};
 
-use super::ranks::{exchange, Failure, Ranks};
+use super::exchange::exchange;
+use super::job::Ranks;
 use crate::dataset::spec::SharedTree;
 use crate::dataset::DatasetSpec;
-use crate::provision::{Instance, InstanceSpec, ProvisionError, WorkDir};
+use crate::provision::{Instance, InstanceSpec, WorkDir};
 use crate::results::Status;
+use crate::runner::failure::{provision_failure, Failure};
 
 /// The data set as this rank works with it: in a shared tree, its files tagged with its rank.
-pub fn dataset_for(ranks: Option<&Ranks>, d: DatasetSpec) -> DatasetSpec {
-    match ranks {
-        Some(r) if r.shared => DatasetSpec {
-            shared: Some(SharedTree {
-                rank: r.world.rank as u32,
-                ranks: r.world.size as u32,
-            }),
-            ..d
-        },
-        _ => d,
+pub fn dataset_for(r: &Ranks, d: DatasetSpec) -> DatasetSpec {
+    if !r.shared {
+        return d;
+    }
+    DatasetSpec {
+        shared: Some(SharedTree {
+            rank: r.world.rank as u32,
+            ranks: r.world.size as u32,
+        }),
+        ..d
     }
 }
 
@@ -52,15 +54,14 @@ pub fn tree_from_root(
 
 /// This point's tree on this rank: rank 0 provisions it (journaled, removed at its
 /// teardown) with the workload's directory `work_dir` inside, then every rank joins it.
-/// `fail` turns a provisioning error into the failure a cell records.
 pub fn instance(
     ranks: &Ranks,
     step: &str,
     spec: &InstanceSpec,
     work: &WorkDir,
     work_dir: &str,
-    fail: &dyn Fn(ProvisionError) -> Failure,
 ) -> Result<Instance, Failure> {
+    let fail = provision_failure;
     let mut failed = None;
     let made = if ranks.world.is_root() {
         match Instance::provision(spec, work) {

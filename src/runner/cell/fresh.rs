@@ -1,0 +1,205 @@
+//! The file system of one point: made fresh (or copied from the populated image, or joined
+//! under MPI) with its working directories, and retired after it: unmounted, checked, and
+//! removed, its check's verdict written into the records measured on it.
+
+use std::path::PathBuf;
+
+use super::context::CellRun;
+use crate::provision::{Instance, InstanceSpec};
+use crate::results::{Measurement, Status};
+use crate::runner::failure::{provision_failure, Failure};
+use crate::workload::{self, Ctx, Point};
+
+/// The directory made for the log on a `log_target` file system.
+pub const LOG_DIR: &str = "fsarena-log";
+
+pub use crate::golden::layout::WORK_DIR;
+
+/// A provisioned file system with the two working directories of one point.
+pub struct Fresh {
+    pub inst: Instance,
+    pub root: PathBuf,
+    pub scratch: PathBuf,
+    /// The run's shared source trees (`None` if the directory could not be made: the
+    /// workloads then make theirs in `scratch`).
+    pub sources: Option<PathBuf>,
+    /// The data set is already under `root` (a clone of the populated image).
+    pub populated: bool,
+    /// The plan's `log_target` for this point: its own fresh file system and the directory
+    /// on it handed to the workload as `Ctx::log_root`.
+    pub log: Option<(Instance, PathBuf)>,
+}
+
+impl Fresh {
+    /// What the workload sees of one point of `c` on this file system: built in one place
+    /// so asking for points and running one see the same thing.
+    pub fn ctx<'b>(&'b self, c: &'b CellRun, options: &'b toml::Table) -> Ctx<'b> {
+        Ctx {
+            root: &self.root,
+            scratch: &self.scratch,
+            sources: self.sources.as_deref(),
+            threads: c.cell.threads,
+            dataset: c.dataset,
+            options,
+            cancel: c.cancel,
+            deadline: Some(std::time::Instant::now() + c.plan.timeout),
+            populated: self.populated,
+            log_root: self.log.as_ref().map(|(_, dir)| dir.as_path()),
+        }
+    }
+}
+
+/// Provisions a file system for point `point` (`p`) of `c`, with its working directories:
+/// the team's shared tree, a copy of the populated image, or a new one.
+pub fn provision(c: &CellRun, point: usize, p: &Point) -> Result<Fresh, Failure> {
+    let (spec, work) = (c.spec, c.work);
+    let step = c.step(&format!("point {point}"));
+    let master = c.master_for(p);
+    let shared = c.team.shared_instance(&step, spec, work, WORK_DIR);
+    let in_shared_tree = shared.is_some();
+    let inst = match (shared, master) {
+        (Some(joined), _) => joined?,
+        (None, Some(master)) => master.clone_for(spec, work).map_err(provision_failure)?,
+        (None, None) => Instance::provision(spec, work).map_err(provision_failure)?,
+    };
+    let root = inst.root.join(WORK_DIR);
+    let scratch = match work.subdir("scratch") {
+        Ok(d) => d.join(format!("{}-{point}", spec.seq)),
+        Err(e) => {
+            let _ = inst.teardown(false);
+            return Err((
+                workload::status_of_io(&e),
+                format!("cannot create the scratch directory: {e}"),
+                Vec::new(),
+            ));
+        }
+    };
+    let populated = master.is_some_and(|m| m.holds_dataset);
+    let made = if populated || in_shared_tree {
+        // The copy arrives with the data set in place and cold (`clone_for` mounts it
+        // fresh over an image with nothing cached), with no machine-wide cache drop: that
+        // would also evict the run's source trees, which copy and sync then read back
+        // from the disk in every cell. What is dirty anywhere is still written back
+        // first, as the drop's `sync` did: no earlier writeback may land in the measured
+        // phase. (A shared tree arrives made by rank 0, empty.)
+        std::fs::metadata(&root)
+            .map(|_| {
+                if populated {
+                    rustix::fs::sync();
+                }
+            })
+            .and_then(|_| std::fs::create_dir_all(&scratch))
+    } else {
+        std::fs::create_dir(&root).and_then(|_| std::fs::create_dir_all(&scratch))
+    };
+    if let Err(e) = made {
+        let _ = inst.teardown(false);
+        let _ = std::fs::remove_dir_all(&scratch);
+        return Err((
+            workload::status_of_io(&e),
+            format!("cannot prepare the working directories: {e}"),
+            Vec::new(),
+        ));
+    }
+    let log = match c.log_spec.map(|spec| fresh_log(c, spec)).transpose() {
+        Ok(log) => log,
+        Err(e) => {
+            let _ = inst.teardown(false);
+            let _ = std::fs::remove_dir_all(&scratch);
+            return Err(e);
+        }
+    };
+    Ok(Fresh {
+        inst,
+        root,
+        scratch,
+        sources: work.subdir("sources").ok(),
+        populated,
+        log,
+    })
+}
+
+/// A fresh file system of the log target with an empty log directory on it.
+fn fresh_log(c: &CellRun, spec: &InstanceSpec) -> Result<(Instance, PathBuf), Failure> {
+    let inst = Instance::provision(spec, c.work).map_err(provision_failure)?;
+    let dir = inst.root.join(LOG_DIR);
+    match std::fs::create_dir(&dir) {
+        Ok(()) => Ok((inst, dir)),
+        Err(e) => {
+            let _ = inst.teardown(false);
+            Err((
+                workload::status_of_io(&e),
+                format!("cannot create the log directory {}: {e}", dir.display()),
+                Vec::new(),
+            ))
+        }
+    }
+}
+
+/// Unmounts, checks and removes a point's file system; a failed check invalidates the
+/// measurements made on it (one, or several points that followed on it).
+pub fn retire(f: Fresh, ms: &mut [Measurement], target: &str) {
+    let note = |m: &mut [Measurement], text: String| {
+        for m in m.iter_mut() {
+            m.notes.push(text.clone());
+        }
+    };
+    if let Some((log, _)) = f.log {
+        let name = log.provenance.fs_type.clone();
+        let (health, td) = log.teardown(true);
+        if let Some(h) = health.filter(|h| !h.passed) {
+            for m in ms.iter_mut().filter(|m| m.status == Status::Ok) {
+                m.status = Status::Invalid;
+                m.error = Some(format!(
+                    "the log target's file system failed its check after the measurement ({})",
+                    h.command.join(" ")
+                ));
+            }
+        }
+        if let Err(e) = td {
+            note(ms, format!("teardown of the log target: {e}"));
+            eprintln!("fsarena: teardown of the log target ({name}): {e}");
+        }
+    }
+    let (health, td) = f.inst.teardown(true);
+    let _ = std::fs::remove_dir_all(&f.scratch);
+    if let Some(h) = health {
+        for m in ms.iter_mut() {
+            if !h.passed && m.status == Status::Ok {
+                m.status = Status::Invalid;
+                m.error = Some(format!(
+                    "the file system failed its check after the measurement ({})",
+                    h.command.join(" ")
+                ));
+            }
+            m.health = Some(h.clone());
+        }
+    }
+    if let Err(e) = td {
+        note(ms, format!("teardown: {e}"));
+        eprintln!("fsarena: teardown of {target}: {e}");
+    }
+}
+
+/// Retires `f` with the records measured on it and hands them to `emit` in order, into
+/// `records`. False when a record could not be kept (the cell stops).
+pub fn settle(
+    f: Fresh,
+    pending: &mut Vec<Measurement>,
+    target: &str,
+    emit: &mut dyn FnMut(&mut Measurement) -> bool,
+    records: &mut Vec<Measurement>,
+) -> bool {
+    if pending.is_empty() {
+        retire(f, &mut [Measurement::default()], target);
+        return true;
+    }
+    retire(f, pending, target);
+    let mut kept = true;
+    for mut m in pending.drain(..) {
+        // After a record that could not be kept, the rest go to the caller unemitted.
+        kept = kept && emit(&mut m);
+        records.push(m);
+    }
+    kept
+}

@@ -1,0 +1,110 @@
+//! One point of a cell: the workload run under the monitor, and what happened made into
+//! its measurement.
+
+use std::sync::atomic::Ordering;
+
+use super::context::CellRun;
+use super::fresh::Fresh;
+use crate::results::{LogPlacement, Measurement, Status};
+use crate::runner::harness::MonitoredHarness;
+use crate::runner::{assemble, host_facts};
+use crate::workload::{Ctx, Outcome, Point, WorkloadError};
+
+/// Runs one point under the monitor and turns what happened into a measurement, the same
+/// on every process of the team.
+pub fn measure_point(c: &CellRun, ctx: &Ctx, p: &Point, index: usize, f: &Fresh) -> Measurement {
+    let log_device = f.log.as_ref().and_then(|(l, _)| l.devices.first().copied());
+    let step = c.step(&format!("point {index}"));
+    let mut h = MonitoredHarness::new(
+        &f.inst.devices,
+        log_device,
+        ctx.root,
+        c.plan.phase_floor,
+        c.team,
+        step.clone(),
+    );
+    // Taken before the workload runs: the record is made after it, and its start is this.
+    let started_unix = host_facts::now_unix();
+    let result = c.workload.run(ctx, p, &mut h);
+    if h.observed.measured == 0 {
+        let why = match &result {
+            Err(e) => e.to_string(),
+            Ok(_) => "internal: the workload measured no phase".into(),
+        };
+        h.stand_in(&why);
+    }
+    let mut m = record_of(c, p, f, &mut h);
+    m.started_unix = started_unix;
+    match result {
+        Ok(outcome) if h.observed.measured == 1 => measured(c, &mut m, &outcome, &mut h),
+        Ok(_) => {
+            m.status = Status::Error;
+            m.error = Some(format!(
+                "internal: workload measured {} phases instead of one",
+                h.observed.measured
+            ));
+        }
+        Err(e) => failed(c, ctx, f, &mut m, e),
+    }
+    c.team
+        .agree_point(&step, &mut m, h.observed.failed_elsewhere);
+    m
+}
+
+/// The record of point `p` before its outcome: where it ran (the file system's, and the
+/// log target's, provenance) and the notes the harness and the monitor made.
+fn record_of(c: &CellRun, p: &Point, f: &Fresh, h: &mut MonitoredHarness) -> Measurement {
+    let mut m = c.base_for(p);
+    m.provenance = f.inst.provenance.clone();
+    if let (Some((l, _)), Some(spec)) = (&f.log, c.log_spec) {
+        m.provenance.log = Some(Box::new(LogPlacement {
+            target: spec.target.name.clone(),
+            provenance: l.provenance.clone(),
+        }));
+    }
+    m.notes = std::mem::take(&mut h.observed.notes);
+    m.host_probe_ms = h.observed.probe_ms;
+    if crate::runner::preflight::log_target(c.plan, c.workload.name())
+        == Some(c.spec.target.name.as_str())
+    {
+        m.notes.push(format!(
+            "{} is the plan's log_target: the log stays beside the data here",
+            c.spec.target.name
+        ));
+    }
+    if let Some(r) = &h.observed.monitor {
+        m.notes.extend(r.warnings.iter().cloned());
+    }
+    m
+}
+
+/// A phase measured once, as it should be: its metrics, notes and monitor series.
+fn measured(c: &CellRun, m: &mut Measurement, outcome: &Outcome, h: &mut MonitoredHarness) {
+    m.metrics = assemble::metrics(outcome, &h.observed);
+    if let Some(note) = assemble::below_floor(&mut m.metrics, c.plan.phase_floor) {
+        m.notes.push(note);
+    }
+    m.notes.extend(outcome.notes.iter().cloned());
+    m.series = h
+        .observed
+        .monitor
+        .take()
+        .map(|r| r.series)
+        .unwrap_or_default();
+}
+
+/// A workload that failed: its status and error, an interrupt named as such however the
+/// workload saw it, and an I/O error on a loop image put down to a full host disk when it
+/// is one.
+fn failed(c: &CellRun, ctx: &Ctx, f: &Fresh, m: &mut Measurement, e: WorkloadError) {
+    let e = if ctx.cancel.load(Ordering::SeqCst) && !matches!(e, WorkloadError::Interrupted) {
+        WorkloadError::Interrupted
+    } else {
+        e
+    };
+    m.status = e.status();
+    let host = (m.status == Status::Eio && f.inst.provenance.location == "loop")
+        .then(|| c.work.out_of_space())
+        .flatten();
+    m.error = Some(host.map_or_else(|| e.to_string(), |why| format!("{e}; {why}")));
+}

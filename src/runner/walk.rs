@@ -1,0 +1,570 @@
+//! A run in progress: the plan walked cell by cell. First the minimum repetitions, in
+//! interleaved order; then, for `--runs auto`, the budget's rounds. Each cell is skipped
+//! (already recorded, or its target stopped) or measured ([`super::cell`]) and recorded
+//! ([`super::recording`]).
+
+use std::collections::{HashMap, HashSet};
+use std::ops::ControlFlow;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::budget::{self, BudgetError, Group};
+use super::cell::{self, CellOutput, CellRun};
+use crate::golden::populate;
+use super::progress::Progress;
+use super::recording::{self, DoneKey, Recorder, Tally};
+use super::schedule::{self, Cell};
+use super::team::Team;
+use super::{preflight, rounds, RunOptions, RunSummary};
+use crate::plan::{Plan, Runs, TargetConfig};
+use crate::provision::{InstanceSpec, WorkDir};
+use crate::results::record::CellKey;
+use crate::results::store::{Loaded, Store};
+use crate::results::{Measurement, Status};
+use crate::workload::Workload;
+
+/// What a run walks its plan with; none of it changes during the walk.
+pub struct Inputs<'a> {
+    pub plan: &'a Plan,
+    /// The plan's targets as this process works on them (under MPI, `dir:` targets point
+    /// to the rank's own subtree); indexed like `plan.targets`.
+    pub targets: &'a [TargetConfig],
+    pub team: &'a dyn Team,
+    pub opts: &'a RunOptions,
+    pub cancel: &'a Arc<AtomicBool>,
+    /// The targets that can run here, as indices into `targets`.
+    pub usable: &'a [usize],
+    pub workloads: &'a [Box<dyn Workload>],
+    pub work: &'a WorkDir,
+    /// The size of the file systems fsarena makes, unless a target sets its own.
+    pub image: u64,
+}
+
+/// A run in progress: what every cell needs, and what the run has recorded so far.
+pub struct Walk<'a> {
+    inputs: Inputs<'a>,
+    done: HashSet<DoneKey>,
+    /// Points of cells cut short that are recorded in final form (`--resume`).
+    points: HashSet<CellKey>,
+    /// What the results file holds, kept in memory as each record is appended: what the
+    /// budget decides from.
+    state: Loaded,
+    /// Targets stopped because their first file system could not be made, with why.
+    stopped: HashMap<String, String>,
+    /// Targets a file system has been made for at least once.
+    provisioned: HashSet<String>,
+    store: &'a mut Store,
+    summary: &'a mut RunSummary,
+    progress: Progress,
+    masters: populate::Masters<'a>,
+    /// The number of the cell now being run (names its file systems).
+    seq: u64,
+    costs: budget::Costs,
+    started: Instant,
+}
+
+/// The cells of the plan's minimum repetitions on the `usable` targets, in the order they
+/// run.
+fn minimum(plan: &Plan, workloads: &[Box<dyn Workload>], usable: &[usize]) -> Vec<Cell> {
+    let wl = schedule::thread_lists(plan, workloads);
+    let datasets = plan.extra_profiles.len() + 1;
+    (0..plan.runs.min())
+        .flat_map(|rep| schedule::repetition(rep, usable.len(), datasets, &wl))
+        .collect()
+}
+
+/// The records of cell `this` from where its file systems come (`source`): its points
+/// measured on fresh ones or on copies of its populated image, each kept by `rec`; or the
+/// one record of why the image could not be had.
+fn measure_from<'c>(
+    mut this: CellRun<'c>,
+    source: populate::Source<'c>,
+    progress: &mut Progress,
+    rec: &mut Recorder,
+) -> CellOutput {
+    let failure = match source {
+        populate::Source::Fresh => None,
+        populate::Source::Clone(m) => {
+            this.master = Some(m);
+            None
+        }
+        populate::Source::Failed(f) => Some(f),
+        populate::Source::Interrupted => Some((
+            Status::Interrupted,
+            "interrupted while populating the image".into(),
+            Vec::new(),
+        )),
+    };
+    match failure {
+        None => cell::measure_points(&this, progress, &mut |m| rec.keep(m)),
+        Some(f) => this.fail(this.agree_failure(f)).into(),
+    }
+}
+
+/// What measuring one cell gave: its records, whether they were all kept, and its time.
+struct Measured {
+    records: Vec<Measurement>,
+    write_failed: bool,
+    /// The cell's wall time, and the part of it spent building its populated image.
+    seconds: f64,
+    image_seconds: Option<f64>,
+}
+
+impl<'a> Walk<'a> {
+    /// A walk of `inputs` that records into `store`, which already holds what `tally`
+    /// counts and `state` keeps, and adds up in `summary`.
+    pub fn new(
+        inputs: Inputs<'a>,
+        store: &'a mut Store,
+        tally: Tally,
+        state: Loaded,
+        summary: &'a mut RunSummary,
+    ) -> Walk<'a> {
+        let (plan, work, cancel) = (inputs.plan, inputs.work, inputs.cancel);
+        let cells = minimum(plan, inputs.workloads, inputs.usable).len() as u64;
+        let quiet = inputs.opts.quiet;
+        Walk {
+            inputs,
+            done: tally.done,
+            points: tally.points,
+            state,
+            stopped: HashMap::new(),
+            provisioned: HashSet::new(),
+            store,
+            summary,
+            progress: Progress::new(cells, quiet),
+            masters: populate::Masters::new(plan, work, cancel),
+            seq: 0,
+            costs: budget::Costs::default(),
+            started: Instant::now(),
+        }
+    }
+
+    /// Walks the plan: its minimum repetitions, then (`--runs auto`) the budget's rounds.
+    /// `Err` when the budget cannot tell what is still open: the run ends on it.
+    pub fn walk(&mut self) -> Result<(), BudgetError> {
+        let minimum = minimum(self.inputs.plan, self.inputs.workloads, self.inputs.usable);
+        // The probe's table is built now, long before the first phase's probe, so that
+        // probe does not find the fresh table still in the CPU's caches.
+        crate::monitor::steadiness::shared();
+        self.build_images_ahead(&minimum);
+        for (i, cell) in minimum.iter().enumerate() {
+            let eta = self.eta(&minimum[i..]);
+            self.progress.set_eta(eta);
+            if self.run_cell(cell).is_break() {
+                break;
+            }
+        }
+        let spent = match self.inputs.plan.runs {
+            Runs::Auto { max, budget, .. } if !self.summary.interrupted => {
+                self.spend_budget(max, budget)
+            }
+            _ => Ok(()),
+        };
+        self.progress.done();
+        spent
+    }
+
+    /// The targets stopped because their first file system could not be made.
+    pub fn stopped_targets(&self) -> Vec<String> {
+        self.stopped.keys().cloned().collect()
+    }
+
+    /// The time the `cells` still to run will take, each priced at what cells of its group
+    /// (else its target, else any) cost so far; within the budget's end for `auto`. `None`
+    /// until a cell has been timed.
+    fn eta(&self, cells: &[Cell]) -> Option<Duration> {
+        let mut secs = 0.0;
+        for c in cells {
+            secs += self.costs.estimate(&self.group(c));
+        }
+        if secs <= 0.0 {
+            return None;
+        }
+        let mut eta = Duration::from_secs_f64(secs);
+        if let Runs::Auto { budget, .. } = self.inputs.plan.runs {
+            eta = eta.max(budget.saturating_sub(self.started.elapsed()));
+        }
+        Some(eta)
+    }
+
+    /// What the results file calls `cell` once it is recorded (`--resume` skips those).
+    fn done_key(&self, cell: &Cell) -> DoneKey {
+        DoneKey {
+            target: self.inputs.plan.targets[self.inputs.usable[cell.target]]
+                .name
+                .clone(),
+            workload: self.inputs.workloads[cell.workload].name().to_string(),
+            threads: cell.threads as u32,
+            repetition: cell.repetition,
+            dataset: self.inputs.plan.dataset_label(cell.dataset),
+        }
+    }
+
+    /// The group (all repetitions) `cell` belongs to.
+    fn group(&self, cell: &Cell) -> Group {
+        Group {
+            target: self.inputs.plan.targets[self.inputs.usable[cell.target]]
+                .name
+                .clone(),
+            workload: self.inputs.workloads[cell.workload].name().to_string(),
+            dataset: self.inputs.plan.dataset_label(cell.dataset),
+            threads: cell.threads as u32,
+        }
+    }
+
+    /// How the file system of a cell on `target` is provisioned: numbered with the cell
+    /// now being run (`seq`), sized by the target or the run's image size.
+    fn spec_for<'t>(&self, target: &'t TargetConfig) -> InstanceSpec<'t> {
+        InstanceSpec {
+            target,
+            seq: self.seq,
+            size: target.size.unwrap_or(self.inputs.image),
+            allow_device: self.inputs.opts.allow_device,
+            wipe: self.inputs.opts.wipe,
+        }
+    }
+
+    /// Populates every image the `cells` still to run will copy, before the first of them
+    /// ([`populate::Masters::build_ahead`]).
+    fn build_images_ahead(&mut self, cells: &[Cell]) {
+        let wanted: Vec<_> = cells
+            .iter()
+            .filter(|c| !self.done.contains(&self.done_key(c)))
+            .map(|c| {
+                let spec = self.spec_for(&self.inputs.targets[self.inputs.usable[c.target]]);
+                (
+                    self.inputs.workloads[c.workload].as_ref(),
+                    c.target,
+                    c.dataset,
+                    spec,
+                )
+            })
+            .collect();
+        self.masters.build_ahead(wanted, &self.progress);
+    }
+
+    /// Runs one cell and records what it measured; `Break` when the run must stop
+    /// (interrupted, or the results file cannot be written).
+    fn run_cell(&mut self, cell: &Cell) -> ControlFlow<()> {
+        if self.inputs.cancel.load(Ordering::SeqCst) {
+            self.summary.interrupted = true;
+            return ControlFlow::Break(());
+        }
+        if let Some(why) = self.skipped(cell) {
+            self.progress.finish_cell(why);
+            return ControlFlow::Continue(());
+        }
+        let measured = self.measure(cell);
+        self.account(cell, measured)
+    }
+
+    /// Shows `cell` starting, and why it is not run, if it is not: already recorded, or
+    /// its target stopped.
+    fn skipped(&mut self, cell: &Cell) -> Option<&'static str> {
+        let target = &self.inputs.targets[self.inputs.usable[cell.target]];
+        let w = self.inputs.workloads[cell.workload].as_ref();
+        let shown = match self.inputs.plan.dataset_label(cell.dataset) {
+            Some(l) => format!("{} · {l}", w.name()),
+            None => w.name().to_string(),
+        };
+        self.progress
+            .start_cell(&target.name, &shown, cell.repetition + 1, cell.threads);
+        if self.done.contains(&self.done_key(cell)) {
+            return Some("already recorded");
+        }
+        if self.stopped.contains_key(&target.name) {
+            return Some("skipped: the target is stopped");
+        }
+        None
+    }
+
+    /// Measures `cell` on its file systems (fresh, or copies of its populated image),
+    /// keeping each record the moment it is final.
+    fn measure(&mut self, cell: &Cell) -> Measured {
+        let started = Instant::now();
+        self.seq += 1;
+        let w = self.inputs.workloads[cell.workload].as_ref();
+        let (spec, log_spec) = self.specs(cell, w);
+        // The first cell on an image built ahead is charged for building it, as it was
+        // when it built the image itself.
+        let ahead = self
+            .masters
+            .take_ahead_seconds(w, cell.target, cell.dataset, &spec);
+        let datasets: Vec<_> = (self.inputs.plan.datasets().into_iter())
+            .map(|d| self.inputs.team.dataset(d))
+            .collect();
+        // Each point is appended the moment it is checked (a kill -9 in a long sweep
+        // keeps the points already finished).
+        let mut rec = Recorder {
+            store: &mut *self.store,
+            state: &mut self.state,
+            team: self.inputs.team,
+            started: started
+                .checked_sub(Duration::from_secs_f64(ahead))
+                .unwrap_or(started),
+            image_seconds: (ahead > 0.0).then_some(ahead),
+            failed: false,
+        };
+        let (source, built_now) =
+            self.masters
+                .for_cell(w, cell.target, cell.dataset, &spec, &self.progress);
+        if let Some(b) = built_now {
+            rec.image_seconds = Some(ahead + b);
+        }
+        let this = CellRun {
+            plan: self.inputs.plan,
+            spec: &spec,
+            workload: w,
+            cell,
+            dataset: &datasets[cell.dataset.min(datasets.len() - 1)],
+            work: self.inputs.work,
+            cancel: self.inputs.cancel,
+            master: None,
+            recorded: &self.points,
+            team: self.inputs.team,
+            log_spec: log_spec.as_ref(),
+        };
+        let CellOutput {
+            mut records,
+            emitted,
+        } = measure_from(this, source, &mut self.progress, &mut rec);
+        for m in records.iter_mut().skip(emitted) {
+            if rec.failed || !rec.keep(m) {
+                break;
+            }
+        }
+        Measured {
+            records,
+            write_failed: rec.failed,
+            seconds: rec.started.elapsed().as_secs_f64(),
+            image_seconds: rec.image_seconds,
+        }
+    }
+
+    /// The file system a point of `cell` (of workload `w`) is made as, and the one for its
+    /// log when the workload's `log_target` (checked before the run) is another target: a
+    /// target of its own per point; a cell on the log target itself keeps its log there.
+    fn specs(&self, cell: &Cell, w: &dyn Workload) -> (InstanceSpec<'a>, Option<InstanceSpec<'a>>) {
+        let targets = self.inputs.targets;
+        let target = &targets[self.inputs.usable[cell.target]];
+        let log_spec = preflight::log_target(self.inputs.plan, w.name())
+            .filter(|name| *name != target.name)
+            .and_then(|name| targets.iter().find(|t| t.name == name))
+            .map(|t| self.spec_for(t));
+        (self.spec_for(target), log_spec)
+    }
+
+    /// Adds what `cell` measured to the run's summary, costs and progress; `Break` when the
+    /// run must stop (a record could not be written, or the cell was interrupted).
+    fn account(&mut self, cell: &Cell, measured: Measured) -> ControlFlow<()> {
+        let Measured {
+            records,
+            write_failed,
+            seconds,
+            image_seconds,
+        } = measured;
+        if write_failed {
+            self.summary.interrupted = true;
+            return ControlFlow::Break(());
+        }
+        let w = self.inputs.workloads[cell.workload].as_ref();
+        let mut line = String::new();
+        for m in &records {
+            self.summary.measured += 1;
+            match m.status {
+                Status::Ok => {}
+                Status::Interrupted => self.summary.cut_short += 1,
+                _ => self.summary.failures.push(recording::failure_line(m)),
+            }
+            line = recording::describe(m, w);
+        }
+        let target = &self.inputs.targets[self.inputs.usable[cell.target]].name;
+        self.stop_if_unprovisionable(target, &records);
+        let group = self.group(cell);
+        // Later rounds copy the image already built: what they cost is the cell without it.
+        self.costs
+            .add(group, seconds - image_seconds.unwrap_or(0.0));
+        self.progress.finish_cell(&line);
+        if records.iter().any(|m| m.status == Status::Interrupted) {
+            self.summary.interrupted = true;
+            return ControlFlow::Break(());
+        }
+        ControlFlow::Continue(())
+    }
+
+    /// A target whose first cell could not even make its file system (mkfs or mount
+    /// options the tool rejects, a size it refuses) would fail the same way in every cell:
+    /// it is stopped with one line, and its other cells are not run.
+    fn stop_if_unprovisionable(&mut self, target: &str, records: &[Measurement]) {
+        if self.provisioned.contains(target) || records.is_empty() {
+            return;
+        }
+        if !records.iter().all(cell::is_provision_failure) {
+            self.provisioned.insert(target.to_string());
+            return;
+        }
+        let why = records[0].error.clone().unwrap_or_default();
+        let line = format!(
+            "fsarena: target {target} stopped: its first file system could not be made ({why}); its other cells are skipped"
+        );
+        // Said even with --quiet: it changes what the run measures.
+        if self.inputs.opts.quiet {
+            eprintln!("{line}");
+        } else {
+            self.progress.println(&line);
+        }
+        self.stopped.insert(target.to_string(), why);
+    }
+
+    /// `--runs auto` after the minimum: rounds of one more repetition for the groups of
+    /// the comparisons still undecided, closest first, while the budget lasts ([`budget`]).
+    /// `Err` when what is still open cannot be told.
+    fn spend_budget(&mut self, max: u32, budget: Duration) -> Result<(), BudgetError> {
+        // The run's own start (before this clock) and end (images removed, report
+        // written) come out of the same budget: a 5-minute budget means 5 minutes of wall.
+        let budget = budget.saturating_sub(rounds::CLOSING);
+        let mut next_rep =
+            rounds::next_repetitions(self.groups(), &self.done, self.inputs.plan.runs.min());
+        for round in 1.. {
+            let remaining = budget.saturating_sub(self.started.elapsed()).as_secs_f64();
+            // The root (which holds the results) decides the round; every process runs it.
+            let decided = self
+                .inputs
+                .team
+                .is_root()
+                .then(|| self.decide_round(round, &next_rep, max, remaining));
+            let groups = self.inputs.team.round_from_root(decided)?;
+            if groups.is_empty() {
+                return Ok(());
+            }
+            // Ranks run every cell of the round: one that left a cell out on its own clock
+            // would wait for ever at the others' barriers.
+            let limit = if self.inputs.team.is_alone() {
+                budget
+            } else {
+                Duration::MAX
+            };
+            if self
+                .run_round(round, &groups, &mut next_rep, limit)
+                .is_break()
+            {
+                return Ok(());
+            }
+        }
+        Ok(())
+    }
+
+    /// Every group of the plan on the targets that can run here.
+    fn groups(&self) -> Vec<Group> {
+        let wl = schedule::thread_lists(self.inputs.plan, self.inputs.workloads);
+        let mut groups = Vec::new();
+        for target in 0..self.inputs.usable.len() {
+            for (w, threads) in &wl {
+                for &threads in threads {
+                    for dataset in 0..=self.inputs.plan.extra_profiles.len() {
+                        groups.push(self.group(&Cell {
+                            repetition: 0,
+                            target,
+                            dataset,
+                            workload: *w,
+                            threads,
+                        }));
+                    }
+                }
+            }
+        }
+        groups
+    }
+
+    /// The groups of round `round`, from the comparisons still open in what the run has
+    /// recorded, and what is left of the budget; none when the budget is done, with the
+    /// line that says why.
+    fn decide_round(
+        &self,
+        round: usize,
+        next_rep: &HashMap<Group, u32>,
+        max: u32,
+        remaining: f64,
+    ) -> Result<Vec<Group>, BudgetError> {
+        let open = budget::open_questions(&self.state, self.inputs.plan.margin_pct)?;
+        if open.is_empty() {
+            self.progress
+                .println("budget: every comparison with the baseline is decided");
+            return Ok(Vec::new());
+        }
+        let costs = &self.costs;
+        let r = budget::plan_round(
+            &open,
+            &self.inputs.plan.baseline,
+            next_rep,
+            max,
+            &|g| costs.estimate(g),
+            remaining,
+        );
+        if r.groups.is_empty() {
+            self.progress
+                .println(&rounds::no_further_round(open.len(), remaining));
+            return Ok(Vec::new());
+        }
+        self.progress
+            .println(&rounds::round_line(round, open.len(), &r, remaining));
+        Ok(r.groups)
+    }
+
+    /// One budget round: a further repetition of each of `groups`, each cell started only
+    /// while it fits in the `budget`.
+    fn run_round(
+        &mut self,
+        round: usize,
+        groups: &[Group],
+        next_rep: &mut HashMap<Group, u32>,
+        budget: Duration,
+    ) -> ControlFlow<()> {
+        self.progress.grow(groups.len() as u64);
+        let mut cells: Vec<Cell> = groups
+            .iter()
+            .filter_map(|g| self.cell_of(g, next_rep.get(g).copied().unwrap_or(0)))
+            .collect();
+        rounds::interleave(&mut cells, round, self.inputs.usable.len());
+        for (i, cell) in cells.iter().enumerate() {
+            // A round is planned from cells' average costs; a cell that would no longer fit
+            // in what is left of the budget is not started.
+            let left = budget.saturating_sub(self.started.elapsed()).as_secs_f64();
+            let cost = self.costs.estimate(&self.group(cell));
+            if cost > left {
+                self.progress
+                    .println(&rounds::left_out(round, cells.len() - i, cost, left));
+                return ControlFlow::Break(());
+            }
+            let eta = self.eta(&cells[i..]);
+            self.progress.set_eta(eta);
+            self.run_cell(cell)?;
+            *next_rep.entry(self.group(cell)).or_insert(0) += 1;
+        }
+        ControlFlow::Continue(())
+    }
+
+    /// The cell of group `g` at repetition `rep`.
+    fn cell_of(&self, g: &Group, rep: u32) -> Option<Cell> {
+        let target = self
+            .inputs
+            .usable
+            .iter()
+            .position(|&i| self.inputs.plan.targets[i].name == g.target)?;
+        let workload = self
+            .inputs
+            .workloads
+            .iter()
+            .position(|w| w.name() == g.workload)?;
+        let dataset = self.inputs.plan.dataset_index(g.dataset.as_deref())?;
+        Some(Cell {
+            repetition: rep,
+            target,
+            dataset,
+            workload,
+            threads: g.threads as usize,
+        })
+    }
+}
