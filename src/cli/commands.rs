@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use clap::Args;
 
-use super::output::{emit, OutputArgs};
 use super::exit::{EXIT_FAILED, EXIT_OK};
+use super::output::{emit, OutputArgs};
 use crate::provision::{cleanup, host, workdir};
 use crate::report::width::{output_width, wrap_lines};
 

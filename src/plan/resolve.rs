@@ -37,8 +37,14 @@ pub fn resolve(
     let scale = o.scale.or(f.scale).map_or(super::DEFAULT_SCALE, |s| s.0);
     let (dataset, extra_profiles) = dataset(&f.dataset, &o.dataset, scale)?;
     let baseline = baseline(&targets, o.baseline.as_ref().or(f.baseline.as_ref()))?;
-    let timeout = o.timeout.or(f.timeout).map_or(super::DEFAULT_TIMEOUT, |t| t.0);
-    let margin_pct = o.margin.or(f.margin).map_or(super::DEFAULT_MARGIN_PCT, |m| m.0);
+    let timeout = o
+        .timeout
+        .or(f.timeout)
+        .map_or(super::DEFAULT_TIMEOUT, |t| t.0);
+    let margin_pct = o
+        .margin
+        .or(f.margin)
+        .map_or(super::DEFAULT_MARGIN_PCT, |m| m.0);
     let mut workload_options = f.workload;
     super::io_hosts::apply(
         o.io_hosts.as_ref(),
@@ -335,7 +341,11 @@ fn dataset(
     let source_dir = o.dir.clone().or(f.dir.clone());
     if !extra.is_empty() && source_dir.is_some() {
         let names: Vec<&str> = profiles
-            .map(|p| p.0.iter().map(|p| crate::dataset::profile_name(*p)).collect())
+            .map(|p| {
+                p.0.iter()
+                    .map(|p| crate::dataset::profile_name(*p))
+                    .collect()
+            })
             .unwrap_or_default();
         return Err(PlanError::Invalid {
             what: "profile",

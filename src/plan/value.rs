@@ -215,7 +215,9 @@ impl Setting for Scale {
     fn parse(s: &str) -> Result<Self, String> {
         let v = number(s)?;
         if !(v.is_finite() && v > 0.0 && v <= 100.0) {
-            return Err("use a number above 0 and at most 100 (1 = the full-size data sets)".into());
+            return Err(
+                "use a number above 0 and at most 100 (1 = the full-size data sets)".into(),
+            );
         }
         Ok(Scale(v))
     }
@@ -367,9 +369,12 @@ impl RankDirsChoice {
 impl Setting for RankDirsChoice {
     const WHAT: &'static str = "rank_dirs";
     fn parse(s: &str) -> Result<Self, String> {
-        super::RankDirs::parse(s).map(RankDirsChoice).ok_or_else(|| {
-            "use own (each MPI rank in its own subtree) or shared (all ranks in one tree)".into()
-        })
+        super::RankDirs::parse(s)
+            .map(RankDirsChoice)
+            .ok_or_else(|| {
+                "use own (each MPI rank in its own subtree) or shared (all ranks in one tree)"
+                    .into()
+            })
     }
 }
 
@@ -408,8 +413,14 @@ mod tests {
         assert_eq!("4".parse(), Ok(RunCount::Fixed(4)));
         assert!("0".parse::<RunCount>().unwrap_err().contains("1 to 1000"));
         assert_eq!("1, 2,4".parse(), Ok(ThreadList(vec![1, 2, 4])));
-        assert!("1,0".parse::<ThreadList>().unwrap_err().contains("1 to 1024"));
-        assert!("two".parse::<ThreadList>().unwrap_err().contains("thread list"));
+        assert!("1,0"
+            .parse::<ThreadList>()
+            .unwrap_err()
+            .contains("1 to 1024"));
+        assert!("two"
+            .parse::<ThreadList>()
+            .unwrap_err()
+            .contains("thread list"));
         assert_eq!("90".parse(), Ok(Budget(Duration::from_secs(90))));
         for bad in ["soon", "0", "-5m", ""] {
             assert!(bad.parse::<Budget>().is_err(), "{bad}");
@@ -420,7 +431,10 @@ mod tests {
             assert!(bad.parse::<Margin>().is_err(), "{bad}");
         }
         assert!("95".parse::<AgePct>().unwrap_err().contains("below 95"));
-        assert!("small,small".parse::<Profiles>().unwrap_err().contains("twice"));
+        assert!("small,small"
+            .parse::<Profiles>()
+            .unwrap_err()
+            .contains("twice"));
         assert!("12Q".parse::<ImageSize>().is_err());
         assert!(dataset_dir("/x").is_err());
     }
@@ -439,8 +453,14 @@ mod tests {
         assert_eq!(f.runs, Some(RunCount::Fixed(3)));
         assert_eq!(f.profile, Some(Profiles(vec![Profile::Small])));
         let e = toml::from_str::<File>("threads = [0]").unwrap_err();
-        assert!(e.message().contains("thread list `[0]`: 0 threads: use 1 to 1024"));
+        assert!(e
+            .message()
+            .contains("thread list `[0]`: 0 threads: use 1 to 1024"));
         let e = toml::from_str::<File>("runs = \"lots\"").unwrap_err();
-        assert!(e.message().starts_with("invalid runs `lots`"), "{}", e.message());
+        assert!(
+            e.message().starts_with("invalid runs `lots`"),
+            "{}",
+            e.message()
+        );
     }
 }

@@ -12,10 +12,7 @@ use crate::plan::size::parse_whole_size;
 /// A size as written: a number of bytes, or a string such as `"4k"` (or a word some
 /// options take besides sizes: `"small"`, `"off"`, `"25%"`).
 #[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(
-    untagged,
-    expecting = "a number of bytes or a string such as \"4k\""
-)]
+#[serde(untagged, expecting = "a number of bytes or a string such as \"4k\"")]
 pub enum SizeValue {
     Bytes(i64),
     Text(String),
@@ -110,7 +107,11 @@ fn one_line(workload: &str, msg: &str) -> String {
             )
         };
     }
-    format!("[workload.{workload}]: {msg}{within}")
+    match within.strip_prefix(" in ") {
+        // "… in `size`": the key leads, as in every other line about one key.
+        Some(key) => format!("[workload.{workload}]: {key}: {msg}"),
+        None => format!("[workload.{workload}]: {msg}"),
+    }
 }
 
 #[cfg(test)]
@@ -175,12 +176,20 @@ mod tests {
     fn numbers_strings_and_lists_read_into_one_type() {
         let s = parse::<Shapes>("io", &table("size = 4096\nbs = [\"4k\", 8192]")).unwrap();
         assert_eq!(s.size.as_ref().and_then(SizeValue::whole_bytes), Some(4096));
-        let bs: Vec<Option<u64>> = s.bs.unwrap().items().iter().map(|b| b.whole_bytes()).collect();
+        let bs: Vec<Option<u64>> =
+            s.bs.unwrap()
+                .items()
+                .iter()
+                .map(|b| b.whole_bytes())
+                .collect();
         assert_eq!(bs, vec![Some(4096), Some(8192)]);
         assert_eq!(SizeValue::Text("1.3".into()).whole_bytes(), None);
         assert_eq!(SizeValue::Text("4k".into()).to_string(), "\"4k\"");
         let e = parse::<Shapes>("io", &table("size = true")).unwrap_err();
-        assert_eq!(e, "[workload.io]: `size`: expected a number of bytes or a string such as \"4k\"");
+        assert_eq!(
+            e,
+            "[workload.io]: `size`: a number of bytes or a string such as \"4k\""
+        );
         let e = parse::<Shapes>("io", &table("bs = [true]")).unwrap_err();
         assert!(e.starts_with("[workload.io]: `bs`: "), "{e}");
     }

@@ -125,7 +125,10 @@ fn a_memory_target_is_never_the_default_baseline_and_the_margin_is_checked() {
     let f = parse_plan_file("margin = 2.5\n", "p").unwrap();
     assert_eq!(resolve(Some(f), &o, W, &all).unwrap().margin_pct, 2.5);
     for bad in ["0", "100", "-1", "NaN", "inf"] {
-        assert!(refused(&[&three[..], &["--margin", bad]].concat()).contains("margin"), "{bad}");
+        assert!(
+            refused(&[&three[..], &["--margin", bad]].concat()).contains("margin"),
+            "{bad}"
+        );
         let file = parse_plan_file(&format!("margin = {bad}\n"), "p");
         assert!(file.is_err(), "{bad}");
     }

@@ -43,7 +43,9 @@ fn shared_rank_dirs_keep_the_target_and_refuse_what_cannot_share_it() {
             &crate::plan::settings::Settings {
                 targets: targets.iter().map(|s| s.to_string()).collect(),
                 workloads: workloads.iter().map(|s| s.to_string()).collect(),
-                rank_dirs: Some(crate::plan::value::RankDirsChoice(crate::plan::RankDirs::Shared)),
+                rank_dirs: Some(crate::plan::value::RankDirsChoice(
+                    crate::plan::RankDirs::Shared,
+                )),
                 ..Default::default()
             },
             &crate::workload::names(),
