@@ -48,6 +48,17 @@ impl fmt::Display for SizeValue {
     }
 }
 
+/// A string option's value, shown quoted in errors as the plan file writes it.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(transparent)]
+pub struct Word(pub String);
+
+impl fmt::Display for Word {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        write!(f, "{:?}", self.0)
+    }
+}
+
 /// One value, standing for a list of one, or a list (an axis such as io's `bs = "4k"` or
 /// `bs = ["4k", "1m"]`).
 #[derive(Debug, Clone, PartialEq, Deserialize)]

@@ -17,7 +17,7 @@ use serde::Deserialize;
 use super::{Preset, MIB};
 use crate::fio::{IoEngine, Rw, Server};
 use crate::plan::size::short_label as size_label;
-use crate::workload::options::{self, OneOrMany, SizeValue};
+use crate::workload::options::{self, OneOrMany, SizeValue, Word};
 use crate::workload::{IoContext, WorkloadError};
 
 /// Default `small` file at scale 1: small enough to sit in any cache.
@@ -37,7 +37,7 @@ const MAX_SECONDS: f64 = 86_400.0;
 #[serde(deny_unknown_fields)]
 struct IoOptions {
     /// Access patterns: read, randread, write, randwrite, randrw.
-    rw: Option<OneOrMany<String>>,
+    rw: Option<OneOrMany<Word>>,
     /// Block sizes: bytes or a size such as `4k`.
     bs: Option<OneOrMany<SizeValue>>,
     /// Jobs per point, 1..=1024.
@@ -49,7 +49,7 @@ struct IoOptions {
     /// O_DIRECT or buffered.
     direct: Option<OneOrMany<bool>>,
     /// Engines: auto, io_uring, libaio, psync.
-    ioengine: Option<OneOrMany<String>>,
+    ioengine: Option<OneOrMany<Word>>,
     /// Seconds per point; 0 makes jobs size-bounded.
     runtime: Option<f64>,
     /// Seconds of warm-up excluded from fio's statistics.
@@ -136,7 +136,7 @@ impl Axes {
     /// Checks every value of every axis the table gives.
     fn of(name: &str, opts: &IoOptions) -> Result<Axes, String> {
         Ok(Axes {
-            rw: axis(name, "rw", &opts.rw, |v| Rw::parse(v), RW_WANT)?,
+            rw: axis(name, "rw", &opts.rw, |v| Rw::parse(&v.0), RW_WANT)?,
             bs: axis(
                 name,
                 "bs",
@@ -164,7 +164,7 @@ impl Axes {
                 name,
                 "ioengine",
                 &opts.ioengine,
-                |v| EngineChoice::parse(v),
+                |v| EngineChoice::parse(&v.0),
                 "auto, io_uring, libaio or psync",
             )?,
         })
