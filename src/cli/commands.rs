@@ -1,12 +1,14 @@
-//! The small commands: `list`, `doctor`, `cleanup`. Their text goes through
+//! The commands other than `run`: `list`, `doctor`, `cleanup`, `report`, `compare`,
+//! `dataset`, `op`. Their text goes through
 //! [`super::output::emit`] (a closed pipe ends them quietly), wrapped to the output width.
 
 use std::path::{Path, PathBuf};
 
-use anyhow::Result;
+use anyhow::{Context, Result};
+use clap::Args;
 
-use super::output::emit;
-use super::{EXIT_FAILED, EXIT_OK};
+use super::exit::{EXIT_FAILED, EXIT_OK};
+use super::output::{emit, OutputArgs};
 use crate::provision::{cleanup, host, workdir};
 use crate::report::width::{output_width, wrap_lines};
 
@@ -122,8 +124,42 @@ pub fn cleanup(work_dir: &Path) -> Result<i32> {
     })
 }
 
+/// `fsarena op NAME SRC [DEST]`.
+#[derive(Debug, Args)]
+pub struct OpArgs {
+    /// The operation.
+    #[arg(value_enum)]
+    pub name: crate::bench_op::Op,
+    /// The tree to work on (copy/sync: the source).
+    pub src: PathBuf,
+    /// copy: a directory to create and copy into; sync: the mirror to bring in line.
+    pub dest: Option<PathBuf>,
+    /// Worker threads (default: the CPUs).
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// search-name: glob on the file name.
+    #[arg(long, default_value = "*.jpg")]
+    pub pattern: String,
+    /// search-size: smallest size in bytes.
+    #[arg(long, default_value_t = 0)]
+    pub min_size: u64,
+    /// search-size: largest size in bytes.
+    #[arg(long, default_value_t = u64::MAX)]
+    pub max_size: u64,
+    /// touch: the modification time to set, in seconds since the epoch.
+    #[arg(long, default_value_t = 1_000_000_000)]
+    pub time: i64,
+    /// chmod: the permission bits to set, in octal.
+    #[arg(long, default_value = "640")]
+    pub mode: String,
+    /// sync: modification times this many seconds apart count as equal (rsync
+    /// --modify-window).
+    #[arg(long, default_value_t = 0.0)]
+    pub modify_window: f64,
+}
+
 /// `fsarena op`: one workload's core operation on an existing tree, for bench/.
-pub fn op(a: super::OpArgs) -> Result<i32> {
+pub fn op(a: OpArgs) -> Result<i32> {
     let mode = u32::from_str_radix(&a.mode, 8)
         .ok()
         .filter(|m| *m <= 0o7777)
@@ -145,5 +181,71 @@ pub fn op(a: super::OpArgs) -> Result<i32> {
     };
     let report = crate::bench_op::run(&args)?;
     emit(&format!("{}\n", report.line(args.name)))?;
+    Ok(EXIT_OK)
+}
+
+/// `fsarena report DIR`.
+pub fn report(dir: &Path, margin: Option<f64>, output: &OutputArgs) -> Result<i32> {
+    let text = crate::report::report_text(dir, margin, output.format(), output.color())?;
+    emit(&text)?;
+    Ok(EXIT_OK)
+}
+
+/// `fsarena compare A B`: the comparison on stdout; with `--fail-if-worse PCT`, exit 1 and
+/// one stderr line per key metric worse by more than PCT %.
+pub fn compare(
+    dir_a: &Path,
+    dir_b: &Path,
+    margin: Option<f64>,
+    fail_if_worse: Option<f64>,
+    output: &OutputArgs,
+) -> Result<i32> {
+    let (text, c) =
+        crate::report::compare_text(dir_a, dir_b, margin, output.format(), output.color())?;
+    emit(&text)?;
+    let Some(pct) = fail_if_worse else {
+        return Ok(EXIT_OK);
+    };
+    let worse = crate::report::compare::worse_than(&c, pct);
+    for r in &worse {
+        eprintln!(
+            "fsarena: worse by more than {pct} %: {}, {} threads, {}: {} {:+.1} %",
+            r.point(),
+            r.threads,
+            r.target,
+            r.metric,
+            r.pct_diff.unwrap_or(f64::NAN)
+        );
+    }
+    if worse.is_empty() {
+        return Ok(EXIT_OK);
+    }
+    // Beside the failures, so a gate's log shows when the machine moved too.
+    for n in c.host_notes() {
+        eprintln!("fsarena: note: {n}");
+    }
+    Ok(EXIT_FAILED)
+}
+
+/// `fsarena dataset DIR`: the generated data set written into a new or empty `dir`, and
+/// its manifest digest printed.
+pub fn dataset(spec: &crate::dataset::DatasetSpec, dir: &Path, threads: usize) -> Result<i32> {
+    let manifest = spec.plan()?;
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    if std::fs::read_dir(dir)?.next().is_some() {
+        anyhow::bail!(
+            "{} is not empty: name a new or empty directory",
+            dir.display()
+        );
+    }
+    let bytes = crate::dataset::materialize(spec, &manifest, dir, threads.max(1))?;
+    emit(&format!(
+        "{} files, {} directories, {} bytes, {} planted duplicate groups, digest {}\n",
+        manifest.files.len(),
+        manifest.dirs.len(),
+        bytes,
+        manifest.duplicate_groups.len(),
+        manifest.digest()
+    ))?;
     Ok(EXIT_OK)
 }

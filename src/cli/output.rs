@@ -29,6 +29,18 @@ pub fn is_closed_pipe(e: &anyhow::Error) -> bool {
     e.downcast_ref::<ClosedPipe>().is_some()
 }
 
+/// Errors print as one line: the chain joined with ": ", each cause once (most errors
+/// already print their source).
+pub fn one_line(e: &anyhow::Error) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    for c in e.chain().map(|c| c.to_string()) {
+        if !parts.iter().any(|p| p.contains(&c)) {
+            parts.push(c);
+        }
+    }
+    parts.join(": ").replace('\n', " ")
+}
+
 /// `--format`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum FormatArg {

@@ -38,7 +38,7 @@ fn cli_parses_the_fixed_interface() {
     let Command::Run(a) = c.command else {
         panic!("not run")
     };
-    assert_eq!(a.targets, vec!["ext4", "dir:/x"]);
+    assert_eq!(a.settings.targets, vec!["ext4", "dir:/x"]);
     assert!(a.keep && a.dry_run && a.quiet);
     assert!(Cli::try_parse_from(["fsarena", "run", "--wipe"]).is_err());
     assert!(Cli::try_parse_from(["fsarena", "doctor", "--json"]).is_ok());

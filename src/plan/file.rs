@@ -1,134 +1,17 @@
-//! The TOML plan file as written, and target specs (`--target`, `targets = [...]`,
-//! `[[target]]`) turned into [`TargetConfig`]s. Parsing only: [`super::resolve`] combines
-//! the file with the command line into a [`Plan`](super::Plan).
-//!
-//! ```toml
-//! runs = 3                 # or "auto"
-//! scale = 0.01
-//! threads = [1, 2, 4]
-//! workloads = ["create", "scan", "delete"]
-//! targets = ["ext4", "xfs"]          # catalogue names, dir:PATH, NAME@/dev/DEVICE
-//! baseline = "ext4"
-//! timeout = 600                      # seconds per measurement
-//! margin = 5                         # equivalence margin, % of the baseline
-//! budget = "5m"                      # wall time `auto` may spend (runs = "auto" or unset)
-//! phase_floor = "0.5s"               # shortest measured phase a key metric may come from
-//! io_hosts = ["node1", "node2:8766"] # fio --server hosts the io workloads run on
-//! age = 60                           # age every file system to 60 % full first (loop targets)
-//! rank_dirs = "shared"               # under MPI: all ranks in one tree (default "own")
-//!
-//! [dataset]
-//! profile = "small"
-//! seed = 42
-//!
-//! [[target]]                         # a configuration of your own
-//! name = "ext4-journal-noatime"
-//! base = "ext4"                      # or fs = "ext4"
-//! mkfs = ["-b", "4096"]
-//! mount = ["data=journal", "noatime"]
-//! size = "2G"
-//!
-//! [workload.db]                      # options handed to one workload
-//! threads = 12
-//! ```
+//! Reading a plan file into [`Settings`] (errors name the file, line and column), and
+//! target specs (`--target`, `targets = [...]`, `[[target]]`) turned into
+//! [`TargetConfig`]s. Parsing only: [`super::resolve`] combines the file with the command
+//! line into a [`Plan`](super::Plan).
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use serde::Deserialize;
-
+use super::settings::{Settings, TargetTable};
 use super::size::parse_size;
 use super::target::{FsKind, Location, TargetConfig};
 use super::{catalogue, PlanError};
 
-/// The plan file as written. Unknown keys are errors, reported with line and column.
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct PlanFile {
-    pub runs: Option<RunsValue>,
-    pub scale: Option<f64>,
-    pub threads: Option<Vec<i64>>,
-    pub workloads: Option<Vec<String>>,
-    pub targets: Option<Vec<String>>,
-    pub baseline: Option<String>,
-    pub timeout: Option<f64>,
-    pub margin: Option<f64>,
-    pub budget: Option<String>,
-    pub phase_floor: Option<String>,
-    /// fio servers (`HOST[:PORT]`) the io workloads run on (`--io-hosts`; see `io_hosts`).
-    pub io_hosts: Option<Vec<String>>,
-    /// Fill level (%) to age every file system to before measuring.
-    pub age: Option<f64>,
-    /// Under MPI: `"own"` (each rank its own subtree) or `"shared"` (one tree for all).
-    pub rank_dirs: Option<String>,
-    pub dataset: Option<DatasetTable>,
-    #[serde(default, rename = "target")]
-    pub custom_targets: Vec<TargetTable>,
-    #[serde(default)]
-    pub workload: BTreeMap<String, toml::Table>,
-}
-
-/// `runs = 3` or `runs = "auto"`: either shape is accepted, checked on resolution.
-#[derive(Debug, Deserialize)]
-#[serde(untagged)]
-pub enum RunsValue {
-    Count(i64),
-    Word(String),
-}
-
-/// The `[dataset]` table: every key optional, flags override it.
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct DatasetTable {
-    /// One profile, or several (`["small", "medium"]`): every cell then runs once per
-    /// data set, as the file-management study ran its four.
-    pub profile: Option<Profiles>,
-    pub seed: Option<u64>,
-    pub duplicate_fraction: Option<f64>,
-    pub compressibility: Option<f64>,
-    /// `typed` (bytes by file type, the default) or `random`.
-    pub content: Option<String>,
-    pub dir: Option<PathBuf>,
-}
-
-/// `profile = "small"` or `profile = ["small", "medium", ...]`.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(untagged)]
-pub enum Profiles {
-    One(String),
-    Many(Vec<String>),
-}
-
-impl Profiles {
-    /// The names, in the order given.
-    pub fn names(&self) -> Vec<String> {
-        match self {
-            Profiles::One(p) => vec![p.clone()],
-            Profiles::Many(v) => v.clone(),
-        }
-    }
-}
-
-/// A `[[target]]` table: a configuration of the user's own.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct TargetTable {
-    pub name: String,
-    /// A catalogue entry to start from.
-    pub base: Option<String>,
-    pub fs: Option<String>,
-    #[serde(default)]
-    pub mkfs: Vec<String>,
-    #[serde(default)]
-    pub mount: Vec<String>,
-    pub size: Option<String>,
-    pub device: Option<PathBuf>,
-    pub dir: Option<PathBuf>,
-    pub description: Option<String>,
-}
-
 /// Reads and parses a plan file; errors name the file, line and column.
-pub fn read_plan_file(path: &Path) -> Result<PlanFile, PlanError> {
+pub fn read_plan_file(path: &Path) -> Result<Settings, PlanError> {
     let text = std::fs::read_to_string(path).map_err(|source| PlanError::Read {
         path: path.display().to_string(),
         source,
@@ -137,7 +20,7 @@ pub fn read_plan_file(path: &Path) -> Result<PlanFile, PlanError> {
 }
 
 /// Parses plan text. Separate from reading so it can be fuzzed.
-pub fn parse_plan_file(text: &str, name: &str) -> Result<PlanFile, PlanError> {
+pub fn parse_plan_file(text: &str, name: &str) -> Result<Settings, PlanError> {
     toml::from_str(text).map_err(|e| {
         let (line, column) = e.span().map(|s| line_col(text, s.start)).unwrap_or((1, 1));
         PlanError::Syntax {

@@ -5,9 +5,11 @@ pub mod catalogue;
 pub mod file;
 pub mod io_hosts;
 pub mod resolve;
+pub mod settings;
 pub mod size;
 pub mod study;
 pub mod target;
+pub mod value;
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -71,19 +73,6 @@ pub enum RankDirs {
 impl RankDirs {
     pub fn is_own(&self) -> bool {
         *self == RankDirs::Own
-    }
-
-    /// `--rank-dirs` / `rank_dirs = ...`: own when not given.
-    pub fn resolve(given: Option<&String>) -> Result<RankDirs, PlanError> {
-        let Some(s) = given else {
-            return Ok(RankDirs::Own);
-        };
-        RankDirs::parse(s).ok_or_else(|| PlanError::Invalid {
-            what: "rank_dirs",
-            value: s.clone(),
-            why: "use own (each MPI rank in its own subtree) or shared (all ranks in one tree)"
-                .into(),
-        })
     }
 
     pub fn parse(s: &str) -> Option<RankDirs> {
@@ -253,7 +242,7 @@ pub enum PlanError {
     #[error("two targets are named `{0}`; give each a distinct name")]
     DuplicateTarget(String),
     #[error("{0} cannot be combined with --resume, which continues the plan recorded in the results directory unchanged (only --budget, --work-dir, --keep, --quiet, --allow-device and --wipe apply); start a new run with --out instead")]
-    ResumeConflict(&'static str),
+    ResumeConflict(String),
     #[error("no targets to run (none given, and none of the catalogue's default targets is supported here: run `fsarena doctor`)")]
     NoTargets,
 }
@@ -268,35 +257,6 @@ fn default_phase_floor() -> Duration {
 
 fn default_budget() -> Duration {
     DEFAULT_BUDGET
-}
-
-/// A duration a user typed: `5m`, `90s`, `1h 30m`, `500ms` (humantime), or a bare number of
-/// seconds. `what` names the setting in the one-line error.
-pub fn parse_duration(what: &'static str, s: &str) -> Result<Duration, PlanError> {
-    let t = s.trim();
-    let d = match t.parse::<f64>() {
-        Ok(secs) => Duration::try_from_secs_f64(secs).ok(),
-        Err(_) => humantime::parse_duration(t).ok(),
-    };
-    d.ok_or_else(|| PlanError::Invalid {
-        what,
-        value: s.to_string(),
-        why: "use a duration such as 90s, 5m, 1h 30m or 500ms".into(),
-    })
-}
-
-/// A margin in percent: a finite number strictly between 0 and 100. Shared by the plan
-/// file, `fsarena run`, `fsarena report` and `fsarena compare`.
-pub fn check_margin(v: f64) -> Result<f64, PlanError> {
-    if v.is_finite() && v > 0.0 && v < 100.0 {
-        Ok(v)
-    } else {
-        Err(PlanError::Invalid {
-            what: "margin",
-            value: v.to_string(),
-            why: "use a percentage greater than 0 and less than 100".into(),
-        })
-    }
 }
 
 mod secs {

@@ -1,68 +1,50 @@
-//! Resolution: a parsed [`PlanFile`] plus command-line [`Overrides`] become a [`Plan`] with
+//! Resolution: the plan file's [`Settings`] plus the command line's become a [`Plan`] with
 //! nothing left to defaults. Flags win over the file, the file over the built-in defaults;
-//! every value is checked here, so the runner only ever sees a plan that makes sense.
+//! each value was read and checked by its type (see [`super::value`]), and what needs the
+//! whole plan is checked here, so the runner only ever sees a plan that makes sense.
 
 use std::collections::HashSet;
-use std::path::PathBuf;
-use std::time::Duration;
 
-use super::file::{custom_target, parse_target_spec, DatasetTable, PlanFile, RunsValue};
-use super::size::parse_size;
+use super::file::{custom_target, parse_target_spec};
+use super::settings::{DatasetSettings, Settings};
 use super::target::TargetConfig;
+use super::value::{RankDirsChoice, RunCount};
 use super::{catalogue, Plan, PlanError, Runs};
 use crate::dataset::{DatasetSpec, Profile};
-
-/// Command-line values; `None`/empty means "not given".
-#[derive(Debug, Default, Clone)]
-pub struct Overrides {
-    pub targets: Vec<String>,
-    pub workloads: Vec<String>,
-    pub threads: Option<String>,
-    pub runs: Option<String>,
-    pub scale: Option<f64>,
-    pub baseline: Option<String>,
-    pub profile: Option<String>,
-    pub seed: Option<u64>,
-    pub dataset_dir: Option<PathBuf>,
-    pub compressibility: Option<f64>,
-    /// `--content typed|random`.
-    pub content: Option<String>,
-    pub timeout: Option<f64>,
-    pub size: Option<String>,
-    pub margin: Option<f64>,
-    /// `--budget`: wall time an `auto` run may spend (implies `auto` when runs are not given).
-    pub budget: Option<String>,
-    /// `--phase-floor`: the shortest measured phase a key metric may come from.
-    pub phase_floor: Option<String>,
-    /// `--io-hosts`: the fio servers the io workloads run on.
-    pub io_hosts: Option<Vec<String>>,
-    /// `--age PCT`: age every file system to PCT % full before measuring.
-    pub age: Option<f64>,
-    /// `--rank-dirs own|shared`: where the ranks of an MPI job work in a `dir:` target.
-    pub rank_dirs: Option<String>,
-}
 
 /// Resolves file + flags into a plan. `workload_names` are the valid workloads; `available`
 /// filters the default targets to those the host supports (explicit targets are kept, so
 /// the runner can say why one cannot run).
 pub fn resolve(
-    file: Option<PlanFile>,
-    o: &Overrides,
+    file: Option<Settings>,
+    o: &Settings,
     workload_names: &[&str],
     available: &dyn Fn(&TargetConfig) -> bool,
 ) -> Result<Plan, PlanError> {
     let f = file.unwrap_or_default();
     let targets = targets(&f, o, available)?;
     let workloads = workloads(&f, o, workload_names)?;
-    let threads = threads(&f, o)?;
+    let threads = o
+        .threads
+        .as_ref()
+        .or(f.threads.as_ref())
+        .map_or_else(|| vec![1], |t| t.0.clone());
     let runs = runs(&f, o)?;
-    let phase_floor = phase_floor(&f, o)?;
-    let scale = scale(&f, o)?;
-    let (dataset, extra_profiles) = dataset(f.dataset.unwrap_or_default(), o, scale)?;
-    let baseline = baseline(&targets, f.baseline.as_ref(), o)?;
-    let timeout = timeout(f.timeout, o)?;
-    let margin_pct =
-        super::check_margin(o.margin.or(f.margin).unwrap_or(super::DEFAULT_MARGIN_PCT))?;
+    let phase_floor = o
+        .phase_floor
+        .or(f.phase_floor)
+        .map_or(super::DEFAULT_PHASE_FLOOR, |p| p.0);
+    let scale = o.scale.or(f.scale).map_or(super::DEFAULT_SCALE, |s| s.0);
+    let (dataset, extra_profiles) = dataset(&f.dataset, &o.dataset, scale)?;
+    let baseline = baseline(&targets, o.baseline.as_ref().or(f.baseline.as_ref()))?;
+    let timeout = o
+        .timeout
+        .or(f.timeout)
+        .map_or(super::DEFAULT_TIMEOUT, |t| t.0);
+    let margin_pct = o
+        .margin
+        .or(f.margin)
+        .map_or(super::DEFAULT_MARGIN_PCT, |m| m.0);
     let mut workload_options = f.workload;
     super::io_hosts::apply(
         o.io_hosts.as_ref(),
@@ -71,15 +53,18 @@ pub fn resolve(
         &workloads,
         &mut workload_options,
     )?;
-    let age_pct = age(o.age.or(f.age), &targets)?;
-    if age_pct.is_some() && !extra_profiles.is_empty() {
+    let age_pct = age(o.age.or(f.age).map(|a| a.0), &targets)?;
+    if let (Some(age), false) = (age_pct, extra_profiles.is_empty()) {
         return Err(PlanError::Invalid {
             what: "age",
-            value: format!("{}", o.age.or(f.age).unwrap_or_default()),
+            value: format!("{age}"),
             why: "aging runs with one data set: name one profile".into(),
         });
     }
-    let rank_dirs = super::RankDirs::resolve(o.rank_dirs.as_ref().or(f.rank_dirs.as_ref()))?;
+    let rank_dirs = o
+        .rank_dirs
+        .or(f.rank_dirs)
+        .map_or(super::RankDirs::Own, |RankDirsChoice(r)| r);
     Ok(Plan {
         targets,
         workloads,
@@ -97,21 +82,11 @@ pub fn resolve(
     })
 }
 
-/// `--age PCT` / `age = PCT`: above 0 and below [`super::MAX_AGE_PCT`], and only for
-/// targets on a loop image — a `dir:`, tmpfs or named device has no image to age once and
-/// clone per cell.
+/// The aging every file system gets: the fill level was checked by its type; here only
+/// targets on a loop image are let through — a `dir:`, tmpfs or named device has no
+/// image to age once and clone per cell.
 fn age(pct: Option<f64>, targets: &[TargetConfig]) -> Result<Option<f64>, PlanError> {
     let Some(pct) = pct else { return Ok(None) };
-    if !(pct.is_finite() && pct > 0.0 && pct < super::MAX_AGE_PCT) {
-        return Err(PlanError::Invalid {
-            what: "age",
-            value: pct.to_string(),
-            why: format!(
-                "use a fill level in % above 0 and below {}",
-                super::MAX_AGE_PCT
-            ),
-        });
-    }
     if let Some(t) = targets.iter().find(|t| t.location != super::Location::Loop) {
         let kind = match &t.location {
             super::Location::Dir(_) => "a dir: target",
@@ -134,49 +109,29 @@ fn age(pct: Option<f64>, targets: &[TargetConfig]) -> Result<Option<f64>, PlanEr
 /// with neither, the catalogue's defaults this host supports. `--size` applies to all.
 /// Names must be distinct, since results are keyed by them.
 fn targets(
-    f: &PlanFile,
-    o: &Overrides,
+    f: &Settings,
+    o: &Settings,
     available: &dyn Fn(&TargetConfig) -> bool,
 ) -> Result<Vec<TargetConfig>, PlanError> {
-    let mut targets = Vec::new();
-    let specs = if !o.targets.is_empty() {
-        Some(&o.targets)
+    let specs = if o.targets.is_empty() {
+        &f.targets
     } else {
-        f.targets.as_ref()
+        &o.targets
     };
-    // The plan's own `[[target]]`s are named like catalogue entries: by `--target NAME`
-    // or the file's `targets = [...]`. Unnamed ones run too, unless `--target` chose.
-    let mut custom = Vec::new();
-    for t in &f.custom_targets {
-        let c = custom_target(t)?;
-        if catalogue::get(&c.name).is_some() {
-            return Err(PlanError::Invalid {
-                what: "target name",
-                value: c.name.clone(),
-                why: "a catalogue target has that name and this [[target]] would shadow it; name it differently".into(),
-            });
-        }
-        custom.push(c);
-    }
+    let custom = custom_targets(f)?;
     let mut named = HashSet::new();
-    for spec in specs.into_iter().flatten() {
+    let mut targets = Vec::new();
+    for spec in specs {
         match custom.iter().find(|c| &c.name == spec) {
             Some(c) => {
                 named.insert(c.name.clone());
                 targets.push(c.clone());
             }
-            None => targets.push(parse_target_spec(spec).map_err(|e| match e {
-                PlanError::UnknownTarget { name, valid } if !custom.is_empty() => {
-                    let mine: Vec<&str> = custom.iter().map(|c| c.name.as_str()).collect();
-                    PlanError::UnknownTarget {
-                        name,
-                        valid: format!("{}, {valid}", mine.join(", ")),
-                    }
-                }
-                e => e,
-            })?),
+            None => targets.push(spec_target(spec, &custom)?),
         }
     }
+    // The plan's own `[[target]]`s are named like catalogue entries: by `--target NAME`
+    // or the file's `targets = [...]`. Unnamed ones run too, unless `--target` chose.
     if o.targets.is_empty() {
         targets.extend(custom.into_iter().filter(|c| !named.contains(&c.name)));
     }
@@ -189,14 +144,9 @@ fn targets(
     if targets.is_empty() {
         return Err(PlanError::NoTargets);
     }
-    if let Some(s) = &o.size {
-        let bytes = parse_size(s).map_err(|why| PlanError::Invalid {
-            what: "size",
-            value: s.clone(),
-            why,
-        })?;
+    if let Some(size) = o.size {
         for t in &mut targets {
-            t.size = Some(bytes);
+            t.size = Some(size.0);
         }
     }
     for t in &targets {
@@ -209,6 +159,38 @@ fn targets(
         }
     }
     Ok(targets)
+}
+
+/// The plan file's `[[target]]` tables, each built; none may shadow a catalogue name.
+fn custom_targets(f: &Settings) -> Result<Vec<TargetConfig>, PlanError> {
+    let mut custom = Vec::new();
+    for t in &f.custom_targets {
+        let c = custom_target(t)?;
+        if catalogue::get(&c.name).is_some() {
+            return Err(PlanError::Invalid {
+                what: "target name",
+                value: c.name.clone(),
+                why: "a catalogue target has that name and this [[target]] would shadow it; name it differently".into(),
+            });
+        }
+        custom.push(c);
+    }
+    Ok(custom)
+}
+
+/// A target spec that names no `[[target]]`: an unknown name lists the plan's own
+/// targets before the catalogue's.
+fn spec_target(spec: &str, custom: &[TargetConfig]) -> Result<TargetConfig, PlanError> {
+    parse_target_spec(spec).map_err(|e| match e {
+        PlanError::UnknownTarget { name, valid } if !custom.is_empty() => {
+            let mine: Vec<&str> = custom.iter().map(|c| c.name.as_str()).collect();
+            PlanError::UnknownTarget {
+                name,
+                valid: format!("{}, {valid}", mine.join(", ")),
+            }
+        }
+        e => e,
+    })
 }
 
 /// A size below what the target's mkfs accepts is refused now, not by mkfs mid-run.
@@ -233,43 +215,28 @@ fn check_min_size(t: &TargetConfig) -> Result<(), PlanError> {
 
 /// The flags `--resume DIR` accepts besides the run's own plan, which it continues
 /// unchanged: `--budget` (for an `auto` plan; what it changed is returned, one line
-/// each). Every other flag that would change the plan is refused, naming it.
-pub fn on_resume(plan: &mut super::Plan, o: &Overrides) -> Result<Vec<String>, PlanError> {
-    let given: [(&'static str, bool); 17] = [
-        ("--target", !o.targets.is_empty()),
-        ("--workload", !o.workloads.is_empty()),
-        ("--threads", o.threads.is_some()),
-        ("--runs", o.runs.is_some()),
-        ("--scale", o.scale.is_some()),
-        ("--baseline", o.baseline.is_some()),
-        ("--profile", o.profile.is_some()),
-        ("--seed", o.seed.is_some()),
-        ("--dataset", o.dataset_dir.is_some()),
-        ("--compressibility", o.compressibility.is_some()),
-        ("--content", o.content.is_some()),
-        ("--timeout", o.timeout.is_some()),
-        ("--size", o.size.is_some()),
-        ("--margin", o.margin.is_some()),
-        ("--phase-floor", o.phase_floor.is_some()),
-        ("--io-hosts", o.io_hosts.is_some()),
-        ("--age", o.age.is_some()),
-    ];
-    if let Some((flag, _)) = given.iter().find(|(_, g)| *g) {
-        return Err(PlanError::ResumeConflict(flag));
+/// each). Every other run option `given` on the command line (see
+/// [`Settings::given_flags`]) would change the plan and is refused, naming it.
+pub fn on_resume(
+    plan: &mut super::Plan,
+    o: &Settings,
+    given: &[String],
+) -> Result<Vec<String>, PlanError> {
+    if let Some(flag) = given.iter().find(|f| *f != "--budget") {
+        return Err(PlanError::ResumeConflict(flag.clone()));
     }
     let mut said = Vec::new();
-    if let Some(b) = &o.budget {
-        let budget = super::parse_duration("budget", b)?;
+    if let Some(b) = o.budget {
         match &mut plan.runs {
             Runs::Auto { budget: old, .. } => {
                 said.push(format!(
                     "--budget: the budget is now {} (it was {})",
-                    humantime::format_duration(budget),
+                    humantime::format_duration(b.0),
                     humantime::format_duration(*old)
                 ));
-                *old = budget;
+                *old = b.0;
             }
-            Runs::Fixed(_) => return Err(PlanError::ResumeConflict("--budget")),
+            Runs::Fixed(_) => return Err(PlanError::ResumeConflict("--budget".into())),
         }
     }
     Ok(said)
@@ -278,27 +245,30 @@ pub fn on_resume(plan: &mut super::Plan, o: &Overrides) -> Result<Vec<String>, P
 /// The workload that runs the mixes a plan describes (`[workload.mix.NAME]`).
 const MIX: &str = "mix";
 
-/// Workloads: each flag may hold a comma list; `all` means every workload. Every name, and
+/// Workloads: each name may be a comma list; `all` means every workload. Every name, and
 /// every `[workload.NAME]` table, must name a known workload.
 fn workloads(
-    f: &PlanFile,
-    o: &Overrides,
+    f: &Settings,
+    o: &Settings,
     workload_names: &[&str],
 ) -> Result<Vec<String>, PlanError> {
-    let mut workloads: Vec<String> = if !o.workloads.is_empty() {
-        o.workloads
-            .iter()
-            .flat_map(|w| w.split(','))
-            .map(|w| w.trim().to_string())
-            .filter(|w| !w.is_empty())
-            .collect()
-    } else if let Some(w) = &f.workloads {
-        w.clone()
+    let given = if o.workloads.is_empty() {
+        &f.workloads
     } else {
+        &o.workloads
+    };
+    let mut workloads: Vec<String> = if given.is_empty() {
         super::DEFAULT_WORKLOADS
             .iter()
             .filter(|w| workload_names.contains(w))
             .map(|w| w.to_string())
+            .collect()
+    } else {
+        given
+            .iter()
+            .flat_map(|w| w.split(','))
+            .map(|w| w.trim().to_string())
+            .filter(|w| !w.is_empty())
             .collect()
     };
     if workloads.iter().any(|w| w == "all") {
@@ -310,14 +280,6 @@ fn workloads(
             .map(|w| w.to_string())
             .collect();
     }
-    for w in &workloads {
-        if !workload_names.contains(&w.as_str()) {
-            return Err(PlanError::UnknownWorkload {
-                name: w.clone(),
-                valid: workload_names.join(", "),
-            });
-        }
-    }
     if workloads.is_empty() {
         return Err(PlanError::Invalid {
             what: "workload list",
@@ -325,7 +287,7 @@ fn workloads(
             why: format!("name at least one of: {}", workload_names.join(", ")),
         });
     }
-    for name in f.workload.keys() {
+    for name in workloads.iter().chain(f.workload.keys()) {
         if !workload_names.contains(&name.as_str()) {
             return Err(PlanError::UnknownWorkload {
                 name: name.clone(),
@@ -336,139 +298,55 @@ fn workloads(
     Ok(workloads)
 }
 
-/// Thread counts from `--threads 1,2,4` or the file's list; 1 when neither gives any.
-fn threads(f: &PlanFile, o: &Overrides) -> Result<Vec<usize>, PlanError> {
-    let threads = match (&o.threads, &f.threads) {
-        (Some(s), _) => parse_threads(s)?,
-        (None, Some(list)) => list
-            .iter()
-            .map(|&n| {
-                check_threads(n).map_err(|why| PlanError::Invalid {
-                    what: "threads",
-                    value: n.to_string(),
-                    why,
-                })
-            })
-            .collect::<Result<Vec<_>, _>>()?,
-        (None, None) => vec![1],
-    };
-    if threads.is_empty() {
-        return Err(PlanError::Invalid {
-            what: "threads",
-            value: "[]".into(),
-            why: "give at least one thread count".into(),
-        });
-    }
-    Ok(threads)
-}
-
-/// Repetitions: a count or `auto`, from the flag, the file, or the default.
 /// Repetitions: `--runs N` (or `runs = N`) is fixed; `auto`, or nothing at all, is `auto`
 /// with the budget (`--budget`, `budget = "5m"`, else 5 minutes). A budget with a fixed
 /// count is a contradiction and is refused.
-fn runs(f: &PlanFile, o: &Overrides) -> Result<Runs, PlanError> {
-    let runs = match (&o.runs, &f.runs) {
-        (Some(s), _) => parse_runs(s)?,
-        (None, Some(RunsValue::Count(n))) => parse_runs(&n.to_string())?,
-        (None, Some(RunsValue::Word(w))) => parse_runs(w)?,
-        (None, None) => parse_runs("auto")?,
-    };
-    let budget = match o.budget.as_ref().or(f.budget.as_ref()) {
-        None => return Ok(runs),
-        Some(b) => super::parse_duration("budget", b)?,
-    };
-    if budget.is_zero() {
-        return Err(PlanError::Invalid {
-            what: "budget",
-            value: "0".into(),
-            why: "use a positive duration such as 5m".into(),
-        });
-    }
-    match runs {
-        Runs::Auto { min, max, .. } => Ok(Runs::Auto { min, max, budget }),
-        Runs::Fixed(n) => Err(PlanError::Invalid {
-            what: "budget",
-            value: o.budget.clone().or(f.budget.clone()).unwrap_or_default(),
-            why: format!("a budget applies to `--runs auto`; `--runs {n}` is a fixed count"),
+fn runs(f: &Settings, o: &Settings) -> Result<Runs, PlanError> {
+    let budget = o.budget.or(f.budget);
+    match o.runs.or(f.runs).unwrap_or(RunCount::Auto) {
+        RunCount::Auto => Ok(Runs::Auto {
+            min: super::DEFAULT_RUNS,
+            max: super::MAX_AUTO_RUNS,
+            budget: budget.map_or(super::DEFAULT_BUDGET, |b| b.0),
         }),
+        RunCount::Fixed(n) => match budget {
+            None => Ok(Runs::Fixed(n)),
+            Some(b) => Err(PlanError::Invalid {
+                what: "budget",
+                value: humantime::format_duration(b.0).to_string(),
+                why: format!("a budget applies to `--runs auto`; `--runs {n}` is a fixed count"),
+            }),
+        },
     }
 }
 
-/// The phase floor: a positive duration of at most a minute.
-fn phase_floor(f: &PlanFile, o: &Overrides) -> Result<Duration, PlanError> {
-    let Some(s) = o.phase_floor.as_ref().or(f.phase_floor.as_ref()) else {
-        return Ok(super::DEFAULT_PHASE_FLOOR);
-    };
-    let d = super::parse_duration("phase floor", s)?;
-    if d > Duration::from_secs(60) {
-        return Err(PlanError::Invalid {
-            what: "phase floor",
-            value: s.clone(),
-            why: "use at most 60s (0 turns the floor off)".into(),
-        });
-    }
-    Ok(d)
-}
-
-/// The data-set scale: above 0 and at most 100 (1 = the full-size data sets).
-fn scale(f: &PlanFile, o: &Overrides) -> Result<f64, PlanError> {
-    let scale = o.scale.or(f.scale).unwrap_or(super::DEFAULT_SCALE);
-    if !(scale.is_finite() && scale > 0.0 && scale <= 100.0) {
-        return Err(PlanError::Invalid {
-            what: "scale",
-            value: scale.to_string(),
-            why: "use a number above 0 and at most 100 (1 = the full-size data sets)".into(),
-        });
-    }
-    Ok(scale)
-}
-
-/// The data set: the file's `[dataset]` table with flags over it, at `scale`.
-/// The data set, and the further profiles every cell also runs on (`--profile a,b` or
-/// `profile = [..]`): each is the same spec with another profile.
+/// The data set: the file's `[dataset]` table with flags over it, at `scale`, and the
+/// further profiles every cell also runs on (`--profile a,b` or `profile = [..]`): each is
+/// the same spec with another profile.
 fn dataset(
-    ds: DatasetTable,
-    o: &Overrides,
+    f: &DatasetSettings,
+    o: &DatasetSettings,
     scale: f64,
 ) -> Result<(DatasetSpec, Vec<Profile>), PlanError> {
     let mut dataset = DatasetSpec {
         scale,
         ..DatasetSpec::default()
     };
-    let names = match &o.profile {
-        Some(p) => p.split(',').map(|s| s.trim().to_string()).collect(),
-        None => ds.profile.as_ref().map(|p| p.names()).unwrap_or_default(),
-    };
-    let mut profiles = Vec::new();
-    for p in &names {
-        let profile: Profile = serde_json::from_value(serde_json::Value::String(p.clone()))
-            .map_err(|_| PlanError::Invalid {
-                what: "profile",
-                value: p.clone(),
-                why: "use small, medium, large, huge, bigfolder or smallfolder".into(),
-            })?;
-        if profiles.contains(&profile) {
-            return Err(PlanError::Invalid {
-                what: "profile",
-                value: p.clone(),
-                why: "named twice".into(),
-            });
-        }
-        profiles.push(profile);
-    }
-    if names.is_empty() && ds.profile.is_some() {
-        return Err(PlanError::Invalid {
-            what: "profile",
-            value: "[]".into(),
-            why: "name at least one profile".into(),
-        });
-    }
+    let profiles = o.profile.as_ref().or(f.profile.as_ref());
     let mut extra = Vec::new();
-    if let Some((first, rest)) = profiles.split_first() {
+    if let Some((first, rest)) = profiles.and_then(|p| p.0.split_first()) {
         dataset.profile = *first;
         extra = rest.to_vec();
     }
-    if !extra.is_empty() && (o.dataset_dir.is_some() || ds.dir.is_some()) {
+    let source_dir = o.dir.clone().or(f.dir.clone());
+    if !extra.is_empty() && source_dir.is_some() {
+        let names: Vec<&str> = profiles
+            .map(|p| {
+                p.0.iter()
+                    .map(|p| crate::dataset::profile_name(*p))
+                    .collect()
+            })
+            .unwrap_or_default();
         return Err(PlanError::Invalid {
             what: "profile",
             value: names.join(","),
@@ -476,35 +354,26 @@ fn dataset(
                 .into(),
         });
     }
-    if let Some(seed) = o.seed.or(ds.seed) {
+    if let Some(seed) = o.seed.or(f.seed) {
         dataset.seed = seed;
     }
-    if let Some(v) = ds.duplicate_fraction {
-        dataset.duplicate_fraction = check_fraction("duplicate_fraction", v)?;
+    if let Some(v) = o.duplicate_fraction.or(f.duplicate_fraction) {
+        dataset.duplicate_fraction = v.0;
     }
-    if let Some(v) = o.compressibility.or(ds.compressibility) {
-        dataset.compressibility = check_fraction("compressibility", v)?;
+    if let Some(v) = o.compressibility.or(f.compressibility) {
+        dataset.compressibility = v.0;
     }
-    if let Some(c) = o.content.as_ref().or(ds.content.as_ref()) {
-        dataset.content =
-            crate::dataset::spec::ContentMix::parse(c).ok_or_else(|| PlanError::Invalid {
-                what: "content",
-                value: c.clone(),
-                why: "valid: typed (bytes by file type), random".into(),
-            })?;
+    if let Some(c) = o.content.or(f.content) {
+        dataset.content = c.0;
     }
-    dataset.source_dir = o.dataset_dir.clone().or(ds.dir);
+    dataset.source_dir = source_dir;
     Ok((dataset, extra))
 }
 
 /// The target the others are compared with: named by flag or file, else the first disk
 /// target (a memory target such as tmpfs is a reference, not a candidate), else the first.
-fn baseline(
-    targets: &[TargetConfig],
-    from_file: Option<&String>,
-    o: &Overrides,
-) -> Result<String, PlanError> {
-    match o.baseline.as_ref().or(from_file) {
+fn baseline(targets: &[TargetConfig], named: Option<&String>) -> Result<String, PlanError> {
+    match named {
         Some(b) if targets.iter().any(|t| &t.name == b) => Ok(b.clone()),
         Some(b) => Err(PlanError::UnknownBaseline(b.clone())),
         None => targets
@@ -513,79 +382,6 @@ fn baseline(
             .or(targets.first())
             .map(|t| t.name.clone())
             .ok_or(PlanError::NoTargets),
-    }
-}
-
-/// The per-measurement time limit: a positive number of seconds.
-fn timeout(from_file: Option<f64>, o: &Overrides) -> Result<Duration, PlanError> {
-    let timeout_s = o
-        .timeout
-        .or(from_file)
-        .unwrap_or(super::DEFAULT_TIMEOUT.as_secs_f64());
-    Duration::try_from_secs_f64(timeout_s)
-        .ok()
-        .filter(|d| !d.is_zero())
-        .ok_or_else(|| PlanError::Invalid {
-            what: "timeout",
-            value: timeout_s.to_string(),
-            why: "use a positive number of seconds".into(),
-        })
-}
-
-/// Parses `1,2,4` into thread counts.
-pub fn parse_threads(s: &str) -> Result<Vec<usize>, PlanError> {
-    let bad = |why: &str| PlanError::Invalid {
-        what: "thread list",
-        value: s.to_string(),
-        why: why.to_string(),
-    };
-    let mut out = Vec::new();
-    for part in s.split(',').map(str::trim) {
-        let n: i64 = part
-            .parse()
-            .map_err(|_| bad("use positive whole numbers separated by commas, e.g. 1,2,4"))?;
-        out.push(check_threads(n).map_err(|why| bad(&why))?);
-    }
-    if out.is_empty() {
-        return Err(bad("empty"));
-    }
-    Ok(out)
-}
-
-fn check_threads(n: i64) -> Result<usize, String> {
-    if !(1..=1024).contains(&n) {
-        return Err(format!("{n} threads: use 1 to 1024"));
-    }
-    Ok(n as usize)
-}
-
-fn parse_runs(s: &str) -> Result<Runs, PlanError> {
-    if s == "auto" {
-        return Ok(Runs::Auto {
-            min: super::DEFAULT_RUNS,
-            max: super::MAX_AUTO_RUNS,
-            budget: super::DEFAULT_BUDGET,
-        });
-    }
-    match s.parse::<i64>() {
-        Ok(n) if (1..=1000).contains(&n) => Ok(Runs::Fixed(n as u32)),
-        _ => Err(PlanError::Invalid {
-            what: "runs",
-            value: s.to_string(),
-            why: "use a whole number from 1 to 1000, or `auto`".into(),
-        }),
-    }
-}
-
-fn check_fraction(what: &'static str, v: f64) -> Result<f64, PlanError> {
-    if (0.0..=1.0).contains(&v) {
-        Ok(v)
-    } else {
-        Err(PlanError::Invalid {
-            what,
-            value: v.to_string(),
-            why: "use a fraction from 0 to 1".into(),
-        })
     }
 }
 

@@ -6,7 +6,8 @@
 //! machine; the full scale that matches the original study is documented in each file and in
 //! the README's "Studies" section.
 
-use super::file::{parse_plan_file, PlanFile};
+use super::file::parse_plan_file;
+use super::settings::Settings;
 use super::PlanError;
 
 /// A study: its name, one line for `fsarena list`, and its plan text.
@@ -55,7 +56,7 @@ pub fn get(name: &str) -> Option<&'static Study> {
 
 /// The plan of the study a plan argument names, or `None` when the argument is not
 /// `study:…` (then it is a path). An unknown study is an error listing the known ones.
-pub fn plan_for(arg: &str) -> Option<Result<PlanFile, PlanError>> {
+pub fn plan_for(arg: &str) -> Option<Result<Settings, PlanError>> {
     let name = arg.strip_prefix(PREFIX)?;
     Some(match get(name) {
         Some(s) => parse_plan_file(s.plan, arg),
@@ -84,14 +85,14 @@ mod tests {
             let f = plan_for(&format!("study:{}", s.name))
                 .unwrap()
                 .unwrap_or_else(|e| panic!("{}: {e}", s.name));
-            for t in f.targets.unwrap_or_default() {
+            for t in f.targets {
                 assert!(
                     super::super::catalogue::get(&t).is_some(),
                     "{}: {t} is not in the catalogue",
                     s.name
                 );
             }
-            assert!(f.workloads.is_some_and(|w| !w.is_empty()), "{}", s.name);
+            assert!(!f.workloads.is_empty(), "{}", s.name);
         }
     }
 

@@ -1,8 +1,82 @@
 //! Reading a workload's `[workload.NAME]` options into its own serde struct, with one-line
-//! errors shared so every workload words a bad key or value the same way.
+//! errors shared so every workload words a bad key or value the same way, and the value
+//! shapes several workloads take (a size as a number or a string, one value or a list).
+
+use std::fmt;
 
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
+
+use crate::plan::size::parse_whole_size;
+
+/// A size as written: a number of bytes, or a string such as `"4k"` (or a word some
+/// options take besides sizes: `"small"`, `"off"`, `"25%"`).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(untagged, expecting = "a number of bytes or a string such as \"4k\"")]
+pub enum SizeValue {
+    Bytes(i64),
+    Text(String),
+}
+
+impl SizeValue {
+    /// The size in whole bytes (fio's syntax: `4k`, `1.5g`, no fraction of a byte), more
+    /// than zero; `None` when it is not one.
+    pub fn whole_bytes(&self) -> Option<u64> {
+        match self {
+            SizeValue::Bytes(i) => u64::try_from(*i).ok(),
+            SizeValue::Text(s) => parse_whole_size(s).ok(),
+        }
+        .filter(|&b| b > 0)
+    }
+
+    /// The word, when the value is a string.
+    pub fn text(&self) -> Option<&str> {
+        match self {
+            SizeValue::Text(s) => Some(s),
+            SizeValue::Bytes(_) => None,
+        }
+    }
+}
+
+/// Shown as the plan file writes it: `4096`, `"4k"`.
+impl fmt::Display for SizeValue {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        match self {
+            SizeValue::Bytes(i) => write!(f, "{i}"),
+            SizeValue::Text(s) => write!(f, "{s:?}"),
+        }
+    }
+}
+
+/// A string option's value, shown quoted in errors as the plan file writes it.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(transparent)]
+pub struct Word(pub String);
+
+impl fmt::Display for Word {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        write!(f, "{:?}", self.0)
+    }
+}
+
+/// One value, standing for a list of one, or a list (an axis such as io's `bs = "4k"` or
+/// `bs = ["4k", "1m"]`).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(untagged, expecting = "one value or a list of values")]
+pub enum OneOrMany<T> {
+    One(T),
+    Many(Vec<T>),
+}
+
+impl<T> OneOrMany<T> {
+    /// The values, in the order written.
+    pub fn items(&self) -> &[T] {
+        match self {
+            OneOrMany::One(v) => std::slice::from_ref(v),
+            OneOrMany::Many(v) => v,
+        }
+    }
+}
 
 /// The options of a workload that takes none: any key is refused.
 #[derive(Debug, Default, Deserialize)]
@@ -44,7 +118,11 @@ fn one_line(workload: &str, msg: &str) -> String {
             )
         };
     }
-    format!("[workload.{workload}]: {msg}{within}")
+    match within.strip_prefix(" in ") {
+        // "… in `size`": the key leads, as in every other line about one key.
+        Some(key) => format!("[workload.{workload}]: {key}: {msg}"),
+        None => format!("[workload.{workload}]: {msg}"),
+    }
 }
 
 #[cfg(test)]
@@ -95,6 +173,36 @@ mod tests {
             e,
             "[workload.scan]: unknown option `x`; scan takes no options"
         );
+    }
+
+    #[derive(Debug, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code)]
+    struct Shapes {
+        size: Option<SizeValue>,
+        bs: Option<OneOrMany<SizeValue>>,
+    }
+
+    #[test]
+    fn numbers_strings_and_lists_read_into_one_type() {
+        let s = parse::<Shapes>("io", &table("size = 4096\nbs = [\"4k\", 8192]")).unwrap();
+        assert_eq!(s.size.as_ref().and_then(SizeValue::whole_bytes), Some(4096));
+        let bs: Vec<Option<u64>> =
+            s.bs.unwrap()
+                .items()
+                .iter()
+                .map(|b| b.whole_bytes())
+                .collect();
+        assert_eq!(bs, vec![Some(4096), Some(8192)]);
+        assert_eq!(SizeValue::Text("1.3".into()).whole_bytes(), None);
+        assert_eq!(SizeValue::Text("4k".into()).to_string(), "\"4k\"");
+        let e = parse::<Shapes>("io", &table("size = true")).unwrap_err();
+        assert_eq!(
+            e,
+            "[workload.io]: `size`: a number of bytes or a string such as \"4k\""
+        );
+        let e = parse::<Shapes>("io", &table("bs = [true]")).unwrap_err();
+        assert!(e.starts_with("[workload.io]: `bs`: "), "{e}");
     }
 
     #[test]

@@ -13,7 +13,7 @@ proptest! {
     #[test]
     fn any_text_parses_or_errs_in_one_line(text in "\\PC{0,300}") {
         match parse_plan_file(&text, "p.toml") {
-            Ok(f) => { let _ = resolve(Some(f), &Overrides::default(), &["scan"], &all); }
+            Ok(f) => { let _ = resolve(Some(f), &Settings::default(), &["scan"], &all); }
             Err(e) => prop_assert!(!e.to_string().contains('\n')),
         }
     }
@@ -31,7 +31,7 @@ proptest! {
             "runs = {runs}\nscale = {scale}\nthreads = {threads:?}\ntargets = [\"{target}\"]\n[[target]]\nname = \"x\"\nbase = \"ext4\"\nsize = \"{size}\"\n"
         );
         if let Ok(f) = parse_plan_file(&text, "p.toml") {
-            if let Err(e) = resolve(Some(f), &Overrides::default(), &["scan"], &all) {
+            if let Err(e) = resolve(Some(f), &Settings::default(), &["scan"], &all) {
                 prop_assert!(!e.to_string().contains('\n'));
             }
         }

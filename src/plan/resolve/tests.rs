@@ -1,3 +1,7 @@
+use std::time::Duration;
+
+use clap::Parser;
+
 use super::*;
 use crate::plan::file::parse_plan_file;
 use crate::plan::{FsKind, RankDirs};
@@ -8,25 +12,52 @@ fn all(_: &TargetConfig) -> bool {
     true
 }
 
+/// The run options alone, as `fsarena run` reads them.
+#[derive(Parser)]
+struct Flags {
+    #[command(flatten)]
+    settings: Settings,
+}
+
+/// The run options of a command line such as `--runs 2 --target ext4`.
+fn try_flags(args: &[&str]) -> Result<Settings, String> {
+    Flags::try_parse_from(std::iter::once("run").chain(args.iter().copied()))
+        .map(|f| f.settings)
+        .map_err(|e| e.to_string())
+}
+
+fn flags(args: &[&str]) -> Settings {
+    try_flags(args).expect("flags")
+}
+
+/// Why these flags make no plan: refused by their parser, or by resolution.
+fn refused(args: &[&str]) -> String {
+    match try_flags(args) {
+        Err(e) => e,
+        Ok(o) => resolve(None, &o, W, &all)
+            .map(|_| ())
+            .unwrap_err()
+            .to_string(),
+    }
+}
+
 #[test]
 fn rank_dirs_come_from_the_file_or_the_flag_and_default_to_own() {
     let f = || parse_plan_file("rank_dirs = \"shared\"\n", "p").unwrap();
-    let o = Overrides::default();
+    let o = Settings::default();
     assert_eq!(resolve(None, &o, W, &all).unwrap().rank_dirs, RankDirs::Own);
     assert_eq!(
         resolve(Some(f()), &o, W, &all).unwrap().rank_dirs,
         RankDirs::Shared
     );
-    let own = Overrides {
-        rank_dirs: Some("own".into()),
-        ..Default::default()
-    };
+    let own = flags(&["--rank-dirs", "own"]);
     assert_eq!(
         resolve(Some(f()), &own, W, &all).unwrap().rank_dirs,
         RankDirs::Own
     );
-    let bad = parse_plan_file("rank_dirs = \"mine\"\n", "p").unwrap();
-    let e = resolve(Some(bad), &o, W, &all).unwrap_err().to_string();
+    let e = parse_plan_file("rank_dirs = \"mine\"\n", "p")
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("rank_dirs") && e.contains("shared"), "{e}");
 }
 
@@ -37,11 +68,7 @@ fn flags_override_file() {
         "p",
     )
     .unwrap();
-    let o = Overrides {
-        runs: Some("2".into()),
-        ..Default::default()
-    };
-    let p = resolve(Some(f), &o, W, &all).unwrap();
+    let p = resolve(Some(f), &flags(&["--runs", "2"]), W, &all).unwrap();
     assert_eq!(p.runs, Runs::Fixed(2));
     assert_eq!(p.threads, vec![1, 2]);
     assert_eq!(p.workloads, vec!["scan"]);
@@ -50,11 +77,7 @@ fn flags_override_file() {
 
 #[test]
 fn runs_default_to_auto_within_a_budget_and_a_budget_with_a_fixed_count_is_refused() {
-    let o = Overrides {
-        targets: vec!["ext4".into()],
-        ..Default::default()
-    };
-    let p = resolve(None, &o, W, &all).unwrap();
+    let p = resolve(None, &flags(&["--target", "ext4"]), W, &all).unwrap();
     assert_eq!(
         p.runs,
         Runs::Auto {
@@ -65,66 +88,49 @@ fn runs_default_to_auto_within_a_budget_and_a_budget_with_a_fixed_count_is_refus
     );
     assert_eq!(p.phase_floor, Duration::from_millis(500));
     let with = |runs: Option<&str>, budget: Option<&str>| {
-        resolve(
-            None,
-            &Overrides {
-                runs: runs.map(String::from),
-                budget: budget.map(String::from),
-                ..o.clone()
-            },
-            W,
-            &all,
-        )
+        let mut args = vec!["--target", "ext4"];
+        args.extend(runs.map(|r| ["--runs", r]).into_iter().flatten());
+        args.extend(budget.map(|b| ["--budget", b]).into_iter().flatten());
+        try_flags(&args).and_then(|o| resolve(None, &o, W, &all).map_err(|e| e.to_string()))
     };
     let p = with(None, Some("1h 30m")).unwrap();
     assert!(matches!(p.runs, Runs::Auto { budget, .. } if budget == Duration::from_secs(5400)));
     let p = with(Some("auto"), Some("90")).unwrap();
     assert!(matches!(p.runs, Runs::Auto { budget, .. } if budget == Duration::from_secs(90)));
     assert_eq!(with(Some("4"), None).unwrap().runs, Runs::Fixed(4));
-    let e = with(Some("3"), Some("5m")).unwrap_err().to_string();
+    let e = with(Some("3"), Some("5m")).unwrap_err();
     assert!(e.contains("applies to `--runs auto`"), "{e}");
     for bad in ["soon", "0", "-5m", ""] {
         assert!(with(None, Some(bad)).is_err(), "{bad}");
     }
     let f = parse_plan_file("budget = \"2m\"\nphase_floor = \"250ms\"\n", "p").unwrap();
-    let p = resolve(Some(f), &o, W, &all).unwrap();
+    let p = resolve(Some(f), &flags(&["--target", "ext4"]), W, &all).unwrap();
     assert!(matches!(p.runs, Runs::Auto { budget, .. } if budget == Duration::from_secs(120)));
     assert_eq!(p.phase_floor, Duration::from_millis(250));
-    let slow = Overrides {
-        phase_floor: Some("2m".into()),
-        ..o.clone()
-    };
-    assert!(resolve(None, &slow, W, &all).is_err());
+    assert!(try_flags(&["--phase-floor", "2m"]).is_err());
 }
 
 #[test]
 fn a_memory_target_is_never_the_default_baseline_and_the_margin_is_checked() {
-    let o = Overrides {
-        targets: vec!["tmpfs".into(), "xfs".into(), "ext4".into()],
-        ..Default::default()
-    };
+    let three = ["--target", "tmpfs", "--target", "xfs", "--target", "ext4"];
+    let o = flags(&three);
     let p = resolve(None, &o, W, &all).unwrap();
     assert_eq!(p.baseline, "xfs");
     assert_eq!(p.margin_pct, super::super::DEFAULT_MARGIN_PCT);
     // Named explicitly, tmpfs may still be the baseline; alone, it is the only choice.
-    let named = Overrides {
-        baseline: Some("tmpfs".into()),
-        ..o.clone()
-    };
+    let named = flags(&[&three[..], &["--baseline", "tmpfs"]].concat());
     assert_eq!(resolve(None, &named, W, &all).unwrap().baseline, "tmpfs");
-    let alone = Overrides {
-        targets: vec!["tmpfs".into()],
-        ..Default::default()
-    };
+    let alone = flags(&["--target", "tmpfs"]);
     assert_eq!(resolve(None, &alone, W, &all).unwrap().baseline, "tmpfs");
     let f = parse_plan_file("margin = 2.5\n", "p").unwrap();
     assert_eq!(resolve(Some(f), &o, W, &all).unwrap().margin_pct, 2.5);
-    for bad in [0.0, 100.0, -1.0, f64::NAN, f64::INFINITY] {
-        let o = Overrides {
-            margin: Some(bad),
-            ..o.clone()
-        };
-        assert!(resolve(None, &o, W, &all).is_err(), "{bad}");
+    for bad in ["0", "100", "-1", "NaN", "inf"] {
+        assert!(
+            refused(&[&three[..], &["--margin", bad]].concat()).contains("margin"),
+            "{bad}"
+        );
+        let file = parse_plan_file(&format!("margin = {bad}\n"), "p");
+        assert!(file.is_err(), "{bad}");
     }
 }
 
@@ -135,7 +141,7 @@ fn custom_target_from_base() {
         "p",
     )
     .unwrap();
-    let p = resolve(Some(f), &Overrides::default(), W, &all).unwrap();
+    let p = resolve(Some(f), &Settings::default(), W, &all).unwrap();
     assert_eq!(p.targets.len(), 1);
     assert_eq!(p.targets[0].mount_options, vec!["noatime"]);
     assert_eq!(p.targets[0].size, Some(2 << 30));
@@ -143,32 +149,37 @@ fn custom_target_from_base() {
 
 #[test]
 fn bad_inputs_are_refused() {
-    let o = |f: fn(&mut Overrides)| {
-        let mut o = Overrides::default();
-        f(&mut o);
-        resolve(None, &o, W, &all)
-            .map(|_| ())
-            .unwrap_err()
-            .to_string()
-    };
-    assert!(o(|o| o.targets = vec!["zfs".into()]).contains("unknown target `zfs`"));
-    assert!(o(|o| o.workloads = vec!["scan,frobnicate".into()]).contains("frobnicate"));
-    assert!(o(|o| o.threads = Some("1,0".into())).contains("1 to 1024"));
-    assert!(o(|o| o.threads = Some("two".into())).contains("thread list"));
-    assert!(o(|o| o.runs = Some("0".into())).contains("runs"));
-    assert!(o(|o| o.scale = Some(-1.0)).contains("scale"));
-    assert!(o(|o| o.baseline = Some("zzz".into())).contains("baseline"));
-    assert!(o(|o| o.targets = vec!["ext4".into(), "ext4".into()]).contains("two targets"));
-    assert!(o(|o| o.targets = vec!["tmpfs@/dev/sdb".into()]).contains("block device"));
+    assert!(refused(&["--target", "zfs"]).contains("unknown target `zfs`"));
+    assert!(refused(&["--workload", "scan,frobnicate"]).contains("frobnicate"));
+    assert!(refused(&["--threads", "1,0"]).contains("1 to 1024"));
+    assert!(refused(&["--threads", "two"]).contains("thread list"));
+    assert!(refused(&["--runs", "0"]).contains("runs"));
+    assert!(refused(&["--scale", "-1"]).contains("scale"));
+    assert!(refused(&["--baseline", "zzz"]).contains("baseline"));
+    assert!(refused(&["--target", "ext4", "--target", "ext4"]).contains("two targets"));
+    assert!(refused(&["--target", "tmpfs@/dev/sdb"]).contains("block device"));
+}
+
+#[test]
+fn a_plan_file_value_is_checked_where_it_is_written() {
+    let e = parse_plan_file("scale = 1\nthreads = [0]\n", "p.toml")
+        .unwrap_err()
+        .to_string();
+    assert!(e.starts_with("p.toml:2:") && e.contains("1 to 1024"), "{e}");
+    let e = parse_plan_file("workloads = []\n", "p.toml")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("name at least one"), "{e}");
+    let e = parse_plan_file("[dataset]\ncompressibility = 2\n", "p.toml")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("invalid compressibility `2`"), "{e}");
 }
 
 #[test]
 fn all_takes_mix_only_when_the_plan_describes_mixes() {
     let names = ["create", "mix", "varmail"];
-    let o = Overrides {
-        workloads: vec!["all".into()],
-        ..Overrides::default()
-    };
+    let o = flags(&["--workload", "all"]);
     let p = resolve(None, &o, &names, &all).unwrap();
     assert_eq!(p.workloads, vec!["create", "varmail"]);
     let f = parse_plan_file("[workload.mix.m]\nfiles = 1\n", "p").unwrap();
@@ -179,12 +190,12 @@ fn all_takes_mix_only_when_the_plan_describes_mixes() {
 #[test]
 fn default_targets_follow_availability() {
     let only_ext4 = |t: &TargetConfig| t.fs == FsKind::Ext4;
-    let p = resolve(None, &Overrides::default(), W, &only_ext4).unwrap();
+    let p = resolve(None, &Settings::default(), W, &only_ext4).unwrap();
     assert_eq!(p.targets.len(), 1);
     assert_eq!(p.workloads, vec!["create", "scan", "delete"]);
     let none = |_: &TargetConfig| false;
     assert!(matches!(
-        resolve(None, &Overrides::default(), W, &none),
+        resolve(None, &Settings::default(), W, &none),
         Err(PlanError::NoTargets)
     ));
 }

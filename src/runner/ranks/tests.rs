@@ -45,10 +45,12 @@ fn shared_rank_dirs_keep_the_target_and_refuse_what_cannot_share_it() {
     let plan = |targets: &[&str], workloads: &[&str]| {
         let mut p = crate::plan::resolve::resolve(
             None,
-            &crate::plan::resolve::Overrides {
+            &crate::plan::settings::Settings {
                 targets: targets.iter().map(|s| s.to_string()).collect(),
                 workloads: workloads.iter().map(|s| s.to_string()).collect(),
-                rank_dirs: Some("shared".into()),
+                rank_dirs: Some(crate::plan::value::RankDirsChoice(
+                    crate::plan::RankDirs::Shared,
+                )),
                 ..Default::default()
             },
             &crate::workload::names(),
@@ -77,7 +79,7 @@ fn shared_rank_dirs_keep_the_target_and_refuse_what_cannot_share_it() {
 fn each_rank_works_in_its_own_subtree_of_a_dir_target() {
     let mut plan = crate::plan::resolve::resolve(
         None,
-        &crate::plan::resolve::Overrides {
+        &crate::plan::settings::Settings {
             targets: vec!["dir:/shared".into()],
             ..Default::default()
         },

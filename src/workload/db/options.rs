@@ -2,16 +2,16 @@
 //! here, so the runner's `check_options` refuses a bad plan before anything is provisioned
 //! and `run` reads the options through the very same path.
 
-use std::collections::BTreeMap;
 use std::fmt::Display;
 use std::time::Duration;
 
 use serde::Deserialize;
 
-// fio's size syntax (`4k`, `1.5g`, no fractional bytes) is what `db` has always accepted.
+// fio's size syntax (`4k`, `1.5g`, no fractional bytes; [`SizeValue::whole_bytes`]) is
+// what `db` has always accepted.
 use super::auto::{self, Search, Threads};
-use crate::plan::size::parse_whole_size;
-use crate::workload::{options, Ctx, WorkloadError};
+use crate::workload::options::{self, SizeValue};
+use crate::workload::{Ctx, WorkloadError};
 
 pub(super) const MIB: u64 = 1 << 20;
 
@@ -38,20 +38,20 @@ impl Op {
     }
 }
 
-/// The `[workload.db]` table as written. Sizes stay raw TOML values because they may be a
-/// number or a string (and a bare `cache_size` number means MiB); [`DbOptions::resolve`]
-/// checks and interprets them.
+/// The `[workload.db]` table as written: each key's type is what the plan file may hold
+/// (a size as a number or a string, `threads` a number or `"auto"`);
+/// [`DbOptions::resolve`] checks the values and fills in the defaults.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct DbOptions {
     /// Database size to build: bytes or a size such as `"1g"`.
-    size: Option<toml::Value>,
-    page_size: Option<toml::Value>,
+    size: Option<SizeValue>,
+    page_size: Option<SizeValue>,
     /// A number of MiB or a size such as `"64m"`.
-    cache_size: Option<toml::Value>,
-    /// A number of worker threads, or `"auto"` (see [`super::auto`]).
+    cache_size: Option<SizeValue>,
+    /// A number of worker threads, or `"auto"` (read by [`super::auto`]).
     threads: Option<toml::Value>,
-    /// `threads = "auto"`: the p99 read latency limit, ms.
+    /// `threads = "auto"`: the p99 read latency limit, ms (read by [`super::auto`]).
     p99_limit_ms: Option<toml::Value>,
     /// `threads = "auto"`: the top of the range searched.
     auto_max_threads: Option<i64>,
@@ -59,21 +59,35 @@ struct DbOptions {
     auto_trial_seconds: Option<f64>,
     /// Seconds.
     duration: Option<f64>,
-    /// Weights by transaction type name.
-    mix: Option<BTreeMap<String, i64>>,
+    /// Weights by transaction type.
+    mix: Option<MixWeights>,
     lazy_commit_pct: Option<i64>,
     checkpoint_interval_ms: Option<i64>,
     checkpoint_mode: Option<String>,
     busy_timeout_ms: Option<i64>,
     /// The page cache the engine may hold: `"25%"` of the database (the default), a size
     /// such as `"64m"`, or `"off"` (no memory cgroup).
-    cache: Option<toml::Value>,
+    cache: Option<SizeValue>,
     /// Measure a `maintenance` variant beside the normal one.
     maintenance: Option<bool>,
     /// The maintenance variant's period, ms.
     maintenance_interval_ms: Option<i64>,
-    /// Accepted only to be refused with its reason (see [`LOG_TARGET_REFUSED`]).
-    log_target: Option<toml::Value>,
+    /// Accepted, whatever it holds, only to be refused with its reason (see
+    /// [`LOG_TARGET_REFUSED`]).
+    log_target: Option<serde::de::IgnoredAny>,
+}
+
+/// `mix = { insert = 4, read = 6 }`: relative weights, in the order of [`OPS`].
+#[derive(Debug, Default, Deserialize)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a table of weights by transaction type: insert, delete, replace, read"
+)]
+struct MixWeights {
+    insert: Option<i64>,
+    delete: Option<i64>,
+    replace: Option<i64>,
+    read: Option<i64>,
 }
 
 /// Why `db` has no `log_target` (pg does).
@@ -161,34 +175,7 @@ impl DbOptions {
             s if s.is_finite() && s > 0.0 => s,
             _ => 1.0,
         };
-        let size = match &self.size {
-            None => ((1u64 << 30) as f64 * scale) as u64 / MIB * MIB,
-            Some(v) => size_of(v).ok_or_else(|| bad("size", v, "a size such as 1g"))?,
-        }
-        .max(4 * MIB);
-        let page_size = match &self.page_size {
-            None => 32768,
-            Some(v) => size_of(v)
-                .filter(|p| p.is_power_of_two() && (512..=65536).contains(p))
-                .ok_or_else(|| bad("page_size", v, "a power of two from 512 to 65536"))?
-                as u32,
-        };
-        let cache_bytes = match &self.cache_size {
-            None => 64 * MIB,
-            // A bare number is MiB; a string is a size.
-            Some(toml::Value::Integer(i)) => u64::try_from(*i).unwrap_or(0).saturating_mul(MIB),
-            Some(v) => size_of(v).unwrap_or(0),
-        };
-        if !(32 * MIB..=256 * MIB).contains(&cache_bytes) {
-            return Err(format!(
-                "[workload.db]: `cache_size` must be 32 to 256 MiB (a number of MiB or a size \
-                 such as \"64m\"), got {}",
-                self.cache_size
-                    .as_ref()
-                    .map(|v| v.to_string())
-                    .unwrap_or_default()
-            ));
-        }
+        let (size, page_size, cache_bytes) = self.sizes(scale)?;
         let raw = auto::Raw {
             threads: self.threads.as_ref(),
             p99_limit_ms: self.p99_limit_ms.as_ref(),
@@ -206,25 +193,75 @@ impl DbOptions {
             Some(s) if s.is_finite() && s > 0.0 && s <= 86_400.0 => s,
             Some(s) => return Err(bad("duration", s, "seconds > 0")),
         };
-        let mix = match &self.mix {
-            None => [40, 20, 5, 35],
-            Some(t) => {
-                if let Some(k) = t.keys().find(|k| !OPS.contains(&k.as_str())) {
-                    return Err(format!(
-                        "[workload.db]: unknown transaction type `{k}` in `mix`; valid: {}",
-                        OPS.join(", ")
-                    ));
-                }
-                let mut mix = [0u32; 4];
-                for (i, name) in OPS.iter().enumerate() {
-                    mix[i] = int(name, t.get(*name).copied(), 0, 1_000_000)?.unwrap_or(0);
-                }
-                if mix.iter().all(|&w| w == 0) {
-                    return Err("[workload.db]: `mix` weights are all zero".into());
-                }
-                mix
-            }
+        let mix = mix(self.mix.as_ref())?;
+        if auto.is_some() && mix[Op::Read as usize] == 0 {
+            return Err(
+                "[workload.db]: `threads = \"auto\"` searches by read latency, and `mix` has no reads"
+                    .into(),
+            );
+        }
+        let (maintenance, maintenance_interval) = self.maintenance(duration)?;
+        let (lazy_commit_pct, checkpoint_interval, checkpoint_mode, busy_timeout) =
+            self.commits()?;
+        Ok(Config {
+            maintenance,
+            maintain: None,
+            maintenance_interval,
+            auto,
+            cache: cache_of("db", self.cache.as_ref())?,
+            size,
+            page_size,
+            cache_bytes,
+            threads,
+            duration: Duration::from_secs_f64(duration),
+            mix,
+            lazy_commit_pct,
+            checkpoint_interval,
+            checkpoint_mode,
+            busy_timeout,
+        })
+    }
+
+    /// The database size (scaled default, at least 4 MiB), its page size, and SQLite's
+    /// page cache per connection (32 to 256 MiB; a bare number is MiB), in bytes.
+    fn sizes(&self, scale: f64) -> Result<(u64, u32, u64), String> {
+        let size = match &self.size {
+            None => ((1u64 << 30) as f64 * scale) as u64 / MIB * MIB,
+            Some(v) => v
+                .whole_bytes()
+                .ok_or_else(|| bad("size", v, "a size such as 1g"))?,
+        }
+        .max(4 * MIB);
+        let page_size = match &self.page_size {
+            None => 32768,
+            Some(v) => v
+                .whole_bytes()
+                .filter(|p| p.is_power_of_two() && (512..=65536).contains(p))
+                .ok_or_else(|| bad("page_size", v, "a power of two from 512 to 65536"))?
+                as u32,
         };
+        let cache_bytes = match &self.cache_size {
+            None => 64 * MIB,
+            // A bare number is MiB; a string is a size.
+            Some(SizeValue::Bytes(i)) => u64::try_from(*i).unwrap_or(0).saturating_mul(MIB),
+            Some(v) => v.whole_bytes().unwrap_or(0),
+        };
+        if !(32 * MIB..=256 * MIB).contains(&cache_bytes) {
+            return Err(format!(
+                "[workload.db]: `cache_size` must be 32 to 256 MiB (a number of MiB or a size \
+                 such as \"64m\"), got {}",
+                self.cache_size
+                    .as_ref()
+                    .map(|v| v.to_string())
+                    .unwrap_or_default()
+            ));
+        }
+        Ok((size, page_size, cache_bytes))
+    }
+
+    /// How writes commit: the share committed lazily, the checkpoint period (`None`:
+    /// off) and mode, and how long a transaction waits for a lock.
+    fn commits(&self) -> Result<(u32, Option<Duration>, &'static str, Duration), String> {
         let lazy_commit_pct = int("lazy_commit_pct", self.lazy_commit_pct, 0, 100)?.unwrap_or(70);
         // Every 250 ms: at a few hundred MB/s of WAL (32 KiB pages) that keeps the WAL near
         // 100 MB, in the range of SQLite's own 1000-page auto-checkpoint.
@@ -252,13 +289,18 @@ impl DbOptions {
                 }
             },
         };
-        if auto.is_some() && mix[Op::Read as usize] == 0 {
-            return Err(
-                "[workload.db]: `threads = \"auto\"` searches by read latency, and `mix` has no reads"
-                    .into(),
-            );
-        }
-        let cache = cache_of("db", self.cache.as_ref())?;
+        Ok((
+            lazy_commit_pct,
+            (checkpoint_ms > 0).then(|| Duration::from_millis(u64::from(checkpoint_ms))),
+            checkpoint_mode,
+            Duration::from_millis(u64::from(busy_ms)),
+        ))
+    }
+
+    /// Whether the `maintenance` variant is measured, and its period: given only with
+    /// `maintenance = true`, shorter than the phase (by default four passes in it, so the
+    /// variant always maintains).
+    fn maintenance(&self, duration: f64) -> Result<(bool, Duration), String> {
         let maintenance = self.maintenance.unwrap_or(false);
         let maint_ms = int(
             "maintenance_interval_ms",
@@ -272,55 +314,58 @@ impl DbOptions {
                     .into(),
             );
         }
-        // At least four passes in the phase by default, so the variant always maintains.
-        let maintenance_interval = maint_ms.map_or(
+        let interval = maint_ms.map_or(
             Duration::from_secs_f64(duration / 4.0).min(Duration::from_millis(500)),
             |ms| Duration::from_millis(u64::from(ms)),
         );
-        if maintenance_interval.as_secs_f64() >= duration {
+        if interval.as_secs_f64() >= duration {
             return Err(format!(
                 "[workload.db]: `maintenance_interval_ms` = {} is not shorter than the {duration} s phase",
-                maintenance_interval.as_millis()
+                interval.as_millis()
             ));
         }
-        Ok(Config {
-            maintenance,
-            maintain: None,
-            maintenance_interval,
-            auto,
-            cache,
-            size,
-            page_size,
-            cache_bytes,
-            threads,
-            duration: Duration::from_secs_f64(duration),
-            mix,
-            lazy_commit_pct,
-            checkpoint_interval: (checkpoint_ms > 0)
-                .then(|| Duration::from_millis(u64::from(checkpoint_ms))),
-            checkpoint_mode,
-            busy_timeout: Duration::from_millis(u64::from(busy_ms)),
-        })
+        Ok((maintenance, interval))
     }
+}
+
+/// The `mix` weights in [`OPS`] order (absent: 40/20/5/35); not all zero.
+fn mix(weights: Option<&MixWeights>) -> Result<[u32; 4], String> {
+    let Some(w) = weights else {
+        return Ok([40, 20, 5, 35]);
+    };
+    let mut mix = [0u32; 4];
+    for (i, (name, v)) in OPS
+        .iter()
+        .zip([w.insert, w.delete, w.replace, w.read])
+        .enumerate()
+    {
+        mix[i] = int(name, v, 0, 1_000_000)?.unwrap_or(0);
+    }
+    if mix.iter().all(|&w| w == 0) {
+        return Err("[workload.db]: `mix` weights are all zero".into());
+    }
+    Ok(mix)
 }
 
 /// Parses a `cache` option value (shared with `pg`): absent means a quarter of the
 /// database. Errors name the `[workload.NAME]` table.
-pub(crate) fn cache_of(workload: &str, v: Option<&toml::Value>) -> Result<Cache, String> {
+pub(crate) fn cache_of(workload: &str, v: Option<&SizeValue>) -> Result<Cache, String> {
     let bad = |v: &dyn Display| {
         format!("[workload.{workload}]: `cache` = {v} is not valid; expected {CACHE_WANT}")
     };
-    match v {
-        None => Ok(Cache::Fraction(0.25)),
-        Some(toml::Value::String(s)) if s.eq_ignore_ascii_case("off") => Ok(Cache::Off),
-        Some(toml::Value::String(s)) if s.ends_with('%') => s[..s.len() - 1]
+    let Some(v) = v else {
+        return Ok(Cache::Fraction(0.25));
+    };
+    match v.text() {
+        Some(s) if s.eq_ignore_ascii_case("off") => Ok(Cache::Off),
+        Some(s) if s.ends_with('%') => s[..s.len() - 1]
             .trim()
             .parse::<f64>()
             .ok()
             .filter(|p| p.is_finite() && *p > 0.0 && *p <= 1000.0)
             .map(|p| Cache::Fraction(p / 100.0))
-            .ok_or_else(|| bad(&format!("{s:?}"))),
-        Some(v) => size_of(v).map(Cache::Bytes).ok_or_else(|| bad(v)),
+            .ok_or_else(|| bad(v)),
+        _ => v.whole_bytes().map(Cache::Bytes).ok_or_else(|| bad(v)),
     }
 }
 
@@ -341,16 +386,6 @@ fn int(key: &str, v: Option<i64>, min: u32, max: u32) -> Result<Option<u32>, Str
             .map(Some)
             .ok_or_else(|| bad(key, i, &format!("an integer from {min} to {max}"))),
     }
-}
-
-/// A size given as a number of bytes or a string such as `"4m"`; zero is no size.
-pub(crate) fn size_of(v: &toml::Value) -> Option<u64> {
-    match v {
-        toml::Value::Integer(i) => u64::try_from(*i).ok(),
-        toml::Value::String(s) => parse_whole_size(s).ok(),
-        _ => None,
-    }
-    .filter(|&b| b > 0)
 }
 
 #[cfg(test)]

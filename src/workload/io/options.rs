@@ -7,6 +7,7 @@
 //! accepts. Only what needs the mounted target stays for later: the `large` file's size
 //! (RAM and free space) and the default `small` file's size (the data set's scale).
 
+use std::fmt::Display;
 use std::fs;
 use std::path::Path;
 use std::time::Duration;
@@ -15,9 +16,8 @@ use serde::Deserialize;
 
 use super::{Preset, MIB};
 use crate::fio::{IoEngine, Rw, Server};
-use crate::plan::size::parse_whole_size;
 use crate::plan::size::short_label as size_label;
-use crate::workload::options;
+use crate::workload::options::{self, OneOrMany, SizeValue, Word};
 use crate::workload::{IoContext, WorkloadError};
 
 /// Default `small` file at scale 1: small enough to sit in any cache.
@@ -37,19 +37,19 @@ const MAX_SECONDS: f64 = 86_400.0;
 #[serde(deny_unknown_fields)]
 struct IoOptions {
     /// Access patterns: read, randread, write, randwrite, randrw.
-    rw: Option<toml::Value>,
+    rw: Option<OneOrMany<Word>>,
     /// Block sizes: bytes or a size such as `4k`.
-    bs: Option<toml::Value>,
+    bs: Option<OneOrMany<SizeValue>>,
     /// Jobs per point, 1..=1024.
-    numjobs: Option<toml::Value>,
+    numjobs: Option<OneOrMany<i64>>,
     /// Queue depths, 1..=4096.
-    iodepth: Option<toml::Value>,
+    iodepth: Option<OneOrMany<i64>>,
     /// File sizes: `small`, `large` or a size.
-    size: Option<toml::Value>,
+    size: Option<OneOrMany<SizeValue>>,
     /// O_DIRECT or buffered.
-    direct: Option<toml::Value>,
+    direct: Option<OneOrMany<bool>>,
     /// Engines: auto, io_uring, libaio, psync.
-    ioengine: Option<toml::Value>,
+    ioengine: Option<OneOrMany<Word>>,
     /// Seconds per point; 0 makes jobs size-bounded.
     runtime: Option<f64>,
     /// Seconds of warm-up excluded from fio's statistics.
@@ -57,9 +57,9 @@ struct IoOptions {
     /// Read percentage of `randrw`, 0..=100.
     rwmixread: Option<i64>,
     /// The small file, taken literally when given.
-    small: Option<toml::Value>,
+    small: Option<SizeValue>,
     /// Cap on the large file.
-    max_large: Option<toml::Value>,
+    max_large: Option<SizeValue>,
     /// `fio --server`s (`HOST[:PORT]`) that run every point at once through fio's client
     /// mode, in the same directory (a shared path); set by `--io-hosts` / `io_hosts`.
     hosts: Option<Vec<String>>,
@@ -121,6 +121,99 @@ pub(super) struct Config {
     pub(super) hosts: Vec<Server>,
 }
 
+/// The axes as given (`None`: the preset's default), each value checked.
+struct Axes {
+    rw: Option<Vec<Rw>>,
+    bs: Option<Vec<u64>>,
+    iodepth: Option<Vec<u32>>,
+    numjobs: Option<Vec<u32>>,
+    size: Option<Vec<SizeChoice>>,
+    direct: Option<Vec<bool>>,
+    ioengine: Option<Vec<EngineChoice>>,
+}
+
+impl Axes {
+    /// Checks every value of every axis the table gives.
+    fn of(name: &str, opts: &IoOptions) -> Result<Axes, String> {
+        Ok(Axes {
+            rw: axis(name, "rw", &opts.rw, |v| Rw::parse(&v.0), RW_WANT)?,
+            bs: axis(
+                name,
+                "bs",
+                &opts.bs,
+                SizeValue::whole_bytes,
+                "a size such as 4k or 1m",
+            )?,
+            iodepth: axis(
+                name,
+                "iodepth",
+                &opts.iodepth,
+                |v| positive(*v, 4096),
+                "1..=4096",
+            )?,
+            numjobs: axis(
+                name,
+                "numjobs",
+                &opts.numjobs,
+                |v| positive(*v, 1024),
+                "1..=1024",
+            )?,
+            size: axis(name, "size", &opts.size, size_choice, SIZE_WANT)?,
+            direct: axis(name, "direct", &opts.direct, |v| Some(*v), "true or false")?,
+            ioengine: axis(
+                name,
+                "ioengine",
+                &opts.ioengine,
+                |v| EngineChoice::parse(&v.0),
+                "auto, io_uring, libaio or psync",
+            )?,
+        })
+    }
+
+    /// The (rw, bs, iodepth) combinations: io-quick's fixed four when none of the three is
+    /// given, else the product, each missing axis at the preset's default.
+    fn shapes(&self, quick: bool) -> Vec<(Rw, u64, u32)> {
+        if quick && self.rw.is_none() && self.bs.is_none() && self.iodepth.is_none() {
+            return vec![
+                (Rw::RandRead, 4096, 32),
+                (Rw::RandWrite, 4096, 32),
+                (Rw::Read, MIB, 8),
+                (Rw::Write, MIB, 8),
+            ];
+        }
+        let rw = self.rw.clone().unwrap_or_else(|| {
+            if quick {
+                vec![Rw::RandRead, Rw::RandWrite, Rw::Read, Rw::Write]
+            } else {
+                vec![Rw::Read, Rw::RandRead, Rw::Write, Rw::RandWrite]
+            }
+        });
+        let bs = self.bs.clone().unwrap_or_else(|| {
+            if quick {
+                vec![4096]
+            } else {
+                vec![8 << 10, 64 << 10, 512 << 10]
+            }
+        });
+        let iodepth = self.iodepth.clone().unwrap_or_else(|| {
+            if quick {
+                vec![32]
+            } else {
+                (0..8).map(|i| 1 << i).collect()
+            }
+        });
+        let mut shapes = Vec::new();
+        for &r in &rw {
+            for &b in &bs {
+                for &q in &iodepth {
+                    shapes.push((r, b, q));
+                }
+            }
+        }
+        shapes
+    }
+}
+
 impl Config {
     /// Parses and checks the `[workload.NAME]` table and fills in the preset's defaults.
     /// Errors are one line naming the table and the bad key.
@@ -130,120 +223,43 @@ impl Config {
         name: &str,
     ) -> Result<Config, String> {
         let opts: IoOptions = options::parse(name, table)?;
-        let bad = |key: &str, v: &toml::Value, want: &str| bad_value(name, key, v, want);
-        let rw = axis(
-            name,
-            "rw",
-            &opts.rw,
-            |v| v.as_str().and_then(Rw::parse),
-            RW_WANT,
-        )?;
-        let bs = axis(name, "bs", &opts.bs, size_value, "a size such as 4k or 1m")?;
-        let iodepth = axis(
-            name,
-            "iodepth",
-            &opts.iodepth,
-            |v| positive(v, 4096),
-            "1..=4096",
-        )?;
-        let numjobs = axis(
-            name,
-            "numjobs",
-            &opts.numjobs,
-            |v| positive(v, 1024),
-            "1..=1024",
-        )?;
-        let size = axis(name, "size", &opts.size, size_choice, SIZE_WANT)?;
-        let direct = axis(
-            name,
-            "direct",
-            &opts.direct,
-            toml::Value::as_bool,
-            "true or false",
-        )?;
-        let ioengine = axis(
-            name,
-            "ioengine",
-            &opts.ioengine,
-            |v| v.as_str().and_then(EngineChoice::parse),
-            "auto, io_uring, libaio or psync",
-        )?;
-
+        let axes = Axes::of(name, &opts)?;
         let quick = preset == Preset::Quick;
-        let shapes = if quick && rw.is_none() && bs.is_none() && iodepth.is_none() {
-            vec![
-                (Rw::RandRead, 4096, 32),
-                (Rw::RandWrite, 4096, 32),
-                (Rw::Read, MIB, 8),
-                (Rw::Write, MIB, 8),
-            ]
-        } else {
-            let rw = rw.unwrap_or_else(|| {
-                if quick {
-                    vec![Rw::RandRead, Rw::RandWrite, Rw::Read, Rw::Write]
-                } else {
-                    vec![Rw::Read, Rw::RandRead, Rw::Write, Rw::RandWrite]
-                }
-            });
-            let bs = bs.unwrap_or_else(|| {
-                if quick {
-                    vec![4096]
-                } else {
-                    vec![8 << 10, 64 << 10, 512 << 10]
-                }
-            });
-            let iodepth = iodepth.unwrap_or_else(|| {
-                if quick {
-                    vec![32]
-                } else {
-                    (0..8).map(|i| 1 << i).collect()
-                }
-            });
-            let mut shapes = Vec::new();
-            for &r in &rw {
-                for &b in &bs {
-                    for &q in &iodepth {
-                        shapes.push((r, b, q));
-                    }
-                }
-            }
-            shapes
-        };
         let (runtime_default, sizes_default) = match preset {
             Preset::Quick => (3.0, vec![SizeChoice::Small]),
             Preset::Sweep => (5.0, vec![SizeChoice::Small, SizeChoice::Large]),
         };
-        let secs = |key: &str, v: Option<f64>, default: f64| match v {
-            None => Ok(default),
-            Some(s) if s.is_finite() && (0.0..MAX_SECONDS).contains(&s) => Ok(s),
-            Some(s) => Err(bad(key, &toml::Value::Float(s), "seconds (a number ≥ 0)")),
-        };
-        let runtime = secs("runtime", opts.runtime, runtime_default)?;
-        let ramp = secs("ramp_time", opts.ramp_time, 1.0)?;
+        let runtime = seconds(name, "runtime", opts.runtime, runtime_default)?;
+        let ramp = seconds(name, "ramp_time", opts.ramp_time, 1.0)?;
         let rwmixread = match opts.rwmixread {
             None => 50,
             Some(i) => u32::try_from(i)
                 .ok()
                 .filter(|&p| p <= 100)
-                .ok_or_else(|| bad("rwmixread", &toml::Value::Integer(i), "0..=100"))?,
+                .ok_or_else(|| bad_value(name, "rwmixread", &i, "0..=100"))?,
         };
         let small = match &opts.small {
             None => (SMALL_DEFAULT, false),
             Some(v) => (
-                size_value(v).ok_or_else(|| bad("small", v, "a size such as 64m"))?,
+                v.whole_bytes()
+                    .ok_or_else(|| bad_value(name, "small", v, "a size such as 64m"))?,
                 true,
             ),
         };
         let max_large = match &opts.max_large {
             None => MAX_LARGE_DEFAULT,
-            Some(v) => size_value(v).ok_or_else(|| bad("max_large", v, "a size such as 100g"))?,
+            Some(v) => v
+                .whole_bytes()
+                .ok_or_else(|| bad_value(name, "max_large", v, "a size such as 100g"))?,
         };
         let cfg = Config {
-            shapes,
-            numjobs: numjobs.unwrap_or_else(|| if quick { vec![1] } else { vec![1, 2, 3, 4] }),
-            size: size.unwrap_or(sizes_default),
-            direct: direct.unwrap_or_else(|| vec![true]),
-            ioengine: ioengine.unwrap_or_else(|| vec![EngineChoice::Auto]),
+            shapes: axes.shapes(quick),
+            numjobs: axes
+                .numjobs
+                .unwrap_or_else(|| if quick { vec![1] } else { vec![1, 2, 3, 4] }),
+            size: axes.size.unwrap_or(sizes_default),
+            direct: axes.direct.unwrap_or_else(|| vec![true]),
+            ioengine: axes.ioengine.unwrap_or_else(|| vec![EngineChoice::Auto]),
             rwmixread,
             runtime: (runtime > 0.0).then(|| Duration::from_secs_f64(runtime)),
             ramp_time: Duration::from_secs_f64(ramp),
@@ -307,36 +323,42 @@ const RW_WANT: &str = "read|randread|write|randwrite|randrw";
 const SIZE_WANT: &str = "small, large or a size such as 256m";
 
 /// The one wording of a bad value: which table, which key, what was given, what is valid.
-fn bad_value(name: &str, key: &str, v: &toml::Value, want: &str) -> String {
+fn bad_value(name: &str, key: &str, v: &dyn Display, want: &str) -> String {
     format!("[workload.{name}]: `{key}` = {v} is not valid; expected {want}")
+}
+
+/// `runtime` / `ramp_time`: seconds, 0 or more and under a day.
+fn seconds(name: &str, key: &str, v: Option<f64>, default: f64) -> Result<f64, String> {
+    match v {
+        None => Ok(default),
+        Some(s) if s.is_finite() && (0.0..MAX_SECONDS).contains(&s) => Ok(s),
+        Some(s) => Err(bad_value(name, key, &s, "seconds (a number ≥ 0)")),
+    }
 }
 
 /// An axis option: a list (or a single value standing for a list of one) of items each
 /// accepted by `parse`. An empty list is refused: it would silently measure nothing.
-fn axis<T>(
+fn axis<V: Display, T>(
     name: &str,
     key: &str,
-    v: &Option<toml::Value>,
-    parse: impl Fn(&toml::Value) -> Option<T>,
+    v: &Option<OneOrMany<V>>,
+    parse: impl Fn(&V) -> Option<T>,
     want: &str,
 ) -> Result<Option<Vec<T>>, String> {
     let Some(v) = v else {
         return Ok(None);
     };
-    let items: Vec<&toml::Value> = match v {
-        toml::Value::Array(a) => a.iter().collect(),
-        other => vec![other],
-    };
+    let items = v.items();
     if items.is_empty() {
         return Err(bad_value(
             name,
             key,
-            v,
+            &"[]",
             &format!("a non-empty list of {want}"),
         ));
     }
     items
-        .into_iter()
+        .iter()
         .map(|i| parse(i).ok_or_else(|| bad_value(name, key, i, want)))
         .collect::<Result<Vec<T>, _>>()
         .map(Some)
@@ -366,27 +388,15 @@ fn servers(name: &str, hosts: Option<&[String]>) -> Result<Vec<Server>, String> 
     Ok(out)
 }
 
-fn positive(v: &toml::Value, max: u32) -> Option<u32> {
-    v.as_integer()
-        .and_then(|i| u32::try_from(i).ok())
-        .filter(|&i| (1..=max).contains(&i))
+fn positive(v: i64, max: u32) -> Option<u32> {
+    u32::try_from(v).ok().filter(|&i| (1..=max).contains(&i))
 }
 
-/// A size: an integer of bytes or a string such as `4k` (whole bytes, more than zero).
-fn size_value(v: &toml::Value) -> Option<u64> {
-    match v {
-        toml::Value::Integer(i) => u64::try_from(*i).ok(),
-        toml::Value::String(s) => parse_whole_size(s).ok(),
-        _ => None,
-    }
-    .filter(|&b| b > 0)
-}
-
-fn size_choice(v: &toml::Value) -> Option<SizeChoice> {
-    match v.as_str() {
+fn size_choice(v: &SizeValue) -> Option<SizeChoice> {
+    match v.text() {
         Some("small") => Some(SizeChoice::Small),
         Some("large") => Some(SizeChoice::Large),
-        _ => size_value(v).map(SizeChoice::Bytes),
+        _ => v.whole_bytes().map(SizeChoice::Bytes),
     }
 }
 

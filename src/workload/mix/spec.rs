@@ -20,12 +20,14 @@
 //! Checked strictly: every key and value, with one line naming the key, so a typo is bad
 //! input (exit 2) before anything is provisioned, and `run` reads the very same result.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use serde::Deserialize;
 
-use super::dist::{size_value, SizeDist};
-use crate::workload::options;
+use super::dist::SizeDist;
+use crate::plan::size::parse_size;
+use crate::workload::options::{self, SizeValue};
 
 /// The operations a mix may weigh, in the order results list them.
 pub const OP_NAMES: [&str; 6] = ["create", "write", "append", "read", "stat", "delete"];
@@ -58,9 +60,6 @@ impl Op {
     ];
     pub fn name(self) -> &'static str {
         OP_NAMES[self as usize]
-    }
-    fn parse(s: &str) -> Option<Op> {
-        Op::ALL.into_iter().find(|o| o.name() == s)
     }
 }
 
@@ -113,7 +112,8 @@ pub struct MixSpec {
     pub log: Option<LogSpec>,
 }
 
-/// The table as written: values stay raw where they have several forms.
+/// The table as written. `file_size` and `append_size` stay raw TOML: a size or a
+/// distribution table, which [`SizeDist::parse`] reads.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawMix {
@@ -124,13 +124,25 @@ struct RawMix {
     dir_depth: Option<i64>,
     file_size: Option<toml::Value>,
     append_size: Option<toml::Value>,
-    io_size: Option<toml::Value>,
+    io_size: Option<SizeValue>,
     fsync: Option<String>,
     total_ops: Option<i64>,
-    duration: Option<toml::Value>,
+    duration: Option<DurationValue>,
     scaled: Option<bool>,
-    ops: Option<toml::Table>,
+    /// Weights by operation name (a name outside [`OP_NAMES`] is refused with them).
+    ops: Option<BTreeMap<String, i64>>,
     log: Option<RawLog>,
+}
+
+/// `duration = "5s"` or a number of seconds.
+#[derive(Debug, Deserialize)]
+#[serde(
+    untagged,
+    expecting = "a duration such as \"5s\" or a number of seconds"
+)]
+enum DurationValue {
+    Seconds(f64),
+    Text(String),
 }
 
 #[derive(Debug, Deserialize)]
@@ -150,119 +162,68 @@ const MAX_IO: u64 = 64 << 20;
 /// The largest working set a mix may describe (slots × mean file size).
 const MAX_WORKING_SET: f64 = (1u64 << 40) as f64;
 
+/// The one wording of a bad mix value: which table, which key, why.
+fn bad(name: &str, key: &str, why: String) -> String {
+    format!("[workload.{name}]: `{key}`: {why}")
+}
+
+/// A whole-number option within `lo..=hi`, `default` when absent.
+fn int(
+    name: &str,
+    key: &str,
+    v: Option<i64>,
+    default: i64,
+    lo: i64,
+    hi: i64,
+) -> Result<i64, String> {
+    let v = v.unwrap_or(default);
+    if v < lo || v > hi {
+        return Err(bad(name, key, format!("{v} is out of range {lo}..={hi}")));
+    }
+    Ok(v)
+}
+
+/// A size or distribution option: 16 KiB when absent.
+fn size(name: &str, key: &str, v: &Option<toml::Value>) -> Result<SizeDist, String> {
+    match v {
+        None => Ok(SizeDist::Fixed(16 << 10)),
+        Some(v) => SizeDist::parse(v).map_err(|why| bad(name, key, why)),
+    }
+}
+
 /// Parses and checks the mix `table`; `name` is its table's name for messages
 /// (`mix.mymail`, `varmail`). Errors are one line naming the key.
 pub fn parse(name: &str, table: &toml::Table) -> Result<MixSpec, String> {
     let raw: RawMix = options::parse(name, table)?;
-    let bad = |key: &str, why: String| format!("[workload.{name}]: `{key}`: {why}");
-    let int = |key: &str, v: Option<i64>, default: i64, lo: i64, hi: i64| {
-        let v = v.unwrap_or(default);
-        if v < lo || v > hi {
-            return Err(bad(key, format!("{v} is out of range {lo}..={hi}")));
-        }
-        Ok(v)
-    };
     let threads = match raw.threads {
         None => None,
-        Some(t) => Some(int("threads", Some(t), 1, 1, MAX_THREADS)? as usize),
+        Some(t) => Some(int(name, "threads", Some(t), 1, 1, MAX_THREADS)? as usize),
     };
     let files = raw.files.ok_or_else(|| {
         bad(
+            name,
             "files",
             "give the working set's size, e.g. files = 1000".into(),
         )
     })?;
-    let files = int("files", Some(files), 1, 1, MAX_FILES)? as u64;
+    let files = int(name, "files", Some(files), 1, 1, MAX_FILES)? as u64;
     let prefill = raw.prefill.unwrap_or(1.0);
     if !(0.0..=1.0).contains(&prefill) {
         return Err(bad(
+            name,
             "prefill",
             format!("{prefill} is not a fraction in 0..=1"),
         ));
     }
-    let dir_width = int("dir_width", raw.dir_width, 20, 1, 1_000_000)? as u64;
-    let dir_depth = int("dir_depth", raw.dir_depth, 1, 0, 8)? as u32;
-    if dir_width
-        .checked_pow(dir_depth)
-        .map_or(true, |n| n > 1 << 32)
-    {
-        return Err(bad(
-            "dir_depth",
-            format!("{dir_width}^{dir_depth} leaf directories is too many"),
-        ));
-    }
-    let size = |key: &str, v: &Option<toml::Value>| match v {
-        None => Ok(SizeDist::Fixed(16 << 10)),
-        Some(v) => SizeDist::parse(v).map_err(|why| bad(key, why)),
-    };
-    let file_size = size("file_size", &raw.file_size)?;
-    let append_size = size("append_size", &raw.append_size)?;
+    let (dir_width, dir_depth) = dirs(name, &raw)?;
+    let file_size = size(name, "file_size", &raw.file_size)?;
     if files as f64 * file_size.mean() > MAX_WORKING_SET {
         return Err(bad(
+            name,
             "file_size",
             format!("{files} files of this size exceed the 1 TiB a mix may lay down"),
         ));
     }
-    let io_size = match &raw.io_size {
-        None => 1 << 20,
-        Some(v) => {
-            let b = size_value(v).map_err(|why| bad("io_size", why))?;
-            if b > MAX_IO {
-                return Err(bad("io_size", format!("{b} bytes exceeds 64 MiB")));
-            }
-            b as usize
-        }
-    };
-    let fsync = match raw.fsync.as_deref() {
-        None | Some("never") => Fsync::Never,
-        Some("each-write") => Fsync::EachWrite,
-        Some("each-file") => Fsync::EachFile,
-        Some("end") => Fsync::End,
-        Some(other) => {
-            return Err(bad(
-                "fsync",
-                format!("`{other}`; valid: never, each-write, each-file, end"),
-            ))
-        }
-    };
-    let stop = match (raw.total_ops, &raw.duration) {
-        (Some(_), Some(_)) => {
-            return Err(bad(
-                "duration",
-                "give total_ops or duration, not both".into(),
-            ))
-        }
-        (None, None) => {
-            return Err(bad(
-                "total_ops",
-                "say how long to run: total_ops = N or duration = \"5s\"".into(),
-            ))
-        }
-        (Some(n), None) => Stop::Ops(int("total_ops", Some(n), 1, 1, i64::MAX)? as u64),
-        (None, Some(d)) => Stop::Time(duration(d).map_err(|why| bad("duration", why))?),
-    };
-    let weights = weights(raw.ops.as_ref()).map_err(|why| bad("ops", why))?;
-    let log = match raw.log {
-        None => None,
-        Some(l) => {
-            let appenders = int("log.appenders", l.appenders, 1, 1, MAX_THREADS)? as usize;
-            let append_size = size("log.append_size", &l.append_size)?;
-            let per_op = l.per_op.ok_or_else(|| {
-                bad(
-                    "log.per_op",
-                    "give appends per worker operation, e.g. 0.1".into(),
-                )
-            })?;
-            if !(per_op.is_finite() && per_op > 0.0 && per_op <= 1000.0) {
-                return Err(bad("log.per_op", format!("{per_op} is not in (0, 1000]")));
-            }
-            Some(LogSpec {
-                appenders,
-                append_size,
-                per_op,
-            })
-        }
-    };
     Ok(MixSpec {
         threads,
         files,
@@ -270,26 +231,119 @@ pub fn parse(name: &str, table: &toml::Table) -> Result<MixSpec, String> {
         dir_width,
         dir_depth,
         file_size,
-        append_size,
-        io_size,
-        fsync,
-        stop,
+        append_size: size(name, "append_size", &raw.append_size)?,
+        io_size: io_size(raw.io_size.as_ref()).map_err(|why| bad(name, "io_size", why))?,
+        fsync: fsync(raw.fsync.as_deref()).map_err(|why| bad(name, "fsync", why))?,
+        stop: stop(name, &raw)?,
         scaled: raw.scaled.unwrap_or(false),
-        weights,
-        log,
+        weights: weights(raw.ops.as_ref()).map_err(|why| bad(name, "ops", why))?,
+        log: raw.log.map(|l| log(name, l)).transpose()?,
+    })
+}
+
+/// The directory tree: `dir_width` subdirectories per level, `dir_depth` levels, at most
+/// 2^32 leaves.
+fn dirs(name: &str, raw: &RawMix) -> Result<(u64, u32), String> {
+    let dir_width = int(name, "dir_width", raw.dir_width, 20, 1, 1_000_000)? as u64;
+    let dir_depth = int(name, "dir_depth", raw.dir_depth, 1, 0, 8)? as u32;
+    if dir_width
+        .checked_pow(dir_depth)
+        .map_or(true, |n| n > 1 << 32)
+    {
+        return Err(bad(
+            name,
+            "dir_depth",
+            format!("{dir_width}^{dir_depth} leaf directories is too many"),
+        ));
+    }
+    Ok((dir_width, dir_depth))
+}
+
+/// The chunk of whole-file reads and writes: 1 MiB when absent, at most 64 MiB.
+fn io_size(v: Option<&SizeValue>) -> Result<usize, String> {
+    let Some(v) = v else {
+        return Ok(1 << 20);
+    };
+    let b = match v {
+        SizeValue::Text(s) => parse_size(s)?,
+        SizeValue::Bytes(n) if *n >= 1 => *n as u64,
+        other => return Err(format!("`{other}` is not a size (examples: 4096, \"16K\")")),
+    };
+    if b > MAX_IO {
+        return Err(format!("{b} bytes exceeds 64 MiB"));
+    }
+    Ok(b as usize)
+}
+
+/// `fsync = "never" | "each-write" | "each-file" | "end"`: never when absent.
+fn fsync(v: Option<&str>) -> Result<Fsync, String> {
+    match v {
+        None | Some("never") => Ok(Fsync::Never),
+        Some("each-write") => Ok(Fsync::EachWrite),
+        Some("each-file") => Ok(Fsync::EachFile),
+        Some("end") => Ok(Fsync::End),
+        Some(other) => Err(format!(
+            "`{other}`; valid: never, each-write, each-file, end"
+        )),
+    }
+}
+
+/// When the workers stop: after `total_ops` or after `duration`, exactly one given.
+fn stop(name: &str, raw: &RawMix) -> Result<Stop, String> {
+    match (raw.total_ops, &raw.duration) {
+        (Some(_), Some(_)) => Err(bad(
+            name,
+            "duration",
+            "give total_ops or duration, not both".into(),
+        )),
+        (None, None) => Err(bad(
+            name,
+            "total_ops",
+            "say how long to run: total_ops = N or duration = \"5s\"".into(),
+        )),
+        (Some(n), None) => Ok(Stop::Ops(
+            int(name, "total_ops", Some(n), 1, 1, i64::MAX)? as u64
+        )),
+        (None, Some(d)) => Ok(Stop::Time(
+            duration(d).map_err(|why| bad(name, "duration", why))?,
+        )),
+    }
+}
+
+/// The `log` table: dedicated appenders, their append size, and appends per operation.
+fn log(name: &str, l: RawLog) -> Result<LogSpec, String> {
+    let appenders = int(name, "log.appenders", l.appenders, 1, 1, MAX_THREADS)? as usize;
+    let append_size = size(name, "log.append_size", &l.append_size)?;
+    let per_op = l.per_op.ok_or_else(|| {
+        bad(
+            name,
+            "log.per_op",
+            "give appends per worker operation, e.g. 0.1".into(),
+        )
+    })?;
+    if !(per_op.is_finite() && per_op > 0.0 && per_op <= 1000.0) {
+        return Err(bad(
+            name,
+            "log.per_op",
+            format!("{per_op} is not in (0, 1000]"),
+        ));
+    }
+    Ok(LogSpec {
+        appenders,
+        append_size,
+        per_op,
     })
 }
 
 /// `"5s"`, `"1m 30s"` or a number of seconds.
-fn duration(v: &toml::Value) -> Result<Duration, String> {
+fn duration(v: &DurationValue) -> Result<Duration, String> {
     let d = match v {
-        toml::Value::String(s) => humantime::parse_duration(s.trim())
+        DurationValue::Text(s) => humantime::parse_duration(s.trim())
             .map_err(|e| format!("`{s}` is not a duration ({e}); e.g. \"5s\""))?,
-        toml::Value::Integer(n) if *n > 0 => Duration::from_secs(*n as u64),
-        toml::Value::Float(f) if f.is_finite() && *f > 0.0 && *f < 1e9 => {
+        DurationValue::Seconds(f) if f.is_finite() && *f > 0.0 && *f < 1e9 => {
             Duration::from_secs_f64(*f)
         }
-        other => return Err(format!("`{other}` is not a duration; e.g. \"5s\"")),
+        DurationValue::Seconds(f) => return Err(format!("`{f}` is not a duration; e.g. \"5s\"")),
     };
     if d.is_zero() || d > Duration::from_secs(7 * 24 * 3600) {
         return Err(format!("{d:?} is outside (0, 1 week]"));
@@ -298,27 +352,29 @@ fn duration(v: &toml::Value) -> Result<Duration, String> {
 }
 
 /// The `ops` table: known operation names with whole weights ≥ 1, at least one.
-fn weights(table: Option<&toml::Table>) -> Result<Vec<(Op, u64)>, String> {
-    let table = table.ok_or_else(|| {
+fn weights(ops: Option<&BTreeMap<String, i64>>) -> Result<Vec<(Op, u64)>, String> {
+    let ops = ops.ok_or_else(|| {
         format!(
             "give the operations and their weights, e.g. {{ read = 2, create = 1 }}; operations: {}",
             OP_NAMES.join(", ")
         )
     })?;
     let mut out = Vec::new();
-    for (k, v) in table {
-        let op = Op::parse(k)
+    for (k, &w) in ops {
+        let op = Op::ALL
+            .into_iter()
+            .find(|o| o.name() == k)
             .ok_or_else(|| format!("unknown operation `{k}`; valid: {}", OP_NAMES.join(", ")))?;
-        match v {
-            toml::Value::Integer(w) if (1..=1_000_000).contains(w) => out.push((op, *w as u64)),
-            toml::Value::Integer(0) => {
+        match w {
+            1..=1_000_000 => out.push((op, w as u64)),
+            0 => {
                 return Err(format!(
                     "`{k}` has weight 0; leave an operation out instead"
                 ))
             }
-            other => {
+            _ => {
                 return Err(format!(
-                    "`{k}` = {other}: a weight is a whole number in 1..=1000000"
+                    "`{k}` = {w}: a weight is a whole number in 1..=1000000"
                 ))
             }
         }

@@ -4,8 +4,8 @@
 use serde::Deserialize;
 
 use crate::workload::db::auto::{self, Threads};
-use crate::workload::db::options::{cache_of, size_of, Cache};
-use crate::workload::options;
+use crate::workload::db::options::{cache_of, Cache};
+use crate::workload::options::{self, SizeValue};
 
 /// The two pgbench scripts measured, as points.
 pub const MODES: [&str; 2] = ["tpcb", "select-only"];
@@ -29,15 +29,16 @@ struct PgOptions {
     /// pgbench scale factor (overrides the one derived from `--scale`).
     pgbench_scale: Option<i64>,
     /// Page cache the server may hold: `"25%"` of the database, a size, or `"off"`.
-    cache: Option<toml::Value>,
+    cache: Option<SizeValue>,
     /// PostgreSQL's own buffer pool, a size.
-    shared_buffers: Option<toml::Value>,
+    shared_buffers: Option<SizeValue>,
     /// Which of [`MODES`] to measure.
     modes: Option<Vec<String>>,
-    /// pgbench clients: a number, or `"auto"` (see [`crate::workload::db::auto`]); absent,
-    /// the cell's `--threads`.
+    /// pgbench clients: a number, or `"auto"` (read by [`crate::workload::db::auto`]);
+    /// absent, the cell's `--threads`.
     threads: Option<toml::Value>,
-    /// `threads = "auto"`: the p99 transaction latency limit, ms.
+    /// `threads = "auto"`: the p99 transaction latency limit, ms (read by
+    /// [`crate::workload::db::auto`]).
     p99_limit_ms: Option<toml::Value>,
     /// `threads = "auto"`: the top of the range searched.
     auto_max_threads: Option<i64>,
@@ -85,13 +86,15 @@ impl Config {
     }
 }
 
+/// The one wording of a bad `[workload.pg]` value: which key, what was given, what is valid.
+fn bad(k: &str, v: &dyn std::fmt::Display, want: &str) -> String {
+    format!("[workload.pg]: `{k}` = {v} is not valid; expected {want}")
+}
+
 /// Parses and checks a `[workload.pg]` table; `scale` (the data set's) only shapes the
 /// default pgbench scale.
 pub fn config(table: &toml::Table, scale: f64) -> Result<Config, String> {
     let o = options::parse::<PgOptions>("pg", table)?;
-    let bad = |k: &str, v: &dyn std::fmt::Display, want: &str| {
-        format!("[workload.pg]: `{k}` = {v} is not valid; expected {want}")
-    };
     let seconds = match o.seconds {
         None => 5.0,
         Some(s) if s.is_finite() && (1.0..=86_400.0).contains(&s) => s,
@@ -111,32 +114,13 @@ pub fn config(table: &toml::Table, scale: f64) -> Result<Config, String> {
             .filter(|n| (1..=100_000).contains(n))
             .ok_or_else(|| bad("pgbench_scale", &n, "an integer from 1 to 100000"))?,
     };
-    let cache = cache_of("pg", o.cache.as_ref())?;
     let shared_buffers = match &o.shared_buffers {
         None => None,
         Some(v) => Some(
-            size_of(v)
+            v.whole_bytes()
                 .filter(|b| (128 << 10..=1 << 40).contains(b))
                 .ok_or_else(|| bad("shared_buffers", v, "a size from 128k, such as \"16m\""))?,
         ),
-    };
-    let modes = match o.modes {
-        None => MODES.to_vec(),
-        Some(list) => {
-            let mut out = Vec::new();
-            for m in &list {
-                let Some(known) = MODES.iter().find(|k| *k == m) else {
-                    return Err(bad("modes", &format!("{list:?}"), &MODES.join(", ")));
-                };
-                if !out.contains(known) {
-                    out.push(*known);
-                }
-            }
-            if out.is_empty() {
-                return Err(bad("modes", &"[]", "at least one mode"));
-            }
-            out
-        }
     };
     let raw = auto::Raw {
         threads: o.threads.as_ref(),
@@ -144,35 +128,61 @@ pub fn config(table: &toml::Table, scale: f64) -> Result<Config, String> {
         auto_max_threads: o.auto_max_threads,
         auto_trial_seconds: o.auto_trial_seconds,
     };
-    let threads = auto::parse("pg", &raw, AUTO_MAX)?;
-    let maintenance = match (o.maintenance, o.maintenance_interval_ms) {
-        (Some(true), None) => Some(std::time::Duration::from_secs_f64((seconds / 4.0).min(1.0))),
-        (Some(true), Some(ms)) if ms.is_finite() && ms >= 10.0 && ms <= seconds * 1000.0 => {
-            Some(std::time::Duration::from_secs_f64(ms / 1000.0))
-        }
-        (Some(true), Some(ms)) => {
-            return Err(bad(
-                "maintenance_interval_ms",
-                &ms,
-                "ms from 10 to the run's length",
-            ))
-        }
-        (_, Some(_)) => {
-            return Err(
-                "[workload.pg]: `maintenance_interval_ms` needs `maintenance = true`".into(),
-            )
-        }
-        (_, None) => None,
-    };
     Ok(Config {
-        maintenance,
-        threads,
+        maintenance: maintenance(o.maintenance, o.maintenance_interval_ms, seconds)?,
+        threads: auto::parse("pg", &raw, AUTO_MAX)?,
         seconds,
         pgbench_scale,
-        cache,
+        cache: cache_of("pg", o.cache.as_ref())?,
         shared_buffers,
-        modes,
+        modes: modes(o.modes.as_deref())?,
     })
+}
+
+/// The modes measured (all of [`MODES`] when absent), each once, at least one.
+fn modes(list: Option<&[String]>) -> Result<Vec<&'static str>, String> {
+    let Some(list) = list else {
+        return Ok(MODES.to_vec());
+    };
+    let mut out = Vec::new();
+    for m in list {
+        let Some(known) = MODES.iter().find(|k| *k == m) else {
+            return Err(bad("modes", &format!("{list:?}"), &MODES.join(", ")));
+        };
+        if !out.contains(known) {
+            out.push(*known);
+        }
+    }
+    if out.is_empty() {
+        return Err(bad("modes", &"[]", "at least one mode"));
+    }
+    Ok(out)
+}
+
+/// The CHECKPOINT interval of the `-maintenance` points: only with `maintenance = true`,
+/// from 10 ms to the run's length (by default a quarter of it, at most a second).
+fn maintenance(
+    on: Option<bool>,
+    interval_ms: Option<f64>,
+    seconds: f64,
+) -> Result<Option<std::time::Duration>, String> {
+    match (on, interval_ms) {
+        (Some(true), None) => Ok(Some(std::time::Duration::from_secs_f64(
+            (seconds / 4.0).min(1.0),
+        ))),
+        (Some(true), Some(ms)) if ms.is_finite() && ms >= 10.0 && ms <= seconds * 1000.0 => {
+            Ok(Some(std::time::Duration::from_secs_f64(ms / 1000.0)))
+        }
+        (Some(true), Some(ms)) => Err(bad(
+            "maintenance_interval_ms",
+            &ms,
+            "ms from 10 to the run's length",
+        )),
+        (_, Some(_)) => {
+            Err("[workload.pg]: `maintenance_interval_ms` needs `maintenance = true`".into())
+        }
+        (_, None) => Ok(None),
+    }
 }
 
 #[cfg(test)]
