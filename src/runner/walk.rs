@@ -11,12 +11,12 @@ use std::time::{Duration, Instant};
 
 use super::budget::{self, BudgetError, Group};
 use super::cell::{self, CellOutput, CellRun};
-use crate::golden::populate;
 use super::progress::Progress;
 use super::recording::{self, DoneKey, Recorder, Tally};
 use super::schedule::{self, Cell};
 use super::team::Team;
 use super::{preflight, rounds, RunOptions, RunSummary};
+use crate::golden::populate;
 use crate::plan::{Plan, Runs, TargetConfig};
 use crate::provision::{InstanceSpec, WorkDir};
 use crate::results::record::CellKey;
