@@ -1641,13 +1641,22 @@ fn an_unreadable_results_file_mid_budget_ends_the_run_with_exit_1() {
     use std::io::{BufRead, BufReader};
     require_root();
     let root = TestRoot::new("budget-unreadable");
-    // Two identical ext4 targets with a 0.1 % margin stay undecided for a long budget (as
-    // in tests/budget.rs); twins decided by chance before the first round are tried again.
+    // Two directories of the host's file system with a 0.1 % margin stay undecided for a
+    // long budget; twins decided by chance before the first round are tried again. `dir:`
+    // twins make no loop devices and build no images, so the test does not load the host
+    // while its neighbours measure their own devices.
     let plan = root.path.join("twins.toml");
+    let (a, b) = (root.path.join("twin-a"), root.path.join("twin-b"));
+    for d in [&a, &b] {
+        std::fs::create_dir(d).unwrap();
+    }
     std::fs::write(
         &plan,
-        "targets = [\"ext4\"]\nworkloads = [\"touch\"]\nscale = 0.02\n\n\
-         [[target]]\nname = \"ext4-twin\"\nbase = \"ext4\"\n",
+        format!(
+            "targets = [\"dir:{}\", \"dir:{}\"]\nworkloads = [\"touch\"]\nscale = 0.02\n",
+            a.display(),
+            b.display()
+        ),
     )
     .unwrap();
     let mut attempt = 0;
