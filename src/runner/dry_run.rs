@@ -6,7 +6,8 @@ use std::fmt::Write;
 use std::path::PathBuf;
 
 use super::preflight::{self, Checked, Sized};
-use super::{schedule, RunError, RunOptions};
+use super::schedule;
+use super::terms::{RunError, RunOptions};
 use crate::cost::estimate::{copied_layout, estimate};
 use crate::cost::history::History;
 use crate::plan::size::human_bytes;

@@ -7,7 +7,8 @@
 //! the results store opened ([`recording`]); the plan walked in its order ([`schedule`]),
 //! then the budget's rounds ([`rounds`], [`budget`]) by [`walk`]; each cell measured
 //! ([`cell`]: its file systems, its points under the [`harness`], each checked) and its
-//! records kept. This module holds the run's inputs, outcome and errors and [`run`].
+//! records kept. This module holds [`run`]; the run's inputs, outcome and errors are in
+//! [`terms`], below every step that reads them.
 
 pub mod assemble;
 pub mod budget;
@@ -24,66 +25,20 @@ pub mod recording;
 mod rounds;
 pub mod schedule;
 pub mod team;
+pub mod terms;
 pub mod walk;
 
-use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
-use crate::dataset::DatasetError;
 use crate::plan::Plan;
-use crate::provision::{ProvisionError, WorkDir};
-use crate::results::store::{Store, StoreError};
+use crate::provision::WorkDir;
+use crate::results::store::Store;
 use crate::workload::Workload;
 pub use dry_run::dry_run;
 pub use preflight::usable_targets;
 use recording::DoneKey;
-
-/// How to run a plan (what is not part of the plan itself).
-#[derive(Debug, Clone)]
-pub struct RunOptions {
-    pub out: PathBuf,
-    pub work_root: PathBuf,
-    /// Keep the work directory (scratch data, journal, images) after the run.
-    pub keep: bool,
-    pub quiet: bool,
-    pub allow_device: bool,
-    pub wipe: bool,
-    /// Append to an existing results directory, skipping what it already holds.
-    pub resume: bool,
-    /// Refuse a plan whose data set does not fit the work directory's free space.
-    pub space_check: bool,
-    pub command_line: Vec<String>,
-}
-
-/// What a finished (or interrupted) run did.
-#[derive(Debug, Default)]
-pub struct RunSummary {
-    pub out: PathBuf,
-    pub measured: usize,
-    /// One line per measurement that did not end `ok`, except those an interrupt cut short.
-    pub failures: Vec<String>,
-    /// The run stopped before its end: a signal, a results file it could no longer write,
-    /// or a budget that could not tell what was still open (each said in one line).
-    pub interrupted: bool,
-    /// Measurements an interrupt cut short (recorded `interrupted`; `--resume` measures
-    /// them again): not failures, and not listed as such.
-    pub cut_short: usize,
-    pub skipped_targets: Vec<(String, String)>,
-}
-
-/// Why a run could not start. All of these are bad input or refusals (exit code 2).
-#[derive(Debug, thiserror::Error)]
-pub enum RunError {
-    #[error("{0}")]
-    Refused(String),
-    #[error(transparent)]
-    Store(#[from] StoreError),
-    #[error(transparent)]
-    Provision(#[from] ProvisionError),
-    #[error("data set: {0}")]
-    Dataset(#[from] DatasetError),
-}
+pub use terms::{RunError, RunOptions, RunSummary};
 
 /// Runs the plan. Returns once every cell ran or `cancel` was raised; the results file
 /// then holds every measurement that finished.

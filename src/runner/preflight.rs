@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use super::{RunError, RunOptions};
+use super::terms::{RunError, RunOptions};
 use crate::plan::size::human_bytes;
 use crate::plan::{Location, Plan};
 use crate::provision::host;

@@ -6,8 +6,9 @@ use std::collections::{HashMap, HashSet};
 use std::time::Instant;
 
 use super::budget::Group;
+use super::host_facts;
 use super::team::Team;
-use super::{host_facts, RunError, RunOptions};
+use super::terms::{RunError, RunOptions};
 use crate::plan::Plan;
 use crate::results::record::CellKey;
 use crate::results::store::{self, Loaded, Store};

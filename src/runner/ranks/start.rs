@@ -13,7 +13,7 @@ use crate::plan::{Location, Plan, TargetConfig};
 use crate::provision::journal::{Kind, Op};
 use crate::provision::WorkDir;
 use crate::runner::team::{Alone, Team};
-use crate::runner::{RunError, RunOptions};
+use crate::runner::terms::{RunError, RunOptions};
 use crate::workload::Workload;
 
 /// What every rank reports before anything is created.
