@@ -130,8 +130,8 @@ fn one_aged_image_per_target_configuration_cloned_for_every_cell() {
         "create,scan",
         "--runs",
         "2",
-        "--size",
-        "256M",
+        "--fs-size",
+        "320M",
         "--scale",
         "0.005",
         "--phase-floor",
@@ -154,6 +154,11 @@ fn one_aged_image_per_target_configuration_cloned_for_every_cell() {
         assert_eq!(m.aged_pct, Some(40.0), "{}", m.workload);
         assert!(m.status.is_ok(), "{:?}", m.error);
         assert!(m.provenance.clone.is_some(), "every cell is a clone");
+        assert_eq!(
+            m.provenance.image_bytes,
+            Some(320 << 20),
+            "--fs-size, recorded"
+        );
         let a = m.provenance.aging.clone().expect("aging in the provenance");
         assert!((40.0..42.0).contains(&a.reached_pct), "{a:?}");
         assert!(a.before.free_extents.is_some() && a.after.free_extents.is_some());

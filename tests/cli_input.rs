@@ -107,7 +107,7 @@ fn unknown_names_and_bad_numbers_list_what_is_valid() {
         &["scale"],
     );
     refused(
-        &fsarena(&["run", "--target", "ext4", "--size", "12Q"], &work),
+        &fsarena(&["run", "--target", "ext4", "--fs-size", "12Q"], &work),
         &["size"],
     );
     refused(

@@ -128,7 +128,7 @@ fn a_failing_device_is_recorded_as_a_failure_without_hanging() {
             "1",
             "--scale",
             "0.06",
-            "--size",
+            "--fs-size",
             "1G",
             "--no-space-check",
         ],

@@ -630,17 +630,17 @@ fn each_cause_is_printed_once() {
     );
 }
 
-/// Issue 14: `--size 1K` was accepted and failed later in mkfs.
+/// Issue 14: `--size 1K` (now `--fs-size`) was accepted and failed later in mkfs.
 #[test]
 fn a_size_below_the_mkfs_minimum_is_refused_up_front() {
     let dir = tempfile::tempdir().unwrap();
     let work = dir.path().join("work");
     refused(
-        &fsarena(&["run", "--target", "xfs", "--size", "1K"], &work),
+        &fsarena(&["run", "--target", "xfs", "--fs-size", "1K"], &work),
         &["xfs needs at least 300.0 MiB"],
     );
     refused(
-        &fsarena(&["run", "--target", "btrfs", "--size", "100M"], &work),
+        &fsarena(&["run", "--target", "btrfs", "--fs-size", "100M"], &work),
         &["btrfs needs at least"],
     );
     assert!(!work.exists());

@@ -84,16 +84,6 @@ impl AgedImages {
     }
 }
 
-/// The image size an aged target gets when the plan did not fix one: the size the data
-/// set asked for, grown so that it is still free after aging to `pct` %.
-pub fn aged_size(spec: &InstanceSpec, pct: f64) -> u64 {
-    if spec.target.size.is_some() {
-        return spec.size;
-    }
-    let grown = spec.size as f64 / (1.0 - pct / 100.0);
-    (grown as u64).div_ceil(1 << 20) << 20
-}
-
 /// Makes, ages, (populates,) checks and seals one image.
 fn build(
     plan: &Plan,
@@ -104,10 +94,9 @@ fn build(
     work: &WorkDir,
     cancel: &AtomicBool,
 ) -> Result<MasterImage, Failure> {
-    let mut sized = spec.clone();
-    sized.size = aged_size(spec, pct);
+    // The spec's size already leaves the data set room after aging (`plan::fs_size`).
     let role = if with_dataset { "aged-dataset" } else { "aged" };
-    let inst = MasterImage::provision_as(&sized, work, role).map_err(provision_failure)?;
+    let inst = MasterImage::provision_as(spec, work, role).map_err(provision_failure)?;
     let made = age_and_fill(plan, pct, with_dataset, nth, spec.target.fs, &inst, cancel);
     let aging = match made {
         Ok(a) => a,

@@ -3,6 +3,7 @@
 
 pub mod catalogue;
 pub mod file;
+pub mod fs_size;
 pub mod io_hosts;
 pub mod resolve;
 pub mod settings;
@@ -52,6 +53,10 @@ pub struct Plan {
     /// before it is measured (one aged image per target, cloned per cell); `None`: fresh.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub age_pct: Option<f64>,
+    /// `--fs-size`: the size of every loop image unless a target sets its own; `None`: the
+    /// default of [`fs_size::loop_size`] (64 GiB, or for an aged plan 8× the data set).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fs_size: Option<u64>,
     /// Under MPI: whether each rank works in its own subtree of a `dir:` target or all
     /// ranks in one tree (`--rank-dirs`). A plan run by one process ignores it.
     #[serde(default, skip_serializing_if = "RankDirs::is_own")]
@@ -128,6 +133,7 @@ impl Plan {
             phase_floor: DEFAULT_PHASE_FLOOR,
             workload_options: BTreeMap::new(),
             age_pct: None,
+            fs_size: None,
             rank_dirs: RankDirs::Own,
         }
     }

@@ -61,6 +61,7 @@ pub fn resolve(
             why: "aging runs with one data set: name one profile".into(),
         });
     }
+    let fs_size = fs_size(o.fs_size.or(f.fs_size).map(|s| s.0), &targets)?;
     let rank_dirs = o
         .rank_dirs
         .or(f.rank_dirs)
@@ -78,6 +79,7 @@ pub fn resolve(
         phase_floor,
         workload_options,
         age_pct,
+        fs_size,
         rank_dirs,
     })
 }
@@ -106,7 +108,7 @@ fn age(pct: Option<f64>, targets: &[TargetConfig]) -> Result<Option<f64>, PlanEr
 }
 
 /// Targets: flags replace the file's list; custom `[[target]]` tables are always added;
-/// with neither, the catalogue's defaults this host supports. `--size` applies to all.
+/// with neither, the catalogue's defaults this host supports.
 /// Names must be distinct, since results are keyed by them.
 fn targets(
     f: &Settings,
@@ -144,13 +146,8 @@ fn targets(
     if targets.is_empty() {
         return Err(PlanError::NoTargets);
     }
-    if let Some(size) = o.size {
-        for t in &mut targets {
-            t.size = Some(size.0);
-        }
-    }
     for t in &targets {
-        check_min_size(t)?;
+        check_min_size(t, t.size)?;
     }
     let mut seen = HashSet::new();
     for t in &targets {
@@ -193,9 +190,21 @@ fn spec_target(spec: &str, custom: &[TargetConfig]) -> Result<TargetConfig, Plan
     })
 }
 
+/// `--fs-size`: sizes every loop target without a size of its own, so it must be one
+/// their mkfs accepts (whether it holds the data set is checked once that is planned).
+fn fs_size(size: Option<u64>, targets: &[TargetConfig]) -> Result<Option<u64>, PlanError> {
+    for t in targets
+        .iter()
+        .filter(|t| t.location == super::Location::Loop && t.size.is_none())
+    {
+        check_min_size(t, size)?;
+    }
+    Ok(size)
+}
+
 /// A size below what the target's mkfs accepts is refused now, not by mkfs mid-run.
-fn check_min_size(t: &TargetConfig) -> Result<(), PlanError> {
-    let (Some(size), Some(min)) = (t.size, t.fs.min_size()) else {
+fn check_min_size(t: &TargetConfig, size: Option<u64>) -> Result<(), PlanError> {
+    let (Some(size), Some(min)) = (size, t.fs.min_size()) else {
         return Ok(());
     };
     if size < min {

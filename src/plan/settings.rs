@@ -17,6 +17,7 @@
 //! phase_floor = "0.5s"               # shortest measured phase a key metric may come from
 //! io_hosts = ["node1", "node2:8766"] # fio --server hosts the io workloads run on
 //! age = 60                           # age every file system to 60 % full first (loop targets)
+//! fs_size = "64G"                    # every loop image's size (sparse; the default)
 //! rank_dirs = "shared"               # under MPI: all ranks in one tree (default "own")
 //!
 //! [dataset]
@@ -102,10 +103,11 @@ pub struct Settings {
     /// or all ranks in one tree, their files tagged by rank (shared). One process: the same.
     #[arg(long, value_name = "MODE", value_parser = RankDirsChoice::flag())]
     pub rank_dirs: Option<RankDirsChoice>,
-    /// Image (or tmpfs) size for every target, e.g. 2G.
-    #[arg(long, value_name = "SIZE")]
-    #[serde(skip)]
-    pub size: Option<ImageSize>,
+    /// Size of every file system made on a loop image, e.g. 16G (a sparse file: it costs
+    /// what is written). Default 64G, with --age 8× the data set (at least 4G); a target's
+    /// own size wins, a device keeps its own, tmpfs is sized from the data set.
+    #[arg(long = "fs-size", alias = "size", value_name = "SIZE")]
+    pub fs_size: Option<ImageSize>,
     /// `[[target]]` tables: configurations of the user's own (plan file only).
     #[arg(skip)]
     #[serde(default, rename = "target")]

@@ -343,12 +343,12 @@ impl Setting for Profiles {
     }
 }
 
-/// `--size 2G`: an image (or tmpfs) size for every target.
+/// `--fs-size 16G` / `fs_size = "16G"`: the size of every loop image.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ImageSize(pub u64);
 
 impl Setting for ImageSize {
-    const WHAT: &'static str = "size";
+    const WHAT: &'static str = "fs_size";
     fn parse(s: &str) -> Result<Self, String> {
         super::size::parse_size(s).map(ImageSize)
     }

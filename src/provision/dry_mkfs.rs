@@ -7,7 +7,7 @@ use std::fs::File;
 use std::path::Path;
 
 use super::command::{meaningful, Cmd};
-use super::instance::mkfs_cmd;
+use super::mkfs::mkfs_cmd;
 use crate::plan::{FsKind, TargetConfig};
 
 /// The flag that turns the tool's run into a dry one.
@@ -45,7 +45,8 @@ pub fn check(t: &TargetConfig, size: u64, dir: &Path) -> Result<(), String> {
         };
     }
     let file = path.display().to_string();
-    let ran = mkfs_cmd(t, &file)
+    // The scratch file is a fresh sparse file, like a loop image.
+    let ran = mkfs_cmd(t, &file, t.location == crate::plan::Location::Loop)
         .map(|c| dry(c, flag))
         .map(|c| (format!("{} {flag}", c.program), c.output("")));
     let _ = std::fs::remove_file(&path);

@@ -3,16 +3,16 @@
 //! Every step that creates something pushes its undo onto a stack (after journaling it), so
 //! an error half-way, a normal teardown, and `Drop` during a panic all unwind the same way.
 
-use std::collections::HashMap;
 use std::fs;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::Arc;
 
 use super::clone_trace::{CloneTrace, IdleTraces};
 use super::command::Cmd;
 use super::journal::{Journal, Kind, Op};
+use super::mkfs::{mkfs_cmd, mkfs_version_cached};
 use super::workdir::WorkDir;
 use super::write_trace::WriteTrace;
 use super::{fscrypt, guard, host, loopdev, mounts, reuse, ProvisionError};
@@ -95,26 +95,6 @@ pub(super) fn sanitize(name: &str) -> String {
         .collect()
 }
 
-/// The mkfs command for a target on `device` (None: the file system has no mkfs).
-pub(super) fn mkfs_cmd(t: &TargetConfig, device: &str) -> Option<Cmd> {
-    let (prog, base) = t.fs.mkfs_base()?;
-    Some(
-        Cmd::new(prog)
-            .args(base.iter().copied())
-            .args(t.mkfs_args.iter().cloned())
-            .arg(device),
-    )
-}
-
-fn mkfs_version_cached(fs: FsKind) -> Option<String> {
-    static CACHE: OnceLock<Mutex<HashMap<FsKind, Option<String>>>> = OnceLock::new();
-    let cache = CACHE.get_or_init(|| Mutex::new(HashMap::new()));
-    let mut c = cache.lock().ok()?;
-    c.entry(fs)
-        .or_insert_with(|| host::mkfs_version(fs))
-        .clone()
-}
-
 impl Instance {
     /// Creates a fresh file system for one cell. On error, whatever was made is undone.
     pub fn provision(spec: &InstanceSpec, work: &WorkDir) -> Result<Instance, ProvisionError> {
@@ -176,7 +156,7 @@ impl Instance {
             .map_err(|e| ProvisionError::io(format!("cannot size {}", img.display()), e))?;
         drop(f);
         let dev = self.attach(&img, None)?;
-        self.format_and_mount(spec.target, work, &dev, name)
+        self.format_and_mount(spec.target, work, &dev, name, true)
     }
 
     /// Attaches the image `img` (already journaled and on the undo stack) to a loop device,
@@ -241,7 +221,7 @@ impl Instance {
             .map(|sectors| sectors * 512);
         self.devices = vec![dev];
         let path = fs::canonicalize(d).unwrap_or_else(|_| d.to_path_buf());
-        self.format_and_mount(spec.target, work, &path.display().to_string(), name)
+        self.format_and_mount(spec.target, work, &path.display().to_string(), name, false)
     }
 
     pub(super) fn make_mountpoint(
@@ -287,8 +267,9 @@ impl Instance {
         work: &WorkDir,
         dev: &str,
         name: &str,
+        sparse: bool,
     ) -> Result<(), ProvisionError> {
-        if let Some(cmd) = mkfs_cmd(t, dev) {
+        if let Some(cmd) = mkfs_cmd(t, dev, sparse) {
             cmd.run(t.fs.package().unwrap_or("?"))?;
             self.provenance.mkfs_command = Some(cmd.argv());
             self.provenance.mkfs_version = mkfs_version_cached(t.fs);

@@ -19,6 +19,7 @@ pub mod instance;
 pub mod journal;
 pub mod loopdev;
 pub mod master;
+pub mod mkfs;
 pub mod mounts;
 pub mod planned;
 pub mod reuse;

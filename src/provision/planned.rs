@@ -3,7 +3,8 @@
 
 use std::path::Path;
 
-use super::instance::{mkfs_cmd, sanitize, InstanceSpec};
+use super::instance::{sanitize, InstanceSpec};
+use super::mkfs::mkfs_cmd;
 use super::workdir::run_id;
 use super::{host, loopdev, mounts};
 use crate::plan::size::human_bytes;
@@ -15,8 +16,9 @@ pub fn planned_commands(spec: &InstanceSpec, run_dir: &Path) -> Vec<String> {
     let name = format!("{}-{}", sanitize(&t.name), spec.seq);
     let mnt = run_dir.join("mnt").join(&name);
     let mut out = Vec::new();
+    let sparse = t.location == Location::Loop;
     let mount_from = |dev: &str, out: &mut Vec<String>| {
-        if let Some(m) = mkfs_cmd(t, dev) {
+        if let Some(m) = mkfs_cmd(t, dev, sparse) {
             out.push(m.to_string());
         }
         out.push(format!("mkdir {}", mnt.display()));

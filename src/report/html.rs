@@ -73,6 +73,9 @@ pub fn render(r: &Report) -> String {
     );
     let _ = write!(h, "<h1>fsarena report</h1><p>Kernel {} · {} CPUs ({}) · {} memory · fsarena {} · baseline <b>{}</b> · {} · 95&nbsp;% intervals · {}</p>",
         esc(&r.host.kernel), r.host.cpus, esc(&r.host.cpu_model), value("x_bytes", r.host.mem_total_bytes as f64), esc(&r.host.fsarena_version), esc(&r.baseline), esc(&condition_text(&r.condition)), esc(&legend(r.margin_pct)));
+    if let Some(sizes) = &r.file_systems {
+        let _ = write!(h, "<p id=\"file-systems\">{}</p>", esc(sizes));
+    }
     if let Some(why) = &r.incomplete {
         let _ = write!(
             h,

@@ -18,6 +18,9 @@ pub fn render(r: &Report) -> String {
         r.baseline,
         legend(r.margin_pct)
     ));
+    if let Some(sizes) = &r.file_systems {
+        out.push_str(&format!("\n{}.\n", sizes.replacen("file", "File", 1)));
+    }
     if let Some(s) = super::notes::steadiness_text(r) {
         out.push_str(&format!("\n{s}.\n"));
     }

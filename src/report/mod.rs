@@ -6,6 +6,7 @@ pub mod compare;
 pub mod csv;
 pub mod curves;
 pub mod explain;
+pub mod file_systems;
 pub mod fit;
 pub mod format;
 pub mod headline;

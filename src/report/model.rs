@@ -35,6 +35,9 @@ pub struct Report {
     pub incomplete: Option<String>,
     /// How the measured file systems started: "fresh", or "aged to N %" (`--age`).
     pub condition: String,
+    /// How large the measured file systems were ([`super::file_systems::describe`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file_systems: Option<String>,
     pub sections: Vec<Section>,
     /// results.jsonl lines that could not be read: (line number, reason).
     pub skipped_lines: Vec<(usize, String)>,
@@ -146,6 +149,7 @@ pub fn build(loaded: &Loaded, margin_pct: Option<f64>) -> Report {
                 .find_map(|m| m.aged_pct)
                 .or(plan.as_ref().and_then(|p| p.age_pct)),
         ),
+        file_systems: super::file_systems::describe(&loaded.measurements),
         sections,
         skipped_lines: loaded.skipped.clone(),
         ranking,

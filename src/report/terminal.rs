@@ -39,6 +39,9 @@ pub fn render_width(r: &Report, color: bool, width: usize) -> String {
         r.baseline,
         legend(r.margin_pct)
     );
+    if let Some(sizes) = &r.file_systems {
+        intro.push_str(&format!("; {sizes}"));
+    }
     if r.sections
         .iter()
         .any(|s| s.rows.iter().any(|r| r.reference))

@@ -209,6 +209,21 @@ impl<'p> Preview<'p> {
             human_bytes(sized.disk_bytes),
             opts.work_root.display()
         );
+        if let Some(pct) = plan.age_pct {
+            let _ = writeln!(
+                s,
+                "aging: each aged image filled to {pct} % of its size: about {} written in all \
+                 (in the disk figure)",
+                human_bytes(super::fs_sizes::aged_writes(plan, sized.data_bytes))
+            );
+        }
+        if plan.targets.iter().any(|t| t.location == Location::Memory) {
+            let _ = writeln!(
+                s,
+                "tmpfs: up to {} (from the data set) unless a target sets its size",
+                human_bytes(sized.memory)
+            );
+        }
         let _ = writeln!(
             s,
             "work directory: {} (removed at the end{}); results: {}",
@@ -262,7 +277,7 @@ impl<'p> Preview<'p> {
                 let spec = InstanceSpec {
                     target: t,
                     seq,
-                    size: t.size.unwrap_or(self.sized.image),
+                    size: crate::plan::fs_size::for_target(t, self.sized.image, self.sized.memory),
                     allow_device: opts.allow_device,
                     wipe: opts.wipe,
                 };
@@ -297,8 +312,13 @@ fn images_line(plan: &Plan, cells: &[(usize, &str, usize)], size: u64) -> String
     if on_loop.is_empty() {
         return "none (no target on a loop image)".into();
     }
+    let why = match (plan.fs_size, plan.age_pct) {
+        (Some(_), _) => "--fs-size",
+        (None, Some(_)) => "an aged plan's default: 8× the data set, at least 4 GiB",
+        (None, None) => "the default device size",
+    };
     let each = format!(
-        "sparse, {} each unless a target sets its size",
+        "sparse, {} each ({why}) unless a target sets its size",
         human_bytes(size)
     );
     if plan.age_pct.is_some() {

@@ -15,6 +15,7 @@ pub mod budget;
 pub mod cell;
 pub mod dry_run;
 pub mod failure;
+pub mod fs_sizes;
 pub mod harness;
 pub mod host_facts;
 pub mod phase;
@@ -95,6 +96,7 @@ pub fn run(
         workloads: &checked.workloads,
         work: &work,
         image: sized.image,
+        memory: sized.memory,
     };
     let (walked, stopped) = walk_plan(inputs, &mut store, tally, state, &mut summary);
     if let Err(e) = walked {

@@ -4,7 +4,9 @@
 
 use std::path::Path;
 
+use super::fs_sizes::{self, IMAGE_METADATA};
 use super::terms::{RunError, RunOptions};
+use crate::plan::fs_size;
 use crate::plan::size::human_bytes;
 use crate::plan::{Location, Plan};
 use crate::provision::host;
@@ -22,10 +24,12 @@ pub struct Checked {
     pub skipped_workloads: Vec<(String, String)>,
 }
 
-/// The data set as planned and the image size that follows from it.
+/// The data set as planned and the file-system sizes that follow from it.
 pub struct Sized {
-    /// The default image (and tmpfs) size in bytes.
+    /// The size of every loop image whose target sets none ([`fs_size::loop_size`]).
     pub image: u64,
+    /// The size of a tmpfs target that sets none ([`fs_size::memory_size`]).
+    pub memory: u64,
     pub data_bytes: u64,
     pub files: usize,
     /// The most disk the run's work directory holds at once (see [`disk_need`]).
@@ -68,6 +72,7 @@ pub fn size(plan: &Plan, opts: &RunOptions) -> Result<Sized, RunError> {
     check_mkfs_options(plan, image, &opts.work_root)?;
     Ok(Sized {
         image,
+        memory: fs_size::memory_size(data_bytes),
         data_bytes,
         files: manifest.files.len(),
         disk_bytes: disk_need(plan, data_bytes),
@@ -75,16 +80,29 @@ pub fn size(plan: &Plan, opts: &RunOptions) -> Result<Sized, RunError> {
     })
 }
 
-/// Sizes images and checks the host can hold them; returns the default image size.
+/// Sizes images and checks they hold the data set and the host can hold what the run
+/// writes; returns the loop images' size.
 fn size_check(
     plan: &Plan,
     data_bytes: u64,
     work_root: &Path,
     enforce: bool,
 ) -> Result<u64, RunError> {
-    const MIB: u64 = 1 << 20;
-    // Room for the data set twice (copy within the target) plus file-system overhead.
-    let image = (4 * data_bytes + 512 * MIB).max(1 << 30).div_ceil(MIB) * MIB;
+    let image = fs_size::loop_size(plan.fs_size, plan.age_pct, data_bytes);
+    fs_sizes::check(plan, data_bytes, image)?;
+    check_host_space(plan, data_bytes, work_root, enforce)?;
+    check_memory(plan, data_bytes)?;
+    Ok(image)
+}
+
+/// The work directory's file system must hold what the run writes at its peak
+/// ([`disk_need`]: what is written into the sparse images, not their nominal size).
+fn check_host_space(
+    plan: &Plan,
+    data_bytes: u64,
+    work_root: &Path,
+    enforce: bool,
+) -> Result<(), RunError> {
     let probe = work_root
         .ancestors()
         .find(|a| a.exists())
@@ -98,8 +116,15 @@ fn size_check(
             .any(|t| matches!(t.location, Location::Loop))
         && free < with_margin(need)
     {
+        let (aging, lower) = match fs_sizes::aged_writes(plan, data_bytes) {
+            0 => (String::new(), "lower --scale"),
+            a => (
+                format!(", aging writing {}", human_bytes(a)),
+                "lower --age, --fs-size or --scale",
+            ),
+        };
         return Err(RunError::Refused(format!(
-            "the data set ({}) needs about {} free in {} (the plan's estimated peak, {}, plus {SPACE_MARGIN_PCT} %) but only {} is free: lower --scale or use --work-dir on a larger disk",
+            "the data set ({}) needs about {} free in {} (the plan's estimated peak, {}{aging}, plus {SPACE_MARGIN_PCT} %) but only {} is free: {lower} or use --work-dir on a larger disk",
             human_bytes(data_bytes),
             human_bytes(with_margin(need)),
             probe.display(),
@@ -107,7 +132,13 @@ fn size_check(
             human_bytes(free)
         )));
     }
+    Ok(())
+}
+
+/// tmpfs targets keep what is written in memory: refused when that may exceed half of it.
+fn check_memory(plan: &Plan, data_bytes: u64) -> Result<(), RunError> {
     if plan.targets.iter().any(|t| t.location == Location::Memory) {
+        let image = fs_size::memory_size(data_bytes);
         let avail = mem_available().unwrap_or(u64::MAX);
         let tmpfs = plan
             .targets
@@ -125,7 +156,7 @@ fn size_check(
             )));
         }
     }
-    Ok(image)
+    Ok(())
 }
 
 /// How far above its estimated peak a plan's disk need is checked: the estimate counts the
@@ -146,14 +177,17 @@ pub fn with_margin(need: u64) -> u64 {
 /// cells to be restored, not copied again), and the source trees kept for the whole run
 /// (`workload::source`: the dated data set, and its changed copy for `sync`, per data set),
 /// and the point's `log_target` file system when a workload has one ([`LOG_IMAGE_BYTES`]).
+/// An aged plan keeps its aged images instead of populated ones ([`fs_sizes::aged_need`]).
 pub fn disk_need(plan: &Plan, data_bytes: u64) -> u64 {
-    const MIB: u64 = 1 << 20;
     4 * data_bytes
         + 256 * MIB
-        + 2 * populated_images(plan) * (data_bytes + 64 * MIB)
+        + 2 * populated_images(plan) * (data_bytes + IMAGE_METADATA)
+        + fs_sizes::aged_need(plan, data_bytes)
         + source_trees(plan) * data_bytes
         + log_images(plan) * LOG_IMAGE_BYTES
 }
+
+const MIB: u64 = 1 << 20;
 
 /// What one point's `log_target` file system may hold: PostgreSQL's WAL, whose
 /// `max_wal_size` (1 GB, left at its default) is a soft limit a busy phase overshoots until
@@ -187,8 +221,11 @@ fn source_trees(plan: &Plan) -> u64 {
 
 /// How many populated images the run keeps at once: one per loop target and data set for
 /// each layout the plan's workloads start from (the data set, the dated data set: see
-/// `golden::populate`).
+/// `golden::populate`); none in an aged plan, whose cells copy aged images instead.
 fn populated_images(plan: &Plan) -> u64 {
+    if plan.age_pct.is_some() {
+        return 0;
+    }
     let workloads: Vec<_> = plan
         .workloads
         .iter()

@@ -18,6 +18,7 @@ use super::team::Team;
 use super::terms::{RunOptions, RunSummary};
 use super::{preflight, rounds};
 use crate::golden::populate;
+use crate::plan::fs_size;
 use crate::plan::{Plan, Runs, TargetConfig};
 use crate::provision::{InstanceSpec, WorkDir};
 use crate::results::record::CellKey;
@@ -38,8 +39,10 @@ pub struct Inputs<'a> {
     pub usable: &'a [usize],
     pub workloads: &'a [Box<dyn Workload>],
     pub work: &'a WorkDir,
-    /// The size of the file systems fsarena makes, unless a target sets its own.
+    /// The size of the loop images fsarena makes, unless a target sets its own.
     pub image: u64,
+    /// The size of a tmpfs target that sets none.
+    pub memory: u64,
 }
 
 /// A run in progress: what every cell needs, and what the run has recorded so far.
@@ -221,7 +224,7 @@ impl<'a> Walk<'a> {
         InstanceSpec {
             target,
             seq: self.seq,
-            size: target.size.unwrap_or(self.inputs.image),
+            size: fs_size::for_target(target, self.inputs.image, self.inputs.memory),
             allow_device: self.inputs.opts.allow_device,
             wipe: self.inputs.opts.wipe,
         }
