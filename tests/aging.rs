@@ -8,7 +8,7 @@ use std::path::Path;
 use std::process::Command;
 use std::sync::atomic::AtomicBool;
 
-use common::{bin, leftovers, require_root, TestRoot};
+use common::{bin, leftovers, require_root, run_quiet, TestRoot};
 use fsarena::dataset::{snapshot, DatasetSpec};
 use fsarena::plan::catalogue;
 use fsarena::provision::aging::{self, file_fragmentation, AGED_DIR};
@@ -105,18 +105,6 @@ fn aging_reaches_its_fill_level_and_repeats_for_a_seed() {
     assert!(leftovers(&root.path).is_empty());
 }
 
-fn run(args: &[&str], out: &Path, work: &Path) -> std::process::Output {
-    Command::new(bin())
-        .arg("run")
-        .args(args)
-        .args(["--quiet", "--out"])
-        .arg(out)
-        .arg("--work-dir")
-        .arg(work)
-        .output()
-        .unwrap()
-}
-
 #[test]
 fn one_aged_image_per_target_configuration_cloned_for_every_cell() {
     require_root();
@@ -139,7 +127,7 @@ fn one_aged_image_per_target_configuration_cloned_for_every_cell() {
     ];
     let mut args = common.to_vec();
     args.extend(["--age", "40"]);
-    let o = run(&args, &aged, &work);
+    let o = run_quiet(&args, &aged, &work);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let loaded = store::load(&aged).unwrap();
     let cells: Vec<String> = loaded
@@ -180,7 +168,7 @@ fn one_aged_image_per_target_configuration_cloned_for_every_cell() {
     );
 
     // A fresh run of the same plan, then both side by side.
-    let o = run(&common, &fresh, &work);
+    let o = run_quiet(&common, &fresh, &work);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let fresh_loaded = store::load(&fresh).unwrap();
     assert!(fresh_loaded
@@ -229,7 +217,7 @@ fn bad_age_is_refused_before_anything_is_provisioned() {
         (vec![plan.to_str().unwrap()], "below 95"),
     ] {
         let out = root.path().join("out");
-        let o = run(&args, &out, &work);
+        let o = run_quiet(&args, &out, &work);
         let err = String::from_utf8_lossy(&o.stderr);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
         assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");

@@ -5,24 +5,9 @@
 
 mod common;
 
-use std::path::Path;
-use std::process::Command;
-
-use common::{bin, leftovers, refused_before_provisioning, require_root, TestRoot};
+use common::{leftovers, refused_before_provisioning, require_root, run_quiet, TestRoot};
 use fsarena::provision::command::Cmd;
 use fsarena::results::store;
-
-fn run(args: &[&str], out: &Path, work: &Path) -> std::process::Output {
-    Command::new(bin())
-        .arg("run")
-        .args(args)
-        .args(["--quiet", "--out"])
-        .arg(out)
-        .arg("--work-dir")
-        .arg(work)
-        .output()
-        .unwrap()
-}
 
 /// The default: ext4, xfs and btrfs on the same 64 GiB sparse image, fresh and copied
 /// alike, made with the flags that keep mkfs from zeroing or discarding it; tmpfs keeps a
@@ -109,10 +94,10 @@ fn fs_size_is_honoured_and_recorded() {
         "targets = [\"ext4\", \"xfs\"]\nworkloads = [\"create\"]\nruns = 1\nscale = 0.002\nfs_size = \"2G\"\n",
     )
     .unwrap();
-    let dry = run(&[plan.to_str().unwrap(), "--dry-run"], &out, &work);
+    let dry = run_quiet(&[plan.to_str().unwrap(), "--dry-run"], &out, &work);
     let text = String::from_utf8_lossy(&dry.stdout);
     assert!(text.contains("2.0 GiB each (--fs-size)"), "{text}");
-    let o = run(&[plan.to_str().unwrap()], &out, &work);
+    let o = run_quiet(&[plan.to_str().unwrap()], &out, &work);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let loaded = store::load(&out).unwrap();
     assert_eq!(loaded.measurements.len(), 2);

@@ -207,7 +207,7 @@ pub struct TargetConfig {
     /// Mount options (`noatime`, `data=journal`, `compress=zstd`, …).
     pub mount_options: Vec<String>,
     pub location: Location,
-    /// Image (or tmpfs) size in bytes; `None` sizes it from the data set.
+    /// Image (or tmpfs) size in bytes; `None`: the run's size (`--fs-size`, `plan::fs_size`).
     pub size: Option<u64>,
     /// One line for listings.
     pub description: String,

@@ -89,8 +89,8 @@ fn size_check(
     enforce: bool,
 ) -> Result<u64, RunError> {
     let image = fs_size::loop_size(plan.fs_size, plan.age_pct, data_bytes);
-    fs_sizes::check(plan, data_bytes, image)?;
     check_host_space(plan, data_bytes, work_root, enforce)?;
+    fs_sizes::check(plan, data_bytes, image)?;
     check_memory(plan, data_bytes)?;
     Ok(image)
 }

@@ -194,6 +194,19 @@ pub fn processes_naming(path: &Path) -> Vec<i32> {
         .unwrap_or_default()
 }
 
+/// `fsarena run ARGS --quiet --out OUT --work-dir WORK`, waited for.
+pub fn run_quiet(args: &[&str], out: &Path, work: &Path) -> std::process::Output {
+    Command::new(bin())
+        .arg("run")
+        .args(args)
+        .args(["--quiet", "--out"])
+        .arg(out)
+        .arg("--work-dir")
+        .arg(work)
+        .output()
+        .unwrap()
+}
+
 /// `fsarena run PLAN` exits 2 with one line naming `what`, and neither provisions anything in
 /// `root/work` nor makes the run directory `root/out`.
 pub fn refused_before_provisioning(root: &Path, plan: &Path, what: &str) {
