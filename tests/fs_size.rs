@@ -17,7 +17,7 @@ fn default_images_are_all_the_same_size_and_64_gib_nominal() {
     require_root();
     let root = TestRoot::new("fs-size-default");
     let (out, work) = (root.path.join("out"), root.path.join("work"));
-    let o = run(
+    let o = run_quiet(
         &[
             "--target",
             "ext4",
@@ -104,7 +104,7 @@ fn fs_size_is_honoured_and_recorded() {
     for m in &loaded.measurements {
         assert_eq!(m.provenance.image_bytes, Some(2 << 30), "{}", m.target);
     }
-    let dry = run(
+    let dry = run_quiet(
         &["--target", "ext4", "--fs-size", "3G", "--dry-run"],
         &out,
         &work,
