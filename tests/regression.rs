@@ -376,15 +376,7 @@ fn a_second_writer_to_a_results_directory_is_refused() {
 
 /// `fsarena run PLAN --quiet --out OUT --work-dir WORK`, run to its end.
 fn run_plan(plan: &Path, out: &Path, work: &Path) -> std::process::Output {
-    Command::new(bin())
-        .arg("run")
-        .arg(plan)
-        .args(["--quiet", "--out"])
-        .arg(out)
-        .arg("--work-dir")
-        .arg(work)
-        .output()
-        .unwrap()
+    common::run_quiet(&[&plan.display().to_string()], out, work)
 }
 
 /// Starts `fsarena ARGS --scale 0.005 --quiet --out OUT --work-dir WORK` in the background
