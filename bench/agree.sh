@@ -41,7 +41,7 @@ size=64G
 threads=1
 fs_list=ext4,xfs,btrfs
 out=$repo/bench/results/agree-$(date -u +%Y%m%d-%H%M%S)
-usage() { sed -n 2,37p "$0"; }
+usage() { awk 'NR > 1 && !/^#/ { exit } NR > 1' "$0"; }
 while (($#)); do
     case $1 in
     --scale) scale=$2; shift 2 ;;
