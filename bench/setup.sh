@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs the peer tools bench/files.sh and bench/io.sh compare fsarena with.
+# Installs the peer tools bench/files.sh, bench/io.sh and bench/agree.sh compare fsarena with.
 # Debian packages through apt-get; Rust tools Debian lacks through `cargo install --locked`
 # (a crate that fails to build is skipped, said, and its column left out of the tables).
 # Re-runnable: apt-get and cargo install skip what is already there.
@@ -10,7 +10,7 @@ if [[ $EUID -ne 0 ]]; then
     exit 2
 fi
 
-apt_pkgs=(hyperfine fd-find jdupes rmlint rsync coreutils findutils fio xxhash strace jq)
+apt_pkgs=(hyperfine fd-find jdupes rmlint rsync coreutils findutils fio xxhash strace jq fsmark)
 echo "== apt-get: ${apt_pkgs[*]}"
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq || echo "setup.sh: apt-get update failed; trying the cached lists" >&2
