@@ -92,7 +92,7 @@ fn incompleteness(loaded: &Loaded) -> Option<String> {
                     _ => plan.threads.clone(),
                 };
                 for th in threads {
-                    for d in 0..=plan.extra_profiles.len() {
+                    for d in 0..plan.dataset_count() {
                         let label = plan.dataset_label(d);
                         for rep in 0..plan.runs.min() {
                             let there = loaded.measurements.iter().any(|m| {
