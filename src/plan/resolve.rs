@@ -35,7 +35,8 @@ pub fn resolve(
         .or(f.phase_floor)
         .map_or(super::DEFAULT_PHASE_FLOOR, |p| p.0);
     let (mut dataset, extra_profiles) = dataset(&f.dataset, &o.dataset, super::DEFAULT_SCALE)?;
-    let extra_scales = super::series::resolve_scales(&f, o, &mut dataset, !extra_profiles.is_empty())?;
+    let extra_scales =
+        super::series::resolve_scales(&f, o, &mut dataset, !extra_profiles.is_empty())?;
     let baseline = baseline(&targets, o.baseline.as_ref().or(f.baseline.as_ref()))?;
     let timeout = o
         .timeout
@@ -54,7 +55,10 @@ pub fn resolve(
         &mut workload_options,
     )?;
     let age_pct = age(o.age.or(f.age).map(|a| a.0), &targets)?;
-    if let (Some(age), false) = (age_pct, extra_profiles.is_empty() && extra_scales.is_empty()) {
+    if let (Some(age), false) = (
+        age_pct,
+        extra_profiles.is_empty() && extra_scales.is_empty(),
+    ) {
         return Err(PlanError::Invalid {
             what: "age",
             value: format!("{age}"),

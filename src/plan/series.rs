@@ -170,7 +170,9 @@ pub fn resolve_scales(
         why,
     };
     if let [(what, value), (other, _), ..] = given.as_slice() {
-        let why = format!("--{other} also states the data set's size: give one of --scale, --files and --data");
+        let why = format!(
+            "--{other} also states the data set's size: give one of --scale, --files and --data"
+        );
         return Err(refuse(what, value, why));
     }
     let scales = match (&from.scale, &from.files, &from.data) {
@@ -183,8 +185,16 @@ pub fn resolve_scales(
                 return Err(refuse(what, value, why));
             }
             let solved = match (files, data) {
-                (Some(n), _) => n.0.iter().map(|&n| sizing::scale_for_files(dataset, n)).collect(),
-                (_, Some(b)) => b.0.iter().map(|&b| sizing::scale_for_bytes(dataset, b)).collect(),
+                (Some(n), _) => {
+                    n.0.iter()
+                        .map(|&n| sizing::scale_for_files(dataset, n))
+                        .collect()
+                }
+                (_, Some(b)) => {
+                    b.0.iter()
+                        .map(|&b| sizing::scale_for_bytes(dataset, b))
+                        .collect()
+                }
                 _ => Ok(Vec::new()),
             };
             solved.map_err(|e| refuse(what, value, e.to_string()))?
@@ -221,8 +231,14 @@ mod tests {
         assert_eq!(profiles.dataset_label(1).as_deref(), Some("large"));
         assert_eq!(profiles.dataset_index(Some("small")), Some(0));
         let scales = plan(&[Profile::Small], &[0.1, 0.01]);
-        assert_eq!(scales.dataset_label(1).as_deref(), Some("2.5k files · 39.1 MiB"));
-        assert_eq!(scales.dataset_label(0).as_deref(), Some("25k files · 390.6 MiB"));
+        assert_eq!(
+            scales.dataset_label(1).as_deref(),
+            Some("2.5k files · 39.1 MiB")
+        );
+        assert_eq!(
+            scales.dataset_label(0).as_deref(),
+            Some("25k files · 390.6 MiB")
+        );
         assert_eq!(scales.scale_steps()[0][0], "2.5k files · 39.1 MiB");
         let both = plan(&[Profile::Small, Profile::Medium], &[0.01, 0.1]);
         assert_eq!(both.dataset_count(), 4);
@@ -236,7 +252,12 @@ mod tests {
 
     #[test]
     fn counts_read_short() {
-        for (n, s) in [(25, "25"), (2_500, "2.5k"), (20_000, "20k"), (250_000, "250k")] {
+        for (n, s) in [
+            (25, "25"),
+            (2_500, "2.5k"),
+            (20_000, "20k"),
+            (250_000, "250k"),
+        ] {
             assert_eq!(count_label(n), s);
         }
         assert_eq!(count_label(1_200_000), "1.2M");

@@ -563,6 +563,10 @@ mod tests {
         let f: F = toml::from_str("scale = 0.01").unwrap();
         assert_eq!(f.scale, Scales(vec![0.01]));
         let e = toml::from_str::<F>("scale = [0.01, 0.01]").unwrap_err();
-        assert!(e.message().starts_with("invalid scale `[0.01, 0.01]`"), "{}", e.message());
+        assert!(
+            e.message().starts_with("invalid scale `[0.01, 0.01]`"),
+            "{}",
+            e.message()
+        );
     }
 }

@@ -18,6 +18,9 @@ pub fn render(r: &Report) -> String {
         r.baseline,
         legend(r.margin_pct)
     ));
+    if let Some(size) = super::scales::size_line(&r.sizes, r.host.mem_total_bytes) {
+        out.push_str(&format!("\nData set: {size}.\n"));
+    }
     if let Some(s) = super::notes::steadiness_text(r) {
         out.push_str(&format!("\n{s}.\n"));
     }
@@ -56,6 +59,12 @@ pub fn render(r: &Report) -> String {
                     ))
                     .collect::<String>()
             ));
+        }
+    }
+    if let Some(c) = &r.scale_check {
+        out.push_str("\n## Across scales\n\n");
+        for line in super::scales::check_lines(c) {
+            out.push_str(&format!("- {line}\n"));
         }
     }
     out

@@ -46,6 +46,9 @@ pub fn render_width(r: &Report, color: bool, width: usize) -> String {
         intro.push_str("; (RAM) = memory file system, a reference, never ranked");
     }
     out.push_str(&wrap(&intro, width, "", ""));
+    if let Some(size) = super::scales::size_line(&r.sizes, r.host.mem_total_bytes) {
+        out.push_str(&wrap(&size, width, "", "  "));
+    }
     let mut hidden: Vec<String> = Vec::new();
     let mut wide = false;
     for s in &r.sections {
@@ -76,6 +79,12 @@ pub fn render_width(r: &Report, color: bool, width: usize) -> String {
     }
     if wide {
         out.push_str(&wrap(WIDE_NOTE, width, "", "  "));
+    }
+    if let Some(c) = &r.scale_check {
+        out.push('\n');
+        for line in super::scales::check_lines(c) {
+            out.push_str(&wrap(&line, width, "", "  "));
+        }
     }
     out.push_str(&notes::warnings(r, width));
     for (n, why) in &r.skipped_lines {

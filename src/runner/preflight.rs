@@ -238,9 +238,7 @@ fn estimate(plan: &Plan) -> Result<u64, RunError> {
 
 /// The plan's data set with the most bytes (the one the images are sized for).
 fn largest_dataset(plan: &Plan) -> crate::dataset::DatasetSpec {
-    let bytes = |d: &crate::dataset::DatasetSpec| {
-        crate::dataset::sizing::bytes(d).unwrap_or(0.0)
-    };
+    let bytes = |d: &crate::dataset::DatasetSpec| crate::dataset::sizing::bytes(d).unwrap_or(0.0);
     plan.datasets()
         .into_iter()
         .max_by(|a, b| bytes(a).total_cmp(&bytes(b)))

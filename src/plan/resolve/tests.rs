@@ -219,15 +219,27 @@ fn a_scale_series_or_a_stated_size_resolves_and_conflicts_are_refused() {
     let p = resolve(Some(file), &flags(&["--files", "5000"]), W, &all).unwrap();
     assert!(p.extra_scales.is_empty() && (p.dataset.scale - 0.02).abs() < 1e-3);
     for (args, why) in [
-        (&["--scale", "0.1", "--files", "100"][..], "--files also states"),
+        (
+            &["--scale", "0.1", "--files", "100"][..],
+            "--files also states",
+        ),
         (&["--files", "100", "--data", "1G"], "--data also states"),
-        (&["--files", "100", "--profile", "small,large"], "one generated profile"),
+        (
+            &["--files", "100", "--profile", "small,large"],
+            "one generated profile",
+        ),
         (&["--scale", "0.1,0.1"], "named twice"),
         (&["--scale", "0.01,abc"], "not a number"),
         (&["--files", "0"], "above 0"),
         (&["--file-size", "1"], "at least 32"),
-        (&["--profile", "huge", "--scale", "1e-8,2e-8"], "same data set"),
-        (&["--scale", "0.01,0.1", "--age", "40", "--target", "ext4"], "one scale"),
+        (
+            &["--profile", "huge", "--scale", "1e-8,2e-8"],
+            "same data set",
+        ),
+        (
+            &["--scale", "0.01,0.1", "--age", "40", "--target", "ext4"],
+            "one scale",
+        ),
     ] {
         let e = refused(args);
         assert!(e.contains(why), "{args:?}: {e}");
