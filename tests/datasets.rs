@@ -92,18 +92,25 @@ fn a_bad_profile_list_is_refused_before_anything_is_made() {
         ("small,tiny", "tiny"),
         ("small,", "profile"),
     ] {
-        let work = tempfile::tempdir().unwrap();
-        let out = Command::new(bin())
-            .args(["run", "--target", "tmpfs", "--profile", list, "--work-dir"])
-            .arg(work.path())
-            .output()
-            .unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{list}: {err}");
-        assert_eq!(err.trim().lines().count(), 1, "{list}: {err}");
-        assert!(err.contains(says), "{list}: {err}");
-        assert_eq!(std::fs::read_dir(work.path()).unwrap().count(), 0);
+        refused_up_front(&["--profile", list], says);
     }
+}
+
+/// `fsarena run --target tmpfs ARGS` exits 2 with one line that `says`, making nothing.
+fn refused_up_front(args: &[&str], says: &str) {
+    let work = tempfile::tempdir().unwrap();
+    let out = Command::new(bin())
+        .args(["run", "--target", "tmpfs"])
+        .args(args)
+        .arg("--work-dir")
+        .arg(work.path())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+    assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
+    assert!(err.contains(says), "{args:?}: {err}");
+    assert_eq!(std::fs::read_dir(work.path()).unwrap().count(), 0);
 }
 
 /// A scale series (`--scale 0.001,0.002`): every cell runs at each size, the records carry
@@ -113,7 +120,11 @@ fn a_bad_profile_list_is_refused_before_anything_is_made() {
 fn a_scale_series_checks_each_verdict_across_sizes_and_the_headline_states_them() {
     require_root();
     let root = TestRoot::new("scales");
-    let (a, b, out) = (root.path.join("a"), root.path.join("b"), root.path.join("out"));
+    let (a, b, out) = (
+        root.path.join("a"),
+        root.path.join("b"),
+        root.path.join("out"),
+    );
     std::fs::create_dir_all(&a).unwrap();
     std::fs::create_dir_all(&b).unwrap();
     let run = Command::new(bin())
@@ -122,7 +133,14 @@ fn a_scale_series_checks_each_verdict_across_sizes_and_the_headline_states_them(
         .arg(format!("dir:{}", a.display()))
         .arg("--target")
         .arg(format!("dir:{}", b.display()))
-        .args(["--workload", "create", "--scale", "0.001,0.002", "--runs", "2"])
+        .args([
+            "--workload",
+            "create",
+            "--scale",
+            "0.001,0.002",
+            "--runs",
+            "2",
+        ])
         .arg("--work-dir")
         .arg(root.path.join("work"))
         .arg("--out")
@@ -170,7 +188,10 @@ fn a_scale_series_checks_each_verdict_across_sizes_and_the_headline_states_them(
     let md = std::fs::read_to_string(out.join("summary.md")).unwrap();
     assert!(md.contains(said) && md.contains("## Across scales"), "{md}");
     let html = std::fs::read_to_string(out.join("report.html")).unwrap();
-    assert!(html.contains("id=\"size\"") && html.contains(said), "size missing");
+    assert!(
+        html.contains("id=\"size\"") && html.contains(said),
+        "size missing"
+    );
     assert!(html.contains("id=\"scales\"") && html.contains("files in the data set"));
 }
 
@@ -182,24 +203,18 @@ fn a_bad_scale_list_or_two_statements_of_size_are_refused_before_anything_is_mad
     for (args, says) in [
         (&["--scale", "0.01,0.01"][..], "named twice"),
         (&["--scale", "0.01,"], "empty item"),
-        (&["--scale", "0.01", "--files", "100"], "--files also states"),
+        (
+            &["--scale", "0.01", "--files", "100"],
+            "--files also states",
+        ),
         (&["--data", "1G", "--files", "100"], "--data also states"),
-        (&["--files", "100", "--profile", "small,large"], "one generated profile"),
+        (
+            &["--files", "100", "--profile", "small,large"],
+            "one generated profile",
+        ),
         (&["--file-size", "1"], "at least 32"),
         (&[from_file], "invalid scale `[0.01, x]`"),
     ] {
-        let work = tempfile::tempdir().unwrap();
-        let out = Command::new(bin())
-            .args(["run", "--target", "tmpfs"])
-            .args(args)
-            .arg("--work-dir")
-            .arg(work.path())
-            .output()
-            .unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-        assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
-        assert!(err.contains(says), "{args:?}: {err}");
-        assert_eq!(std::fs::read_dir(work.path()).unwrap().count(), 0);
+        refused_up_front(args, says);
     }
 }

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write;
 
 use super::esc;
-use crate::report::charts::{self, Line, XAxis};
+use crate::report::charts::{self, XAxis};
 use crate::report::format::header;
 use crate::report::model::Report;
 use crate::report::scales::{check_lines, files_of};
@@ -41,18 +41,8 @@ pub(super) fn render(h: &mut String, r: &Report, colors: &BTreeMap<String, usize
         }
     }
     for ((w, v, threads), (key, lines)) in charts {
-        let data: Vec<Line> = lines
-            .into_iter()
-            .filter(|(_, p)| p.len() > 1)
-            .map(|(t, mut p)| {
-                p.sort_by(|a, b| a.0.total_cmp(&b.0));
-                Line {
-                    color: colors.get(&t).copied().unwrap_or(0),
-                    name: t,
-                    points: p,
-                }
-            })
-            .collect();
+        let measured = lines.into_iter().filter(|(_, p)| p.len() > 1).collect();
+        let data = super::figures::target_lines(measured, colors);
         let variant = if v.is_empty() { v } else { format!(" [{v}]") };
         let title = format!(
             "{w}{variant}, {threads} thread{}",
