@@ -15,7 +15,7 @@ use super::draw::{below, exp2_det, log2_det, normal, pick_weighted, shuffle, uni
 use super::error::DatasetError;
 use super::manifest::{FileEntry, Manifest};
 use super::names::{dir_name, file_stem};
-use super::profile::{self, Shape, SizeDist, MIN_FILE_SIZE};
+use super::profile::{Shape, SizeDist, MIN_FILE_SIZE};
 use super::seed::{key, DOMAIN_LAYOUT};
 use super::snapshot::plan_source;
 use super::spec::DatasetSpec;
@@ -53,7 +53,7 @@ impl DatasetSpec {
         if let Some(m) = key.as_ref().and_then(|k| planned().get(k).cloned()) {
             return Ok(m);
         }
-        let shape = profile::scaled_shape(self.profile, self.scale)?;
+        let shape = super::sizing::shape(self)?;
         let mut manifest = layout(self, &shape);
         hash_all(self, &mut manifest.files);
         if let Some(shared) = self.shared {

@@ -9,7 +9,8 @@
 //! * [`snapshot`] (a tree read back into a manifest, and `source_dir` planning),
 //!   [`materialize`] (a planned tree written to disk);
 //! * [`generate`] (the seeded layout: `DatasetSpec::plan`), [`ratio`] (its measured zstd
-//!   ratio), [`churn`] (the seeded operation stream that ages a file system).
+//!   ratio), [`churn`] (the seeded operation stream that ages a file system), [`sizing`]
+//!   (a spec's files and bytes without generating it, and the scale that holds a stated size).
 
 pub mod churn;
 pub mod content;
@@ -22,6 +23,7 @@ pub mod names;
 pub mod profile;
 pub mod ratio;
 pub mod seed;
+pub mod sizing;
 pub mod snapshot;
 pub mod spec;
 pub mod typed;

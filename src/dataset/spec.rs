@@ -74,6 +74,10 @@ pub struct DatasetSpec {
     /// this process's alone.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shared: Option<SharedTree>,
+    /// `--file-size`: every generated file is exactly this many bytes (the profile still
+    /// gives the count and the tree); `None`: the profile's size distribution.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file_size: Option<u64>,
 }
 
 /// This rank's place in a directory tree all ranks of a job share. The one place that
@@ -131,6 +135,7 @@ impl Default for DatasetSpec {
             compressibility: 0.0,
             source_dir: None,
             shared: None,
+            file_size: None,
         }
     }
 }

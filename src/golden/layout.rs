@@ -71,7 +71,11 @@ pub fn populate_master_as(
         Layout::Dated => "dated-master",
     };
     let role = match plan.dataset_label(dataset) {
-        Some(label) => format!("{label}-{kind}"),
+        // A size label ("2.5k files · 38.9 MiB") names a file here: ASCII only.
+        Some(label) => format!(
+            "{}-{kind}",
+            label.replace(|c: char| !c.is_ascii_alphanumeric() && c != '.', "_")
+        ),
         None => kind.to_string(),
     };
     let Some(dataset) = datasets.get(dataset) else {

@@ -6,6 +6,7 @@ pub mod file;
 pub mod fs_size;
 pub mod io_hosts;
 pub mod resolve;
+pub mod series;
 pub mod settings;
 pub mod size;
 pub mod study;
@@ -33,6 +34,10 @@ pub struct Plan {
     /// usual plan of one data set, which then records no data-set label.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub extra_profiles: Vec<Profile>,
+    /// Further scales of every profile (`--scale 0.01,0.1`): the data-set series is each
+    /// profile at `dataset.scale`, then at each of these ([`series`]). Empty for one scale.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub extra_scales: Vec<f64>,
     /// The target every other is compared with (the first, unless named).
     pub baseline: String,
     /// Per-measurement time limit; a stuck workload becomes a `timeout` record.
@@ -127,6 +132,7 @@ impl Plan {
             runs: Runs::Fixed(1),
             dataset,
             extra_profiles: Vec::new(),
+            extra_scales: Vec::new(),
             baseline: String::new(),
             timeout: DEFAULT_TIMEOUT,
             margin_pct: DEFAULT_MARGIN_PCT,
@@ -135,36 +141,6 @@ impl Plan {
             age_pct: None,
             fs_size: None,
             rank_dirs: RankDirs::Own,
-        }
-    }
-
-    /// Every data set of the plan: the first, then one per further profile.
-    pub fn datasets(&self) -> Vec<DatasetSpec> {
-        let mut all = vec![self.dataset.clone()];
-        all.extend(self.extra_profiles.iter().map(|p| DatasetSpec {
-            profile: *p,
-            ..self.dataset.clone()
-        }));
-        all
-    }
-
-    /// The label records of data set `i` carry: its profile when the plan has several,
-    /// none when it has one (so a one-data-set run reads as before).
-    pub fn dataset_label(&self, i: usize) -> Option<String> {
-        if self.extra_profiles.is_empty() {
-            return None;
-        }
-        self.datasets()
-            .get(i)
-            .map(|d| crate::dataset::profile_name(d.profile).to_string())
-    }
-
-    /// The index of the data set a record's label names (`None`: the only one).
-    pub fn dataset_index(&self, label: Option<&str>) -> Option<usize> {
-        match label {
-            None => self.extra_profiles.is_empty().then_some(0),
-            Some(l) => (0..=self.extra_profiles.len())
-                .find(|&i| self.dataset_label(i).as_deref() == Some(l)),
         }
     }
 }

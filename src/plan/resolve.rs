@@ -34,8 +34,9 @@ pub fn resolve(
         .phase_floor
         .or(f.phase_floor)
         .map_or(super::DEFAULT_PHASE_FLOOR, |p| p.0);
-    let scale = o.scale.or(f.scale).map_or(super::DEFAULT_SCALE, |s| s.0);
-    let (dataset, extra_profiles) = dataset(&f.dataset, &o.dataset, scale)?;
+    let (mut dataset, extra_profiles) = dataset(&f.dataset, &o.dataset, super::DEFAULT_SCALE)?;
+    let extra_scales =
+        super::series::resolve_scales(&f, o, &mut dataset, !extra_profiles.is_empty())?;
     let baseline = baseline(&targets, o.baseline.as_ref().or(f.baseline.as_ref()))?;
     let timeout = o
         .timeout
@@ -54,11 +55,14 @@ pub fn resolve(
         &mut workload_options,
     )?;
     let age_pct = age(o.age.or(f.age).map(|a| a.0), &targets)?;
-    if let (Some(age), false) = (age_pct, extra_profiles.is_empty()) {
+    if let (Some(age), false) = (
+        age_pct,
+        extra_profiles.is_empty() && extra_scales.is_empty(),
+    ) {
         return Err(PlanError::Invalid {
             what: "age",
             value: format!("{age}"),
-            why: "aging runs with one data set: name one profile".into(),
+            why: "aging runs with one data set: name one profile and one scale".into(),
         });
     }
     let fs_size = fs_size(o.fs_size.or(f.fs_size).map(|s| s.0), &targets)?;
@@ -66,13 +70,14 @@ pub fn resolve(
         .rank_dirs
         .or(f.rank_dirs)
         .map_or(super::RankDirs::Own, |RankDirsChoice(r)| r);
-    Ok(Plan {
+    let plan = Plan {
         targets,
         workloads,
         threads,
         runs,
         dataset,
         extra_profiles,
+        extra_scales,
         baseline,
         timeout,
         margin_pct,
@@ -81,7 +86,9 @@ pub fn resolve(
         age_pct,
         fs_size,
         rank_dirs,
-    })
+    };
+    super::series::check_distinct(&plan)?;
+    Ok(plan)
 }
 
 /// The aging every file system gets: the fill level was checked by its type; here only

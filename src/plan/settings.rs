@@ -6,7 +6,7 @@
 //!
 //! ```toml
 //! runs = 3                 # or "auto"
-//! scale = 0.01
+//! scale = 0.01                       # or a series: [0.01, 0.1]; or files = 2500, data = "40G"
 //! threads = [1, 2, 4]
 //! workloads = ["create", "scan", "delete"]
 //! targets = ["ext4", "xfs"]          # catalogue names, dir:PATH, NAME@/dev/DEVICE
@@ -42,8 +42,9 @@ use clap::{ArgMatches, Args, CommandFactory};
 use serde::Deserialize;
 
 use super::value::{
-    self, AgePct, Budget, Compressibility, Content, DuplicateFraction, ImageSize, Margin,
-    PhaseFloor, Profiles, RankDirsChoice, RunCount, Scale, ThreadList, Timeout,
+    self, AgePct, Budget, Compressibility, Content, DataSizes, DuplicateFraction, FileCounts,
+    FileSize, ImageSize, Margin, PhaseFloor, Profiles, RankDirsChoice, RunCount, Scales,
+    ThreadList, Timeout,
 };
 
 /// The run options as a user writes them, on the command line or in a plan file: every
@@ -78,9 +79,22 @@ pub struct Settings {
     /// target directory, which must be the same shared path on every host.
     #[arg(long, value_name = "HOST[:PORT],...", value_delimiter = ',')]
     pub io_hosts: Option<Vec<String>>,
-    /// Shrinks the data sets (1 = full size: 250,000 × 16 KiB for `small`).
-    #[arg(long, value_name = "F", allow_negative_numbers = true)]
-    pub scale: Option<Scale>,
+    /// Shrinks the data sets (1 = full size: 250,000 × 16 KiB for `small`); several,
+    /// comma-separated (0.01,0.1), run every cell at each and check each verdict across them.
+    #[arg(long, value_name = "F[,F...]", allow_negative_numbers = true)]
+    pub scale: Option<Scales>,
+    /// The data set stated by its file count instead of --scale (one or a comma list):
+    /// the profile at the scale that holds about N files.
+    #[arg(long, value_name = "N[,N...]")]
+    pub files: Option<FileCounts>,
+    /// The data set stated by its total size instead of --scale, e.g. 40G (one or a comma
+    /// list): the profile at the scale whose expected total is about that.
+    #[arg(long, value_name = "SIZE[,SIZE...]")]
+    pub data: Option<DataSizes>,
+    /// Every generated file exactly this size, e.g. 4K (the profile still gives the count
+    /// and the tree).
+    #[arg(long, value_name = "SIZE")]
+    pub file_size: Option<FileSize>,
     /// The target others are compared with (default: the first).
     #[arg(long, value_name = "NAME")]
     pub baseline: Option<String>,

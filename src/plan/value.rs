@@ -206,20 +206,87 @@ impl Setting for PhaseFloor {
     }
 }
 
-/// `--scale` / `scale = 0.01`: above 0 and at most 100 (1 = the full-size data sets).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Scale(pub f64);
+/// `--scale` / `scale = 0.01` or `scale = [0.01, 0.1]`: one scale or a series of distinct
+/// ones, each above 0 and at most 100 (1 = the full-size data sets). Several run every cell
+/// on the data set at each scale, and the report checks each verdict across them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Scales(pub Vec<f64>);
 
-impl Setting for Scale {
+impl Setting for Scales {
     const WHAT: &'static str = "scale";
     fn parse(s: &str) -> Result<Self, String> {
-        let v = number(s)?;
-        if !(v.is_finite() && v > 0.0 && v <= 100.0) {
-            return Err(
-                "use a number above 0 and at most 100 (1 = the full-size data sets)".into(),
-            );
+        distinct(s, |t| {
+            let v = number(t)?;
+            match v.is_finite() && v > 0.0 && v <= 100.0 {
+                true => Ok(v),
+                false => Err(format!(
+                    "`{t}`: use a number above 0 and at most 100 (1 = the full-size data sets)"
+                )),
+            }
+        })
+        .map(Scales)
+    }
+}
+
+/// A comma list of at least one item, each read by `item`, none twice.
+fn distinct<T: PartialEq>(
+    s: &str,
+    item: impl Fn(&str) -> Result<T, String>,
+) -> Result<Vec<T>, String> {
+    let mut out = Vec::new();
+    for t in s.split(',').map(str::trim) {
+        if t.is_empty() {
+            return Err(format!("`{s}`: an empty item in the list"));
         }
-        Ok(Scale(v))
+        let v = item(t)?;
+        if out.contains(&v) {
+            return Err(format!("`{t}` is named twice"));
+        }
+        out.push(v);
+    }
+    Ok(out)
+}
+
+/// `--files 2500` / `files = [2500, 25000]`: the data set stated by its file count, one
+/// or a series; each is the profile at the scale that holds about that many files.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FileCounts(pub Vec<u64>);
+
+impl Setting for FileCounts {
+    const WHAT: &'static str = "files";
+    fn parse(s: &str) -> Result<Self, String> {
+        distinct(s, |t| match t.parse::<u64>() {
+            Ok(n) if n > 0 => Ok(n),
+            _ => Err(format!("`{t}`: use a whole number of files above 0")),
+        })
+        .map(FileCounts)
+    }
+}
+
+/// `--data 40G` / `data = "40G"` (or a list): the data set stated by its total bytes; each
+/// is the profile at the scale whose expected total is about that.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DataSizes(pub Vec<u64>);
+
+impl Setting for DataSizes {
+    const WHAT: &'static str = "data";
+    fn parse(s: &str) -> Result<Self, String> {
+        distinct(s, super::size::parse_size).map(DataSizes)
+    }
+}
+
+/// `--file-size 4K` / `file_size = "4K"`: every generated file exactly this size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FileSize(pub u64);
+
+impl Setting for FileSize {
+    const WHAT: &'static str = "file_size";
+    fn parse(s: &str) -> Result<Self, String> {
+        let min = crate::dataset::profile::MIN_FILE_SIZE;
+        match super::size::parse_whole_size(s)? {
+            b if b < min => Err(format!("`{s}`: files are at least {min} bytes")),
+            b => Ok(FileSize(b)),
+        }
     }
 }
 
@@ -383,7 +450,10 @@ setting!(
     ThreadList,
     Budget,
     PhaseFloor,
-    Scale,
+    Scales,
+    FileCounts,
+    DataSizes,
+    FileSize,
     Timeout,
     Margin,
     AgePct,
@@ -426,7 +496,7 @@ mod tests {
             assert!(bad.parse::<Budget>().is_err(), "{bad}");
         }
         assert!("2m".parse::<PhaseFloor>().is_err());
-        assert!("-2".parse::<Scale>().is_err());
+        assert!("-2".parse::<Scales>().is_err());
         for bad in ["0", "100", "-1", "nan", "inf", "abc"] {
             assert!(bad.parse::<Margin>().is_err(), "{bad}");
         }
@@ -459,6 +529,42 @@ mod tests {
         let e = toml::from_str::<File>("runs = \"lots\"").unwrap_err();
         assert!(
             e.message().starts_with("invalid runs `lots`"),
+            "{}",
+            e.message()
+        );
+    }
+
+    #[test]
+    fn scale_files_and_data_lists_parse_and_refuse_on_one_line() {
+        assert_eq!("0.01, 0.1,1".parse(), Ok(Scales(vec![0.01, 0.1, 1.0])));
+        assert_eq!("0.5".parse(), Ok(Scales(vec![0.5])));
+        for (bad, why) in [
+            ("0.1,0.1", "named twice"),
+            ("0.1,,1", "empty item"),
+            ("0.1,0", "above 0"),
+            ("0.1,x", "not a number"),
+            ("", "empty item"),
+        ] {
+            let e = bad.parse::<Scales>().unwrap_err();
+            assert!(e.contains(why), "{bad}: {e}");
+        }
+        assert_eq!("2500,25000".parse(), Ok(FileCounts(vec![2500, 25000])));
+        assert!("0".parse::<FileCounts>().is_err());
+        assert!("2.5".parse::<FileCounts>().is_err());
+        assert_eq!("1K,2K".parse(), Ok(DataSizes(vec![1024, 2048])));
+        assert_eq!("4k".parse(), Ok(FileSize(4096)));
+        assert!("8".parse::<FileSize>().unwrap_err().contains("at least 32"));
+        #[derive(Debug, serde::Deserialize)]
+        struct F {
+            scale: Scales,
+        }
+        let f: F = toml::from_str("scale = [0.01, 0.1]").unwrap();
+        assert_eq!(f.scale, Scales(vec![0.01, 0.1]));
+        let f: F = toml::from_str("scale = 0.01").unwrap();
+        assert_eq!(f.scale, Scales(vec![0.01]));
+        let e = toml::from_str::<F>("scale = [0.01, 0.01]").unwrap_err();
+        assert!(
+            e.message().starts_with("invalid scale `[0.01, 0.01]`"),
             "{}",
             e.message()
         );

@@ -9,6 +9,7 @@ use super::model::Report;
 use super::section::Mark;
 use crate::results::Measurement;
 
+mod across;
 mod figures;
 mod series;
 
@@ -83,12 +84,16 @@ pub fn render(r: &Report) -> String {
             esc(why)
         );
     }
+    if let Some(size) = super::scales::size_line(&r.sizes, r.host.mem_total_bytes) {
+        let _ = write!(h, "<p id=\"size\">Data set: {}.</p>", esc(&size));
+    }
     if let Some(s) = super::notes::steadiness_text(r) {
         let _ = write!(h, "<p id=\"steadiness\">{}.</p>", esc(&s));
     }
     summary(&mut h, r);
     figures::bar_charts(&mut h, r, &colors);
     figures::scaling(&mut h, r, &colors);
+    across::render(&mut h, r, &colors);
     super::curves::render(&mut h, &r.measurements, &colors);
     series::render(&mut h, &r.measurements, &colors);
     amplification(&mut h, r);

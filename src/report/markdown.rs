@@ -21,6 +21,9 @@ pub fn render(r: &Report) -> String {
     if let Some(sizes) = &r.file_systems {
         out.push_str(&format!("\n{}.\n", sizes.replacen("file", "File", 1)));
     }
+    if let Some(size) = super::scales::size_line(&r.sizes, r.host.mem_total_bytes) {
+        out.push_str(&format!("\nData set: {size}.\n"));
+    }
     if let Some(s) = super::notes::steadiness_text(r) {
         out.push_str(&format!("\n{s}.\n"));
     }
@@ -59,6 +62,12 @@ pub fn render(r: &Report) -> String {
                     ))
                     .collect::<String>()
             ));
+        }
+    }
+    if let Some(c) = &r.scale_check {
+        out.push_str("\n## Across scales\n\n");
+        for line in super::scales::check_lines(c) {
+            out.push_str(&format!("- {line}\n"));
         }
     }
     out

@@ -16,6 +16,7 @@ pub mod markdown;
 pub mod model;
 pub mod notes;
 pub mod ranking;
+pub mod scales;
 pub mod section;
 pub mod study_table;
 pub mod terminal;

@@ -43,6 +43,12 @@ pub struct Report {
     pub skipped_lines: Vec<(usize, String)>,
     /// The overall ranking across every section ([`super::ranking`]).
     pub ranking: Vec<Standing>,
+    /// The size of each data set the run measured, and whether it fits in page cache.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sizes: Vec<super::scales::DataSetSize>,
+    /// With two or more scales: whether each verdict holds across them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scale_check: Option<super::scales::ScaleCheckSummary>,
     /// How steady the host was over the run (`None` for results without probes).
     pub steadiness: Option<stats::steadiness::Steadiness>,
     #[serde(skip)]
@@ -95,7 +101,7 @@ fn incompleteness(loaded: &Loaded) -> Option<String> {
                     _ => plan.threads.clone(),
                 };
                 for th in threads {
-                    for d in 0..=plan.extra_profiles.len() {
+                    for d in 0..plan.dataset_count() {
                         let label = plan.dataset_label(d);
                         for rep in 0..plan.runs.min() {
                             let there = loaded.measurements.iter().any(|m| {
@@ -133,6 +139,12 @@ pub fn build(loaded: &Loaded, margin_pct: Option<f64>) -> Report {
         .unwrap_or(crate::plan::DEFAULT_MARGIN_PCT);
     let baseline = verdicts::baseline(loaded);
     let points = verdicts::decide(&loaded.measurements, &baseline, margin_pct, &key_metric);
+    let scale_check = plan
+        .as_ref()
+        .and_then(|p| super::scales::check(&points, &baseline, p));
+    let sizes = plan.as_ref().map_or_else(Vec::new, |p| {
+        super::scales::sizes(p, loaded.host.mem_total_bytes)
+    });
     let mut sections: Vec<Section> = points.into_iter().map(section).collect();
     explain_all(&mut sections, &baseline);
     let ranking = rank(&sections, &baseline);
@@ -153,6 +165,8 @@ pub fn build(loaded: &Loaded, margin_pct: Option<f64>) -> Report {
         sections,
         skipped_lines: loaded.skipped.clone(),
         ranking,
+        sizes,
+        scale_check,
         steadiness: steadiness(&loaded.measurements),
         measurements: loaded.measurements.clone(),
     }

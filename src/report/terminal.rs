@@ -19,6 +19,20 @@ pub fn render(r: &Report, color: bool) -> String {
     render_width(r, color, output_width())
 }
 
+/// The headline's statement of the data sets' sizes, and the scale check (with a blank line
+/// before it), each wrapped to `width`; empty when the run has none.
+fn scale_text(r: &Report, width: usize) -> (String, String) {
+    let size = super::scales::size_line(&r.sizes, r.host.mem_total_bytes)
+        .map(|s| wrap(&s, width, "", "  "))
+        .unwrap_or_default();
+    let check = r.scale_check.as_ref().map_or_else(String::new, |c| {
+        let lines = super::scales::check_lines(c);
+        let wrapped: Vec<String> = lines.iter().map(|l| wrap(l, width, "", "  ")).collect();
+        format!("\n{}", wrapped.concat())
+    });
+    (size, check)
+}
+
 /// Renders the whole report for a terminal `width` columns wide.
 pub fn render_width(r: &Report, color: bool, width: usize) -> String {
     let mut out = String::new();
@@ -49,6 +63,7 @@ pub fn render_width(r: &Report, color: bool, width: usize) -> String {
         intro.push_str("; (RAM) = memory file system, a reference, never ranked");
     }
     out.push_str(&wrap(&intro, width, "", ""));
+    out.push_str(&scale_text(r, width).0);
     let mut hidden: Vec<String> = Vec::new();
     let mut wide = false;
     for s in &r.sections {
@@ -80,6 +95,7 @@ pub fn render_width(r: &Report, color: bool, width: usize) -> String {
     if wide {
         out.push_str(&wrap(WIDE_NOTE, width, "", "  "));
     }
+    out.push_str(&scale_text(r, width).1);
     out.push_str(&notes::warnings(r, width));
     for (n, why) in &r.skipped_lines {
         out.push_str(&wrap(

@@ -73,7 +73,7 @@ impl<'p> Preview<'p> {
     /// Lays the minimum repetitions out as a run would.
     fn new(plan: &'p Plan, opts: &'p RunOptions, checked: &'p Checked, sized: &'p Sized) -> Self {
         let wl = schedule::thread_lists(plan, &checked.workloads);
-        let datasets = plan.extra_profiles.len() + 1;
+        let datasets = plan.dataset_count();
         let minimum = (0..plan.runs.min())
             .flat_map(|rep| schedule::repetition(rep, checked.usable.len(), datasets, &wl))
             .map(|c| {
@@ -182,21 +182,23 @@ impl<'p> Preview<'p> {
     /// The data set, the images and disk it takes, and where the run would write.
     fn data_and_disk(&self, s: &mut String) {
         let (plan, opts, sized) = (self.plan, self.opts, self.sized);
-        let profiles: Vec<&str> = plan
+        let mut profiles: Vec<&str> = plan
             .datasets()
             .iter()
             .map(|d| crate::dataset::profile_name(d.profile))
             .collect();
+        profiles.dedup();
+        let scales: Vec<String> = plan.scales().iter().map(f64::to_string).collect();
         let _ = writeln!(
             s,
             "data set{}: {} at scale {} (seed {}): {} files, {}{}",
-            plural(profiles.len()),
+            plural(plan.dataset_count()),
             profiles.join(", "),
-            plan.dataset.scale,
+            scales.join(", "),
             plan.dataset.seed,
             sized.files,
             human_bytes(sized.data_bytes),
-            if profiles.len() > 1 {
+            if plan.dataset_count() > 1 {
                 " (the largest; each cell runs on every one)"
             } else {
                 ""

@@ -222,7 +222,7 @@ fn incomplete(
     for (w, threads) in schedule::thread_lists(plan, workloads) {
         for t in targets {
             for &th in &threads {
-                for d in 0..=plan.extra_profiles.len() {
+                for d in 0..plan.dataset_count() {
                     for rep in 0..plan.runs.min() {
                         total += 1;
                         let label = plan.dataset_label(d);

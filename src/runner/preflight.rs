@@ -216,7 +216,7 @@ fn source_trees(plan: &Plan) -> u64 {
         .map(|w| w.source_trees())
         .max()
         .unwrap_or(0);
-    per_dataset * (plan.extra_profiles.len() as u64 + 1)
+    per_dataset * plan.dataset_count() as u64
 }
 
 /// How many populated images the run keeps at once: one per loop target and data set for
@@ -246,7 +246,7 @@ fn populated_images(plan: &Plan) -> u64 {
             .iter()
             .filter(|t| matches!(t.location, Location::Loop))
             .count() as u64
-        * (plan.extra_profiles.len() as u64 + 1)
+        * plan.dataset_count() as u64
 }
 
 /// `MemAvailable` from `/proc/meminfo`: what tmpfs targets may fill without swapping.
@@ -269,15 +269,13 @@ fn estimate(plan: &Plan) -> Result<u64, RunError> {
         return Ok(0);
     }
     let d = largest_dataset(plan);
-    let bytes = crate::dataset::profile::estimated_bytes(d.profile, d.scale)?;
+    let bytes = crate::dataset::sizing::bytes(&d)?;
     Ok(bytes.min(u64::MAX as f64 / 8.0) as u64)
 }
 
 /// The plan's data set with the most bytes (the one the images are sized for).
 fn largest_dataset(plan: &Plan) -> crate::dataset::DatasetSpec {
-    let bytes = |d: &crate::dataset::DatasetSpec| {
-        crate::dataset::profile::estimated_bytes(d.profile, d.scale).unwrap_or(0.0)
-    };
+    let bytes = |d: &crate::dataset::DatasetSpec| crate::dataset::sizing::bytes(d).unwrap_or(0.0);
     plan.datasets()
         .into_iter()
         .max_by(|a, b| bytes(a).total_cmp(&bytes(b)))

@@ -72,7 +72,7 @@ pub struct Walk<'a> {
 /// run.
 fn minimum(plan: &Plan, workloads: &[Box<dyn Workload>], usable: &[usize]) -> Vec<Cell> {
     let wl = schedule::thread_lists(plan, workloads);
-    let datasets = plan.extra_profiles.len() + 1;
+    let datasets = plan.dataset_count();
     (0..plan.runs.min())
         .flat_map(|rep| schedule::repetition(rep, usable.len(), datasets, &wl))
         .collect()
@@ -467,7 +467,7 @@ impl<'a> Walk<'a> {
         for target in 0..self.inputs.usable.len() {
             for (w, threads) in &wl {
                 for &threads in threads {
-                    for dataset in 0..=self.inputs.plan.extra_profiles.len() {
+                    for dataset in 0..self.inputs.plan.dataset_count() {
                         groups.push(self.group(&Cell {
                             repetition: 0,
                             target,

@@ -1,3 +1,5 @@
+use crate::dataset::profile;
+
 #[test]
 fn shared_tree_ranks_tag_every_file_and_keep_directories_contents_and_duplicates() {
     use crate::dataset::spec::SharedTree;

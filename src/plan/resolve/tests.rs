@@ -199,3 +199,49 @@ fn default_targets_follow_availability() {
         Err(PlanError::NoTargets)
     ));
 }
+
+#[test]
+fn a_scale_series_or_a_stated_size_resolves_and_conflicts_are_refused() {
+    let r = |args: &[&str]| resolve(None, &flags(args), W, &all).unwrap();
+    let p = r(&["--scale", "0.01,0.1"]);
+    assert_eq!((p.dataset.scale, p.extra_scales.clone()), (0.01, vec![0.1]));
+    assert_eq!(p.dataset_count(), 2);
+    let p = r(&["--files", "2500"]);
+    assert!((p.dataset.scale - 0.01).abs() < 1e-4, "{}", p.dataset.scale);
+    let p = r(&["--data", "1G,4G", "--file-size", "64K"]);
+    assert_eq!(p.dataset.file_size, Some(65536));
+    let files = crate::dataset::sizing::files(&p.datasets()[1]).unwrap();
+    assert!((files as f64 / 65536.0 - 1.0).abs() < 0.01, "{files}");
+    // The file's scale series, and a flag that states the size instead.
+    let file: Settings = toml::from_str("scale = [0.002, 0.004]").unwrap();
+    let p = resolve(Some(file.clone()), &flags(&[]), W, &all).unwrap();
+    assert_eq!(p.scales(), [0.002, 0.004]);
+    let p = resolve(Some(file), &flags(&["--files", "5000"]), W, &all).unwrap();
+    assert!(p.extra_scales.is_empty() && (p.dataset.scale - 0.02).abs() < 1e-3);
+    for (args, why) in [
+        (
+            &["--scale", "0.1", "--files", "100"][..],
+            "--files also states",
+        ),
+        (&["--files", "100", "--data", "1G"], "--data also states"),
+        (
+            &["--files", "100", "--profile", "small,large"],
+            "one generated profile",
+        ),
+        (&["--scale", "0.1,0.1"], "named twice"),
+        (&["--scale", "0.01,abc"], "not a number"),
+        (&["--files", "0"], "above 0"),
+        (&["--file-size", "1"], "at least 32"),
+        (
+            &["--profile", "huge", "--scale", "1e-8,2e-8"],
+            "same data set",
+        ),
+        (
+            &["--scale", "0.01,0.1", "--age", "40", "--target", "ext4"],
+            "one scale",
+        ),
+    ] {
+        let e = refused(args);
+        assert!(e.contains(why), "{args:?}: {e}");
+    }
+}

@@ -137,17 +137,7 @@ pub(super) fn scaling(h: &mut String, r: &Report, colors: &BTreeMap<String, usiz
                 }
             }
         }
-        let data: Vec<Line> = lines
-            .into_iter()
-            .map(|(t, mut p)| {
-                p.sort_by(|a, b| a.0.total_cmp(&b.0));
-                Line {
-                    color: colors.get(&t).copied().unwrap_or(0),
-                    name: t,
-                    points: p,
-                }
-            })
-            .collect();
+        let data = target_lines(lines, colors);
         let title = if v.is_empty() {
             w
         } else {
@@ -160,4 +150,22 @@ pub(super) fn scaling(h: &mut String, r: &Report, colors: &BTreeMap<String, usiz
         );
     }
     h.push_str("</div></section>");
+}
+
+/// One line per target, in its colour, its points in x order.
+pub(super) fn target_lines(
+    lines: BTreeMap<String, Vec<(f64, f64)>>,
+    colors: &BTreeMap<String, usize>,
+) -> Vec<Line> {
+    lines
+        .into_iter()
+        .map(|(t, mut p)| {
+            p.sort_by(|a, b| a.0.total_cmp(&b.0));
+            Line {
+                color: colors.get(&t).copied().unwrap_or(0),
+                name: t,
+                points: p,
+            }
+        })
+        .collect()
 }

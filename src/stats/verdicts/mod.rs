@@ -10,9 +10,11 @@
 //!
 //! * [`points`]: a workload point's groups (one per target) and the metric it is decided on.
 //! * [`family`]: the family of comparisons, its adjustment and the verdicts.
+//! * [`scale_check`]: whether each verdict holds across the data-set sizes of a run.
 
 pub mod family;
 pub mod points;
+pub mod scale_check;
 
 pub use family::{verdict, Family};
 pub use points::{is_reference, KeyMetric, Point, RankedPair};

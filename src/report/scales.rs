@@ -1,0 +1,216 @@
+//! What size a report's answer is for: each data set's files and bytes and whether it fits
+//! in the host's page cache (a verdict on 40 MB in RAM says little about 40 GB on disk), and,
+//! for a run over several scales, whether each verdict holds across them
+//! ([`crate::stats::verdicts::scale_check`] decides; this words it). The exporters print
+//! these beside their headline; `summary.json` carries both.
+
+use serde::Serialize;
+
+use crate::dataset::sizing;
+use crate::plan::series::count_label;
+use crate::plan::size::human_bytes;
+use crate::plan::Plan;
+use crate::stats::verdicts::scale_check::{self, Outcome, ScaleCheck};
+use crate::stats::verdicts::Point;
+
+/// One data set of the run, as big as the plan made it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DataSetSize {
+    /// The label its records carry; `None` for a run of one data set.
+    pub label: Option<String>,
+    /// Files generated (exact) and bytes expected (the mean size of each class × its count).
+    pub files: u64,
+    pub bytes: u64,
+    /// Whether those bytes fit in the host's RAM, so reads after the first may come from
+    /// the page cache: "fits in page cache" or "larger than RAM".
+    pub page_cache: &'static str,
+}
+
+/// The run's scale check: how many comparisons hold, flip and stay undecided across the
+/// data-set sizes, and each comparison with its decision at every size.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ScaleCheckSummary {
+    pub holds: usize,
+    pub flips: usize,
+    pub undecided: usize,
+    pub comparisons: Vec<ScaleCheck>,
+}
+
+/// The sizes of the plan's generated data sets (none for a directory of the user's own,
+/// whose size only planning it would tell), judged against `ram` bytes of memory.
+pub fn sizes(plan: &Plan, ram: u64) -> Vec<DataSetSize> {
+    if plan.dataset.source_dir.is_some() {
+        return Vec::new();
+    }
+    plan.datasets()
+        .iter()
+        .enumerate()
+        .map(|(i, d)| {
+            let bytes = sizing::bytes(d).unwrap_or(0.0) as u64;
+            DataSetSize {
+                label: plan.dataset_label(i),
+                files: sizing::files(d).unwrap_or(0),
+                bytes,
+                page_cache: page_cache(bytes, ram),
+            }
+        })
+        .collect()
+}
+
+/// "fits in page cache" when the data set is smaller than the RAM (unknown RAM counts as
+/// none), else "larger than RAM".
+fn page_cache(bytes: u64, ram: u64) -> &'static str {
+    match bytes < ram {
+        true => "fits in page cache",
+        false => "larger than RAM",
+    }
+}
+
+/// The scale check of the decided `points`, when the plan ran two or more scales.
+pub fn check(points: &[Point], baseline: &str, plan: &Plan) -> Option<ScaleCheckSummary> {
+    let steps = plan.scale_steps();
+    if steps.is_empty() {
+        return None;
+    }
+    let comparisons = scale_check::check(points, baseline, &steps);
+    let (holds, flips, undecided) = scale_check::tally(&comparisons);
+    Some(ScaleCheckSummary {
+        holds,
+        flips,
+        undecided,
+        comparisons,
+    })
+}
+
+/// The headline's statement of size: "measured at 2.5k files · 39.1 MiB, fits in page cache
+/// (RAM 23.5 GiB)"; with several data sets each is named (a profile name gets its size
+/// beside it) and the page-cache clause said once when it is the same for all.
+pub fn size_line(sizes: &[DataSetSize], ram: u64) -> Option<String> {
+    let first = sizes.first()?;
+    let same = sizes.iter().all(|s| s.page_cache == first.page_cache);
+    let each: Vec<String> = sizes
+        .iter()
+        .map(|s| {
+            let size = format!("{} files · {}", count_label(s.files), human_bytes(s.bytes));
+            let named = match &s.label {
+                Some(l) if !l.ends_with(&size) => format!("{l} ({size})"),
+                _ => size,
+            };
+            match same {
+                true => named,
+                false => format!("{named}, {}", s.page_cache),
+            }
+        })
+        .collect();
+    let cache = match (same, sizes.len()) {
+        (true, 1) => format!(", {}", first.page_cache),
+        (true, _) if first.page_cache == "larger than RAM" => ", each larger than RAM".into(),
+        (true, _) => ", each fits in page cache".into(),
+        (false, _) => String::new(),
+    };
+    let many = match sizes.len() {
+        1 => String::new(),
+        n => format!("{n} data sets: "),
+    };
+    Some(format!(
+        "measured at {many}{}{cache} (RAM {})",
+        each.join("; "),
+        human_bytes(ram)
+    ))
+}
+
+/// The check as lines a reader scans: the tally, then every flip with its sizes, then
+/// what holds.
+pub fn check_lines(c: &ScaleCheckSummary) -> Vec<String> {
+    let mut out = vec![format!(
+        "across scales: {} comparison{} hold, {} flip, {} undecided (decided at fewer than two sizes)",
+        c.holds,
+        if c.holds == 1 { "" } else { "s" },
+        c.flips,
+        c.undecided
+    )];
+    for outcome in [Outcome::Flips, Outcome::Holds] {
+        for k in c.comparisons.iter().filter(|k| k.outcome == outcome) {
+            out.push(comparison_line(k));
+        }
+    }
+    out
+}
+
+/// "flips: sync, xfs vs ext4, 1 thread: better at 2.5k files · 39.1 MiB (-6.5 %), worse at
+/// 25k files · 390.6 MiB (+78.6 %)".
+pub fn comparison_line(k: &ScaleCheck) -> String {
+    let point = match k.variant.is_empty() {
+        true => k.workload.clone(),
+        false => format!("{} [{}]", k.workload, k.variant),
+    };
+    let steps: Vec<String> = k
+        .per_scale
+        .iter()
+        .map(|s| {
+            format!(
+                "{} at {} ({:+.1} %)",
+                s.decision.as_str(),
+                s.dataset,
+                s.pct_diff
+            )
+        })
+        .collect();
+    format!(
+        "{}: {point}, {} vs {}, {} thread{}: {}",
+        k.outcome.as_str(),
+        k.target,
+        k.baseline,
+        k.threads,
+        if k.threads == 1 { "" } else { "s" },
+        steps.join(", ")
+    )
+}
+
+/// The files of the data set whose records carry `label`: where a chart places it on its
+/// size axis.
+pub fn files_of(sizes: &[DataSetSize], label: Option<&str>) -> Option<u64> {
+    sizes
+        .iter()
+        .find(|s| s.label.as_deref() == label)
+        .map(|s| s.files)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dataset::DatasetSpec;
+
+    #[test]
+    fn the_size_line_says_files_bytes_and_whether_it_fits_in_ram() {
+        let mut plan = Plan::of(Vec::new(), &["create"], DatasetSpec::default());
+        let one = sizes(&plan, 24 << 30);
+        let line = size_line(&one, 24 << 30).unwrap();
+        assert_eq!(
+            line,
+            "measured at 2.5k files · 39.1 MiB, fits in page cache (RAM 24.0 GiB)"
+        );
+        assert_eq!(sizes(&plan, 1 << 20)[0].page_cache, "larger than RAM");
+        plan.extra_scales = vec![0.1];
+        let two = sizes(&plan, 24 << 30);
+        let line = size_line(&two, 24 << 30).unwrap();
+        assert_eq!(
+            line,
+            "measured at 2 data sets: 2.5k files · 39.1 MiB; 25k files · 390.6 MiB, each fits \
+             in page cache (RAM 24.0 GiB)"
+        );
+        let mixed = size_line(&sizes(&plan, 100 << 20), 100 << 20).unwrap();
+        assert!(
+            mixed.contains("39.1 MiB, fits in page cache; 25k files · 390.6 MiB, larger than RAM"),
+            "{mixed}"
+        );
+        plan.extra_scales.clear();
+        plan.extra_profiles = vec![crate::dataset::Profile::Large];
+        let named = size_line(&sizes(&plan, 24 << 30), 24 << 30).unwrap();
+        assert!(
+            named.starts_with("measured at 2 data sets: small (2.5k files · 39.1 MiB); large ("),
+            "{named}"
+        );
+        assert_eq!(files_of(&two, Some("25k files · 390.6 MiB")), Some(25_000));
+    }
+}
