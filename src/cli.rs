@@ -31,7 +31,7 @@ pub use run::RunArgs;
     about = "A file-system benchmark lab: provision file systems, run workloads, compare honestly.",
     after_help = "Run `fsarena doctor` first to see what this host can test.\n\n\
 Exit codes: 0 every measurement of the plan ok; 1 some measurement failed, the plan is \
-incomplete, or the run was interrupted (finish it with --resume), or `compare --fail-if-worse` \
+incomplete, a target or workload of the plan was skipped (this host cannot run it), or the run was interrupted (finish it with --resume), or `compare --fail-if-worse` \
 found a comparison worse by more than its margin or a point of A with no ok run in B; 2 bad input or a refusal, \
 nothing provisioned; 130 / 143 a second Ctrl-C / SIGTERM tore everything down at once; \
 101 a panic, never intended (please report it)."

@@ -327,19 +327,39 @@ fn fail_if_worse_fails_when_b_lacks_a_point_or_has_no_ok_run_of_it() {
     );
     assert_eq!(err.matches("no figure in B").count(), 2, "{err}");
     // The table says it too, and JSON carries it.
-    assert!(stdout(&o).contains("no figure in B: create, 1 thread, btrfs"), "{o:?}");
+    assert!(
+        stdout(&o).contains("no figure in B: create, 1 thread, btrfs"),
+        "{o:?}"
+    );
     let json = fsarena(&["compare", pa, pb, "--format", "json"]);
     let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
     assert_eq!(v["missing"].as_array().map(Vec::len), Some(2), "{v}");
     // Opting out passes, and still names what it passed.
-    let o = fsarena(&["compare", pa, pb, "--fail-if-worse", "10", "--allow-missing"]);
+    let o = fsarena(&[
+        "compare",
+        pa,
+        pb,
+        "--fail-if-worse",
+        "10",
+        "--allow-missing",
+    ]);
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(0), "{err}");
     assert_eq!(err.matches("ignored (--allow-missing)").count(), 2, "{err}");
     // A B with every point answered passes as before; without the gate it is only a report.
-    assert_eq!(fsarena(&["compare", pa, pa, "--fail-if-worse", "10"]).status.code(), Some(0));
+    assert_eq!(
+        fsarena(&["compare", pa, pa, "--fail-if-worse", "10"])
+            .status
+            .code(),
+        Some(0)
+    );
     assert_eq!(fsarena(&["compare", pa, pb]).status.code(), Some(0));
-    assert_eq!(fsarena(&["compare", pa, pb, "--allow-missing"]).status.code(), Some(2));
+    assert_eq!(
+        fsarena(&["compare", pa, pb, "--allow-missing"])
+            .status
+            .code(),
+        Some(2)
+    );
 }
 
 /// The fixture cut to its first `n` repetitions.

@@ -391,7 +391,12 @@ pub fn render_table(c: &Comparison, color: bool, width: usize) -> String {
         out.push('\n');
     }
     for m in &c.missing {
-        out.push_str(&wrap(&format!("no figure in B: {}", m.line()), width, "", "  "));
+        out.push_str(&wrap(
+            &format!("no figure in B: {}", m.line()),
+            width,
+            "",
+            "  ",
+        ));
     }
     if !left_out.is_empty() {
         out.push_str(&wrap(
