@@ -390,14 +390,7 @@ pub fn render_table(c: &Comparison, color: bool, width: usize) -> String {
         out.push_str(&l);
         out.push('\n');
     }
-    for m in &c.missing {
-        out.push_str(&wrap(
-            &format!("no figure in B: {}", m.line()),
-            width,
-            "",
-            "  ",
-        ));
-    }
+    out.push_str(&missing_lines(c, width));
     if !left_out.is_empty() {
         out.push_str(&wrap(
             &format!(
@@ -410,6 +403,14 @@ pub fn render_table(c: &Comparison, color: bool, width: usize) -> String {
         ));
     }
     out
+}
+
+/// Below the table, the points A measured that B has no figure for, one wrapped line each.
+fn missing_lines(c: &Comparison, width: usize) -> String {
+    c.missing
+        .iter()
+        .map(|m| wrap(&format!("no figure in B: {}", m.line()), width, "", "  "))
+        .collect()
 }
 
 /// The comparison as CSV, one line per matched key metric.
