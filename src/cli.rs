@@ -31,8 +31,8 @@ pub use run::RunArgs;
     about = "A file-system benchmark lab: provision file systems, run workloads, compare honestly.",
     after_help = "Run `fsarena doctor` first to see what this host can test.\n\n\
 Exit codes: 0 every measurement of the plan ok; 1 some measurement failed, the plan is \
-incomplete, or the run was interrupted (finish it with --resume), or `compare --fail-if-worse` \
-found a comparison worse by more than its margin; 2 bad input or a refusal, \
+incomplete, a target or workload of the plan was skipped (this host cannot run it), or the run was interrupted (finish it with --resume), or `compare --fail-if-worse` \
+found a comparison worse by more than its margin or a point of A with no ok run in B; 2 bad input or a refusal, \
 nothing provisioned; 130 / 143 a second Ctrl-C / SIGTERM tore everything down at once; \
 101 a panic, never intended (please report it)."
 )]
@@ -72,6 +72,10 @@ pub enum Command {
         /// Benjamini–Hochberg) by more than PCT % of A; for scripts and CI.
         #[arg(long, value_name = "PCT", value_parser = parse_pct)]
         fail_if_worse: Option<f64>,
+        /// With --fail-if-worse: pass points A measured that B lacks or has no ok run of
+        /// (they fail the gate otherwise); each is still named on stderr.
+        #[arg(long, requires = "fail_if_worse")]
+        allow_missing: bool,
         #[command(flatten)]
         output: OutputArgs,
     },
@@ -180,8 +184,12 @@ fn dispatch(cli: Cli, given: &[String]) -> Result<i32> {
             dir_b,
             margin,
             fail_if_worse,
+            allow_missing,
             output,
-        } => commands::compare(&dir_a, &dir_b, margin.map(|m| m.0), fail_if_worse, &output),
+        } => {
+            let gate = fail_if_worse.map(|pct| commands::Gate { pct, allow_missing });
+            commands::compare(&dir_a, &dir_b, margin.map(|m| m.0), gate, &output)
+        }
         Command::Completions { shell } => {
             generate::completions(shell, Cli::command()).map(|()| EXIT_OK)
         }

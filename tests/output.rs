@@ -297,6 +297,71 @@ fn fail_if_worse_exits_1_only_for_a_significant_loss_beyond_pct() {
     assert_eq!(bad.status.code(), Some(2), "{bad:?}");
 }
 
+/// Defect: the gate dropped the points B lacked or had no `ok` run of, so a B whose
+/// workload failed outright passed `--fail-if-worse`. Each such point now fails it, named
+/// with why; `--allow-missing` passes them and says so.
+#[test]
+fn fail_if_worse_fails_when_b_lacks_a_point_or_has_no_ok_run_of_it() {
+    let a = results(true);
+    let b = results(true);
+    edit(b.path(), |m| {
+        let create = m["workload"] == "create";
+        if create && m["target"] == "xfs" && m["threads"] == 2 {
+            m["status"] = serde_json::json!("error");
+            m["error"] = serde_json::json!("mkfs.xfs failed");
+        }
+        // btrfs create at 1 thread never ran in B.
+        !(create && m["target"] == "btrfs" && m["threads"] == 1)
+    });
+    let (pa, pb) = (a.path().to_str().unwrap(), b.path().to_str().unwrap());
+    let o = fsarena(&["compare", pa, pb, "--fail-if-worse", "10"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("fsarena: no figure in B: create, 2 threads, xfs: no ok run in B (3 error: mkfs.xfs failed)"),
+        "{err}"
+    );
+    assert!(
+        err.contains("fsarena: no figure in B: create, 1 thread, btrfs: missing in B"),
+        "{err}"
+    );
+    assert_eq!(err.matches("no figure in B").count(), 2, "{err}");
+    // The table says it too, and JSON carries it.
+    assert!(
+        stdout(&o).contains("no figure in B: create, 1 thread, btrfs"),
+        "{o:?}"
+    );
+    let json = fsarena(&["compare", pa, pb, "--format", "json"]);
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(v["missing"].as_array().map(Vec::len), Some(2), "{v}");
+    // Opting out passes, and still names what it passed.
+    let o = fsarena(&[
+        "compare",
+        pa,
+        pb,
+        "--fail-if-worse",
+        "10",
+        "--allow-missing",
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert_eq!(err.matches("ignored (--allow-missing)").count(), 2, "{err}");
+    // A B with every point answered passes as before; without the gate it is only a report.
+    assert_eq!(
+        fsarena(&["compare", pa, pa, "--fail-if-worse", "10"])
+            .status
+            .code(),
+        Some(0)
+    );
+    assert_eq!(fsarena(&["compare", pa, pb]).status.code(), Some(0));
+    assert_eq!(
+        fsarena(&["compare", pa, pb, "--allow-missing"])
+            .status
+            .code(),
+        Some(2)
+    );
+}
+
 /// The fixture cut to its first `n` repetitions.
 fn with_runs(n: u64) -> (tempfile::TempDir, model::Report) {
     let d = results(true);

@@ -1713,3 +1713,84 @@ fn an_unreadable_results_file_mid_budget_ends_the_run_with_exit_1() {
         leftovers(&root.path)
     );
 }
+
+/// Defect: a run that skipped a target this host cannot make (its file system missing from
+/// the kernel) exited 0, as if it had measured all the plan asked for, against README's
+/// exit codes. It now exits 1 and says, last, what was not measured.
+#[test]
+fn a_run_that_skipped_a_target_does_not_exit_0() {
+    require_root();
+    let f2fs = fsarena::plan::catalogue::get("f2fs").unwrap();
+    if fsarena::provision::host::support(&f2fs).is_ok() {
+        eprintln!("skipping: this host can make f2fs, so nothing is skipped");
+        return;
+    }
+    let root = TestRoot::new("reg-skipped-target");
+    let o = Command::new(bin())
+        .args([
+            "run",
+            "--target",
+            "tmpfs",
+            "--target",
+            "f2fs",
+            "--workload",
+            "create",
+        ])
+        .args(["--runs", "1", "--scale", "0.001", "--quiet", "--out"])
+        .arg(root.path.join("out"))
+        .arg("--work-dir")
+        .arg(root.path.join("work"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("fsarena: not measured: target f2fs ("),
+        "{err}"
+    );
+    // What could run, ran: tmpfs's create is recorded ok.
+    let ok = common::measurements(&root.path.join("out"));
+    assert!(
+        ok.iter()
+            .any(|m| m["target"] == "tmpfs" && m["status"] == "ok"),
+        "{ok:?}"
+    );
+    assert!(leftovers(&root.path).is_empty());
+}
+
+/// Defect: with `--work-dir` inside a `mktemp -d` directory (mode 0700) every `pg` cell
+/// failed in `initdb` ("Permission denied") after its target was made: the server's user
+/// cannot enter the directories above its data and socket. The run is now refused before
+/// anything is provisioned (exit 2), naming the directory and the fix.
+#[test]
+fn pg_under_a_0700_work_dir_parent_is_refused_before_provisioning() {
+    use std::os::unix::fs::PermissionsExt;
+    require_root();
+    if fsarena::workload::pg::install::locate().is_err() {
+        eprintln!("skipping: PostgreSQL is not installed");
+        return;
+    }
+    let root = TestRoot::new("reg-pg-0700");
+    let private = root.path.join("mktemp");
+    std::fs::create_dir(&private).unwrap();
+    std::fs::set_permissions(&private, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let work = private.join("work");
+    let o = Command::new(bin())
+        .args(["run", "--target", "ext4", "--workload", "pg", "--runs", "1"])
+        .args(["--scale", "0.001", "--quiet", "--out"])
+        .arg(root.path.join("out"))
+        .arg("--work-dir")
+        .arg(&work)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(
+        err.contains(&format!("cannot enter {} (mode 0700)", private.display())),
+        "{err}"
+    );
+    // Nothing was made: no run directory, no mount, no loop device.
+    assert!(!work.exists(), "{err}");
+    assert!(leftovers(&root.path).is_empty());
+}

@@ -191,19 +191,28 @@ pub fn report(dir: &Path, margin: Option<f64>, output: &OutputArgs) -> Result<i3
     Ok(EXIT_OK)
 }
 
-/// `fsarena compare A B`: the comparison on stdout; with `--fail-if-worse PCT`, exit 1 and
-/// one stderr line per key metric worse by more than PCT %.
+/// `compare --fail-if-worse PCT [--allow-missing]`: the regression gate's settings.
+#[derive(Debug, Clone, Copy)]
+pub struct Gate {
+    pub pct: f64,
+    /// Points A measured that B has no `ok` figure for pass (named on stderr all the same).
+    pub allow_missing: bool,
+}
+
+/// `fsarena compare A B`: the comparison on stdout; with a [`Gate`], exit 1 and one stderr
+/// line per key metric worse by more than its PCT %, and per point of A that B lacks or has
+/// no `ok` run of (unless `allow_missing`: then each is said to be ignored).
 pub fn compare(
     dir_a: &Path,
     dir_b: &Path,
     margin: Option<f64>,
-    fail_if_worse: Option<f64>,
+    gate: Option<Gate>,
     output: &OutputArgs,
 ) -> Result<i32> {
     let (text, c) =
         crate::report::compare_text(dir_a, dir_b, margin, output.format(), output.color())?;
     emit(&text)?;
-    let Some(pct) = fail_if_worse else {
+    let Some(Gate { pct, allow_missing }) = gate else {
         return Ok(EXIT_OK);
     };
     let worse = crate::report::compare::worse_than(&c, pct);
@@ -217,7 +226,15 @@ pub fn compare(
             r.pct_diff.unwrap_or(f64::NAN)
         );
     }
-    if worse.is_empty() {
+    let said = if allow_missing {
+        "ignored (--allow-missing)"
+    } else {
+        "no figure in B"
+    };
+    for m in &c.missing {
+        eprintln!("fsarena: {said}: {}", m.line());
+    }
+    if worse.is_empty() && (allow_missing || c.missing.is_empty()) {
         return Ok(EXIT_OK);
     }
     // Beside the failures, so a gate's log shows when the machine moved too.

@@ -166,6 +166,15 @@ fn tell(summary: &RunSummary, output: &OutputArgs) {
             eprintln!("  {f}");
         }
     }
+    // Said last, beside the exit code it causes: the plan asked for these.
+    for (kind, skipped) in [
+        ("target", &summary.skipped_targets),
+        ("workload", &summary.skipped_workloads),
+    ] {
+        for (name, why) in skipped {
+            eprintln!("fsarena: not measured: {kind} {name} ({why})");
+        }
+    }
     if summary.interrupted {
         let cut = match summary.cut_short {
             0 => String::new(),
@@ -179,6 +188,9 @@ fn tell(summary: &RunSummary, output: &OutputArgs) {
     }
 }
 
+/// 0 only when everything the plan asked for was measured `ok`: a target or workload this
+/// host could not run (skipped, with why) leaves the plan unmeasured, as a failure does.
 fn exit_code(s: &RunSummary) -> i32 {
-    [EXIT_OK, EXIT_FAILED][usize::from(s.interrupted || !s.failures.is_empty())]
+    let skipped = !s.skipped_targets.is_empty() || !s.skipped_workloads.is_empty();
+    [EXIT_OK, EXIT_FAILED][usize::from(s.interrupted || !s.failures.is_empty() || skipped)]
 }

@@ -2,7 +2,9 @@
 //! by side, matched by target, workload, variant and threads. Every matched key metric is
 //! decided as B against A: better / worse (Benjamini–Hochberg-controlled over all matched rows),
 //! equivalent (90 % interval within ±margin) or undecided. One model ([`Comparison`]),
-//! rendered as a table, JSON, CSV or Markdown; [`worse_than`] is the `--fail-if-worse` gate.
+//! rendered as a table, JSON, CSV or Markdown; [`worse_than`] is the `--fail-if-worse` gate,
+//! and [`Comparison::missing`] the points A measured that B cannot answer for, which fail the
+//! gate too (a B whose workload failed outright must not pass it).
 
 use std::path::Path;
 
@@ -12,6 +14,7 @@ use serde::Serialize;
 use super::fit::{fit, Col};
 use super::format::{header, legend, mean_ci};
 use super::model::{self, Report};
+use super::section::Row;
 use super::width::wrap;
 use crate::results::store;
 use crate::stats::decision::MAX_RUNS_ESTIMATE;
@@ -35,6 +38,39 @@ pub struct Comparison {
     pub steadiness_a: Option<Steadiness>,
     pub steadiness_b: Option<Steadiness>,
     pub rows: Vec<CompareRow>,
+    /// Key metrics A has an `ok` figure for and B has none: the point is missing from B, or
+    /// none of B's repetitions there ended `ok`. Never in `rows`: there is nothing to decide.
+    pub missing: Vec<MissingPoint>,
+}
+
+/// A point (workload, variant, threads, target) A measured that B has no figure for.
+#[derive(Debug, Clone, Serialize)]
+pub struct MissingPoint {
+    pub workload: String,
+    pub variant: String,
+    pub threads: u32,
+    pub target: String,
+    /// Whether B recorded the point at all: true when B ran it and no repetition ended `ok`.
+    pub recorded_in_b: bool,
+    /// Why B has no figure, in words: "missing in B" or "no ok run in B (3 error: …)".
+    pub why: String,
+}
+
+impl MissingPoint {
+    /// The point and why, as the gate names it on stderr.
+    pub fn line(&self) -> String {
+        let mut w = self.workload.clone();
+        if !self.variant.is_empty() {
+            w.push_str(&format!(" [{}]", self.variant));
+        }
+        format!(
+            "{w}, {} thread{}, {}: {}",
+            self.threads,
+            if self.threads == 1 { "" } else { "s" },
+            self.target,
+            self.why
+        )
+    }
 }
 
 /// From this shift between the two runs' host probes (medians) on, the comparison says
@@ -151,8 +187,10 @@ pub fn build(a: &Path, b: &Path, margin_pct: Option<f64>) -> Result<Comparison> 
     let (la, lb) = (store::load(a)?, store::load(b)?);
     let (ra, rb) = (model::build(&la, margin_pct), model::build(&lb, margin_pct));
     let margin = ra.margin_pct;
-    let (mut rows, raws) = matched(&ra, &rb);
-    if rows.is_empty() {
+    let (mut rows, raws, missing) = matched(&ra, &rb);
+    // A B that ran the plan and failed every point still compares (and fails the gate);
+    // one that shares nothing with A is another plan.
+    if rows.is_empty() && !missing.iter().any(|m| m.recorded_in_b) {
         anyhow::bail!(
             "{} and {} share no target and workload: compare runs of the same plan",
             a.display(),
@@ -171,6 +209,7 @@ pub fn build(a: &Path, b: &Path, margin_pct: Option<f64>) -> Result<Comparison> 
         steadiness_a: ra.steadiness.clone(),
         steadiness_b: rb.steadiness.clone(),
         rows,
+        missing,
     })
 }
 
@@ -178,25 +217,35 @@ pub fn build(a: &Path, b: &Path, margin_pct: Option<f64>) -> Result<Comparison> 
 type Samples = (Vec<f64>, Vec<f64>);
 
 /// Every key metric of a target at a workload point that both reports measured, B beside
-/// A, not yet decided, with both sides' values.
-fn matched(ra: &Report, rb: &Report) -> (Vec<CompareRow>, Vec<Samples>) {
+/// A, not yet decided, with both sides' values; and the points A has a figure for that B
+/// lacks.
+fn matched(ra: &Report, rb: &Report) -> (Vec<CompareRow>, Vec<Samples>, Vec<MissingPoint>) {
     let mut rows = Vec::new();
     let mut raws = Vec::new();
+    let mut missing = Vec::new();
     for sa in &ra.sections {
-        let Some(sb) = rb.sections.iter().find(|s| {
+        let sb = rb.sections.iter().find(|s| {
             s.workload == sa.workload
                 && s.dataset == sa.dataset
                 && s.variant == sa.variant
                 && s.threads == sa.threads
-        }) else {
-            continue;
-        };
+        });
         let key = &sa.key_metric;
         for row_a in &sa.rows {
-            let Some(row_b) = sb.rows.iter().find(|r| r.target == row_a.target) else {
+            // A point A has no figure for is no regression of B's.
+            let Some(ma) = row_a.metric(key) else {
                 continue;
             };
-            let (Some(ma), Some(mb)) = (row_a.metric(key), row_b.metric(key)) else {
+            let row_b = sb.and_then(|s| s.rows.iter().find(|r| r.target == row_a.target));
+            let Some(mb) = row_b.and_then(|r| r.metric(key)) else {
+                missing.push(MissingPoint {
+                    workload: sa.workload.clone(),
+                    variant: sa.point_label(),
+                    threads: sa.worker_threads(),
+                    target: row_a.target.clone(),
+                    recorded_in_b: row_b.is_some(),
+                    why: row_b.map_or_else(|| "missing in B".into(), no_ok_run),
+                });
                 continue;
             };
             rows.push(CompareRow {
@@ -219,7 +268,31 @@ fn matched(ra: &Report, rb: &Report) -> (Vec<CompareRow>, Vec<Samples>) {
             raws.push((ma.raw.clone(), mb.raw.clone()));
         }
     }
-    (rows, raws)
+    (rows, raws, missing)
+}
+
+/// "no ok run in B", with how B's repetitions of the point ended and the first error.
+fn no_ok_run(row: &Row) -> String {
+    let mut counts: Vec<(&str, usize)> = Vec::new();
+    for (_, status, _) in &row.failed {
+        match counts.iter_mut().find(|(s, _)| *s == status.as_str()) {
+            Some((_, n)) => *n += 1,
+            None => counts.push((status.as_str(), 1)),
+        }
+    }
+    if row.invalid > 0 {
+        counts.push(("invalid", row.invalid));
+    }
+    let mut why = String::from("no ok run in B");
+    if !counts.is_empty() {
+        let said: Vec<String> = counts.iter().map(|(s, n)| format!("{n} {s}")).collect();
+        why.push_str(&format!(" ({}", said.join(", ")));
+        if let Some(e) = row.failed.iter().find_map(|(_, _, e)| e.as_deref()) {
+            why.push_str(&format!(": {}", e.lines().next().unwrap_or(e)));
+        }
+        why.push(')');
+    }
+    why
 }
 
 /// Decides every matched row as B against A with the run's own rules
@@ -317,6 +390,7 @@ pub fn render_table(c: &Comparison, color: bool, width: usize) -> String {
         out.push_str(&l);
         out.push('\n');
     }
+    out.push_str(&missing_lines(c, width));
     if !left_out.is_empty() {
         out.push_str(&wrap(
             &format!(
@@ -329,6 +403,14 @@ pub fn render_table(c: &Comparison, color: bool, width: usize) -> String {
         ));
     }
     out
+}
+
+/// Below the table, the points A measured that B has no figure for, one wrapped line each.
+fn missing_lines(c: &Comparison, width: usize) -> String {
+    c.missing
+        .iter()
+        .map(|m| wrap(&format!("no figure in B: {}", m.line()), width, "", "  "))
+        .collect()
 }
 
 /// The comparison as CSV, one line per matched key metric.
@@ -401,6 +483,12 @@ pub fn render_markdown(c: &Comparison) -> String {
             r.decision_text(),
             r.p_adjusted.map(|p| format!("{p:.3}")).unwrap_or_default()
         ));
+    }
+    if !c.missing.is_empty() {
+        out.push_str("\nNo figure in B:\n\n");
+        for m in &c.missing {
+            out.push_str(&format!("- {}\n", m.line()));
+        }
     }
     out
 }

@@ -85,7 +85,7 @@ pub fn run(
     };
     team.prepare_targets(&targets, &work)
         .map_err(RunError::Refused)?;
-    let mut summary = RunSummary::begun(opts, &checked.skipped, &tally);
+    let mut summary = RunSummary::begun(opts, &checked, &tally);
     let inputs = walk::Inputs {
         plan,
         targets: &targets,
@@ -158,10 +158,11 @@ fn say_skipped(checked: &preflight::Checked) {
 impl RunSummary {
     /// The summary of a run about to walk its plan into `opts.out`, which already holds
     /// what `tally` counts.
-    fn begun(opts: &RunOptions, skipped: &[(String, String)], tally: &recording::Tally) -> Self {
+    fn begun(opts: &RunOptions, checked: &preflight::Checked, tally: &recording::Tally) -> Self {
         RunSummary {
             out: opts.out.clone(),
-            skipped_targets: skipped.to_vec(),
+            skipped_targets: checked.skipped.clone(),
+            skipped_workloads: checked.skipped_workloads.clone(),
             // What a resumed run recorded earlier and did not measure `ok` still counts:
             // exit 0 means every measurement of the plan is `ok`.
             failures: tally

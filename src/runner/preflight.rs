@@ -50,6 +50,10 @@ pub fn check(plan: &Plan, opts: &RunOptions) -> Result<Checked, RunError> {
     check_devices(plan, opts)?;
     check_pseudo_dirs(plan)?;
     check_cache_drops(plan, &workloads)?;
+    for w in &workloads {
+        w.check_work_dir(&opts.work_root)
+            .map_err(RunError::Refused)?;
+    }
     let (usable, skipped) = usable_targets(plan, &opts.work_root);
     check_log_targets(plan, &skipped)?;
     Ok(Checked {

@@ -39,7 +39,10 @@ pub struct RunSummary {
     /// Measurements an interrupt cut short (recorded `interrupted`; `--resume` measures
     /// them again): not failures, and not listed as such.
     pub cut_short: usize,
+    /// Targets and workloads of the plan this host could not run, each with why: the run
+    /// did not measure all it was asked to, so it does not end in exit 0.
     pub skipped_targets: Vec<(String, String)>,
+    pub skipped_workloads: Vec<(String, String)>,
 }
 
 /// Why a run could not start. All of these are bad input or refusals (exit code 2).

@@ -231,6 +231,11 @@ pub trait Workload: Send + Sync {
     fn drops_caches(&self, _options: &toml::Table) -> Option<&'static str> {
         None
     }
+    /// Why it cannot run with the run's directories under `work_root` (a server that runs
+    /// as another user and could not reach them), in one line; checked before a run.
+    fn check_work_dir(&self, _work_root: &std::path::Path) -> Result<(), String> {
+        Ok(())
+    }
     /// Why this host cannot run it at all (a program it needs is not installed), or `None`.
     /// Asked before a run: its cells are then skipped with this reason, like a target whose
     /// file system the kernel lacks, instead of each failing after its target was made.

@@ -29,6 +29,7 @@ pub mod install;
 mod maintenance;
 mod options;
 mod phases;
+pub mod reach;
 pub mod server;
 mod stats;
 
@@ -61,6 +62,10 @@ impl Workload for Pg {
     /// No PostgreSQL here: its cells are skipped with the reason (`doctor` says it too).
     fn unavailable(&self) -> Option<String> {
         install::locate().err()
+    }
+    /// The server runs as its own user, which must reach the run's directories.
+    fn check_work_dir(&self, work_root: &std::path::Path) -> Result<(), String> {
+        reach::blocked(work_root).map_or(Ok(()), Err)
     }
     fn drops_caches(&self, _options: &toml::Table) -> Option<&'static str> {
         Some("the loaded database leaves the cache before every measurement")

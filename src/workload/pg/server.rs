@@ -46,7 +46,7 @@ pub fn ensure_user() -> Result<(u32, u32), WorkloadError> {
 }
 
 /// `(uid, gid)` of `name` from /etc/passwd (where `useradd` writes system users).
-fn lookup(name: &str) -> Option<(u32, u32)> {
+pub fn lookup(name: &str) -> Option<(u32, u32)> {
     fs::read_to_string("/etc/passwd")
         .ok()?
         .lines()
