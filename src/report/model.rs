@@ -129,7 +129,13 @@ pub fn build(loaded: &Loaded, margin_pct: Option<f64>) -> Report {
         .or(plan.as_ref().map(|p| p.margin_pct))
         .unwrap_or(crate::plan::DEFAULT_MARGIN_PCT);
     let baseline = verdicts::baseline(loaded);
-    let points = verdicts::decide(&loaded.measurements, &baseline, margin_pct, &key_metric);
+    let points = verdicts::decide(
+        &loaded.measurements,
+        &baseline,
+        margin_pct,
+        &verdicts::planned_looks(loaded),
+        &key_metric,
+    );
     let mut sections: Vec<Section> = points.into_iter().map(section).collect();
     explain_all(&mut sections, &baseline);
     let ranking = rank(&sections, &baseline);
