@@ -36,7 +36,7 @@ pub struct Prior {
 }
 
 /// The trigamma function ψ′(x) for x > 0: recurrence up to x ≥ 6, then the asymptotic
-/// series (error below 1e-12 there).
+/// series (relative error below 1e-9).
 pub fn trigamma(mut x: f64) -> f64 {
     let mut acc = 0.0;
     while x < 6.0 {
@@ -89,7 +89,7 @@ pub fn prior(groups: &[&[f64]]) -> Option<Prior> {
             (s * s, g.len() as f64 - 1.0)
         })
         .collect();
-    if stats.len() < MIN_GROUPS_FOR_PRIOR || stats.iter().any(|&(v, _)| !(v > 0.0)) {
+    if stats.len() < MIN_GROUPS_FOR_PRIOR || stats.iter().any(|&(v, _)| v.is_nan() || v <= 0.0) {
         return None;
     }
     let g = stats.len() as f64;
@@ -181,7 +181,7 @@ mod tests {
             (10.0, 0.10516633568168575),
         ];
         for (x, want) in cases {
-            assert!(close(trigamma(x), want, 1e-10), "{x}: {}", trigamma(x));
+            assert!(close(trigamma(x), want, 1e-9), "{x}: {}", trigamma(x));
             assert!(close(inverse_trigamma(want), x, 1e-6), "{x}");
         }
     }

@@ -228,7 +228,7 @@ fn members(points: &[Point], baseline: &str, looks: &Looks) -> Vec<Member> {
 }
 
 /// The comparison a member stands for.
-fn comparison<'p>(points: &'p mut [Point], slot: Slot) -> Option<&'p mut Comparison> {
+fn comparison(points: &mut [Point], slot: Slot) -> Option<&mut Comparison> {
     match slot {
         Slot::Group(pi, gi) => {
             let key = points[pi].key.name.clone();
