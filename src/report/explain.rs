@@ -262,6 +262,9 @@ mod tests {
             p_adjusted: cmp.p_value,
             margin_pct: 5.0,
             runs_to_decide: None,
+            p_sequential: None,
+            look_runs: None,
+            ci_level: None,
         });
         c.vs_baseline = Some(cmp);
         Section {

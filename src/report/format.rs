@@ -245,7 +245,7 @@ pub fn vs_baseline(c: Option<&Comparison>) -> String {
 pub fn legend(margin_pct: f64) -> String {
     format!(
         "better/worse = significant after Benjamini–Hochberg control over the run (FDR 5 %, \
-         ratio scale); equivalent = 90 % CI within ±{margin_pct} %; undecided = neither yet"
+         ratio scale; a called difference shows its FCR-adjusted interval); equivalent = 90 % CI within ±{margin_pct} %; undecided = neither yet"
     )
 }
 

@@ -70,7 +70,15 @@ pub fn headline(s: &Section, top: Option<&RankedPair>) -> String {
         Decision::Better | Decision::Worse => {
             let ci = c
                 .pct_ci95
-                .map(|(lo, hi)| format!(", 95 % CI {} % to {} %", pct(lo, true), pct(hi, true)))
+                .map(|(lo, hi)| {
+                    // A called difference shows its false-coverage-adjusted interval.
+                    let level = v.ci_level.unwrap_or(0.95) * 100.0;
+                    format!(
+                        ", {level:.1} % CI {} % to {} %",
+                        pct(lo, true),
+                        pct(hi, true)
+                    )
+                })
                 .unwrap_or_default();
             format!(
                 "{win} wins: {key} {by} % {dir} than {next} (better, {ADJUSTMENT} {}{ci})",

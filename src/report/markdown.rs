@@ -10,7 +10,7 @@ pub fn render(r: &Report) -> String {
     }
     out.push_str(&format!(
         "Kernel {}, {} × {}, fsarena {}. Fresh file system per repetition; baseline **{}**; \
-         95 % intervals; {}.\n",
+         95 % intervals (FCR-adjusted when called); {}.\n",
         r.host.kernel,
         r.host.cpus,
         r.host.cpu_model,

@@ -138,7 +138,13 @@ pub fn build(loaded: &Loaded, margin_pct: Option<f64>) -> Report {
         .or(plan.as_ref().map(|p| p.margin_pct))
         .unwrap_or(crate::plan::DEFAULT_MARGIN_PCT);
     let baseline = verdicts::baseline(loaded);
-    let points = verdicts::decide(&loaded.measurements, &baseline, margin_pct, &key_metric);
+    let points = verdicts::decide(
+        &loaded.measurements,
+        &baseline,
+        margin_pct,
+        &verdicts::planned_looks(loaded),
+        &key_metric,
+    );
     let scale_check = plan
         .as_ref()
         .and_then(|p| super::scales::check(&points, &baseline, p));

@@ -49,7 +49,7 @@ pub fn render_width(r: &Report, color: bool, width: usize) -> String {
         )
     };
     let mut intro = format!(
-        "{start}; baseline {}; 95 % intervals; {}",
+        "{start}; baseline {}; 95 % intervals (FCR-adjusted when called); {}",
         r.baseline,
         legend(r.margin_pct)
     );

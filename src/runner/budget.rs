@@ -25,6 +25,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use crate::report::model::key_metric;
 use crate::results::store::Loaded;
+use crate::stats::sequential::Looks;
 use crate::stats::verdicts::{self, Point};
 use crate::stats::{next_run_side, Side};
 
@@ -74,15 +75,41 @@ pub fn open_questions(state: &Loaded, margin_pct: f64) -> Result<Vec<Open>, Budg
     let baseline = verdicts::planned_baseline(state).ok_or_else(|| {
         BudgetError::Decide("the repetitions carry no readable plan, so no baseline".into())
     })?;
-    // The metric each workload is decided on is the report's choice, so the two cannot
-    // disagree on which comparison is open.
-    let points = verdicts::decide(&state.measurements, &baseline, margin_pct, &key_metric);
-    Ok(points.iter().flat_map(|p| open_in(p, &baseline)).collect())
+    // The metric each workload is decided on and the looks are the report's choice, so the
+    // two cannot disagree on which comparison is open.
+    let looks = verdicts::planned_looks(state);
+    let points = verdicts::decide(
+        &state.measurements,
+        &baseline,
+        margin_pct,
+        &looks,
+        &key_metric,
+    );
+    Ok(points
+        .iter()
+        .flat_map(|p| open_in(p, &baseline, &looks))
+        .collect())
+}
+
+/// Which side a comparison's next run should go to. A sequential run decides only at its
+/// looks, from the first n runs of *both* sides: a side already at the next look gains
+/// nothing until the other reaches it, so only that other side is repeated, else both. A
+/// fixed-size run's sides: the one that narrows the interval most ([`next_run_side`]).
+pub fn side_for(base: &[f64], cand: &[f64], looks: &Looks) -> Side {
+    if !looks.is_sequential() {
+        return next_run_side(base, cand);
+    }
+    let next = looks.next_after(base.len().min(cand.len()));
+    match next.map(|n| (base.len() >= n, cand.len() >= n)) {
+        Some((true, false)) => Side::Candidate,
+        Some((false, true)) => Side::Baseline,
+        _ => Side::Both,
+    }
 }
 
 /// The undecided comparisons of one decided point, each with the side whose next run
-/// narrows its interval most.
-fn open_in(p: &Point, baseline: &str) -> Vec<Open> {
+/// helps most ([`side_for`]).
+fn open_in(p: &Point, baseline: &str, looks: &Looks) -> Vec<Open> {
     let base_raw = p.baseline_index(baseline).map_or(&[][..], |b| p.raw(b));
     p.undecided()
         .map(|(i, v)| Open {
@@ -94,7 +121,7 @@ fn open_in(p: &Point, baseline: &str) -> Vec<Open> {
             },
             variant: p.variant.clone(),
             runs_to_decide: v.runs_to_decide,
-            side: next_run_side(base_raw, p.raw(i)),
+            side: side_for(base_raw, p.raw(i), looks),
         })
         .collect()
 }

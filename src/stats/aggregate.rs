@@ -26,7 +26,7 @@ pub struct GroupKey {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct MetricStats {
     pub summary: Summary,
-    /// The finite values that entered `summary`, in input order.
+    /// The finite values that entered `summary`, in repetition order.
     pub raw: Vec<f64>,
     /// This metric against the same metric of the baseline target's group with the same
     /// workload, variant and threads. `None` for the baseline itself, when the baseline has
@@ -62,8 +62,28 @@ struct Cell<'a> {
     ok: usize,
     failed: Vec<(u32, Status, Option<String>)>,
     invalid: usize,
+    /// Each metric's finite values with their repetition numbers, ordered by repetition
+    /// when the group is built (the sequential looks take the first n).
     raw: BTreeMap<String, Vec<f64>>,
+    reps: BTreeMap<String, Vec<u32>>,
     non_finite: BTreeMap<String, usize>,
+}
+
+impl Cell<'_> {
+    /// Puts every metric's values in repetition order (stable: records of one repetition
+    /// keep their input order), so that "the first n runs" means the same in a report of
+    /// the results file as it did during the run.
+    fn by_repetition(&mut self) {
+        for (name, values) in self.raw.iter_mut() {
+            let Some(reps) = self.reps.get(name) else {
+                continue;
+            };
+            let mut paired: Vec<(u32, f64)> =
+                reps.iter().copied().zip(values.iter().copied()).collect();
+            paired.sort_by_key(|&(r, _)| r);
+            *values = paired.into_iter().map(|(_, v)| v).collect();
+        }
+    }
 }
 
 /// Position of a group in the output: first-seen index of its workload, of its (data set,
@@ -135,6 +155,7 @@ pub fn aggregate(measurements: &[Measurement], baseline: &str, alpha: f64) -> Ve
             failed: Vec::new(),
             invalid: 0,
             raw: BTreeMap::new(),
+            reps: BTreeMap::new(),
             non_finite: BTreeMap::new(),
         });
         match m.status {
@@ -143,6 +164,10 @@ pub fn aggregate(measurements: &[Measurement], baseline: &str, alpha: f64) -> Ve
                 for (name, &value) in &m.metrics {
                     if value.is_finite() {
                         cell.raw.entry(name.clone()).or_default().push(value);
+                        cell.reps
+                            .entry(name.clone())
+                            .or_default()
+                            .push(m.repetition);
                     } else {
                         *cell.non_finite.entry(name.clone()).or_default() += 1;
                     }
@@ -153,6 +178,9 @@ pub fn aggregate(measurements: &[Measurement], baseline: &str, alpha: f64) -> Ve
         }
     }
 
+    for cell in cells.values_mut() {
+        cell.by_repetition();
+    }
     let baseline_index = seen.target.get(baseline).copied();
     cells
         .iter()

@@ -24,6 +24,8 @@ use serde::Serialize;
 use statrs::distribution::{ContinuousCDF, StudentsT};
 
 use super::estimators::{all_finite, log_values, mean, stddev, t_quantile};
+use super::moderated::Prior;
+use super::sequential::Looks;
 
 /// [`runs_to_decide`] looks no further than this many runs per target.
 pub const MAX_RUNS_ESTIMATE: usize = 1000;
@@ -68,6 +70,17 @@ pub struct Verdict {
     /// For `undecided`: estimated further runs per target that would decide it; `None` when
     /// decided, or when even [`MAX_RUNS_ESTIMATE`] runs would not.
     pub runs_to_decide: Option<usize>,
+    /// The sequential p-value the family adjusted: the best look's p over its share of α
+    /// ([`super::sequential`]); the test's own p for a fixed-size run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub p_sequential: Option<f64>,
+    /// Runs per side of the look a called difference rests on (`--runs auto` only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub look_runs: Option<usize>,
+    /// The confidence of the shown `pct_ci95`: 0.95 for an uncalled comparison, the
+    /// false-coverage-adjusted level for a called one (Benjamini & Yekutieli 2005).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ci_level: Option<f64>,
 }
 
 fn clean_p(x: f64) -> f64 {
@@ -226,6 +239,30 @@ pub fn runs_to_decide(
     margin_pct: f64,
     level: f64,
 ) -> Option<usize> {
+    runs_to_decide_at(
+        baseline,
+        candidate,
+        margin_pct,
+        level,
+        &Looks::fixed(),
+        None,
+    )
+}
+
+/// [`runs_to_decide`] under the run's rule: only at the looks still ahead, each at its
+/// share of `level` ([`Looks::ahead`]), and with each side's variance moderated by `prior`
+/// as the test will moderate it ([`super::moderated`]: `(d₀s₀² + (n−1)s²)/(d₀ + n − 1)`
+/// with `d₀ + n − 1` degrees of freedom). For a sequential run a look already made is not
+/// counted again: the answer is the runs to the first look ahead that would decide it, or
+/// `None` when no look up to the plan's maximum would.
+pub fn runs_to_decide_at(
+    baseline: &[f64],
+    candidate: &[f64],
+    margin_pct: f64,
+    level: f64,
+    looks: &Looks,
+    prior: Option<Prior>,
+) -> Option<usize> {
     if !(level > 0.0 && level < 1.0) {
         return None;
     }
@@ -234,24 +271,38 @@ pub fn runs_to_decide(
     let (sb, sc) = (stddev(&s.b, mb), stddev(&s.c, mc));
     let d = (mc - mb).abs();
     let bound = s.bounds.0.abs().min(s.bounds.1.abs());
-    let var_sum = sb * sb + sc * sc;
-    if !(var_sum > 0.0 && var_sum.is_finite() && d.is_finite()) {
-        return None;
-    }
-    let df_per_run = var_sum.powi(2) / (sb.powi(4) + sc.powi(4));
     let now = s.b.len().min(s.c.len());
-    (now.max(2)..=MAX_RUNS_ESTIMATE)
-        .find(|&n| {
-            let se = (var_sum / n as f64).sqrt();
-            let df = (n as f64 - 1.0) * df_per_run;
+    let moderated = |s: f64, n: f64| match prior {
+        Some(p) if (p.df * p.var + (n - 1.0) * s * s) / (p.df + n - 1.0) > s * s => (
+            (p.df * p.var + (n - 1.0) * s * s) / (p.df + n - 1.0),
+            p.df + n - 1.0,
+        ),
+        _ => (s * s, n - 1.0),
+    };
+    let ahead: Vec<(usize, f64)> = looks
+        .ahead(now, MAX_RUNS_ESTIMATE)
+        .into_iter()
+        .filter(|&(n, _)| !looks.is_sequential() || n > now)
+        .collect();
+    ahead
+        .into_iter()
+        .find(|&(n, w)| {
+            let ((vb, db), (vc, dc)) = (moderated(sb, now as f64), moderated(sc, now as f64));
+            let (eb, ec) = (vb / n as f64, vc / n as f64);
+            let se = (eb + ec).sqrt();
+            let grown = (n - now) as f64;
+            let df = (eb + ec).powi(2) / (eb * eb / (db + grown) + ec * ec / (dc + grown));
+            if !(se > 0.0 && se.is_finite() && d.is_finite()) {
+                return false;
+            }
             let (Some(t_sig), Some(t_eq)) =
-                (t_quantile(1.0 - level / 2.0, df), t_quantile(0.95, df))
+                (t_quantile(1.0 - w * level / 2.0, df), t_quantile(0.95, df))
             else {
                 return false;
             };
             d - t_sig * se > 0.0 || d + t_eq * se < bound
         })
-        .map(|n| n - now)
+        .map(|(n, _)| n - now)
 }
 
 /// Which side of an undecided comparison a further repetition should go to.

@@ -10,6 +10,8 @@
 //!   real.
 //! * [`decision`]: better / worse / equivalent / undecided: Benjamini–Hochberg control, TOST, and the
 //!   runs a comparison still needs.
+//! * [`moderated`]: a group's variance moderated by its point's neighbours (Smyth 2004).
+//! * [`sequential`]: the looks of a `--runs auto` run and the share of α each may spend.
 //! * [`aggregate`](mod@aggregate): groups measurements and compares each target to a baseline.
 //! * [`verdicts`]: the run's decisions, one family over every key-metric comparison, which
 //!   the report prints and the time budget spends its rounds on.
@@ -23,7 +25,9 @@ pub mod estimators;
 #[cfg(test)]
 mod fixtures;
 pub mod mann_whitney;
+pub mod moderated;
 pub mod outliers;
+pub mod sequential;
 pub mod shift;
 pub mod significance;
 pub mod steadiness;

@@ -3,10 +3,16 @@
 //! Benjamini–Hochberg; then each gets better / worse / equivalent / undecided, and the
 //! undecided ones an estimate of the runs that would decide them.
 
+use std::collections::HashMap;
+
+use super::looks::{judge, Judged};
 use super::points::{Point, RankedPair};
 use crate::stats::decision::{
-    benjamini_hochberg, decide, next_level, runs_to_decide, Decision, Verdict, ALPHA,
+    benjamini_hochberg, decide, next_level, runs_to_decide_at, Decision, Verdict, ALPHA,
 };
+use crate::stats::estimators::log_values;
+use crate::stats::moderated::{prior, Prior};
+use crate::stats::sequential::Looks;
 use crate::stats::significance::{compare, Comparison};
 
 /// A family of comparisons under Benjamini–Hochberg control.
@@ -53,15 +59,10 @@ pub fn verdict(
         p_adjusted,
         margin_pct,
         runs_to_decide: (decision == Decision::Undecided).then(runs).flatten(),
+        p_sequential: None,
+        look_runs: None,
+        ci_level: None,
     }
-}
-
-/// Where a p-value of the family came from.
-enum Slot {
-    /// The key metric of group `.1` of point `.0`, against the baseline.
-    Group(usize, usize),
-    /// Ranking pair `.1` of point `.0`.
-    Pair(usize, usize),
 }
 
 /// The point's disk groups with a key-metric mean, best first.
@@ -113,111 +114,214 @@ fn ranking_pairs(p: &Point, baseline: &str) -> Vec<RankedPair> {
         .collect()
 }
 
-/// Sets every point's ranking pairs and lists the family's members with their raw
-/// p-values: per point, its comparisons with the baseline, then its pairs that are not one.
-fn members(points: &mut [Point], baseline: &str) -> (Vec<Slot>, Vec<f64>) {
-    let (mut slots, mut p) = (Vec::new(), Vec::new());
-    for (pi, point) in points.iter_mut().enumerate() {
+/// Where a comparison of the run sits.
+#[derive(Clone, Copy)]
+enum Slot {
+    /// The key metric of group `.1` of point `.0`, against the baseline.
+    Group(usize, usize),
+    /// Ranking pair `.1` of point `.0`.
+    Pair(usize, usize),
+}
+
+/// One comparison of the run, judged over its looks.
+struct Member {
+    slot: Slot,
+    /// Its own place in the family, or the group whose place it shares (a ranking pair
+    /// holding the baseline).
+    shares: Option<usize>,
+    judged: Judged,
+    base: Vec<f64>,
+    cand: Vec<f64>,
+    /// The point's prior from every run so far, for the runs-to-decide estimate.
+    prior: Option<Prior>,
+}
+
+/// The moderated variances' priors ([`crate::stats::moderated`]), one per pool (the
+/// points of one workload, data set and variant: every target and thread count) and look.
+struct Pools<'a> {
+    points: &'a [Point],
+    pool_of: Vec<usize>,
+    cache: HashMap<(usize, usize), Option<Prior>>,
+}
+
+impl<'a> Pools<'a> {
+    fn new(points: &'a [Point]) -> Pools<'a> {
+        let mut keys: Vec<(&str, Option<&str>, &str)> = Vec::new();
+        let pool_of = points
+            .iter()
+            .map(|p| {
+                let k = (
+                    p.workload.as_str(),
+                    p.dataset.as_deref(),
+                    p.variant.as_str(),
+                );
+                keys.iter().position(|x| *x == k).unwrap_or_else(|| {
+                    keys.push(k);
+                    keys.len() - 1
+                })
+            })
+            .collect();
+        Pools {
+            points,
+            pool_of,
+            cache: HashMap::new(),
+        }
+    }
+
+    /// The prior of point `pi`'s pool from the first `n` runs of each group (on logs).
+    fn prior(&mut self, pi: usize, n: usize) -> Option<Prior> {
+        let pool = self.pool_of[pi];
+        let (points, pool_of) = (self.points, &self.pool_of);
+        *self.cache.entry((pool, n)).or_insert_with(|| {
+            let logs: Vec<Vec<f64>> = points
+                .iter()
+                .zip(pool_of)
+                .filter(|(_, &q)| q == pool)
+                .flat_map(|(p, _)| (0..p.groups.len()).map(move |g| p.raw(g)))
+                .filter_map(|raw| log_values(&raw[..n.min(raw.len())]))
+                .collect();
+            let refs: Vec<&[f64]> = logs.iter().map(Vec::as_slice).collect();
+            prior(&refs)
+        })
+    }
+}
+
+/// Every comparison of the run judged over its looks: per point, its comparisons with the
+/// baseline, then its ranking pairs (a pair holding the baseline shares that group's place).
+fn members(points: &[Point], baseline: &str, looks: &Looks) -> Vec<Member> {
+    let mut pools = Pools::new(points);
+    let mut out = Vec::new();
+    for (pi, point) in points.iter().enumerate() {
+        let base_raw = point.baseline_index(baseline).map(|b| point.raw(b));
+        let mut group_member = HashMap::new();
+        let mut push = |slot, shares, base: &[f64], cand: &[f64], pools: &mut Pools| {
+            let judged = judge(base, cand, looks, &mut |n| pools.prior(pi, n));
+            out.push(Member {
+                slot,
+                shares,
+                judged,
+                base: base.to_vec(),
+                cand: cand.to_vec(),
+                prior: pools.prior(pi, usize::MAX),
+            });
+            out.len() - 1
+        };
         for gi in 0..point.groups.len() {
-            if let Some(c) = point.vs_baseline(gi) {
-                slots.push(Slot::Group(pi, gi));
-                p.push(c.p_value);
+            if let (Some(_), Some(b)) = (point.vs_baseline(gi), base_raw) {
+                let m = push(Slot::Group(pi, gi), None, b, point.raw(gi), &mut pools);
+                group_member.insert(gi, m);
             }
         }
-        point.pairs = ranking_pairs(point, baseline);
         for (ri, pair) in point.pairs.iter().enumerate() {
-            if let (None, Some(c)) = (pair.same_as, &pair.cmp) {
-                slots.push(Slot::Pair(pi, ri));
-                p.push(c.p_value);
+            if pair.cmp.is_none() {
+                continue;
             }
-        }
-    }
-    (slots, p)
-}
-
-/// Each point's adjusted p-values: per group (its comparison with the baseline) and per
-/// ranking pair (its own, or the group's it shares).
-struct Adjusted {
-    groups: Vec<Vec<Option<f64>>>,
-    pairs: Vec<Vec<Option<f64>>>,
-}
-
-/// Hands the family's adjusted p-values back to the comparisons they came from.
-fn spread(points: &[Point], slots: &[Slot], family: &Family) -> Adjusted {
-    let mut a = Adjusted {
-        groups: points.iter().map(|p| vec![None; p.groups.len()]).collect(),
-        pairs: points.iter().map(|p| vec![None; p.pairs.len()]).collect(),
-    };
-    for (slot, &ph) in slots.iter().zip(&family.adjusted) {
-        match *slot {
-            Slot::Group(pi, gi) => a.groups[pi][gi] = Some(ph),
-            Slot::Pair(pi, ri) => a.pairs[pi][ri] = Some(ph),
-        }
-    }
-    for (pi, p) in points.iter().enumerate() {
-        for (ri, pair) in p.pairs.iter().enumerate() {
-            if let Some(gi) = pair.same_as {
-                a.pairs[pi][ri] = a.groups[pi][gi];
+            let shares = pair.same_as.and_then(|g| group_member.get(&g).copied());
+            if pair.same_as.is_some() && shares.is_none() {
+                continue;
             }
+            let (next, win) = (point.raw(pair.next), point.raw(pair.win));
+            push(Slot::Pair(pi, ri), shares, next, win, &mut pools);
         }
     }
-    a
+    out
 }
 
-/// Decides one point's comparisons with the baseline and its ranking pairs.
-fn decide_point(
-    p: &mut Point,
-    baseline: &str,
-    groups: &[Option<f64>],
-    pairs: &[Option<f64>],
-    margin_pct: f64,
+/// The comparison a member stands for.
+fn comparison(points: &mut [Point], slot: Slot) -> Option<&mut Comparison> {
+    match slot {
+        Slot::Group(pi, gi) => {
+            let key = points[pi].key.name.clone();
+            points[pi].groups[gi]
+                .metrics
+                .get_mut(&key)
+                .and_then(|m| m.vs_baseline.as_mut())
+        }
+        Slot::Pair(pi, ri) => points[pi].pairs[ri].cmp.as_mut(),
+    }
+}
+
+/// What the family says of every member.
+struct Outcome {
+    /// Benjamini–Hochberg adjusted p-value per member (a sharing pair takes its group's).
+    adjusted: Vec<f64>,
+    /// The level BH asks of the next comparison ([`Family::level`]).
     level: f64,
-) {
-    let higher = p.key.higher_is_better;
-    let base_raw = p.baseline_index(baseline).map(|b| p.raw(b).to_vec());
-    for (gi, ph) in groups.iter().enumerate() {
-        let Some(ph) = *ph else { continue };
-        let cand = p.raw(gi).to_vec();
-        let key = &p.key.name;
-        let Some(c) = p.groups[gi]
-            .metrics
-            .get_mut(key)
-            .and_then(|m| m.vs_baseline.as_mut())
-        else {
-            continue;
-        };
-        c.verdict = Some(verdict(c, ph, higher, margin_pct, || {
-            base_raw
-                .as_ref()
-                .and_then(|b| runs_to_decide(b, &cand, margin_pct, level))
-        }));
+    /// The false-coverage level of a called comparison's interval, before its look's share:
+    /// R·α/m for R called of m (Benjamini & Yekutieli 2005).
+    fcr: f64,
+}
+
+fn outcome(members: &[Member]) -> Outcome {
+    let own: Vec<usize> = (0..members.len())
+        .filter(|&i| members[i].shares.is_none())
+        .collect();
+    let p: Vec<f64> = own.iter().map(|&i| members[i].judged.p).collect();
+    let family = Family::new(&p);
+    let mut adjusted = vec![1.0; members.len()];
+    for (&i, &a) in own.iter().zip(&family.adjusted) {
+        adjusted[i] = a;
     }
-    for (ri, ph) in pairs.iter().enumerate() {
-        let (next, win) = (p.pairs[ri].next, p.pairs[ri].win);
-        let (next, win) = (p.raw(next).to_vec(), p.raw(win).to_vec());
-        let (Some(c), Some(ph)) = (p.pairs[ri].cmp.as_mut(), *ph) else {
-            continue;
-        };
-        c.verdict = Some(verdict(c, ph, higher, margin_pct, || {
-            runs_to_decide(&next, &win, margin_pct, level)
-        }));
+    for i in 0..members.len() {
+        if let Some(g) = members[i].shares {
+            adjusted[i] = adjusted[g];
+        }
+    }
+    let called = family.adjusted.iter().filter(|&&x| x < ALPHA).count();
+    Outcome {
+        adjusted,
+        level: family.level,
+        fcr: called as f64 * ALPHA / p.len().max(1) as f64,
     }
 }
 
-/// Decides every point of a run against `baseline` within ±`margin_pct` %: sets the verdicts
-/// on the key metrics' `vs_baseline` and on the ranking pairs, over one family.
-pub fn decide_points(points: &mut [Point], baseline: &str, margin_pct: f64) {
-    let (slots, p) = members(points, baseline);
-    let family = Family::new(&p);
-    let adjusted = spread(points, &slots, &family);
-    for (pi, point) in points.iter_mut().enumerate() {
-        decide_point(
-            point,
-            baseline,
-            &adjusted.groups[pi],
-            &adjusted.pairs[pi],
-            margin_pct,
-            family.level,
-        );
+/// Sets one comparison's verdict and the interval it shows: for a called difference the
+/// look's interval at the false-coverage level `share · R·α/m`, which excludes 0 exactly
+/// when BH calls it; else the 95 % interval of every run so far.
+fn settle(c: &mut Comparison, m: Member, ph: f64, o: &Outcome, how: (bool, f64, &Looks)) {
+    let (higher, margin_pct, looks) = how;
+    if let Some(latest) = &m.judged.latest {
+        c.p_value = latest.p;
+        c.significant = latest.p < ALPHA;
+        c.pct_ci95 = latest.pct_interval(0.05);
+        c.pct_ci90 = latest.pct_interval(0.10);
+    }
+    let direction = m.judged.at.as_ref().map_or(c.pct_diff, |(t, _)| t.pct);
+    let decision = decide(direction, c.pct_ci90, ph, ALPHA, margin_pct, higher);
+    let mut v = verdict(c, ph, higher, margin_pct, || {
+        runs_to_decide_at(&m.base, &m.cand, margin_pct, o.level, looks, m.prior)
+    });
+    v.decision = decision;
+    v.p_sequential = Some(m.judged.p);
+    v.ci_level = Some(0.95);
+    if let (Decision::Better | Decision::Worse, Some((t, w))) = (decision, &m.judged.at) {
+        let alpha = (w * o.fcr).min(ALPHA);
+        if let Some(ci) = t.pct_interval(alpha) {
+            c.pct_ci95 = Some(ci);
+            v.ci_level = Some(1.0 - alpha);
+        }
+        v.look_runs = looks.is_sequential().then_some(t.runs);
+    }
+    if decision != Decision::Undecided {
+        v.runs_to_decide = None;
+    }
+    c.verdict = Some(v);
+}
+
+/// Decides every point of a run against `baseline` within ±`margin_pct` %, looking at the
+/// repetitions as `looks` says: sets the verdicts on the key metrics' `vs_baseline` and on
+/// the ranking pairs, over one family.
+pub fn decide_points(points: &mut [Point], baseline: &str, margin_pct: f64, looks: &Looks) {
+    for point in points.iter_mut() {
+        point.pairs = ranking_pairs(point, baseline);
+    }
+    let members = members(points, baseline, looks);
+    let o = outcome(&members);
+    for (i, m) in members.into_iter().enumerate() {
+        let (Slot::Group(pi, _) | Slot::Pair(pi, _)) = m.slot;
+        let higher = points[pi].key.higher_is_better;
+        if let Some(c) = comparison(points, m.slot) {
+            settle(c, m, o.adjusted[i], &o, (higher, margin_pct, looks));
+        }
     }
 }

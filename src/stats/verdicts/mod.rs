@@ -13,6 +13,7 @@
 //! * [`scale_check`]: whether each verdict holds across the data-set sizes of a run.
 
 pub mod family;
+pub mod looks;
 pub mod points;
 pub mod scale_check;
 
@@ -21,6 +22,7 @@ pub use points::{is_reference, KeyMetric, Point, RankedPair};
 
 use super::aggregate::aggregate;
 use super::decision::ALPHA;
+use super::sequential::Looks;
 use crate::plan::Plan;
 use crate::results::store::Loaded;
 use crate::results::Measurement;
@@ -29,6 +31,13 @@ use crate::results::Measurement;
 pub fn planned_baseline(loaded: &Loaded) -> Option<String> {
     let plan: Plan = serde_json::from_value(loaded.host.plan.clone()).ok()?;
     Some(plan.baseline)
+}
+
+/// The looks the run's plan made ([`Looks::of_runs`]): a schedule for `--runs auto`, one
+/// look for a fixed count or a plan that cannot be read.
+pub fn planned_looks(loaded: &Loaded) -> Looks {
+    serde_json::from_value::<Plan>(loaded.host.plan.clone())
+        .map_or_else(|_| Looks::fixed(), |p| Looks::of_runs(&p.runs))
 }
 
 /// The target every comparison of a run is made against: the plan's baseline, else (results
@@ -41,15 +50,17 @@ pub fn baseline(loaded: &Loaded) -> String {
 
 /// Every workload point of the run's `measurements`, decided against `baseline` within
 /// ±`margin_pct` %: grouped per target ([`aggregate`]), gathered into points decided on the
-/// metric `key_of` names for each workload, and every comparison judged in one family.
+/// metric `key_of` names for each workload, and every comparison judged in one family at
+/// the `looks` the run made (sequentially for `--runs auto`: [`crate::stats::sequential`]).
 pub fn decide(
     measurements: &[Measurement],
     baseline: &str,
     margin_pct: f64,
+    looks: &Looks,
     key_of: &dyn Fn(&str) -> Option<KeyMetric>,
 ) -> Vec<Point> {
     let groups = aggregate(measurements, baseline, ALPHA);
     let mut points = points::gather(groups, key_of);
-    family::decide_points(&mut points, baseline, margin_pct);
+    family::decide_points(&mut points, baseline, margin_pct, looks);
     points
 }
