@@ -121,17 +121,37 @@ fn rank_sum_first(a: &[f64], b: &[f64]) -> (f64, f64) {
     (rank_sum, tie_term)
 }
 
-/// P(U ≥ u) under the null hypothesis for sample sizes `m` and `n`, exactly.
+/// P(U ≥ u) under the null hypothesis for sample sizes `m` and `n`, exactly
+/// ([`upper_tails`], kept per thread).
+fn exact_upper_tail(m: usize, n: usize, u: usize) -> f64 {
+    if u > m * n {
+        return 0.0;
+    }
+    TAILS.with(|tails| {
+        let mut tails = tails.borrow_mut();
+        let t = tails.entry((m, n)).or_insert_with(|| upper_tails(m, n));
+        t[u]
+    })
+}
+
+thread_local! {
+    /// [`upper_tails`] per sample sizes, made once per thread: a Hodges–Lehmann interval
+    /// ([`super::shift`]) asks for the same sizes dozens of times while it searches, and the
+    /// budget asks every round, so building the distribution each time made the statistics,
+    /// not the measurements, the cost of a run's decisions (and of the sequential
+    /// simulation in the test suite).
+    static TAILS: std::cell::RefCell<std::collections::HashMap<(usize, usize), Vec<f64>>> =
+        std::cell::RefCell::new(std::collections::HashMap::new());
+}
+
+/// `P(U ≥ u)` for every `u` in `0..=m·n`, from the exact counts.
 ///
 /// The number of arrangements with U = k is the coefficient of qᵏ in the Gaussian binomial
 /// coefficient [m+n choose m]_q = ∏ᵢ₌₁..ₘ (1 − q^(n+i)) / (1 − qⁱ). Each factor is applied
 /// as an in-place multiplication and an exact division, in integers, so no probability is
 /// lost to rounding.
-fn exact_upper_tail(m: usize, n: usize, u: usize) -> f64 {
+fn upper_tails(m: usize, n: usize) -> Vec<f64> {
     let max_u = m * n;
-    if u > max_u {
-        return 0.0;
-    }
     let mut c = vec![0_i128; max_u + m + 1];
     c[0] = 1;
     for i in 1..=m {
@@ -144,8 +164,13 @@ fn exact_upper_tail(m: usize, n: usize, u: usize) -> f64 {
         }
     }
     let total: i128 = c[..=max_u].iter().sum();
-    let tail: i128 = c[u..=max_u].iter().sum();
-    tail as f64 / total as f64
+    let mut tail = 0_i128;
+    let mut out = vec![0.0; max_u + 1];
+    for u in (0..=max_u).rev() {
+        tail += c[u];
+        out[u] = tail as f64 / total as f64;
+    }
+    out
 }
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
 use super::*;
 use crate::results::Measurement;
 use crate::stats::decision::Decision::{Better, Equivalent, Undecided, Worse};
-use crate::stats::verdicts::decide;
+use crate::stats::verdicts::{decide, Looks};
 
 #[test]
 fn the_rule_holds_flips_or_stays_undecided() {
@@ -49,7 +49,7 @@ fn synthetic_verdicts_hold_flip_or_stay_undecided_across_sizes() {
             ms.extend(runs("b", ds, variant, b));
         }
     }
-    let points = decide(&ms, "a", 5.0, &|_| None);
+    let points = decide(&ms, "a", 5.0, &Looks::fixed(), &|_| None);
     let steps = vec![vec!["s1".to_string(), "s2".to_string()]];
     let checks = check(&points, "a", &steps);
     assert_eq!(checks.len(), 3, "{checks:#?}");
