@@ -198,7 +198,7 @@ fn a_budgeted_run_makes_few_false_calls_under_a_a() {
 /// Unequal spreads (a noisy candidate beside steady targets) must not borrow the steady ones'
 /// small variance freely: a plain posterior variance made 12.5 % false calls here. This is a
 /// known weakness, not a pass at 5 %: measured on 400 runs per case, the moderated test makes
-/// 7.0 % (one 20 % target) and 7.5 % (two) false calls, above the 5 % the equal-spread runs
+/// 5.5 % (one 20 % target) and 7.0 % (two) false calls, above the 5 % the equal-spread runs
 /// keep (README, "Statistics"). The bound catches a return to free borrowing.
 #[test]
 fn unequal_spreads_do_not_borrow_a_small_variance() {

@@ -23,9 +23,11 @@
 //! anytime-valid confidence sequences (Howard et al. 2021), which spend their error over
 //! unboundedly many looks and are wider at the few runs a file-system benchmark affords.
 //!
-//! Pocock's shape rather than O'Brien–Fleming's: most comparisons of a run are decided at
-//! the first look or never, so the first look gets a real share (16 %) instead of almost
-//! none. A fixed `--runs N` run is one look with the whole of α ([`Looks::fixed`]).
+//! Pocock's shape rather than O'Brien–Fleming's, and half of α at the first look
+//! ([`FIRST_LOOK_SHARE`]): most comparisons of a run are decided at the first look or never
+//! (a budgeted run often has time for little more than the minimum runs), so the first look
+//! gets a real share instead of almost none (Pocock alone gives it 16 %, O'Brien–Fleming far
+//! less). A fixed `--runs N` run is one look with the whole of α ([`Looks::fixed`]).
 
 use crate::plan::Runs;
 
@@ -45,6 +47,36 @@ const GROWTH: f64 = 1.5;
 /// Pocock-type spending (Lan & DeMets 1983): the share of α spent by information fraction t.
 pub fn pocock_spent(t: f64) -> f64 {
     (1.0 + (std::f64::consts::E - 1.0) * t.clamp(0.0, 1.0)).ln()
+}
+
+/// The share of α the first look of an adaptive run spends. A budgeted run usually ends at
+/// its first look: the default run's budget paid for the minimum runs of every group and a
+/// few repetitions more (BENCHMARKS.md, "The default run under the sequential rule"), so the
+/// first look's share is most of the power a run has. Half of α there, the other half spread
+/// over the later looks in Pocock's shape, keeps the union bound (the shares still sum to 1).
+pub const FIRST_LOOK_SHARE: f64 = 0.5;
+
+/// Each look's share of α from the Pocock-type amounts `spent` at the looks' information
+/// fractions: [`FIRST_LOOK_SHARE`] to the first, the rest in proportion to the later looks'
+/// increments of `spent`.
+fn shares(spent: &[f64]) -> Vec<f64> {
+    let Some((&first, _)) = spent.split_first() else {
+        return Vec::new();
+    };
+    let rest = spent[spent.len() - 1] - first;
+    if spent.len() == 1 || rest <= 0.0 {
+        return std::iter::once(1.0)
+            .chain(std::iter::repeat(0.0))
+            .take(spent.len())
+            .collect();
+    }
+    std::iter::once(FIRST_LOOK_SHARE)
+        .chain(
+            spent
+                .windows(2)
+                .map(|w| (1.0 - FIRST_LOOK_SHARE) * (w[1] - w[0]) / rest),
+        )
+        .collect()
 }
 
 impl Looks {
@@ -76,10 +108,10 @@ impl Looks {
             .iter()
             .map(|&n| pocock_spent(n as f64 / max as f64))
             .collect();
-        let share = (0..spent.len())
-            .map(|k| spent[k] - if k == 0 { 0.0 } else { spent[k - 1] })
-            .collect();
-        Looks { runs, share }
+        Looks {
+            share: shares(&spent),
+            runs,
+        }
     }
 
     /// The looks a plan's `runs` call for: one for a fixed count, the schedule for `auto`.
@@ -159,8 +191,13 @@ mod tests {
         let total: f64 = l.share.iter().sum();
         assert!((total - 1.0).abs() < 1e-12, "{total}");
         assert!(l.share.iter().all(|&w| w > 0.0));
-        // Pocock: the first look gets ln(1 + 0.1718·1) of α.
-        assert!((l.share[0] - 0.15855).abs() < 1e-4, "{}", l.share[0]);
+        // The first look gets half of α; the later ones Pocock's increments, scaled to the
+        // other half: look 2 (5 runs) gets ln(1.2863/1.1718) / ln(e/1.1718) of it.
+        assert_eq!(l.share[0], FIRST_LOOK_SHARE);
+        let second = (1.0 - FIRST_LOOK_SHARE) * (pocock_spent(5.0 / 30.0) - pocock_spent(0.1))
+            / (1.0 - pocock_spent(0.1));
+        assert!((l.share[1] - second).abs() < 1e-12, "{}", l.share[1]);
+        assert_eq!(Looks::schedule(5, 5).share, vec![1.0]);
         assert_eq!(Looks::schedule(5, 5).runs, vec![5]);
         assert_eq!(Looks::schedule(3, 4).runs, vec![3, 4]);
         assert_eq!(l.reached(4, 9), vec![(3, l.share[0])]);
