@@ -21,4 +21,5 @@ pub mod results;
 pub mod runner;
 pub mod stats;
 pub mod sys;
+pub mod trace;
 pub mod workload;

@@ -26,6 +26,7 @@ const LAYERS: &[&str] = &[
     "fsops",
     "monitor",
     "fio",
+    "trace",
     "dataset",
     "plan",
     "results",

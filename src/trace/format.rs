@@ -1,0 +1,427 @@
+//! The `.fstrace` format, version 1: JSON Lines. The first line is the [`Header`]; then one
+//! [`Entry`] per line, the program's initial state first (`{"initial": …}`), then its calls in
+//! the order they started (`{"call": …}`). Lines, not one document, so a trace of millions of
+//! calls streams, and a cut trace is told from a whole one by the header's counts.
+//! `docs/trace-format.md` is the reference; a field added there is added here.
+
+use std::io::{BufRead, Write};
+use std::path::{Component, Path};
+
+use serde::{Deserialize, Serialize};
+
+/// The one format version this build reads and writes.
+pub const VERSION: u32 = 1;
+
+/// What a trace says about itself, before its entries.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Header {
+    /// The format version ([`VERSION`]); a reader refuses any other.
+    pub fstrace: u32,
+    /// The recorded command and its arguments (names hashed too when `anonymized`).
+    pub command: Vec<String>,
+    /// Whether names were replaced by stable hashes (`--anonymize`).
+    pub anonymized: bool,
+    /// Recorded threads; calls name them 0..threads.
+    pub threads: u32,
+    /// Wall seconds of the recorded command, from its first call to its exit.
+    pub duration_s: f64,
+    /// How many `initial` entries follow the header.
+    pub initial: u64,
+    /// How many `call` entries follow those.
+    pub calls: u64,
+    /// File-system calls on paths (or descriptors of paths) outside the root: counted, not kept.
+    pub outside_root: u64,
+    /// `mmap`s of files under the root: their I/O is invisible to strace, so said, not replayed.
+    pub file_mmaps: u64,
+}
+
+/// One line after the header.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum Entry {
+    /// A file, directory or symlink the program used but did not create.
+    Initial(Initial),
+    /// One recorded system call.
+    Call(Call),
+}
+
+/// What kind of thing a path names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Kind {
+    File,
+    Dir,
+    Symlink,
+}
+
+/// One piece of the initial state, laid down before the measured phase.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Initial {
+    /// Relative to the root, `/`-separated, never absolute, never `..`.
+    pub path: String,
+    pub kind: Kind,
+    /// Bytes, for a file (its size when the program first used it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size: Option<u64>,
+    /// A symlink's target, as stored.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
+}
+
+/// The operations a trace holds; `Call::syscall` keeps the exact call (`pread64`, `openat`…).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Op {
+    /// open, openat, openat2, creat: `path`, `flags`, `mode`; `ret` is the new descriptor.
+    Open,
+    /// close: `fd`.
+    Close,
+    /// read, pread64, readv, preadv, preadv2: `fd`, `size`, `offset` when positional.
+    Read,
+    /// write, pwrite64, writev, pwritev, pwritev2: `fd`, `size`, `offset` when positional.
+    Write,
+    /// fsync: `fd`.
+    Fsync,
+    /// fdatasync: `fd`.
+    Fdatasync,
+    /// sync_file_range: `fd`, `offset`, `size`.
+    SyncFileRange,
+    /// stat, lstat, newfstatat, statx, access, faccessat: `path`; fstat: `fd`.
+    Stat,
+    /// getdents64, getdents: `fd`, `size` (buffer bytes); `ret` bytes returned.
+    Getdents,
+    /// mkdir, mkdirat: `path`, `mode`.
+    Mkdir,
+    /// rmdir, unlinkat with AT_REMOVEDIR: `path`.
+    Rmdir,
+    /// unlink, unlinkat: `path`.
+    Unlink,
+    /// rename, renameat, renameat2: `path` → `path2`.
+    Rename,
+    /// link, linkat: existing `path`, new `path2`.
+    Link,
+    /// symlink, symlinkat: the link is `path`, its stored text `target`.
+    Symlink,
+    /// truncate (`path`), ftruncate (`fd`): `size` is the new length.
+    Truncate,
+    /// fallocate: `fd`, `offset`, `size`, `mode`.
+    Fallocate,
+}
+
+/// One recorded call and how it ended.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Call {
+    /// The recorded thread, 0-based in order of first appearance.
+    pub thread: u32,
+    /// Seconds from the trace's first call to this call's start.
+    pub start: f64,
+    /// Seconds the call took when recorded.
+    pub dur: f64,
+    pub op: Op,
+    /// The system call's own name as strace printed it.
+    pub syscall: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path2: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
+    /// The descriptor the call used, as numbered in the recorded process.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fd: Option<i32>,
+    /// Open flags by their names (`O_WRONLY`, `O_CREAT`…).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub flags: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<u32>,
+    /// Bytes asked for (read/write/getdents), the new length (truncate), or a range's length.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offset: Option<u64>,
+    /// The result on success: bytes moved, the new descriptor, or 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ret: Option<i64>,
+    /// The errno's name on failure (`ENOENT`…); exactly one of `ret` and `err` is set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub err: Option<String>,
+}
+
+/// A whole trace in memory.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Trace {
+    pub header: Header,
+    pub initial: Vec<Initial>,
+    pub calls: Vec<Call>,
+}
+
+/// Why a trace cannot be replayed; each names the line, for the one-line refusal.
+#[derive(Debug, thiserror::Error)]
+pub enum TraceError {
+    #[error("cannot read the trace: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("line {line}: not an fstrace record: {message}")]
+    Syntax { line: u64, message: String },
+    #[error("fstrace version {found} is not one this fsarena reads (it reads version {VERSION})")]
+    Version { found: u32 },
+    #[error("the trace is empty: no header line")]
+    Empty,
+    #[error("the trace is cut short: its header announces {expected} {what}, it holds {found}")]
+    Truncated {
+        what: &'static str,
+        expected: u64,
+        found: u64,
+    },
+    #[error("line {line}: {what}")]
+    Invalid { line: u64, what: String },
+}
+
+/// Reads a trace and checks it: the version, every line, the counts the header announces,
+/// initial entries before calls, threads in range, one result per call, and every path
+/// relative and inside the root (no absolute path, no `..`), so a replay can never reach
+/// outside the file system it is given.
+pub fn read(input: impl BufRead) -> Result<Trace, TraceError> {
+    let mut lines = input.lines();
+    let first = lines.next().ok_or(TraceError::Empty)??;
+    let header = read_header(&first)?;
+    let mut trace = Trace {
+        header,
+        initial: Vec::new(),
+        calls: Vec::new(),
+    };
+    for (index, line) in lines.enumerate() {
+        let line_no = index as u64 + 2;
+        let entry: Entry = serde_json::from_str(&line?).map_err(|e| TraceError::Syntax {
+            line: line_no,
+            message: e.to_string(),
+        })?;
+        match entry {
+            Entry::Initial(_) if !trace.calls.is_empty() => {
+                return Err(invalid(line_no, "an initial entry after the calls began"));
+            }
+            Entry::Initial(initial) => {
+                check_path(line_no, &initial.path)?;
+                trace.initial.push(initial);
+            }
+            Entry::Call(call) => {
+                check_call(line_no, &call, trace.header.threads)?;
+                trace.calls.push(call);
+            }
+        }
+    }
+    check_counts(&trace)?;
+    Ok(trace)
+}
+
+/// Writes a trace: the header, then its entries, one per line.
+pub fn write(trace: &Trace, mut out: impl Write) -> std::io::Result<()> {
+    writeln!(out, "{}", serde_json::to_string(&trace.header)?)?;
+    for initial in &trace.initial {
+        writeln!(
+            out,
+            "{}",
+            serde_json::to_string(&Entry::Initial(initial.clone()))?
+        )?;
+    }
+    for call in &trace.calls {
+        writeln!(
+            out,
+            "{}",
+            serde_json::to_string(&Entry::Call(call.clone()))?
+        )?;
+    }
+    out.flush()
+}
+
+/// The header, its version read before the rest so a newer trace gets the version message,
+/// not a field's.
+fn read_header(line: &str) -> Result<Header, TraceError> {
+    #[derive(Deserialize)]
+    struct Version {
+        fstrace: u32,
+    }
+    let syntax = |e: serde_json::Error| TraceError::Syntax {
+        line: 1,
+        message: e.to_string(),
+    };
+    let version: Version = serde_json::from_str(line).map_err(syntax)?;
+    if version.fstrace != VERSION {
+        return Err(TraceError::Version {
+            found: version.fstrace,
+        });
+    }
+    serde_json::from_str(line).map_err(syntax)
+}
+
+fn check_call(line: u64, call: &Call, threads: u32) -> Result<(), TraceError> {
+    if call.thread >= threads {
+        return Err(invalid(
+            line,
+            &format!("thread {} of a trace of {threads}", call.thread),
+        ));
+    }
+    if call.ret.is_some() == call.err.is_some() {
+        return Err(invalid(line, "a call needs exactly one of `ret` and `err`"));
+    }
+    if !(call.start.is_finite() && call.start >= 0.0 && call.dur.is_finite() && call.dur >= 0.0) {
+        return Err(invalid(line, "`start` and `dur` must be seconds ≥ 0"));
+    }
+    for path in [&call.path, &call.path2].into_iter().flatten() {
+        check_path(line, path)?;
+    }
+    Ok(())
+}
+
+/// A path a replay may use: relative, `/`-separated, without `..` or `.` parts.
+fn check_path(line: u64, path: &str) -> Result<(), TraceError> {
+    let fine = !path.is_empty()
+        && Path::new(path)
+            .components()
+            .all(|c| matches!(c, Component::Normal(_)));
+    if fine {
+        Ok(())
+    } else {
+        Err(invalid(
+            line,
+            &format!("path {path:?} is not inside the root (absolute, empty or with ..)"),
+        ))
+    }
+}
+
+fn check_counts(trace: &Trace) -> Result<(), TraceError> {
+    let pairs = [
+        (
+            "initial entries",
+            trace.header.initial,
+            trace.initial.len() as u64,
+        ),
+        ("calls", trace.header.calls, trace.calls.len() as u64),
+    ];
+    for (what, expected, found) in pairs {
+        if expected != found {
+            return Err(TraceError::Truncated {
+                what,
+                expected,
+                found,
+            });
+        }
+    }
+    Ok(())
+}
+
+fn invalid(line: u64, what: &str) -> TraceError {
+    TraceError::Invalid {
+        line,
+        what: what.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> Trace {
+        let call = Call {
+            thread: 0,
+            start: 0.0,
+            dur: 0.00001,
+            op: Op::Open,
+            syscall: "openat".into(),
+            path: Some("src/a.c".into()),
+            path2: None,
+            target: None,
+            fd: None,
+            flags: vec!["O_RDONLY".into()],
+            mode: None,
+            size: None,
+            offset: None,
+            ret: Some(3),
+            err: None,
+        };
+        Trace {
+            header: Header {
+                fstrace: VERSION,
+                command: vec!["cat".into(), "src/a.c".into()],
+                anonymized: false,
+                threads: 1,
+                duration_s: 0.01,
+                initial: 2,
+                calls: 1,
+                outside_root: 0,
+                file_mmaps: 0,
+            },
+            initial: vec![
+                Initial {
+                    path: "src".into(),
+                    kind: Kind::Dir,
+                    size: None,
+                    target: None,
+                },
+                Initial {
+                    path: "src/a.c".into(),
+                    kind: Kind::File,
+                    size: Some(12),
+                    target: None,
+                },
+            ],
+            calls: vec![call],
+        }
+    }
+
+    fn bytes(trace: &Trace) -> Vec<u8> {
+        let mut out = Vec::new();
+        write(trace, &mut out).unwrap();
+        out
+    }
+
+    #[test]
+    fn a_written_trace_reads_back_equal() {
+        let trace = sample();
+        assert_eq!(read(&bytes(&trace)[..]).unwrap(), trace);
+    }
+
+    #[test]
+    fn a_cut_trace_is_refused_as_truncated() {
+        let text = String::from_utf8(bytes(&sample())).unwrap();
+        let cut: String = text.lines().take(2).map(|l| format!("{l}\n")).collect();
+        assert!(matches!(
+            read(cut.as_bytes()),
+            Err(TraceError::Truncated { .. })
+        ));
+    }
+
+    #[test]
+    fn another_version_is_refused_by_its_number() {
+        let text = String::from_utf8(bytes(&sample()))
+            .unwrap()
+            .replace("\"fstrace\":1", "\"fstrace\":9");
+        let error = read(text.as_bytes()).unwrap_err();
+        assert!(error.to_string().contains("version 9"), "{error}");
+    }
+
+    #[test]
+    fn paths_outside_the_root_are_refused() {
+        for path in ["/etc/passwd", "../up", "a/../../b", ""] {
+            let mut trace = sample();
+            trace.calls[0].path = Some(path.into());
+            let error = read(&bytes(&trace)[..]).unwrap_err();
+            assert!(
+                matches!(error, TraceError::Invalid { line: 4, .. }),
+                "{path}: {error}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_call_with_both_or_neither_result_is_refused() {
+        let mut trace = sample();
+        trace.calls[0].err = Some("ENOENT".into());
+        assert!(read(&bytes(&trace)[..]).is_err());
+        trace.calls[0].ret = None;
+        trace.calls[0].err = None;
+        assert!(read(&bytes(&trace)[..]).is_err());
+    }
+}
