@@ -18,12 +18,40 @@ pub(super) fn mkfs_cmd(t: &TargetConfig, device: &str, sparse: bool) -> Option<C
             base = flags;
         }
     }
-    Some(
-        Cmd::new(prog)
-            .args(base.iter().copied())
-            .args(t.mkfs_args.iter().cloned())
-            .arg(device),
-    )
+    let mut args: Vec<String> = base.iter().map(|a| a.to_string()).collect();
+    args.extend(t.mkfs_args.iter().cloned());
+    if t.fs == FsKind::Ext4 {
+        args = merge_extended_options(args);
+    }
+    Some(Cmd::new(prog).args(args).arg(device))
+}
+
+/// mke2fs keeps only the last `-E` it is given, so a target's own extended options
+/// (`-E stride=4`) would silently drop fsarena's (`lazy_itable_init=0,…`: the inode
+/// tables zeroed at mkfs, not by a kernel thread during the measurement). Every `-E`
+/// value (`-E X` or `-EX`) is joined, in order, into one `-E` where the first stood, so
+/// a target's later value of the same key still wins as mke2fs reads them left to right.
+fn merge_extended_options(args: Vec<String>) -> Vec<String> {
+    let mut out = Vec::with_capacity(args.len());
+    let mut values: Vec<String> = Vec::new();
+    let mut slot = None;
+    let mut it = args.into_iter();
+    while let Some(arg) = it.next() {
+        let value = match arg.strip_prefix("-E") {
+            Some("") => it.next(),
+            Some(joined) => Some(joined.to_string()),
+            None => {
+                out.push(arg);
+                continue;
+            }
+        };
+        slot.get_or_insert(out.len());
+        values.extend(value);
+    }
+    if let Some(at) = slot {
+        out.splice(at..at, ["-E".to_string(), values.join(",")]);
+    }
+    out
 }
 
 /// Whether this host's mkfs for `fs` is recent enough for its sparse-image flags: the
@@ -65,6 +93,25 @@ mod tests {
         assert!(version_at_least("mke2fs 1.48.1 (1-Jan-2025)", (1, 47)));
         assert!(!version_at_least("mke2fs 1.46.5 (30-Dec-2021)", (1, 47)));
         assert!(!version_at_least("mke2fs", (1, 47)));
+    }
+
+    /// Issue 41, left open there: a target's own `-E` replaced fsarena's, since mke2fs
+    /// keeps only its last `-E`; now both reach it, the target's after fsarena's.
+    #[test]
+    fn a_targets_own_extended_options_keep_fsarenas() {
+        let mut ext4 = crate::plan::catalogue::get("ext4").unwrap();
+        ext4.mkfs_args = vec!["-E".into(), "stride=4".into(), "-Eroot_owner=0:0".into()];
+        let cmd = mkfs_cmd(&ext4, "/dev/sdz", false).unwrap();
+        let e: Vec<usize> = (0..cmd.args.len())
+            .filter(|&i| cmd.args[i] == "-E")
+            .collect();
+        assert_eq!(e.len(), 1, "{cmd}");
+        assert_eq!(
+            cmd.args[e[0] + 1],
+            "lazy_itable_init=0,lazy_journal_init=0,stride=4,root_owner=0:0",
+            "{cmd}"
+        );
+        assert!(!cmd.args.iter().any(|a| a.starts_with("-Eroot")), "{cmd}");
     }
 
     /// Issue 41: on a fresh sparse image mkfs skips zeroing and discards; on a user's
