@@ -106,6 +106,10 @@ fn plan_and_out(args: &RunArgs, given: &[String]) -> Result<(Plan, PathBuf, bool
     for said in resolve::on_resume(&mut plan, &args.settings, given)? {
         eprintln!("fsarena: {said}");
     }
+    if let Some(said) = crate::runner::fs_sizes::keep_recorded_size(&mut plan, &loaded.measurements)
+    {
+        eprintln!("fsarena: {said}");
+    }
     Ok((plan, dir.clone(), true))
 }
 

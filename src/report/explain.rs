@@ -227,6 +227,7 @@ mod tests {
         crate::stats::MetricStats {
             summary: crate::stats::summarize(v).unwrap(),
             raw: v.to_vec(),
+            reps: (0..v.len() as u32).collect(),
             vs_baseline: None,
         }
     }

@@ -7,6 +7,7 @@ use super::terms::RunError;
 use crate::plan::fs_size;
 use crate::plan::size::human_bytes;
 use crate::plan::{Location, Plan};
+use crate::results::Measurement;
 use crate::workload;
 
 /// What a populated image holds beside its data: the file system's own metadata as mkfs
@@ -99,6 +100,34 @@ pub fn aged_need(plan: &Plan, data_bytes: u64) -> u64 {
         .sum::<u64>()
 }
 
+/// A resumed run keeps the image size its earlier cells were measured on. A plan recorded
+/// without `fs_size` means "the default", and the default changed: results written before
+/// file systems were sized like a device (issue 41) were measured on images sized from the
+/// data set (4× the data set and 512 MiB, at least 1 GiB), and resuming them with today's
+/// 64 GiB would put two sizes into one comparison. Every measurement records the size of
+/// the image it ran on (`provenance.image_bytes`, since the first record format), so the
+/// size of a loop target that sets none of its own is taken from there and becomes the
+/// plan's `fs_size`. Returns what to tell the user, when a size was taken.
+pub fn keep_recorded_size(plan: &mut Plan, recorded: &[Measurement]) -> Option<String> {
+    if plan.fs_size.is_some() {
+        return None;
+    }
+    let sized_by_run = |name: &str| {
+        plan.targets
+            .iter()
+            .any(|t| t.name == name && t.location == Location::Loop && t.size.is_none())
+    };
+    let size = recorded
+        .iter()
+        .filter(|m| sized_by_run(&m.target))
+        .find_map(|m| m.provenance.image_bytes)?;
+    plan.fs_size = Some(size);
+    Some(format!(
+        "resuming on images of {} each, the size the recorded cells were measured on",
+        human_bytes(size)
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -153,5 +182,44 @@ mod tests {
             t.size = Some(64 << 20);
         }
         assert!(check(&p, 1 << 30, 2 << 30).is_ok());
+    }
+
+    /// Resuming results written before `fs_size` existed gave the remaining cells 64 GiB
+    /// images beside earlier cells measured on images sized from the data set.
+    #[test]
+    fn resuming_results_written_before_fs_size_keeps_the_recorded_image_size() {
+        let mut p = plan(&["create"], None);
+        let m = |target: &str, bytes: Option<u64>| {
+            let mut m = Measurement {
+                target: target.into(),
+                ..Default::default()
+            };
+            m.provenance.image_bytes = bytes;
+            m
+        };
+        // The old rule for 40 MiB: 4 × 40 MiB + 512 MiB, at least 1 GiB.
+        let old = 1 << 30;
+        // tmpfs records its own (memory) size; it says nothing of the loop images.
+        let recorded = [
+            m("tmpfs", Some(3 << 30)),
+            m("ext4", None),
+            m("xfs", Some(old)),
+        ];
+        let said = keep_recorded_size(&mut p, &recorded).unwrap();
+        assert_eq!(p.fs_size, Some(old));
+        assert!(said.contains("1.0 GiB"), "{said}");
+        assert_eq!(
+            fs_size::loop_size(p.fs_size, p.age_pct, 40 << 20),
+            old,
+            "the remaining cells get the recorded size, not the 64 GiB default"
+        );
+        // A size the plan states, and results with no loop image yet, are left alone.
+        let mut given = plan(&["create"], None);
+        given.fs_size = Some(8 << 30);
+        assert!(keep_recorded_size(&mut given, &recorded).is_none());
+        assert_eq!(given.fs_size, Some(8 << 30));
+        let mut fresh = plan(&["create"], None);
+        assert!(keep_recorded_size(&mut fresh, &[m("tmpfs", Some(1 << 30))]).is_none());
+        assert_eq!(fresh.fs_size, None);
     }
 }

@@ -28,6 +28,10 @@ pub struct MetricStats {
     pub summary: Summary,
     /// The finite values that entered `summary`, in repetition order.
     pub raw: Vec<f64>,
+    /// The repetition number of each of `raw`: what pairs a candidate's run with the
+    /// baseline's run of the same round ([`crate::stats::verdicts::looks`]).
+    #[serde(skip)]
+    pub reps: Vec<u32>,
     /// This metric against the same metric of the baseline target's group with the same
     /// workload, variant and threads. `None` for the baseline itself, when the baseline has
     /// no such group or metric, or when [`compare`] has no answer.
@@ -75,13 +79,13 @@ impl Cell<'_> {
     /// the results file as it did during the run.
     fn by_repetition(&mut self) {
         for (name, values) in self.raw.iter_mut() {
-            let Some(reps) = self.reps.get(name) else {
+            let Some(reps) = self.reps.get_mut(name) else {
                 continue;
             };
             let mut paired: Vec<(u32, f64)> =
                 reps.iter().copied().zip(values.iter().copied()).collect();
             paired.sort_by_key(|&(r, _)| r);
-            *values = paired.into_iter().map(|(_, v)| v).collect();
+            (*reps, *values) = paired.into_iter().unzip();
         }
     }
 }
@@ -303,6 +307,7 @@ fn metric_stats(
             MetricStats {
                 summary,
                 raw: raw.clone(),
+                reps: cell.reps.get(metric).cloned().unwrap_or_default(),
                 vs_baseline,
             },
         );

@@ -81,6 +81,14 @@ fn psi2(x: f64) -> f64 {
 /// groups' degrees of freedom: with equal spreads everywhere the moment estimate is
 /// infinite, and a group must not borrow more degrees of freedom than its neighbours have.
 pub fn prior(groups: &[&[f64]]) -> Option<Prior> {
+    prior_within(groups, f64::INFINITY)
+}
+
+/// [`prior`] with `d₀` also capped at `cap_df`: for samples that are not independent of
+/// each other (the paired differences of one point's candidates share its baseline's
+/// runs), whose spreads agree more than independent ones would, so that the method of
+/// moments overstates how much they can lend.
+pub fn prior_within(groups: &[&[f64]], cap_df: f64) -> Option<Prior> {
     let stats: Vec<(f64, f64)> = groups
         .iter()
         .filter(|g| g.len() >= 2 && all_finite(g))
@@ -101,7 +109,7 @@ pub fn prior(groups: &[&[f64]]) -> Option<Prior> {
     let spread = e.iter().map(|x| (x - e_mean).powi(2)).sum::<f64>() / (g - 1.0)
         - stats.iter().map(|&(_, d)| trigamma(d / 2.0)).sum::<f64>() / g;
     let total: f64 = stats.iter().map(|&(_, d)| d).sum();
-    let cap = total - stats.iter().map(|&(_, d)| d).fold(0.0, f64::max);
+    let cap = (total - stats.iter().map(|&(_, d)| d).fold(0.0, f64::max)).min(cap_df);
     let df = if spread > 0.0 {
         (2.0 * inverse_trigamma(spread)).min(cap)
     } else {
@@ -166,6 +174,25 @@ pub fn moderated_welch(b: &[f64], c: &[f64], prior: Option<Prior>) -> Option<Mod
     p.is_finite().then_some(Moderated { diff, se, df, p })
 }
 
+/// The moderated paired test of the differences `d` (one per round, candidate minus
+/// baseline): a one-sample t-test of mean 0 whose variance is moderated by `prior` (the
+/// prior of the point's paired differences) like one side of [`moderated_welch`]; `None`
+/// with fewer than 2 differences, non-finite values or no spread at all.
+pub fn moderated_paired(d: &[f64], prior: Option<Prior>) -> Option<Moderated> {
+    if d.len() < 2 || !all_finite(d) {
+        return None;
+    }
+    let (v, df) = side(d, prior);
+    let se = v.sqrt();
+    if !(se > 0.0 && se.is_finite()) {
+        return None;
+    }
+    let diff = mean(d);
+    let t = StudentsT::new(0.0, 1.0, df).ok()?;
+    let p = (2.0 * t.sf((diff / se).abs())).clamp(0.0, 1.0);
+    p.is_finite().then_some(Moderated { diff, se, df, p })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -219,5 +246,35 @@ mod tests {
         );
         let (lo, hi) = m.interval(0.05).unwrap();
         assert!(lo > 0.0 && hi > lo);
+    }
+
+    #[test]
+    fn the_paired_test_without_a_prior_is_the_paired_t_test() {
+        // The paired t-test of d = ln c − ln b with 2 degrees of freedom: t = 21.80,
+        // p = 2·(1 − F₂(t)) = 0.0020984522384629944 (the closed form of the t distribution
+        // with 2 degrees of freedom: F₂(t) = ½ + t / (2·√(2 + t²))).
+        let d: Vec<f64> = [(10.0f64, 12.0f64), (10.4, 12.3), (10.1, 11.8)]
+            .iter()
+            .map(|(b, c)| c.ln() - b.ln())
+            .collect();
+        let m = moderated_paired(&d, None).unwrap();
+        assert_eq!(m.df, 2.0);
+        let t = mean(&d) / (stddev(&d, mean(&d)) / 3f64.sqrt());
+        let closed = 1.0 - t / (2.0 + t * t).sqrt();
+        assert!(close(closed, 0.0020984522384629944, 1e-9), "{closed}");
+        assert!(close(m.p, closed, 1e-9), "{} {closed}", m.p);
+        // A prior with many degrees of freedom and a larger variance widens it, but gives
+        // the test the prior's degrees of freedom.
+        let wide = moderated_paired(
+            &d,
+            Some(Prior {
+                var: 0.01,
+                df: 20.0,
+            }),
+        )
+        .unwrap();
+        assert_eq!(wide.df, 22.0);
+        assert!(wide.se > m.se);
+        assert!(moderated_paired(&[0.1, 0.1], None).is_none());
     }
 }

@@ -5,13 +5,13 @@
 
 use std::collections::HashMap;
 
-use super::looks::{judge, Judged};
-use super::points::{Point, RankedPair};
+use super::looks::{judge, round_differences, Judged, Priors};
+use super::points::{Point, RankedPair, Sample};
 use crate::stats::decision::{
     benjamini_hochberg, decide, next_level, runs_to_decide_at, Decision, Verdict, ALPHA,
 };
 use crate::stats::estimators::log_values;
-use crate::stats::moderated::{prior, Prior};
+use crate::stats::moderated::{prior, prior_within, Prior};
 use crate::stats::sequential::Looks;
 use crate::stats::significance::{compare, Comparison};
 
@@ -140,12 +140,13 @@ struct Member {
 /// points of one workload, data set and variant: every target and thread count) and look.
 struct Pools<'a> {
     points: &'a [Point],
+    baseline: &'a str,
     pool_of: Vec<usize>,
-    cache: HashMap<(usize, usize), Option<Prior>>,
+    cache: HashMap<(usize, usize), Priors>,
 }
 
 impl<'a> Pools<'a> {
-    fn new(points: &'a [Point]) -> Pools<'a> {
+    fn new(points: &'a [Point], baseline: &'a str) -> Pools<'a> {
         let mut keys: Vec<(&str, Option<&str>, &str)> = Vec::new();
         let pool_of = points
             .iter()
@@ -163,52 +164,103 @@ impl<'a> Pools<'a> {
             .collect();
         Pools {
             points,
+            baseline,
             pool_of,
             cache: HashMap::new(),
         }
     }
 
-    /// The prior of point `pi`'s pool from the first `n` runs of each group (on logs).
-    fn prior(&mut self, pi: usize, n: usize) -> Option<Prior> {
+    /// The priors of point `pi`'s pool from the first `n` runs of each group: of the
+    /// groups' log values, and of the per-round differences of each group paired with its
+    /// point's baseline ([`round_differences`]).
+    fn priors(&mut self, pi: usize, n: usize) -> Priors {
         let pool = self.pool_of[pi];
-        let (points, pool_of) = (self.points, &self.pool_of);
+        let (points, pool_of, baseline) = (self.points, &self.pool_of, self.baseline);
         *self.cache.entry((pool, n)).or_insert_with(|| {
-            let logs: Vec<Vec<f64>> = points
-                .iter()
-                .zip(pool_of)
-                .filter(|(_, &q)| q == pool)
-                .flat_map(|(p, _)| (0..p.groups.len()).map(move |g| p.raw(g)))
+            let in_pool = || {
+                points
+                    .iter()
+                    .zip(pool_of)
+                    .filter(move |(_, &q)| q == pool)
+                    .map(|(p, _)| p)
+            };
+            let logs: Vec<Vec<f64>> = in_pool()
+                .flat_map(|p| (0..p.groups.len()).map(move |g| p.raw(g)))
                 .filter_map(|raw| log_values(&raw[..n.min(raw.len())]))
                 .collect();
-            let refs: Vec<&[f64]> = logs.iter().map(Vec::as_slice).collect();
-            prior(&refs)
+            // Per point, its paired differences (one per candidate), all sharing the
+            // baseline's runs ([`lent_df`]).
+            let per_point: Vec<Vec<Vec<f64>>> = in_pool()
+                .filter_map(|p| p.baseline_index(baseline).map(|b| (p, b)))
+                .map(|(p, b)| {
+                    (0..p.groups.len())
+                        .filter(|&g| g != b)
+                        .filter_map(|g| {
+                            round_differences(p.sample(b).first(n), p.sample(g).first(n))
+                        })
+                        .collect()
+                })
+                .collect();
+            let cap = lent_df(&per_point);
+            let pairs: Vec<&[f64]> = per_point.iter().flatten().map(Vec::as_slice).collect();
+            let logs: Vec<&[f64]> = logs.iter().map(Vec::as_slice).collect();
+            // Blocking needs neighbours that are independent of the comparison: with one
+            // point in the pool (one thread count) the paired differences share a single
+            // baseline and lend little, and the unpaired test borrows from every target.
+            let points_paired = per_point.iter().filter(|d| !d.is_empty()).count();
+            Priors {
+                groups: prior(&logs),
+                pairs: (points_paired >= 2)
+                    .then(|| prior_within(&pairs, cap))
+                    .flatten(),
+            }
         })
     }
+}
+
+/// The degrees of freedom the paired differences of a pool (per point, one per candidate)
+/// may lend one comparison: what they hold independently, less the comparison's own. The
+/// K differences of one point share its baseline's runs; with equal spreads two of them
+/// correlate ½ and their sample variances ¼, so K of them are worth K / (1 + (K − 1)/4)
+/// independent ones (Kish's design effect), and the points of a pool are independent.
+fn lent_df(per_point: &[Vec<Vec<f64>>]) -> f64 {
+    let df = |d: &Vec<f64>| d.len() as f64 - 1.0;
+    let worth: f64 = per_point
+        .iter()
+        .filter(|ds| !ds.is_empty())
+        .map(|ds| {
+            let k = ds.len() as f64;
+            ds.iter().map(df).fold(0.0, f64::max) * k / (1.0 + (k - 1.0) / 4.0)
+        })
+        .sum();
+    let own = per_point.iter().flatten().map(df).fold(0.0, f64::max);
+    (worth - own).max(0.0)
 }
 
 /// Every comparison of the run judged over its looks: per point, its comparisons with the
 /// baseline, then its ranking pairs (a pair holding the baseline shares that group's place).
 fn members(points: &[Point], baseline: &str, looks: &Looks) -> Vec<Member> {
-    let mut pools = Pools::new(points);
+    let mut pools = Pools::new(points, baseline);
     let mut out = Vec::new();
     for (pi, point) in points.iter().enumerate() {
-        let base_raw = point.baseline_index(baseline).map(|b| point.raw(b));
+        let base_index = point.baseline_index(baseline);
         let mut group_member = HashMap::new();
-        let mut push = |slot, shares, base: &[f64], cand: &[f64], pools: &mut Pools| {
-            let judged = judge(base, cand, looks, &mut |n| pools.prior(pi, n));
+        let mut push = |slot, shares, base: Sample, cand: Sample, pools: &mut Pools| {
+            let judged = judge(base, cand, looks, &mut |n| pools.priors(pi, n));
             out.push(Member {
                 slot,
                 shares,
                 judged,
-                base: base.to_vec(),
-                cand: cand.to_vec(),
-                prior: pools.prior(pi, usize::MAX),
+                base: base.values.to_vec(),
+                cand: cand.values.to_vec(),
+                prior: pools.priors(pi, usize::MAX).groups,
             });
             out.len() - 1
         };
         for gi in 0..point.groups.len() {
-            if let (Some(_), Some(b)) = (point.vs_baseline(gi), base_raw) {
-                let m = push(Slot::Group(pi, gi), None, b, point.raw(gi), &mut pools);
+            if let (Some(_), Some(b)) = (point.vs_baseline(gi), base_index) {
+                let (base, cand) = (point.sample(b), point.sample(gi));
+                let m = push(Slot::Group(pi, gi), None, base, cand, &mut pools);
                 group_member.insert(gi, m);
             }
         }
@@ -220,7 +272,7 @@ fn members(points: &[Point], baseline: &str, looks: &Looks) -> Vec<Member> {
             if pair.same_as.is_some() && shares.is_none() {
                 continue;
             }
-            let (next, win) = (point.raw(pair.next), point.raw(pair.win));
+            let (next, win) = (point.sample(pair.next), point.sample(pair.win));
             push(Slot::Pair(pi, ri), shares, next, win, &mut pools);
         }
     }

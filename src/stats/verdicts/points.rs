@@ -40,6 +40,24 @@ pub fn is_reference(fs: &str) -> bool {
     FsKind::parse(fs).is_some_and(FsKind::is_memory)
 }
 
+/// One side of a comparison: a group's key-metric values in repetition order, and the
+/// repetition number of each.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Sample<'a> {
+    pub values: &'a [f64],
+    pub reps: &'a [u32],
+}
+
+impl<'a> Sample<'a> {
+    /// The first `n` runs (all of them when there are fewer).
+    pub fn first(&self, n: usize) -> Sample<'a> {
+        Sample {
+            values: &self.values[..n.min(self.values.len())],
+            reps: &self.reps[..n.min(self.reps.len())],
+        }
+    }
+}
+
 /// Two neighbours in a point's ranking of the disk targets: `win` leads `next` by the key
 /// metric's mean (indices into [`Point::groups`]).
 #[derive(Debug, Clone, PartialEq)]
@@ -96,6 +114,22 @@ impl Point {
             .metrics
             .get(&self.key.name)
             .map_or(&[][..], |m| m.raw.as_slice())
+    }
+
+    /// The repetition number of each of [`Point::raw`]`(i)`.
+    pub fn reps(&self, i: usize) -> &[u32] {
+        self.groups[i]
+            .metrics
+            .get(&self.key.name)
+            .map_or(&[][..], |m| m.reps.as_slice())
+    }
+
+    /// Group `i`'s key metric with its repetition numbers.
+    pub fn sample(&self, i: usize) -> Sample<'_> {
+        Sample {
+            values: self.raw(i),
+            reps: self.reps(i),
+        }
     }
 
     /// The key metric's mean of group `i`.
