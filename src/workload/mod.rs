@@ -33,6 +33,7 @@ pub mod dupes;
 pub mod launch;
 pub mod mix;
 pub mod prepare;
+pub mod replay;
 pub mod scan;
 pub mod search;
 pub mod source;
@@ -312,6 +313,10 @@ pub enum WorkloadError {
     /// The workload's own check of its work failed: the result would have been a lie.
     #[error("verification failed: {0}")]
     Verify(String),
+    /// A replay did something else than the recorded program did (a call ended otherwise,
+    /// or the tree differs): measured, but not a result of the program's workload.
+    #[error("the replay diverged from its trace: {0}")]
+    Diverged(String),
     /// An external tool (fio) failed or printed something we cannot read.
     #[error("{0}")]
     Tool(String),
@@ -340,6 +345,7 @@ impl WorkloadError {
             WorkloadError::Io { source, .. } => status_of_io(source),
             WorkloadError::Interrupted => Status::Interrupted,
             WorkloadError::Timeout => Status::Timeout,
+            WorkloadError::Diverged(_) => Status::Invalid,
             _ => Status::Error,
         }
     }
@@ -411,6 +417,7 @@ pub fn all() -> Vec<Box<dyn Workload>> {
         Box::new(mix::WEBSERVER),
         Box::new(untar::Untar),
         Box::new(mix::Mix),
+        Box::new(replay::Replay),
     ]
 }
 
