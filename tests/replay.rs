@@ -261,6 +261,10 @@ fn a_trace_of_every_operation_replays_verified_on_ext4_and_tmpfs() {
         assert_eq!(metric(m, "logical_read_bytes"), 19_050.0);
         assert_eq!(metric(m, "logical_write_bytes"), 6000.0);
         assert!(metric(m, "calls_waiting_on_other_threads") >= 1.0);
+        // On a loop target the initial state is the golden image the cell copied.
+        if m["target"] == "ext4" {
+            assert!(m["provenance"]["clone"].is_object(), "{}", m["provenance"]);
+        }
     }
     assert!(leftovers(&root.path).is_empty());
 }
@@ -401,4 +405,43 @@ fn bad_traces_are_refused_in_one_line_before_anything_is_provisioned() {
     let plan = root.path.join("plan.toml");
     std::fs::write(&plan, "workloads = [\"replay\"]\ntargets = [\"ext4\"]\n[workload.replay]\ntrace = \"/nonexistent.fstrace\"\n").unwrap();
     common::refused_before_provisioning(&root.path, &plan, "/nonexistent.fstrace");
+}
+
+#[test]
+fn original_timing_keeps_the_recorded_gaps() {
+    require_root();
+    let root = TestRoot::new("replay-timing");
+    // Two stats 0.4 s apart: as fast as possible they take microseconds, at the recorded
+    // pace at least 0.4 s.
+    let stat = |start: f64| {
+        call(
+            0,
+            start,
+            json!({"op": "stat", "syscall": "stat", "path": "f", "ret": 0}),
+        )
+    };
+    let initial = vec![entry(json!({"path": "f", "kind": "file", "size": 10}))];
+    let t = save(
+        &trace(1, initial, vec![stat(0.0), stat(0.4)]),
+        &root.path.join("gap.fstrace"),
+    );
+    let t = t.to_str().unwrap();
+    let mut seconds = Vec::new();
+    for timing in ["fast", "original"] {
+        let args = [
+            "--workload",
+            "replay",
+            "--trace",
+            t,
+            "--timing",
+            timing,
+            "--target",
+            "tmpfs",
+        ];
+        let (code, err, ms) = run(&args, &root.path, timing);
+        assert_eq!(code, Some(0), "{err}");
+        assert_eq!(ms[0]["status"], "ok", "{}", ms[0]);
+        seconds.push(metric(&ms[0], "replay_seconds"));
+    }
+    assert!(seconds[0] < 0.1 && seconds[1] >= 0.4, "{seconds:?}");
 }

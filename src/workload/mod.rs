@@ -205,6 +205,18 @@ pub trait Workload: Send + Sync {
     fn wants_dated_target(&self) -> bool {
         false
     }
+    /// Whether its `run` starts from a state of its own rather than the data set — laid
+    /// down by [`Workload::lay_down`] unless `Ctx::populated` says a copy of an image that
+    /// holds it was handed over — so the runner builds that image once per target and
+    /// data set, and every cell copies it (`replay`'s initial state).
+    fn lays_down_own_state(&self) -> bool {
+        false
+    }
+    /// Writes that own state under `ctx.root` (unmeasured), exactly as `run` does on a
+    /// target that has no image of it.
+    fn lay_down(&self, _ctx: &Ctx) -> Result<(), WorkloadError> {
+        Ok(())
+    }
     /// Whether `point` runs on a copy of the workload's populated image, when it has one
     /// (`wants_populated_target` or `wants_dated_target`); the other points get a freshly
     /// made, empty file system. Asked of `Point::default()` for the file system the points

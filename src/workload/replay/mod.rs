@@ -62,6 +62,14 @@ impl Workload for Replay {
     fn check_options(&self, table: &toml::Table) -> Result<(), String> {
         options::load(table).map(|_| ())
     }
+    /// The initial state is the golden image cells copy.
+    fn lays_down_own_state(&self) -> bool {
+        true
+    }
+    fn lay_down(&self, ctx: &Ctx) -> Result<(), WorkloadError> {
+        let (_, trace) = options::load(ctx.options).map_err(WorkloadError::Option)?;
+        lay::lay_down(ctx, &trace)
+    }
     fn run(
         &self,
         ctx: &Ctx,
