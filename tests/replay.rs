@@ -60,146 +60,150 @@ fn every_op() -> Trace {
         entry(json!({"path": "src/old.o", "kind": "file", "size": 300})),
         entry(json!({"path": "lib", "kind": "symlink", "target": "src"})),
     ];
-    let t0 = |n: f64, f| call(0, n * 0.001, f);
-    let t1 = |n: f64, f| call(1, n * 0.001, f);
-    let calls = vec![
-        t0(
-            0.0,
+    // (thread, call); call n starts at n ms.
+    let calls = [
+        (
+            0,
             json!({"op": "open", "syscall": "openat", "path": "src/a.c", "flags": ["O_RDONLY"], "ret": 3}),
         ),
-        t0(
-            1.0,
+        (
+            0,
             json!({"op": "read", "syscall": "read", "fd": 3, "size": 8192, "ret": 8192}),
         ),
-        t0(
-            2.0,
+        (
+            0,
             json!({"op": "read", "syscall": "read", "fd": 3, "size": 8192, "ret": 3808}),
         ),
-        t0(
-            3.0,
+        (
+            0,
             json!({"op": "read", "syscall": "pread64", "fd": 3, "size": 100, "offset": 11_950, "ret": 50}),
         ),
-        t0(
-            4.0,
+        (
+            0,
             json!({"op": "stat", "syscall": "fstat", "fd": 3, "ret": 0}),
         ),
-        t0(
-            5.0,
+        (
+            0,
             json!({"op": "close", "syscall": "close", "fd": 3, "ret": 0}),
         ),
-        t0(
-            6.0,
+        (
+            0,
             json!({"op": "mkdir", "syscall": "mkdir", "path": "out", "mode": 493, "ret": 0}),
         ),
-        t0(
-            7.0,
+        (
+            0,
             json!({"op": "open", "syscall": "openat", "path": "out/a.tmp", "flags": ["O_WRONLY", "O_CREAT", "O_TRUNC"], "mode": 420, "ret": 4}),
         ),
-        t0(
-            8.0,
+        (
+            0,
             json!({"op": "write", "syscall": "write", "fd": 4, "size": 5000, "ret": 5000}),
         ),
-        t0(
-            9.0,
+        (
+            0,
             json!({"op": "write", "syscall": "pwrite64", "fd": 4, "size": 1000, "offset": 9000, "ret": 1000}),
         ),
-        t0(
-            10.0,
+        (
+            0,
             json!({"op": "fallocate", "syscall": "fallocate", "fd": 4, "offset": 0, "size": 20_000, "mode": 1, "ret": 0}),
         ),
-        t0(
-            11.0,
+        (
+            0,
             json!({"op": "sync_file_range", "syscall": "sync_file_range", "fd": 4, "offset": 0, "size": 10_000, "ret": 0}),
         ),
-        t0(
-            12.0,
+        (
+            0,
             json!({"op": "fdatasync", "syscall": "fdatasync", "fd": 4, "ret": 0}),
         ),
-        t0(
-            13.0,
+        (
+            0,
             json!({"op": "truncate", "syscall": "ftruncate", "fd": 4, "size": 8000, "ret": 0}),
         ),
-        t0(
-            14.0,
+        (
+            0,
             json!({"op": "fsync", "syscall": "fsync", "fd": 4, "ret": 0}),
         ),
-        t0(
-            15.0,
+        (
+            0,
             json!({"op": "close", "syscall": "close", "fd": 4, "ret": 0}),
         ),
-        t0(
-            16.0,
+        (
+            0,
             json!({"op": "rename", "syscall": "rename", "path": "out/a.tmp", "path2": "out/a.o", "ret": 0}),
         ),
-        t0(
-            17.0,
+        (
+            0,
             json!({"op": "link", "syscall": "link", "path": "out/a.o", "path2": "out/a2.o", "ret": 0}),
         ),
-        t0(
-            18.0,
+        (
+            0,
             json!({"op": "symlink", "syscall": "symlink", "path": "out/latest", "target": "a.o", "ret": 0}),
         ),
-        t0(
-            19.0,
+        (
+            0,
             json!({"op": "unlink", "syscall": "unlink", "path": "src/old.o", "ret": 0}),
         ),
-        t0(
-            20.0,
+        (
+            0,
             json!({"op": "truncate", "syscall": "truncate", "path": "out/a2.o", "size": 7000, "ret": 0}),
         ),
-        t0(
-            21.0,
+        (
+            0,
             json!({"op": "mkdir", "syscall": "mkdir", "path": "tmp", "mode": 493, "ret": 0}),
         ),
-        t0(
-            22.0,
+        (
+            0,
             json!({"op": "rmdir", "syscall": "rmdir", "path": "tmp", "ret": 0}),
         ),
-        t0(
-            23.0,
+        (
+            0,
             json!({"op": "stat", "syscall": "newfstatat", "path": "src/old.o", "err": "ENOENT"}),
         ),
-        t0(
-            24.0,
+        (
+            0,
             json!({"op": "mkdir", "syscall": "mkdir", "path": "out", "mode": 493, "err": "EEXIST"}),
         ),
-        t1(
-            25.0,
+        (
+            1,
             json!({"op": "open", "syscall": "openat", "path": "out", "flags": ["O_RDONLY", "O_DIRECTORY"], "ret": 3}),
         ),
-        t1(
-            26.0,
+        (
+            1,
             json!({"op": "getdents", "syscall": "getdents64", "fd": 3, "size": 32_768, "ret": 96}),
         ),
-        t1(
-            27.0,
+        (
+            1,
             json!({"op": "close", "syscall": "close", "fd": 3, "ret": 0}),
         ),
-        t1(
-            28.0,
+        (
+            1,
             json!({"op": "stat", "syscall": "lstat", "path": "out/latest", "ret": 0}),
         ),
-        t1(
-            29.0,
+        (
+            1,
             json!({"op": "stat", "syscall": "access", "path": "lib/a.c", "mode": 4, "ret": 0}),
         ),
-        t1(
-            30.0,
+        (
+            1,
             json!({"op": "open", "syscall": "openat", "path": "out/latest", "flags": ["O_RDONLY"], "ret": 3}),
         ),
-        t1(
-            31.0,
+        (
+            1,
             json!({"op": "read", "syscall": "read", "fd": 3, "size": 65_536, "ret": 7000}),
         ),
-        t1(
-            32.0,
+        (
+            1,
             json!({"op": "read", "syscall": "read", "fd": 3, "size": 65_536, "ret": 0}),
         ),
-        t1(
-            33.0,
+        (
+            1,
             json!({"op": "close", "syscall": "close", "fd": 3, "ret": 0}),
         ),
     ];
+    let calls = calls
+        .into_iter()
+        .enumerate()
+        .map(|(n, (t, f))| call(t, n as f64 * 0.001, f))
+        .collect();
     trace(2, initial, calls)
 }
 

@@ -19,6 +19,7 @@
 //! age = 60                           # age every file system to 60 % full first (loop targets)
 //! fs_size = "64G"                    # every loop image's size (sparse; the default)
 //! rank_dirs = "shared"               # under MPI: all ranks in one tree (default "own")
+//! trace = "app.fstrace"              # what the replay workload replays (timing = "original")
 //!
 //! [dataset]
 //! profile = "small"

@@ -122,28 +122,25 @@ impl Tree {
             .collect()
     }
 
+    /// `root` and every name below it.
+    fn under(&self, root: &str) -> Vec<String> {
+        let below = format!("{root}/");
+        self.names
+            .keys()
+            .filter(|p| *p == root || p.starts_with(&below))
+            .cloned()
+            .collect()
+    }
+
     /// Moves `from` (and, for a directory, everything under it) to `to`, replacing `to`.
     fn rename(&mut self, from: &str, to: &str) {
         if from == to {
             return;
         }
-        let under = |p: &str, root: &str| p == root || p.starts_with(&format!("{root}/"));
-        let old: Vec<String> = self
-            .names
-            .keys()
-            .filter(|p| under(p, to))
-            .cloned()
-            .collect();
-        for p in old {
+        for p in self.under(to) {
             self.names.remove(&p);
         }
-        let moving: Vec<String> = self
-            .names
-            .keys()
-            .filter(|p| under(p, from))
-            .cloned()
-            .collect();
-        for p in moving {
+        for p in self.under(from) {
             if let Some(node) = self.names.remove(&p) {
                 self.names.insert(format!("{to}{}", &p[from.len()..]), node);
             }

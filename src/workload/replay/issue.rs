@@ -108,13 +108,17 @@ pub fn replay(
     };
     let skipped: std::collections::HashSet<usize> = script.skipped.iter().copied().collect();
     let start = Barrier::new(threads + 1);
+    // The phase's start, set before the barrier opens: the recorded starts count from it
+    // and so do the phase's seconds, so `timing = "original"` lasts at least the trace.
+    let began = std::sync::OnceLock::new();
+    let began = &began;
     let (progress, start, skipped) = (&progress, &start, &skipped);
     let (logs, seconds) = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..threads)
             .map(|t| {
                 scope.spawn(move || {
                     start.wait();
-                    let t0 = Instant::now();
+                    let t0 = began.get().copied().unwrap_or_else(Instant::now);
                     let run = Thread {
                         ctx,
                         target,
@@ -132,8 +136,8 @@ pub fn replay(
                 })
             })
             .collect();
+        let t0 = *began.get_or_init(Instant::now);
         start.wait();
-        let t0 = Instant::now();
         let logs: Vec<_> = handles
             .into_iter()
             .map(|h| {
