@@ -40,12 +40,18 @@ pub enum Layout {
     /// The data set dated, in `DATED_DIR`, as [`workload::prepare::dated_on_target`]
     /// writes it (`Workload::wants_dated_target`).
     Dated,
+    /// The named workload's own starting state, as its `Workload::lay_down` writes it
+    /// (`Workload::lays_down_own_state`: `replay`'s initial state).
+    Own(&'static str),
 }
 
 impl Layout {
     /// The populated image a cell of `w` starts from on a target that has images: the dated
     /// data set, the data set, or none (the workload starts from an empty file system).
     pub fn copied_by(w: &dyn workload::Workload) -> Option<Layout> {
+        if w.lays_down_own_state() {
+            return Some(Layout::Own(w.name()));
+        }
         match (w.wants_dated_target(), w.wants_populated_target()) {
             (true, _) => Some(Layout::Dated),
             (false, true) => Some(Layout::DataSet),
@@ -67,8 +73,9 @@ pub fn populate_master_as(
 ) -> Result<MasterImage, Failure> {
     let datasets = plan.datasets();
     let kind = match layout {
-        Layout::DataSet => "master",
-        Layout::Dated => "dated-master",
+        Layout::DataSet => "master".to_string(),
+        Layout::Dated => "dated-master".to_string(),
+        Layout::Own(name) => format!("{name}-master"),
     };
     let role = match plan.dataset_label(dataset) {
         // A size label ("2.5k files · 38.9 MiB") names a file here: ASCII only.
@@ -125,13 +132,17 @@ fn write_layout(
         })
         .and_then(|_| {
             let empty = toml::Table::new();
+            let options = match layout {
+                Layout::Own(name) => plan.workload_options.get(name).unwrap_or(&empty),
+                _ => &empty,
+            };
             let ctx = Ctx {
                 root: &root,
                 scratch: &root,
                 sources: None,
                 threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
                 dataset,
-                options: &empty,
+                options,
                 cancel,
                 deadline: Some(Instant::now() + plan.timeout),
                 populated: false,
@@ -140,6 +151,12 @@ fn write_layout(
             match layout {
                 Layout::DataSet => workload::prepare::prepare(&ctx).map(|_| ()),
                 Layout::Dated => workload::prepare::dated_on_target(&ctx).map(|_| ()),
+                Layout::Own(name) => match workload::by_name(name) {
+                    Some(w) => w.lay_down(&ctx),
+                    None => Err(workload::WorkloadError::Option(format!(
+                        "internal: no workload {name}"
+                    ))),
+                },
             }
             .map_err(|e| (e.status(), e.to_string(), Vec::new()))
         })

@@ -234,9 +234,10 @@ fn populate(
     } else {
         ""
     };
-    let which = match plan.dataset_label(dataset) {
-        Some(l) => format!("the {dated}{l} data set"),
-        None => format!("the {dated}data set"),
+    let which = match (layout, plan.dataset_label(dataset)) {
+        (Layout::Own(name), _) => format!("{name}'s starting state"),
+        (_, Some(l)) => format!("the {dated}{l} data set"),
+        (_, None) => format!("the {dated}data set"),
     };
     progress.println(&format!(
         "populating an image of {} with {which} (once per run)",

@@ -11,6 +11,7 @@ pub mod settings;
 pub mod size;
 pub mod study;
 pub mod target;
+pub mod trace_flags;
 pub mod value;
 
 use std::collections::BTreeMap;

@@ -8,6 +8,7 @@ use std::collections::HashSet;
 use super::file::{custom_target, parse_target_spec};
 use super::settings::{DatasetSettings, Settings};
 use super::target::TargetConfig;
+use super::trace_flags::REPLAY;
 use super::value::{RankDirsChoice, RunCount};
 use super::{catalogue, Plan, PlanError, Runs};
 use crate::dataset::{DatasetSpec, Profile};
@@ -54,6 +55,9 @@ pub fn resolve(
         &workloads,
         &mut workload_options,
     )?;
+    let (trace, timing) = (o.trace.as_ref(), o.timing.as_ref());
+    let (trace, timing) = (trace.or(f.trace.as_ref()), timing.or(f.timing.as_ref()));
+    super::trace_flags::apply(trace, timing, &workloads, &mut workload_options)?;
     let age_pct = age(o.age.or(f.age).map(|a| a.0), &targets)?;
     if let (Some(age), false) = (
         age_pct,
@@ -293,6 +297,13 @@ fn workloads(
         workloads = workload_names
             .iter()
             .filter(|w| **w != MIX || f.workload.contains_key(MIX))
+            // `replay` replays a trace: part of `all` only when one is named.
+            .filter(|w| {
+                **w != REPLAY
+                    || f.workload.contains_key(REPLAY)
+                    || o.trace.is_some()
+                    || f.trace.is_some()
+            })
             .map(|w| w.to_string())
             .collect();
     }

@@ -19,6 +19,7 @@
 //! age = 60                           # age every file system to 60 % full first (loop targets)
 //! fs_size = "64G"                    # every loop image's size (sparse; the default)
 //! rank_dirs = "shared"               # under MPI: all ranks in one tree (default "own")
+//! trace = "app.fstrace"              # what the replay workload replays (timing = "original")
 //!
 //! [dataset]
 //! profile = "small"
@@ -79,6 +80,13 @@ pub struct Settings {
     /// target directory, which must be the same shared path on every host.
     #[arg(long, value_name = "HOST[:PORT],...", value_delimiter = ',')]
     pub io_hosts: Option<Vec<String>>,
+    /// The `.fstrace` the replay workload issues again (`fsarena record` writes one).
+    #[arg(long, value_name = "FILE")]
+    pub trace: Option<PathBuf>,
+    /// How the replay workload paces its calls: fast (as fast as their order allows, the
+    /// default) or original (the recorded gaps kept).
+    #[arg(long, value_name = "fast|original", value_parser = ["fast", "original"])]
+    pub timing: Option<String>,
     /// Shrinks the data sets (1 = full size: 250,000 × 16 KiB for `small`); several,
     /// comma-separated (0.01,0.1), run every cell at each and check each verdict across them.
     #[arg(long, value_name = "F[,F...]", allow_negative_numbers = true)]

@@ -33,6 +33,7 @@ pub mod dupes;
 pub mod launch;
 pub mod mix;
 pub mod prepare;
+pub mod replay;
 pub mod scan;
 pub mod search;
 pub mod source;
@@ -204,6 +205,18 @@ pub trait Workload: Send + Sync {
     fn wants_dated_target(&self) -> bool {
         false
     }
+    /// Whether its `run` starts from a state of its own rather than the data set — laid
+    /// down by [`Workload::lay_down`] unless `Ctx::populated` says a copy of an image that
+    /// holds it was handed over — so the runner builds that image once per target and
+    /// data set, and every cell copies it (`replay`'s initial state).
+    fn lays_down_own_state(&self) -> bool {
+        false
+    }
+    /// Writes that own state under `ctx.root` (unmeasured), exactly as `run` does on a
+    /// target that has no image of it.
+    fn lay_down(&self, _ctx: &Ctx) -> Result<(), WorkloadError> {
+        Ok(())
+    }
     /// Whether `point` runs on a copy of the workload's populated image, when it has one
     /// (`wants_populated_target` or `wants_dated_target`); the other points get a freshly
     /// made, empty file system. Asked of `Point::default()` for the file system the points
@@ -312,6 +325,10 @@ pub enum WorkloadError {
     /// The workload's own check of its work failed: the result would have been a lie.
     #[error("verification failed: {0}")]
     Verify(String),
+    /// A replay did something else than the recorded program did (a call ended otherwise,
+    /// or the tree differs): measured, but not a result of the program's workload.
+    #[error("the replay diverged from its trace: {0}")]
+    Diverged(String),
     /// An external tool (fio) failed or printed something we cannot read.
     #[error("{0}")]
     Tool(String),
@@ -340,6 +357,7 @@ impl WorkloadError {
             WorkloadError::Io { source, .. } => status_of_io(source),
             WorkloadError::Interrupted => Status::Interrupted,
             WorkloadError::Timeout => Status::Timeout,
+            WorkloadError::Diverged(_) => Status::Invalid,
             _ => Status::Error,
         }
     }
@@ -411,6 +429,7 @@ pub fn all() -> Vec<Box<dyn Workload>> {
         Box::new(mix::WEBSERVER),
         Box::new(untar::Untar),
         Box::new(mix::Mix),
+        Box::new(replay::Replay),
     ]
 }
 

@@ -1,0 +1,135 @@
+//! The replay's own check: every call ended as it did when recorded, and the tree under the
+//! root is the one the trace implies. The first difference is named — thread, call, system
+//! call, path, recorded against replayed — and makes the measurement invalid: a replay that
+//! did something else than the program did measured something else.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use super::call::Returned;
+use super::errno;
+use super::expect::Expected;
+use super::issue::ThreadLog;
+use crate::trace::format::{Call, Op, Trace};
+
+/// What a recorded call returned, as said in a divergence.
+fn recorded(call: &Call) -> String {
+    match (&call.err, call.ret) {
+        (Some(e), _) => e.clone(),
+        (None, Some(r)) => format!("success ({r})"),
+        (None, None) => "nothing".into(),
+    }
+}
+
+fn replayed(r: &Returned) -> String {
+    match r {
+        Ok(v) => format!("success ({v})"),
+        Err(e) => errno::name(*e),
+    }
+}
+
+/// Whether the replay's result is the recorded one. Errors must be the same errno; a read
+/// or write must move the recorded bytes (a read at the end of a file gets what the file
+/// holds, which the trace implies); a descriptor's number, and a directory listing's
+/// bytes (it holds only the names the trace knows, in the file system's order), are the
+/// replay's own.
+pub fn same(call: &Call, r: &Returned) -> bool {
+    match (&call.err, call.ret, r) {
+        (Some(name), _, Err(code)) => errno::matches(*code, name),
+        (None, Some(want), Ok(got)) => match call.op {
+            Op::Read | Op::Write => want == *got,
+            _ => true,
+        },
+        _ => false,
+    }
+}
+
+/// The first call, in recorded order, that did not end as recorded, said in one line.
+pub fn first_divergence(trace: &Trace, logs: &[ThreadLog]) -> Option<String> {
+    let mut all: Vec<&(usize, Option<Returned>, u64)> =
+        logs.iter().flat_map(|l| l.calls.iter()).collect();
+    all.sort_by_key(|c| c.0);
+    all.into_iter().find_map(|(i, r, _)| {
+        let r = r.as_ref()?;
+        let call = &trace.calls[*i];
+        (!same(call, r)).then(|| {
+            let what = [&call.path, &call.path2]
+                .into_iter()
+                .flatten()
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(" → ");
+            let on = match (what.is_empty(), call.fd) {
+                (false, _) => format!(" {what}"),
+                (true, Some(fd)) => format!(" on fd {fd}"),
+                (true, None) => String::new(),
+            };
+            format!(
+                "thread {}, call {} (trace line {}): {}{on}: recorded {}, replayed {}",
+                call.thread,
+                i,
+                trace.initial.len() + i + 2,
+                call.syscall,
+                recorded(call),
+                replayed(r)
+            )
+        })
+    })
+}
+
+/// Every name under `root` (relative, `/`-separated) as a replay left it.
+pub fn found(root: &Path) -> std::io::Result<BTreeMap<String, Expected>> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![String::new()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(root.join(&dir))? {
+            let entry = entry?;
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let rel = if dir.is_empty() {
+                name
+            } else {
+                format!("{dir}/{name}")
+            };
+            let meta = entry.metadata()?;
+            let e = if meta.is_dir() {
+                stack.push(rel.clone());
+                Expected::Dir
+            } else if meta.file_type().is_symlink() {
+                let target = std::fs::read_link(entry.path())?;
+                Expected::Symlink {
+                    target: target.to_string_lossy().into_owned(),
+                }
+            } else {
+                Expected::File { size: meta.len() }
+            };
+            out.insert(rel, e);
+        }
+    }
+    Ok(out)
+}
+
+/// The first name where the tree differs from the expected one, said in one line.
+pub fn tree_difference(
+    expected: &BTreeMap<String, Expected>,
+    found: &BTreeMap<String, Expected>,
+) -> Option<String> {
+    let show = |e: Option<&Expected>| match e {
+        None => "nothing".to_string(),
+        Some(Expected::Dir) => "a directory".into(),
+        Some(Expected::File { size }) => format!("a file of {size} bytes"),
+        Some(Expected::Symlink { target }) => format!("a symlink to {target:?}"),
+    };
+    let mut names: Vec<&String> = expected.keys().chain(found.keys()).collect();
+    names.sort();
+    names.dedup();
+    names.into_iter().find_map(|n| {
+        let (e, f) = (expected.get(n), found.get(n));
+        (e != f).then(|| {
+            format!(
+                "the tree after the replay: {n}: the trace implies {}, the target holds {}",
+                show(e),
+                show(f)
+            )
+        })
+    })
+}

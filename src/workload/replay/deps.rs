@@ -1,0 +1,158 @@
+//! Which calls of other threads each call waits for, ARTC-style (Weiss et al., SOSP '13):
+//! every call touches resources — the path it names and that path's ancestors, the file
+//! behind a descriptor (the path it was opened at), and for a call that changes a
+//! directory's entries the parent directory — each either reading it or changing it. In
+//! recorded start order, a call waits for the last call that changed each resource it
+//! touches, and a call that changes one also waits for every call that read it since:
+//! a creation, rename or unlink before a later use of the name, a file's writes before
+//! another thread's read, a directory's new entries before its listing. Readers do not
+//! wait for one another. Order within a thread is the thread's own; only waits on other
+//! threads are kept, the latest per thread (a thread completes its calls in order).
+
+use std::collections::HashMap;
+
+use super::script::{has_flag, Script};
+use crate::trace::format::{Call, Op};
+
+/// A call to wait for: the `pos`-th call of recorded thread `thread` must have completed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Wait {
+    pub thread: u32,
+    pub pos: usize,
+}
+
+/// One resource a call touches, and whether it changes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Touch {
+    pub resource: String,
+    pub changes: bool,
+}
+
+/// Whether the call changes what its own path (or descriptor's file) names: its content,
+/// size, or existence.
+fn changes_target(call: &Call) -> bool {
+    match call.op {
+        Op::Open => {
+            has_flag(call, "O_CREAT") || has_flag(call, "O_TRUNC") || has_flag(call, "O_TMPFILE")
+        }
+        Op::Write
+        | Op::Truncate
+        | Op::Fallocate
+        | Op::Mkdir
+        | Op::Rmdir
+        | Op::Unlink
+        | Op::Rename
+        | Op::Link
+        | Op::Symlink => true,
+        _ => false,
+    }
+}
+
+/// Whether the call adds or removes entries of the directory holding its path(s).
+fn changes_parent(call: &Call) -> bool {
+    match call.op {
+        Op::Open => has_flag(call, "O_CREAT"),
+        Op::Mkdir | Op::Rmdir | Op::Unlink | Op::Rename | Op::Link | Op::Symlink => true,
+        _ => false,
+    }
+}
+
+/// The directory holding `path` ("" for the root).
+pub fn parent(path: &str) -> &str {
+    path.rsplit_once('/').map_or("", |(p, _)| p)
+}
+
+/// What call `i` of `script` touches.
+pub fn touches(script: &Script, i: usize) -> Vec<Touch> {
+    let call = &script.calls[i];
+    let mut out: Vec<Touch> = Vec::new();
+    let mut add =
+        |resource: &str, changes: bool| match out.iter_mut().find(|t| t.resource == resource) {
+            Some(t) => t.changes |= changes,
+            None => out.push(Touch {
+                resource: resource.to_string(),
+                changes,
+            }),
+        };
+    let target = changes_target(call);
+    let named: Vec<&str> = match (script.slot[i], call.op) {
+        (Some(s), op) if op != Op::Open => vec![script.slot_path[s].as_str()],
+        _ => [&call.path, &call.path2]
+            .into_iter()
+            .flatten()
+            .map(String::as_str)
+            .collect(),
+    };
+    for (n, path) in named.iter().enumerate() {
+        let mut dir = parent(path);
+        while !dir.is_empty() {
+            add(dir, false);
+            dir = parent(dir);
+        }
+        // A link's existing name is read, not changed; its new name is made.
+        add(path, target && !(call.op == Op::Link && n == 0));
+        if changes_parent(call) && !(call.op == Op::Link && n == 0) {
+            add(parent(path), true);
+        }
+    }
+    out
+}
+
+/// Per call, the calls of other threads it waits for.
+pub fn waits(script: &Script) -> Vec<Vec<Wait>> {
+    let calls = script.calls;
+    let mut pos = vec![0usize; calls.len()];
+    for list in &script.by_thread {
+        for (p, &i) in list.iter().enumerate() {
+            pos[i] = p;
+        }
+    }
+    #[derive(Default)]
+    struct State {
+        changed_by: Option<usize>,
+        read_since: Vec<usize>,
+    }
+    let mut state: HashMap<String, State> = HashMap::new();
+    let mut out = Vec::with_capacity(calls.len());
+    for i in 0..calls.len() {
+        let touched = touches(script, i);
+        let mut before: Vec<usize> = Vec::new();
+        for t in &touched {
+            if let Some(s) = state.get(&t.resource) {
+                before.extend(s.changed_by);
+                if t.changes {
+                    before.extend(&s.read_since);
+                }
+            }
+        }
+        for t in touched {
+            let s = state.entry(t.resource).or_default();
+            if t.changes {
+                s.changed_by = Some(i);
+                s.read_since.clear();
+            } else {
+                s.read_since.push(i);
+            }
+        }
+        out.push(latest_per_thread(calls, &pos, calls[i].thread, before));
+    }
+    out
+}
+
+/// The waits on other threads than `own`, only the latest call of each.
+fn latest_per_thread(calls: &[Call], pos: &[usize], own: u32, before: Vec<usize>) -> Vec<Wait> {
+    let mut latest: HashMap<u32, usize> = HashMap::new();
+    for j in before {
+        let t = calls[j].thread;
+        if t != own {
+            let p = latest.entry(t).or_insert(pos[j]);
+            *p = (*p).max(pos[j]);
+        }
+    }
+    let mut waits: Vec<Wait> = latest
+        .into_iter()
+        .map(|(thread, pos)| Wait { thread, pos })
+        .collect();
+    waits.sort();
+    waits
+}

@@ -1,0 +1,198 @@
+//! The measured phase: every recorded thread on its own OS thread, its calls in its own
+//! order, each call first waiting for the calls of other threads it depends on
+//! ([`super::deps`]) and, with `timing = "original"`, for its recorded start after the
+//! phase began. Only the call itself is timed; what each returned is kept for the check.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Barrier, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+use super::call::{Aligned, Returned, Target};
+use super::deps::Wait;
+use super::options::Timing;
+use super::script::Script;
+use crate::workload::{Ctx, WorkloadError};
+
+/// What one recorded thread's calls returned and took, in its own order.
+#[derive(Debug, Default)]
+pub struct ThreadLog {
+    /// (call index in the trace, what it returned, nanoseconds); a skipped call has none.
+    pub calls: Vec<(usize, Option<Returned>, u64)>,
+}
+
+/// How far each recorded thread has got, and the wake-up of threads waiting on it.
+struct Progress {
+    done: Vec<AtomicUsize>,
+    waiting: AtomicUsize,
+    lock: Mutex<()>,
+    wake: Condvar,
+    /// Raised when a thread stops early (cancelled, past the deadline): no one waits on.
+    stop: AtomicBool,
+}
+
+impl Progress {
+    fn reached(&self, w: &Wait) -> bool {
+        self.done[w.thread as usize].load(Ordering::SeqCst) > w.pos
+    }
+
+    /// Blocks until every call in `waits` has completed; false when the phase stops (another
+    /// thread stopped, or `give_up` says so: the run is cancelled or past its deadline).
+    fn wait_for(&self, waits: &[Wait], give_up: impl Fn() -> bool) -> bool {
+        for w in waits {
+            if self.reached(w) {
+                continue;
+            }
+            self.waiting.fetch_add(1, Ordering::SeqCst);
+            let mut guard = self.lock.lock().unwrap_or_else(|p| p.into_inner());
+            while !self.reached(w) && !self.stop.load(Ordering::SeqCst) {
+                if give_up() {
+                    self.stop.store(true, Ordering::SeqCst);
+                    break;
+                }
+                guard = match self.wake.wait_timeout(guard, Duration::from_millis(20)) {
+                    Ok((g, _)) => g,
+                    Err(p) => p.into_inner().0,
+                };
+            }
+            drop(guard);
+            self.waiting.fetch_sub(1, Ordering::SeqCst);
+            if self.stop.load(Ordering::SeqCst) {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// Marks a thread's next call complete and wakes whoever waits.
+    fn advance(&self, thread: usize) {
+        self.done[thread].fetch_add(1, Ordering::SeqCst);
+        if self.waiting.load(Ordering::SeqCst) > 0 {
+            let _guard = self.lock.lock();
+            self.wake.notify_all();
+        }
+    }
+
+    fn halt(&self) {
+        self.stop.store(true, Ordering::SeqCst);
+        let _guard = self.lock.lock();
+        self.wake.notify_all();
+    }
+}
+
+/// Halts the phase when dropped before the thread finished its calls.
+struct HaltUnlessDone<'a>(&'a Progress, bool);
+
+impl Drop for HaltUnlessDone<'_> {
+    fn drop(&mut self) {
+        if !self.1 {
+            self.0.halt();
+        }
+    }
+}
+
+/// Replays `script` on `target`: one log per recorded thread, and the phase's seconds.
+pub fn replay(
+    ctx: &Ctx,
+    target: &Target,
+    script: &Script,
+    waits: &[Vec<Wait>],
+    timing: Timing,
+) -> Result<(Vec<ThreadLog>, f64), WorkloadError> {
+    let threads = script.by_thread.len();
+    let progress = Progress {
+        done: (0..threads).map(|_| AtomicUsize::new(0)).collect(),
+        waiting: AtomicUsize::new(0),
+        lock: Mutex::new(()),
+        wake: Condvar::new(),
+        stop: AtomicBool::new(false),
+    };
+    let skipped: std::collections::HashSet<usize> = script.skipped.iter().copied().collect();
+    let start = Barrier::new(threads + 1);
+    // The phase's start, set before the barrier opens: the recorded starts count from it
+    // and so do the phase's seconds, so `timing = "original"` lasts at least the trace.
+    let began = std::sync::OnceLock::new();
+    let began = &began;
+    let (progress, start, skipped) = (&progress, &start, &skipped);
+    let (logs, seconds) = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..threads)
+            .map(|t| {
+                scope.spawn(move || {
+                    start.wait();
+                    let t0 = began.get().copied().unwrap_or_else(Instant::now);
+                    let run = Thread {
+                        ctx,
+                        target,
+                        script,
+                        waits,
+                        timing,
+                        progress,
+                        skipped,
+                    };
+                    // Whatever ends this thread early (an error, a panic) frees its waiters.
+                    let mut halt = HaltUnlessDone(progress, false);
+                    let log = run.calls(t, t0);
+                    halt.1 = log.is_ok();
+                    log
+                })
+            })
+            .collect();
+        let t0 = *began.get_or_init(Instant::now);
+        start.wait();
+        let logs: Vec<_> = handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or(Err(WorkloadError::Tool("a replay thread panicked".into())))
+            })
+            .collect();
+        (logs, t0.elapsed().as_secs_f64())
+    });
+    let logs = logs.into_iter().collect::<Result<Vec<_>, _>>()?;
+    Ok((logs, seconds))
+}
+
+/// One replaying thread's view of the phase.
+struct Thread<'a> {
+    ctx: &'a Ctx<'a>,
+    target: &'a Target,
+    script: &'a Script<'a>,
+    waits: &'a [Vec<Wait>],
+    timing: Timing,
+    progress: &'a Progress,
+    skipped: &'a std::collections::HashSet<usize>,
+}
+
+impl Thread<'_> {
+    /// Issues recorded thread `t`'s calls in order.
+    fn calls(&self, t: usize, t0: Instant) -> Result<ThreadLog, WorkloadError> {
+        let mut log = ThreadLog::default();
+        let mut buf = Aligned::default();
+        for (n, &i) in self.script.by_thread[t].iter().enumerate() {
+            if n % 64 == 0 {
+                self.ctx.check()?;
+            }
+            if !self
+                .progress
+                .wait_for(&self.waits[i], || self.ctx.check().is_err())
+            {
+                return Err(self.ctx.check().err().unwrap_or(WorkloadError::Interrupted));
+            }
+            let call = &self.script.calls[i];
+            if self.timing == Timing::Original {
+                let due = t0 + Duration::from_secs_f64(call.start);
+                if let Some(left) = due.checked_duration_since(Instant::now()) {
+                    std::thread::sleep(left);
+                }
+            }
+            if self.skipped.contains(&i) {
+                log.calls.push((i, None, 0));
+            } else {
+                let c0 = Instant::now();
+                let r = self.target.issue(call, self.script.slot[i], &mut buf);
+                log.calls.push((i, Some(r), c0.elapsed().as_nanos() as u64));
+            }
+            self.progress.advance(t);
+        }
+        Ok(log)
+    }
+}

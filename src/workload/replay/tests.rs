@@ -1,0 +1,267 @@
+//! Unit tests of the replay's analysis: descriptors, waits between threads, the tree a
+//! trace implies, and the comparison of results.
+
+use super::deps::{waits, Wait};
+use super::expect::{simulate, Expected};
+use super::script::resolve;
+use crate::trace::format::{Call, Header, Initial, Kind, Op, Trace, VERSION};
+
+/// A call with nothing but its thread, operation and result set.
+fn call(thread: u32, op: Op, syscall: &str, ret: i64) -> Call {
+    Call {
+        thread,
+        start: 0.0,
+        dur: 0.0,
+        op,
+        syscall: syscall.into(),
+        path: None,
+        path2: None,
+        target: None,
+        fd: None,
+        flags: Vec::new(),
+        mode: None,
+        size: None,
+        offset: None,
+        ret: Some(ret),
+        err: None,
+    }
+}
+
+fn open(thread: u32, path: &str, flags: &[&str], fd: i64) -> Call {
+    Call {
+        path: Some(path.into()),
+        flags: flags.iter().map(|f| f.to_string()).collect(),
+        ..call(thread, Op::Open, "openat", fd)
+    }
+}
+
+fn on_fd(thread: u32, op: Op, syscall: &str, fd: i32, size: Option<u64>, ret: i64) -> Call {
+    Call {
+        fd: Some(fd),
+        size,
+        ..call(thread, op, syscall, ret)
+    }
+}
+
+fn on_path(thread: u32, op: Op, syscall: &str, path: &str, path2: Option<&str>) -> Call {
+    Call {
+        path: Some(path.into()),
+        path2: path2.map(str::to_string),
+        ..call(thread, op, syscall, 0)
+    }
+}
+
+fn failed(mut c: Call, err: &str) -> Call {
+    c.ret = None;
+    c.err = Some(err.into());
+    c
+}
+
+fn initial(path: &str, kind: Kind, size: Option<u64>) -> Initial {
+    Initial {
+        path: path.into(),
+        kind,
+        size,
+        target: None,
+    }
+}
+
+fn trace(threads: u32, initial: Vec<Initial>, calls: Vec<Call>) -> Trace {
+    Trace {
+        header: Header {
+            fstrace: VERSION,
+            command: vec!["test".into()],
+            anonymized: false,
+            threads,
+            duration_s: 0.1,
+            initial: initial.len() as u64,
+            calls: calls.len() as u64,
+            outside_root: 0,
+            file_mmaps: 0,
+        },
+        initial,
+        calls,
+    }
+}
+
+/// Thread 0 creates and writes `f`; thread 1 opens and reads it afterwards.
+fn writer_then_reader() -> Trace {
+    trace(
+        2,
+        vec![],
+        vec![
+            open(0, "f", &["O_WRONLY", "O_CREAT", "O_TRUNC"], 3),
+            on_fd(0, Op::Write, "write", 3, Some(100), 100),
+            on_fd(0, Op::Close, "close", 3, None, 0),
+            open(1, "f", &["O_RDONLY"], 3),
+            on_fd(1, Op::Read, "read", 3, Some(4096), 100),
+            on_fd(1, Op::Close, "close", 3, None, 0),
+        ],
+    )
+}
+
+#[test]
+fn a_reader_waits_for_the_write_of_another_thread() {
+    let t = writer_then_reader();
+    let s = resolve(&t);
+    assert_eq!(
+        s.slot,
+        vec![Some(0), Some(0), Some(0), Some(1), Some(1), Some(1)]
+    );
+    let w = waits(&s);
+    let after_write = vec![Wait { thread: 0, pos: 1 }];
+    assert_eq!(w[3], after_write, "the open waits for the write");
+    assert_eq!(w[4], after_write, "so does the read");
+    assert!(
+        w[..3].iter().all(|w| w.is_empty()),
+        "thread 0 waits for no one"
+    );
+}
+
+#[test]
+fn readers_do_not_wait_for_each_other_and_a_change_waits_for_readers() {
+    let t = trace(
+        2,
+        vec![initial("d", Kind::Dir, None)],
+        vec![
+            on_path(0, Op::Stat, "stat", "d/x", None),
+            on_path(1, Op::Stat, "stat", "d/x", None),
+            open(1, "d/x", &["O_WRONLY", "O_CREAT"], 4),
+            on_path(0, Op::Stat, "stat", "d/y", None),
+            on_path(0, Op::Rename, "rename", "d", Some("e")),
+            on_path(1, Op::Stat, "stat", "e/x", None),
+        ],
+    );
+    let w = waits(&resolve(&t));
+    assert!(w[1].is_empty(), "two stats of one path run side by side");
+    assert_eq!(
+        w[2],
+        vec![Wait { thread: 0, pos: 0 }],
+        "a creation waits for the lookup"
+    );
+    assert_eq!(
+        w[3],
+        vec![Wait { thread: 1, pos: 1 }],
+        "a lookup in d waits for its new entry"
+    );
+    assert_eq!(
+        w[4],
+        vec![Wait { thread: 1, pos: 1 }],
+        "the rename waits for d's readers"
+    );
+    assert_eq!(
+        w[5],
+        vec![Wait { thread: 0, pos: 2 }],
+        "e/x waits for the rename"
+    );
+}
+
+#[test]
+fn descriptors_resolve_to_their_open_and_unknown_ones_are_skipped() {
+    let t = trace(
+        2,
+        vec![initial("a", Kind::File, Some(10))],
+        vec![
+            open(0, "a", &["O_RDONLY"], 5),
+            // Thread 1 (a child) reads the descriptor thread 0 opened.
+            on_fd(1, Op::Read, "read", 5, Some(10), 10),
+            on_fd(0, Op::Read, "read", 0, Some(10), 3), // stdin
+            on_fd(0, Op::Close, "close", 5, None, 0),
+            on_fd(1, Op::Read, "read", 5, Some(10), 10), // closed: no open made it
+        ],
+    );
+    let s = resolve(&t);
+    assert_eq!(s.slot[1], Some(0));
+    assert_eq!(s.skipped, vec![2, 4]);
+}
+
+#[test]
+fn the_expected_tree_follows_every_recorded_success() {
+    let t = trace(
+        1,
+        vec![
+            initial("a", Kind::File, Some(10)),
+            initial("d", Kind::Dir, None),
+        ],
+        vec![
+            open(0, "a", &["O_WRONLY", "O_APPEND"], 3),
+            on_fd(0, Op::Write, "write", 3, Some(5), 5),
+            open(0, "b", &["O_WRONLY", "O_CREAT", "O_TRUNC"], 4),
+            Call {
+                offset: Some(100),
+                ..on_fd(0, Op::Write, "pwrite64", 4, Some(10), 10)
+            },
+            on_path(0, Op::Rename, "rename", "b", Some("d/c")),
+            on_path(0, Op::Link, "link", "a", Some("d/h")),
+            on_fd(0, Op::Write, "write", 3, Some(5), 5),
+            Call {
+                target: Some("a".into()),
+                ..on_path(0, Op::Symlink, "symlink", "s", None)
+            },
+            Call {
+                size: Some(7),
+                ..on_path(0, Op::Truncate, "truncate", "d/c", None)
+            },
+            on_path(0, Op::Unlink, "unlink", "a", None),
+            on_path(0, Op::Mkdir, "mkdir", "e", None),
+            on_path(0, Op::Rmdir, "rmdir", "e", None),
+            failed(on_path(0, Op::Mkdir, "mkdir", "d", None), "EEXIST"),
+            failed(open(0, "gone", &["O_RDONLY"], 0), "ENOENT"),
+            Call {
+                offset: Some(0),
+                mode: Some(1), // FALLOC_FL_KEEP_SIZE
+                ..on_fd(0, Op::Fallocate, "fallocate", 4, Some(1 << 20), 0)
+            },
+            Call {
+                offset: Some(0),
+                ..on_fd(0, Op::Fallocate, "fallocate", 4, Some(50), 0)
+            },
+        ],
+    );
+    let got = simulate(&t, &resolve(&t)).expected();
+    let want: Vec<(&str, Expected)> = vec![
+        ("d", Expected::Dir),
+        ("d/c", Expected::File { size: 50 }),
+        ("d/h", Expected::File { size: 20 }),
+        ("s", Expected::Symlink { target: "a".into() }),
+    ];
+    let want: std::collections::BTreeMap<String, Expected> =
+        want.into_iter().map(|(p, e)| (p.to_string(), e)).collect();
+    assert_eq!(got, want);
+}
+
+#[test]
+fn a_result_is_the_same_only_with_the_recorded_errno_or_byte_count() {
+    use super::check::same;
+    let read = on_fd(0, Op::Read, "read", 3, Some(4096), 100);
+    assert!(same(&read, &Ok(100)));
+    assert!(!same(&read, &Ok(0)), "a read that found nothing diverged");
+    assert!(!same(&read, &Err(libc::EBADF)));
+    let missing = failed(open(0, "x", &["O_RDONLY"], 0), "ENOENT");
+    assert!(same(&missing, &Err(libc::ENOENT)));
+    assert!(!same(&missing, &Err(libc::EACCES)));
+    assert!(!same(&missing, &Ok(7)));
+    assert!(
+        same(&open(0, "x", &["O_RDONLY"], 3), &Ok(9)),
+        "descriptor numbers are the replay's own"
+    );
+}
+
+#[test]
+fn symlinks_out_of_the_root_are_refused() {
+    use super::options::check_symlinks;
+    let link = |path: &str, target: &str| Call {
+        target: Some(target.into()),
+        ..on_path(0, Op::Symlink, "symlink", path, None)
+    };
+    for (path, target, fine) in [
+        ("a/l", "../x", true),
+        ("a/l", "b/../../x", true),
+        ("a/l", "../../x", false),
+        ("l", "/etc/passwd", false),
+        ("a/b/l", "../c/../../y", true),
+    ] {
+        let t = trace(1, vec![], vec![link(path, target)]);
+        assert_eq!(check_symlinks(&t).is_ok(), fine, "{path} -> {target}");
+    }
+}

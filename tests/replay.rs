@@ -1,0 +1,451 @@
+//! The `replay` workload through `fsarena run`, on hand-built traces written with
+//! `trace::format::write`: a trace using every operation replays verified on ext4 and
+//! tmpfs; a tampered trace is a divergence (status invalid, the first divergence named),
+//! not a result; a reader never runs before the writer of another thread it depends on;
+//! bad traces are refused with one line and exit 2 before anything is provisioned.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::{bin, leftovers, measurements, require_root, TestRoot};
+use fsarena::trace::format::{write, Call, Header, Initial, Trace, VERSION};
+use serde_json::json;
+
+/// A call from its JSON fields (the format's own names), with no duration.
+fn call(thread: u32, start: f64, fields: serde_json::Value) -> Call {
+    let mut v = json!({"thread": thread, "start": start, "dur": 0.0});
+    if let (Some(o), Some(f)) = (v.as_object_mut(), fields.as_object()) {
+        o.extend(f.clone());
+    }
+    serde_json::from_value(v).expect("a call")
+}
+
+fn entry(v: serde_json::Value) -> Initial {
+    serde_json::from_value(v).expect("an initial entry")
+}
+
+fn trace(threads: u32, initial: Vec<Initial>, calls: Vec<Call>) -> Trace {
+    Trace {
+        header: Header {
+            fstrace: VERSION,
+            command: vec!["hand-built".into()],
+            anonymized: false,
+            threads,
+            duration_s: 0.5,
+            initial: initial.len() as u64,
+            calls: calls.len() as u64,
+            outside_root: 0,
+            file_mmaps: 0,
+        },
+        initial,
+        calls,
+    }
+}
+
+fn save(t: &Trace, path: &Path) -> PathBuf {
+    let mut out = Vec::new();
+    write(t, &mut out).unwrap();
+    std::fs::write(path, out).unwrap();
+    path.to_path_buf()
+}
+
+/// Two threads, every operation of the format, each ending as it would on any Linux file
+/// system: thread 1 lists, stats and reads what thread 0 made.
+fn every_op() -> Trace {
+    let initial = vec![
+        entry(json!({"path": "src", "kind": "dir"})),
+        entry(json!({"path": "src/a.c", "kind": "file", "size": 12_000})),
+        entry(json!({"path": "src/old.o", "kind": "file", "size": 300})),
+        entry(json!({"path": "lib", "kind": "symlink", "target": "src"})),
+    ];
+    // (thread, call); call n starts at n ms.
+    let calls = [
+        (
+            0,
+            json!({"op": "open", "syscall": "openat", "path": "src/a.c", "flags": ["O_RDONLY"], "ret": 3}),
+        ),
+        (
+            0,
+            json!({"op": "read", "syscall": "read", "fd": 3, "size": 8192, "ret": 8192}),
+        ),
+        (
+            0,
+            json!({"op": "read", "syscall": "read", "fd": 3, "size": 8192, "ret": 3808}),
+        ),
+        (
+            0,
+            json!({"op": "read", "syscall": "pread64", "fd": 3, "size": 100, "offset": 11_950, "ret": 50}),
+        ),
+        (
+            0,
+            json!({"op": "stat", "syscall": "fstat", "fd": 3, "ret": 0}),
+        ),
+        (
+            0,
+            json!({"op": "close", "syscall": "close", "fd": 3, "ret": 0}),
+        ),
+        (
+            0,
+            json!({"op": "mkdir", "syscall": "mkdir", "path": "out", "mode": 493, "ret": 0}),
+        ),
+        (
+            0,
+            json!({"op": "open", "syscall": "openat", "path": "out/a.tmp", "flags": ["O_WRONLY", "O_CREAT", "O_TRUNC"], "mode": 420, "ret": 4}),
+        ),
+        (
+            0,
+            json!({"op": "write", "syscall": "write", "fd": 4, "size": 5000, "ret": 5000}),
+        ),
+        (
+            0,
+            json!({"op": "write", "syscall": "pwrite64", "fd": 4, "size": 1000, "offset": 9000, "ret": 1000}),
+        ),
+        (
+            0,
+            json!({"op": "fallocate", "syscall": "fallocate", "fd": 4, "offset": 0, "size": 20_000, "mode": 1, "ret": 0}),
+        ),
+        (
+            0,
+            json!({"op": "sync_file_range", "syscall": "sync_file_range", "fd": 4, "offset": 0, "size": 10_000, "ret": 0}),
+        ),
+        (
+            0,
+            json!({"op": "fdatasync", "syscall": "fdatasync", "fd": 4, "ret": 0}),
+        ),
+        (
+            0,
+            json!({"op": "truncate", "syscall": "ftruncate", "fd": 4, "size": 8000, "ret": 0}),
+        ),
+        (
+            0,
+            json!({"op": "fsync", "syscall": "fsync", "fd": 4, "ret": 0}),
+        ),
+        (
+            0,
+            json!({"op": "close", "syscall": "close", "fd": 4, "ret": 0}),
+        ),
+        (
+            0,
+            json!({"op": "rename", "syscall": "rename", "path": "out/a.tmp", "path2": "out/a.o", "ret": 0}),
+        ),
+        (
+            0,
+            json!({"op": "link", "syscall": "link", "path": "out/a.o", "path2": "out/a2.o", "ret": 0}),
+        ),
+        (
+            0,
+            json!({"op": "symlink", "syscall": "symlink", "path": "out/latest", "target": "a.o", "ret": 0}),
+        ),
+        (
+            0,
+            json!({"op": "unlink", "syscall": "unlink", "path": "src/old.o", "ret": 0}),
+        ),
+        (
+            0,
+            json!({"op": "truncate", "syscall": "truncate", "path": "out/a2.o", "size": 7000, "ret": 0}),
+        ),
+        (
+            0,
+            json!({"op": "mkdir", "syscall": "mkdir", "path": "tmp", "mode": 493, "ret": 0}),
+        ),
+        (
+            0,
+            json!({"op": "rmdir", "syscall": "rmdir", "path": "tmp", "ret": 0}),
+        ),
+        (
+            0,
+            json!({"op": "stat", "syscall": "newfstatat", "path": "src/old.o", "err": "ENOENT"}),
+        ),
+        (
+            0,
+            json!({"op": "mkdir", "syscall": "mkdir", "path": "out", "mode": 493, "err": "EEXIST"}),
+        ),
+        (
+            1,
+            json!({"op": "open", "syscall": "openat", "path": "out", "flags": ["O_RDONLY", "O_DIRECTORY"], "ret": 3}),
+        ),
+        (
+            1,
+            json!({"op": "getdents", "syscall": "getdents64", "fd": 3, "size": 32_768, "ret": 96}),
+        ),
+        (
+            1,
+            json!({"op": "close", "syscall": "close", "fd": 3, "ret": 0}),
+        ),
+        (
+            1,
+            json!({"op": "stat", "syscall": "lstat", "path": "out/latest", "ret": 0}),
+        ),
+        (
+            1,
+            json!({"op": "stat", "syscall": "access", "path": "lib/a.c", "mode": 4, "ret": 0}),
+        ),
+        (
+            1,
+            json!({"op": "open", "syscall": "openat", "path": "out/latest", "flags": ["O_RDONLY"], "ret": 3}),
+        ),
+        (
+            1,
+            json!({"op": "read", "syscall": "read", "fd": 3, "size": 65_536, "ret": 7000}),
+        ),
+        (
+            1,
+            json!({"op": "read", "syscall": "read", "fd": 3, "size": 65_536, "ret": 0}),
+        ),
+        (
+            1,
+            json!({"op": "close", "syscall": "close", "fd": 3, "ret": 0}),
+        ),
+    ];
+    let calls = calls
+        .into_iter()
+        .enumerate()
+        .map(|(n, (t, f))| call(t, n as f64 * 0.001, f))
+        .collect();
+    trace(2, initial, calls)
+}
+
+/// `fsarena run ARGS` at a tiny scale, once; its exit status, stderr and records.
+fn run(args: &[&str], root: &Path, out: &str) -> (Option<i32>, String, Vec<serde_json::Value>) {
+    let out = root.join(out);
+    let run = Command::new(bin())
+        .arg("run")
+        .args(args)
+        .args(["--quiet", "--scale", "0.001", "--runs", "1"])
+        .arg("--work-dir")
+        .arg(root.join("work"))
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&run.stderr).into_owned();
+    let ms = if out.join("results.jsonl").exists() {
+        measurements(&out)
+    } else {
+        Vec::new()
+    };
+    (run.status.code(), err, ms)
+}
+
+fn metric(m: &serde_json::Value, k: &str) -> f64 {
+    m["metrics"][k]
+        .as_f64()
+        .unwrap_or_else(|| panic!("no {k}: {}", m["metrics"]))
+}
+
+#[test]
+fn a_trace_of_every_operation_replays_verified_on_ext4_and_tmpfs() {
+    require_root();
+    let root = TestRoot::new("replay-every");
+    let t = save(&every_op(), &root.path.join("every.fstrace"));
+    let t = t.to_str().unwrap();
+    let args = [
+        "--workload",
+        "replay",
+        "--trace",
+        t,
+        "--target",
+        "ext4",
+        "--target",
+        "tmpfs",
+    ];
+    let (code, err, ms) = run(&args, &root.path, "out");
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(ms.len(), 2, "{ms:?}");
+    for m in &ms {
+        assert_eq!(m["status"], "ok", "{m}");
+        assert_eq!(metric(m, "calls"), 34.0);
+        assert!(metric(m, "calls_per_s") > 0.0);
+        assert_eq!(metric(m, "read_ops"), 5.0);
+        assert_eq!(metric(m, "fsync_ops"), 1.0);
+        assert!(metric(m, "fsync_p99_us") >= metric(m, "fsync_p50_us"));
+        // 8192 + 3808 + 50 + 7000 read; 5000 + 1000 written.
+        assert_eq!(metric(m, "logical_read_bytes"), 19_050.0);
+        assert_eq!(metric(m, "logical_write_bytes"), 6000.0);
+        assert!(metric(m, "calls_waiting_on_other_threads") >= 1.0);
+        // On a loop target the initial state is the golden image the cell copied.
+        if m["target"] == "ext4" {
+            assert!(m["provenance"]["clone"].is_object(), "{}", m["provenance"]);
+        }
+    }
+    assert!(leftovers(&root.path).is_empty());
+}
+
+#[test]
+fn a_tampered_trace_is_a_divergence_not_a_result() {
+    require_root();
+    let root = TestRoot::new("replay-tampered");
+    let mut t = every_op();
+    // Thread 1 opens a file nothing made, recorded as a success: it cannot succeed.
+    t.calls[30].path = Some("out/never-made".into());
+    let t = save(&t, &root.path.join("tampered.fstrace"));
+    let args = [
+        "--workload",
+        "replay",
+        "--trace",
+        t.to_str().unwrap(),
+        "--target",
+        "tmpfs",
+    ];
+    let (_, err, ms) = run(&args, &root.path, "out");
+    assert_eq!(ms.len(), 1, "{err}");
+    assert_eq!(ms[0]["status"], "invalid", "{}", ms[0]);
+    let why = ms[0]["error"].as_str().unwrap_or_default();
+    assert!(
+        why.contains("thread 1, call 30")
+            && why.contains("openat out/never-made")
+            && why.contains("recorded success (3), replayed ENOENT"),
+        "{why}"
+    );
+    assert!(
+        ms[0]["metrics"].get("calls_per_s").is_none(),
+        "a divergence has no figures"
+    );
+}
+
+#[test]
+fn a_reader_never_runs_before_the_writer_it_depends_on() {
+    require_root();
+    let root = TestRoot::new("replay-order");
+    // Thread 0 is busy with 2,000 stats before it writes `shared`; thread 1, recorded
+    // after the write, reads it at once: only the wait makes its read find the bytes.
+    let mut calls = Vec::new();
+    for i in 0..2000 {
+        calls.push(call(
+            0,
+            i as f64 * 1e-6,
+            json!({"op": "stat", "syscall": "stat", "path": "busy", "ret": 0}),
+        ));
+    }
+    calls.extend([
+        call(0, 0.01, json!({"op": "open", "syscall": "openat", "path": "shared", "flags": ["O_WRONLY"], "ret": 3})),
+        call(0, 0.011, json!({"op": "write", "syscall": "write", "fd": 3, "size": 65_536, "ret": 65_536})),
+        call(0, 0.012, json!({"op": "close", "syscall": "close", "fd": 3, "ret": 0})),
+        call(1, 0.013, json!({"op": "open", "syscall": "openat", "path": "shared", "flags": ["O_RDONLY"], "ret": 3})),
+        call(1, 0.014, json!({"op": "read", "syscall": "read", "fd": 3, "size": 131_072, "ret": 65_536})),
+        call(1, 0.015, json!({"op": "close", "syscall": "close", "fd": 3, "ret": 0})),
+    ]);
+    let initial = vec![
+        entry(json!({"path": "busy", "kind": "file", "size": 1})),
+        entry(json!({"path": "shared", "kind": "file", "size": 0})),
+    ];
+    let t = save(&trace(2, initial, calls), &root.path.join("order.fstrace"));
+    let args = [
+        "--workload",
+        "replay",
+        "--trace",
+        t.to_str().unwrap(),
+        "--target",
+        "tmpfs",
+    ];
+    for rep in 0..3 {
+        let (code, err, ms) = run(&args, &root.path, &format!("out{rep}"));
+        assert_eq!(code, Some(0), "{err}");
+        // The read's byte count is checked against the recorded 65,536: ok means it got them.
+        assert_eq!(ms[0]["status"], "ok", "{}", ms[0]);
+        assert_eq!(metric(&ms[0], "logical_read_bytes"), 65_536.0);
+    }
+}
+
+#[test]
+fn bad_traces_are_refused_in_one_line_before_anything_is_provisioned() {
+    let root = TestRoot::new("replay-bad");
+    let good = every_op();
+    let text = {
+        let mut v = Vec::new();
+        write(&good, &mut v).unwrap();
+        String::from_utf8(v).unwrap()
+    };
+    let cut: String = text.lines().take(10).map(|l| format!("{l}\n")).collect();
+    let mut absolute = good.clone();
+    absolute.calls[0].path = Some("/etc/passwd".into());
+    let mut escaping = good.clone();
+    escaping.initial[3].target = Some("../../etc".into());
+    let mut cases = vec![
+        ("cut", cut, "cut short"),
+        (
+            "version",
+            text.replacen("\"fstrace\":1", "\"fstrace\":7", 1),
+            "version 7",
+        ),
+        ("escaping", String::new(), "outside the traced root"),
+        ("absolute", String::new(), "not inside the root"),
+    ];
+    for (name, t) in [("absolute", &absolute), ("escaping", &escaping)] {
+        let mut v = Vec::new();
+        write(t, &mut v).unwrap();
+        if let Some(c) = cases.iter_mut().find(|c| c.0 == name) {
+            c.1 = String::from_utf8(v).unwrap();
+        }
+    }
+    for (name, body, why) in cases {
+        let path = root.path.join(format!("{name}.fstrace"));
+        std::fs::write(&path, body).unwrap();
+        let args = [
+            "--workload",
+            "replay",
+            "--trace",
+            path.to_str().unwrap(),
+            "--target",
+            "ext4",
+        ];
+        let (code, err, _) = run(&args, &root.path, name);
+        assert_eq!(code, Some(2), "{name}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{name}: {err}");
+        assert!(
+            err.contains(why) && err.contains(&*path.to_string_lossy()),
+            "{name}: {err}"
+        );
+        assert!(
+            !root.path.join(name).exists(),
+            "{name}: a run directory was made"
+        );
+        let made = std::fs::read_dir(root.path.join("work")).map_or(0, |rd| rd.count());
+        assert_eq!(made, 0, "{name}: something was provisioned");
+    }
+    // A plan file's table is read the same way; a missing trace is named too.
+    let plan = root.path.join("plan.toml");
+    std::fs::write(&plan, "workloads = [\"replay\"]\ntargets = [\"ext4\"]\n[workload.replay]\ntrace = \"/nonexistent.fstrace\"\n").unwrap();
+    common::refused_before_provisioning(&root.path, &plan, "/nonexistent.fstrace");
+}
+
+#[test]
+fn original_timing_keeps_the_recorded_gaps() {
+    require_root();
+    let root = TestRoot::new("replay-timing");
+    // Two stats 0.4 s apart: as fast as possible they take microseconds, at the recorded
+    // pace at least 0.4 s.
+    let stat = |start: f64| {
+        call(
+            0,
+            start,
+            json!({"op": "stat", "syscall": "stat", "path": "f", "ret": 0}),
+        )
+    };
+    let initial = vec![entry(json!({"path": "f", "kind": "file", "size": 10}))];
+    let t = save(
+        &trace(1, initial, vec![stat(0.0), stat(0.4)]),
+        &root.path.join("gap.fstrace"),
+    );
+    let t = t.to_str().unwrap();
+    let mut seconds = Vec::new();
+    for timing in ["fast", "original"] {
+        let args = [
+            "--workload",
+            "replay",
+            "--trace",
+            t,
+            "--timing",
+            timing,
+            "--target",
+            "tmpfs",
+        ];
+        let (code, err, ms) = run(&args, &root.path, timing);
+        assert_eq!(code, Some(0), "{err}");
+        assert_eq!(ms[0]["status"], "ok", "{}", ms[0]);
+        seconds.push(metric(&ms[0], "replay_seconds"));
+    }
+    assert!(seconds[0] < 0.1 && seconds[1] >= 0.4, "{seconds:?}");
+}
