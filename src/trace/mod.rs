@@ -9,3 +9,5 @@
 
 pub mod format;
 pub mod strace;
+pub mod calls;
+pub mod procs;
