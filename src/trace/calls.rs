@@ -219,7 +219,9 @@ impl Converter {
             "dup" | "dup2" | "dup3" | "fcntl" | "fcntl64" => {
                 let dup = sc.name.starts_with("dup")
                     || arg(1).is_some_and(|a| a.0.starts_with("F_DUPFD"));
-                let from = fd(0).filter(|_| dup).and_then(|f| self.procs.fd_path(tid, &f));
+                let from = fd(0)
+                    .filter(|_| dup)
+                    .and_then(|f| self.procs.fd_path(tid, &f));
                 if let Some(path) = ret_path.clone().or(from).filter(|_| dup) {
                     self.procs.set_fd(tid, *ret as i32, path);
                 }
@@ -306,9 +308,16 @@ fn moved(sc: &Syscall) -> Option<u64> {
 
 fn describe_open(sc: &Syscall) -> Option<Shape> {
     let (dir, path, flags, mode) = match sc.name.as_str() {
-        "open" => (None, string_at(sc, 0)?, sc.args.get(1)?.flags(), sc.args.get(2)),
+        "open" => (
+            None,
+            string_at(sc, 0)?,
+            sc.args.get(1)?.flags(),
+            sc.args.get(2),
+        ),
         "creat" => {
-            let flags = ["O_WRONLY", "O_CREAT", "O_TRUNC"].map(String::from).to_vec();
+            let flags = ["O_WRONLY", "O_CREAT", "O_TRUNC"]
+                .map(String::from)
+                .to_vec();
             (None, string_at(sc, 0)?, flags, sc.args.get(1))
         }
         "openat" => (
@@ -321,7 +330,10 @@ fn describe_open(sc: &Syscall) -> Option<Shape> {
             let how = sc.args.get(2)?;
             let flags = how.field("flags")?.flags();
             let mode = how.field("mode").filter(|m| m.int() != Some(0));
-            let mut shape = Shape::new(Op::Open, Target::Path(Some(fd_at(sc, 0)?), string_at(sc, 1)?));
+            let mut shape = Shape::new(
+                Op::Open,
+                Target::Path(Some(fd_at(sc, 0)?), string_at(sc, 1)?),
+            );
             shape.flags = flags;
             shape.mode = mode.and_then(|m| m.int()).and_then(|m| m.try_into().ok());
             return Some(shape);
@@ -336,9 +348,21 @@ fn describe_open(sc: &Syscall) -> Option<Shape> {
 /// copy_file_range and sendfile: a read of one descriptor and a write of another.
 fn describe_copy(sc: &Syscall) -> Vec<Shape> {
     let (input, in_off, output, out_off, len) = if sc.name == "copy_file_range" {
-        (fd_at(sc, 0), sc.args.get(1), fd_at(sc, 2), sc.args.get(3), u64_at(sc, 4))
+        (
+            fd_at(sc, 0),
+            sc.args.get(1),
+            fd_at(sc, 2),
+            sc.args.get(3),
+            u64_at(sc, 4),
+        )
     } else {
-        (fd_at(sc, 1), sc.args.get(2), fd_at(sc, 0), None, u64_at(sc, 3))
+        (
+            fd_at(sc, 1),
+            sc.args.get(2),
+            fd_at(sc, 0),
+            None,
+            u64_at(sc, 3),
+        )
     };
     let mut shapes = Vec::new();
     for (op, fd, offset) in [(Op::Read, input, in_off), (Op::Write, output, out_off)] {
@@ -418,8 +442,13 @@ fn describe_names(sc: &Syscall) -> Option<Shape> {
         }
         "newfstatat" | "fstatat64" | "statx" => {
             let flag_arg = if sc.name == "statx" { 2 } else { 3 };
-            let empty = path(1)?.is_empty() && flags_at(flag_arg).iter().any(|f| f == "AT_EMPTY_PATH");
-            let target = if empty { Target::Fd(fd_at(sc, 0)?) } else { at(0, 1)? };
+            let empty =
+                path(1)?.is_empty() && flags_at(flag_arg).iter().any(|f| f == "AT_EMPTY_PATH");
+            let target = if empty {
+                Target::Fd(fd_at(sc, 0)?)
+            } else {
+                at(0, 1)?
+            };
             (Op::Stat, target)
         }
         "faccessat" | "faccessat2" => (Op::Stat, at(0, 1)?),
@@ -432,7 +461,8 @@ fn describe_names(sc: &Syscall) -> Option<Shape> {
         "truncate" | "truncate64" => (Op::Truncate, Target::Path(None, path(0)?)),
         "rename" | "link" => (two_op(sc), Target::TwoPaths(None, path(0)?, None, path(1)?)),
         "renameat" | "renameat2" | "linkat" => {
-            let target = Target::TwoPaths(Some(fd_at(sc, 0)?), path(1)?, Some(fd_at(sc, 2)?), path(3)?);
+            let target =
+                Target::TwoPaths(Some(fd_at(sc, 0)?), path(1)?, Some(fd_at(sc, 2)?), path(3)?);
             (two_op(sc), target)
         }
         "symlink" | "symlinkat" => {
@@ -451,7 +481,11 @@ fn describe_names(sc: &Syscall) -> Option<Shape> {
     match op {
         Op::Mkdir => {
             let i = if sc.name == "mkdir" { 1 } else { 2 };
-            shape.mode = sc.args.get(i).and_then(Arg::int).and_then(|m| m.try_into().ok());
+            shape.mode = sc
+                .args
+                .get(i)
+                .and_then(Arg::int)
+                .and_then(|m| m.try_into().ok());
         }
         Op::Truncate => shape.size = u64_at(sc, 1),
         _ => {}

@@ -7,7 +7,10 @@
 //! `initial` picks the initial state from a snapshot of the root, `anonymize` hashes names,
 //! and `record` runs the command under strace and puts the trace together.
 
-pub mod format;
-pub mod strace;
+pub mod anonymize;
 pub mod calls;
+pub mod format;
+pub mod initial;
 pub mod procs;
+pub mod record;
+pub mod strace;

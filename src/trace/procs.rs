@@ -159,8 +159,14 @@ mod tests {
         assert_eq!(procs.absolute(1, None, "x").as_deref(), Some("/r/sub/x"));
         // A -y path is learned: the same number later without one resolves to it.
         let dir = fd(5, Some("/r/d"));
-        assert_eq!(procs.absolute(1, Some(&dir), "f").as_deref(), Some("/r/d/f"));
-        assert_eq!(procs.absolute(1, Some(&fd(5, None)), "g").as_deref(), Some("/r/d/g"));
+        assert_eq!(
+            procs.absolute(1, Some(&dir), "f").as_deref(),
+            Some("/r/d/f")
+        );
+        assert_eq!(
+            procs.absolute(1, Some(&fd(5, None)), "g").as_deref(),
+            Some("/r/d/g")
+        );
         assert_eq!(procs.absolute(1, Some(&fd(9, None)), "g"), None);
     }
 

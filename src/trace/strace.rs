@@ -56,7 +56,11 @@ enum Line {
         head: String,
     },
     /// A call's end: the rest of its arguments, its result and duration.
-    Resumed { tid: u32, name: String, tail: String },
+    Resumed {
+        tid: u32,
+        name: String,
+        tail: String,
+    },
     /// Signals, exits, anything else: no call.
     Other,
 }
@@ -178,7 +182,10 @@ fn parse_ret(text: &str) -> Option<Ret> {
             return Some(Ret::Err(name.to_string()));
         }
     }
-    if let Some(open) = text.find('<').filter(|&i| i > 0 && is_fd_end(text.as_bytes()[i - 1])) {
+    if let Some(open) = text
+        .find('<')
+        .filter(|&i| i > 0 && is_fd_end(text.as_bytes()[i - 1]))
+    {
         let close = skip_quoted(text.as_bytes(), open + 1, b'>')?;
         let fd = Arg(text[..=close].to_string()).fd()?;
         return Some(Ret::Value(i64::from(fd.num), fd.path));
@@ -252,7 +259,11 @@ impl Arg {
         } else {
             head.parse().ok()?
         };
-        let path = path.map(|p| p.strip_suffix(" (deleted)").map(str::to_string).unwrap_or(p));
+        let path = path.map(|p| {
+            p.strip_suffix(" (deleted)")
+                .map(str::to_string)
+                .unwrap_or(p)
+        });
         Some(Fd { num, path })
     }
 
@@ -290,7 +301,9 @@ impl Arg {
     /// The first number of an in/out offset: `[4096]`, `[0 => 4096]`; `None` for `NULL`.
     pub fn offset(&self) -> Option<u64> {
         let inner = self.0.strip_prefix('[')?.strip_suffix(']')?;
-        parse_int(inner.split(" =>").next()?.trim())?.try_into().ok()
+        parse_int(inner.split(" =>").next()?.trim())?
+            .try_into()
+            .ok()
     }
 }
 

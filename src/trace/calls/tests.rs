@@ -31,8 +31,14 @@ fn an_open_write_close_under_the_root_is_kept_relative() {
     assert_eq!(got[0].path.as_deref(), Some("d/b.txt"));
     assert_eq!(got[0].flags, ["O_WRONLY", "O_CREAT", "O_TRUNC"]);
     assert_eq!((got[0].mode, got[0].ret), (Some(0o644), Some(3)));
-    assert_eq!((got[1].op, got[1].fd, got[1].size, got[1].ret), (Op::Write, Some(3), Some(5), Some(5)));
-    assert_eq!((got[2].op, got[2].fd, got[2].path.as_deref()), (Op::Close, Some(3), None));
+    assert_eq!(
+        (got[1].op, got[1].fd, got[1].size, got[1].ret),
+        (Op::Write, Some(3), Some(5), Some(5))
+    );
+    assert_eq!(
+        (got[2].op, got[2].fd, got[2].path.as_deref()),
+        (Op::Close, Some(3), None)
+    );
     assert!(c.used.contains("d/b.txt"));
     assert_eq!(c.threads(), 1);
 }
@@ -71,12 +77,27 @@ fn at_calls_resolve_against_their_directory_and_errors_keep_their_name() {
         r#"10 1.5 statx(AT_FDCWD</r>, "d/../d/a.txt", AT_STATX_SYNC_AS_STAT, STATX_ALL, 0x7ffe) = 0 <0.00001>"#,
     ]);
     let got = calls(&c);
-    assert_eq!((got[0].op, got[0].path.as_deref(), got[0].mode), (Op::Mkdir, Some("e"), Some(0o777)));
+    assert_eq!(
+        (got[0].op, got[0].path.as_deref(), got[0].mode),
+        (Op::Mkdir, Some("e"), Some(0o777))
+    );
     assert_eq!(got[1].op, Op::Rename);
-    assert_eq!((got[1].path.as_deref(), got[1].path2.as_deref()), (Some("d/b.txt"), Some("e/b.txt")));
-    assert_eq!((got[2].op, got[2].err.as_deref(), got[2].ret), (Op::Rmdir, Some("ENOTEMPTY"), None));
-    assert_eq!((got[3].op, got[3].path.as_deref(), got[3].target.as_deref()), (Op::Symlink, Some("d/sl"), Some("a.txt")));
-    assert_eq!((got[4].op, got[4].fd, got[4].path.as_deref()), (Op::Stat, Some(4), None));
+    assert_eq!(
+        (got[1].path.as_deref(), got[1].path2.as_deref()),
+        (Some("d/b.txt"), Some("e/b.txt"))
+    );
+    assert_eq!(
+        (got[2].op, got[2].err.as_deref(), got[2].ret),
+        (Op::Rmdir, Some("ENOTEMPTY"), None)
+    );
+    assert_eq!(
+        (got[3].op, got[3].path.as_deref(), got[3].target.as_deref()),
+        (Op::Symlink, Some("d/sl"), Some("a.txt"))
+    );
+    assert_eq!(
+        (got[4].op, got[4].fd, got[4].path.as_deref()),
+        (Op::Stat, Some(4), None)
+    );
     assert_eq!(got[5].path.as_deref(), Some("d/a.txt"));
 }
 
@@ -117,10 +138,22 @@ fn vector_positional_and_copy_calls_carry_sizes_and_offsets() {
     let got = calls(&c);
     assert_eq!((got[0].size, got[0].offset), (Some(4096), Some(8192)));
     assert_eq!((got[1].size, got[1].offset), (Some(30), None));
-    assert_eq!((got[2].op, got[2].fd, got[2].offset), (Op::Read, Some(3), Some(0)));
-    assert_eq!((got[3].op, got[3].fd, got[3].size), (Op::Write, Some(4), Some(100)));
-    assert_eq!((got[4].mode, got[4].size, got[4].offset), (Some(3), Some(4096), Some(0)));
-    assert_eq!((got[5].op, got[5].size, got[5].ret), (Op::Getdents, Some(32768), Some(168)));
+    assert_eq!(
+        (got[2].op, got[2].fd, got[2].offset),
+        (Op::Read, Some(3), Some(0))
+    );
+    assert_eq!(
+        (got[3].op, got[3].fd, got[3].size),
+        (Op::Write, Some(4), Some(100))
+    );
+    assert_eq!(
+        (got[4].mode, got[4].size, got[4].offset),
+        (Some(3), Some(4096), Some(0))
+    );
+    assert_eq!(
+        (got[5].op, got[5].size, got[5].ret),
+        (Op::Getdents, Some(32768), Some(168))
+    );
     assert!(c.listed.contains("d"));
     assert_eq!(got.len(), 6);
     assert_eq!(c.counts.no_result, 1);

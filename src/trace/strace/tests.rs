@@ -95,7 +95,9 @@ fn commas_inside_structs_arrays_and_paths_do_not_split_arguments() {
     assert_eq!(call.args[0].fd().unwrap().path.as_deref(), Some("/a,b (c)"));
     assert_eq!(call.args[1].string().as_deref(), Some(""));
     assert_eq!(call.args[3].0, "AT_EMPTY_PATH");
-    let writev = one(r#"3 4.0 writev(3</x>, [{iov_base=""..., iov_len=10}, {iov_base=""..., iov_len=20}], 2) = 30 <0.1>"#);
+    let writev = one(
+        r#"3 4.0 writev(3</x>, [{iov_base=""..., iov_len=10}, {iov_base=""..., iov_len=20}], 2) = 30 <0.1>"#,
+    );
     assert_eq!(writev.args.len(), 3);
 }
 
@@ -122,12 +124,12 @@ fn unknown_results_hex_results_and_other_lines() {
         .push("9 1.0 mmap(NULL, 8192, PROT_READ, MAP_PRIVATE, 3</d/lib.so>, 0) = 0x7f4d2f407000 <0.000018>")
         .unwrap();
     assert_eq!(call.ret, Ret::Value(0x7f4d2f407000, None));
-    let call = joiner
-        .push("9 1.0 exit_group(0) = ?")
-        .unwrap();
+    let call = joiner.push("9 1.0 exit_group(0) = ?").unwrap();
     assert_eq!(call.ret, Ret::Unknown);
     assert!(joiner.push("9 1.0 +++ exited with 0 +++").is_none());
-    assert!(joiner.push("9 1.0 --- SIGCHLD {si_signo=SIGCHLD} ---").is_none());
+    assert!(joiner
+        .push("9 1.0 --- SIGCHLD {si_signo=SIGCHLD} ---")
+        .is_none());
     assert_eq!(joiner.unreadable, 0);
     assert!(joiner.push("garbage").is_none());
     assert_eq!(joiner.unreadable, 1);
