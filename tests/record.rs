@@ -332,3 +332,41 @@ fn bad_input_is_one_line_and_exit_2() {
     }
     assert!(!Path::new(out).exists(), "a refused record writes nothing");
 }
+
+#[test]
+fn an_interrupted_recording_leaves_no_trace_and_no_strace_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = fresh_root(&tmp, "interrupted");
+    let out = root.with_extension("fstrace");
+    let child = Command::new(common::bin())
+        .current_dir(&root)
+        .args(["record", "--out"])
+        .arg(&out)
+        .args(["--", "sleep", "30"])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_secs(1));
+    // Only fsarena is signalled (as a `kill` would): it must stop strace and the command.
+    let pid = child.id().to_string();
+    run(&root, "kill", &["-INT", &pid]);
+    let started = std::time::Instant::now();
+    let output = child.wait_with_output().unwrap();
+    assert!(
+        started.elapsed().as_secs() < 10,
+        "the command was not stopped"
+    );
+    assert_eq!(output.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("interrupted"));
+    assert!(
+        !out.exists(),
+        "no trace is written for an interrupted recording"
+    );
+    let prefix = format!("fsarena-record-{pid}-");
+    let left: Vec<_> = std::fs::read_dir(std::env::temp_dir())
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
+        .collect();
+    assert!(left.is_empty(), "strace's file left behind: {left:?}");
+}

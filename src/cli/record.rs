@@ -30,7 +30,8 @@ pub struct RecordArgs {
 }
 
 /// Records, writes, reads back, summarises. Exit 0 when the command exited 0, 1 when it
-/// did not (the trace is written: a failing program's calls are its calls too).
+/// did not (the trace is written: a failing program's calls are its calls too) or when a
+/// signal interrupted the recording (nothing is left: no trace, no strace file).
 pub fn run(args: RecordArgs) -> Result<i32> {
     let options = record::Options {
         root: args.root.clone().unwrap_or_else(|| PathBuf::from(".")),
@@ -45,6 +46,11 @@ pub fn run(args: RecordArgs) -> Result<i32> {
         Ok(r) => r,
         Err(e) => {
             let _ = std::fs::remove_file(out);
+            if matches!(e, record::RecordError::Interrupted) {
+                // Not bad input: exit 1, as an interrupted `run` does.
+                eprintln!("fsarena: {e}");
+                return Ok(EXIT_FAILED);
+            }
             return Err(e.into());
         }
     };

@@ -59,7 +59,7 @@ impl Snapshot {
                     .then(|| std::fs::read_link(entry.path()).ok())
                     .flatten()
                     .map(|t| t.to_string_lossy().into_owned());
-                let size = (kind == Kind::File).then(|| meta.len());
+                let size = (kind == Kind::File).then_some(meta.len());
                 snap.children
                     .entry(rel.clone())
                     .or_default()

@@ -62,8 +62,88 @@ pub enum RecordError {
     },
     #[error("strace: {0}")]
     Strace(std::io::Error),
+    #[error("interrupted: the command was stopped and no trace was written")]
+    Interrupted,
     #[error("strace ran but wrote no trace ({0}); is ptrace allowed here?")]
     NoOutput(String),
+}
+
+/// Waits for strace. strace blocks SIGINT and SIGTERM while it traces a command it started,
+/// so one that fsarena receives (a `kill`, or a Ctrl-C) is passed on to the command's
+/// processes; whatever still runs 5 s later is killed. fsarena lives on to remove strace's
+/// file. Says whether the run was interrupted.
+fn wait(mut child: std::process::Child) -> std::io::Result<(std::process::ExitStatus, bool)> {
+    use rustix::process::Signal;
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let stop = std::sync::Arc::new(AtomicBool::new(false));
+    let handlers = [SIGINT, SIGTERM].map(|s| signal_hook::flag::register(s, stop.clone()));
+    let mut stopping: Option<std::time::Instant> = None;
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break Ok(status),
+            Ok(None) => {}
+            Err(e) => break Err(e),
+        }
+        let strace = child.id() as i32;
+        match stopping {
+            None if stop.load(Ordering::SeqCst) => {
+                signal(&descendants(strace), Signal::TERM);
+                stopping = Some(std::time::Instant::now());
+            }
+            Some(t) if t.elapsed() > std::time::Duration::from_secs(5) => {
+                let mut all = descendants(strace);
+                all.push(strace);
+                signal(&all, Signal::KILL);
+            }
+            _ => {}
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    for id in handlers.into_iter().flatten() {
+        signal_hook::low_level::unregister(id);
+    }
+    Ok((status?, stop.load(Ordering::SeqCst)))
+}
+
+fn signal(pids: &[i32], sig: rustix::process::Signal) {
+    for pid in pids
+        .iter()
+        .filter_map(|&p| rustix::process::Pid::from_raw(p))
+    {
+        let _ = rustix::process::kill_process(pid, sig);
+    }
+}
+
+/// Every process under `pid` (its children, theirs…), from /proc.
+fn descendants(pid: i32) -> Vec<i32> {
+    let mut parent_of = Vec::new();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(p) = entry.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let stat = std::fs::read_to_string(format!("/proc/{p}/stat")).unwrap_or_default();
+        // `pid (name) state ppid …`: the name may hold spaces and parentheses.
+        let ppid = stat
+            .rsplit_once(") ")
+            .and_then(|(_, rest)| rest.split_whitespace().nth(1)?.parse::<i32>().ok());
+        if let Some(ppid) = ppid {
+            parent_of.push((p, ppid));
+        }
+    }
+    let mut found = vec![pid];
+    let mut i = 0;
+    while i < found.len() {
+        let parent = found[i];
+        found.extend(
+            parent_of
+                .iter()
+                .filter(|(_, pp)| *pp == parent)
+                .map(|(p, _)| *p),
+        );
+        i += 1;
+    }
+    found.split_off(1)
 }
 
 /// Whether `program` can be run: a path that is a file, or a name found on `PATH`.
@@ -126,10 +206,14 @@ pub fn record(options: &Options) -> Result<Recorded, RecordError> {
         .arg(&out)
         .arg("--")
         .args(&options.command)
-        .status();
+        .spawn()
+        .and_then(wait);
     let lines = std::fs::File::open(&out);
     let _ = std::fs::remove_file(&out);
-    let status = status.map_err(RecordError::Strace)?;
+    let status = match status.map_err(RecordError::Strace)? {
+        (_, true) => return Err(RecordError::Interrupted),
+        (status, false) => status,
+    };
     let lines = lines.map_err(|e| RecordError::NoOutput(e.to_string()))?;
     let mut converter = Converter::new(&root.to_string_lossy(), &cwd.to_string_lossy());
     let mut joiner = Joiner::default();
@@ -141,6 +225,10 @@ pub fn record(options: &Options) -> Result<Recorded, RecordError> {
             last = last.max(call.time + call.dur);
             converter.push(&call);
         }
+    }
+    if first.is_infinite() {
+        // Not even the loader's calls: strace could not trace (ptrace refused) or start it.
+        return Err(RecordError::NoOutput("not one call in it".into()));
     }
     let initial = snapshot.initial(&converter.used, &converter.listed);
     let mut trace = assemble(options, converter.threads(), initial, converter.calls);
