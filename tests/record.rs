@@ -26,11 +26,8 @@ fn record(root: &Path, extra: &[&str], command: &[&str]) -> (Output, Trace) {
         .env("GIT_CONFIG_GLOBAL", "/dev/null")
         .output()
         .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    let err = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{err}");
     let file = std::fs::File::open(&out).unwrap();
     let trace = format::read(std::io::BufReader::new(file)).unwrap();
     (output, trace)
