@@ -16,6 +16,7 @@ mod exit;
 mod generate;
 mod out_dir;
 pub mod output;
+mod record;
 mod run;
 mod signals;
 
@@ -119,6 +120,9 @@ pub enum Command {
     /// tree written by `fsarena dataset`.
     #[command(hide = true)]
     Op(OpArgs),
+    /// Run a command under strace and write its file-system calls under a root as a
+    /// trace the `replay` workload replays (docs/trace-format.md).
+    Record(record::RecordArgs),
 }
 
 /// Entry point; returns the process exit code.
@@ -220,6 +224,7 @@ fn dispatch(cli: Cli, given: &[String]) -> Result<i32> {
         }
         Command::Op(a) => commands::op(a),
         Command::List => commands::list(),
+        Command::Record(args) => record::run(args),
     }
 }
 

@@ -2,5 +2,15 @@
 //! the versioned `.fstrace` format (`format`: its records, reading with every check a trace
 //! must pass before anything is provisioned, and writing). `docs/trace-format.md` documents
 //! every field; `fsarena record` writes traces and the `replay` workload reads them.
+//! Recording: `strace` reads strace's lines into whole calls, `procs` follows each recorded
+//! process's descriptors and working directory, `calls` turns calls into trace records,
+//! `initial` picks the initial state from a snapshot of the root, `anonymize` hashes names,
+//! and `record` runs the command under strace and puts the trace together.
 
+pub mod anonymize;
+pub mod calls;
 pub mod format;
+pub mod initial;
+pub mod procs;
+pub mod record;
+pub mod strace;

@@ -1,0 +1,505 @@
+//! strace's calls into trace records: which operation each system call is, what it names
+//! (a path against its directory descriptor, or a descriptor), and whether that lies under
+//! the root. Calls under the root are kept with their paths made relative; calls outside it
+//! are counted, as are calls on the root directory itself (a trace's paths name what is
+//! below the root), on pipes and sockets, and `mmap`s of files under the root. The
+//! descriptor and directory bookkeeping (`dup`, `chdir`, forks) feeds [`Procs`].
+
+use std::collections::{BTreeSet, HashMap};
+
+use super::format::{Call, Op};
+use super::procs::Procs;
+use super::strace::{Arg, Fd, Ret, Syscall};
+
+/// What record left out, for the header and the summary.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct Counts {
+    /// File-system calls on paths or descriptors outside the root.
+    pub outside_root: u64,
+    /// Calls on the root directory itself (listing it, opening `.`).
+    pub on_root: u64,
+    /// Calls on pipes, sockets, or descriptors no line named.
+    pub not_files: u64,
+    /// Calls whose thread ended inside them (`= ?`): no result to replay.
+    pub no_result: u64,
+    /// `mmap`s of files under the root.
+    pub file_mmaps: u64,
+}
+
+/// What a call names.
+enum Target {
+    Path(Option<Fd>, String),
+    Fd(Fd),
+    TwoPaths(Option<Fd>, String, Option<Fd>, String),
+}
+
+/// A call's operation and arguments, before its names are placed.
+struct Shape {
+    op: Op,
+    target: Target,
+    flags: Vec<String>,
+    mode: Option<u32>,
+    size: Option<u64>,
+    offset: Option<u64>,
+    link_text: Option<String>,
+}
+
+impl Shape {
+    fn new(op: Op, target: Target) -> Shape {
+        Shape {
+            op,
+            target,
+            flags: Vec::new(),
+            mode: None,
+            size: None,
+            offset: None,
+            link_text: None,
+        }
+    }
+}
+
+/// Where a name lies.
+enum Place {
+    Inside(String),
+    Root,
+    Outside,
+    NotFile,
+}
+
+/// Turns a recorded run's calls into trace records, in the order they arrive.
+pub struct Converter {
+    /// The root, absolute, without a trailing `/`.
+    root: String,
+    procs: Procs,
+    thread_of: HashMap<u32, u32>,
+    /// Each kept call with its absolute start.
+    pub calls: Vec<(f64, Call)>,
+    pub counts: Counts,
+    /// Every name under the root a kept call used (paths, descriptors' files).
+    pub used: BTreeSet<String>,
+    /// Directories under the root the program listed.
+    pub listed: BTreeSet<String>,
+}
+
+impl Converter {
+    /// `root` and `cwd` absolute and canonical (`cwd` is where the command starts).
+    pub fn new(root: &str, cwd: &str) -> Converter {
+        Converter {
+            root: root.trim_end_matches('/').to_string(),
+            procs: Procs::new(cwd),
+            thread_of: HashMap::new(),
+            calls: Vec::new(),
+            counts: Counts::default(),
+            used: BTreeSet::new(),
+            listed: BTreeSet::new(),
+        }
+    }
+
+    /// Recorded threads, numbered in order of their first kept call.
+    pub fn threads(&self) -> u32 {
+        self.thread_of.len() as u32
+    }
+
+    /// One call of the recorded run.
+    pub fn push(&mut self, sc: &Syscall) {
+        let shapes = describe(sc);
+        if !shapes.is_empty() && sc.ret == Ret::Unknown {
+            self.counts.no_result += 1;
+        } else {
+            for shape in shapes {
+                self.keep(sc, shape);
+            }
+        }
+        self.bookkeep(sc);
+    }
+
+    /// Where an absolute name (or a descriptor's `-y` text) lies.
+    fn place(&self, abs: Option<&str>) -> Place {
+        match abs {
+            Some(p) if p == self.root || (self.root.is_empty() && p == "/") => Place::Root,
+            Some(p) if p.starts_with('/') => match p.strip_prefix(&self.root) {
+                Some(rest) if rest.starts_with('/') => Place::Inside(rest[1..].to_string()),
+                _ => Place::Outside,
+            },
+            _ => Place::NotFile,
+        }
+    }
+
+    fn place_path(&mut self, tid: u32, dir: Option<&Fd>, path: &str) -> Place {
+        let abs = self.procs.absolute(tid, dir, path);
+        self.place(abs.as_deref())
+    }
+
+    fn keep(&mut self, sc: &Syscall, shape: Shape) {
+        let tid = sc.tid;
+        let (path, path2, fd) = match &shape.target {
+            Target::Path(dir, p) => (self.place_path(tid, dir.as_ref(), p), None, None),
+            Target::Fd(fd) => {
+                let abs = self.procs.fd_path(tid, fd);
+                (self.place(abs.as_deref()), None, Some(fd.num))
+            }
+            Target::TwoPaths(d1, p1, d2, p2) => {
+                let first = self.place_path(tid, d1.as_ref(), p1);
+                (first, Some(self.place_path(tid, d2.as_ref(), p2)), None)
+            }
+        };
+        let mut names = Vec::new();
+        for place in std::iter::once(path).chain(path2) {
+            match place {
+                Place::Inside(rel) => names.push(rel),
+                Place::Outside => return self.counts.outside_root += 1,
+                Place::Root => return self.counts.on_root += 1,
+                Place::NotFile => return self.counts.not_files += 1,
+            }
+        }
+        let (ret, err) = match &sc.ret {
+            Ret::Value(v, real) => {
+                if let Some(Place::Inside(rel)) = real.as_deref().map(|r| self.place(Some(r))) {
+                    self.used.insert(rel);
+                }
+                (Some(*v), None)
+            }
+            Ret::Err(e) => (None, Some(e.clone())),
+            Ret::Unknown => return,
+        };
+        let mut names = names.into_iter();
+        let (path, path2) = if fd.is_some() {
+            (None, None)
+        } else {
+            (names.next(), names.next())
+        };
+        if shape.op == Op::Getdents {
+            self.listed.extend(names.clone());
+        }
+        self.used.extend(path.iter().chain(&path2).cloned());
+        if fd.is_some() {
+            self.used.extend(names);
+        }
+        let next = self.thread_of.len() as u32;
+        let thread = *self.thread_of.entry(tid).or_insert(next);
+        let call = Call {
+            thread,
+            start: 0.0,
+            dur: sc.dur.max(0.0),
+            op: shape.op,
+            syscall: sc.name.clone(),
+            path,
+            path2,
+            target: shape.link_text,
+            fd,
+            flags: shape.flags,
+            mode: shape.mode,
+            size: shape.size,
+            offset: shape.offset,
+            ret,
+            err,
+        };
+        self.calls.push((sc.time, call));
+    }
+
+    /// Descriptors, directories and processes as the call changed them; `mmap`s counted.
+    fn bookkeep(&mut self, sc: &Syscall) {
+        let tid = sc.tid;
+        let Ret::Value(ret, ret_path) = &sc.ret else {
+            return;
+        };
+        let arg = |i: usize| sc.args.get(i);
+        let fd = |i: usize| arg(i).and_then(Arg::fd);
+        match sc.name.as_str() {
+            "open" | "openat" | "openat2" | "creat" => {
+                let (dir, path) = match sc.name.as_str() {
+                    "open" | "creat" => (None, arg(0).and_then(Arg::string)),
+                    _ => (fd(0), arg(1).and_then(Arg::string)),
+                };
+                let named = path.and_then(|p| self.procs.absolute(tid, dir.as_ref(), &p));
+                if let Some(path) = ret_path.clone().or(named) {
+                    self.procs.set_fd(tid, *ret as i32, path);
+                }
+            }
+            "dup" | "dup2" | "dup3" | "fcntl" | "fcntl64" => {
+                let dup = sc.name.starts_with("dup")
+                    || arg(1).is_some_and(|a| a.0.starts_with("F_DUPFD"));
+                let from = fd(0)
+                    .filter(|_| dup)
+                    .and_then(|f| self.procs.fd_path(tid, &f));
+                if let Some(path) = ret_path.clone().or(from).filter(|_| dup) {
+                    self.procs.set_fd(tid, *ret as i32, path);
+                }
+            }
+            "close" => {
+                if let Some(f) = fd(0) {
+                    self.procs.close(tid, f.num);
+                }
+            }
+            "chdir" => {
+                let path = arg(0).and_then(Arg::string);
+                if let Some(abs) = path.and_then(|p| self.procs.absolute(tid, None, &p)) {
+                    self.procs.set_cwd(tid, abs);
+                }
+            }
+            "fchdir" => {
+                if let Some(path) = fd(0).and_then(|f| self.procs.fd_path(tid, &f)) {
+                    self.procs.set_cwd(tid, path);
+                }
+            }
+            "clone" | "clone3" | "fork" | "vfork" if *ret > 0 => {
+                let flags = clone_flags(sc);
+                let has = |f: &str| flags.iter().any(|x| x == f);
+                let thread = has("CLONE_THREAD");
+                let (fs, files) = (thread || has("CLONE_FS"), thread || has("CLONE_FILES"));
+                self.procs.spawn(tid, *ret as u32, fs, files);
+            }
+            "mmap" | "mmap2" => {
+                let file = fd(4).filter(|f| f.num >= 0);
+                let abs = file.and_then(|f| self.procs.fd_path(tid, &f));
+                if matches!(self.place(abs.as_deref()), Place::Inside(_)) {
+                    self.counts.file_mmaps += 1;
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// A clone's flags: `flags=…` of clone, the struct's `flags` of clone3.
+fn clone_flags(sc: &Syscall) -> Vec<String> {
+    let from_clone = sc
+        .args
+        .iter()
+        .find_map(|a| a.0.strip_prefix("flags=").map(|f| Arg(f.to_string())));
+    let from_clone3 = || sc.args.first().and_then(|a| a.field("flags"));
+    from_clone
+        .or_else(from_clone3)
+        .map(|a| a.flags())
+        .unwrap_or_default()
+}
+
+/// The records a call makes: none for a call the trace does not hold, two for a copy
+/// between descriptors (its read and its write).
+fn describe(sc: &Syscall) -> Vec<Shape> {
+    let name = sc.name.as_str();
+    let shape = match name {
+        "open" | "openat" | "openat2" | "creat" => describe_open(sc),
+        "copy_file_range" | "sendfile" | "sendfile64" => return describe_copy(sc),
+        _ => describe_io(sc).or_else(|| describe_names(sc)),
+    };
+    shape.into_iter().collect()
+}
+
+fn fd_at(sc: &Syscall, i: usize) -> Option<Fd> {
+    sc.args.get(i)?.fd()
+}
+
+fn string_at(sc: &Syscall, i: usize) -> Option<String> {
+    sc.args.get(i)?.string()
+}
+
+fn u64_at(sc: &Syscall, i: usize) -> Option<u64> {
+    sc.args.get(i)?.int()?.try_into().ok()
+}
+
+/// The bytes a vector call moved (strace's `-s 0` hides its iovec lengths).
+fn moved(sc: &Syscall) -> Option<u64> {
+    match sc.ret {
+        Ret::Value(v, _) => v.try_into().ok(),
+        _ => None,
+    }
+}
+
+fn describe_open(sc: &Syscall) -> Option<Shape> {
+    let (dir, path, flags, mode) = match sc.name.as_str() {
+        "open" => (
+            None,
+            string_at(sc, 0)?,
+            sc.args.get(1)?.flags(),
+            sc.args.get(2),
+        ),
+        "creat" => {
+            let flags = ["O_WRONLY", "O_CREAT", "O_TRUNC"]
+                .map(String::from)
+                .to_vec();
+            (None, string_at(sc, 0)?, flags, sc.args.get(1))
+        }
+        "openat" => (
+            Some(fd_at(sc, 0)?),
+            string_at(sc, 1)?,
+            sc.args.get(2)?.flags(),
+            sc.args.get(3),
+        ),
+        _ => {
+            let how = sc.args.get(2)?;
+            let flags = how.field("flags")?.flags();
+            let mode = how.field("mode").filter(|m| m.int() != Some(0));
+            let mut shape = Shape::new(
+                Op::Open,
+                Target::Path(Some(fd_at(sc, 0)?), string_at(sc, 1)?),
+            );
+            shape.flags = flags;
+            shape.mode = mode.and_then(|m| m.int()).and_then(|m| m.try_into().ok());
+            return Some(shape);
+        }
+    };
+    let mut shape = Shape::new(Op::Open, Target::Path(dir, path));
+    shape.flags = flags;
+    shape.mode = mode.and_then(Arg::int).and_then(|m| m.try_into().ok());
+    Some(shape)
+}
+
+/// copy_file_range and sendfile: a read of one descriptor and a write of another.
+fn describe_copy(sc: &Syscall) -> Vec<Shape> {
+    let (input, in_off, output, out_off, len) = if sc.name == "copy_file_range" {
+        (
+            fd_at(sc, 0),
+            sc.args.get(1),
+            fd_at(sc, 2),
+            sc.args.get(3),
+            u64_at(sc, 4),
+        )
+    } else {
+        (
+            fd_at(sc, 1),
+            sc.args.get(2),
+            fd_at(sc, 0),
+            None,
+            u64_at(sc, 3),
+        )
+    };
+    let mut shapes = Vec::new();
+    for (op, fd, offset) in [(Op::Read, input, in_off), (Op::Write, output, out_off)] {
+        if let Some(fd) = fd {
+            let mut shape = Shape::new(op, Target::Fd(fd));
+            shape.size = len;
+            shape.offset = offset.and_then(Arg::offset);
+            shapes.push(shape);
+        }
+    }
+    shapes
+}
+
+/// Calls on a descriptor.
+fn describe_io(sc: &Syscall) -> Option<Shape> {
+    let name = sc.name.as_str();
+    let (op, size, offset) = match name {
+        "read" | "write" => (rw(name), u64_at(sc, 2), None),
+        "pread64" | "pwrite64" => (rw(name), u64_at(sc, 2), u64_at(sc, 3)),
+        "readv" | "writev" => (rw(name), moved(sc), None),
+        "preadv" | "pwritev" | "preadv2" | "pwritev2" => (rw(name), moved(sc), u64_at(sc, 3)),
+        "close" => (Op::Close, None, None),
+        "fsync" => (Op::Fsync, None, None),
+        "fdatasync" => (Op::Fdatasync, None, None),
+        "sync_file_range" => (Op::SyncFileRange, u64_at(sc, 2), u64_at(sc, 1)),
+        "fstat" | "fstat64" => (Op::Stat, None, None),
+        "getdents" | "getdents64" => (Op::Getdents, u64_at(sc, 2), None),
+        "ftruncate" | "ftruncate64" => (Op::Truncate, u64_at(sc, 1), None),
+        "fallocate" => {
+            let mut shape = Shape::new(Op::Fallocate, Target::Fd(fd_at(sc, 0)?));
+            shape.mode = sc.args.get(1).map(falloc_mode);
+            shape.offset = u64_at(sc, 2);
+            shape.size = u64_at(sc, 3);
+            return Some(shape);
+        }
+        _ => return None,
+    };
+    let mut shape = Shape::new(op, Target::Fd(fd_at(sc, 0)?));
+    shape.size = size;
+    shape.offset = offset;
+    Some(shape)
+}
+
+fn rw(name: &str) -> Op {
+    if name.contains("read") {
+        Op::Read
+    } else {
+        Op::Write
+    }
+}
+
+/// fallocate's mode: `0`, or `FALLOC_FL_…` names joined by `|`.
+fn falloc_mode(arg: &Arg) -> u32 {
+    arg.flags()
+        .iter()
+        .map(|f| match f.as_str() {
+            "FALLOC_FL_KEEP_SIZE" => 0x01,
+            "FALLOC_FL_PUNCH_HOLE" => 0x02,
+            "FALLOC_FL_NO_HIDE_STALE" => 0x04,
+            "FALLOC_FL_COLLAPSE_RANGE" => 0x08,
+            "FALLOC_FL_ZERO_RANGE" => 0x10,
+            "FALLOC_FL_INSERT_RANGE" => 0x20,
+            "FALLOC_FL_UNSHARE_RANGE" => 0x40,
+            other => Arg(other.to_string()).int().unwrap_or(0) as u32,
+        })
+        .fold(0, |a, b| a | b)
+}
+
+/// Calls on names: the stat family, directories, unlink, rename, links, truncate.
+fn describe_names(sc: &Syscall) -> Option<Shape> {
+    let path = |i| string_at(sc, i);
+    let at = |d, p| Some(Target::Path(Some(fd_at(sc, d)?), path(p)?));
+    let flags_at = |i: usize| sc.args.get(i).map(Arg::flags).unwrap_or_default();
+    let (op, target) = match sc.name.as_str() {
+        "stat" | "lstat" | "stat64" | "lstat64" | "access" => {
+            (Op::Stat, Target::Path(None, path(0)?))
+        }
+        "newfstatat" | "fstatat64" | "statx" => {
+            let flag_arg = if sc.name == "statx" { 2 } else { 3 };
+            let empty =
+                path(1)?.is_empty() && flags_at(flag_arg).iter().any(|f| f == "AT_EMPTY_PATH");
+            let target = if empty {
+                Target::Fd(fd_at(sc, 0)?)
+            } else {
+                at(0, 1)?
+            };
+            (Op::Stat, target)
+        }
+        "faccessat" | "faccessat2" => (Op::Stat, at(0, 1)?),
+        "mkdir" => (Op::Mkdir, Target::Path(None, path(0)?)),
+        "mkdirat" => (Op::Mkdir, at(0, 1)?),
+        "rmdir" => (Op::Rmdir, Target::Path(None, path(0)?)),
+        "unlink" => (Op::Unlink, Target::Path(None, path(0)?)),
+        "unlinkat" if flags_at(2).iter().any(|f| f == "AT_REMOVEDIR") => (Op::Rmdir, at(0, 1)?),
+        "unlinkat" => (Op::Unlink, at(0, 1)?),
+        "truncate" | "truncate64" => (Op::Truncate, Target::Path(None, path(0)?)),
+        "rename" | "link" => (two_op(sc), Target::TwoPaths(None, path(0)?, None, path(1)?)),
+        "renameat" | "renameat2" | "linkat" => {
+            let target =
+                Target::TwoPaths(Some(fd_at(sc, 0)?), path(1)?, Some(fd_at(sc, 2)?), path(3)?);
+            (two_op(sc), target)
+        }
+        "symlink" | "symlinkat" => {
+            let target = if sc.name == "symlink" {
+                Target::Path(None, path(1)?)
+            } else {
+                at(1, 2)?
+            };
+            let mut shape = Shape::new(Op::Symlink, target);
+            shape.link_text = Some(path(0)?);
+            return Some(shape);
+        }
+        _ => return None,
+    };
+    let mut shape = Shape::new(op, target);
+    match op {
+        Op::Mkdir => {
+            let i = if sc.name == "mkdir" { 1 } else { 2 };
+            shape.mode = sc
+                .args
+                .get(i)
+                .and_then(Arg::int)
+                .and_then(|m| m.try_into().ok());
+        }
+        Op::Truncate => shape.size = u64_at(sc, 1),
+        _ => {}
+    }
+    Some(shape)
+}
+
+fn two_op(sc: &Syscall) -> Op {
+    if sc.name.starts_with("rename") {
+        Op::Rename
+    } else {
+        Op::Link
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,286 @@
+//! `fsarena record`: runs a command under strace and turns what it did to the files under a
+//! root into a [`Trace`]. The root's tree is snapshotted first (the initial state is picked
+//! from it afterwards, see [`super::initial`]); strace writes its lines to a private file
+//! beside nothing the program can see, which is read once the command has ended.
+
+use std::io::BufRead;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use super::calls::{Converter, Counts};
+use super::format::{Header, Trace, VERSION};
+use super::initial::Snapshot;
+use super::strace::Joiner;
+
+/// The system calls strace is asked for: those the trace holds, and those record follows
+/// descriptors, directories, processes and mmaps with.
+const TRACED: &str = "open,openat,openat2,creat,close,read,pread64,readv,preadv,preadv2,\
+write,pwrite64,writev,pwritev,pwritev2,copy_file_range,sendfile,fsync,fdatasync,\
+sync_file_range,stat,lstat,newfstatat,statx,fstat,access,faccessat,faccessat2,getdents,\
+getdents64,mkdir,mkdirat,rmdir,unlink,unlinkat,rename,renameat,renameat2,link,linkat,\
+symlink,symlinkat,truncate,ftruncate,fallocate,chdir,fchdir,dup,dup2,dup3,fcntl,clone,\
+clone3,fork,vfork,mmap";
+
+/// What to record.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Paths are made relative to it; calls outside it are counted and left out.
+    pub root: PathBuf,
+    pub anonymize: bool,
+    /// The command and its arguments.
+    pub command: Vec<String>,
+}
+
+/// A recording: the trace, what was left out, and how the command ended.
+#[derive(Debug)]
+pub struct Recorded {
+    pub trace: Trace,
+    pub counts: Counts,
+    /// strace lines that could not be read.
+    pub unreadable_lines: u64,
+    /// Directories under the root the snapshot could not read.
+    pub unreadable_dirs: u64,
+    /// The command's exit code (strace passes it on); `None` when a signal ended it.
+    pub exit_code: Option<i32>,
+}
+
+/// Why nothing was recorded: each a one-line refusal.
+#[derive(Debug, thiserror::Error)]
+pub enum RecordError {
+    #[error("no command to record: give it after `--`, e.g. fsarena record --out app.fstrace -- tar xf src.tar")]
+    NoCommand,
+    #[error("--root {0}: not a directory")]
+    RootNotDir(PathBuf),
+    #[error("strace is not installed (./dev deps installs it; or apt-get install strace)")]
+    NoStrace,
+    #[error("command `{0}` not found")]
+    CommandNotFound(String),
+    #[error("cannot snapshot the root {path}: {source}")]
+    Snapshot {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("strace: {0}")]
+    Strace(std::io::Error),
+    #[error("interrupted: the command was stopped and no trace was written")]
+    Interrupted,
+    #[error("strace ran but wrote no trace ({0}); is ptrace allowed here?")]
+    NoOutput(String),
+}
+
+/// Waits for strace. strace blocks SIGINT and SIGTERM while it traces a command it started,
+/// so one that fsarena receives (a `kill`, or a Ctrl-C) is passed on to the command's
+/// processes; whatever still runs 5 s later is killed. fsarena lives on to remove strace's
+/// file. Says whether the run was interrupted.
+fn wait(mut child: std::process::Child) -> std::io::Result<(std::process::ExitStatus, bool)> {
+    use rustix::process::Signal;
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let stop = std::sync::Arc::new(AtomicBool::new(false));
+    let handlers = [SIGINT, SIGTERM].map(|s| signal_hook::flag::register(s, stop.clone()));
+    let mut stopping: Option<std::time::Instant> = None;
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break Ok(status),
+            Ok(None) => {}
+            Err(e) => break Err(e),
+        }
+        let strace = child.id() as i32;
+        match stopping {
+            None if stop.load(Ordering::SeqCst) => {
+                signal(&descendants(strace), Signal::TERM);
+                stopping = Some(std::time::Instant::now());
+            }
+            Some(t) if t.elapsed() > std::time::Duration::from_secs(5) => {
+                let mut all = descendants(strace);
+                all.push(strace);
+                signal(&all, Signal::KILL);
+            }
+            _ => {}
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    for id in handlers.into_iter().flatten() {
+        signal_hook::low_level::unregister(id);
+    }
+    Ok((status?, stop.load(Ordering::SeqCst)))
+}
+
+fn signal(pids: &[i32], sig: rustix::process::Signal) {
+    for pid in pids
+        .iter()
+        .filter_map(|&p| rustix::process::Pid::from_raw(p))
+    {
+        let _ = rustix::process::kill_process(pid, sig);
+    }
+}
+
+/// Every process under `pid` (its children, theirs…), from /proc.
+fn descendants(pid: i32) -> Vec<i32> {
+    let mut parent_of = Vec::new();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(p) = entry.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let stat = std::fs::read_to_string(format!("/proc/{p}/stat")).unwrap_or_default();
+        // `pid (name) state ppid …`: the name may hold spaces and parentheses.
+        let ppid = stat
+            .rsplit_once(") ")
+            .and_then(|(_, rest)| rest.split_whitespace().nth(1)?.parse::<i32>().ok());
+        if let Some(ppid) = ppid {
+            parent_of.push((p, ppid));
+        }
+    }
+    let mut found = vec![pid];
+    let mut i = 0;
+    while i < found.len() {
+        let parent = found[i];
+        found.extend(
+            parent_of
+                .iter()
+                .filter(|(_, pp)| *pp == parent)
+                .map(|(p, _)| *p),
+        );
+        i += 1;
+    }
+    found.split_off(1)
+}
+
+/// Whether `program` can be run: a path that is a file, or a name found on `PATH`.
+fn runnable(program: &str) -> bool {
+    if program.contains('/') {
+        return Path::new(program).is_file();
+    }
+    std::env::var_os("PATH")
+        .is_some_and(|paths| std::env::split_paths(&paths).any(|dir| dir.join(program).is_file()))
+}
+
+/// The refusals that need nothing run: checked before anything starts.
+pub fn check(options: &Options) -> Result<PathBuf, RecordError> {
+    let program = options.command.first().ok_or(RecordError::NoCommand)?;
+    let root = options
+        .root
+        .canonicalize()
+        .ok()
+        .filter(|r| r.is_dir())
+        .ok_or_else(|| RecordError::RootNotDir(options.root.clone()))?;
+    if !runnable("strace") {
+        return Err(RecordError::NoStrace);
+    }
+    if !runnable(program) {
+        return Err(RecordError::CommandNotFound(program.clone()));
+    }
+    Ok(root)
+}
+
+/// Records `options.command`: snapshot, run under strace, read its lines, build the trace.
+pub fn record(options: &Options) -> Result<Recorded, RecordError> {
+    let root = check(options)?;
+    let snapshot = Snapshot::take(&root).map_err(|source| RecordError::Snapshot {
+        path: root.clone(),
+        source,
+    })?;
+    let cwd = std::env::current_dir()
+        .and_then(|d| d.canonicalize())
+        .map_err(RecordError::Strace)?;
+    let out = std::env::temp_dir().join(format!(
+        "fsarena-record-{}-{}.strace",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos())
+    ));
+    let status = Command::new("strace")
+        .args([
+            "-f",
+            "-qq",
+            "-ttt",
+            "-T",
+            "-y",
+            "-s",
+            "0",
+            "-e",
+            "signal=none",
+        ])
+        .args(["--seccomp-bpf", "-e", &format!("trace={TRACED}"), "-o"])
+        .arg(&out)
+        .arg("--")
+        .args(&options.command)
+        .spawn()
+        .and_then(wait);
+    let lines = std::fs::File::open(&out);
+    let _ = std::fs::remove_file(&out);
+    let status = match status.map_err(RecordError::Strace)? {
+        (_, true) => return Err(RecordError::Interrupted),
+        (status, false) => status,
+    };
+    let lines = lines.map_err(|e| RecordError::NoOutput(e.to_string()))?;
+    let mut converter = Converter::new(&root.to_string_lossy(), &cwd.to_string_lossy());
+    let mut joiner = Joiner::default();
+    let (mut first, mut last) = (f64::INFINITY, f64::NEG_INFINITY);
+    for line in std::io::BufReader::new(lines).lines() {
+        let line = line.map_err(RecordError::Strace)?;
+        if let Some(call) = joiner.push(&line) {
+            first = first.min(call.time);
+            last = last.max(call.time + call.dur);
+            converter.push(&call);
+        }
+    }
+    if first.is_infinite() {
+        // Not even the loader's calls: strace could not trace (ptrace refused) or start it.
+        return Err(RecordError::NoOutput("not one call in it".into()));
+    }
+    let initial = snapshot.initial(&converter.used, &converter.listed);
+    let mut trace = assemble(options, converter.threads(), initial, converter.calls);
+    trace.header.duration_s = ((last - first).max(0.0) * 1e6).round() / 1e6;
+    trace.header.outside_root = converter.counts.outside_root;
+    trace.header.file_mmaps = converter.counts.file_mmaps;
+    if options.anonymize {
+        super::anonymize::trace(&mut trace);
+    }
+    Ok(Recorded {
+        trace,
+        counts: converter.counts,
+        unreadable_lines: joiner.unreadable,
+        unreadable_dirs: snapshot.unreadable,
+        exit_code: status.code(),
+    })
+}
+
+/// The trace: calls in the order they started, their starts from the first one.
+fn assemble(
+    options: &Options,
+    threads: u32,
+    initial: Vec<super::format::Initial>,
+    mut calls: Vec<(f64, super::format::Call)>,
+) -> Trace {
+    calls.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let t0 = calls.first().map_or(0.0, |c| c.0);
+    // Threads renumbered in order of their first call once the calls are in start order.
+    let mut renumber = std::collections::HashMap::new();
+    let calls: Vec<_> = calls
+        .into_iter()
+        .map(|(t, mut call)| {
+            let next = renumber.len() as u32;
+            call.thread = *renumber.entry(call.thread).or_insert(next);
+            // Microseconds: strace's own resolution, without the epoch's float noise.
+            call.start = ((t - t0).max(0.0) * 1e6).round() / 1e6;
+            call
+        })
+        .collect();
+    Trace {
+        header: Header {
+            fstrace: VERSION,
+            command: options.command.clone(),
+            anonymized: false,
+            threads,
+            duration_s: 0.0,
+            initial: initial.len() as u64,
+            calls: calls.len() as u64,
+            outside_root: 0,
+            file_mmaps: 0,
+        },
+        initial,
+        calls,
+    }
+}

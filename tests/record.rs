@@ -1,0 +1,369 @@
+//! `fsarena record`: real Debian programs (tar, git, sqlite3) recorded under strace give
+//! traces the format's reader accepts, holding the calls those programs are known to make;
+//! anonymizing is stable and keeps extensions; calls outside the root are counted, not kept;
+//! bad input is one line and exit 2. With `FSARENA_SHIP_TRACES=1` the three recordings are
+//! also written to `traces/` (how the shipped example traces are made; traces/README.md).
+
+mod common;
+
+use std::collections::{BTreeSet, HashMap};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use fsarena::trace::format::{self, Kind, Op, Trace};
+
+/// Records `command` with `root` as the root and the working directory.
+fn record(root: &Path, extra: &[&str], command: &[&str]) -> (Output, Trace) {
+    let out = root.with_extension("fstrace");
+    let output = Command::new(common::bin())
+        .current_dir(root)
+        .args(["record", "--out"])
+        .arg(&out)
+        .args(extra)
+        .arg("--")
+        .args(command)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{err}");
+    let file = std::fs::File::open(&out).unwrap();
+    let trace = format::read(std::io::BufReader::new(file)).unwrap();
+    (output, trace)
+}
+
+/// Writes the trace to traces/NAME.fstrace when asked to (FSARENA_SHIP_TRACES=1).
+fn ship(root: &Path, name: &str) {
+    if std::env::var_os("FSARENA_SHIP_TRACES").is_some() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("traces");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::copy(
+            root.with_extension("fstrace"),
+            dir.join(format!("{name}.fstrace")),
+        )
+        .unwrap();
+    }
+}
+
+/// A fresh root under a temporary directory.
+fn fresh_root(tmp: &tempfile::TempDir, name: &str) -> PathBuf {
+    let root = tmp.path().join(name);
+    std::fs::create_dir_all(&root).unwrap();
+    root.canonicalize().unwrap()
+}
+
+fn run(dir: &Path, program: &str, args: &[&str]) {
+    let status = Command::new(program)
+        .current_dir(dir)
+        .args(args)
+        .status()
+        .unwrap();
+    assert!(status.success(), "{program} {args:?}");
+}
+
+/// The bytes each created file received: writes through the descriptor its O_CREAT open
+/// returned, until that descriptor's close, per thread.
+fn written_to_created(trace: &Trace) -> HashMap<String, u64> {
+    let mut open: HashMap<(u32, i32), String> = HashMap::new();
+    let mut bytes = HashMap::new();
+    for call in &trace.calls {
+        let key = |fd: i32| (call.thread, fd);
+        match call.op {
+            Op::Open if call.flags.iter().any(|f| f == "O_CREAT") => {
+                if let (Some(path), Some(fd)) = (&call.path, call.ret) {
+                    open.insert(key(fd as i32), path.clone());
+                    bytes.entry(path.clone()).or_insert(0);
+                }
+            }
+            Op::Write => {
+                if let Some(path) = call.fd.and_then(|fd| open.get(&key(fd))) {
+                    *bytes.get_mut(path).unwrap() += call.ret.unwrap_or(0) as u64;
+                }
+            }
+            Op::Close => {
+                call.fd.map(|fd| open.remove(&key(fd)));
+            }
+            _ => {}
+        }
+    }
+    bytes
+}
+
+fn paths(trace: &Trace, op: Op) -> BTreeSet<String> {
+    trace
+        .calls
+        .iter()
+        .filter(|c| c.op == op && c.ret.is_some())
+        .filter_map(|c| c.path.clone())
+        .collect()
+}
+
+/// Every regular file under `dir`, relative to `base`, with its size.
+fn files(dir: &Path, base: &Path, out: &mut HashMap<String, u64>) {
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let meta = entry.metadata().unwrap();
+        if meta.is_dir() {
+            files(&entry.path(), base, out);
+        } else if meta.is_file() {
+            let rel = entry
+                .path()
+                .strip_prefix(base)
+                .unwrap()
+                .to_string_lossy()
+                .into_owned();
+            out.insert(rel, meta.len());
+        }
+    }
+}
+
+/// A tarball of these directories of this crate in `root` (a source tree of its own).
+fn source_tarball(root: &Path, dirs: &[&str]) {
+    let crate_dir = env!("CARGO_MANIFEST_DIR");
+    let mut args = vec!["cf", "src.tar", "-C", crate_dir];
+    args.extend(dirs);
+    run(root, "tar", &args);
+}
+
+#[test]
+fn tar_unpacking_a_source_tarball_is_recorded_with_every_file_and_its_size() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = fresh_root(&tmp, "tar");
+    // The whole crate's sources: a few hundred files, a few MB.
+    source_tarball(&root, &["src", "docs"]);
+    let tar_size = std::fs::metadata(root.join("src.tar")).unwrap().len();
+    let (_, trace) = record(&root, &[], &["tar", "xf", "src.tar"]);
+    ship(&root, "tar-xf");
+    let mut extracted = HashMap::new();
+    files(&root.join("src"), &root, &mut extracted);
+    files(&root.join("docs"), &root, &mut extracted);
+    assert!(extracted.len() > 10, "{extracted:?}");
+    let written = written_to_created(&trace);
+    for (path, size) in &extracted {
+        assert_eq!(written.get(path), Some(size), "{path}");
+    }
+    // The tarball was there before and is the initial state; what tar made is not.
+    let initial: Vec<_> = trace
+        .initial
+        .iter()
+        .map(|i| (i.path.as_str(), i.kind, i.size))
+        .collect();
+    assert_eq!(initial, [("src.tar", Kind::File, Some(tar_size))]);
+    assert!(paths(&trace, Op::Mkdir).contains("src/trace"));
+    let read: u64 = trace
+        .calls
+        .iter()
+        .filter(|c| c.op == Op::Read)
+        .filter_map(|c| c.ret)
+        .sum::<i64>() as u64;
+    assert!(read >= tar_size - 10240, "read {read} of {tar_size}");
+    assert_eq!(trace.header.threads, 1);
+    assert!(
+        trace.header.outside_root > 0,
+        "the loader's opens are outside"
+    );
+}
+
+#[test]
+fn a_git_add_commit_status_cycle_is_recorded() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = fresh_root(&tmp, "git");
+    let proj = root.join("proj");
+    std::fs::create_dir_all(&proj).unwrap();
+    source_tarball(&proj, &["src/trace", "docs"]);
+    run(&proj, "tar", &["xf", "src.tar"]);
+    std::fs::remove_file(proj.join("src.tar")).unwrap();
+    let script = "cd proj && git -c init.defaultBranch=main init -q && git add . && \
+                  git -c user.name=fsarena -c user.email=fsarena@example.org commit -qm first && \
+                  echo more >> docs/trace-format.md && git status --short";
+    let (output, trace) = record(&root, &[], &["sh", "-c", script]);
+    ship(&root, "git-commit");
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout).trim(),
+        "M docs/trace-format.md"
+    );
+    let renames: BTreeSet<_> = trace
+        .calls
+        .iter()
+        .filter(|c| c.op == Op::Rename && c.ret.is_some())
+        .filter_map(|c| Some((c.path.clone()?, c.path2.clone()?)))
+        .collect();
+    assert!(
+        renames.contains(&("proj/.git/index.lock".into(), "proj/.git/index".into())),
+        "{renames:?}"
+    );
+    let opened = paths(&trace, Op::Open);
+    assert!(
+        opened.contains("proj/src/trace/format.rs"),
+        "git add reads the sources"
+    );
+    assert!(paths(&trace, Op::Mkdir).contains("proj/.git/objects"));
+    // The sources were there before; nothing of .git was.
+    let initial: BTreeSet<_> = trace.initial.iter().map(|i| i.path.as_str()).collect();
+    assert!(initial.contains("proj") && initial.contains("proj/src/trace/format.rs"));
+    assert!(!initial.iter().any(|p| p.contains(".git")), "{initial:?}");
+    // The appended line: an O_APPEND open of the shell's and a write of 5 bytes.
+    assert!(trace.calls.iter().any(|c| c.op == Op::Open
+        && c.path.as_deref() == Some("proj/docs/trace-format.md")
+        && c.flags.iter().any(|f| f == "O_APPEND")));
+}
+
+#[test]
+fn sqlite_transactions_are_recorded_with_their_journal_and_syncs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = fresh_root(&tmp, "sqlite");
+    let sql = "PRAGMA journal_mode=DELETE; CREATE TABLE t(k INTEGER PRIMARY KEY, v TEXT); \
+               BEGIN; WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM n WHERE i<2000) \
+               INSERT INTO t(v) SELECT hex(randomblob(40)) FROM n; COMMIT; \
+               BEGIN; UPDATE t SET v=lower(v) WHERE k%3=0; COMMIT; \
+               DELETE FROM t WHERE k%5=0; SELECT count(*) FROM t;";
+    let (output, trace) = record(&root, &[], &["sqlite3", "app.db", sql]);
+    ship(&root, "sqlite3-transactions");
+    assert!(String::from_utf8_lossy(&output.stdout).contains("1600"));
+    let created = written_to_created(&trace);
+    let db_size = std::fs::metadata(root.join("app.db")).unwrap().len();
+    // Pages are written more than once: at least the file's size went to it.
+    assert!(
+        created.get("app.db").is_some_and(|&b| b >= db_size),
+        "{created:?}"
+    );
+    assert!(created.contains_key("app.db-journal"));
+    assert!(paths(&trace, Op::Unlink).contains("app.db-journal"));
+    let positional = trace
+        .calls
+        .iter()
+        .filter(|c| c.syscall == "pwrite64" && c.offset.is_some());
+    assert!(positional.count() > 10);
+    let syncs = trace
+        .calls
+        .iter()
+        .filter(|c| matches!(c.op, Op::Fsync | Op::Fdatasync))
+        .count();
+    assert!(syncs >= 4, "{syncs} syncs");
+    assert!(
+        trace.initial.is_empty(),
+        "the database did not exist before"
+    );
+}
+
+#[test]
+fn anonymizing_is_stable_keeps_extensions_and_hides_names() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut traces = Vec::new();
+    for name in ["a", "b"] {
+        let root = fresh_root(&tmp, name);
+        source_tarball(&root, &["src/trace", "docs"]);
+        let (_, trace) = record(&root, &["--anonymize"], &["tar", "xf", "src.tar"]);
+        let text = std::fs::read_to_string(root.with_extension("fstrace")).unwrap();
+        for plain in ["format.rs", "trace-format", "src.tar", "\"docs"] {
+            assert!(
+                !text.contains(plain),
+                "{plain} left in the anonymized trace"
+            );
+        }
+        assert!(trace.header.anonymized);
+        traces.push(trace);
+    }
+    let names = |t: &Trace| paths(t, Op::Open);
+    assert_eq!(names(&traces[0]), names(&traces[1]));
+    assert_eq!(traces[0].header.command, traces[1].header.command);
+    // The program's name stays; its other arguments may be names, so they are hashed.
+    assert_eq!(traces[0].header.command[0], "tar");
+    assert_ne!(traces[0].header.command[1], "xf");
+    assert!(traces[0].header.command[2].ends_with(".tar"));
+    assert!(names(&traces[0]).iter().any(|p| p.ends_with(".rs")));
+    assert!(names(&traces[0]).iter().any(|p| p.ends_with(".md")));
+}
+
+#[test]
+fn calls_outside_the_root_are_counted_and_left_out() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = fresh_root(&tmp, "outside");
+    let (output, trace) = record(&root, &[], &["sh", "-c", "cat /etc/os-release > copy.txt"]);
+    let err = String::from_utf8_lossy(&output.stderr);
+    assert!(err.contains("calls outside the root"), "{err}");
+    assert!(trace.header.outside_root > 0);
+    for call in &trace.calls {
+        for p in [&call.path, &call.path2].into_iter().flatten() {
+            assert!(!p.contains("etc") && !p.starts_with('/'), "{p}");
+        }
+    }
+    assert!(paths(&trace, Op::Open).contains("copy.txt"));
+}
+
+#[test]
+fn bad_input_is_one_line_and_exit_2() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("x.fstrace");
+    let out = out.to_str().unwrap();
+    let missing = tmp.path().join("no/such/dir/x.fstrace");
+    let cases: [(Vec<&str>, &str); 4] = [
+        (vec!["record", "--out", out], "no command"),
+        (
+            vec![
+                "record",
+                "--out",
+                out,
+                "--root",
+                "/no/such/dir",
+                "--",
+                "true",
+            ],
+            "not a directory",
+        ),
+        (
+            vec!["record", "--out", missing.to_str().unwrap(), "--", "true"],
+            "cannot write",
+        ),
+        (
+            vec!["record", "--out", out, "--", "no-such-program-xyz"],
+            "not found",
+        ),
+    ];
+    for (args, needle) in cases {
+        let output = Command::new(common::bin()).args(&args).output().unwrap();
+        let err = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+        assert!(err.contains(needle), "{needle} not in {err}");
+    }
+    assert!(!Path::new(out).exists(), "a refused record writes nothing");
+}
+
+#[test]
+fn an_interrupted_recording_leaves_no_trace_and_no_strace_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = fresh_root(&tmp, "interrupted");
+    let out = root.with_extension("fstrace");
+    let child = Command::new(common::bin())
+        .current_dir(&root)
+        .args(["record", "--out"])
+        .arg(&out)
+        .args(["--", "sleep", "30"])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_secs(1));
+    // Only fsarena is signalled (as a `kill` would): it must stop strace and the command.
+    let pid = child.id().to_string();
+    run(&root, "kill", &["-INT", &pid]);
+    let started = std::time::Instant::now();
+    let output = child.wait_with_output().unwrap();
+    assert!(
+        started.elapsed().as_secs() < 10,
+        "the command was not stopped"
+    );
+    assert_eq!(output.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("interrupted"));
+    assert!(
+        !out.exists(),
+        "no trace is written for an interrupted recording"
+    );
+    let prefix = format!("fsarena-record-{pid}-");
+    let left: Vec<_> = std::fs::read_dir(std::env::temp_dir())
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
+        .collect();
+    assert!(left.is_empty(), "strace's file left behind: {left:?}");
+}
