@@ -2,7 +2,7 @@
 """Re-analysis of a results directory: what blocking by round and the host probe as a
 covariate each decide, on the records of one run (issue 41, item 3).
 
-Usage: fsarena report DIR >/dev/null; python3 bench/blocking.py DIR [BASELINE]
+Usage: fsarena report DIR >/dev/null; python3 bench/blocking.py DIR [BASELINE] [--pair-always]
 
 An independent re-implementation (standard library only) of the decision rule of
 `src/stats` for a fixed-size run, used to weigh a method before building it: per
@@ -13,47 +13,25 @@ comparison of a disk target with the baseline, on the key metric's logs, four te
             independently: K differences of a point share its baseline, so are worth
             K / (1 + (K - 1)/4), less the comparison's own)
   +probe    the same after taking out b*ln(host_probe_ms), b the pool's within-group slope
-then Benjamini-Hochberg at 5 % over the comparisons with the baseline (fsarena's family
+fsarena pairs only where a point's pool has two thread counts or more; --pair-always pairs
+a one-thread-count run too (the default run), to see what that would decide. Then
+Benjamini-Hochberg at 5 % over the comparisons with the baseline (fsarena's family
 also holds the ranking pairs, so its counts can differ by one or two). Prints the decided
 count of each, and the comparisons whose two sides' runs do not overlap.
 """
 import json
 import math
+import os
 import sys
 from collections import defaultdict
 
-
-def betacf(a, b, x):
-    tiny = 1e-300
-    c, d = 1.0, 1.0 - (a + b) * x / (a + 1.0)
-    d = 1.0 / (d if abs(d) > tiny else tiny)
-    h = d
-    for m in range(1, 400):
-        for aa in (m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m)),
-                   -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1))):
-            d = 1.0 + aa * d
-            d = 1.0 / (d if abs(d) > tiny else tiny)
-            c = 1.0 + aa / c
-            c = c if abs(c) > tiny else tiny
-            h *= d * c
-        if abs(d * c - 1.0) < 3e-16:
-            break
-    return h
-
-
-def betai(a, b, x):
-    if x <= 0.0 or x >= 1.0:
-        return max(0.0, min(1.0, x))
-    bt = math.exp(math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b)
-                  + a * math.log(x) + b * math.log(1.0 - x))
-    if x < (a + 1.0) / (a + b + 2.0):
-        return bt * betacf(a, b, x) / a
-    return 1.0 - bt * betacf(b, a, 1.0 - x) / b
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from agree import t_sf2  # noqa: E402
 
 
 def t_p(t, df):
-    """Two-sided p-value of Student's t."""
-    return betai(df / 2.0, 0.5, df / (df + t * t))
+    """Two-sided p-value of Student's t (agree.py's, on the incomplete beta function)."""
+    return t_sf2(t, df)
 
 
 def trigamma(x):
@@ -134,7 +112,9 @@ def bh(ps):
 
 
 def main():
-    out, base = sys.argv[1], (sys.argv[2] if len(sys.argv) > 2 else "ext4")
+    always = "--pair-always" in sys.argv
+    args = [a for a in sys.argv[1:] if a != "--pair-always"]
+    out, base = args[0], (args[1] if len(args) > 1 else "ext4")
     summary = json.load(open(f"{out}/summary.json"))
     key = {(s["workload"], s["variant"]): s["key_metric"] for s in summary["sections"]}
     ref = {r["target"] for s in summary["sections"] for r in s["rows"] if r.get("reference")}
@@ -175,7 +155,7 @@ def main():
                 per_point[th].append(len(d) - 1.0)
             worth = sum(max(f) * len(f) / (1 + (len(f) - 1) / 4) for f in per_point.values())
             own = max((x for f in per_point.values() for x in f), default=0.0)
-            pp = prior(list(diffs.values()), max(worth - own, 0.0)) if len(per_point) >= 2 else None
+            pp = prior(list(diffs.values()), max(worth - own, 0.0)) if always or len(per_point) >= 2 else None
             tag = "+probe" if with_probe else ""
             for th, p in by_threads.items():
                 for t, g in p.items():

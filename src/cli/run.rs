@@ -94,7 +94,8 @@ fn build_plan(args: &RunArgs) -> Result<Plan> {
 }
 
 /// The plan, where results go, and whether this continues a run: a resumed run's plan is
-/// the one it recorded, with only `--budget` applied over it.
+/// the one it recorded, with only `--budget` applied over it, and the image size its
+/// recorded cells were measured on ([`crate::runner::fs_sizes::keep_recorded_size`]).
 fn plan_and_out(args: &RunArgs, given: &[String]) -> Result<(Plan, PathBuf, bool)> {
     let Some(dir) = &args.resume else {
         let out = args.out.clone().unwrap_or_else(out_dir::default_out);
