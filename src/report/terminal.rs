@@ -63,6 +63,14 @@ pub fn render_width(r: &Report, color: bool, width: usize) -> String {
         intro.push_str("; (RAM) = memory file system, a reference, never ranked");
     }
     out.push_str(&wrap(&intro, width, "", ""));
+    for a in &r.aging {
+        let line = format!(
+            "aging {}: {}",
+            a.target,
+            crate::provision::aging::summary(&a.aging)
+        );
+        out.push_str(&wrap(&line, width, "", "  "));
+    }
     out.push_str(&scale_text(r, width).0);
     let mut hidden: Vec<String> = Vec::new();
     let mut wide = false;
