@@ -202,7 +202,10 @@ fn cut_free_space(
     let io_err =
         |what: &str, e: io::Error| ProvisionError::io(format!("{what} {}", mount.display()), e);
     let s = rustix::fs::statvfs(mount).map_err(|e| io_err("statvfs", e.into()))?;
-    let goal = goal_used_bytes(&s, pct - TOPUP_PCT);
+    let goal = goal_used_bytes(
+        (s.f_blocks, s.f_bfree, s.f_bavail, s.f_frsize),
+        pct - TOPUP_PCT,
+    );
     let free = s.f_bfree * s.f_frsize;
     let used = (s.f_blocks - s.f_bfree) * s.f_frsize;
     let share = (used + free).saturating_sub(goal) as f64 / free.max(1) as f64;
@@ -233,9 +236,10 @@ fn cut_free_space(
 
 /// Bytes in use once `pct` % of the file system is (df's Use%: used ÷ (used + available),
 /// the reserved blocks left out of both).
-fn goal_used_bytes(s: &rustix::fs::StatVfs, pct: f64) -> u64 {
-    let reserved = s.f_bfree.saturating_sub(s.f_bavail);
-    let capacity = s.f_blocks.saturating_sub(reserved) * s.f_frsize;
+/// `statvfs` is (blocks, free, available, fragment size).
+fn goal_used_bytes((blocks, bfree, bavail, frsize): (u64, u64, u64, u64), pct: f64) -> u64 {
+    let reserved = bfree.saturating_sub(bavail);
+    let capacity = blocks.saturating_sub(reserved) * frsize;
     (capacity as f64 * pct.max(0.0) / 100.0) as u64
 }
 
@@ -492,6 +496,21 @@ mod tests {
         let out = "   from      to extents  blocks    pct\n      1       1      10      10   0.01\n      2       3       4      11   0.01\n  32768   65535       2  100000  99.98\n";
         assert_eq!(parse_freesp(out), Some(16));
         assert_eq!(parse_freesp("nothing here\n"), None);
+    }
+
+    /// ext4 keeps 5 % for root: df's Use% leaves it out of both sides, and so must the
+    /// punching's goal, or an aged ext4 ends 5 % off the level asked.
+    #[test]
+    fn the_goal_counts_the_fill_as_df_does() {
+        // 1000 blocks of 4 KiB, 50 reserved, 400 free of which 350 available.
+        let goal = goal_used_bytes((1000, 400, 350, 4096), 60.0);
+        assert_eq!(goal, (950.0 * 0.6) as u64 * 4096);
+        // Everything but the reserve in use: the same goal.
+        assert_eq!(goal_used_bytes((1000, 50, 0, 4096), 60.0), goal);
+        // A full file system hides its reserve (free = available = 0), which is why the
+        // goal is taken before the carriers fill it.
+        assert_eq!(goal_used_bytes((1000, 0, 0, 4096), 60.0), 600 * 4096);
+        assert_eq!(goal_used_bytes((1000, 400, 350, 4096), -1.0), 0);
     }
 
     #[test]
