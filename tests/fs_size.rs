@@ -155,7 +155,7 @@ fn an_aged_plan_whose_fill_does_not_fit_the_work_directory_is_refused() {
     )
     .unwrap();
     let result = std::panic::catch_unwind(|| {
-        refused_before_provisioning(&small, &plan, "aging writing 2.0 GiB");
+        refused_before_provisioning(&small, &plan, "aging writing 5.0 GiB");
     });
     unmount();
     if let Err(e) = result {

@@ -14,6 +14,7 @@ use super::layout::{write_dataset, WORK_DIR};
 use super::source::Source;
 use crate::plan::{FsKind, Plan};
 use crate::provision::aging::{self, file_fragmentation, with_free_extents, AGED_DIR};
+use crate::provision::fragment::{self, DEFAULT_FREE_EXTENT};
 use crate::provision::{Instance, InstanceSpec, MasterImage, WorkDir};
 use crate::results::{Aging, Fragmentation, Status};
 
@@ -57,20 +58,8 @@ impl AgedImages {
             if made.is_err() && cancel.load(Ordering::SeqCst) {
                 return Source::Interrupted;
             }
-            if let Ok(m) = &made {
-                if let Some(a) = &m.aging {
-                    progress.println(&format!(
-                        "  {}: aged to {:.1} % in {:.1} s ({} operations), {} files at {} extents per file, free-space extents {} → {}",
-                        spec.target.name,
-                        a.reached_pct,
-                        a.seconds,
-                        a.operations,
-                        a.after.files,
-                        a.after.extents_per_file.map_or("—".into(), |e| format!("{e:.2}")),
-                        a.before.free_extents.map_or("—".into(), |e| e.to_string()),
-                        a.after.free_extents.map_or("—".into(), |e| e.to_string()),
-                    ));
-                }
+            if let Some(a) = made.as_ref().ok().and_then(|m| m.aging.as_ref()) {
+                progress.println(&format!("  {}: {}", spec.target.name, aging::summary(a)));
             }
             self.built.insert(key, made);
         }
@@ -137,19 +126,21 @@ fn age_and_fill(
     };
     let before = with_free_extents(Fragmentation::default(), fs, device, mount);
     let t0 = Instant::now();
-    let churned = aging::age(mount, pct, &plan.dataset, cancel).map_err(provision_failure)?;
-    let aged_dir = mount.join(AGED_DIR);
-    let mut after = file_fragmentation(&aged_dir).map_err(|e| io_fail("FIEMAP", e))?;
+    let extent = plan.age_free_extent.unwrap_or(DEFAULT_FREE_EXTENT);
+    let churned =
+        aging::age(mount, pct, extent, &plan.dataset, cancel).map_err(provision_failure)?;
+    let after = file_fragmentation(&mount.join(AGED_DIR)).map_err(|e| io_fail("FIEMAP", e))?;
     let seconds = t0.elapsed().as_secs_f64();
     let (mut dataset, mut with_dataset_pct) = (None, None);
     if with_dataset {
         write_dataset(plan, &plan.dataset, inst, cancel)?;
         let d = file_fragmentation(&mount.join(WORK_DIR)).map_err(|e| io_fail("FIEMAP", e))?;
-        after = file_fragmentation(mount).map_err(|e| io_fail("FIEMAP", e))?;
         with_dataset_pct = Some(aging::fill_pct(mount).map_err(|e| io_fail("statvfs", e))?);
         dataset = Some(d);
     }
     let after = with_free_extents(after, fs, device, mount);
+    // The carriers filled the whole device: give the host back what they freed.
+    fragment::trim(mount).map_err(|e| io_fail("FITRIM", e))?;
     Ok(Aging {
         target_pct: pct,
         reached_pct: churned.reached_pct,
@@ -162,5 +153,6 @@ fn age_and_fill(
         before,
         after,
         dataset,
+        fragmenting: Some(churned.fragmenting),
     })
 }

@@ -59,6 +59,10 @@ pub struct Plan {
     /// before it is measured (one aged image per target, cloned per cell); `None`: fresh.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub age_pct: Option<f64>,
+    /// `--age-free-extent`: the pieces aging cuts the free space into, bytes; `None`: the
+    /// default (`provision::fragment::DEFAULT_FREE_EXTENT`). Only with `age_pct`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub age_free_extent: Option<u64>,
     /// `--fs-size`: the size of every loop image unless a target sets its own; `None`: the
     /// default of [`fs_size::loop_size`] (64 GiB, or for an aged plan 8× the data set).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -140,6 +144,7 @@ impl Plan {
             phase_floor: DEFAULT_PHASE_FLOOR,
             workload_options: BTreeMap::new(),
             age_pct: None,
+            age_free_extent: None,
             fs_size: None,
             rank_dirs: RankDirs::Own,
         }

@@ -9,7 +9,7 @@ use super::file::{custom_target, parse_target_spec};
 use super::settings::{DatasetSettings, Settings};
 use super::target::TargetConfig;
 use super::trace_flags::REPLAY;
-use super::value::{RankDirsChoice, RunCount};
+use super::value::{AgeFreeExtent, RankDirsChoice, RunCount};
 use super::{catalogue, Plan, PlanError, Runs};
 use crate::dataset::{DatasetSpec, Profile};
 
@@ -69,6 +69,7 @@ pub fn resolve(
             why: "aging runs with one data set: name one profile and one scale".into(),
         });
     }
+    let age_free_extent = age_free_extent(o.age_free_extent.or(f.age_free_extent), age_pct)?;
     let fs_size = fs_size(o.fs_size.or(f.fs_size).map(|s| s.0), &targets)?;
     let rank_dirs = o
         .rank_dirs
@@ -88,11 +89,28 @@ pub fn resolve(
         phase_floor,
         workload_options,
         age_pct,
+        age_free_extent,
         fs_size,
         rank_dirs,
     };
     super::series::check_distinct(&plan)?;
     Ok(plan)
+}
+
+/// The free-space pieces of aging: only for an aged plan (alone it would be silently
+/// ignored).
+fn age_free_extent(
+    size: Option<AgeFreeExtent>,
+    age_pct: Option<f64>,
+) -> Result<Option<u64>, PlanError> {
+    match (size, age_pct) {
+        (Some(AgeFreeExtent(v)), None) => Err(PlanError::Invalid {
+            what: "age_free_extent",
+            value: v.to_string(),
+            why: "it shapes aging: give --age too".into(),
+        }),
+        (s, _) => Ok(s.map(|s| s.0)),
+    }
 }
 
 /// The aging every file system gets: the fill level was checked by its type; here only

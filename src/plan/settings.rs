@@ -17,6 +17,7 @@
 //! phase_floor = "0.5s"               # shortest measured phase a key metric may come from
 //! io_hosts = ["node1", "node2:8766"] # fio --server hosts the io workloads run on
 //! age = 60                           # age every file system to 60 % full first (loop targets)
+//! age_free_extent = "64K"            # ... its free space cut into pieces of about this size
 //! fs_size = "64G"                    # every loop image's size (sparse; the default)
 //! rank_dirs = "shared"               # under MPI: all ranks in one tree (default "own")
 //! trace = "app.fstrace"              # what the replay workload replays (timing = "original")
@@ -43,9 +44,9 @@ use clap::{ArgMatches, Args, CommandFactory};
 use serde::Deserialize;
 
 use super::value::{
-    self, AgePct, Budget, Compressibility, Content, DataSizes, DuplicateFraction, FileCounts,
-    FileSize, ImageSize, Margin, PhaseFloor, Profiles, RankDirsChoice, RunCount, Scales,
-    ThreadList, Timeout,
+    self, AgeFreeExtent, AgePct, Budget, Compressibility, Content, DataSizes, DuplicateFraction,
+    FileCounts, FileSize, ImageSize, Margin, PhaseFloor, Profiles, RankDirsChoice, RunCount,
+    Scales, ThreadList, Timeout,
 };
 
 /// The run options as a user writes them, on the command line or in a plan file: every
@@ -121,6 +122,10 @@ pub struct Settings {
     /// target, cloned per cell. Loop-image targets only.
     #[arg(long, value_name = "PCT", allow_negative_numbers = true)]
     pub age: Option<AgePct>,
+    /// With --age: cut the aged file system's free space into pieces of about SIZE (4K to
+    /// 64M; default 64K), so files written into it fragment as on an aged disk.
+    #[arg(long = "age-free-extent", value_name = "SIZE")]
+    pub age_free_extent: Option<AgeFreeExtent>,
     /// Under MPI: each rank works in its own subtree of a `dir:` target (own, the default)
     /// or all ranks in one tree, their files tagged by rank (shared). One process: the same.
     #[arg(long, value_name = "MODE", value_parser = RankDirsChoice::flag())]

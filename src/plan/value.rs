@@ -340,6 +340,23 @@ impl Setting for AgePct {
     }
 }
 
+/// `--age-free-extent 64K` / `age_free_extent = "64K"`: the size of the pieces aging cuts
+/// the free space into, from one 4 KiB block to 64 MiB (a larger piece is no longer
+/// fragmentation a file of the data sets would meet).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AgeFreeExtent(pub u64);
+
+impl Setting for AgeFreeExtent {
+    const WHAT: &'static str = "age_free_extent";
+    fn parse(s: &str) -> Result<Self, String> {
+        let v = super::size::parse_size(s)?;
+        if !(4096..=64 << 20).contains(&v) {
+            return Err("use a size from 4K to 64M".into());
+        }
+        Ok(AgeFreeExtent(v))
+    }
+}
+
 /// A fraction from 0 to 1, or the reason it is not one.
 fn fraction(s: &str) -> Result<f64, String> {
     match number(s)? {
@@ -457,6 +474,7 @@ setting!(
     Timeout,
     Margin,
     AgePct,
+    AgeFreeExtent,
     Compressibility,
     DuplicateFraction,
     Content,
@@ -501,6 +519,16 @@ mod tests {
             assert!(bad.parse::<Margin>().is_err(), "{bad}");
         }
         assert!("95".parse::<AgePct>().unwrap_err().contains("below 95"));
+        assert_eq!("64K".parse(), Ok(AgeFreeExtent(64 << 10)));
+        assert_eq!("1M".parse(), Ok(AgeFreeExtent(1 << 20)));
+        assert!("1K"
+            .parse::<AgeFreeExtent>()
+            .unwrap_err()
+            .contains("4K to 64M"));
+        assert!("1G"
+            .parse::<AgeFreeExtent>()
+            .unwrap_err()
+            .contains("4K to 64M"));
         assert!("small,small"
             .parse::<Profiles>()
             .unwrap_err()

@@ -10,6 +10,7 @@ pub mod cleanup;
 pub mod clone_trace;
 pub mod command;
 pub mod dry_mkfs;
+pub mod fragment;
 pub mod fsck;
 pub mod fscrypt;
 pub mod guard;

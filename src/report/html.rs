@@ -205,38 +205,18 @@ fn condition_text(condition: &str) -> String {
 }
 
 /// One line per aged image of the run: what the aging reached and how fragmented it left
-/// the file system (from the records' provenance).
+/// the file system (the model's [`Report::aging`], from the records' provenance).
 fn aging_lines(r: &Report) -> Vec<String> {
-    let mut lines: Vec<String> = Vec::new();
-    for m in &r.measurements {
-        let Some(a) = &m.provenance.aging else {
-            continue;
-        };
-        let fmt = |x: Option<f64>| x.map_or("—".into(), |v| format!("{v:.2}"));
-        let free = |x: Option<u64>| x.map_or("—".into(), |v| v.to_string());
-        let line = format!(
-            "{}: aged to {:.1} % (asked {} %){} in {:.1} s, {} operations; {} files, {} extents per file; free-space extents {} → {}{}",
-            m.target,
-            a.reached_pct,
-            a.target_pct,
-            a.with_dataset_pct
-                .map_or(String::new(), |p| format!(", {p:.1} % with the data set")),
-            a.seconds,
-            a.operations,
-            a.after.files,
-            fmt(a.after.extents_per_file),
-            free(a.before.free_extents),
-            free(a.after.free_extents),
-            a.after
-                .free_extents_note
-                .as_ref()
-                .map_or(String::new(), |n| format!(" ({n})")),
-        );
-        if !lines.contains(&line) {
-            lines.push(line);
-        }
-    }
-    lines
+    r.aging
+        .iter()
+        .map(|a| {
+            format!(
+                "{}: {}",
+                a.target,
+                crate::provision::aging::summary(&a.aging)
+            )
+        })
+        .collect()
 }
 
 fn provenance(h: &mut String, r: &Report) {

@@ -35,6 +35,10 @@ pub struct Report {
     pub incomplete: Option<String>,
     /// How the measured file systems started: "fresh", or "aged to N %" (`--age`).
     pub condition: String,
+    /// What aging did to each aged image (`--age`): one per target and kind of image, from
+    /// the records' provenance; empty for a fresh run.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub aging: Vec<AgedImage>,
     /// How large the measured file systems were ([`super::file_systems::describe`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub file_systems: Option<String>,
@@ -167,6 +171,7 @@ pub fn build(loaded: &Loaded, margin_pct: Option<f64>) -> Report {
                 .find_map(|m| m.aged_pct)
                 .or(plan.as_ref().and_then(|p| p.age_pct)),
         ),
+        aging: aged_images(&loaded.measurements),
         file_systems: super::file_systems::describe(&loaded.measurements),
         sections,
         skipped_lines: loaded.skipped.clone(),
@@ -176,6 +181,32 @@ pub fn build(loaded: &Loaded, margin_pct: Option<f64>) -> Report {
         steadiness: steadiness(&loaded.measurements),
         measurements: loaded.measurements.clone(),
     }
+}
+
+/// One aged image of the run: its target and what aging did (level, cost, the layout
+/// before and after: free-space extents, a probe file's extent, the data set's extents
+/// per file).
+#[derive(Debug, Clone, Serialize)]
+pub struct AgedImage {
+    pub target: String,
+    #[serde(flatten)]
+    pub aging: crate::results::Aging,
+}
+
+/// Each distinct aged image the records were cloned from, in record order.
+fn aged_images(measurements: &[Measurement]) -> Vec<AgedImage> {
+    let mut out: Vec<AgedImage> = Vec::new();
+    for m in measurements {
+        if let Some(a) = &m.provenance.aging {
+            if !out.iter().any(|o| o.target == m.target && &o.aging == a) {
+                out.push(AgedImage {
+                    target: m.target.clone(),
+                    aging: a.clone(),
+                });
+            }
+        }
+    }
+    out
 }
 
 /// A decided point as the report shows it: a row per target with its ✓ / ✗, and the

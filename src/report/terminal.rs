@@ -33,6 +33,21 @@ fn scale_text(r: &Report, width: usize) -> (String, String) {
     (size, check)
 }
 
+/// One wrapped line per aged image: what aging did and the layout it left.
+fn aging_text(r: &Report, width: usize) -> String {
+    r.aging
+        .iter()
+        .map(|a| {
+            let line = format!(
+                "aging {}: {}",
+                a.target,
+                crate::provision::aging::summary(&a.aging)
+            );
+            wrap(&line, width, "", "  ")
+        })
+        .collect()
+}
+
 /// Renders the whole report for a terminal `width` columns wide.
 pub fn render_width(r: &Report, color: bool, width: usize) -> String {
     let mut out = String::new();
@@ -63,6 +78,7 @@ pub fn render_width(r: &Report, color: bool, width: usize) -> String {
         intro.push_str("; (RAM) = memory file system, a reference, never ranked");
     }
     out.push_str(&wrap(&intro, width, "", ""));
+    out.push_str(&aging_text(r, width));
     out.push_str(&scale_text(r, width).0);
     let mut hidden: Vec<String> = Vec::new();
     let mut wide = false;

@@ -5,6 +5,6 @@ pub mod record;
 pub mod store;
 
 pub use record::{
-    condition, Aging, CloneOrigin, Encryption, Fragmentation, Health, HostFacts, LogPlacement,
-    Measurement, Provenance, Record, Status,
+    condition, Aging, CloneOrigin, Encryption, Fragmentation, Fragmenting, Health, HostFacts,
+    LogPlacement, Measurement, Provenance, Record, Status,
 };

@@ -277,11 +277,39 @@ pub struct Aging {
     pub images_built: u32,
     /// The fresh file system, right after mkfs.
     pub before: Fragmentation,
-    /// After the churn (and the data set, when the image holds it).
+    /// The churn's own tree after aging (the carriers and the data set left out: the
+    /// data set is `dataset`, the carriers are `fragmenting`).
     pub after: Fragmentation,
     /// The data set's own files on the aged file system, when it was written on top.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dataset: Option<Fragmentation>,
+    /// How the free space was cut into pieces (`provision::fragment`), and what a new file
+    /// met before and after. Absent in results written before aging fragmented.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fragmenting: Option<Fragmenting>,
+}
+
+/// How aging cut a file system's free space into pieces: carrier files filled it to
+/// ENOSPC, then holes of about the target size were punched out of them.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Fragmenting {
+    /// The free-space extent asked for (`--age-free-extent`), bytes.
+    pub target_extent_bytes: u64,
+    /// The fill level (%) the churn reached before the first cut (half the level asked).
+    pub churn_pct: f64,
+    /// Rounds of fill-and-punch (each followed by the churn back up to the level).
+    pub rounds: u32,
+    /// Bytes the carriers wrote (filling the free space), bytes punched out of them, and
+    /// how many holes.
+    pub carrier_bytes: u64,
+    pub punched_bytes: u64,
+    pub holes: u64,
+    /// The mean fragment of a probe file (16 MiB, FIEMAP) written into the fresh file
+    /// system and into the aged one: the free-space pieces a new file lands in.
+    pub probe_before_bytes: Option<u64>,
+    pub probe_after_bytes: Option<u64>,
+    /// Whether the aged probe's fragment came within 2 × the target.
+    pub reached: bool,
 }
 
 /// How scattered a file system is.

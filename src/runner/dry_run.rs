@@ -214,8 +214,13 @@ impl<'p> Preview<'p> {
         if let Some(pct) = plan.age_pct {
             let _ = writeln!(
                 s,
-                "aging: each aged image filled to {pct} % of its size: about {} written in all \
-                 (in the disk figure)",
+                "aging: each aged image filled to {pct} % of its size, its free space cut into \
+                 {} pieces (the whole device written once): about {} written in all (in the \
+                 disk figure)",
+                human_bytes(
+                    plan.age_free_extent
+                        .unwrap_or(crate::provision::fragment::DEFAULT_FREE_EXTENT)
+                ),
                 human_bytes(super::fs_sizes::aged_writes(plan, sized.data_bytes))
             );
         }

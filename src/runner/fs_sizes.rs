@@ -76,28 +76,37 @@ fn aged_images(plan: &Plan, data_bytes: u64) -> Vec<(u64, bool)> {
         .collect()
 }
 
-/// What aging writes in all: every aged image filled to PCT % of its size
-/// ([`fs_size::aged_fill`]). 0 for a fresh plan.
+/// What aging writes in all: every aged image's churn and carriers
+/// ([`fs_size::aged_written`]). 0 for a fresh plan.
 pub fn aged_writes(plan: &Plan, data_bytes: u64) -> u64 {
     let pct = plan.age_pct.unwrap_or(0.0);
     aged_images(plan, data_bytes)
         .into_iter()
-        .map(|(size, _)| fs_size::aged_fill(size, pct))
+        .map(|(size, _)| fs_size::aged_written(size, pct))
         .sum()
 }
 
 /// What an aged plan's images hold for the whole run: each aged image's fill, its
 /// metadata and (for cells that want it) the data set on top, twice — the image and the
 /// clone a cell works on (a copy of the written regions where the work directory cannot
-/// reflink). 0 for a fresh plan.
+/// reflink) — and, while an image is aged, the rest of its device, which the carriers fill
+/// before it is punched and trimmed back (images are aged one at a time). 0 for a fresh
+/// plan.
 pub fn aged_need(plan: &Plan, data_bytes: u64) -> u64 {
     let pct = plan.age_pct.unwrap_or(0.0);
-    2 * aged_images(plan, data_bytes)
+    let images = aged_images(plan, data_bytes);
+    let peak = images
+        .iter()
+        .map(|&(size, _)| size - fs_size::aged_fill(size, pct))
+        .max()
+        .unwrap_or(0);
+    2 * images
         .into_iter()
         .map(|(size, with_data)| {
             fs_size::aged_fill(size, pct) + IMAGE_METADATA + u64::from(with_data) * data_bytes
         })
         .sum::<u64>()
+        + peak
 }
 
 /// A resumed run keeps the image size its earlier cells were measured on. A plan recorded
@@ -150,17 +159,20 @@ mod tests {
         assert_eq!(aged_need(&plan(&["create", "scan"], None), 40 << 20), 0);
         let aged = plan(&["create", "scan"], Some(50.0));
         // Two loop targets × two kinds of cell (create starts empty, scan wants the data
-        // set) × half of the aged default (4 GiB for 40 MiB).
-        assert_eq!(aged_writes(&aged, 40 << 20), 4 * (2 << 30));
+        // set) × 1.25 × the aged default (4 GiB for 40 MiB): the churn to 25 % writes
+        // about 50 %, the carriers fill the other 75 %.
+        assert_eq!(aged_writes(&aged, 40 << 20), 4 * (5 << 30));
         let only_scan = plan(&["scan"], Some(50.0));
-        assert_eq!(aged_writes(&only_scan, 40 << 20), 2 * (2 << 30));
+        assert_eq!(aged_writes(&only_scan, 40 << 20), 2 * (5 << 30));
+        // Each image and its clone hold half the device and the data set; the image being
+        // aged holds the other half too, for a while.
         assert_eq!(
             aged_need(&only_scan, 40 << 20),
-            2 * 2 * ((2 << 30) + IMAGE_METADATA + (40 << 20))
+            2 * 2 * ((2 << 30) + IMAGE_METADATA + (40 << 20)) + (2 << 30)
         );
         let mut given = only_scan.clone();
         given.fs_size = Some(1 << 30);
-        assert_eq!(aged_writes(&given, 40 << 20), 2 * (512 << 20));
+        assert_eq!(aged_writes(&given, 40 << 20), 2 * (1280 << 20));
     }
 
     /// Issue 41: a file system too small for the data set is refused before anything is
