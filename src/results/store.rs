@@ -390,6 +390,29 @@ mod tests {
     }
 
     #[test]
+    fn a_failure_whose_tool_was_killed_by_a_signal_is_not_final() {
+        let with = |status, e: &str| Measurement {
+            error: Some(e.into()),
+            ..m("a", 0, status)
+        };
+        let mkfs =
+            "provision: `mkfs.btrfs -q -f /dev/loop0` failed (killed by a signal): (no output)";
+        assert!(!is_final(&with(Status::Error, mkfs)));
+        assert!(!is_final(&with(
+            Status::Invalid,
+            "check killed by a signal"
+        )));
+        assert!(!is_final(&with(Status::Error, "fio (signal: 2 (SIGINT))")));
+        assert!(is_final(&with(
+            Status::Error,
+            "provision: `mount` failed (exit 32)"
+        )));
+        assert!(is_final(&with(Status::Enospc, "killed by a signal")));
+        assert!(is_final(&m("a", 0, Status::Ok)));
+        assert!(!is_final(&m("a", 0, Status::Interrupted)));
+    }
+
+    #[test]
     fn measurements_recorded_in_memory_match_the_file_read_back() {
         let dir = tempfile::tempdir().unwrap();
         let mut s = Store::create(dir.path(), &HostFacts::default()).unwrap();
