@@ -147,7 +147,7 @@ pub fn main() -> i32 {
             return EXIT_OK;
         }
     };
-    match dispatch(cli, &given) {
+    let code = match dispatch(cli, &given) {
         Ok(code) => code,
         // The reader of stdout went away (`| head`): a quiet end, as for a shell tool.
         Err(e) if is_closed_pipe(&e) => EXIT_OK,
@@ -159,7 +159,8 @@ pub fn main() -> i32 {
             }
             EXIT_BAD_INPUT
         }
-    }
+    };
+    signals::exit_code(code)
 }
 
 /// The command line, and the run options it names (see [`Settings::given_flags`]).

@@ -118,7 +118,9 @@ fn run_plan(args: RunArgs, given: &[String]) -> Result<i32> {
     let (plan, out, resume) = plan_and_out(&args, given)?;
     let opts = RunOptions {
         out,
-        work_root: args.work_dir.clone(),
+        // Absolute: mounts are checked against /proc/mounts, which names absolute paths (a
+        // relative `--work-dir` made mounts that the run then failed to find and left behind).
+        work_root: std::path::absolute(&args.work_dir).unwrap_or_else(|_| args.work_dir.clone()),
         keep: args.keep,
         quiet: args.quiet,
         allow_device: args.allow_device,

@@ -3,7 +3,7 @@
 //! cleanup to a process that outlives it.
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
@@ -46,6 +46,7 @@ pub fn install(cancel: Arc<AtomicBool>, work_root: PathBuf, out: PathBuf) -> Res
                     std::process::exit(128 + sig);
                 }
             } else {
+                FORCED.store(sig, Ordering::SeqCst);
                 eprintln!("\nfsarena: second signal: removing mounts, loop devices and images now");
             }
             let me = std::process::id().to_string();
@@ -63,6 +64,24 @@ pub fn install(cancel: Arc<AtomicBool>, work_root: PathBuf, out: PathBuf) -> Res
         }
     });
     Ok(())
+}
+
+/// The second signal, once one came: from then on the process exits `128 + signal`.
+static FORCED: AtomicI32 = AtomicI32::new(0);
+
+/// The exit code of a process whose run ended with `code`: after a second signal, the
+/// signal's `128 + N`, once the forced cleanup had its time. The run, stopped by the first
+/// signal, often ends before the cleanup the second started (a pg cell stops its server at
+/// once): its own exit 1 used to win the race (issue 39).
+pub fn exit_code(code: i32) -> i32 {
+    let sig = FORCED.load(Ordering::SeqCst);
+    if sig == 0 {
+        return code;
+    }
+    // The signal's thread exits the process itself when its cleanup is done; a cleanup
+    // stuck in the kernel does not keep the process alive for ever.
+    std::thread::sleep(std::time::Duration::from_secs(60));
+    128 + sig
 }
 
 /// Starts `fsarena cleanup --work-dir WORK --after-pid ME` in a process group of its own

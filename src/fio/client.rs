@@ -344,6 +344,8 @@ fn client_command() -> Command {
             Ok(())
         });
     }
+    // A group of its own: a terminal's Ctrl-C reaches fsarena only (see provision::command).
+    cmd.process_group(0);
     cmd
 }
 

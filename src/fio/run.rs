@@ -56,6 +56,9 @@ fn run_program(
     let args = job.args();
     let mut cmd = Command::new(program);
     cmd.args(&args).current_dir(dir);
+    // Its own process group: a terminal's Ctrl-C reaches fsarena only, which stops fio
+    // itself (`stop`), so the interruption is recorded as one, never as fio's failure.
+    std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
     // --thread: every job lives in this one process, so killing it stops all of them.
     let (status, stdout, stderr) = spawn_and_wait(cmd, stop, &mut |child| {
         let _ = child.kill();

@@ -233,6 +233,12 @@ fn remove_traces(run: &Path, live: &[journal::Entry], report: &mut CleanupReport
 
 /// Cleans every abandoned run directory under `root`.
 pub fn cleanup(root: &Path) -> CleanupReport {
+    cleanup_matching(root, |_| true)
+}
+
+/// Cleans the abandoned run directories under `root` that `wanted` picks (a `--resume`
+/// takes only its own earlier run's, [`super::workdir::runs_for`]).
+pub fn cleanup_matching(root: &Path, wanted: impl Fn(&Path) -> bool) -> CleanupReport {
     let mut report = CleanupReport::default();
     let Ok(rd) = fs::read_dir(root) else {
         return report;
@@ -240,7 +246,7 @@ pub fn cleanup(root: &Path) -> CleanupReport {
     let mut runs: Vec<PathBuf> = rd
         .flatten()
         .map(|e| e.path())
-        .filter(|p| p.join(OWNER_FILE).is_file())
+        .filter(|p| p.join(OWNER_FILE).is_file() && wanted(p))
         .collect();
     runs.sort();
     for run in runs {

@@ -58,6 +58,10 @@ impl Cmd {
     pub fn output(&self, package: &str) -> Result<Ran, ProvisionError> {
         let mut cmd = Command::new(&self.program);
         cmd.args(&self.args).stdin(Stdio::null());
+        // A group of its own: a terminal's Ctrl-C (SIGINT to the foreground group) reaches
+        // fsarena alone, which stops after the current measurement; the helper finishes, so
+        // a first Ctrl-C never turns into a false `error` or a failed check (issue 39).
+        cmd.process_group(0);
         // A helper (mkfs, mount, fsck) dies with fsarena: after a kill -9 an orphaned `mount`
         // could otherwise finish after `fsarena cleanup` looked, and leave a mount and a
         // busy loop device behind. The calling thread waits for the helper, so the signal

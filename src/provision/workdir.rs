@@ -32,6 +32,13 @@ pub struct WorkDir {
 impl WorkDir {
     /// Creates `root/run-<time>-<pid>` with an owner marker and an empty journal.
     pub fn create(root: &Path) -> Result<WorkDir, ProvisionError> {
+        Self::create_for(root, None)
+    }
+
+    /// [`WorkDir::create`] for a run recording into `out`, which its marker names: a
+    /// `--resume` of that results directory finds what this run left if it is killed
+    /// ([`runs_for`]).
+    pub fn create_for(root: &Path, out: Option<&Path>) -> Result<WorkDir, ProvisionError> {
         fs::create_dir_all(root)
             .map_err(|e| ProvisionError::io(format!("cannot create {}", root.display()), e))?;
         let stamp = std::time::SystemTime::now()
@@ -41,11 +48,14 @@ impl WorkDir {
         let run = root.join(format!("run-{stamp}-{}", std::process::id()));
         fs::create_dir(&run)
             .map_err(|e| ProvisionError::io(format!("cannot create {}", run.display()), e))?;
-        let marker = format!(
+        let mut marker = format!(
             "pid={}\nstart={}\n",
             std::process::id(),
             process_start_time()
         );
+        if let Some(out) = out.and_then(|o| fs::canonicalize(o).ok()) {
+            marker.push_str(&format!("{OUT_FIELD}{}\n", out.display()));
+        }
         fs::write(run.join(OWNER_FILE), marker)
             .map_err(|e| ProvisionError::io("cannot write the run marker", e))?;
         let journal = Journal::open(&run.join(Journal::FILE_NAME))
@@ -107,6 +117,23 @@ impl WorkDir {
             )
         })
     }
+}
+
+/// The marker's line naming the results directory the run recorded into.
+const OUT_FIELD: &str = "out=";
+
+/// Whether the run directory `run` (one with an owner marker) was made by a run recording
+/// into `out`; false for a marker that names no results directory (made before they did).
+pub fn runs_for(run: &Path, out: &Path) -> bool {
+    let (Ok(text), Ok(out)) = (
+        fs::read_to_string(run.join(OWNER_FILE)),
+        fs::canonicalize(out),
+    ) else {
+        return false;
+    };
+    text.lines()
+        .filter_map(|l| l.strip_prefix(OUT_FIELD))
+        .any(|p| Path::new(p) == out)
 }
 
 /// The run directory's name, which names a `dir:` target's subdirectory (and, through

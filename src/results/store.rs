@@ -279,7 +279,7 @@ pub fn load(dir: &Path) -> Result<Loaded, StoreError> {
             Ok(Record::Host(_)) => out.skipped.push((n, "a second host record".into())),
             Ok(Record::Measurement(m)) => {
                 let k = m.key();
-                if is_final(m.status) {
+                if is_final(&m) {
                     if let Some(first) = final_at.insert(k.clone(), n) {
                         // Two writers (or a resume beside its run) measured the same
                         // repetition: the later record is used, and the report says so.
@@ -316,9 +316,28 @@ pub fn load(dir: &Path) -> Result<Loaded, StoreError> {
     Ok(out)
 }
 
-/// Whether a recorded cell counts as done for `--resume` (interrupted ones are redone).
-pub fn is_final(status: Status) -> bool {
-    status != Status::Interrupted
+/// Whether a recorded cell counts as done for `--resume`: interrupted ones are redone, and
+/// so are failures whose tool was killed by a signal ([`killed_by_signal`]).
+pub fn is_final(m: &Measurement) -> bool {
+    m.status != Status::Interrupted && !killed_by_signal(m)
+}
+
+/// What a tool's death by a signal says in a record's error: a provisioning helper
+/// ([`crate::provision::command`]), a file system's check, or a workload's child (Rust's
+/// `ExitStatus` shows "signal: N").
+const SIGNAL_DEATHS: [&str; 2] = ["killed by a signal", "signal: "];
+
+/// Whether `m` failed (`error` or `invalid`) because a tool it ran died of a signal. That
+/// is no verdict on the file system: before issue 39 a terminal's Ctrl-C killed the tools
+/// with fsarena and such records were final, so `--resume` could never finish the plan.
+/// They are measured again on resume; if the tool dies again, the new record says so. A
+/// tool the OOM killer ends is measured again too, which costs time but never hides a
+/// failure (a fresh run records it, and exits 1).
+pub fn killed_by_signal(m: &Measurement) -> bool {
+    matches!(m.status, Status::Error | Status::Invalid)
+        && m.error
+            .as_deref()
+            .is_some_and(|e| SIGNAL_DEATHS.iter().any(|s| e.contains(s)))
 }
 
 #[cfg(test)]
@@ -368,6 +387,29 @@ mod tests {
             Store::create(dir.path(), &HostFacts::default()),
             Err(StoreError::Exists(_))
         ));
+    }
+
+    #[test]
+    fn a_failure_whose_tool_was_killed_by_a_signal_is_not_final() {
+        let with = |status, e: &str| Measurement {
+            error: Some(e.into()),
+            ..m("a", 0, status)
+        };
+        let mkfs =
+            "provision: `mkfs.btrfs -q -f /dev/loop0` failed (killed by a signal): (no output)";
+        assert!(!is_final(&with(Status::Error, mkfs)));
+        assert!(!is_final(&with(
+            Status::Invalid,
+            "check killed by a signal"
+        )));
+        assert!(!is_final(&with(Status::Error, "fio (signal: 2 (SIGINT))")));
+        assert!(is_final(&with(
+            Status::Error,
+            "provision: `mount` failed (exit 32)"
+        )));
+        assert!(is_final(&with(Status::Enospc, "killed by a signal")));
+        assert!(is_final(&m("a", 0, Status::Ok)));
+        assert!(!is_final(&m("a", 0, Status::Interrupted)));
     }
 
     #[test]

@@ -18,6 +18,7 @@ pub mod failure;
 pub mod fs_sizes;
 pub mod harness;
 pub mod host_facts;
+pub mod leftovers;
 pub mod phase;
 pub mod preflight;
 pub mod progress;
@@ -81,7 +82,12 @@ pub fn run(
     )?;
     let work = match work {
         Some(w) => w,
-        None => WorkDir::create(&opts.work_root)?,
+        None => {
+            if opts.resume {
+                leftovers::sweep_earlier(opts);
+            }
+            WorkDir::create_for(&opts.work_root, Some(&opts.out))?
+        }
     };
     team.prepare_targets(&targets, &work)
         .map_err(RunError::Refused)?;

@@ -3,6 +3,7 @@
 //! file, and in the run's memory the budget decides from), and described in one line.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use super::budget::Group;
@@ -78,7 +79,7 @@ pub fn tally(loaded: &Loaded) -> Tally {
             // failed before its points, in an earlier attempt) is superseded by them.
             ms.retain(|m| m.cell_points.is_some());
         }
-        let finals: Vec<&&Measurement> = ms.iter().filter(|m| store::is_final(m.status)).collect();
+        let finals: Vec<&&Measurement> = ms.iter().filter(|m| store::is_final(m)).collect();
         let complete = finals.len() == ms.len() && of.map_or(true, |n| finals.len() >= n as usize);
         for m in &finals {
             if !m.status.is_ok() {
@@ -174,12 +175,23 @@ pub struct Recorder<'r> {
     pub image_seconds: Option<f64>,
     /// A record could not be written: the run stops.
     pub failed: bool,
+    /// The run was asked to stop (a signal).
+    pub cancel: &'r AtomicBool,
 }
 
 impl Recorder<'_> {
     /// Keeps `m`; false when it could not be written. The store is the point of the run:
     /// it then stops rather than measure into the void.
     pub fn keep(&mut self, m: &mut Measurement) -> bool {
+        if self.cancel.load(Ordering::SeqCst) && store::killed_by_signal(m) {
+            // A tool that died of a signal while fsarena was asked to stop (a signal sent
+            // to the whole process group) is part of the interruption, not a verdict.
+            if let Some(e) = m.error.take() {
+                m.notes.push(format!("cut by the interruption: {e}"));
+            }
+            m.status = Status::Interrupted;
+            m.error = Some("interrupted".into());
+        }
         m.cell_seconds = Some(self.started.elapsed().as_secs_f64());
         m.image_seconds = self.image_seconds;
         self.team.stamp(m);

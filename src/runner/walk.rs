@@ -310,6 +310,7 @@ impl<'a> Walk<'a> {
                 .unwrap_or(started),
             image_seconds: (ahead > 0.0).then_some(ahead),
             failed: false,
+            cancel: self.inputs.cancel,
         };
         let (source, built_now) =
             self.masters

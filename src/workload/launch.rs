@@ -133,6 +133,8 @@ impl Installed {
             .args(["-batch", "-noheader", "-separator", "|", ":memory:", QUERY])
             .current_dir(cwd)
             .env_clear();
+        // A group of its own: a terminal's Ctrl-C reaches fsarena only (issue 39).
+        std::os::unix::process::CommandExt::process_group(&mut c, 0);
         c
     }
 }

@@ -150,10 +150,7 @@ pub fn retire(f: Fresh, ms: &mut [Measurement], target: &str) {
         if let Some(h) = health.filter(|h| !h.passed) {
             for m in ms.iter_mut().filter(|m| m.status == Status::Ok) {
                 m.status = Status::Invalid;
-                m.error = Some(format!(
-                    "the log target's file system failed its check after the measurement ({})",
-                    h.command.join(" ")
-                ));
+                m.error = Some(check_failure("the log target's file system", &h));
             }
         }
         if let Err(e) = td {
@@ -167,10 +164,7 @@ pub fn retire(f: Fresh, ms: &mut [Measurement], target: &str) {
         for m in ms.iter_mut() {
             if !h.passed && m.status == Status::Ok {
                 m.status = Status::Invalid;
-                m.error = Some(format!(
-                    "the file system failed its check after the measurement ({})",
-                    h.command.join(" ")
-                ));
+                m.error = Some(check_failure("the file system", &h));
             }
             m.health = Some(h.clone());
         }
@@ -178,6 +172,17 @@ pub fn retire(f: Fresh, ms: &mut [Measurement], target: &str) {
     if let Err(e) = td {
         note(ms, format!("teardown: {e}"));
         eprintln!("fsarena: teardown of {target}: {e}");
+    }
+}
+
+/// The error of a measurement whose file system (`what`) did not pass its check: failed,
+/// or no verdict because the checker was killed by a signal (said so: `--resume` redoes it).
+fn check_failure(what: &str, h: &crate::results::Health) -> String {
+    let cmd = h.command.join(" ");
+    if crate::provision::fsck::killed(h) {
+        format!("{what}'s check after the measurement was killed by a signal ({cmd}): no verdict")
+    } else {
+        format!("{what} failed its check after the measurement ({cmd})")
     }
 }
 

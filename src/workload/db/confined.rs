@@ -279,9 +279,12 @@ fn child<T: Serialize>(
     // SAFETY: resetting dispositions in a single-threaded child. The parent's handlers
     // would forward a terminal's Ctrl-C into the parent's signal pipe a second time (and
     // read as a second Ctrl-C); the parent stops the child itself.
+    // A group of its own besides: a terminal's Ctrl-C (SIGINT to the foreground group) would
+    // kill the engine mid-measurement, a false failure; the parent stops it on a cancel.
     unsafe {
         libc::signal(libc::SIGINT, libc::SIG_DFL);
         libc::signal(libc::SIGTERM, libc::SIG_DFL);
+        libc::setpgid(0, 0);
     }
     // The engine dies with fsarena: after `kill -9` of the parent nothing would stop it,
     // and it would go on writing to a target whose cleanup is about to unmount it. The

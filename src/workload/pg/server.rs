@@ -113,6 +113,9 @@ fn command_dying_with(
             Ok(())
         });
     }
+    // A group of its own: a terminal's Ctrl-C reaches fsarena only, which stops the server
+    // and its clients itself; killed by the terminal they would look like a failed run.
+    std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
     cmd
 }
 
