@@ -61,7 +61,7 @@ fn eta_squared(runs: &[(Vec<usize>, f64)], j: usize) -> Option<(f64, usize)> {
     let n = runs.len() as f64;
     let mean = runs.iter().map(|r| r.1).sum::<f64>() / n;
     let total: f64 = runs.iter().map(|r| (r.1 - mean).powi(2)).sum();
-    if !(total > 0.0) {
+    if total.is_nan() || total <= 0.0 {
         return None;
     }
     let mut by_level: BTreeMap<usize, (f64, usize)> = BTreeMap::new();

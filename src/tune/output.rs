@@ -7,14 +7,10 @@ use std::fmt::Write;
 use std::path::Path;
 
 use super::answer::{Answer, Row};
-use super::setup::Setup;
+use super::setup::{Setup, ANSWER, BEST, CHART};
 use super::text::{gain_words, unsafe_lines};
 use crate::plan::Plan;
 use crate::report::charts::{bars, Bar, BarOpts};
-
-pub const BEST: &str = "best.toml";
-pub const ANSWER: &str = "answer.json";
-pub const CHART: &str = "search.html";
 
 /// The name of the best configuration's `[[target]]` (never a catalogue name).
 pub fn tuned_name(setup: &Setup) -> String {

@@ -33,8 +33,10 @@ pub enum Fate {
     /// Decided equivalent to the leader at every point: not separated.
     Equivalent,
     /// Better than the leader at some point and worse at another: a trade-off.
+    #[serde(rename = "trade-off")]
     Traded,
     /// Some comparison with the leader still undecided.
+    #[serde(rename = "undecided")]
     Open,
     /// No ok measurement at some point (its file system could not be made, or it failed).
     Failed,

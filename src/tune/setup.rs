@@ -20,6 +20,10 @@ pub const MAX_RUNS: u32 = 12;
 pub const DEFAULT_CANDIDATES: usize = 16;
 /// The file in the tune's directory that holds its setup.
 pub const FILE: &str = "tune.json";
+/// The answer's files in the tune's directory (written by `output`, named by `text`).
+pub const BEST: &str = "best.toml";
+pub const ANSWER: &str = "answer.json";
+pub const CHART: &str = "search.html";
 /// The results directory (a run's, `fsarena report` reads it) inside the tune's.
 pub const RUNS_DIR: &str = "runs";
 

@@ -175,13 +175,13 @@ pub fn render(a: &Answer, dir: &std::path::Path) -> String {
     let _ = writeln!(
         s,
         "\n{}: a [[target]] beside the defaults: fsarena run {}",
-        dir.join(super::output::BEST).display(),
-        dir.join(super::output::BEST).display()
+        dir.join(super::setup::BEST).display(),
+        dir.join(super::setup::BEST).display()
     );
     let _ = writeln!(
         s,
         "{}: the race as a chart",
-        dir.join(super::output::CHART).display()
+        dir.join(super::setup::CHART).display()
     );
     s
 }
