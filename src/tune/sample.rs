@@ -56,7 +56,7 @@ pub fn candidates(space: &Space, n: usize, seed: u64) -> (Vec<Vec<usize>>, Desig
     let oat = one_at_a_time(space, &defaults);
     // One at a time only while it leaves at least half the candidates to the sample,
     // which is what sees parameters together.
-    let design = if 1 + oat.len() <= n / 2 {
+    let design = if oat.len() < n / 2 {
         out.extend(oat);
         Design::OneAtATimeThenLatin
     } else {
