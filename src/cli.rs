@@ -19,6 +19,7 @@ pub mod output;
 mod record;
 mod run;
 mod signals;
+mod tune;
 
 use commands::OpArgs;
 pub use exit::{EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK};
@@ -53,6 +54,10 @@ pub enum Command {
     /// Run a comparison (with no arguments: every supported catalogue file system, the
     /// file-management workloads, a small data set, 3 repetitions).
     Run(Box<RunArgs>),
+    /// Race a file system's mkfs and mount options for a workload on fresh file systems,
+    /// within a time budget: the best configuration, its gain over the defaults, what it
+    /// gives up, and a best.toml `fsarena run` accepts.
+    Tune(Box<tune::TuneArgs>),
     /// Print the report of a results directory.
     Report {
         dir: PathBuf,
@@ -169,6 +174,7 @@ fn parse() -> Result<(Cli, Vec<String>), clap::Error> {
     let cli = Cli::from_arg_matches(&matches).map_err(|e| e.format(&mut Cli::command()))?;
     let given = matches
         .subcommand_matches("run")
+        .or_else(|| matches.subcommand_matches("tune"))
         .map(Settings::given_flags)
         .unwrap_or_default();
     Ok((cli, given))
@@ -179,6 +185,7 @@ fn dispatch(cli: Cli, given: &[String]) -> Result<i32> {
     match cli.command {
         Command::Doctor { json } => commands::doctor(json),
         Command::Run(args) => run::run(*args, given),
+        Command::Tune(args) => tune::tune(*args, given),
         Command::Report {
             dir,
             margin,

@@ -22,4 +22,5 @@ pub mod runner;
 pub mod stats;
 pub mod sys;
 pub mod trace;
+pub mod tune;
 pub mod workload;

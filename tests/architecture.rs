@@ -37,6 +37,7 @@ const LAYERS: &[&str] = &[
     "stats",
     "report",
     "runner",
+    "tune",
     "doctor",
     "bench_op",
     "cli",

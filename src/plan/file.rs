@@ -21,6 +21,15 @@ pub fn read_plan_file(path: &Path) -> Result<Settings, PlanError> {
 
 /// Parses plan text. Separate from reading so it can be fuzzed.
 pub fn parse_plan_file(text: &str, name: &str) -> Result<Settings, PlanError> {
+    parse_plan_file_as(text, name)
+}
+
+/// Parses TOML text named `name` into `T` (a plan, or another file in the plan's style
+/// such as `fsarena tune`'s option space); errors name the file, line and column.
+pub fn parse_plan_file_as<T: serde::de::DeserializeOwned>(
+    text: &str,
+    name: &str,
+) -> Result<T, PlanError> {
     toml::from_str(text).map_err(|e| {
         let (line, column) = e.span().map(|s| line_col(text, s.start)).unwrap_or((1, 1));
         PlanError::Syntax {

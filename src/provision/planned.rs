@@ -73,3 +73,16 @@ pub fn planned_commands(spec: &InstanceSpec, run_dir: &Path) -> Vec<String> {
     }
     out
 }
+
+/// The mkfs and mount command lines that make target `t` on a user's block `device`
+/// mounted at `mnt`, as fsarena would run them there (a device is no fresh sparse image:
+/// no flags that skip zeroing or discards). What `fsarena tune` hands a sysadmin to apply.
+pub fn device_commands(
+    t: &crate::plan::TargetConfig,
+    device: &str,
+    mnt: &Path,
+) -> (Option<String>, String) {
+    let mkfs = mkfs_cmd(t, device, false).map(|c| c.to_string());
+    let mount = mounts::mount_cmd(host::mount_type(t.fs), &t.mount_options, device, mnt);
+    (mkfs, mount.to_string())
+}

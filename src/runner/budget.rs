@@ -23,6 +23,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
+use crate::plan::Plan;
 use crate::report::model::key_metric;
 use crate::results::store::Loaded;
 use crate::stats::sequential::Looks;
@@ -91,6 +92,35 @@ pub fn open_questions(state: &Loaded, margin_pct: f64) -> Result<Vec<Open>, Budg
         .collect())
 }
 
+/// What a round asks of the run so far: the comparisons still open and the target each is
+/// made against. `fsarena run` asks [`AgainstBaseline`]; `fsarena tune` asks its race,
+/// whose comparisons are with the best candidate so far (`crate::tune`).
+pub trait Questions {
+    fn ask(&self, state: &Loaded, plan: &Plan) -> Result<Asked, BudgetError>;
+}
+
+/// The open comparisons, the target they are made against, and the line that says the
+/// budget is done when none is open.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Asked {
+    pub open: Vec<Open>,
+    pub against: String,
+    pub settled: String,
+}
+
+/// The run's own questions: every disk target against the plan's baseline.
+pub struct AgainstBaseline;
+
+impl Questions for AgainstBaseline {
+    fn ask(&self, state: &Loaded, plan: &Plan) -> Result<Asked, BudgetError> {
+        Ok(Asked {
+            open: open_questions(state, plan.margin_pct)?,
+            against: plan.baseline.clone(),
+            settled: "budget: every comparison with the baseline is decided".into(),
+        })
+    }
+}
+
 /// Which side a comparison's next run should go to. A sequential run decides only at its
 /// looks, from the first n runs of *both* sides: a side already at the next look gains
 /// nothing until the other reaches it, so only that other side is repeated, else both. A
@@ -109,7 +139,7 @@ pub fn side_for(base: &[f64], cand: &[f64], looks: &Looks) -> Side {
 
 /// The undecided comparisons of one decided point, each with the side whose next run
 /// helps most ([`side_for`]).
-fn open_in(p: &Point, baseline: &str, looks: &Looks) -> Vec<Open> {
+pub fn open_in(p: &Point, baseline: &str, looks: &Looks) -> Vec<Open> {
     let base_raw = p.baseline_index(baseline).map_or(&[][..], |b| p.raw(b));
     p.undecided()
         .map(|(i, v)| Open {

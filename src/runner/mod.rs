@@ -49,6 +49,17 @@ pub fn run(
     opts: &RunOptions,
     cancel: &Arc<AtomicBool>,
 ) -> Result<RunSummary, RunError> {
+    run_asking(plan, opts, cancel, &budget::AgainstBaseline)
+}
+
+/// [`run`], with the budget's rounds spent on what `questions` leaves open (`fsarena tune`
+/// races its candidates against the best so far instead of the baseline).
+pub fn run_asking(
+    plan: &Plan,
+    opts: &RunOptions,
+    cancel: &Arc<AtomicBool>,
+    questions: &dyn budget::Questions,
+) -> Result<RunSummary, RunError> {
     let checked = checked(plan, opts);
     // Under MPI every rank meets the others here, before anything is created.
     let ranks::Joined {
@@ -103,6 +114,7 @@ pub fn run(
         work: &work,
         image: sized.image,
         memory: sized.memory,
+        questions,
     };
     let (walked, stopped) = walk_plan(inputs, &mut store, tally, state, &mut summary);
     if let Err(e) = walked {

@@ -43,6 +43,8 @@ pub struct Inputs<'a> {
     pub image: u64,
     /// The size of a tmpfs target that sets none.
     pub memory: u64,
+    /// What the budget's rounds ask ([`budget::Questions`]).
+    pub questions: &'a dyn budget::Questions,
 }
 
 /// A run in progress: what every cell needs, and what the run has recorded so far.
@@ -493,16 +495,16 @@ impl<'a> Walk<'a> {
         max: u32,
         remaining: f64,
     ) -> Result<Vec<Group>, BudgetError> {
-        let open = budget::open_questions(&self.state, self.inputs.plan.margin_pct)?;
+        let asked = self.inputs.questions.ask(&self.state, self.inputs.plan)?;
+        let open = asked.open;
         if open.is_empty() {
-            self.progress
-                .println("budget: every comparison with the baseline is decided");
+            self.progress.println(&asked.settled);
             return Ok(Vec::new());
         }
         let costs = &self.costs;
         let r = budget::plan_round(
             &open,
-            &self.inputs.plan.baseline,
+            &asked.against,
             next_rep,
             max,
             &|g| costs.estimate(g),

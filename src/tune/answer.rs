@@ -1,0 +1,204 @@
+//! The tune's answer, built once from its setup and its records: the best configuration
+//! with its gain over the defaults (interval and decision), the runners-up the race could
+//! not separate from it, the best safe one when the best gives up safety, each parameter's
+//! importance, every candidate's runs and fate, and the commands that apply the answer.
+//! Every output (terminal, JSON, `best.toml`, the chart) reads this one model, so an unsafe
+//! winner carries its label in all of them.
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use super::importance::{importance, Importance};
+use super::race::{scores, standing, Fate};
+use super::sample;
+use super::setup::{Candidate, Setup, UnsafeValue, DEFAULTS};
+use crate::plan::TargetConfig;
+use crate::report::model::key_metric;
+use crate::results::{Measurement, Status};
+use crate::stats::sequential::Looks;
+use crate::stats::verdicts;
+
+/// One candidate as the answer shows it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Row {
+    pub name: String,
+    /// Its settings away from the defaults.
+    pub changes: String,
+    /// Repetitions with an ok record.
+    pub runs: usize,
+    pub fate: Fate,
+    /// Key metric against the leader in %, the geometric mean over the points.
+    pub vs_best_pct: Option<f64>,
+    #[serde(rename = "unsafe", skip_serializing_if = "Vec::is_empty")]
+    pub unsafe_values: Vec<UnsafeValue>,
+}
+
+/// The best configuration against the defaults at one workload point.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Gain {
+    pub workload: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub variant: String,
+    pub threads: u32,
+    pub metric: String,
+    pub pct: f64,
+    pub ci95: Option<(f64, f64)>,
+    /// better / worse / equivalent / undecided, after Benjamini–Hochberg over the points.
+    pub decision: String,
+}
+
+/// The configuration to apply.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Best {
+    pub name: String,
+    pub changes: String,
+    pub mkfs_args: Vec<String>,
+    pub mount_options: Vec<String>,
+    /// The exact commands on a block device (DEVICE and MOUNTPOINT to be replaced).
+    pub mkfs_command: Option<String>,
+    pub mount_command: String,
+    /// What it gives up, when it is unsafe; never empty for an unsafe configuration.
+    #[serde(rename = "unsafe")]
+    pub unsafe_values: Vec<UnsafeValue>,
+    pub gain: Vec<Gain>,
+}
+
+/// The whole answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Answer {
+    pub fs: String,
+    pub workloads: Vec<String>,
+    pub design: String,
+    pub space_configurations: usize,
+    pub safe_only: bool,
+    /// "decided", "budget spent", or "interrupted".
+    pub ended: String,
+    pub best: Option<Best>,
+    /// Not separated from the best: equivalent, or still undecided.
+    pub runners_up: Vec<String>,
+    /// When the best is unsafe: the best candidate that gives up nothing.
+    pub best_safe: Option<String>,
+    pub importance: Vec<Importance>,
+    pub candidates: Vec<Row>,
+    pub results: String,
+}
+
+/// Distinct repetitions of `name` with an ok record.
+fn runs_of(ms: &[Measurement], name: &str) -> usize {
+    let mut reps: Vec<u32> = ms
+        .iter()
+        .filter(|m| m.target == name && m.status == Status::Ok)
+        .map(|m| m.repetition)
+        .collect();
+    reps.sort_unstable();
+    reps.dedup();
+    reps.len()
+}
+
+/// The best's gain over the defaults at each point, decided in one family.
+fn gains(setup: &Setup, ms: &[Measurement], best: &str, looks: &Looks) -> Vec<Gain> {
+    let points = verdicts::decide(ms, DEFAULTS, setup.plan.margin_pct, looks, &key_metric);
+    points
+        .iter()
+        .filter_map(|p| {
+            let i = p.groups.iter().position(|g| g.key.target == best)?;
+            let c = p.vs_baseline(i)?;
+            Some(Gain {
+                workload: p.workload.clone(),
+                variant: p.variant.clone(),
+                threads: p.threads,
+                metric: p.key.name.clone(),
+                pct: c.pct_diff,
+                ci95: c.pct_ci95,
+                decision: c
+                    .verdict
+                    .as_ref()
+                    .map_or("undecided", |v| v.decision.as_str())
+                    .to_string(),
+            })
+        })
+        .collect()
+}
+
+fn best_of(setup: &Setup, c: &Candidate, ms: &[Measurement], looks: &Looks) -> Best {
+    let t: TargetConfig = super::setup::target(&setup.space, c);
+    let (mkfs_command, mount_command) =
+        crate::provision::planned::device_commands(&t, "DEVICE", Path::new("MOUNTPOINT"));
+    Best {
+        name: c.name.clone(),
+        changes: setup.changes(c),
+        gain: if c.name == DEFAULTS {
+            Vec::new()
+        } else {
+            gains(setup, ms, &c.name, looks)
+        },
+        mkfs_args: t.mkfs_args,
+        mount_options: t.mount_options,
+        mkfs_command,
+        mount_command,
+        unsafe_values: setup.unsafe_values(c),
+    }
+}
+
+/// The answer from `setup` and its records `ms`; `interrupted` when the race was cut short.
+pub fn build(setup: &Setup, ms: &[Measurement], interrupted: bool, results: &Path) -> Answer {
+    let looks = Looks::of_runs(&setup.plan.runs);
+    let names: Vec<String> = setup.candidates.iter().map(|c| c.name.clone()).collect();
+    let s = standing(ms, &names, setup.plan.margin_pct, &looks);
+    let sc = scores(&s.points, &names);
+    let lead = s.leader.as_ref().and_then(|l| sc.get(l).copied().flatten());
+    let candidates: Vec<Row> = setup
+        .candidates
+        .iter()
+        .map(|c| Row {
+            name: c.name.clone(),
+            changes: setup.changes(c),
+            runs: runs_of(ms, &c.name),
+            fate: s.fates.get(&c.name).copied().unwrap_or(Fate::Failed),
+            vs_best_pct: sc
+                .get(&c.name)
+                .copied()
+                .flatten()
+                .zip(lead)
+                .map(|(x, l)| ((x - l).exp() - 1.0) * 100.0),
+            unsafe_values: setup.unsafe_values(c),
+        })
+        .collect();
+    let safe: Vec<String> = candidates
+        .iter()
+        .filter(|r| r.unsafe_values.is_empty() && r.fate != Fate::Failed)
+        .map(|r| r.name.clone())
+        .collect();
+    let best_c = s.leader.as_ref().and_then(|l| setup.candidate(l));
+    let best = best_c.map(|c| best_of(setup, c, ms, &looks));
+    let best_safe = best
+        .as_ref()
+        .filter(|b| !b.unsafe_values.is_empty())
+        .and_then(|_| super::race::best(&sc, &safe));
+    Answer {
+        fs: setup.fs.name().to_string(),
+        workloads: setup.plan.workloads.clone(),
+        design: setup.design.describe().to_string(),
+        space_configurations: sample::size(&setup.space),
+        safe_only: setup.safe_only,
+        ended: if interrupted {
+            "interrupted"
+        } else if s.open.is_empty() && s.leader.is_some() {
+            "decided"
+        } else {
+            "budget spent"
+        }
+        .to_string(),
+        best,
+        runners_up: candidates
+            .iter()
+            .filter(|r| matches!(r.fate, Fate::Equivalent | Fate::Open | Fate::Traded))
+            .map(|r| r.name.clone())
+            .collect(),
+        best_safe,
+        importance: importance(setup, ms),
+        candidates,
+        results: results.display().to_string(),
+    }
+}

@@ -1,0 +1,218 @@
+//! The race: after the minimum runs, and again after every round, the candidate with the
+//! best key metric (the geometric mean over the workload points) leads, and every other
+//! candidate is compared with it by the run's own decisions ([`verdicts::decide`]: one
+//! Benjamini–Hochberg family over all of them, the sequential looks of `--runs auto`).
+//! A candidate decided worse than the leader (at some point, and better at none) is dropped
+//! and gets no more runs; one decided equivalent at every point is a runner-up the race
+//! cannot separate; the others stay open and get the runner's rounds ([`Questions`]), so
+//! the budget goes where the answer is open. The race ends when no comparison with the
+//! leader is open, or the budget is spent. Everything is recomputed from the records, so a
+//! resumed race is the same race.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::plan::Plan;
+use crate::report::model::key_metric;
+use crate::results::store::Loaded;
+use crate::results::Measurement;
+use crate::runner::budget::{open_in, Asked, BudgetError, Open, Questions};
+use crate::stats::sequential::Looks;
+use crate::stats::verdicts::{self, Point};
+use crate::stats::Decision;
+
+/// Where a candidate stands against the leader.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Fate {
+    /// The best key metric so far.
+    Leader,
+    /// Decided worse than the leader (at some point, and better at none).
+    Dropped,
+    /// Decided equivalent to the leader at every point: not separated.
+    Equivalent,
+    /// Better than the leader at some point and worse at another: a trade-off.
+    #[serde(rename = "trade-off")]
+    Traded,
+    /// Some comparison with the leader still undecided.
+    #[serde(rename = "undecided")]
+    Open,
+    /// No ok measurement at some point (its file system could not be made, or it failed).
+    Failed,
+}
+
+impl Fate {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Fate::Leader => "leader",
+            Fate::Dropped => "dropped",
+            Fate::Equivalent => "equivalent",
+            Fate::Traded => "trade-off",
+            Fate::Open => "undecided",
+            Fate::Failed => "failed",
+        }
+    }
+}
+
+/// The race as the records leave it.
+#[derive(Debug, Clone)]
+pub struct Standing {
+    pub leader: Option<String>,
+    /// Every candidate's fate, by name.
+    pub fates: BTreeMap<String, Fate>,
+    /// The comparisons with the leader still open, for the next round.
+    pub open: Vec<Open>,
+    /// The workload points, decided against the leader.
+    pub points: Vec<Point>,
+}
+
+/// Each candidate's mean of the key metric's logarithm over the points, oriented so that
+/// higher is better; `None` for one without a mean at every point.
+pub fn scores(points: &[Point], names: &[String]) -> BTreeMap<String, Option<f64>> {
+    names
+        .iter()
+        .map(|n| {
+            let mut sum = 0.0;
+            for p in points {
+                let Some(m) = p
+                    .groups
+                    .iter()
+                    .position(|g| &g.key.target == n)
+                    .and_then(|i| p.mean(i))
+                    .filter(|m| *m > 0.0)
+                else {
+                    return (n.clone(), None);
+                };
+                let sign = if p.key.higher_is_better { 1.0 } else { -1.0 };
+                sum += sign * m.ln();
+            }
+            (
+                n.clone(),
+                (!points.is_empty()).then(|| sum / points.len() as f64),
+            )
+        })
+        .collect()
+}
+
+/// The candidate with the best score (the first of equals), if any has one.
+pub fn best(scores: &BTreeMap<String, Option<f64>>, names: &[String]) -> Option<String> {
+    let mut best: Option<(&String, f64)> = None;
+    for n in names {
+        if let Some(Some(s)) = scores.get(n) {
+            if best.map_or(true, |(_, b)| *s > b) {
+                best = Some((n, *s));
+            }
+        }
+    }
+    best.map(|(n, _)| n.clone())
+}
+
+/// The standing of the race over `names` in `measurements`, decided within ±`margin_pct`
+/// at `looks`.
+pub fn standing(
+    measurements: &[Measurement],
+    names: &[String],
+    margin_pct: f64,
+    looks: &Looks,
+) -> Standing {
+    let first = names.first().cloned().unwrap_or_default();
+    let by_first = verdicts::decide(measurements, &first, margin_pct, looks, &key_metric);
+    let leader = best(&scores(&by_first, names), names);
+    let Some(leader) = leader else {
+        let fates = names.iter().map(|n| (n.clone(), Fate::Failed)).collect();
+        return Standing {
+            leader: None,
+            fates,
+            open: Vec::new(),
+            points: by_first,
+        };
+    };
+    let points = verdicts::decide(measurements, &leader, margin_pct, looks, &key_metric);
+    let fates: BTreeMap<String, Fate> = names
+        .iter()
+        .map(|n| (n.clone(), fate(&points, n, &leader)))
+        .collect();
+    let open = points
+        .iter()
+        .flat_map(|p| open_in(p, &leader, looks))
+        .filter(|o| fates.get(&o.group.target) == Some(&Fate::Open))
+        .collect();
+    Standing {
+        leader: Some(leader),
+        fates,
+        open,
+        points,
+    }
+}
+
+/// Candidate `name`'s fate from its verdicts against `leader` at each point.
+fn fate(points: &[Point], name: &str, leader: &str) -> Fate {
+    if name == leader {
+        return Fate::Leader;
+    }
+    let mut decisions = Vec::new();
+    for p in points {
+        let d = p
+            .groups
+            .iter()
+            .position(|g| g.key.target == name)
+            .filter(|&i| p.mean(i).is_some())
+            .and_then(|i| p.vs_baseline(i))
+            .and_then(|c| c.verdict.as_ref())
+            .map(|v| v.decision);
+        match d {
+            Some(d) => decisions.push(d),
+            None => return Fate::Failed,
+        }
+    }
+    let any = |x: Decision| decisions.contains(&x);
+    if decisions.is_empty() {
+        Fate::Failed
+    } else if any(Decision::Worse) && !any(Decision::Better) {
+        Fate::Dropped
+    } else if decisions.iter().all(|d| *d == Decision::Equivalent) {
+        Fate::Equivalent
+    } else if any(Decision::Undecided) {
+        Fate::Open
+    } else {
+        Fate::Traded
+    }
+}
+
+/// The race's questions for the runner's rounds: the comparisons still open with the
+/// leader of the records so far.
+pub struct Race {
+    pub names: Vec<String>,
+}
+
+impl Questions for Race {
+    fn ask(&self, state: &Loaded, plan: &Plan) -> Result<Asked, BudgetError> {
+        if !(plan.margin_pct.is_finite() && plan.margin_pct > 0.0) {
+            return Err(BudgetError::Decide(format!(
+                "the equivalence margin {} % is not a positive number",
+                plan.margin_pct
+            )));
+        }
+        let looks = Looks::of_runs(&plan.runs);
+        let s = standing(&state.measurements, &self.names, plan.margin_pct, &looks);
+        let Some(leader) = s.leader else {
+            return Ok(Asked {
+                open: Vec::new(),
+                against: plan.baseline.clone(),
+                settled: "race: no candidate has a measurement at every point".into(),
+            });
+        };
+        let dropped = s.fates.values().filter(|f| **f == Fate::Dropped).count();
+        Ok(Asked {
+            settled: format!(
+                "race: {leader} leads, decided better than or equivalent to every candidate left ({dropped} dropped)"
+            ),
+            open: s.open,
+            against: leader,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests;
