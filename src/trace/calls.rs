@@ -488,6 +488,15 @@ fn describe_names(sc: &Syscall) -> Option<Shape> {
                 .and_then(|m| m.try_into().ok());
         }
         Op::Truncate => shape.size = u64_at(sc, 1),
+        // Whether a stat follows a symlink decides its result on a dangling one (git probes
+        // symlink support with one), so a replay must make the same choice.
+        Op::Stat => {
+            let i = if sc.name == "statx" { 2 } else { 3 };
+            shape.flags = flags_at(i)
+                .into_iter()
+                .filter(|f| f == "AT_SYMLINK_NOFOLLOW")
+                .collect();
+        }
         _ => {}
     }
     Some(shape)

@@ -171,10 +171,16 @@ impl Target {
                 Access::from_bits_retain(call.mode.unwrap_or(0)),
                 AtFlags::empty(),
             )),
-            "lstat" | "lstat64" => {
-                done(rustix::fs::statat(&self.root, path, AtFlags::SYMLINK_NOFOLLOW).map(|_| ()))
+            syscall => {
+                let nofollow = matches!(syscall, "lstat" | "lstat64")
+                    || call.flags.iter().any(|f| f == "AT_SYMLINK_NOFOLLOW");
+                let flags = if nofollow {
+                    AtFlags::SYMLINK_NOFOLLOW
+                } else {
+                    AtFlags::empty()
+                };
+                done(rustix::fs::statat(&self.root, path, flags).map(|_| ()))
             }
-            _ => done(rustix::fs::statat(&self.root, path, AtFlags::empty()).map(|_| ())),
         }
     }
 
