@@ -47,6 +47,7 @@ pub fn install(cancel: Arc<AtomicBool>, work_root: PathBuf, out: PathBuf) -> Res
                 }
             } else {
                 FORCED.store(sig, Ordering::SeqCst);
+                crate::runner::recording::force_stop();
                 eprintln!("\nfsarena: second signal: removing mounts, loop devices and images now");
             }
             let me = std::process::id().to_string();

@@ -183,9 +183,7 @@ impl Recorder<'_> {
     /// Keeps `m`; false when it could not be written. The store is the point of the run:
     /// it then stops rather than measure into the void.
     pub fn keep(&mut self, m: &mut Measurement) -> bool {
-        if self.cancel.load(Ordering::SeqCst) && store::killed_by_signal(m) {
-            // A tool that died of a signal while fsarena was asked to stop (a signal sent
-            // to the whole process group) is part of the interruption, not a verdict.
+        if cut_by_the_stop(m, self.cancel.load(Ordering::SeqCst), forced_stop()) {
             if let Some(e) = m.error.take() {
                 m.notes.push(format!("cut by the interruption: {e}"));
             }
@@ -207,6 +205,30 @@ impl Recorder<'_> {
             }
         }
     }
+}
+
+/// Set once a second signal's cleanup has begun removing the run's mounts and loop
+/// devices under it: from then on a failure the run meets is that cleanup's doing.
+static FORCED_STOP: AtomicBool = AtomicBool::new(false);
+
+/// Tells the recorder that a second signal is removing the run's resources now (`cli`'s
+/// signal handler calls it before its cleanup starts).
+pub fn force_stop() {
+    FORCED_STOP.store(true, Ordering::SeqCst);
+}
+
+fn forced_stop() -> bool {
+    FORCED_STOP.load(Ordering::SeqCst)
+}
+
+/// Whether a record that did not end `ok` is the interruption's and not a verdict: a tool
+/// that died of a signal while fsarena was asked to stop (a signal sent to the whole
+/// process group), or any failure once a second signal's cleanup began removing the cell's
+/// loop device and mounts under it (a populate's mount then fails with "can't read
+/// superblock": issue 39's campaign, 1 of 62 tries, which `--resume` then kept as final).
+fn cut_by_the_stop(m: &Measurement, asked: bool, forced: bool) -> bool {
+    let failed = matches!(m.status, Status::Error | Status::Invalid | Status::Eio);
+    (asked && store::killed_by_signal(m)) || (forced && failed)
 }
 
 /// The summary line of a record that did not end `ok`.
@@ -256,6 +278,23 @@ pub fn describe(m: &Measurement, w: &dyn Workload) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 39's campaign, the one broken try: a second Ctrl-C while the populated image
+    /// was built; its cleanup removed the loop device under the populate, whose mount failed
+    /// and was recorded `error`, which `--resume` kept as final (exit 1 every time).
+    #[test]
+    fn a_failure_after_a_second_signal_is_the_interruptions_not_a_verdict() {
+        let m = Measurement {
+            status: Status::Error,
+            error: Some("cannot populate the image: mount: can't read superblock".into()),
+            ..Measurement::default()
+        };
+        assert!(cut_by_the_stop(&m, true, true));
+        assert!(!cut_by_the_stop(&m, true, false), "a first signal alone keeps a real failure");
+        assert!(!cut_by_the_stop(&m, false, false));
+        let ok = Measurement::default();
+        assert!(!cut_by_the_stop(&ok, true, true), "a measurement that ended ok stays ok");
+    }
 
     #[test]
     fn a_short_figure_keeps_its_digits_and_unit_in_the_progress_line() {
