@@ -290,10 +290,16 @@ mod tests {
             ..Measurement::default()
         };
         assert!(cut_by_the_stop(&m, true, true));
-        assert!(!cut_by_the_stop(&m, true, false), "a first signal alone keeps a real failure");
+        assert!(
+            !cut_by_the_stop(&m, true, false),
+            "a first signal alone keeps a real failure"
+        );
         assert!(!cut_by_the_stop(&m, false, false));
         let ok = Measurement::default();
-        assert!(!cut_by_the_stop(&ok, true, true), "a measurement that ended ok stays ok");
+        assert!(
+            !cut_by_the_stop(&ok, true, true),
+            "a measurement that ended ok stays ok"
+        );
     }
 
     #[test]
