@@ -51,14 +51,26 @@ pub fn install(cancel: Arc<AtomicBool>, work_root: PathBuf, out: PathBuf) -> Res
                 eprintln!("\nfsarena: second signal: removing mounts, loop devices and images now");
             }
             let me = std::process::id().to_string();
-            if let Ok(rd) = std::fs::read_dir(&work_root) {
-                for e in rd.flatten() {
-                    let owned = std::fs::read_to_string(e.path().join(workdir::OWNER_FILE))
-                        .is_ok_and(|t| t.lines().any(|l| l == format!("pid={me}")));
-                    if owned {
-                        let mut r = cleanup::CleanupReport::default();
-                        cleanup::cleanup_run(&e.path(), &mut r);
-                    }
+            let owned: Vec<PathBuf> = std::fs::read_dir(&work_root)
+                .into_iter()
+                .flatten()
+                .flatten()
+                .map(|e| e.path())
+                .filter(|p| {
+                    std::fs::read_to_string(p.join(workdir::OWNER_FILE))
+                        .is_ok_and(|t| t.lines().any(|l| l == format!("pid={me}")))
+                })
+                .collect();
+            // Twice: the run's own thread, already stopping, may attach the loop device of a
+            // step it had begun after the first sweep read the journal (the suite saw one
+            // left); the second sweep, a moment later, detaches what is backed by the run's
+            // images even once its directory is gone.
+            for pass in 0..2 {
+                if pass == 1 {
+                    std::thread::sleep(std::time::Duration::from_millis(500));
+                }
+                for run in &owned {
+                    cleanup::cleanup_run(run, &mut cleanup::CleanupReport::default());
                 }
             }
             std::process::exit(128 + sig);
