@@ -34,14 +34,22 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 FSARENA = os.path.join(REPO, "target", "release", "fsarena")
 DISK_FS = ["ext4", "xfs", "btrfs"]
+# The programs' inputs, larger than the shipped traces' (which the test suite records in
+# seconds) so that each run lasts long enough for the file system to show: the shipped
+# traces' programs take ~40 ms, where exec and timer noise weigh as much as the file system.
+TXNS = 200
 SQL = ("PRAGMA journal_mode=DELETE; CREATE TABLE t(k INTEGER PRIMARY KEY, v TEXT); "
-       "BEGIN; WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM n WHERE i<2000) "
-       "INSERT INTO t(v) SELECT hex(randomblob(40)) FROM n; COMMIT; "
-       "BEGIN; UPDATE t SET v=lower(v) WHERE k%3=0; COMMIT; "
-       "DELETE FROM t WHERE k%5=0; SELECT count(*) FROM t;")
+       + "".join(f"BEGIN; WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM n WHERE i<100) "
+                 f"INSERT INTO t(v) SELECT hex(randomblob(40)) FROM n; "
+                 f"UPDATE t SET v=lower(v) WHERE k%7={i % 7}; COMMIT; " for i in range(TXNS))
+       + "DELETE FROM t WHERE k%5=0; SELECT count(*) FROM t;")
 GIT = ("cd proj && git -c init.defaultBranch=main init -q && git add . && "
        "git -c user.name=fsarena -c user.email=fsarena@example.org commit -qm first && "
-       "echo more >> docs/trace-format.md && git status --short")
+       "echo more >> linux/acct.h && git status --short")
+# The source tree `tar` unpacks and `git` commits: Debian's kernel headers (linux-libc-dev,
+# present with build-essential; 8,100 files, 130 MB), the same files on every host of the same
+# Debian release with the same packages.
+TREE = "/usr/include"
 
 
 def sh(*args, **kw):
@@ -51,12 +59,15 @@ def sh(*args, **kw):
 def seed(name, root):
     """Lays down program `name`'s initial state under `root`; returns its command."""
     if name == "tar-xf":
-        sh("tar", "cf", os.path.join(root, "src.tar"), "-C", REPO, "src", "docs")
+        # Files and directories only: a few of its symlinks are absolute, and a trace
+        # refuses links that point outside the traced root.
+        sh("sh", "-c", f"cd {TREE} && find . \\( -type f -o -type d \\) -print0 | "
+                       f"tar cf {os.path.join(root, 'src.tar')} --null --no-recursion -T -")
         return ["tar", "xf", "src.tar"]
     if name == "git-commit":
         proj = os.path.join(root, "proj")
         os.makedirs(proj)
-        sh("sh", "-c", f"tar cf - -C {REPO} src/trace docs | tar xf - -C {proj}")
+        sh("sh", "-c", f"tar cf - -C {TREE} linux | tar xf - -C {proj}")
         return ["sh", "-c", GIT]
     return ["sqlite3", "app.db", SQL]
 
