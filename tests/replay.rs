@@ -363,6 +363,7 @@ fn bad_traces_are_refused_in_one_line_before_anything_is_provisioned() {
     absolute.calls[0].path = Some("/etc/passwd".into());
     let mut escaping = good.clone();
     escaping.initial[3].target = Some("../../etc".into());
+    escaping.calls[0].path = Some("lib/a.c".into());
     let mut cases = vec![
         ("cut", cut, "cut short"),
         (

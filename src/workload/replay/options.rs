@@ -62,34 +62,77 @@ pub fn read_trace(path: &Path) -> Result<Trace, String> {
     Ok(trace)
 }
 
-/// Refuses a symlink whose stored text is absolute or climbs out of the root: the replay
-/// follows symlinks as the program did, and one of these would take a later call to a
-/// path outside the file system the replay was given.
+/// Refuses a trace in which a call would follow a symlink whose stored text is absolute or
+/// climbs out of the root: the replay follows symlinks as the program did, and such a link
+/// would take that call to a path outside the file system the replay was given. Making the
+/// link is harmless (its text is only stored): `tar xf` of a tree with absolute links
+/// replays, and so does any program that never goes through them.
 pub fn check_symlinks(trace: &Trace) -> Result<(), String> {
-    let links = trace
+    let links: Vec<(&String, &String)> = trace
         .initial
         .iter()
         .filter_map(|e| Some((&e.path, e.target.as_ref()?)))
         .chain(trace.calls.iter().filter_map(|c| {
             (c.op == format::Op::Symlink).then_some((c.path.as_ref()?, c.target.as_ref()?))
-        }));
-    for (path, target) in links {
-        let mut depth = path.matches('/').count() as i64;
-        let mut inside = !target.starts_with('/');
-        for part in target.split('/') {
-            match part {
-                "" | "." => {}
-                ".." => depth -= 1,
-                _ => depth += 1,
-            }
-            inside &= depth >= 0;
-        }
-        if !inside {
+        }))
+        .collect();
+    for (path, target) in links.iter().filter(|(p, t)| escapes(p, t)) {
+        if let Some(call) = trace.calls.iter().find(|c| may_follow(c, path)) {
             return Err(format!(
-                "symlink {path} points to {target:?}, outside the traced root: a replay \
-                 following it would reach beyond the file system it is given"
+                "symlink {path} points to {target:?}, outside the traced root, and the \
+                 {} of {} would follow it beyond the file system the replay is given",
+                call.syscall,
+                call.path.as_deref().unwrap_or(path)
             ));
         }
     }
     Ok(())
+}
+
+/// Whether the link at `path` with stored text `target` leads out of the root.
+fn escapes(path: &str, target: &str) -> bool {
+    let mut depth = path.matches('/').count() as i64;
+    let mut inside = !target.starts_with('/');
+    for part in target.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => depth -= 1,
+            _ => depth += 1,
+        }
+        inside &= depth >= 0;
+    }
+    !inside
+}
+
+/// Whether `call` may resolve a path through the symlink at `link`: a path under it, the
+/// link itself for a call that follows its last component, a rename that moves it (or a
+/// directory above it) where the checks above no longer see it, or a path this textual
+/// check cannot place (`.` or `..` in it). Errs towards refusing.
+fn may_follow(call: &format::Call, link: &str) -> bool {
+    use format::Op;
+    let under = |p: &str| {
+        p.strip_prefix(link)
+            .is_some_and(|rest| rest.starts_with('/'))
+    };
+    let unplaced = |p: &str| p.split('/').any(|part| part == "." || part == "..");
+    let follows_last = match call.op {
+        Op::Open => !call
+            .flags
+            .iter()
+            .any(|f| f == "O_NOFOLLOW" || f == "O_EXCL"),
+        Op::Stat => {
+            !matches!(call.syscall.as_str(), "lstat" | "lstat64")
+                && !call.flags.iter().any(|f| f == "AT_SYMLINK_NOFOLLOW")
+        }
+        Op::Truncate => true,
+        Op::Link => call.flags.iter().any(|f| f == "AT_SYMLINK_FOLLOW"),
+        _ => false,
+    };
+    let paths = [call.path.as_deref(), call.path2.as_deref()];
+    paths.into_iter().flatten().any(|p| {
+        under(p)
+            || unplaced(p)
+            || (p == link && follows_last)
+            || (call.op == Op::Rename && (p == link || link.starts_with(&format!("{p}/"))))
+    })
 }
