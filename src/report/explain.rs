@@ -266,6 +266,7 @@ mod tests {
             p_sequential: None,
             look_runs: None,
             ci_level: None,
+            runs_limit: None,
         });
         c.vs_baseline = Some(cmp);
         Section {

@@ -22,10 +22,13 @@ pub fn runs_phrase(v: &Verdict) -> String {
     match v.runs_to_decide {
         Some(0) => "more runs would decide it".into(),
         Some(n) => format!("~{n} more run{} per target", if n == 1 { "" } else { "s" }),
-        None => format!(
-            "not within {} runs per target",
-            stats::decision::MAX_RUNS_ESTIMATE
-        ),
+        None => match v.runs_limit {
+            Some(limit) => format!("not within this run's {limit} runs per target"),
+            None => format!(
+                "not within {} runs per target",
+                stats::decision::MAX_RUNS_ESTIMATE
+            ),
+        },
     }
 }
 
@@ -120,5 +123,30 @@ mod tests {
         assert_eq!(pct(26.04, false), "26");
         assert_eq!(pct(-29.4, true), "-29");
         assert_eq!(pct(9.97, true), "+10");
+    }
+
+    /// The default run (`--runs auto`, at most a few runs) said "not within 1000 runs per
+    /// target" of a comparison its own last look could not decide: the limit is the run's.
+    #[test]
+    fn an_undecided_budgeted_comparison_names_the_runs_own_limit() {
+        use crate::stats::{Decision, Verdict};
+        let mut v = Verdict {
+            decision: Decision::Undecided,
+            p_adjusted: 1.0,
+            margin_pct: 5.0,
+            runs_to_decide: None,
+            p_sequential: None,
+            look_runs: None,
+            ci_level: None,
+            runs_limit: Some(10),
+        };
+        assert_eq!(
+            super::runs_phrase(&v),
+            "not within this run's 10 runs per target"
+        );
+        v.runs_limit = None;
+        assert_eq!(super::runs_phrase(&v), "not within 1000 runs per target");
+        v.runs_to_decide = Some(4);
+        assert_eq!(super::runs_phrase(&v), "~4 more runs per target");
     }
 }

@@ -81,6 +81,11 @@ pub struct Verdict {
     /// false-coverage-adjusted level for a called one (Benjamini & Yekutieli 2005).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ci_level: Option<f64>,
+    /// The most runs per side the run's rule looks at (`--runs auto`'s maximum), so that an
+    /// undecided comparison no look would decide says "not within 10 runs", not the
+    /// estimate's own far limit ([`MAX_RUNS_ESTIMATE`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runs_limit: Option<usize>,
 }
 
 fn clean_p(x: f64) -> f64 {

@@ -157,6 +157,12 @@ impl Looks {
             .collect()
     }
 
+    /// The runs per side of the last look, `None` for a fixed run (which looks once, at
+    /// whatever it has).
+    pub fn last(&self) -> Option<usize> {
+        self.runs.last().copied()
+    }
+
     /// The next look beyond `now` runs per side, if any.
     pub fn next_after(&self, now: usize) -> Option<usize> {
         self.runs.iter().copied().find(|&r| r > now)

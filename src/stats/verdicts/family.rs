@@ -62,6 +62,7 @@ pub fn verdict(
         p_sequential: None,
         look_runs: None,
         ci_level: None,
+        runs_limit: None,
     }
 }
 
@@ -357,6 +358,7 @@ fn settle(c: &mut Comparison, m: Member, ph: f64, o: &Outcome, how: (bool, f64, 
     if decision != Decision::Undecided {
         v.runs_to_decide = None;
     }
+    v.runs_limit = looks.last();
     c.verdict = Some(v);
 }
 
