@@ -8,7 +8,7 @@ use std::process::Stdio;
 
 use common::{
     assert_exit, assert_no_leftovers, require_root, resume, run_quiet, signal_group, start_group,
-    TestRoot,
+    tiny_create, TestRoot,
 };
 use fsarena::results::{store, Status};
 
@@ -57,16 +57,7 @@ fn ctrl_c_to_the_group_while_mkfs_runs_records_no_failure_and_resume_finishes() 
     require_root();
     let root = TestRoot::new("ctrlc-mkfs");
     let (out, work) = root.out_work();
-    let args = [
-        "--target",
-        "btrfs",
-        "--workload",
-        "create",
-        "--runs",
-        "3",
-        "--scale",
-        "0.001",
-    ];
+    let args = tiny_create("btrfs", "3");
     let mut caught = false;
     // The mkfs is caught nearly every time; a run that ended before one was seen is tried
     // again so the test cannot pass without the signal having landed.
@@ -100,20 +91,7 @@ fn resume_measures_again_a_cell_whose_tool_was_killed_by_a_signal() {
     require_root();
     let root = TestRoot::new("ctrlc-resume");
     let (out, work) = root.out_work();
-    let o = run_quiet(
-        &[
-            "--target",
-            "ext4",
-            "--workload",
-            "create",
-            "--runs",
-            "2",
-            "--scale",
-            "0.001",
-        ],
-        &out,
-        &work,
-    );
+    let o = run_quiet(&tiny_create("ext4", "2"), &out, &work);
     assert_eq!(o.status.code(), Some(0));
     // Rewrite the last record as main recorded a Ctrl-C at mkfs.
     let path = out.join(store::FILE_NAME);

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use common::{
     assert_exit, assert_no_leftovers, cleanup_ok, leftovers, require_root, resume, signal_group,
-    start_group, wait_for, wait_for_lines, TestRoot,
+    start_group, tiny_create, wait_for, wait_for_lines, TestRoot,
 };
 
 fn exit_code(child: Child) -> (i32, String) {
@@ -29,16 +29,7 @@ fn a_second_ctrl_c_exits_130() {
             root.path.join(format!("out{attempt}")),
             root.path.join("work"),
         );
-        let args = [
-            "--target",
-            "ext4",
-            "--workload",
-            "create",
-            "--runs",
-            "9",
-            "--scale",
-            "0.001",
-        ];
+        let args = tiny_create("ext4", "9");
         let mut child = start_group(&args, &out, &work, Stdio::piped());
         // The host facts and one measurement.
         wait_for_lines(&mut child, &out, 2, 60);
@@ -72,16 +63,7 @@ fn resume_after_kill9_removes_what_the_killed_run_left() {
     require_root();
     let root = TestRoot::new("resume-kill9");
     let (out, work) = root.out_work();
-    let args = [
-        "--target",
-        "ext4",
-        "--workload",
-        "create",
-        "--runs",
-        "3",
-        "--scale",
-        "0.001",
-    ];
+    let args = tiny_create("ext4", "3");
     let mut child = start_group(&args, &out, &work, Stdio::piped());
     let mounted = wait_for(60, || {
         !fsarena::provision::mounts::under(&work).is_empty() || child.try_wait().unwrap().is_some()

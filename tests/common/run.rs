@@ -18,6 +18,21 @@ pub fn fsarena(args: &[&str], work: &Path) -> Output {
         .unwrap()
 }
 
+/// `--target TARGET --workload create --runs RUNS --scale 0.001`: the smallest real run,
+/// for the tests that stop one mid-way.
+pub fn tiny_create<'a>(target: &'a str, runs: &'a str) -> [&'a str; 8] {
+    [
+        "--target",
+        target,
+        "--workload",
+        "create",
+        "--runs",
+        runs,
+        "--scale",
+        "0.001",
+    ]
+}
+
 /// `fsarena run ARGS --quiet --out OUT --work-dir WORK`, not started yet.
 pub fn run_command(args: &[&str], out: &Path, work: &Path) -> Command {
     let mut c = Command::new(bin());
