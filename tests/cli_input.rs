@@ -3,29 +3,9 @@
 mod common;
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Command;
 
-use common::{bin, require_root, TestRoot};
-
-fn fsarena(args: &[&str], work: &Path) -> Output {
-    Command::new(bin())
-        .args(args)
-        .arg("--work-dir")
-        .arg(work)
-        .output()
-        .unwrap()
-}
-
-/// Asserts exit code 2 and a single stderr line containing every needle.
-fn refused(out: &Output, needles: &[&str]) {
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "stderr: {err}");
-    let lines: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();
-    assert_eq!(lines.len(), 1, "want one line, got: {err}");
-    for n in needles {
-        assert!(lines[0].contains(n), "`{n}` missing from: {}", lines[0]);
-    }
-}
+use common::{bin, fsarena, refused, require_root, TestRoot};
 
 /// Nothing was created: no run directory under the work root.
 fn untouched(work: &Path) {

@@ -3,11 +3,13 @@
 
 mod common;
 
-use std::os::unix::process::CommandExt;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
-use common::{bin, leftovers, require_root, TestRoot};
+use common::{
+    assert_exit, assert_no_leftovers, require_root, resume, run_quiet, signal_group, start_group,
+    tiny_create, TestRoot,
+};
 use fsarena::results::{store, Status};
 
 /// The pid of a child of `parent` whose command name is `comm`, if one runs now.
@@ -27,18 +29,7 @@ fn child_named(parent: u32, comm: &str) -> Option<i32> {
 /// SIGINT to the whole group the moment a child named `comm` runs, and returns the run's
 /// exit code (None when no such child was seen before the run ended).
 fn ctrl_c_at_child(args: &[&str], out: &Path, work: &Path, comm: &str) -> Option<i32> {
-    let mut child = Command::new(bin())
-        .arg("run")
-        .args(args)
-        .args(["--quiet", "--out"])
-        .arg(out)
-        .arg("--work-dir")
-        .arg(work)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .process_group(0)
-        .spawn()
-        .unwrap();
+    let mut child = start_group(args, out, work, Stdio::null());
     let pid = child.id();
     let t0 = std::time::Instant::now();
     let mut sent = false;
@@ -47,8 +38,7 @@ fn ctrl_c_at_child(args: &[&str], out: &Path, work: &Path, comm: &str) -> Option
             break;
         }
         if child_named(pid, comm).is_some() {
-            // SAFETY: a plain kill(2) to the group we made.
-            unsafe { libc::kill(-(pid as i32), libc::SIGINT) };
+            signal_group(&child, rustix::process::Signal::INT);
             sent = true;
             break;
         }
@@ -66,17 +56,8 @@ fn ctrl_c_at_child(args: &[&str], out: &Path, work: &Path, comm: &str) -> Option
 fn ctrl_c_to_the_group_while_mkfs_runs_records_no_failure_and_resume_finishes() {
     require_root();
     let root = TestRoot::new("ctrlc-mkfs");
-    let (out, work) = (root.path.join("out"), root.path.join("work"));
-    let args = [
-        "--target",
-        "btrfs",
-        "--workload",
-        "create",
-        "--runs",
-        "3",
-        "--scale",
-        "0.001",
-    ];
+    let (out, work) = root.out_work();
+    let args = tiny_create("btrfs", "3");
     let mut caught = false;
     // The mkfs is caught nearly every time; a run that ended before one was seen is tried
     // again so the test cannot pass without the signal having landed.
@@ -98,20 +79,8 @@ fn ctrl_c_to_the_group_while_mkfs_runs_records_no_failure_and_resume_finishes() 
             m.error
         );
     }
-    let o = Command::new(bin())
-        .args(["run", "--quiet", "--resume"])
-        .arg(&out)
-        .arg("--work-dir")
-        .arg(&work)
-        .output()
-        .unwrap();
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    assert!(leftovers(&work).is_empty(), "{:?}", leftovers(&work));
+    assert_exit(&resume(&out, &work), 0);
+    assert_no_leftovers(&work);
 }
 
 /// Defect: records today's main wrote after such a Ctrl-C (`error`, "… failed (killed by a
@@ -121,21 +90,8 @@ fn ctrl_c_to_the_group_while_mkfs_runs_records_no_failure_and_resume_finishes() 
 fn resume_measures_again_a_cell_whose_tool_was_killed_by_a_signal() {
     require_root();
     let root = TestRoot::new("ctrlc-resume");
-    let (out, work) = (root.path.join("out"), root.path.join("work"));
-    let o = common::run_quiet(
-        &[
-            "--target",
-            "ext4",
-            "--workload",
-            "create",
-            "--runs",
-            "2",
-            "--scale",
-            "0.001",
-        ],
-        &out,
-        &work,
-    );
+    let (out, work) = root.out_work();
+    let o = run_quiet(&tiny_create("ext4", "2"), &out, &work);
     assert_eq!(o.status.code(), Some(0));
     // Rewrite the last record as main recorded a Ctrl-C at mkfs.
     let path = out.join(store::FILE_NAME);
@@ -147,19 +103,7 @@ fn resume_measures_again_a_cell_whose_tool_was_killed_by_a_signal() {
         "provision: `mkfs.ext4 -q -F /dev/loop9` failed (killed by a signal): (no output)".into();
     *lines.last_mut().unwrap() = serde_json::to_string(&last).unwrap();
     std::fs::write(&path, lines.join("\n") + "\n").unwrap();
-    let o = Command::new(bin())
-        .args(["run", "--quiet", "--resume"])
-        .arg(&out)
-        .arg("--work-dir")
-        .arg(&work)
-        .output()
-        .unwrap();
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    assert_exit(&resume(&out, &work), 0);
     let loaded = store::load(&out).unwrap();
     assert_eq!(loaded.measurements.len(), 2);
     assert!(loaded.measurements.iter().all(|m| m.status == Status::Ok));

@@ -3,51 +3,18 @@
 
 mod common;
 
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Child, Stdio};
+use std::time::Duration;
 
-use common::{bin, cleanup_ok, leftovers, require_root, wait_for, TestRoot};
-use fsarena::results::store;
-
-/// `fsarena run ARGS` in a process group of its own, as a shell starts a foreground job.
-fn start_group(args: &[&str], out: &Path, work: &Path) -> Child {
-    use std::os::unix::process::CommandExt;
-    std::fs::create_dir_all(work).unwrap();
-    Command::new(bin())
-        .arg("run")
-        .args(args)
-        .args(["--quiet", "--out"])
-        .arg(out)
-        .arg("--work-dir")
-        .arg(work)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .spawn()
-        .unwrap()
-}
-
-/// Sends `sig` to the whole process group `child` leads (what a terminal's Ctrl-C does).
-fn signal_group(child: &Child, sig: rustix::process::Signal) {
-    let pgid = rustix::process::Pid::from_child(child);
-    rustix::process::kill_process_group(pgid, sig).unwrap();
-}
+use common::{
+    assert_exit, assert_no_leftovers, cleanup_ok, leftovers, require_root, resume, signal_group,
+    start_group, tiny_create, wait_for, wait_for_lines, TestRoot,
+};
 
 fn exit_code(child: Child) -> (i32, String) {
     let o = child.wait_with_output().unwrap();
     let err = String::from_utf8_lossy(&o.stderr).into_owned();
     (o.status.code().unwrap_or(-1), err)
-}
-
-fn resume(out: &Path, work: &Path) -> std::process::Output {
-    Command::new(bin())
-        .args(["run", "--quiet", "--resume"])
-        .arg(out)
-        .arg("--work-dir")
-        .arg(work)
-        .output()
-        .unwrap()
 }
 
 /// Issue 39 item 3: a second Ctrl-C exits 130 even when the run, stopped by the first, ends
@@ -62,22 +29,10 @@ fn a_second_ctrl_c_exits_130() {
             root.path.join(format!("out{attempt}")),
             root.path.join("work"),
         );
-        let args = [
-            "--target",
-            "ext4",
-            "--workload",
-            "create",
-            "--runs",
-            "9",
-            "--scale",
-            "0.001",
-        ];
-        let child = start_group(&args, &out, &work);
-        let t0 = Instant::now();
-        while measurement_lines(&out) < 1 {
-            assert!(t0.elapsed() < Duration::from_secs(60), "no measurement");
-            std::thread::sleep(Duration::from_millis(5));
-        }
+        let args = tiny_create("ext4", "9");
+        let mut child = start_group(&args, &out, &work, Stdio::piped());
+        // The host facts and one measurement.
+        wait_for_lines(&mut child, &out, 2, 60);
         signal_group(&child, rustix::process::Signal::INT);
         std::thread::sleep(Duration::from_millis(20));
         signal_group(&child, rustix::process::Signal::INT);
@@ -97,17 +52,7 @@ fn a_second_ctrl_c_exits_130() {
     // left): what it leaves is `fsarena cleanup`'s, as after kill -9, and must all go.
     let work = root.path.join("work");
     cleanup_ok(&work);
-    assert!(
-        leftovers(&root.path).is_empty(),
-        "{:?}",
-        leftovers(&root.path)
-    );
-}
-
-fn measurement_lines(out: &Path) -> usize {
-    std::fs::read_to_string(out.join(store::FILE_NAME))
-        .map(|t| t.lines().count().saturating_sub(1))
-        .unwrap_or(0)
+    assert_no_leftovers(&root.path);
 }
 
 /// Issue 39 item 4: `--resume` after a kill -9 (no `fsarena cleanup`) completed but left
@@ -117,18 +62,9 @@ fn measurement_lines(out: &Path) -> usize {
 fn resume_after_kill9_removes_what_the_killed_run_left() {
     require_root();
     let root = TestRoot::new("resume-kill9");
-    let (out, work) = (root.path.join("out"), root.path.join("work"));
-    let args = [
-        "--target",
-        "ext4",
-        "--workload",
-        "create",
-        "--runs",
-        "3",
-        "--scale",
-        "0.001",
-    ];
-    let mut child = start_group(&args, &out, &work);
+    let (out, work) = root.out_work();
+    let args = tiny_create("ext4", "3");
+    let mut child = start_group(&args, &out, &work, Stdio::piped());
     let mounted = wait_for(60, || {
         !fsarena::provision::mounts::under(&work).is_empty() || child.try_wait().unwrap().is_some()
     });
@@ -139,13 +75,6 @@ fn resume_after_kill9_removes_what_the_killed_run_left() {
         !leftovers(&root.path).is_empty(),
         "the kill left nothing to clean"
     );
-    let r = resume(&out, &work);
-    assert_eq!(
-        r.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&r.stderr)
-    );
-    let left = leftovers(&root.path);
-    assert!(left.is_empty(), "resume left {left:?}");
+    assert_exit(&resume(&out, &work), 0);
+    assert_no_leftovers(&root.path);
 }

@@ -8,67 +8,36 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{bin, leftovers, no_run_dirs, require_root, run_ids, trace_instances, TestRoot};
+use common::{
+    assert_exit, assert_no_leftovers, bin, cleanup, cleanup_ok, leftovers, measured, no_run_dirs,
+    require_root, resume, run_ids, signal, trace_instances, wait_exit, wait_for_lines, TestRoot,
+};
 use fsarena::results::store;
 use fsarena::results::Status;
 
 const WORKLOADS: &str = "create,scan,delete";
 
 fn start(out: &Path, work: &Path) -> Child {
-    Command::new(bin())
-        .args([
-            "run", "--target", "ext4", "--target", "xfs", "--target", "btrfs",
-        ])
-        .args([
-            "--workload",
-            WORKLOADS,
-            "--runs",
-            "2",
-            "--scale",
-            "0.01",
-            "--quiet",
-        ])
-        .arg("--out")
-        .arg(out)
-        .arg("--work-dir")
-        .arg(work)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap()
+    let args = [
+        "--target",
+        "ext4",
+        "--target",
+        "xfs",
+        "--target",
+        "btrfs",
+        "--workload",
+        WORKLOADS,
+        "--runs",
+        "2",
+        "--scale",
+        "0.01",
+    ];
+    common::start(&args, out, work, Stdio::piped())
 }
 
-/// Measurement lines written so far (the first line is host facts).
-fn measured(out: &Path) -> usize {
-    std::fs::read_to_string(out.join(store::FILE_NAME))
-        .map(|t| t.lines().count().saturating_sub(1))
-        .unwrap_or(0)
-}
-
+/// Waits until `n` measurements follow the host facts in `out`'s results.
 fn wait_for_measurements(child: &mut Child, out: &Path, n: usize) {
-    let t0 = Instant::now();
-    while measured(out) < n {
-        assert!(
-            child.try_wait().unwrap().is_none(),
-            "the run ended before {n} measurements"
-        );
-        assert!(t0.elapsed() < Duration::from_secs(120), "no progress");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-fn wait_exit(child: &mut Child) -> i32 {
-    let t0 = Instant::now();
-    loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            return s.code().unwrap_or(-1);
-        }
-        assert!(
-            t0.elapsed() < Duration::from_secs(60),
-            "did not stop within 60 s of the signal"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_for_lines(child, out, n + 1, 120);
 }
 
 fn every_line_parses(out: &Path) {
@@ -85,21 +54,16 @@ fn every_line_parses(out: &Path) {
 fn signal_leaves_nothing(sig: i32, name: &str) {
     require_root();
     let root = TestRoot::new(name);
-    let (out, work) = (root.path.join("out"), root.path.join("work"));
+    let (out, work) = root.out_work();
     let mut child = start(&out, &work);
     wait_for_measurements(&mut child, &out, 2);
-    rustix::process::kill_process(
-        rustix::process::Pid::from_child(&child),
+    signal(
+        &child,
         rustix::process::Signal::from_named_raw(sig).unwrap(),
-    )
-    .unwrap();
+    );
     let code = wait_exit(&mut child);
     assert_eq!(code, 1, "an interrupted run exits 1");
-    assert!(
-        leftovers(&root.path).is_empty(),
-        "{:?}",
-        leftovers(&root.path)
-    );
+    assert_no_leftovers(&root.path);
     no_run_dirs(&work);
     every_line_parses(&out);
     let loaded = store::load(&out).unwrap();
@@ -128,7 +92,7 @@ fn sigterm_mid_run_leaves_nothing_and_keeps_results() {
 fn kill9_then_cleanup_then_resume_completes_the_run() {
     require_root();
     let root = TestRoot::new("kill9");
-    let (out, work) = (root.path.join("out"), root.path.join("work"));
+    let (out, work) = root.out_work();
     let mut child = start(&out, &work);
     wait_for_measurements(&mut child, &out, 4);
     // Let it get into the middle of a cell (mounted, working) before killing it.
@@ -144,21 +108,9 @@ fn kill9_then_cleanup_then_resume_completes_the_run() {
     assert!(String::from_utf8_lossy(&c.stdout).contains("nothing to clean up"));
 
     let before = measured(&out);
-    let r = Command::new(bin())
-        .args(["run", "--quiet", "--resume"])
-        .arg(&out)
-        .arg("--work-dir")
-        .arg(&work)
-        .output()
-        .unwrap();
-    assert_eq!(
-        r.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&r.stderr)
-    );
+    assert_exit(&resume(&out, &work), 0);
     assert!(measured(&out) > before, "resume measured nothing");
-    assert!(leftovers(&root.path).is_empty());
+    assert_no_leftovers(&root.path);
     no_run_dirs(&work);
 
     // The result equals an uninterrupted run: every cell exactly once, all ok.
@@ -238,18 +190,20 @@ fn attached_by_target(work: &Path) -> HashMap<String, Vec<String>> {
 fn clones_of_one_image_are_never_attached_together() {
     require_root();
     let root = TestRoot::new("clones");
-    let (out, work) = (root.path.join("out"), root.path.join("work"));
-    let mut child = Command::new(bin())
-        .args(["run", "--target", "btrfs", "--target", "ext4"])
-        .args(["--workload", "scan,touch,delete,dupes", "--runs", "2"])
-        .args(["--scale", "0.01", "--quiet", "--out"])
-        .arg(&out)
-        .arg("--work-dir")
-        .arg(&work)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let (out, work) = root.out_work();
+    let args = [
+        "--target",
+        "btrfs",
+        "--target",
+        "ext4",
+        "--workload",
+        "scan,touch,delete,dupes",
+        "--runs",
+        "2",
+        "--scale",
+        "0.01",
+    ];
+    let mut child = common::start(&args, &out, &work, Stdio::piped());
     let t0 = Instant::now();
     // Clone attachments seen per target: a clone's file is reused from cell to cell, so
     // each time one is attached where none was at the previous look counts once.
@@ -305,11 +259,7 @@ fn clones_of_one_image_are_never_attached_together() {
         restored > 0,
         "no clone was restored: every cell copied the image whole"
     );
-    assert!(
-        leftovers(&root.path).is_empty(),
-        "{:?}",
-        leftovers(&root.path)
-    );
+    assert_no_leftovers(&root.path);
     no_run_dirs(&work);
 }
 
@@ -317,25 +267,18 @@ fn clones_of_one_image_are_never_attached_together() {
 fn kill9_with_a_populated_image_and_a_clone_then_cleanup_removes_both() {
     require_root();
     let root = TestRoot::new("kill9clone");
-    let (out, work) = (root.path.join("out"), root.path.join("work"));
-    let mut child = Command::new(bin())
-        .args([
-            "run",
-            "--target",
-            "xfs",
-            "--workload",
-            "scan,touch",
-            "--runs",
-            "3",
-        ])
-        .args(["--scale", "0.01", "--quiet", "--out"])
-        .arg(&out)
-        .arg("--work-dir")
-        .arg(&work)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let (out, work) = root.out_work();
+    let args = [
+        "--target",
+        "xfs",
+        "--workload",
+        "scan,touch",
+        "--runs",
+        "3",
+        "--scale",
+        "0.01",
+    ];
+    let mut child = common::start(&args, &out, &work, Stdio::piped());
     // Kill once a clone is attached beside its (detached) master image, its writes traced.
     let t0 = Instant::now();
     let traced = |runs: &[String]| {
@@ -376,21 +319,10 @@ fn kill9_with_a_populated_image_and_a_clone_then_cleanup_removes_both() {
     no_run_dirs(&work);
 }
 
-/// `fsarena cleanup --work-dir WORK`, as a user runs it after a kill -9.
-fn cleanup(work: &Path) -> std::process::Output {
-    Command::new(bin())
-        .arg("cleanup")
-        .arg("--work-dir")
-        .arg(work)
-        .output()
-        .unwrap()
-}
-
 /// Runs `fsarena cleanup` and checks it succeeded and left no mount or loop device of ours.
 fn cleanup_leaves_nothing(work: &Path, root: &Path) {
-    let c = cleanup(work);
-    assert!(c.status.success(), "{}", String::from_utf8_lossy(&c.stderr));
-    assert!(leftovers(root).is_empty(), "{:?}", leftovers(root));
+    cleanup_ok(work);
+    assert_no_leftovers(root);
 }
 
 /// Every image file in the runs under `work`.
@@ -498,7 +430,7 @@ fn interrupt_until_complete(
             1 => rustix::process::Signal::TERM,
             _ => rustix::process::Signal::KILL,
         };
-        rustix::process::kill_process(rustix::process::Pid::from_child(&child), sig).unwrap();
+        signal(&child, sig);
         let code = wait_exit(&mut child);
         *kills += 1;
         if sig == rustix::process::Signal::KILL {
@@ -523,24 +455,12 @@ fn interrupt_until_complete(
     }
     // Finish the plan.
     if !finished {
-        let r = Command::new(bin())
-            .args(["run", "--quiet", "--resume"])
-            .arg(out)
-            .arg("--work-dir")
-            .arg(work)
-            .output()
-            .unwrap();
-        assert_eq!(
-            r.status.code(),
-            Some(0),
-            "{}",
-            String::from_utf8_lossy(&r.stderr)
-        );
+        assert_exit(&resume(out, work), 0);
     }
     let now = complete_lines(out);
     assert_eq!(&now[..seen.len()], &seen[..], "a line changed at the end");
     every_line_parses(out);
-    assert!(leftovers(root).is_empty());
+    assert_no_leftovers(root);
     no_run_dirs(work);
     let loaded = store::load(out).unwrap();
     assert!(loaded.skipped.is_empty(), "{:?}", loaded.skipped);

@@ -6,7 +6,10 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::{bin, leftovers, require_root, TestRoot};
+use common::{
+    assert_exit, assert_no_leftovers, bin, fsarena, leftovers, refused, require_root,
+    results_lines, wait_for_lines, TestRoot,
+};
 use fsarena::results::store;
 use fsarena::results::Status;
 
@@ -84,32 +87,10 @@ fn clones_mount_when_the_work_directory_is_on_xfs() {
         .args(["cleanup", "--work-dir"])
         .arg(&work)
         .output();
-    assert!(leftovers(&work).is_empty(), "{:?}", leftovers(&work));
+    assert_no_leftovers(&work);
 }
 
 // ---- issue 11 and the input checks of issue 14 ----------------------------------------
-
-/// Runs fsarena with `args`, then `--work-dir WORK`.
-fn fsarena(args: &[&str], work: &Path) -> std::process::Output {
-    Command::new(bin())
-        .args(args)
-        .arg("--work-dir")
-        .arg(work)
-        .output()
-        .unwrap()
-}
-
-/// Exit code 2 and one stderr line holding every needle; returns that line.
-fn refused(o: &std::process::Output, needles: &[&str]) -> String {
-    let err = String::from_utf8_lossy(&o.stderr).into_owned();
-    assert_eq!(o.status.code(), Some(2), "stderr: {err}");
-    let lines: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();
-    assert_eq!(lines.len(), 1, "want one line, got: {err}");
-    for n in needles {
-        assert!(lines[0].contains(n), "`{n}` missing from: {}", lines[0]);
-    }
-    lines[0].to_string()
-}
 
 fn sh(c: &mut Command) -> String {
     let o = c.output().unwrap();
@@ -250,7 +231,7 @@ fn ok_variants(out: &Path) -> Vec<String> {
 fn resume_cuts_a_torn_tail_and_remeasures_what_it_held() {
     require_root();
     let root = TestRoot::new("reg-torn");
-    let (out, work) = (root.path.join("out"), root.path.join("work"));
+    let (out, work) = root.out_work();
     let args = [
         "run",
         "--target",
@@ -268,12 +249,7 @@ fn resume_cuts_a_torn_tail_and_remeasures_what_it_held() {
     let out_s = out.display().to_string();
     a.push(&out_s);
     let o = fsarena(&a, &work);
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    assert_exit(&o, 0);
     let full = ok_variants(&out);
     assert_eq!(full.len(), 4, "{full:?}");
     // Cut the last record in half, as a full disk or a kill mid-write leaves it.
@@ -322,12 +298,7 @@ fn resume_cuts_a_torn_tail_and_remeasures_what_it_held() {
     std::fs::write(&path, ls.join("\n") + "\n").unwrap();
     let before = ls.len();
     let r = fsarena(&["run", "--quiet", "--resume", &out_s], &work);
-    assert_eq!(
-        r.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&r.stderr)
-    );
+    assert_exit(&r, 0);
     assert_eq!(lines(&out).len(), before + 1);
     assert_eq!(ok_variants(&out), full);
 }
@@ -338,7 +309,7 @@ fn resume_cuts_a_torn_tail_and_remeasures_what_it_held() {
 fn a_second_writer_to_a_results_directory_is_refused() {
     require_root();
     let root = TestRoot::new("reg-lock");
-    let (out, work) = (root.path.join("out"), root.path.join("work"));
+    let (out, work) = root.out_work();
     let mut child = start_until_lines(
         &[
             "run",
@@ -380,32 +351,14 @@ fn run_plan(plan: &Path, out: &Path, work: &Path) -> std::process::Output {
 }
 
 /// Starts `fsarena ARGS --scale 0.005 --quiet --out OUT --work-dir WORK` in the background
-/// (its output discarded) and returns it once its results file holds `lines` lines: a run
-/// caught mid-way, for the tests that interrupt or race it.
+/// (its output discarded; ARGS begins with `run`) and returns it once its results file holds
+/// `lines` lines: a run caught mid-way, for the tests that interrupt or race it.
 fn start_until_lines(args: &[&str], out: &Path, work: &Path, lines: usize) -> std::process::Child {
-    let mut child = Command::new(bin())
-        .args(args)
-        .args(["--scale", "0.005", "--quiet", "--out"])
-        .arg(out)
-        .arg("--work-dir")
-        .arg(work)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let t0 = std::time::Instant::now();
-    while lines_or_empty(out) < lines {
-        assert!(child.try_wait().unwrap().is_none(), "the run ended early");
-        assert!(t0.elapsed().as_secs() < 120);
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    assert_eq!(args.first(), Some(&"run"));
+    let args = [&args[1..], &["--scale", "0.005"]].concat();
+    let mut child = common::start(&args, out, work, std::process::Stdio::null());
+    wait_for_lines(&mut child, out, lines, 120);
     child
-}
-
-fn lines_or_empty(out: &Path) -> usize {
-    std::fs::read_to_string(out.join(store::FILE_NAME))
-        .map(|t| t.lines().count())
-        .unwrap_or(0)
 }
 
 /// Issue 11.3: `report` kept one of two records of the same repetition without a word.
@@ -547,12 +500,7 @@ fn a_plan_target_is_addressable_like_a_catalogue_one() {
     .unwrap();
     let o = fsarena(&["run", plan.to_str().unwrap(), "--dry-run"], &work);
     let text = String::from_utf8_lossy(&o.stdout);
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    assert_exit(&o, 0);
     assert!(text.contains("mine") && text.contains("other"), "{text}");
     let o = fsarena(
         &[
@@ -565,12 +513,7 @@ fn a_plan_target_is_addressable_like_a_catalogue_one() {
         &work,
     );
     let text = String::from_utf8_lossy(&o.stdout);
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    assert_exit(&o, 0);
     assert!(text.contains("other") && !text.contains("mine"), "{text}");
 }
 
@@ -644,7 +587,7 @@ fn a_size_below_the_mkfs_minimum_is_refused_up_front() {
 fn a_target_whose_mkfs_fails_stops_with_the_error_and_keeps_the_whole_output() {
     require_root();
     let root = TestRoot::new("reg-mkfs");
-    let (out, work) = (root.path.join("out"), root.path.join("work"));
+    let (out, work) = root.out_work();
     let plan = root.path.join("plan.toml");
     std::fs::write(
         &plan,
@@ -688,7 +631,7 @@ fn a_target_whose_mkfs_fails_stops_with_the_error_and_keeps_the_whole_output() {
             .count(),
         3
     );
-    assert!(leftovers(&root.path).is_empty());
+    assert_no_leftovers(&root.path);
 }
 
 /// Issue 11.6: after a kill -9, `cleanup` deleted a file and unmounted a bind mount that
@@ -777,7 +720,7 @@ fn every_exit_code_is_documented() {
 fn a_kill9_in_an_io_sweep_keeps_its_finished_points() {
     require_root();
     let root = TestRoot::new("reg-sweep");
-    let (out, work) = (root.path.join("out"), root.path.join("work"));
+    let (out, work) = root.out_work();
     let plan = root.path.join("plan.toml");
     std::fs::write(
         &plan,
@@ -801,7 +744,7 @@ fn a_kill9_in_an_io_sweep_keeps_its_finished_points() {
     };
     let mut child = start();
     let t0 = std::time::Instant::now();
-    while lines_or_empty(&out) < 3 {
+    while results_lines(&out) < 3 {
         assert!(child.try_wait().unwrap().is_none(), "the sweep ended first");
         assert!(t0.elapsed().as_secs() < 120);
         std::thread::sleep(std::time::Duration::from_millis(10));
@@ -820,12 +763,7 @@ fn a_kill9_in_an_io_sweep_keeps_its_finished_points() {
         &["run", "--quiet", "--resume", out.to_str().unwrap()],
         &work,
     );
-    assert_eq!(
-        r.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&r.stderr)
-    );
+    assert_exit(&r, 0);
     let after = lines(&out);
     assert_eq!(
         &after[..kept.len()],
@@ -853,7 +791,7 @@ fn a_kill9_in_an_io_sweep_keeps_its_finished_points() {
         1 + 6,
         "the finished points were not measured again"
     );
-    assert!(leftovers(&root.path).is_empty());
+    assert_no_leftovers(&root.path);
 }
 
 /// As a non-root user a `dir:` run failed its cold cells one by one mid-run (drop_caches
@@ -923,7 +861,7 @@ fn a_non_root_run_with_cold_phases_is_refused_before_anything_runs() {
 fn mkfs_options_the_tool_rejects_are_refused_before_anything_is_provisioned() {
     require_root();
     let root = TestRoot::new("reg-mkfs-dry");
-    let (out, work) = (root.path.join("out"), root.path.join("work"));
+    let (out, work) = root.out_work();
     for (base, opts, says) in [
         ("xfs", "\"-b\", \"size=3000\"", "power of 2"),
         ("ext4", "\"-O\", \"bogus\"", "bogus"),
@@ -953,7 +891,7 @@ fn mkfs_options_the_tool_rejects_are_refused_before_anything_is_provisioned() {
         .filter(|e| e.file_name().to_string_lossy().contains("dry-mkfs"))
         .collect();
     assert!(scratch.is_empty(), "{scratch:?}");
-    assert!(leftovers(&root.path).is_empty());
+    assert_no_leftovers(&root.path);
 }
 
 /// Issue 15.4: the generator's "compressible" content was random bytes with a repeated
@@ -964,7 +902,7 @@ fn mkfs_options_the_tool_rejects_are_refused_before_anything_is_provisioned() {
 fn btrfs_zstd_writes_less_than_btrfs_for_the_default_data_set() {
     require_root();
     let root = TestRoot::new("reg-zstd");
-    let (out, work) = (root.path.join("out"), root.path.join("work"));
+    let (out, work) = root.out_work();
     let o = fsarena(
         &[
             "run",
@@ -982,12 +920,7 @@ fn btrfs_zstd_writes_less_than_btrfs_for_the_default_data_set() {
         ],
         &work,
     );
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    assert_exit(&o, 0);
     let loaded = store::load(&out).unwrap();
     let written = |t: &str| {
         loaded
@@ -1004,7 +937,7 @@ fn btrfs_zstd_writes_less_than_btrfs_for_the_default_data_set() {
     );
     let ratio = loaded.host.dataset_zstd_ratio.unwrap();
     assert!(ratio > 1.3, "the recorded zstd ratio {ratio}");
-    assert!(leftovers(&root.path).is_empty());
+    assert_no_leftovers(&root.path);
 }
 
 /// A cleanup that could not remove something the run made still removed the run's journal,
@@ -1048,11 +981,7 @@ fn a_cleanup_that_leaves_something_keeps_the_journal_for_the_next_one() {
     );
     assert!(said.contains("kept its journal"), "{said}");
     // The mounts and loop devices went the first time; the second cleanup finishes.
-    assert!(
-        leftovers(&root.path).is_empty(),
-        "{:?}",
-        leftovers(&root.path)
-    );
+    assert_no_leftovers(&root.path);
     let second = cleanup();
     let said2 = String::from_utf8_lossy(&second.stdout);
     assert!(
@@ -1067,7 +996,7 @@ fn a_cleanup_that_leaves_something_keeps_the_journal_for_the_next_one() {
 /// Starts `args` in `root`, kills it with SIGKILL once its results hold `lines` lines, and
 /// returns the work directory and the dead run's directory in it.
 fn killed_run(root: &TestRoot, args: &[&str], lines: usize) -> (PathBuf, PathBuf) {
-    let (out, work) = (root.path.join("out"), root.path.join("work"));
+    let (out, work) = root.out_work();
     let mut child = start_until_lines(args, &out, &work, lines);
     child.kill().unwrap();
     child.wait().unwrap();
@@ -1111,12 +1040,7 @@ fn a_measurement_starts_when_its_point_starts_not_when_it_ends() {
         .output()
         .unwrap();
     let after = now();
-    assert_eq!(
-        run.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
+    assert_exit(&run, 0);
     let loaded = store::load(&out).unwrap();
     assert_eq!(loaded.measurements.len(), 1);
     let m = &loaded.measurements[0];
@@ -1206,11 +1130,7 @@ fn two_runs_at_once_each_restore_their_own_clones() {
             .len();
         assert_eq!(first, 1, "run {i} copied whole more than once: {copies:?}");
     }
-    assert!(
-        leftovers(&root.path).is_empty(),
-        "{:?}",
-        leftovers(&root.path)
-    );
+    assert_no_leftovers(&root.path);
     // No trace instance outlived its run (one whose tracefs was unmounted under it lived
     // on in the kernel).
     let left: Vec<_> = common::trace_instances()
@@ -1276,11 +1196,7 @@ fn a_cell_on_a_clone_starts_cold_without_dropping_the_machines_caches() {
         0,
         "the run dropped the machine's caches"
     );
-    assert!(
-        leftovers(&root.path).is_empty(),
-        "{:?}",
-        leftovers(&root.path)
-    );
+    assert_no_leftovers(&root.path);
 }
 
 /// Defect (scale-1 study of issue 16): the host disk under the work directory filled up,
@@ -1315,7 +1231,7 @@ fn an_io_error_from_a_full_host_disk_is_put_down_to_the_host() {
             && why.contains(&work.display().to_string()),
         "{why}"
     );
-    assert!(leftovers(&work).is_empty(), "{:?}", leftovers(&work));
+    assert_no_leftovers(&work);
     drop(made);
 }
 
@@ -1328,7 +1244,7 @@ fn an_io_error_from_a_full_host_disk_is_put_down_to_the_host() {
 fn cleanup_right_after_a_kill_does_not_wait_for_the_owner_to_be_reaped() {
     require_root();
     let root = TestRoot::new("kill-unreaped");
-    let (out, work) = (root.path.join("out"), root.path.join("work"));
+    let (out, work) = root.out_work();
     let args = [
         "run",
         "--target",
@@ -1707,11 +1623,7 @@ fn an_unreadable_results_file_mid_budget_ends_the_run_with_exit_1() {
             .any(|l| l.contains(store::FILE_NAME) && l.contains("replaced")),
         "the run did not say why it ended:\n{after}"
     );
-    assert!(
-        leftovers(&root.path).is_empty(),
-        "{:?}",
-        leftovers(&root.path)
-    );
+    assert_no_leftovers(&root.path);
 }
 
 /// Defect: a run that skipped a target this host cannot make (its file system missing from
@@ -1755,7 +1667,7 @@ fn a_run_that_skipped_a_target_does_not_exit_0() {
             .any(|m| m["target"] == "tmpfs" && m["status"] == "ok"),
         "{ok:?}"
     );
-    assert!(leftovers(&root.path).is_empty());
+    assert_no_leftovers(&root.path);
 }
 
 /// Defect: with `--work-dir` inside a `mktemp -d` directory (mode 0700) every `pg` cell
@@ -1792,5 +1704,5 @@ fn pg_under_a_0700_work_dir_parent_is_refused_before_provisioning() {
     );
     // Nothing was made: no run directory, no mount, no loop device.
     assert!(!work.exists(), "{err}");
-    assert!(leftovers(&root.path).is_empty());
+    assert_no_leftovers(&root.path);
 }

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use common::{bin, leftovers, measurements, require_root, TestRoot};
-use fsarena::trace::format::{write, Call, Header, Initial, Trace, VERSION};
+use fsarena::trace::format::{write, Call, Initial, Trace};
 use serde_json::json;
 
 /// A call from its JSON fields (the format's own names), with no duration.
@@ -27,21 +27,7 @@ fn entry(v: serde_json::Value) -> Initial {
 }
 
 fn trace(threads: u32, initial: Vec<Initial>, calls: Vec<Call>) -> Trace {
-    Trace {
-        header: Header {
-            fstrace: VERSION,
-            command: vec!["hand-built".into()],
-            anonymized: false,
-            threads,
-            duration_s: 0.5,
-            initial: initial.len() as u64,
-            calls: calls.len() as u64,
-            outside_root: 0,
-            file_mmaps: 0,
-        },
-        initial,
-        calls,
-    }
+    Trace::new(vec!["hand-built".into()], threads, 0.5, initial, calls)
 }
 
 fn save(t: &Trace, path: &Path) -> PathBuf {

@@ -5,28 +5,13 @@
 mod common;
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
-use common::{bin, leftovers, no_run_dirs, require_root, TestRoot};
-
-fn fsarena(args: &[&str], work: &Path) -> Output {
-    Command::new(bin())
-        .args(args)
-        .arg("--work-dir")
-        .arg(work)
-        .output()
-        .unwrap()
-}
+use common::{assert_exit, fsarena, leftovers, no_run_dirs, refused, require_root, TestRoot};
 
 /// Exit 2, one line holding every needle, and nothing made in `work` or at `out`.
 fn refused_untouched(o: &Output, needles: &[&str], work: &Path, out: &Path) {
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(2), "{err}");
-    let lines: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();
-    assert_eq!(lines.len(), 1, "{err}");
-    for n in needles {
-        assert!(lines[0].contains(n), "`{n}` missing from {}", lines[0]);
-    }
+    refused(o, needles);
     assert_eq!(std::fs::read_dir(work).map(|d| d.count()).unwrap_or(0), 0);
     assert!(!out.exists(), "{} was made", out.display());
 }
@@ -35,7 +20,7 @@ fn refused_untouched(o: &Output, needles: &[&str], work: &Path, out: &Path) {
 fn a_space_with_an_invalid_option_is_refused_before_provisioning() {
     require_root();
     let root = TestRoot::new("tune-refused");
-    let (work, out) = (root.path.join("work"), root.path.join("out"));
+    let (out, work) = root.out_work();
     let space = root.path.join("space.toml");
     let outs = out.to_str().unwrap();
     let run = |text: &str| {
@@ -102,12 +87,7 @@ fn safe_only_leaves_every_unsafe_value_out_of_the_candidates() {
         ];
         a.extend(extra);
         let o = fsarena(&a, &work);
-        assert_eq!(
-            o.status.code(),
-            Some(0),
-            "{}",
-            String::from_utf8_lossy(&o.stderr)
-        );
+        assert_exit(&o, 0);
         String::from_utf8_lossy(&o.stdout).into_owned()
     };
     let all = dry(&[]);

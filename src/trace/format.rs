@@ -158,6 +158,37 @@ pub struct Trace {
     pub calls: Vec<Call>,
 }
 
+impl Trace {
+    /// A trace of `initial` and `calls` by `threads` threads of `command`, whose header's
+    /// counts are those of the entries (so it reads back whole) and says nothing else yet:
+    /// not anonymized, no calls outside the root, no mapped files. The one place a header is
+    /// made, so a field added to the format is filled in once; the recorder sets the rest
+    /// once it knows them, and tests build their traces with it.
+    pub fn new(
+        command: Vec<String>,
+        threads: u32,
+        duration_s: f64,
+        initial: Vec<Initial>,
+        calls: Vec<Call>,
+    ) -> Trace {
+        Trace {
+            header: Header {
+                fstrace: VERSION,
+                command,
+                anonymized: false,
+                threads,
+                duration_s,
+                initial: initial.len() as u64,
+                calls: calls.len() as u64,
+                outside_root: 0,
+                file_mmaps: 0,
+            },
+            initial,
+            calls,
+        }
+    }
+}
+
 /// Why a trace cannot be replayed; each names the line, for the one-line refusal.
 #[derive(Debug, thiserror::Error)]
 pub enum TraceError {
@@ -341,19 +372,11 @@ mod tests {
             ret: Some(3),
             err: None,
         };
-        Trace {
-            header: Header {
-                fstrace: VERSION,
-                command: vec!["cat".into(), "src/a.c".into()],
-                anonymized: false,
-                threads: 1,
-                duration_s: 0.01,
-                initial: 2,
-                calls: 1,
-                outside_root: 0,
-                file_mmaps: 0,
-            },
-            initial: vec![
+        Trace::new(
+            vec!["cat".into(), "src/a.c".into()],
+            1,
+            0.01,
+            vec![
                 Initial {
                     path: "src".into(),
                     kind: Kind::Dir,
@@ -367,8 +390,8 @@ mod tests {
                     target: None,
                 },
             ],
-            calls: vec![call],
-        }
+            vec![call],
+        )
     }
 
     fn bytes(trace: &Trace) -> Vec<u8> {

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use super::calls::{Converter, Counts};
-use super::format::{Header, Trace, VERSION};
+use super::format::Trace;
 use super::initial::Snapshot;
 use super::strace::Joiner;
 
@@ -268,19 +268,5 @@ fn assemble(
             call
         })
         .collect();
-    Trace {
-        header: Header {
-            fstrace: VERSION,
-            command: options.command.clone(),
-            anonymized: false,
-            threads,
-            duration_s: 0.0,
-            initial: initial.len() as u64,
-            calls: calls.len() as u64,
-            outside_root: 0,
-            file_mmaps: 0,
-        },
-        initial,
-        calls,
-    }
+    Trace::new(options.command.clone(), threads, 0.0, initial, calls)
 }

@@ -4,6 +4,9 @@
 #![allow(dead_code)]
 
 pub mod fixture;
+pub mod run;
+
+pub use run::*;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -30,6 +33,11 @@ impl TestRoot {
         let _ = std::fs::remove_dir_all(&path);
         std::fs::create_dir_all(&path).unwrap();
         TestRoot { path }
+    }
+
+    /// The results directory `out` and the work root `work` inside this root.
+    pub fn out_work(&self) -> (PathBuf, PathBuf) {
+        (self.path.join("out"), self.path.join("work"))
     }
 }
 
@@ -196,15 +204,7 @@ pub fn processes_naming(path: &Path) -> Vec<i32> {
 
 /// `fsarena run ARGS --quiet --out OUT --work-dir WORK`, waited for.
 pub fn run_quiet(args: &[&str], out: &Path, work: &Path) -> std::process::Output {
-    Command::new(bin())
-        .arg("run")
-        .args(args)
-        .args(["--quiet", "--out"])
-        .arg(out)
-        .arg("--work-dir")
-        .arg(work)
-        .output()
-        .unwrap()
+    run_command(args, out, work).output().unwrap()
 }
 
 /// `fsarena run PLAN` exits 2 with one line naming `what`, and neither provisions anything in
@@ -232,18 +232,7 @@ pub fn refused_before_provisioning(root: &Path, plan: &Path, what: &str) {
 
 /// `fsarena cleanup --work-dir WORK`, which must succeed.
 pub fn cleanup_ok(work: &Path) {
-    let c = Command::new(bin())
-        .arg("cleanup")
-        .arg("--work-dir")
-        .arg(work)
-        .output()
-        .unwrap();
-    assert_eq!(
-        c.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&c.stderr)
-    );
+    assert_exit(&cleanup(work), 0);
 }
 
 /// The names of fsarena's trace instances (each records one clone's writes) that exist now,

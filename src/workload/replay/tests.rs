@@ -4,7 +4,7 @@
 use super::deps::{waits, Wait};
 use super::expect::{simulate, Expected};
 use super::script::resolve;
-use crate::trace::format::{Call, Header, Initial, Kind, Op, Trace, VERSION};
+use crate::trace::format::{Call, Initial, Kind, Op, Trace};
 
 /// A call with nothing but its thread, operation and result set.
 fn call(thread: u32, op: Op, syscall: &str, ret: i64) -> Call {
@@ -67,21 +67,7 @@ fn initial(path: &str, kind: Kind, size: Option<u64>) -> Initial {
 }
 
 fn trace(threads: u32, initial: Vec<Initial>, calls: Vec<Call>) -> Trace {
-    Trace {
-        header: Header {
-            fstrace: VERSION,
-            command: vec!["test".into()],
-            anonymized: false,
-            threads,
-            duration_s: 0.1,
-            initial: initial.len() as u64,
-            calls: calls.len() as u64,
-            outside_root: 0,
-            file_mmaps: 0,
-        },
-        initial,
-        calls,
-    }
+    Trace::new(vec!["test".into()], threads, 0.1, initial, calls)
 }
 
 /// Thread 0 creates and writes `f`; thread 1 opens and reads it afterwards.
