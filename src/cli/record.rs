@@ -101,13 +101,21 @@ struct Journaled {
 
 impl Journaled {
     fn make(root: &std::path::Path) -> Result<Journaled> {
-        let work = workdir::WorkDir::create(root)
-            .with_context(|| format!("--work-dir {}: cannot make a run directory there", root.display()))?;
+        let work = workdir::WorkDir::create(root).with_context(|| {
+            format!(
+                "--work-dir {}: cannot make a run directory there",
+                root.display()
+            )
+        })?;
         let scratch = work.subdir("strace");
-        let cgroup = cgroup::parent()
-            .ok()
-            .and_then(|p| cgroup::MemoryCgroup::holding(&p, "record", Some(work.journal.clone())).ok());
-        let journaled = Journaled { work, scratch: PathBuf::new(), cgroup };
+        let cgroup = cgroup::parent().ok().and_then(|p| {
+            cgroup::MemoryCgroup::holding(&p, "record", Some(work.journal.clone())).ok()
+        });
+        let journaled = Journaled {
+            work,
+            scratch: PathBuf::new(),
+            cgroup,
+        };
         let scratch = match scratch {
             Ok(s) => s,
             Err(e) => {
@@ -115,7 +123,10 @@ impl Journaled {
                 return Err(e).context("cannot make the recording's directory");
             }
         };
-        Ok(Journaled { scratch, ..journaled })
+        Ok(Journaled {
+            scratch,
+            ..journaled
+        })
     }
 
     /// Kills what is left in the cgroup (the program's processes that outlived an

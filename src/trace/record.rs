@@ -267,8 +267,7 @@ fn strace_command(procs: Option<&Path>) -> Command {
     use std::os::unix::ffi::OsStrExt;
     use std::os::unix::process::CommandExt;
     let mut cmd = Command::new("strace");
-    if let Some(procs) = procs.and_then(|p| std::ffi::CString::new(p.as_os_str().as_bytes()).ok())
-    {
+    if let Some(procs) = procs.and_then(|p| std::ffi::CString::new(p.as_os_str().as_bytes()).ok()) {
         // SAFETY: only async-signal-safe system calls on memory prepared before the fork.
         unsafe {
             cmd.pre_exec(move || {
