@@ -5,6 +5,41 @@ use std::fs::File;
 use std::io::{self, Write};
 use std::path::Path;
 
+/// Makes `cmd` start a helper that dies with this process: `signal` reaches it when the
+/// thread that spawns it ends, which, since that thread waits for the helper, happens only
+/// when fsarena itself is killed (`kill -9`); an orphaned helper would otherwise go on
+/// working on what the cleanup is about to take down. A parent that died before the
+/// signal was armed is caught too: the helper then does not start.
+pub fn dies_with_parent(cmd: &mut std::process::Command, signal: libc::c_int) {
+    use std::os::unix::process::CommandExt;
+    let parent = std::process::id() as libc::pid_t;
+    // SAFETY: only async-signal-safe system calls (prctl, getppid) between fork and exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, signal as libc::c_ulong, 0, 0, 0) != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            if libc::getppid() != parent {
+                return Err(io::Error::from_raw_os_error(libc::ESRCH));
+            }
+            Ok(())
+        });
+    }
+}
+
+/// A command for a helper tool (mkfs, mount, a file system's own tools, `useradd`, `ldd`)
+/// in a process group of its own, dying with fsarena ([`dies_with_parent`], SIGKILL): a
+/// terminal's Ctrl-C (SIGINT to the foreground group) reaches fsarena alone, which stops
+/// after the current measurement and stops its helpers itself, in order; killed by the
+/// terminal, a helper's death would read as a failure of the target (issue 39).
+pub fn helper_command(program: impl AsRef<std::ffi::OsStr>) -> std::process::Command {
+    use std::os::unix::process::CommandExt;
+    let mut cmd = std::process::Command::new(program);
+    cmd.process_group(0);
+    dies_with_parent(&mut cmd, libc::SIGKILL);
+    cmd
+}
+
 /// `sync`, then drop clean page cache, dentries and inodes. Dirty pages are not dropped by
 /// the kernel, hence the sync first.
 pub fn drop_caches() -> io::Result<()> {

@@ -367,3 +367,89 @@ fn an_interrupted_recording_leaves_no_trace_and_no_strace_file() {
         .collect();
     assert!(left.is_empty(), "strace's file left behind: {left:?}");
 }
+
+/// The pid of a live child of `parent` whose command name is `comm`.
+fn child_named(parent: i32, comm: &str) -> Option<i32> {
+    std::fs::read_dir("/proc").ok()?.flatten().find_map(|e| {
+        let pid: i32 = e.file_name().to_str()?.parse().ok()?;
+        let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
+        let (head, rest) = stat.rsplit_once(") ")?;
+        let ppid: i32 = rest.split_whitespace().nth(1)?.parse().ok()?;
+        (ppid == parent && head.split_once(" (")?.1 == comm && common::alive(pid)).then_some(pid)
+    })
+}
+
+/// Starts `fsarena record --work-dir WORK -- sleep 600` in a process group of its own (as a
+/// terminal starts it) and waits until strace and the program run: (fsarena, strace, sleep).
+fn recording_a_sleep(root: &Path, work: &Path) -> (std::process::Child, i32, i32) {
+    use std::os::unix::process::CommandExt;
+    let child = Command::new(common::bin())
+        .current_dir(root)
+        .args(["record", "--work-dir"])
+        .arg(work)
+        .arg("--out")
+        .arg(root.with_extension("fstrace"))
+        .args(["--", "sleep", "600"])
+        .stderr(std::process::Stdio::piped())
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    let me = child.id() as i32;
+    let (mut strace, mut sleep) = (None, None);
+    assert!(
+        common::wait_for(20, || {
+            strace = child_named(me, "strace");
+            sleep = strace.and_then(|s| child_named(s, "sleep"));
+            sleep.is_some()
+        }),
+        "strace and its program did not start"
+    );
+    (child, strace.unwrap(), sleep.unwrap())
+}
+
+/// Issue 39 leftover: a `kill -9` of `fsarena record` left strace and the traced program
+/// running, and `fsarena cleanup` knew nothing of them (strace wrote to /tmp, nothing was
+/// journaled). Now strace dies with fsarena, and `fsarena cleanup` stops the program
+/// (which strace 6.1 lets go on) and removes the recording's directory.
+#[test]
+fn kill_9_of_record_then_cleanup_leaves_no_strace_no_program_and_no_files() {
+    common::require_root();
+    let work = common::TestRoot::new("record-kill9");
+    let tmp = tempfile::tempdir().unwrap();
+    let root = fresh_root(&tmp, "killed");
+    let (mut child, strace, sleep) = recording_a_sleep(&root, &work.path);
+    run(&root, "kill", &["-KILL", &child.id().to_string()]);
+    child.wait().unwrap();
+    assert!(
+        common::wait_for(5, || !common::alive(strace)),
+        "strace outlived fsarena's kill -9"
+    );
+    common::cleanup_ok(&work.path);
+    assert!(
+        common::wait_for(5, || !common::alive(sleep)),
+        "the recorded program outlived kill -9 + fsarena cleanup"
+    );
+    common::no_run_dirs(&work.path);
+}
+
+/// A terminal's Ctrl-C (SIGINT to the whole group: fsarena, strace and the program) stops
+/// the program and strace, writes no trace and leaves nothing in the work directory.
+#[test]
+fn a_terminal_ctrl_c_of_record_stops_the_program_and_strace_and_writes_no_trace() {
+    common::require_root();
+    let work = common::TestRoot::new("record-ctrl-c");
+    let tmp = tempfile::tempdir().unwrap();
+    let root = fresh_root(&tmp, "ctrl-c");
+    let (child, strace, sleep) = recording_a_sleep(&root, &work.path);
+    run(&root, "kill", &["-INT", "--", &format!("-{}", child.id())]);
+    let output = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{err}");
+    assert!(err.contains("interrupted"), "{err}");
+    assert!(
+        !root.with_extension("fstrace").exists(),
+        "a trace was written"
+    );
+    assert!(!common::alive(strace) && !common::alive(sleep));
+    common::no_run_dirs(&work.path);
+}

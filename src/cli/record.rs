@@ -9,6 +9,7 @@ use anyhow::{Context, Result};
 use clap::Args;
 
 use super::exit::{EXIT_FAILED, EXIT_OK};
+use crate::provision::{cgroup, cleanup, workdir};
 use crate::trace::{format, record};
 
 #[derive(Debug, Args)]
@@ -24,6 +25,11 @@ pub struct RecordArgs {
     /// hash, extensions kept, so the trace can be shared.
     #[arg(long)]
     pub anonymize: bool,
+    /// Where the recording keeps strace's lines and its journal while it runs (a run
+    /// directory, as `fsarena run` makes): after a `kill -9`, `fsarena cleanup
+    /// --work-dir DIR` stops strace and the program and removes it.
+    #[arg(long, value_name = "DIR", default_value = workdir::DEFAULT_ROOT)]
+    pub work_dir: PathBuf,
     /// The command to record and its arguments, after `--`.
     #[arg(last = true, value_name = "COMMAND")]
     pub command: Vec<String>,
@@ -33,16 +39,29 @@ pub struct RecordArgs {
 /// did not (the trace is written: a failing program's calls are its calls too) or when a
 /// signal interrupted the recording (nothing is left: no trace, no strace file).
 pub fn run(args: RecordArgs) -> Result<i32> {
-    let options = record::Options {
+    let mut options = record::Options {
         root: args.root.clone().unwrap_or_else(|| PathBuf::from(".")),
         anonymize: args.anonymize,
         command: args.command.clone(),
+        scratch: None,
+        cgroup_procs: None,
     };
     record::check(&options)?;
     let out = &args.out;
     let file = std::fs::File::create(out)
         .with_context(|| format!("--out {}: cannot write it", out.display()))?;
-    let recorded = match record::record(&options) {
+    let run = match Journaled::make(&args.work_dir) {
+        Ok(run) => run,
+        Err(e) => {
+            let _ = std::fs::remove_file(out);
+            return Err(e);
+        }
+    };
+    options.scratch = Some(run.scratch.clone());
+    options.cgroup_procs = run.cgroup.as_ref().map(|c| c.procs_file());
+    let recorded = record::record(&options);
+    run.finish();
+    let recorded = match recorded {
         Ok(r) => r,
         Err(e) => {
             let _ = std::fs::remove_file(out);
@@ -66,6 +85,58 @@ pub fn run(args: RecordArgs) -> Result<i32> {
     } else {
         EXIT_FAILED
     })
+}
+
+/// The run directory a recording journals what it makes in, as `fsarena run` does: the
+/// directory strace writes into and the cgroup strace and the program run in. A `kill -9`
+/// of fsarena kills strace (its death signal); `fsarena cleanup` then kills what is left
+/// in the cgroup (the program, which an older strace lets go on) and removes the rest.
+struct Journaled {
+    work: workdir::WorkDir,
+    scratch: PathBuf,
+    /// None where no cgroup can be made (not root, no memory cgroup): strace still dies
+    /// with fsarena, and the program with it only where strace has `--kill-on-exit`.
+    cgroup: Option<cgroup::MemoryCgroup>,
+}
+
+impl Journaled {
+    fn make(root: &std::path::Path) -> Result<Journaled> {
+        let work = workdir::WorkDir::create(root).with_context(|| {
+            format!(
+                "--work-dir {}: cannot make a run directory there",
+                root.display()
+            )
+        })?;
+        let scratch = work.subdir("strace");
+        let cgroup = cgroup::parent().ok().and_then(|p| {
+            cgroup::MemoryCgroup::holding(&p, "record", Some(work.journal.clone())).ok()
+        });
+        let journaled = Journaled {
+            work,
+            scratch: PathBuf::new(),
+            cgroup,
+        };
+        let scratch = match scratch {
+            Ok(s) => s,
+            Err(e) => {
+                journaled.finish();
+                return Err(e).context("cannot make the recording's directory");
+            }
+        };
+        Ok(Journaled {
+            scratch,
+            ..journaled
+        })
+    }
+
+    /// Kills what is left in the cgroup (the program's processes that outlived an
+    /// interruption) and removes everything the journal names, then the run directory.
+    fn finish(self) {
+        if let Some(cg) = self.cgroup {
+            let _ = cg.remove();
+        }
+        cleanup::cleanup_run(&self.work.run, &mut cleanup::CleanupReport::default());
+    }
 }
 
 /// What was recorded and what was left out, in a few lines.

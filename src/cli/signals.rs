@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result};
 
-use crate::provision::{cleanup, workdir};
+use crate::provision::{cleanup, journal, workdir};
 
 /// SIGINT/SIGTERM: the first asks the run to stop after tearing down cleanly; a second
 /// one runs the journal cleanup at once and exits (for when a workload is stuck in the
@@ -50,6 +50,11 @@ pub fn install(cancel: Arc<AtomicBool>, work_root: PathBuf, out: PathBuf) -> Res
                 crate::runner::recording::force_stop();
                 eprintln!("\nfsarena: second signal: removing mounts, loop devices and images now");
             }
+            // Nothing new is made from here on, and a loop device or mount whose journal
+            // entry is written is made before the sweep reads the journal: the run's own
+            // thread used to attach one after the sweep had looked (the suite saw one left,
+            // and a second sweep half a second later was the stopgap).
+            journal::close(std::time::Duration::from_secs(5));
             let me = std::process::id().to_string();
             let owned: Vec<PathBuf> = std::fs::read_dir(&work_root)
                 .into_iter()
@@ -61,17 +66,8 @@ pub fn install(cancel: Arc<AtomicBool>, work_root: PathBuf, out: PathBuf) -> Res
                         .is_ok_and(|t| t.lines().any(|l| l == format!("pid={me}")))
                 })
                 .collect();
-            // Twice: the run's own thread, already stopping, may attach the loop device of a
-            // step it had begun after the first sweep read the journal (the suite saw one
-            // left); the second sweep, a moment later, detaches what is backed by the run's
-            // images even once its directory is gone.
-            for pass in 0..2 {
-                if pass == 1 {
-                    std::thread::sleep(std::time::Duration::from_millis(500));
-                }
-                for run in &owned {
-                    cleanup::cleanup_run(run, &mut cleanup::CleanupReport::default());
-                }
+            for run in &owned {
+                cleanup::cleanup_run(run, &mut cleanup::CleanupReport::default());
             }
             std::process::exit(128 + sig);
         }

@@ -222,7 +222,7 @@ pub fn probe_version(stdout: &str) -> Option<String> {
 
 /// This host's fio version (`fio --version`, e.g. `fio-3.33`).
 pub fn local_version() -> Result<String, FioError> {
-    let out = match Command::new("fio").arg("--version").output() {
+    let out = match crate::sys::helper_command("fio").arg("--version").output() {
         Ok(o) => o,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(FioError::NotInstalled),
         Err(e) => return Err(FioError::io("running fio --version", e)),
@@ -323,27 +323,7 @@ fn interrupt(child: &mut Child) {
 fn client_command() -> Command {
     use std::os::unix::process::CommandExt;
     let mut cmd = Command::new("fio");
-    let parent = std::process::id() as libc::pid_t;
-    // SAFETY: only async-signal-safe syscalls (prctl, getppid) between fork and exec.
-    unsafe {
-        cmd.pre_exec(move || {
-            if libc::prctl(
-                libc::PR_SET_PDEATHSIG,
-                libc::SIGINT as libc::c_ulong,
-                0,
-                0,
-                0,
-            ) != 0
-            {
-                return Err(io::Error::last_os_error());
-            }
-            // The parent died between fork and prctl: nobody is left to wait for us.
-            if libc::getppid() != parent {
-                return Err(io::Error::from_raw_os_error(libc::ESRCH));
-            }
-            Ok(())
-        });
-    }
+    crate::sys::dies_with_parent(&mut cmd, libc::SIGINT);
     // A group of its own: a terminal's Ctrl-C reaches fsarena only (see provision::command).
     cmd.process_group(0);
     cmd

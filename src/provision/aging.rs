@@ -14,7 +14,6 @@ use std::fs::{self, File, OpenOptions};
 use std::io;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
@@ -370,7 +369,8 @@ pub fn free_extents(fs: FsKind, device: Option<&Path>, mount: &Path) -> Result<u
     if let Ok(f) = File::open(mount) {
         let _ = rustix::fs::syncfs(&f);
     }
-    let out = Command::new(program)
+    // A helper of its own group (a terminal's Ctrl-C must not kill it mid-aging).
+    let out = crate::sys::helper_command(program)
         .args(&args)
         .output()
         .map_err(|e| format!("{program}: {e}"))?;

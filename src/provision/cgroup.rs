@@ -155,6 +155,26 @@ impl MemoryCgroup {
         limit: u64,
         journal: Option<Arc<Journal>>,
     ) -> Result<MemoryCgroup, ProvisionError> {
+        let cg = Self::holding(parent, tag, journal)?;
+        if cg.version == Version::V1 {
+            // Stall instead of killing when the limit is reached: the owner raises the limit
+            // as the engine's own memory grows (see `track`), so only the cache is squeezed.
+            let _ = fs::write(cg.path.join("memory.oom_control"), "1");
+        } else {
+            let _ = fs::write(cg.path.join("memory.swap.max"), "0");
+        }
+        cg.set_limit(limit)?;
+        Ok(cg)
+    }
+
+    /// Makes a cgroup under `parent` with no limit, journaled first: only to hold a tree of
+    /// processes (`fsarena record`'s strace and the program it traces) that `fsarena
+    /// cleanup` kills whole after a `kill -9`, wherever in the tree they have gone.
+    pub fn holding(
+        parent: &Parent,
+        tag: &str,
+        journal: Option<Arc<Journal>>,
+    ) -> Result<MemoryCgroup, ProvisionError> {
         let name = format!(
             "{PREFIX}{tag}-{}-{}",
             std::process::id(),
@@ -178,14 +198,6 @@ impl MemoryCgroup {
         };
         fs::create_dir(&cg.path)
             .map_err(|e| ProvisionError::io(format!("mkdir {}", cg.path.display()), e))?;
-        if cg.version == Version::V1 {
-            // Stall instead of killing when the limit is reached: the owner raises the limit
-            // as the engine's own memory grows (see `track`), so only the cache is squeezed.
-            let _ = fs::write(cg.path.join("memory.oom_control"), "1");
-        } else {
-            let _ = fs::write(cg.path.join("memory.swap.max"), "0");
-        }
-        cg.set_limit(limit)?;
         Ok(cg)
     }
 

@@ -1,8 +1,7 @@
 //! External commands (mkfs, losetup, mount, fsck): built as data so `--dry-run` can print
 //! exactly what would run, and run with their stderr kept for the error message.
 
-use std::os::unix::process::CommandExt;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
 use super::ProvisionError;
 
@@ -56,37 +55,12 @@ impl Cmd {
 
     /// Runs it and returns what it printed, whatever its exit status.
     pub fn output(&self, package: &str) -> Result<Ran, ProvisionError> {
-        let mut cmd = Command::new(&self.program);
+        // A group of its own, dying with fsarena: a terminal's Ctrl-C reaches fsarena
+        // alone, so the helper finishes and a first Ctrl-C never turns into a false `error`
+        // or a failed check (issue 39); after a kill -9 an orphaned `mount` cannot finish
+        // after `fsarena cleanup` looked and leave a mount and a busy loop device behind.
+        let mut cmd = crate::sys::helper_command(&self.program);
         cmd.args(&self.args).stdin(Stdio::null());
-        // A group of its own: a terminal's Ctrl-C (SIGINT to the foreground group) reaches
-        // fsarena alone, which stops after the current measurement; the helper finishes, so
-        // a first Ctrl-C never turns into a false `error` or a failed check (issue 39).
-        cmd.process_group(0);
-        // A helper (mkfs, mount, fsck) dies with fsarena: after a kill -9 an orphaned `mount`
-        // could otherwise finish after `fsarena cleanup` looked, and leave a mount and a
-        // busy loop device behind. The calling thread waits for the helper, so the signal
-        // (sent when that thread ends) fires only when the process is killed.
-        let parent = std::process::id() as libc::pid_t;
-        // SAFETY: only async-signal-safe system calls between fork and exec.
-        unsafe {
-            cmd.pre_exec(move || {
-                if libc::prctl(
-                    libc::PR_SET_PDEATHSIG,
-                    libc::SIGKILL as libc::c_ulong,
-                    0,
-                    0,
-                    0,
-                ) != 0
-                {
-                    return Err(std::io::Error::last_os_error());
-                }
-                // The parent died before the signal was armed.
-                if libc::getppid() != parent {
-                    return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
-                }
-                Ok(())
-            });
-        }
         let out = cmd.output().map_err(|e| {
             if e.kind() == std::io::ErrorKind::NotFound {
                 ProvisionError::MissingTool {

@@ -172,18 +172,24 @@ impl Instance {
         self.provenance.location = "loop".into();
         self.provenance.image_bytes = Some(md.len());
 
-        self.journal(Op::Create, Kind::Loop, img, None)?;
-        let lo = loopdev::attach(img, sector)?;
-        self.undo.push(Undo::Detach {
-            dev: lo.path.clone(),
-            image: img.to_path_buf(),
-        });
-        self.journal(
-            Op::Create,
-            Kind::Loop,
-            img,
-            Some(&lo.path.display().to_string()),
-        )?;
+        // One span with the journal entries: a second Ctrl-C's sweep sees the device.
+        let lo = super::journal::creating(|| {
+            self.journal(Op::Create, Kind::Loop, img, None)?;
+            let lo = loopdev::attach(img, sector)?;
+            self.undo.push(Undo::Detach {
+                dev: lo.path.clone(),
+                image: img.to_path_buf(),
+            });
+            self.journal
+                .record(
+                    Op::Create,
+                    Kind::Loop,
+                    img,
+                    Some(&lo.path.display().to_string()),
+                )
+                .map_err(|e| ProvisionError::io("cannot write the run journal", e))
+                .map(|()| lo)
+        })?;
         self.provenance.loop_device = Some(lo.path.display().to_string());
         self.provenance.loop_direct_io = Some(lo.direct_io);
         if !lo.direct_io {
@@ -241,9 +247,13 @@ impl Instance {
     }
 
     pub(super) fn mount(&mut self, cmd: Cmd, mnt: &Path) -> Result<(), ProvisionError> {
-        self.journal(Op::Create, Kind::Mount, mnt, None)?;
-        cmd.run("mount")?;
-        self.undo.push(Undo::Unmount(mnt.to_path_buf()));
+        // One span: a second Ctrl-C's sweep never falls between the entry and the mount.
+        super::journal::creating(|| {
+            self.journal(Op::Create, Kind::Mount, mnt, None)?;
+            cmd.run("mount")?;
+            self.undo.push(Undo::Unmount(mnt.to_path_buf()));
+            Ok(())
+        })?;
         self.provenance.mount_command = Some(cmd.argv());
         match mounts::find(mnt) {
             Some(m) => {

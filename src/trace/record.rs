@@ -29,6 +29,14 @@ pub struct Options {
     pub anonymize: bool,
     /// The command and its arguments.
     pub command: Vec<String>,
+    /// Where strace writes its lines (a directory the caller journals, so a `kill -9`
+    /// leaves nothing `fsarena cleanup` does not find); `None`: the system's temporary
+    /// directory.
+    pub scratch: Option<PathBuf>,
+    /// A cgroup's `cgroup.procs` file that strace enters before it starts, so that the
+    /// program and every process it makes are in it: `fsarena cleanup` kills them all
+    /// after a `kill -9` of fsarena, even those strace had let go.
+    pub cgroup_procs: Option<PathBuf>,
 }
 
 /// A recording: the trace, what was left out, and how the command ended.
@@ -183,14 +191,15 @@ pub fn record(options: &Options) -> Result<Recorded, RecordError> {
     let cwd = std::env::current_dir()
         .and_then(|d| d.canonicalize())
         .map_err(RecordError::Strace)?;
-    let out = std::env::temp_dir().join(format!(
+    let scratch = options.scratch.clone().unwrap_or_else(std::env::temp_dir);
+    let out = scratch.join(format!(
         "fsarena-record-{}-{}.strace",
         std::process::id(),
         std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos())
     ));
-    let status = Command::new("strace")
+    let status = strace_command(options.cgroup_procs.as_deref())
         .args([
             "-f",
             "-qq",
@@ -245,6 +254,50 @@ pub fn record(options: &Options) -> Result<Recorded, RecordError> {
         unreadable_dirs: snapshot.unreadable,
         exit_code: status.code(),
     })
+}
+
+/// strace, made to die with fsarena: it gets SIGKILL when fsarena is killed (`kill -9`),
+/// and, where this strace has `--kill-on-exit`, the kernel then kills every process it
+/// traces; an older strace (Debian 12's 6.1) lets them go on, untraced, and they are
+/// stopped by `fsarena cleanup` through the cgroup whose `cgroup.procs` is `procs`, which
+/// strace enters before it starts. strace stays in fsarena's process group, so a program
+/// that reads the terminal still can; strace itself blocks the terminal's SIGINT while it
+/// traces (`-o FILE` with a command), and fsarena stops the program ([`wait`]).
+fn strace_command(procs: Option<&Path>) -> Command {
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::process::CommandExt;
+    let mut cmd = Command::new("strace");
+    if let Some(procs) = procs.and_then(|p| std::ffi::CString::new(p.as_os_str().as_bytes()).ok()) {
+        // SAFETY: only async-signal-safe system calls on memory prepared before the fork.
+        unsafe {
+            cmd.pre_exec(move || {
+                let fd = libc::open(procs.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+                if fd < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                let n = libc::write(fd, b"0".as_ptr().cast(), 1);
+                libc::close(fd);
+                if n != 1 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+    }
+    crate::sys::dies_with_parent(&mut cmd, libc::SIGKILL);
+    if kills_on_exit() {
+        cmd.arg("--kill-on-exit");
+    }
+    cmd
+}
+
+/// Whether this strace has `--kill-on-exit` (strace 6.4 and later; not Debian 12's 6.1):
+/// its help lists it.
+fn kills_on_exit() -> bool {
+    Command::new("strace")
+        .arg("-h")
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains("--kill-on-exit"))
 }
 
 /// The trace: calls in the order they started, their starts from the first one.

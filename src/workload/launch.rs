@@ -86,7 +86,7 @@ fn copy(from: &Path, to: &Path) -> Result<u64, WorkloadError> {
 
 /// Installs `program`, its libraries and its loader under `dir` (`bin/`, `lib/`).
 pub fn install(program: &Path, dir: &Path) -> Result<Installed, WorkloadError> {
-    let out = Command::new("ldd")
+    let out = crate::sys::helper_command("ldd")
         .arg(program)
         .output()
         .map_err(|e| WorkloadError::io("running ldd", e))?;

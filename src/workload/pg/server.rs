@@ -31,7 +31,7 @@ pub fn ensure_user() -> Result<(u32, u32), WorkloadError> {
     if let Some(ids) = lookup(USER) {
         return Ok(ids);
     }
-    let out = Command::new("useradd")
+    let out = crate::sys::helper_command("useradd")
         .args(["--system", "--no-create-home", "--home-dir", "/nonexistent"])
         .args(["--shell", "/usr/sbin/nologin", "--user-group", USER])
         .output()
