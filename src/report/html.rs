@@ -45,6 +45,7 @@ td{white-space:nowrap}td.wrap{white-space:normal}.scroll{overflow-x:auto;max-wid
 .matrix td.cell{min-width:4.5em}.matrix .ref1{border-left:3px double #999}\
 .matrix th{white-space:nowrap}.matrix .better,.key .better{background:#d6e9f8}.matrix .worse,.key .worse{background:#fbdcc8}.matrix .equivalent,.key .equivalent{background:#e4e4e4}\
 .matrix .undecided,.key .undecided{background:#fff;outline:1px dashed #999;outline-offset:-3px}.matrix .untested{color:#666}.matrix td.baseline{background:#f6f6f6;font-style:italic}.matrix .missing{color:#999}\
+@media (max-width:600px){.matrix tbody th{white-space:normal;min-width:8em}.matrix td.metric{white-space:normal}}\
 .key{font-size:.85em;color:#333;margin:.3em 0}.key span{padding:0 .35em;white-space:nowrap}#compared{font-size:1.05em}\
 td:first-child,th:first-child{text-align:left}.best{color:#1a7f37;font-weight:bold}.worst{color:#b42318}\
 .incomplete{background:#fff3cd;border:1px solid #e0b000;padding:.6em 1em}\

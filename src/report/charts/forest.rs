@@ -198,7 +198,7 @@ fn entry(s: &mut String, axis: &Axis, e: &Entry, y: f64) {
                 clamp(b)
             );
             for x in [a, b] {
-                if x < PL || x > PR {
+                if !(PL..=PR).contains(&x) {
                     arrow(s, clamp(x), y, if x < PL { -1.0 } else { 1.0 }, color);
                 } else {
                     let _ = write!(
@@ -213,7 +213,7 @@ fn entry(s: &mut String, axis: &Axis, e: &Entry, y: f64) {
         Interval::None => {}
     }
     let x = axis.x(e.pct).unwrap_or(f64::NEG_INFINITY);
-    if x < PL || x > PR {
+    if !(PL..=PR).contains(&x) {
         arrow(s, clamp(x), y, if x < PL { -1.0 } else { 1.0 }, color);
     } else {
         let filled = matches!(e.state, State::Decided(d) if d != Decision::Undecided);
