@@ -15,7 +15,8 @@ use fsarena::monitor::Sample;
 use fsarena::results::store::Store;
 use fsarena::results::{Measurement, Status};
 
-const SECTIONS: [&str; 7] = [
+const SECTIONS: [&str; 8] = [
+    "answer",
     "summary",
     "bars",
     "scaling",
@@ -25,7 +26,7 @@ const SECTIONS: [&str; 7] = [
     "provenance",
 ];
 /// Sections whose screenshot must show coloured chart marks, not just text.
-const CHARTED: [&str; 4] = ["bars", "scaling", "curves", "series"];
+const CHARTED: [&str; 5] = ["answer", "bars", "scaling", "curves", "series"];
 const WIDTH: u32 = 1280;
 
 fn chromium() -> PathBuf {
@@ -36,7 +37,7 @@ fn chromium() -> PathBuf {
         .expect("chromium is not installed: ./dev test installs the Debian package `chromium`")
 }
 
-fn browser(profile: &Path, height: u32) -> Command {
+fn browser(profile: &Path, width: u32, height: u32) -> Command {
     let mut c = Command::new(chromium());
     c.args([
         "--headless",
@@ -49,8 +50,9 @@ fn browser(profile: &Path, height: u32) -> Command {
         "--disable-sync",
         "--hide-scrollbars",
         "--force-device-scale-factor=1",
+        "--allow-file-access-from-files",
     ])
-    .arg(format!("--window-size={WIDTH},{height}"))
+    .arg(format!("--window-size={width},{height}"))
     .arg(format!("--user-data-dir={}", profile.display()));
     c
 }
@@ -199,8 +201,12 @@ impl Dom {
 }
 
 fn dump(url: &str) -> Dom {
+    dump_at(url, WIDTH)
+}
+
+fn dump_at(url: &str, width: u32) -> Dom {
     let profile = tempfile::tempdir().unwrap();
-    let out = browser(profile.path(), 1100)
+    let out = browser(profile.path(), width, 1100)
         .args(["--enable-logging=stderr", "--v=0", "--dump-dom"])
         .arg(url)
         .output()
@@ -226,9 +232,13 @@ fn dump(url: &str) -> Dom {
 }
 
 fn screenshot(url: &str, path: &Path, height: u32) {
+    screenshot_at(url, path, WIDTH, height)
+}
+
+fn screenshot_at(url: &str, path: &Path, width: u32, height: u32) {
     let _ = std::fs::remove_file(path);
     let profile = tempfile::tempdir().unwrap();
-    let out = browser(profile.path(), height)
+    let out = browser(profile.path(), width, height)
         .arg(format!("--screenshot={}", path.display()))
         .arg(url)
         .output()
@@ -377,4 +387,85 @@ fn report_loads_offline_without_errors_and_draws_every_section() {
             );
         }
     }
+}
+
+/// Issue 40: the first screen is the answer. At 1280 px the decision matrix and the forest
+/// plot start within the first 900 px, before the legend and the warnings; at a phone's
+/// 390 px nothing reaches past the right edge except inside the tables' scrolling
+/// containers. Warnings are listed once, not under every table. Screenshots at both widths
+/// are kept under the system's temporary directory for a person to look at.
+#[test]
+fn the_first_screen_is_the_answer_at_1280_and_a_phone_scrolls_only_tables() {
+    let dir = tempfile::tempdir().unwrap();
+    common::fixture::write(dir.path(), true);
+    add_measurements(dir.path());
+    fsarena::report::write_files(dir.path(), None).unwrap();
+    let html_path = dir.path().join("report.html");
+    let html = std::fs::read_to_string(&html_path).unwrap();
+    assert!(
+        html.contains("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">")
+    );
+    // The answer comes before any legend or warning; warnings are one list.
+    let at = |needle: &str| html.find(needle).unwrap_or_else(|| panic!("no {needle}"));
+    assert!(at("id=\"compared\"") < at("class=\"matrix\""));
+    assert!(at("class=\"chart forest\"") < at("Benjamini–Hochberg control"));
+    let summary = &html[at("id=\"summary\"")..at("id=\"bars\"")];
+    assert!(
+        !summary.contains("class=\"warn\""),
+        "a warning under a table"
+    );
+    assert!(html.matches("id=\"warnings\"").count() <= 1);
+    // The fixture's decisions: btrfs clearly worse than ext4, in its decision colour.
+    assert!(html.contains("class=\"cell worse \""), "no worse cell");
+    assert!(html.contains("<small>baseline</small>"));
+
+    let url = format!("file://{}", html_path.display());
+    let shots = std::env::temp_dir().join("fsarena-report-browser");
+    std::fs::create_dir_all(&shots).unwrap();
+    let wide = dump_at(&url, WIDTH);
+    let (matrix, forest) = (wide.number("data-matrixtop"), wide.number("data-foresttop"));
+    assert!(matrix < 900, "the matrix starts at {matrix} px");
+    assert!(forest < 900, "the forest plot starts at {forest} px");
+    assert_eq!(
+        wide.number("data-overflow"),
+        0,
+        "{}",
+        wide.attr("data-overflowing")
+    );
+    screenshot_at(&url, &shots.join("first-screen-1280.png"), WIDTH, 900);
+    let img = load(&shots.join("first-screen-1280.png"));
+    let (_, colored) = img.ink(0, 0, img.width, img.height);
+    assert!(
+        colored > 1500,
+        "no decision colours on the first screen: {colored}"
+    );
+
+    // Chromium's window is at least 500 px wide: the phone is a 390 px frame, whose
+    // self-check the page around it copies out (file pages may read each other only with
+    // --allow-file-access-from-files).
+    let phone_page = dir.path().join("phone.html");
+    std::fs::write(
+        &phone_page,
+        "<!DOCTYPE html><html><body style=\"margin:0\"><iframe id=\"f\" src=\"report.html\" \
+         style=\"width:390px;height:1400px;border:0\"></iframe><script>\
+         var f=document.getElementById('f');f.addEventListener('load',function(){\
+         var d=f.contentDocument.body.dataset;for(var k in d)document.body.dataset[k]=d[k]})\
+         </script></body></html>",
+    )
+    .unwrap();
+    let phone_url = format!("file://{}", phone_page.display());
+    let phone = dump_at(&phone_url, 500);
+    assert_eq!(phone.number("data-viewport"), 390);
+    assert_eq!(
+        phone.number("data-overflow"),
+        0,
+        "past the right edge at 390 px: {}",
+        phone.attr("data-overflowing")
+    );
+    assert!(phone.number("data-scrollwidth") <= 390);
+    assert!(phone.number("data-matrixtop") < phone.number("data-foresttop"));
+    screenshot_at(&phone_url, &shots.join("first-screen-390.png"), 500, 1400);
+    let img = load(&shots.join("first-screen-390.png"));
+    let (_, colored) = img.ink(0, 0, 390, 1400);
+    assert!(colored > 500, "no decision colours on the phone: {colored}");
 }

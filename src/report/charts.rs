@@ -10,6 +10,7 @@
 use std::fmt::Write;
 
 mod bars;
+pub mod forest;
 mod lines;
 
 pub use bars::{bar_chart, bars, Bar, BarGroup, BarOpts};

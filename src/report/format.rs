@@ -170,12 +170,20 @@ pub fn cv_text(m: &MetricStats) -> String {
 /// is wider than ±100 %.
 pub fn pct_text(c: &Comparison, candidate_runs: usize) -> String {
     match c.pct_ci95 {
-        Some((lo, hi)) if candidate_runs == 2 || (hi - lo) / 2.0 >= 100.0 => {
+        Some(_) if pct_interval_meaningless(c, candidate_runs) => {
             format!("{:+.1} % {WIDE_MARK}", c.pct_diff)
         }
         Some(ci) => format!("{:+.1} % {}", c.pct_diff, interval_beside(c.pct_diff, ci)),
         None => format!("{:+.1} %", c.pct_diff),
     }
+}
+
+/// Whether the 95 % interval of a difference says nothing and is shown as [`WIDE_MARK`]:
+/// the candidate has two runs, or the interval is wider than ±100 %. The one rule the
+/// tables and the HTML page's decision matrix and forest plot share.
+pub fn pct_interval_meaningless(c: &Comparison, candidate_runs: usize) -> bool {
+    c.pct_ci95
+        .is_some_and(|(lo, hi)| candidate_runs == 2 || (hi - lo) / 2.0 >= 100.0)
 }
 
 /// How an interval `(lo, hi)` of the difference `d` is written beside it: "±1.7" when

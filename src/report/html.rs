@@ -10,6 +10,7 @@ use super::section::Mark;
 use crate::results::Measurement;
 
 mod across;
+mod answer;
 mod figures;
 mod series;
 
@@ -37,19 +38,29 @@ fn target_colors(r: &Report) -> BTreeMap<String, usize> {
 const STYLE: &str = "body{font-family:system-ui,sans-serif;margin:1.5em auto;max-width:1240px;padding:0 16px;color:#222}\
 h1{font-size:1.6em}h2{border-bottom:1px solid #ccc;padding-bottom:.2em;margin-top:2em}\
 table{border-collapse:collapse;margin:.5em 0 1em;font-size:.9em}td,th{border:1px solid #ddd;padding:3px 8px;text-align:right}\
+td{white-space:nowrap}td.wrap{white-space:normal}.scroll{overflow-x:auto;max-width:100%}\
+.answer{display:flex;flex-wrap:wrap;gap:8px 20px;align-items:flex-start}.matrix-box{flex:0 1 auto;min-width:0;max-width:100%;overflow-x:auto}\
+.forest-box{flex:1 1 540px;min-width:0;max-width:760px}.forest-box svg{width:100%;height:auto;display:block}\
+.matrix{margin:0 0 .3em}.matrix th{font-weight:600}.matrix th small{font-weight:normal;color:#555}.matrix td.metric{text-align:left;color:#444}\
+.matrix td.cell{min-width:4.5em}.matrix .ref1{border-left:3px double #999}\
+.matrix th{white-space:nowrap}.matrix .better,.key .better{background:#d6e9f8}.matrix .worse,.key .worse{background:#fbdcc8}.matrix .equivalent,.key .equivalent{background:#e4e4e4}\
+.matrix .undecided,.key .undecided{background:#fff;outline:1px dashed #999;outline-offset:-3px}.matrix .untested{color:#666}.matrix td.baseline{background:#f6f6f6;font-style:italic}.matrix .missing{color:#999}\
+@media (max-width:600px){.matrix tbody th{white-space:normal;min-width:8em}.matrix td.metric{white-space:normal}}\
+.key{font-size:.85em;color:#333;margin:.3em 0}.key span{padding:0 .35em;white-space:nowrap}#compared{font-size:1.05em}\
 td:first-child,th:first-child{text-align:left}.best{color:#1a7f37;font-weight:bold}.worst{color:#b42318}\
 .incomplete{background:#fff3cd;border:1px solid #e0b000;padding:.6em 1em}\
-.charts{display:grid;grid-template-columns:repeat(auto-fill,minmax(520px,1fr));gap:14px;margin-top:.6em}\
+.charts{display:grid;grid-template-columns:repeat(auto-fill,minmax(min(520px,100%),1fr));gap:14px;margin-top:.6em}\
 .charts>div{min-width:0}.charts svg{width:100%;height:auto;display:block}\
 #relative:checked~.charts .abs,#relative:not(:checked)~.charts .rel{display:none}\
 label[for=relative]{margin-left:.3em;cursor:pointer}\
-.warn{color:#8a5300;font-size:.85em}code{background:#f4f4f4;padding:0 3px}svg{background:#fff;border:1px solid #eee}";
+.warn{color:#8a5300;font-size:.85em}#warnings li{margin:.3em 0}#warnings .places{color:#555;font-size:.9em}code{background:#f4f4f4;padding:0 3px}svg{background:#fff;border:1px solid #eee}";
 
 /// Runs in the page: `?only=ID` shows one section (for sharing it, and for the browser
 /// test's per-section screenshots), `?view=relative` turns the toggle on. Then a self-check
 /// a test can read from the DOM: charts and marks drawn, text labels that overlap (any two
 /// level labels of one chart whose boxes intersect), each visible chart's box, any script
-/// error.
+/// error; where the decision matrix and the forest plot start, and the elements that reach
+/// past the viewport's right edge outside a scrolling container (none may, on a phone).
 const SCRIPT: &str = "window.addEventListener('error',function(e){document.body.dataset.error=String(e.message)});\
 var q=new URLSearchParams(location.search),only=q.get('only');\
 if(only){document.querySelectorAll('body>section,body>p,body>h1').forEach(function(s){if(s.id!==only)s.style.display='none'})}\
@@ -62,7 +73,12 @@ var t=[].slice.call(svg.querySelectorAll('text:not([transform])')).map(function(
 for(var i=0;i<t.length;i++)for(var j=i+1;j<t.length;j++){var a=t[i][1],c=t[j][1];\
 if(a.left<c.right-.5&&c.left<a.right-.5&&a.top<c.bottom-.5&&c.top<a.bottom-.5)over.push(t[i][0].textContent+'|'+t[j][0].textContent)}});\
 d.overlaps=over.length;d.overlapping=over.slice(0,5).join(';');d.boxes=JSON.stringify(boxes);\
-d.height=document.documentElement.scrollHeight;";
+d.height=document.documentElement.scrollHeight;\
+function ptop(q){var e=document.querySelector(q);return e?Math.round(e.getBoundingClientRect().top+scrollY):-1}\
+d.matrixtop=ptop('table.matrix');d.foresttop=ptop('svg.forest');\
+var vw=document.documentElement.clientWidth,wide=[];document.querySelectorAll('body *').forEach(function(e){if(e.closest('.scroll'))return;\
+var b=e.getBoundingClientRect();if(b.width>0&&b.right>vw+1)wide.push(e.tagName+(e.id?'#'+e.id:''))});\
+d.viewport=vw;d.overflow=wide.length;d.overflowing=wide.slice(0,5).join(' ');d.scrollwidth=document.documentElement.scrollWidth;";
 
 /// Renders the page.
 pub fn render(r: &Report) -> String {
@@ -70,9 +86,11 @@ pub fn render(r: &Report) -> String {
     let mut h = String::new();
     let _ = write!(
         h,
-        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>fsarena report</title><style>{STYLE}</style></head><body>"
+        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>fsarena report</title><style>{STYLE}</style></head><body>"
     );
-    let _ = write!(h, "<h1>fsarena report</h1><p>Kernel {} · {} CPUs ({}) · {} memory · fsarena {} · baseline <b>{}</b> · {} · 95&nbsp;% intervals · {}</p>",
+    h.push_str("<h1>fsarena report</h1>");
+    answer::render(&mut h, r);
+    let _ = write!(h, "<p>Kernel {} · {} CPUs ({}) · {} memory · fsarena {} · baseline <b>{}</b> · {} · 95&nbsp;% intervals · {}</p>",
         esc(&r.host.kernel), r.host.cpus, esc(&r.host.cpu_model), value("x_bytes", r.host.mem_total_bytes as f64), esc(&r.host.fsarena_version), esc(&r.baseline), esc(&condition_text(&r.condition)), esc(&legend(r.margin_pct)));
     if let Some(sizes) = &r.file_systems {
         let _ = write!(h, "<p id=\"file-systems\">{}</p>", esc(sizes));
@@ -90,6 +108,7 @@ pub fn render(r: &Report) -> String {
     if let Some(s) = super::notes::steadiness_text(r) {
         let _ = write!(h, "<p id=\"steadiness\">{}.</p>", esc(&s));
     }
+    warnings(&mut h, r);
     summary(&mut h, r);
     figures::bar_charts(&mut h, r, &colors);
     figures::scaling(&mut h, r, &colors);
@@ -117,7 +136,7 @@ fn summary(h: &mut String, r: &Report) {
     for s in &r.sections {
         let key = &s.key_metric;
         let cols: Vec<&String> = s.columns.iter().filter(|c| *c != key).collect();
-        let _ = write!(h, "<h3>{}</h3><table><tr><th>target</th><th>runs</th><th>{} ({})</th><th>CV</th><th>vs {}</th>",
+        let _ = write!(h, "<h3>{}</h3><div class=\"scroll\"><table><tr><th>target</th><th>runs</th><th>{} ({})</th><th>CV</th><th>vs {}</th>",
             esc(&s.title()), esc(&header(key)), if s.higher_is_better { "higher is better" } else { "lower is better" }, esc(&r.baseline));
         for c in &cols {
             let _ = write!(h, "<th>{}</th>", esc(&header(c)));
@@ -152,35 +171,48 @@ fn summary(h: &mut String, r: &Report) {
             }
             h.push_str("</tr>");
         }
-        h.push_str("</table>");
+        h.push_str("</table></div>");
         for why in s.rows.iter().filter_map(|r| r.why.as_ref()) {
             let _ = write!(h, "<p class=\"why\">why: {}</p>", esc(why));
-        }
-        for row in &s.rows {
-            for (rep, st, err) in &row.failed {
-                let _ = write!(
-                    h,
-                    "<p class=\"warn\">{} repetition {}: {}</p>",
-                    esc(&row.target),
-                    rep + 1,
-                    esc(&st.with_error(err.as_deref()))
-                );
-            }
-            for w in &row.warnings {
-                let _ = write!(
-                    h,
-                    "<p class=\"warn\">{}: {}</p>",
-                    esc(&row.target),
-                    esc(&w.to_string())
-                );
-            }
         }
     }
     h.push_str("</section>");
 }
 
+/// Every warning once, with the cells it concerns ([`super::notes::warning_groups`], as the
+/// terminal lists them), and every failed repetition: one list per report, not a paragraph
+/// under each table.
+fn warnings(h: &mut String, r: &Report) {
+    let mut groups = super::notes::warning_groups(r);
+    for s in &r.sections {
+        for row in &s.rows {
+            for (rep, st, err) in &row.failed {
+                let text = st.with_error(err.as_deref());
+                let place = format!("{} repetition {} in {}", row.target, rep + 1, s.title());
+                match groups.iter_mut().find(|(t, _)| *t == text) {
+                    Some((_, places)) => places.push(place),
+                    None => groups.push((text, vec![place])),
+                }
+            }
+        }
+    }
+    if groups.is_empty() {
+        return;
+    }
+    h.push_str("<section id=\"warnings\"><h2>Warnings</h2><ul>");
+    for (text, places) in groups {
+        let _ = write!(
+            h,
+            "<li class=\"warn\">{} <span class=\"places\">[{}]</span></li>",
+            esc(&text),
+            esc(&places.join("; "))
+        );
+    }
+    h.push_str("</ul></section>");
+}
+
 fn amplification(h: &mut String, r: &Report) {
-    h.push_str("<section id=\"amplification\"><h2>Amplification and memory</h2><p>Write amplification = bytes the device wrote ÷ bytes the workload wrote (the phase ends with syncfs). Space amplification = growth of used space ÷ bytes written.</p><table><tr><th>workload</th><th>target</th><th>logical written</th><th>device written</th><th>write amp</th><th>space amp</th><th>peak cache</th><th>peak dirty</th></tr>");
+    h.push_str("<section id=\"amplification\"><h2>Amplification and memory</h2><p>Write amplification = bytes the device wrote ÷ bytes the workload wrote (the phase ends with syncfs). Space amplification = growth of used space ÷ bytes written.</p><div class=\"scroll\"><table><tr><th>workload</th><th>target</th><th>logical written</th><th>device written</th><th>write amp</th><th>space amp</th><th>peak cache</th><th>peak dirty</th></tr>");
     for s in &r.sections {
         for row in &s.rows {
             let f = |k: &str| {
@@ -192,7 +224,7 @@ fn amplification(h: &mut String, r: &Report) {
                 esc(&s.title()), esc(&row.target), f("logical_write_bytes"), f("device_write_bytes"), f("write_amplification"), f("space_amplification"), f("peak_cached_bytes"), f("peak_dirty_bytes"));
         }
     }
-    h.push_str("</table></section>");
+    h.push_str("</table></div></section>");
 }
 
 /// The page's words for how the file systems started.
@@ -220,7 +252,7 @@ fn aging_lines(r: &Report) -> Vec<String> {
 }
 
 fn provenance(h: &mut String, r: &Report) {
-    h.push_str("<section id=\"provenance\"><h2>Provenance</h2><table>");
+    h.push_str("<section id=\"provenance\"><h2>Provenance</h2><div class=\"scroll\"><table>");
     let hf = &r.host;
     for (k, v) in [
         ("command line", hf.command_line.join(" ")),
@@ -245,11 +277,11 @@ fn provenance(h: &mut String, r: &Report) {
     ] {
         let _ = write!(
             h,
-            "<tr><th>{k}</th><td style=\"text-align:left\"><code>{}</code></td></tr>",
+            "<tr><th>{k}</th><td class=\"wrap\" style=\"text-align:left\"><code>{}</code></td></tr>",
             esc(&v)
         );
     }
-    h.push_str("</table>");
+    h.push_str("</table></div>");
     for (w, why) in &hf.skipped_workloads {
         let _ = write!(
             h,
@@ -266,7 +298,7 @@ fn provenance(h: &mut String, r: &Report) {
             esc(why)
         );
     }
-    h.push_str("<table><tr><th>target</th><th>fs type</th><th>mkfs</th><th>mkfs version</th><th>mount options in effect</th><th>image</th><th>loop direct I/O</th><th>health checks</th></tr>");
+    h.push_str("<div class=\"scroll\"><table><tr><th>target</th><th>fs type</th><th>mkfs</th><th>mkfs version</th><th>mount options in effect</th><th>image</th><th>loop direct I/O</th><th>health checks</th></tr>");
     let mut seen: Vec<&str> = Vec::new();
     for m in &r.measurements {
         if seen.contains(&m.target.as_str()) || m.provenance.location.is_empty() {
@@ -292,5 +324,5 @@ fn provenance(h: &mut String, r: &Report) {
             p.loop_direct_io.map_or("—", |d| if d { "granted" } else { "refused" }),
             passed, checks.len());
     }
-    h.push_str("</table></section>");
+    h.push_str("</table></div></section>");
 }

@@ -13,6 +13,7 @@ pub mod headline;
 pub mod html;
 pub mod json;
 pub mod markdown;
+pub mod matrix;
 pub mod model;
 pub mod notes;
 pub mod ranking;

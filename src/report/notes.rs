@@ -43,8 +43,9 @@ fn generic(w: &Warning) -> (String, Option<String>) {
     }
 }
 
-/// Every warning of the report once, each with the targets and tables it concerns.
-pub fn warnings(r: &Report, width: usize) -> String {
+/// Every warning of the report once, each with every place it concerns ("ext4 in create,
+/// 1 thread (72 %)"), in the order first met: what the terminal and the HTML page list.
+pub fn warning_groups(r: &Report) -> Vec<(String, Vec<String>)> {
     let mut groups: Vec<(String, Vec<String>)> = Vec::new();
     for s in &r.sections {
         for row in &s.rows {
@@ -61,6 +62,12 @@ pub fn warnings(r: &Report, width: usize) -> String {
             }
         }
     }
+    groups
+}
+
+/// Every warning of the report once, each with the targets and tables it concerns.
+pub fn warnings(r: &Report, width: usize) -> String {
+    let groups = warning_groups(r);
     if groups.is_empty() {
         return String::new();
     }
