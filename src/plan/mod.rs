@@ -71,6 +71,11 @@ pub struct Plan {
     /// ranks in one tree (`--rank-dirs`). A plan run by one process ignores it.
     #[serde(default, skip_serializing_if = "RankDirs::is_own")]
     pub rank_dirs: RankDirs,
+    /// `--max-steal`: a measured phase during which a virtual machine's hypervisor kept
+    /// more than this share of the CPU (%) is set aside (`disturbed`) and measured again;
+    /// `None` (`off`): never. Results written before it existed read back with the default.
+    #[serde(default = "default_max_steal")]
+    pub max_steal_pct: Option<f64>,
 }
 
 /// Where the ranks of an MPI job work in a `dir:` target (`--rank-dirs own|shared`).
@@ -147,6 +152,7 @@ impl Plan {
             age_free_extent: None,
             fs_size: None,
             rank_dirs: RankDirs::Own,
+            max_steal_pct: Some(DEFAULT_MAX_STEAL_PCT),
         }
     }
 }
@@ -194,6 +200,11 @@ pub const DEFAULT_PHASE_FLOOR: Duration = Duration::from_millis(500);
 pub const DEFAULT_SCALE: f64 = 0.01;
 /// The equivalence margin when none is given: ±5 % of the baseline mean.
 pub const DEFAULT_MARGIN_PCT: f64 = 5.0;
+
+/// The default `--max-steal`: a measured phase during which the hypervisor kept more than
+/// this share of the machine's CPU time (%) is set aside and measured again. Chosen from
+/// the distribution of two default runs ([`crate::stats::disturbed`]).
+pub const DEFAULT_MAX_STEAL_PCT: f64 = 20.0;
 /// Per-measurement time limit when neither flag nor file says.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
 
@@ -237,6 +248,10 @@ pub enum PlanError {
 
 fn default_margin() -> f64 {
     DEFAULT_MARGIN_PCT
+}
+
+fn default_max_steal() -> Option<f64> {
+    Some(DEFAULT_MAX_STEAL_PCT)
 }
 
 fn default_phase_floor() -> Duration {

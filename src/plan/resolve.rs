@@ -76,6 +76,8 @@ pub fn resolve(
         .or(f.rank_dirs)
         .map_or(super::RankDirs::Own, |RankDirsChoice(r)| r);
     let plan = Plan {
+        max_steal_pct: (o.max_steal.or(f.max_steal))
+            .map_or(Some(super::DEFAULT_MAX_STEAL_PCT), |m| m.0),
         targets,
         workloads,
         threads,

@@ -15,6 +15,7 @@
 //! margin = 5                         # equivalence margin, % of the baseline
 //! budget = "5m"                      # wall time `auto` may spend (runs = "auto" or unset)
 //! phase_floor = "0.5s"               # shortest measured phase a key metric may come from
+//! max_steal = 20                     # % of the CPU a hypervisor may keep ("off": no limit)
 //! io_hosts = ["node1", "node2:8766"] # fio --server hosts the io workloads run on
 //! age = 60                           # age every file system to 60 % full first (loop targets)
 //! age_free_extent = "64K"            # ... its free space cut into pieces of about this size
@@ -45,8 +46,8 @@ use serde::Deserialize;
 
 use super::value::{
     self, AgeFreeExtent, AgePct, Budget, Compressibility, Content, DataSizes, DuplicateFraction,
-    FileCounts, FileSize, ImageSize, Margin, PhaseFloor, Profiles, RankDirsChoice, RunCount,
-    Scales, ThreadList, Timeout,
+    FileCounts, FileSize, ImageSize, Margin, MaxSteal, PhaseFloor, Profiles, RankDirsChoice,
+    RunCount, Scales, ThreadList, Timeout,
 };
 
 /// The run options as a user writes them, on the command line or in a plan file: every
@@ -77,6 +78,10 @@ pub struct Settings {
     /// phases repeat until they reach it; shorter ones are flagged.
     #[arg(long, value_name = "DURATION")]
     pub phase_floor: Option<PhaseFloor>,
+    /// Measure a phase again when a virtual machine's hypervisor kept more than PCT % of
+    /// the CPU during it (CPU steal; default 20), up to 2 more times; `off` keeps all.
+    #[arg(long, value_name = "PCT|off")]
+    pub max_steal: Option<MaxSteal>,
     /// Run the io workloads on these `fio --server`s at once (fio's client mode), in the
     /// target directory, which must be the same shared path on every host.
     #[arg(long, value_name = "HOST[:PORT],...", value_delimiter = ',')]

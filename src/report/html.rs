@@ -108,6 +108,10 @@ pub fn render(r: &Report) -> String {
     if let Some(s) = super::notes::steadiness_text(r) {
         let _ = write!(h, "<p id=\"steadiness\">{}.</p>", esc(&s));
     }
+    if let Some(s) = &r.set_aside {
+        let line = super::set_aside::line(s);
+        let _ = write!(h, "<p id=\"set-aside\">{}.</p>", esc(&line));
+    }
     warnings(&mut h, r);
     summary(&mut h, r);
     figures::bar_charts(&mut h, r, &colors);

@@ -27,6 +27,9 @@ pub fn render(r: &Report) -> String {
     if let Some(s) = super::notes::steadiness_text(r) {
         out.push_str(&format!("\n{s}.\n"));
     }
+    if let Some(s) = &r.set_aside {
+        out.push_str(&format!("\n{}.\n", super::set_aside::line(s)));
+    }
     for s in &r.sections {
         let key = &s.key_metric;
         out.push_str(&format!("\n## {}\n\n{}\n\n", s.title(), s.decision));

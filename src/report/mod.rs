@@ -19,6 +19,7 @@ pub mod notes;
 pub mod ranking;
 pub mod scales;
 pub mod section;
+pub mod set_aside;
 pub mod study_table;
 pub mod terminal;
 pub mod width;

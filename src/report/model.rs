@@ -55,6 +55,10 @@ pub struct Report {
     pub scale_check: Option<super::scales::ScaleCheckSummary>,
     /// How steady the host was over the run (`None` for results without probes).
     pub steadiness: Option<stats::steadiness::Steadiness>,
+    /// The measurements set aside because the hypervisor disturbed them, and measured again
+    /// (`None` when there were none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub set_aside: Option<super::set_aside::SetAside>,
     #[serde(skip)]
     pub measurements: Vec<Measurement>,
 }
@@ -79,7 +83,7 @@ fn incompleteness(loaded: &Loaded) -> Option<String> {
     let interrupted = loaded
         .measurements
         .iter()
-        .filter(|m| m.status == Status::Interrupted)
+        .filter(|m| matches!(m.status, Status::Interrupted | Status::Disturbed))
         .count();
     let plan: Option<Plan> = serde_json::from_value(loaded.host.plan.clone()).ok();
     let mut missing = 0usize;
@@ -114,7 +118,7 @@ fn incompleteness(loaded: &Loaded) -> Option<String> {
                                     && m.dataset == label
                                     && m.threads == th as u32
                                     && m.repetition == rep
-                                    && m.status != Status::Interrupted
+                                    && !matches!(m.status, Status::Interrupted | Status::Disturbed)
                             });
                             if !there {
                                 missing += 1;
@@ -179,6 +183,7 @@ pub fn build(loaded: &Loaded, margin_pct: Option<f64>) -> Report {
         sizes,
         scale_check,
         steadiness: steadiness(&loaded.measurements),
+        set_aside: super::set_aside::of(loaded),
         measurements: loaded.measurements.clone(),
     }
 }

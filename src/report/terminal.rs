@@ -127,6 +127,9 @@ pub fn render_width(r: &Report, color: bool, width: usize) -> String {
     if let Some(s) = notes::steadiness_text(r) {
         out.push_str(&wrap(&s, width, "", "  "));
     }
+    if let Some(s) = &r.set_aside {
+        out.push_str(&wrap(&super::set_aside::line(s), width, "", "  "));
+    }
     out
 }
 

@@ -24,6 +24,10 @@ pub enum Status {
     Error,
     /// Measured, but the file system failed its health check afterwards: kept, never averaged.
     Invalid,
+    /// Measured while a virtual machine's hypervisor kept more of the CPU than the plan's
+    /// `max_steal` allows ([`crate::stats::disturbed`]): kept, never averaged, and measured
+    /// again (a later record of the same cell replaces it, as after an interrupt).
+    Disturbed,
 }
 
 impl Status {
@@ -41,6 +45,7 @@ impl Status {
             Status::Interrupted => "interrupted",
             Status::Error => "error",
             Status::Invalid => "invalid",
+            Status::Disturbed => "disturbed",
         }
     }
 

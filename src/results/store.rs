@@ -223,6 +223,9 @@ pub struct Loaded {
     pub measurements: Vec<Measurement>,
     /// Lines that could not be read: (line number, reason). Reported, never fatal.
     pub skipped: Vec<(usize, String)>,
+    /// `disturbed` records a later record of the same cell replaced: set aside and
+    /// measured again. Kept for the report, which says how many and why.
+    pub set_aside: Vec<Measurement>,
 }
 
 impl Loaded {
@@ -240,8 +243,19 @@ impl Loaded {
     pub fn record(&mut self, m: Measurement) {
         let k = m.key();
         match self.measurements.iter_mut().find(|x| x.key() == k) {
-            Some(earlier) => *earlier = m,
+            Some(earlier) => {
+                let replaced = std::mem::replace(earlier, m);
+                self.set_aside_if_disturbed(replaced);
+            }
             None => self.measurements.push(m),
+        }
+    }
+
+    /// Keeps `replaced`, a record a later one of its cell took the place of, when it was
+    /// set aside as disturbed.
+    fn set_aside_if_disturbed(&mut self, replaced: Measurement) {
+        if replaced.status == Status::Disturbed {
+            self.set_aside.push(replaced);
         }
     }
 }
@@ -303,7 +317,9 @@ pub fn load(dir: &Path) -> Result<Loaded, StoreError> {
                 if !latest.contains_key(&k) {
                     order.push(k.clone());
                 }
-                latest.insert(k, *m);
+                if let Some(replaced) = latest.insert(k, *m) {
+                    out.set_aside_if_disturbed(replaced);
+                }
             }
             Err(e) => out.skipped.push((n, e.to_string())),
         }
@@ -317,9 +333,10 @@ pub fn load(dir: &Path) -> Result<Loaded, StoreError> {
 }
 
 /// Whether a recorded cell counts as done for `--resume`: interrupted ones are redone, and
-/// so are failures whose tool was killed by a signal ([`killed_by_signal`]).
+/// so are failures whose tool was killed by a signal ([`killed_by_signal`]) and
+/// measurements set aside as disturbed whose retry the run did not reach.
 pub fn is_final(m: &Measurement) -> bool {
-    m.status != Status::Interrupted && !killed_by_signal(m)
+    !matches!(m.status, Status::Interrupted | Status::Disturbed) && !killed_by_signal(m)
 }
 
 /// What a tool's death by a signal says in a record's error: a provisioning helper

@@ -328,6 +328,7 @@ mod tests {
             },
             measurements,
             skipped: Vec::new(),
+            set_aside: Vec::new(),
         }
     }
 

@@ -26,6 +26,7 @@ pub mod ranks;
 pub mod recording;
 mod rounds;
 pub mod schedule;
+pub mod set_aside;
 pub mod team;
 pub mod terms;
 pub mod walk;

@@ -8,6 +8,7 @@ use std::time::Instant;
 
 use super::budget::Group;
 use super::host_facts;
+use super::set_aside::SetAside;
 use super::team::Team;
 use super::terms::{RunError, RunOptions};
 use crate::plan::Plan;
@@ -177,6 +178,8 @@ pub struct Recorder<'r> {
     pub failed: bool,
     /// The run was asked to stop (a signal).
     pub cancel: &'r AtomicBool,
+    /// The `--max-steal` rule this try of the cell is judged by; `None` when it is off.
+    pub set_aside: Option<SetAside>,
 }
 
 impl Recorder<'_> {
@@ -189,6 +192,9 @@ impl Recorder<'_> {
             }
             m.status = Status::Interrupted;
             m.error = Some("interrupted".into());
+        }
+        if let Some(rule) = &self.set_aside {
+            rule.judge(m);
         }
         m.cell_seconds = Some(self.started.elapsed().as_secs_f64());
         m.image_seconds = self.image_seconds;
@@ -300,6 +306,31 @@ mod tests {
             !cut_by_the_stop(&ok, true, true),
             "a measurement that ended ok stays ok"
         );
+    }
+
+    /// `--resume` measures again a point set aside whose retry the run did not reach, and
+    /// only that point: the cell's other points are final.
+    #[test]
+    fn a_disturbed_point_left_last_is_measured_again_on_resume_and_only_it() {
+        let point = |variant: &str, status| Measurement {
+            target: "ext4".into(),
+            workload: "scan".into(),
+            variant: variant.into(),
+            cell_points: Some(2),
+            status,
+            ..Measurement::default()
+        };
+        let mut loaded = Loaded::default();
+        loaded.record(point("cold", Status::Ok));
+        loaded.record(point("warm", Status::Disturbed));
+        let t = tally(&loaded);
+        assert!(t.done.is_empty(), "the cell is not done");
+        assert_eq!(t.points.len(), 1);
+        assert!(t.points.contains(&point("cold", Status::Ok).key()));
+        assert!(t.failures.is_empty(), "set aside is not a failure");
+        loaded.record(point("warm", Status::Ok));
+        assert_eq!(tally(&loaded).done.len(), 1);
+        assert_eq!(loaded.set_aside.len(), 1);
     }
 
     #[test]

@@ -39,6 +39,9 @@ pub struct RunSummary {
     /// Measurements an interrupt cut short (recorded `interrupted`; `--resume` measures
     /// them again): not failures, and not listed as such.
     pub cut_short: usize,
+    /// Measurements set aside as disturbed (the hypervisor kept too much of the CPU) and
+    /// measured again.
+    pub set_aside: usize,
     /// Targets and workloads of the plan this host could not run, each with why: the run
     /// did not measure all it was asked to, so it does not end in exit 0.
     pub skipped_targets: Vec<(String, String)>,

@@ -14,6 +14,7 @@ use super::cell::{self, CellOutput, CellRun};
 use super::progress::Progress;
 use super::recording::{self, DoneKey, Recorder, Tally};
 use super::schedule::{self, Cell};
+use super::set_aside::{self, SetAside};
 use super::team::Team;
 use super::terms::{RunOptions, RunSummary};
 use super::{preflight, rounds};
@@ -252,7 +253,9 @@ impl<'a> Walk<'a> {
     }
 
     /// Runs one cell and records what it measured; `Break` when the run must stop
-    /// (interrupted, or the results file cannot be written).
+    /// (interrupted, or the results file cannot be written). A try whose measurements the
+    /// hypervisor disturbed is followed by another of its disturbed points, up to
+    /// [`set_aside::MAX_RETRIES`] ([`super::set_aside`]); every try counts in the cell's cost.
     fn run_cell(&mut self, cell: &Cell) -> ControlFlow<()> {
         if self.inputs.cancel.load(Ordering::SeqCst) {
             self.summary.interrupted = true;
@@ -262,8 +265,20 @@ impl<'a> Walk<'a> {
             self.progress.finish_cell(why);
             return ControlFlow::Continue(());
         }
-        let measured = self.measure(cell);
-        self.account(cell, measured)
+        let mut spent = 0.0;
+        for retry in 0..=set_aside::MAX_RETRIES {
+            let measured = self.measure(cell, retry < set_aside::MAX_RETRIES);
+            spent += measured.seconds - measured.image_seconds.unwrap_or(0.0);
+            let go_on = !measured.write_failed && !self.inputs.cancel.load(Ordering::SeqCst);
+            let again = go_on.then(|| set_aside::retry(&measured.records)).flatten();
+            self.account(cell, measured, again.is_none().then_some(spent))?;
+            let Some(final_points) = again else { break };
+            self.points.extend(final_points);
+            self.progress.grow(1);
+            let line = set_aside::again_line(&self.group(cell), cell.repetition, retry + 1);
+            self.progress.println(&line);
+        }
+        ControlFlow::Continue(())
     }
 
     /// Shows `cell` starting, and why it is not run, if it is not: already recorded, or
@@ -288,7 +303,7 @@ impl<'a> Walk<'a> {
 
     /// Measures `cell` on its file systems (fresh, or copies of its populated image),
     /// keeping each record the moment it is final.
-    fn measure(&mut self, cell: &Cell) -> Measured {
+    fn measure(&mut self, cell: &Cell, retry_left: bool) -> Measured {
         let started = Instant::now();
         self.seq += 1;
         let w = self.inputs.workloads[cell.workload].as_ref();
@@ -303,6 +318,7 @@ impl<'a> Walk<'a> {
             .collect();
         // Each point is appended the moment it is checked (a kill -9 in a long sweep
         // keeps the points already finished).
+        let cpus = self.state.host.cpus;
         let mut rec = Recorder {
             store: &mut *self.store,
             state: &mut self.state,
@@ -313,6 +329,15 @@ impl<'a> Walk<'a> {
             image_seconds: (ahead > 0.0).then_some(ahead),
             failed: false,
             cancel: self.inputs.cancel,
+            set_aside: self
+                .inputs
+                .plan
+                .max_steal_pct
+                .map(|max_steal_pct| SetAside {
+                    max_steal_pct,
+                    cpus,
+                    retry_left,
+                }),
         };
         let (source, built_now) =
             self.masters
@@ -363,14 +388,15 @@ impl<'a> Walk<'a> {
         (self.spec_for(target), log_spec)
     }
 
-    /// Adds what `cell` measured to the run's summary, costs and progress; `Break` when the
-    /// run must stop (a record could not be written, or the cell was interrupted).
-    fn account(&mut self, cell: &Cell, measured: Measured) -> ControlFlow<()> {
+    /// Adds what one try of `cell` measured to the run's summary and progress, and the
+    /// cell's `cost` (all its tries, without its image) to the costs once it is known;
+    /// `Break` when the run must stop (a record could not be written, or the cell was
+    /// interrupted).
+    fn account(&mut self, cell: &Cell, measured: Measured, cost: Option<f64>) -> ControlFlow<()> {
         let Measured {
             records,
             write_failed,
-            seconds,
-            image_seconds,
+            ..
         } = measured;
         if write_failed {
             self.summary.interrupted = true;
@@ -383,16 +409,17 @@ impl<'a> Walk<'a> {
             match m.status {
                 Status::Ok => {}
                 Status::Interrupted => self.summary.cut_short += 1,
+                Status::Disturbed => self.summary.set_aside += 1,
                 _ => self.summary.failures.push(recording::failure_line(m)),
             }
             line = recording::describe(m, w);
         }
         let target = &self.inputs.targets[self.inputs.usable[cell.target]].name;
         self.stop_if_unprovisionable(target, &records);
-        let group = self.group(cell);
         // Later rounds copy the image already built: what they cost is the cell without it.
-        self.costs
-            .add(group, seconds - image_seconds.unwrap_or(0.0));
+        if let Some(cost) = cost {
+            self.costs.add(self.group(cell), cost);
+        }
         self.progress.finish_cell(&line);
         if records.iter().any(|m| m.status == Status::Interrupted) {
             self.summary.interrupted = true;

@@ -18,9 +18,12 @@
 //! * [`warnings`]: what a reader should distrust, in plain words.
 //! * [`steadiness`](mod@steadiness): how steady the host was over the run (the probe timed
 //!   before each phase).
+//! * [`disturbed`]: whether the hypervisor kept so much of the CPU from a phase that it is
+//!   set aside and measured again.
 
 pub mod aggregate;
 pub mod decision;
+pub mod disturbed;
 pub mod estimators;
 #[cfg(test)]
 mod fixtures;
