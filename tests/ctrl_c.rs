@@ -146,10 +146,16 @@ fn every_child_tool_runs_in_a_process_group_of_its_own() {
                 if !l.contains("Command::new(") {
                     continue;
                 }
-                // The rest of the function: up to its closing brace at the item's indent.
+                // The rest of the function: up to the closing brace at its `fn`'s indent.
+                let indent = lines[..=i]
+                    .iter()
+                    .rev()
+                    .find(|l| l.trim_start().starts_with("fn ") || l.contains(" fn "))
+                    .map_or(0, |l| l.len() - l.trim_start().len());
+                let close = format!("{}}}", " ".repeat(indent));
                 let end = lines[i..]
                     .iter()
-                    .position(|l| *l == "}" || *l == "    }")
+                    .position(|l| *l == close)
                     .map_or(lines.len(), |n| i + n);
                 let body = lines[i..end].join("\n");
                 if !(body.contains("process_group(") || body.contains("setpgid")) {
