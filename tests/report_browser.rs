@@ -272,14 +272,21 @@ fn every_chart_has_ink(dom: &Dom, url: &str, png: &Path, what: &str) {
     }
 }
 
-#[test]
-fn report_loads_offline_without_errors_and_draws_every_section() {
+/// The shared fixture with [`add_measurements`], reported: its directory, report.html's path
+/// and text.
+fn fixture_report() -> (tempfile::TempDir, PathBuf, String) {
     let dir = tempfile::tempdir().unwrap();
     common::fixture::write(dir.path(), true);
     add_measurements(dir.path());
     fsarena::report::write_files(dir.path(), None).unwrap();
     let html_path = dir.path().join("report.html");
     let html = std::fs::read_to_string(&html_path).unwrap();
+    (dir, html_path, html)
+}
+
+#[test]
+fn report_loads_offline_without_errors_and_draws_every_section() {
+    let (_dir, html_path, html) = fixture_report();
     // Self-contained: nothing to fetch (the SVG namespace URI is a name, not a fetch).
     for needle in [
         "src=\"http",
@@ -396,12 +403,7 @@ fn report_loads_offline_without_errors_and_draws_every_section() {
 /// are kept under the system's temporary directory for a person to look at.
 #[test]
 fn the_first_screen_is_the_answer_at_1280_and_a_phone_scrolls_only_tables() {
-    let dir = tempfile::tempdir().unwrap();
-    common::fixture::write(dir.path(), true);
-    add_measurements(dir.path());
-    fsarena::report::write_files(dir.path(), None).unwrap();
-    let html_path = dir.path().join("report.html");
-    let html = std::fs::read_to_string(&html_path).unwrap();
+    let (dir, html_path, html) = fixture_report();
     assert!(
         html.contains("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">")
     );
