@@ -78,6 +78,7 @@ fn trace(threads: u32, initial: Vec<Initial>, calls: Vec<Call>) -> Trace {
             calls: calls.len() as u64,
             outside_root: 0,
             file_mmaps: 0,
+            strace_overhead: None,
         },
         initial,
         calls,
