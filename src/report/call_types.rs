@@ -103,33 +103,9 @@ pub fn latencies(a: f64, b: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::collections::BTreeMap;
 
     fn row(metrics: &[(&str, &[f64])]) -> Row {
-        let m: BTreeMap<String, crate::stats::MetricStats> = metrics
-            .iter()
-            .map(|(k, v)| {
-                let s = crate::stats::MetricStats {
-                    summary: crate::stats::summarize(v).unwrap(),
-                    raw: v.to_vec(),
-                    reps: (0..v.len() as u32).collect(),
-                    vs_baseline: None,
-                };
-                (k.to_string(), s)
-            })
-            .collect();
-        Row {
-            target: "t".into(),
-            fs: "ext4".into(),
-            ok: 3,
-            failed: vec![],
-            invalid: 0,
-            mark: None,
-            reference: false,
-            metrics: m,
-            warnings: vec![],
-            why: None,
-        }
+        super::super::explain::tests::row("t", "ext4", metrics)
     }
 
     const N: &[f64] = &[100.0, 100.0, 100.0];

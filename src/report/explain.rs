@@ -245,7 +245,7 @@ pub fn explain_all(sections: &mut [Section], baseline: &str) {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::stats::{Comparison, Verdict};
     use std::collections::BTreeMap;
@@ -260,7 +260,7 @@ mod tests {
     }
 
     /// A row whose repetitions measured `metrics` (name → values).
-    fn row(target: &str, fs: &str, metrics: &[(&str, &[f64])]) -> Row {
+    pub(in crate::report) fn row(target: &str, fs: &str, metrics: &[(&str, &[f64])]) -> Row {
         let m: BTreeMap<String, crate::stats::MetricStats> = metrics
             .iter()
             .map(|(k, v)| (k.to_string(), stats_of(v)))

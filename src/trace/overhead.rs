@@ -31,13 +31,7 @@ const LOOP: u32 = 500;
 /// trace=` and `-o`) and untraced. `None` when it could not be measured (no `dd`, strace
 /// refused): the trace is then stamped with strace's own clock and says nothing of overhead.
 pub fn calibrate(strace_args: &[&str]) -> Option<StraceOverhead> {
-    let out = std::env::temp_dir().join(format!(
-        "fsarena-calibrate-{}-{}.strace",
-        std::process::id(),
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos())
-    ));
+    let out = strace_file("calibrate");
     let status = spawn_on_one_cpu(
         Command::new("strace")
             .args(strace_args)
@@ -67,6 +61,17 @@ pub fn calibrate(strace_args: &[&str]) -> Option<StraceOverhead> {
         call_s: round_ns(in_call),
         gap_s: round_ns((between - untraced).max(0.0)),
     })
+}
+
+/// A private file for strace's lines, named for what it holds, this process and the time.
+pub fn strace_file(what: &str) -> std::path::PathBuf {
+    std::env::temp_dir().join(format!(
+        "fsarena-{what}-{}-{}.strace",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos())
+    ))
 }
 
 /// The mean of two calibrations (before and after the command), or whichever was made.

@@ -204,13 +204,7 @@ pub fn record(options: &Options) -> Result<Recorded, RecordError> {
     let cwd = std::env::current_dir()
         .and_then(|d| d.canonicalize())
         .map_err(RecordError::Strace)?;
-    let out = std::env::temp_dir().join(format!(
-        "fsarena-record-{}-{}.strace",
-        std::process::id(),
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos())
-    ));
+    let out = super::overhead::strace_file("record");
     let before = super::overhead::calibrate(&FLAGS[..FLAGS.len() - 1]);
     let status = super::overhead::spawn_on_one_cpu(
         Command::new("strace")
