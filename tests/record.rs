@@ -164,6 +164,51 @@ fn tar_unpacking_a_source_tarball_is_recorded_with_every_file_and_its_size() {
     );
 }
 
+/// Defect (issue 37, fidelity): a trace's starts were strace's clock, the program's pace
+/// slowed ~10x by two ptrace stops a call, and `--timing original` replayed that. The
+/// recording calibrates strace's cost per call and takes it out: 4,000 one-byte calls (a
+/// few ms untraced, a few hundred under strace) are stamped near their untraced pace.
+#[test]
+fn a_recording_takes_strace_s_own_cost_out_of_its_timing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = fresh_root(&tmp, "pace");
+    let dd = [
+        "dd",
+        "if=/dev/zero",
+        "of=out",
+        "bs=1",
+        "count=2000",
+        "status=none",
+    ];
+    let untraced = (0..3)
+        .map(|_| {
+            let t0 = std::time::Instant::now();
+            run(&root, dd[0], &dd[1..]);
+            t0.elapsed().as_secs_f64()
+        })
+        .fold(f64::INFINITY, f64::min);
+    // Up to three recordings: the machine's load moves the cost of a stop while a
+    // recording runs, which its calibration (just before and after) cannot see.
+    let mut seen = Vec::new();
+    for _ in 0..3 {
+        let (output, trace) = record(&root, &[], &dd);
+        let err = String::from_utf8_lossy(&output.stderr);
+        let traced: f64 = err
+            .split_once("after ")
+            .and_then(|(_, rest)| rest.split_once(" s under strace"))
+            .and_then(|(s, _)| s.parse().ok())
+            .unwrap_or_else(|| panic!("no traced seconds in: {err}"));
+        let o = trace.header.strace_overhead.expect("a calibrated overhead");
+        assert!(o.call_s > 0.0 && o.gap_s > 0.0, "{o:?}");
+        let paced = trace.header.duration_s;
+        if paced < traced / 3.0 && paced < (3.0 * untraced).max(untraced + 0.05) {
+            return;
+        }
+        seen.push((paced, traced));
+    }
+    panic!("(paced, under strace) seconds {seen:?}, untraced {untraced} s");
+}
+
 #[test]
 fn a_git_add_commit_status_cycle_is_recorded() {
     let tmp = tempfile::tempdir().unwrap();

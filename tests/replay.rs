@@ -437,6 +437,44 @@ fn original_timing_keeps_the_recorded_gaps() {
     assert!(seconds[0] < 0.1 && seconds[1] >= 0.4, "{seconds:?}");
 }
 
+/// Defect (issue 37, fidelity): `--timing original` issued every call at its recorded start,
+/// so a call that was slow where it was recorded (strace's stops, a busy disk) paced the
+/// replay on every target: tar's 0.04 s replayed in 0.44 s. The pause kept is the think time
+/// between one call's end and the next's start; the call's own time is the target's.
+#[test]
+fn original_timing_keeps_the_think_time_not_the_recorded_call_times() {
+    require_root();
+    let root = TestRoot::new("replay-think");
+    // A stat that took 0.6 s when recorded, then one 0.1 s after it ended.
+    let stat = |start: f64, dur: f64| {
+        call(
+            0,
+            start,
+            json!({"op": "stat", "syscall": "stat", "path": "f", "ret": 0, "dur": dur}),
+        )
+    };
+    let initial = vec![entry(json!({"path": "f", "kind": "file", "size": 10}))];
+    let t = save(
+        &trace(1, initial, vec![stat(0.0, 0.6), stat(0.7, 0.0)]),
+        &root.path.join("think.fstrace"),
+    );
+    let args = [
+        "--workload",
+        "replay",
+        "--trace",
+        t.to_str().unwrap(),
+        "--timing",
+        "original",
+        "--target",
+        "tmpfs",
+    ];
+    let (code, err, ms) = run(&args, &root.path, "out");
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(ms[0]["status"], "ok", "{}", ms[0]);
+    let seconds = metric(&ms[0], "replay_seconds");
+    assert!((0.1..0.5).contains(&seconds), "{seconds}");
+}
+
 /// Defect found at integration: git's shipped trace diverged at a `newfstatat` of the
 /// dangling symlink it makes to probe symlink support, since the trace did not say the call
 /// does not follow symlinks and the replay followed it (ENOENT). Every trace shipped in

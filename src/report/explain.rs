@@ -1,6 +1,7 @@
 //! A verdict that explains: beside each significant difference against the baseline, one line
 //! of why, drawn from what the monitor measured in the same cells — bytes the device wrote,
-//! CPU time in the kernel, device write and read operations.
+//! CPU time in the kernel, device write and read operations — led, for a workload that times
+//! each of its call types, by the type whose time moved most (`call_types`).
 //!
 //! A rule fires only when its figure moved the same way as the verdict (a slower target did
 //! *more* of it, a faster one *less*), by at least [`RATIO`] (or at most 1 / [`RATIO`]), on a
@@ -8,6 +9,7 @@
 //! significant across the repetitions (p < [`ALPHA`]). Where nothing stands out, no line is
 //! written: an explanation is a measured fact, never a guess.
 
+use super::call_types;
 use super::section::{Row, Section};
 use crate::stats::{self, Decision, ALPHA};
 
@@ -162,6 +164,26 @@ fn cause(rule: &Rule, base: &Row, cand: &Row, worse: bool) -> Option<Cause> {
     })
 }
 
+/// "fsync p50 3.1 ms vs 0.9 ms", or "2.0× the rename calls (400 vs 200)" when the count moved.
+fn call_type_cause(m: &call_types::Moved) -> Cause {
+    let ratio = m.cand / m.base;
+    let clause = if m.latency {
+        format!("{} p50 {}", m.kind, call_types::latencies(m.cand, m.base))
+    } else {
+        format!(
+            "{} the {} calls ({} vs {})",
+            times(ratio),
+            m.kind,
+            count(m.cand),
+            count(m.base)
+        )
+    };
+    Cause {
+        strength: ratio.max(1.0 / ratio),
+        clause,
+    }
+}
+
 /// The line explaining why `cand` differs from `base` in `s`, or `None` when the key metric's
 /// verdict is not a significant difference or no figure supports one.
 pub fn explain_row(s: &Section, base: &Row, cand: &Row) -> Option<String> {
@@ -180,10 +202,15 @@ pub fn explain_row(s: &Section, base: &Row, cand: &Row) -> Option<String> {
         .iter()
         .filter_map(|r| cause(r, base, cand, worse))
         .collect();
+    causes.sort_by(|a, b| b.strength.total_cmp(&a.strength));
+    // The call type that moved most leads: it says where the time went; the device's and
+    // the kernel's figures then say how.
+    if let Some(m) = call_types::most_moved(base, cand, worse, RATIO) {
+        causes.insert(0, call_type_cause(&m));
+    }
     if causes.is_empty() {
         return None;
     }
-    causes.sort_by(|a, b| b.strength.total_cmp(&a.strength));
     let clauses: Vec<String> = causes.into_iter().take(2).map(|c| c.clause).collect();
     Some(format!(
         "{} {}: {}",
@@ -218,7 +245,7 @@ pub fn explain_all(sections: &mut [Section], baseline: &str) {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::stats::{Comparison, Verdict};
     use std::collections::BTreeMap;
@@ -233,7 +260,7 @@ mod tests {
     }
 
     /// A row whose repetitions measured `metrics` (name → values).
-    fn row(target: &str, fs: &str, metrics: &[(&str, &[f64])]) -> Row {
+    pub(in crate::report) fn row(target: &str, fs: &str, metrics: &[(&str, &[f64])]) -> Row {
         let m: BTreeMap<String, crate::stats::MetricStats> = metrics
             .iter()
             .map(|(k, v)| (k.to_string(), stats_of(v)))

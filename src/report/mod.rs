@@ -1,6 +1,7 @@
 //! Reports: one model built from a results directory and its statistics ([`model`]), and one
 //! exporter per output: terminal, `summary.json`, `summary.csv`, `summary.md`, `report.html`.
 
+pub mod call_types;
 pub mod charts;
 pub mod compare;
 pub mod csv;

@@ -34,6 +34,20 @@ pub struct Header {
     pub outside_root: u64,
     /// `mmap`s of files under the root: their I/O is invisible to strace, so said, not replayed.
     pub file_mmaps: u64,
+    /// strace's calibrated cost per call, already taken out of the calls' `start` and `dur`
+    /// (`trace::overhead`); absent in a trace stamped with strace's own clock.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub strace_overhead: Option<StraceOverhead>,
+}
+
+/// What strace added per traced call when the trace was recorded, in seconds.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StraceOverhead {
+    /// Inside a call: from the entry stop to the exit stop, beyond the call's own work.
+    pub call_s: f64,
+    /// Between one call's end and the next's start, beyond the program's own work.
+    pub gap_s: f64,
 }
 
 /// One line after the header.
@@ -182,6 +196,7 @@ impl Trace {
                 calls: calls.len() as u64,
                 outside_root: 0,
                 file_mmaps: 0,
+                strace_overhead: None,
             },
             initial,
             calls,
@@ -284,7 +299,16 @@ fn read_header(line: &str) -> Result<Header, TraceError> {
             found: version.fstrace,
         });
     }
-    serde_json::from_str(line).map_err(syntax)
+    let header: Header = serde_json::from_str(line).map_err(syntax)?;
+    if let Some(o) = header.strace_overhead {
+        if !(o.call_s.is_finite() && o.call_s >= 0.0 && o.gap_s.is_finite() && o.gap_s >= 0.0) {
+            return Err(invalid(
+                1,
+                "strace_overhead: seconds must be finite and not negative",
+            ));
+        }
+    }
+    Ok(header)
 }
 
 fn check_call(line: u64, call: &Call, threads: u32) -> Result<(), TraceError> {

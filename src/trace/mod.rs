@@ -11,6 +11,7 @@ pub mod anonymize;
 pub mod calls;
 pub mod format;
 pub mod initial;
+pub mod overhead;
 pub mod procs;
 pub mod record;
 pub mod strace;

@@ -10,6 +10,7 @@ use std::process::Command;
 use super::calls::{Converter, Counts};
 use super::format::Trace;
 use super::initial::Snapshot;
+use super::overhead::Clock;
 use super::strace::Joiner;
 
 /// The system calls strace is asked for: those the trace holds, and those record follows
@@ -20,6 +21,23 @@ sync_file_range,stat,lstat,newfstatat,statx,fstat,access,faccessat,faccessat2,ge
 getdents64,mkdir,mkdirat,rmdir,unlink,unlinkat,rename,renameat,renameat2,link,linkat,\
 symlink,symlinkat,truncate,ftruncate,fallocate,chdir,fchdir,dup,dup2,dup3,fcntl,clone,\
 clone3,fork,vfork,mmap";
+
+/// strace's flags for a recording (and its calibration, `super::overhead`): every thread
+/// and child, absolute start times and durations, descriptors' paths, no buffer contents, no
+/// signals, and only the traced calls stopped (`--seccomp-bpf`).
+const FLAGS: [&str; 11] = [
+    "-f",
+    "-qq",
+    "-ttt",
+    "-T",
+    "-y",
+    "-s",
+    "0",
+    "-e",
+    "signal=none",
+    "--seccomp-bpf",
+    "-e",
+];
 
 /// What to record.
 #[derive(Debug, Clone)]
@@ -50,6 +68,9 @@ pub struct Recorded {
     pub unreadable_dirs: u64,
     /// The command's exit code (strace passes it on); `None` when a signal ended it.
     pub exit_code: Option<i32>,
+    /// Wall seconds of the command under strace (the header's `duration_s` has strace's
+    /// calibrated overhead taken out, when it could be measured).
+    pub traced_s: f64,
 }
 
 /// Why nothing was recorded: each a one-line refusal.
@@ -199,24 +220,17 @@ pub fn record(options: &Options) -> Result<Recorded, RecordError> {
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos())
     ));
-    let status = strace_command(options.cgroup_procs.as_deref())
-        .args([
-            "-f",
-            "-qq",
-            "-ttt",
-            "-T",
-            "-y",
-            "-s",
-            "0",
-            "-e",
-            "signal=none",
-        ])
-        .args(["--seccomp-bpf", "-e", &format!("trace={TRACED}"), "-o"])
-        .arg(&out)
-        .arg("--")
-        .args(&options.command)
-        .spawn()
-        .and_then(wait);
+    let before = super::overhead::calibrate(&FLAGS[..FLAGS.len() - 1]);
+    let status = super::overhead::spawn_on_one_cpu(
+        strace_command(options.cgroup_procs.as_deref())
+            .args(FLAGS)
+            .arg(format!("trace={TRACED}"))
+            .arg("-o")
+            .arg(&out)
+            .arg("--")
+            .args(&options.command),
+    )
+    .and_then(wait);
     let lines = std::fs::File::open(&out);
     let _ = std::fs::remove_file(&out);
     let status = match status.map_err(RecordError::Strace)? {
@@ -226,22 +240,34 @@ pub fn record(options: &Options) -> Result<Recorded, RecordError> {
     let lines = lines.map_err(|e| RecordError::NoOutput(e.to_string()))?;
     let mut converter = Converter::new(&root.to_string_lossy(), &cwd.to_string_lossy());
     let mut joiner = Joiner::default();
-    let (mut first, mut last) = (f64::INFINITY, f64::NEG_INFINITY);
+    let mut spans = Vec::new();
     for line in std::io::BufReader::new(lines).lines() {
         let line = line.map_err(RecordError::Strace)?;
         if let Some(call) = joiner.push(&line) {
-            first = first.min(call.time);
-            last = last.max(call.time + call.dur);
+            spans.push((call.time, call.dur));
             converter.push(&call);
         }
     }
-    if first.is_infinite() {
+    let Some(first) = spans.iter().map(|s| s.0).min_by(f64::total_cmp) else {
         // Not even the loader's calls: strace could not trace (ptrace refused) or start it.
         return Err(RecordError::NoOutput("not one call in it".into()));
-    }
+    };
+    let last = spans.iter().map(|s| s.0 + s.1).fold(first, f64::max);
+    let overhead = super::overhead::mean(
+        before,
+        super::overhead::calibrate(&FLAGS[..FLAGS.len() - 1]),
+    );
+    let clock = Clock::new(&spans, overhead.as_ref());
     let initial = snapshot.initial(&converter.used, &converter.listed);
-    let mut trace = assemble(options, converter.threads(), initial, converter.calls);
-    trace.header.duration_s = ((last - first).max(0.0) * 1e6).round() / 1e6;
+    let mut trace = assemble(
+        options,
+        converter.threads(),
+        initial,
+        converter.calls,
+        &clock,
+    );
+    trace.header.duration_s = micros(clock.at(last));
+    trace.header.strace_overhead = overhead;
     trace.header.outside_root = converter.counts.outside_root;
     trace.header.file_mmaps = converter.counts.file_mmaps;
     if options.anonymize {
@@ -253,6 +279,7 @@ pub fn record(options: &Options) -> Result<Recorded, RecordError> {
         unreadable_lines: joiner.unreadable,
         unreadable_dirs: snapshot.unreadable,
         exit_code: status.code(),
+        traced_s: micros(last - first),
     })
 }
 
@@ -300,15 +327,22 @@ fn kills_on_exit() -> bool {
         .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains("--kill-on-exit"))
 }
 
-/// The trace: calls in the order they started, their starts from the first one.
+/// Microseconds: strace's own resolution, without the epoch's float noise.
+fn micros(s: f64) -> f64 {
+    (s.max(0.0) * 1e6).round() / 1e6
+}
+
+/// The trace: calls in the order they started, their starts from the first one and their
+/// durations on `clock` (strace's overhead taken out).
 fn assemble(
     options: &Options,
     threads: u32,
     initial: Vec<super::format::Initial>,
     mut calls: Vec<(f64, super::format::Call)>,
+    clock: &Clock,
 ) -> Trace {
     calls.sort_by(|a, b| a.0.total_cmp(&b.0));
-    let t0 = calls.first().map_or(0.0, |c| c.0);
+    let t0 = calls.first().map_or(0.0, |c| clock.at(c.0));
     // Threads renumbered in order of their first call once the calls are in start order.
     let mut renumber = std::collections::HashMap::new();
     let calls: Vec<_> = calls
@@ -316,8 +350,8 @@ fn assemble(
         .map(|(t, mut call)| {
             let next = renumber.len() as u32;
             call.thread = *renumber.entry(call.thread).or_insert(next);
-            // Microseconds: strace's own resolution, without the epoch's float noise.
-            call.start = ((t - t0).max(0.0) * 1e6).round() / 1e6;
+            call.dur = micros(clock.at(t + call.dur) - clock.at(t));
+            call.start = micros(clock.at(t) - t0);
             call
         })
         .collect();

@@ -1,15 +1,17 @@
 //! The measured phase: every recorded thread on its own OS thread, its calls in its own
 //! order, each call first waiting for the calls of other threads it depends on
-//! ([`super::deps`]) and, with `timing = "original"`, for its recorded start after the
-//! phase began. Only the call itself is timed; what each returned is kept for the check.
+//! ([`super::deps`]) and, with `timing = "original"`, for its anchor and the recorded think
+//! time after it ([`super::pace`]). Only the call itself is timed; what each returned is kept
+//! for the check.
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Barrier, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use super::call::{Aligned, Returned, Target};
 use super::deps::Wait;
 use super::options::Timing;
+use super::pace::{self, Anchor};
 use super::script::Script;
 use crate::workload::{Ctx, WorkloadError};
 
@@ -107,6 +109,12 @@ pub fn replay(
         stop: AtomicBool::new(false),
     };
     let skipped: std::collections::HashSet<usize> = script.skipped.iter().copied().collect();
+    let anchors = match timing {
+        Timing::Original => pace::anchors(script),
+        Timing::Fast => Vec::new(),
+    };
+    let ends: Vec<AtomicU64> = (0..script.calls.len()).map(|_| AtomicU64::new(0)).collect();
+    let (anchors, ends) = (&anchors, &ends);
     let start = Barrier::new(threads + 1);
     // The phase's start, set before the barrier opens: the recorded starts count from it
     // and so do the phase's seconds, so `timing = "original"` lasts at least the trace.
@@ -124,7 +132,8 @@ pub fn replay(
                         target,
                         script,
                         waits,
-                        timing,
+                        anchors,
+                        ends,
                         progress,
                         skipped,
                     };
@@ -157,7 +166,10 @@ struct Thread<'a> {
     target: &'a Target,
     script: &'a Script<'a>,
     waits: &'a [Vec<Wait>],
-    timing: Timing,
+    /// Per call, where its pause counts from; empty unless `timing = "original"`.
+    anchors: &'a [Option<Anchor>],
+    /// Per call, nanoseconds from the phase's start to its end in this replay (0: not yet).
+    ends: &'a [AtomicU64],
     progress: &'a Progress,
     skipped: &'a std::collections::HashSet<usize>,
 }
@@ -171,18 +183,26 @@ impl Thread<'_> {
             if n % 64 == 0 {
                 self.ctx.check()?;
             }
-            if !self
-                .progress
-                .wait_for(&self.waits[i], || self.ctx.check().is_err())
+            let anchor = self.anchors.get(i).copied().flatten();
+            let after: &[Wait] = match &anchor {
+                Some(a) => std::slice::from_ref(&a.wait),
+                None => &[],
+            };
+            let give_up = || self.ctx.check().is_err();
+            if !(self.progress.wait_for(&self.waits[i], give_up)
+                && self.progress.wait_for(after, give_up))
             {
                 return Err(self.ctx.check().err().unwrap_or(WorkloadError::Interrupted));
             }
             let call = &self.script.calls[i];
-            if self.timing == Timing::Original {
-                let due = t0 + Duration::from_secs_f64(call.start);
-                if let Some(left) = due.checked_duration_since(Instant::now()) {
-                    std::thread::sleep(left);
-                }
+            if !self.anchors.is_empty() {
+                pace::until(match anchor {
+                    Some(a) => {
+                        let ended = self.ends[a.call].load(Ordering::SeqCst);
+                        t0 + Duration::from_nanos(ended) + Duration::from_secs_f64(a.think)
+                    }
+                    None => t0 + Duration::from_secs_f64(call.start),
+                });
             }
             if self.skipped.contains(&i) {
                 log.calls.push((i, None, 0));
@@ -191,6 +211,7 @@ impl Thread<'_> {
                 let r = self.target.issue(call, self.script.slot[i], &mut buf);
                 log.calls.push((i, Some(r), c0.elapsed().as_nanos() as u64));
             }
+            self.ends[i].store(t0.elapsed().as_nanos() as u64, Ordering::SeqCst);
             self.progress.advance(t);
         }
         Ok(log)

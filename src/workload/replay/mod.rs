@@ -22,6 +22,7 @@ pub mod expect;
 mod issue;
 mod lay;
 pub mod options;
+mod pace;
 pub mod script;
 #[cfg(test)]
 mod tests;

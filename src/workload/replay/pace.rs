@@ -1,0 +1,143 @@
+//! `timing = "original"`: the program's own pauses kept, the file system's time its own.
+//! Issuing each call at its recorded start would replay the recording file system's call
+//! times too (a create that took 300 µs on the recording disk would pace a tmpfs replay),
+//! so each call is paced from its *anchor* instead: the recorded call, of any thread, that
+//! ended last before it started (for a single thread, its previous call; for a shell's next
+//! command, the last call of the one before). The call is issued once its anchor has
+//! completed in the replay and the recorded pause between them, the think time, has passed
+//! since. Anchors point back in recorded start order, as the waits of `super::deps` do, so
+//! waiting on them cannot deadlock. A call with no anchor (the first) waits for its recorded
+//! start. Pauses are slept, their last stretch spun: a sleep overshoots by tens of
+//! microseconds, as long as many a recorded pause.
+
+use std::time::{Duration, Instant};
+
+use super::deps::Wait;
+use super::script::Script;
+
+/// Where a call's pause is counted from.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Anchor {
+    /// The call (index in the trace) it follows.
+    pub call: usize,
+    /// The same call as a wait on its thread.
+    pub wait: Wait,
+    /// Seconds between the anchor's recorded end and this call's recorded start.
+    pub think: f64,
+}
+
+/// Every call's anchor, `None` for a call nothing ended before.
+pub fn anchors(script: &Script) -> Vec<Option<Anchor>> {
+    let calls = script.calls;
+    let end = |j: usize| calls[j].start + calls[j].dur;
+    let mut pos = vec![0; calls.len()];
+    for list in &script.by_thread {
+        for (p, &i) in list.iter().enumerate() {
+            pos[i] = p;
+        }
+    }
+    let mut by_end: Vec<usize> = (0..calls.len()).collect();
+    by_end.sort_by(|&a, &b| end(a).total_cmp(&end(b)).then(a.cmp(&b)));
+    let mut ended = 0;
+    (0..calls.len())
+        .map(|i| {
+            while ended < by_end.len() && end(by_end[ended]) <= calls[i].start {
+                ended += 1;
+            }
+            // The latest end among those, skipping calls that start with or after this one
+            // (zero-length calls stamped at the same microsecond).
+            let j = by_end[..ended].iter().rev().copied().find(|&j| j < i)?;
+            Some(Anchor {
+                call: j,
+                wait: Wait {
+                    thread: calls[j].thread,
+                    pos: pos[j],
+                },
+                think: (calls[i].start - end(j)).max(0.0),
+            })
+        })
+        .collect()
+}
+
+/// Below this, a pause is spun rather than slept.
+const SPIN: Duration = Duration::from_micros(200);
+
+/// Returns at `due` (at once if it has passed): sleeps while far from it, spins the rest.
+pub fn until(due: Instant) {
+    loop {
+        let Some(left) = due.checked_duration_since(Instant::now()) else {
+            return;
+        };
+        if left > SPIN {
+            std::thread::sleep(left - SPIN);
+        } else {
+            std::hint::spin_loop();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::format::{Call, Op};
+
+    fn call(thread: u32, start: f64, dur: f64) -> Call {
+        Call {
+            thread,
+            start,
+            dur,
+            op: Op::Stat,
+            syscall: "newfstatat".into(),
+            path: Some("a".into()),
+            path2: None,
+            target: None,
+            fd: None,
+            flags: vec![],
+            mode: None,
+            size: None,
+            offset: None,
+            ret: Some(0),
+            err: None,
+        }
+    }
+
+    #[test]
+    fn a_call_follows_the_call_that_ended_last_before_it_of_any_thread() {
+        // Thread 0 at 0-1 s, thread 1 (a child) at 2-3 s and 3.5-4 s, thread 0 again at 5 s.
+        let calls = vec![
+            call(0, 0.0, 1.0),
+            call(1, 2.0, 1.0),
+            call(1, 3.5, 0.5),
+            call(0, 5.0, 0.0),
+        ];
+        let script = Script {
+            calls: &calls,
+            slot: vec![None; 4],
+            slot_path: vec![],
+            by_thread: vec![vec![0, 3], vec![1, 2]],
+            skipped: vec![],
+        };
+        let a = anchors(&script);
+        assert_eq!(a[0], None);
+        let anchor = |i: usize| a[i].map(|x| (x.call, x.wait.thread, x.wait.pos, x.think));
+        assert_eq!(anchor(1), Some((0, 0, 0, 1.0)));
+        assert_eq!(anchor(2), Some((1, 1, 0, 0.5)));
+        // Thread 0's second call follows the child's last, not its own first call.
+        assert_eq!(anchor(3), Some((2, 1, 1, 1.0)));
+    }
+
+    #[test]
+    fn a_pause_ends_on_time_not_a_sleep_s_slack_later() {
+        // A 30 µs sleep overshoots by the timer slack (50 µs) every time; the least late of
+        // 20 pauses is how late `until` is when nothing preempts it.
+        let late = (0..20)
+            .map(|_| {
+                let due = Instant::now() + Duration::from_micros(30);
+                until(due);
+                Instant::now().duration_since(due)
+            })
+            .min()
+            .unwrap();
+        assert!(late < Duration::from_micros(20), "{late:?} late");
+    }
+}
