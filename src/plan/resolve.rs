@@ -25,11 +25,8 @@ pub fn resolve(
     let f = file.unwrap_or_default();
     let targets = targets(&f, o, available)?;
     let workloads = workloads(&f, o, workload_names)?;
-    let threads = o
-        .threads
-        .as_ref()
-        .or(f.threads.as_ref())
-        .map_or_else(|| vec![1], |t| t.0.clone());
+    let threads =
+        (o.threads.as_ref().or(f.threads.as_ref())).map_or_else(|| vec![1], |t| t.0.clone());
     let runs = runs(&f, o)?;
     let phase_floor = o
         .phase_floor
@@ -76,8 +73,7 @@ pub fn resolve(
         .or(f.rank_dirs)
         .map_or(super::RankDirs::Own, |RankDirsChoice(r)| r);
     let plan = Plan {
-        max_steal_pct: (o.max_steal.or(f.max_steal))
-            .map_or(Some(super::DEFAULT_MAX_STEAL_PCT), |m| m.0),
+        max_steal_pct: max_steal(o.max_steal.or(f.max_steal)),
         targets,
         workloads,
         threads,
@@ -97,6 +93,11 @@ pub fn resolve(
     };
     super::series::check_distinct(&plan)?;
     Ok(plan)
+}
+
+/// `--max-steal`: the share given, `off` (`None`), or the default.
+fn max_steal(given: Option<super::value::MaxSteal>) -> Option<f64> {
+    given.map_or(Some(super::DEFAULT_MAX_STEAL_PCT), |m| m.0)
 }
 
 /// The free-space pieces of aging: only for an aged plan (alone it would be silently

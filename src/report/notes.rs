@@ -177,6 +177,13 @@ pub fn steadiness_text(r: &Report) -> Option<String> {
     })
 }
 
+/// What the machine did to the run: its steadiness, and the measurements set aside as
+/// disturbed ([`super::set_aside`]), each a sentence, when there is something to say.
+pub fn machine_lines(r: &Report) -> Vec<String> {
+    let set_aside = r.set_aside.as_ref().map(super::set_aside::line);
+    steadiness_text(r).into_iter().chain(set_aside).collect()
+}
+
 /// The host in one line.
 pub fn host_line(r: &Report, width: usize) -> String {
     let h = &r.host;

@@ -124,11 +124,8 @@ pub fn render_width(r: &Report, color: bool, width: usize) -> String {
     out.push_str(&notes::ranking(r, width));
     out.push('\n');
     out.push_str(&notes::host_line(r, width));
-    if let Some(s) = notes::steadiness_text(r) {
+    for s in notes::machine_lines(r) {
         out.push_str(&wrap(&s, width, "", "  "));
-    }
-    if let Some(s) = &r.set_aside {
-        out.push_str(&wrap(&super::set_aside::line(s), width, "", "  "));
     }
     out
 }

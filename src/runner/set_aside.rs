@@ -6,6 +6,7 @@
 //! however disturbed, marked so, and the report says how many.
 
 use super::budget::Group;
+use super::schedule::Cell;
 use crate::results::record::CellKey;
 use crate::results::store;
 use crate::results::{Measurement, Status};
@@ -70,13 +71,13 @@ pub fn retry(records: &[Measurement]) -> Option<Vec<CellKey>> {
 }
 
 /// The progress line of a cell measured again: its `retry`-th further try.
-pub fn again_line(g: &Group, repetition: u32, retry: u32) -> String {
+pub fn again_line(g: &Group, cell: &Cell, retry: u32) -> String {
     format!(
         "{} {} repetition {}: disturbed by the hypervisor (CPU steal over \
          --max-steal); measuring it again ({retry} of {MAX_RETRIES})",
         g.target,
         g.workload,
-        repetition + 1
+        cell.repetition + 1
     )
 }
 

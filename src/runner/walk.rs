@@ -252,10 +252,8 @@ impl<'a> Walk<'a> {
         self.masters.build_ahead(wanted, &self.progress);
     }
 
-    /// Runs one cell and records what it measured; `Break` when the run must stop
-    /// (interrupted, or the results file cannot be written). A try whose measurements the
-    /// hypervisor disturbed is followed by another of its disturbed points, up to
-    /// [`set_aside::MAX_RETRIES`] ([`super::set_aside`]); every try counts in the cell's cost.
+    /// Runs one cell and records it; `Break` when the run must stop (interrupted, or the
+    /// results file unwritable). Disturbed points are measured again ([`set_aside`]).
     fn run_cell(&mut self, cell: &Cell) -> ControlFlow<()> {
         if self.inputs.cancel.load(Ordering::SeqCst) {
             self.summary.interrupted = true;
@@ -269,14 +267,13 @@ impl<'a> Walk<'a> {
         for retry in 0..=set_aside::MAX_RETRIES {
             let measured = self.measure(cell, retry < set_aside::MAX_RETRIES);
             spent += measured.seconds - measured.image_seconds.unwrap_or(0.0);
-            let go_on = !measured.write_failed && !self.inputs.cancel.load(Ordering::SeqCst);
-            let again = go_on.then(|| set_aside::retry(&measured.records)).flatten();
+            let stop = measured.write_failed || self.inputs.cancel.load(Ordering::SeqCst);
+            let again = set_aside::retry(&measured.records).filter(|_| !stop);
             self.account(cell, measured, again.is_none().then_some(spent))?;
             let Some(final_points) = again else { break };
             self.points.extend(final_points);
             self.progress.grow(1);
-            let line = set_aside::again_line(&self.group(cell), cell.repetition, retry + 1);
-            self.progress.println(&line);
+            (self.progress).println(&set_aside::again_line(&self.group(cell), cell, retry + 1));
         }
         ControlFlow::Continue(())
     }
@@ -388,10 +385,9 @@ impl<'a> Walk<'a> {
         (self.spec_for(target), log_spec)
     }
 
-    /// Adds what one try of `cell` measured to the run's summary and progress, and the
-    /// cell's `cost` (all its tries, without its image) to the costs once it is known;
-    /// `Break` when the run must stop (a record could not be written, or the cell was
-    /// interrupted).
+    /// Adds one try of `cell` to the summary and progress, and the cell's `cost` (all its
+    /// tries, no image) once known; `Break` when the run must stop (a record not written,
+    /// or the cell interrupted).
     fn account(&mut self, cell: &Cell, measured: Measured, cost: Option<f64>) -> ControlFlow<()> {
         let Measured {
             records,
