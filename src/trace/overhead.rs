@@ -33,7 +33,9 @@ const LOOP: u32 = 500;
 pub fn calibrate(strace_args: &[&str]) -> Option<StraceOverhead> {
     let out = strace_file("calibrate");
     let status = spawn_on_one_cpu(
-        Command::new("strace")
+        // The calibration's strace and loop are fsarena's helpers, not the recorded
+        // program: their own process group, killed with fsarena (`sys::helper_command`).
+        crate::sys::helper_command("strace")
             .args(strace_args)
             .args(["-e", "trace=read,write", "-o"])
             .arg(&out)
@@ -134,7 +136,7 @@ fn untraced_per_call() -> Option<f64> {
         let [program, args @ ..] = dd(count);
         let t0 = Instant::now();
         let ok = spawn_on_one_cpu(
-            Command::new(program)
+            crate::sys::helper_command(program)
                 .args(args)
                 .stdout(Stdio::null())
                 .stderr(Stdio::null()),
