@@ -152,7 +152,7 @@ impl Plan {
             age_free_extent: None,
             fs_size: None,
             rank_dirs: RankDirs::Own,
-            max_steal_pct: Some(DEFAULT_MAX_STEAL_PCT),
+            max_steal_pct: None,
         }
     }
 }
@@ -251,7 +251,7 @@ fn default_margin() -> f64 {
 }
 
 fn default_max_steal() -> Option<f64> {
-    Some(DEFAULT_MAX_STEAL_PCT)
+    None
 }
 
 fn default_phase_floor() -> Duration {

@@ -95,9 +95,11 @@ pub fn resolve(
     Ok(plan)
 }
 
-/// `--max-steal`: the share given, `off` (`None`), or the default.
+/// `--max-steal`: the share given, or `off` (`None`), which is also the default: the rule
+/// retries measurements, so a run's count of phases changes with the hypervisor's mood,
+/// and a user opts in (`--max-steal 20`, the threshold README justifies).
 fn max_steal(given: Option<super::value::MaxSteal>) -> Option<f64> {
-    given.map_or(Some(super::DEFAULT_MAX_STEAL_PCT), |m| m.0)
+    given.and_then(|m| m.0)
 }
 
 /// The free-space pieces of aging: only for an aged plan (alone it would be silently

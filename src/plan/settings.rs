@@ -15,7 +15,7 @@
 //! margin = 5                         # equivalence margin, % of the baseline
 //! budget = "5m"                      # wall time `auto` may spend (runs = "auto" or unset)
 //! phase_floor = "0.5s"               # shortest measured phase a key metric may come from
-//! max_steal = 20                     # % of the CPU a hypervisor may keep ("off": no limit)
+//! max_steal = 20                     # % of the CPU a hypervisor may keep (default "off")
 //! io_hosts = ["node1", "node2:8766"] # fio --server hosts the io workloads run on
 //! age = 60                           # age every file system to 60 % full first (loop targets)
 //! age_free_extent = "64K"            # ... its free space cut into pieces of about this size
