@@ -17,16 +17,9 @@ fn default_images_are_all_the_same_size_and_64_gib_nominal() {
     require_root();
     let root = TestRoot::new("fs-size-default");
     let (out, work) = (root.path.join("out"), root.path.join("work"));
-    let o = run_quiet(
+    let args = common::with_targets(
+        &["ext4", "xfs", "btrfs", "tmpfs"],
         &[
-            "--target",
-            "ext4",
-            "--target",
-            "xfs",
-            "--target",
-            "btrfs",
-            "--target",
-            "tmpfs",
             "--workload",
             "create,scan",
             "--runs",
@@ -36,9 +29,8 @@ fn default_images_are_all_the_same_size_and_64_gib_nominal() {
             "--phase-floor",
             "0",
         ],
-        &out,
-        &work,
     );
+    let o = run_quiet(&args, &out, &work);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let loaded = store::load(&out).unwrap();
     let mut cloned = 0;

@@ -18,20 +18,10 @@ use fsarena::results::Status;
 const WORKLOADS: &str = "create,scan,delete";
 
 fn start(out: &Path, work: &Path) -> Child {
-    let args = [
-        "--target",
-        "ext4",
-        "--target",
-        "xfs",
-        "--target",
-        "btrfs",
-        "--workload",
-        WORKLOADS,
-        "--runs",
-        "2",
-        "--scale",
-        "0.01",
-    ];
+    let args = common::with_targets(
+        &["ext4", "xfs", "btrfs"],
+        &["--workload", WORKLOADS, "--runs", "2", "--scale", "0.01"],
+    );
     common::start(&args, out, work, Stdio::piped())
 }
 

@@ -33,6 +33,13 @@ pub fn tiny_create<'a>(target: &'a str, runs: &'a str) -> [&'a str; 8] {
     ]
 }
 
+/// `--target T` for each of `targets`, then `rest`: the argument list of a run over several
+/// file systems, so a test names its targets once instead of spelling every flag.
+pub fn with_targets<'a>(targets: &[&'a str], rest: &[&'a str]) -> Vec<&'a str> {
+    let flags = targets.iter().flat_map(|t| ["--target", t]);
+    flags.chain(rest.iter().copied()).collect()
+}
+
 /// `fsarena run ARGS --quiet --out OUT --work-dir WORK`, not started yet.
 pub fn run_command(args: &[&str], out: &Path, work: &Path) -> Command {
     let mut c = Command::new(bin());
