@@ -12,7 +12,6 @@
 
 use std::collections::BTreeMap;
 
-use super::setup::Candidate;
 use crate::report::model::key_metric;
 use crate::results::{Measurement, Status};
 
@@ -78,9 +77,10 @@ fn row(levels: &[usize], cols: &[(usize, usize)]) -> Vec<f64> {
         .collect()
 }
 
-/// Solves `a x = b` by Gaussian elimination with partial pivoting; `None` when `a` is
-/// singular (a pivot below 1e-9 of the largest entry): some effect is not identified.
-fn solve(mut a: Vec<Vec<f64>>, mut b: Vec<f64>) -> Option<Vec<f64>> {
+/// Forward elimination of `a x = b` with partial pivoting, in place (`a` left upper
+/// triangular); `None` when `a` is singular (a pivot below 1e-9 of its largest entry): some
+/// effect is not identified.
+fn eliminate(a: &mut [Vec<f64>], b: &mut [f64]) -> Option<()> {
     let n = b.len();
     let scale = a.iter().flatten().fold(0.0f64, |m, x| m.max(x.abs()));
     for k in 0..n {
@@ -98,12 +98,55 @@ fn solve(mut a: Vec<Vec<f64>>, mut b: Vec<f64>) -> Option<Vec<f64>> {
             b[r] -= f * b[k];
         }
     }
+    Some(())
+}
+
+/// Solves `a x = b`; `None` when `a` is singular.
+fn solve(mut a: Vec<Vec<f64>>, mut b: Vec<f64>) -> Option<Vec<f64>> {
+    eliminate(&mut a, &mut b)?;
+    let n = b.len();
     let mut x = vec![0.0; n];
     for k in (0..n).rev() {
         let s: f64 = (k + 1..n).map(|c| a[k][c] * x[c]).sum();
         x[k] = (b[k] - s) / a[k][k];
     }
     Some(x)
+}
+
+/// XᵀX of the design rows of `levels` over `cols`.
+fn normal_matrix(levels: &[&[usize]], cols: &[(usize, usize)]) -> Vec<Vec<f64>> {
+    let p = cols.len() + 1;
+    let mut xtx = vec![vec![0.0; p]; p];
+    for l in levels {
+        let x = row(l, cols);
+        for r in 0..p {
+            for c in 0..p {
+                xtx[r][c] += x[r] * x[c];
+            }
+        }
+    }
+    xtx
+}
+
+/// How well configurations `levels` (one run each) pin down every main effect of a space
+/// whose parameters have `values` values each, against the reference `defaults`: the log
+/// determinant of XᵀX (D-optimality: larger is a smaller joint confidence region of the
+/// effects), `None` when some effect is not identified by them.
+pub fn design_score(levels: &[Vec<usize>], values: &[usize], defaults: &[usize]) -> Option<f64> {
+    let cols: Vec<(usize, usize)> = values
+        .iter()
+        .enumerate()
+        .flat_map(|(j, &k)| {
+            (0..k)
+                .filter(move |&i| Some(&i) != defaults.get(j))
+                .map(move |i| (j, i))
+        })
+        .collect();
+    let rows: Vec<&[usize]> = levels.iter().map(Vec::as_slice).collect();
+    let mut a = normal_matrix(&rows, &cols);
+    let mut b = vec![0.0; a.len()];
+    eliminate(&mut a, &mut b)?;
+    Some((0..a.len()).map(|k| a[k][k].abs().ln()).sum())
 }
 
 /// The fitted main-effects model of one point: its columns and coefficients.
@@ -116,16 +159,12 @@ impl Fit {
     /// The least-squares fit over `runs`, when every coefficient is identified.
     pub fn of(runs: &[(Vec<usize>, f64)]) -> Option<Fit> {
         let cols = columns(runs);
-        let p = cols.len() + 1;
-        let mut xtx = vec![vec![0.0; p]; p];
-        let mut xty = vec![0.0; p];
-        for (levels, y) in runs {
-            let x = row(levels, &cols);
-            for r in 0..p {
-                xty[r] += x[r] * y;
-                for c in 0..p {
-                    xtx[r][c] += x[r] * x[c];
-                }
+        let levels: Vec<&[usize]> = runs.iter().map(|(l, _)| l.as_slice()).collect();
+        let xtx = normal_matrix(&levels, &cols);
+        let mut xty = vec![0.0; cols.len() + 1];
+        for (l, y) in runs {
+            for (r, x) in row(l, &cols).iter().enumerate() {
+                xty[r] += x * y;
             }
         }
         let beta = solve(xtx, xty)?;
@@ -149,14 +188,10 @@ impl Fit {
 /// so that scores on different footings are never compared.
 pub fn pooled_scores(
     measurements: &[Measurement],
-    candidates: &[Candidate],
+    candidates: &[(&str, &[usize])],
 ) -> Option<BTreeMap<String, f64>> {
-    let levels_of = |t: &str| -> Option<&[usize]> {
-        candidates
-            .iter()
-            .find(|c| c.name == t)
-            .map(|c| c.levels.as_slice())
-    };
+    let levels_of =
+        |t: &str| -> Option<&[usize]> { candidates.iter().find(|c| c.0 == t).map(|c| c.1) };
     let runs = gather(&levels_of, measurements);
     if runs.is_empty() {
         return None;
@@ -165,9 +200,9 @@ pub fn pooled_scores(
     for r in runs.values() {
         let fit = Fit::of(r)?;
         let reference = &r.first()?.0;
-        for c in candidates {
-            if let Some(y) = fit.predict(&c.levels, reference) {
-                *sums.entry(c.name.clone()).or_default() += y;
+        for (name, levels) in candidates {
+            if let Some(y) = fit.predict(levels, reference) {
+                *sums.entry(name.to_string()).or_default() += y;
             }
         }
     }
@@ -175,7 +210,7 @@ pub fn pooled_scores(
     Some(
         candidates
             .iter()
-            .filter_map(|c| sums.get(&c.name).map(|s| (c.name.clone(), s / points)))
+            .filter_map(|(n, _)| sums.get(*n).map(|s| (n.to_string(), s / points)))
             .collect(),
     )
 }

@@ -1,6 +1,8 @@
 //! The race: after the minimum runs, and again after every round, the candidate with the
-//! best key metric (the geometric mean over the workload points) leads, and every other
-//! candidate is compared with it by the run's own decisions ([`verdicts::decide`]: one
+//! best key metric (the geometric mean over the workload points) leads — or, among it and
+//! the candidates not separated from it, the one the main-effects model ([`super::model`])
+//! scores best, since the best mean of a few runs is often just the luckiest — and every
+//! other candidate is compared with it by the run's own decisions ([`verdicts::decide`]: one
 //! Benjamini–Hochberg family over all of them, the sequential looks of `--runs auto`).
 //! A candidate decided worse than the leader (at some point, and better at none) is dropped
 //! and gets no more runs; one decided equivalent at every point is a runner-up the race
@@ -175,7 +177,11 @@ fn pooled_pick(
     candidates: &[Candidate],
     fates: &BTreeMap<String, Fate>,
 ) -> Option<String> {
-    let model = super::model::pooled_scores(measurements, candidates)?;
+    let levels: Vec<(&str, &[usize])> = candidates
+        .iter()
+        .map(|c| (c.name.as_str(), c.levels.as_slice()))
+        .collect();
+    let model = super::model::pooled_scores(measurements, &levels)?;
     let mut pick: Option<(&str, f64)> = None;
     for c in candidates {
         if !matches!(
