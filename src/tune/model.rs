@@ -90,12 +90,14 @@ fn eliminate(a: &mut [Vec<f64>], b: &mut [f64]) -> Option<()> {
         }
         a.swap(k, p);
         b.swap(k, p);
-        for r in k + 1..n {
-            let f = a[r][k] / a[k][k];
-            for c in k..n {
-                a[r][c] -= f * a[k][c];
+        let (top, below) = a.split_at_mut(k + 1);
+        let pivot = &top[k];
+        for (r, row) in below.iter_mut().enumerate() {
+            let f = row[k] / pivot[k];
+            for (x, p) in row[k..].iter_mut().zip(&pivot[k..]) {
+                *x -= f * p;
             }
-            b[r] -= f * b[k];
+            b[k + 1 + r] -= f * b[k];
         }
     }
     Some(())
