@@ -145,7 +145,7 @@ fn best_of(setup: &Setup, c: &Candidate, ms: &[Measurement], looks: &Looks) -> B
 pub fn build(setup: &Setup, ms: &[Measurement], interrupted: bool, results: &Path) -> Answer {
     let looks = Looks::of_runs(&setup.plan.runs);
     let names: Vec<String> = setup.candidates.iter().map(|c| c.name.clone()).collect();
-    let s = standing(ms, &names, setup.plan.margin_pct, &looks);
+    let s = standing(ms, &setup.candidates, setup.plan.margin_pct, &looks);
     let sc = scores(&s.points, &names);
     let lead = s.leader.as_ref().and_then(|l| sc.get(l).copied().flatten());
     let candidates: Vec<Row> = setup

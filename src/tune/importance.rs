@@ -11,9 +11,9 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use super::model::gather;
 use super::setup::Setup;
-use crate::report::model::key_metric;
-use crate::results::{Measurement, Status};
+use crate::results::Measurement;
 
 /// One parameter's share of the variance, and its best value by mean.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -23,37 +23,6 @@ pub struct Importance {
     pub share: f64,
     /// The value whose runs have the best mean key metric (first point), as written.
     pub best_value: String,
-}
-
-/// Per point (workload, variant, data set, threads): each run's value index per parameter
-/// and the oriented log key metric.
-type Runs = BTreeMap<(String, String, Option<String>, u32), Vec<(Vec<usize>, f64)>>;
-
-fn gather(setup: &Setup, measurements: &[Measurement]) -> Runs {
-    let mut runs: Runs = BTreeMap::new();
-    for m in measurements.iter().filter(|m| m.status == Status::Ok) {
-        let Some(c) = setup.candidate(&m.target) else {
-            continue;
-        };
-        let key = key_metric(&m.workload).unwrap_or_default();
-        let Some(v) = m.metrics.get(&key.name).filter(|v| **v > 0.0) else {
-            continue;
-        };
-        let y = if key.higher_is_better {
-            v.ln()
-        } else {
-            -v.ln()
-        };
-        runs.entry((
-            m.workload.clone(),
-            m.variant.clone(),
-            m.dataset.clone(),
-            m.threads,
-        ))
-        .or_default()
-        .push((c.levels.clone(), y));
-    }
-    runs
 }
 
 /// η² of parameter `j` over `runs`, and the index of its best value; `None` without spread.
@@ -86,7 +55,8 @@ fn eta_squared(runs: &[(Vec<usize>, f64)], j: usize) -> Option<(f64, usize)> {
 
 /// Every parameter's importance over the race's `measurements`, largest first.
 pub fn importance(setup: &Setup, measurements: &[Measurement]) -> Vec<Importance> {
-    let runs = gather(setup, measurements);
+    let levels_of = |t: &str| setup.candidate(t).map(|c| c.levels.as_slice());
+    let runs = gather(&levels_of, measurements);
     let mut out: Vec<Importance> = setup
         .space
         .params

@@ -14,6 +14,7 @@
 
 pub mod answer;
 pub mod importance;
+pub mod model;
 pub mod output;
 pub mod race;
 pub mod sample;
@@ -134,7 +135,7 @@ pub fn run(
     opts.out = dir.join(setup::RUNS_DIR);
     opts.resume = opts.out.join(crate::results::store::FILE_NAME).exists();
     let race = race::Race {
-        names: setup.candidates.iter().map(|c| c.name.clone()).collect(),
+        candidates: setup.candidates.clone(),
     };
     let summary = runner::run_asking(&setup.plan, &opts, cancel, &race)?;
     let loaded = crate::results::store::load(&opts.out).map_err(RunError::from)?;

@@ -1,6 +1,8 @@
 //! The race: after the minimum runs, and again after every round, the candidate with the
-//! best key metric (the geometric mean over the workload points) leads, and every other
-//! candidate is compared with it by the run's own decisions ([`verdicts::decide`]: one
+//! best key metric (the geometric mean over the workload points) leads — or, among it and
+//! the candidates not separated from it, the one the main-effects model ([`super::model`])
+//! scores best, since the best mean of a few runs is often just the luckiest — and every
+//! other candidate is compared with it by the run's own decisions ([`verdicts::decide`]: one
 //! Benjamini–Hochberg family over all of them, the sequential looks of `--runs auto`).
 //! A candidate decided worse than the leader (at some point, and better at none) is dropped
 //! and gets no more runs; one decided equivalent at every point is a runner-up the race
@@ -13,6 +15,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use super::setup::Candidate;
 use crate::plan::Plan;
 use crate::report::model::key_metric;
 use crate::results::store::Loaded;
@@ -65,6 +68,9 @@ pub struct Standing {
     pub open: Vec<Open>,
     /// The workload points, decided against the leader.
     pub points: Vec<Point>,
+    /// Whether the leader is the model's pick among those not separated from the best
+    /// mean, rather than the best mean itself.
+    pub pooled: bool,
 }
 
 /// Each candidate's mean of the key metric's logarithm over the points, oriented so that
@@ -108,31 +114,47 @@ pub fn best(scores: &BTreeMap<String, Option<f64>>, names: &[String]) -> Option<
     best.map(|(n, _)| n.clone())
 }
 
-/// The standing of the race over `names` in `measurements`, decided within ±`margin_pct`
-/// at `looks`.
+/// The standing of the race over `candidates` in `measurements`, decided within
+/// ±`margin_pct` at `looks`. The leader is the best mean, unless the main-effects model
+/// ([`super::model`]) scores another candidate the tests could not separate from it higher
+/// and no candidate is decided better than that one: then it leads, and the others are
+/// decided against it.
 pub fn standing(
     measurements: &[Measurement],
-    names: &[String],
+    candidates: &[Candidate],
     margin_pct: f64,
     looks: &Looks,
 ) -> Standing {
+    let names: Vec<String> = candidates.iter().map(|c| c.name.clone()).collect();
     let first = names.first().cloned().unwrap_or_default();
     let by_first = verdicts::decide(measurements, &first, margin_pct, looks, &key_metric);
-    let leader = best(&scores(&by_first, names), names);
-    let Some(leader) = leader else {
+    let Some(by_mean) = best(&scores(&by_first, &names), &names) else {
         let fates = names.iter().map(|n| (n.clone(), Fate::Failed)).collect();
         return Standing {
             leader: None,
             fates,
             open: Vec::new(),
             points: by_first,
+            pooled: false,
         };
     };
-    let points = verdicts::decide(measurements, &leader, margin_pct, looks, &key_metric);
-    let fates: BTreeMap<String, Fate> = names
-        .iter()
-        .map(|n| (n.clone(), fate(&points, n, &leader)))
-        .collect();
+    let decide = |leader: &str| {
+        let points = verdicts::decide(measurements, leader, margin_pct, looks, &key_metric);
+        let fates: BTreeMap<String, Fate> = names
+            .iter()
+            .map(|n| (n.clone(), fate(&points, n, leader)))
+            .collect();
+        (points, fates)
+    };
+    let (mut points, mut fates) = decide(&by_mean);
+    let mut leader = by_mean;
+    let mut pooled = false;
+    if let Some(pick) = pooled_pick(measurements, candidates, &fates).filter(|p| *p != leader) {
+        let (p, f) = decide(&pick);
+        if !any_better(&p, &pick) {
+            (points, fates, leader, pooled) = (p, f, pick, true);
+        }
+    }
     let open = points
         .iter()
         .flat_map(|p| open_in(p, &leader, looks))
@@ -143,7 +165,48 @@ pub fn standing(
         fates,
         open,
         points,
+        pooled,
     }
+}
+
+/// Among the leader by mean and the candidates not separated from it (equivalent, or still
+/// undecided), the one the main-effects model scores best; `None` when the model has no
+/// score for one of them.
+fn pooled_pick(
+    measurements: &[Measurement],
+    candidates: &[Candidate],
+    fates: &BTreeMap<String, Fate>,
+) -> Option<String> {
+    let levels: Vec<(&str, &[usize])> = candidates
+        .iter()
+        .map(|c| (c.name.as_str(), c.levels.as_slice()))
+        .collect();
+    let model = super::model::pooled_scores(measurements, &levels)?;
+    let mut pick: Option<(&str, f64)> = None;
+    for c in candidates {
+        if !matches!(
+            fates.get(&c.name),
+            Some(Fate::Leader | Fate::Equivalent | Fate::Open)
+        ) {
+            continue;
+        }
+        let s = *model.get(&c.name)?;
+        if pick.map_or(true, |(_, b)| s > b) {
+            pick = Some((&c.name, s));
+        }
+    }
+    pick.map(|(n, _)| n.to_string())
+}
+
+/// Whether some candidate is decided better than `leader` at some point.
+fn any_better(points: &[Point], leader: &str) -> bool {
+    points.iter().any(|p| {
+        (0..p.groups.len())
+            .filter(|&i| p.groups[i].key.target != leader)
+            .filter_map(|i| p.vs_baseline(i))
+            .filter_map(|c| c.verdict.as_ref())
+            .any(|v| v.decision == Decision::Better)
+    })
 }
 
 /// Candidate `name`'s fate from its verdicts against `leader` at each point.
@@ -183,7 +246,7 @@ fn fate(points: &[Point], name: &str, leader: &str) -> Fate {
 /// The race's questions for the runner's rounds: the comparisons still open with the
 /// leader of the records so far.
 pub struct Race {
-    pub names: Vec<String>,
+    pub candidates: Vec<Candidate>,
 }
 
 impl Questions for Race {
@@ -195,7 +258,12 @@ impl Questions for Race {
             )));
         }
         let looks = Looks::of_runs(&plan.runs);
-        let s = standing(&state.measurements, &self.names, plan.margin_pct, &looks);
+        let s = standing(
+            &state.measurements,
+            &self.candidates,
+            plan.margin_pct,
+            &looks,
+        );
         let Some(leader) = s.leader else {
             return Ok(Asked {
                 open: Vec::new(),
