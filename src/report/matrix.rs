@@ -198,8 +198,15 @@ fn cell(s: &Section, row: Option<&Row>, baseline: &str) -> Cell {
             state: State::Baseline,
             pct: None,
             interval: Interval::None,
-            text: value(key, m.summary.mean),
-            title: format!("{}: baseline, mean of {} runs", row.target, m.summary.n),
+            text: row
+                .shown_value(key)
+                .map_or_else(|| "—".into(), |v| value(key, v)),
+            title: format!(
+                "{}: baseline, {} of {} runs",
+                row.target,
+                row.shown.get(key).map_or("mean", |s| s.statistic.as_str()),
+                m.summary.n
+            ),
         };
     }
     let Some(c) = m.vs_baseline.as_ref() else {
@@ -208,20 +215,23 @@ fn cell(s: &Section, row: Option<&Row>, baseline: &str) -> Cell {
             .rows
             .iter()
             .find(|r| r.target == baseline)
-            .and_then(|b| b.mean(key))
+            .and_then(|b| b.shown_value(key))
             .filter(|b| b.is_finite() && *b != 0.0);
-        return match bm {
-            Some(bm) => {
-                let pct = (m.summary.mean / bm - 1.0) * 100.0;
+        return match (bm, row.shown_value(key)) {
+            (Some(bm), Some(v)) => {
+                let pct = (v / bm - 1.0) * 100.0;
                 Cell {
                     state: State::Untested,
                     pct: Some(pct),
                     interval: Interval::None,
                     text: format!("{pct:+.1} %"),
-                    title: format!("{}: ratio of the means, no test (one run)", row.target),
+                    title: format!(
+                        "{}: ratio of the geometric means, no test (one run)",
+                        row.target
+                    ),
                 }
             }
-            None => missing("no comparison with the baseline"),
+            _ => missing("no comparison with the baseline"),
         };
     };
     let state = c
@@ -238,7 +248,11 @@ fn cell(s: &Section, row: Option<&Row>, baseline: &str) -> Cell {
         pct: Some(c.pct_diff),
         interval,
         text: format!("{:+.1} %", c.pct_diff),
-        title: format!("{} vs {baseline}: {}", row.target, vs_baseline(Some(c))),
+        title: format!(
+            "{} vs {baseline}: {}",
+            row.target,
+            vs_baseline(Some(c), m.summary.n)
+        ),
     };
     let mark = cell.mark();
     if !mark.is_empty() {

@@ -121,12 +121,13 @@ pub fn render_width(r: &Report, color: bool, width: usize) -> String {
             "  ",
         ));
     }
-    out.push_str(&notes::ranking(r, width));
     out.push('\n');
     out.push_str(&notes::host_line(r, width));
     for s in notes::machine_lines(r) {
         out.push_str(&wrap(&s, width, "", "  "));
     }
+    // The answer last, where the eye lands when the run ends.
+    out.push_str(&notes::ranking(r, width));
     out
 }
 
@@ -140,7 +141,7 @@ fn columns(s: &Section, baseline: &str, color: bool) -> (Vec<Col>, bool) {
     let extras: Vec<&String> = s
         .columns
         .iter()
-        .filter(|c| *c != key && s.rows.iter().any(|r| r.mean(c).is_some()))
+        .filter(|c| *c != key && s.rows.iter().any(|r| r.shown_value(c).is_some()))
         .collect();
     let n_extra = extras.len();
     let key_cells = s
@@ -194,7 +195,11 @@ fn columns(s: &Section, baseline: &str, color: bool) -> (Vec<Col>, bool) {
         let values = s
             .rows
             .iter()
-            .map(|r| r.mean(c).map(|v| value(c, v)).unwrap_or_else(|| "—".into()))
+            .map(|r| {
+                r.shown_value(c)
+                    .map(|v| value(c, v))
+                    .unwrap_or_else(|| "—".into())
+            })
             .collect();
         cols.push(
             Col::new(header(c), values)
