@@ -84,6 +84,8 @@ pub fn warnings(r: &Report, width: usize) -> String {
         if places.len() > MAX_PLACES {
             let _ = write!(where_, "; and {} more", places.len() - MAX_PLACES);
         }
+        // The caution's first clause (what, not its advice), so the places fit the line.
+        let text = text.split(" — ").next().unwrap_or(&text);
         let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
         out.push_str(&fold(&format!("- {text} [{where_}]"), width));
         out.push('\n');
