@@ -177,6 +177,29 @@ fn threads(s: &Section, sections: &[Section]) -> Option<u32> {
         .then_some(n)
 }
 
+/// A side with one run: the ratio of the shown figures (geometric means), said to be
+/// untested; `None` when the baseline has no such figure.
+fn untested(s: &Section, row: &Row, baseline: &str) -> Option<Cell> {
+    let key = &s.key_metric;
+    let bm = s
+        .rows
+        .iter()
+        .find(|r| r.target == baseline)
+        .and_then(|b| b.shown_value(key))
+        .filter(|b| b.is_finite() && *b != 0.0)?;
+    let pct = (row.shown_value(key)? / bm - 1.0) * 100.0;
+    Some(Cell {
+        state: State::Untested,
+        pct: Some(pct),
+        interval: Interval::None,
+        text: format!("{pct:+.1} %"),
+        title: format!(
+            "{}: ratio of the geometric means, no test (one run)",
+            row.target
+        ),
+    })
+}
+
 /// A target's cell in section `s`.
 fn cell(s: &Section, row: Option<&Row>, baseline: &str) -> Cell {
     let key = &s.key_metric;
@@ -210,29 +233,8 @@ fn cell(s: &Section, row: Option<&Row>, baseline: &str) -> Cell {
         };
     }
     let Some(c) = m.vs_baseline.as_ref() else {
-        // A side with one run: the ratio of the means, said to be untested.
-        let bm = s
-            .rows
-            .iter()
-            .find(|r| r.target == baseline)
-            .and_then(|b| b.shown_value(key))
-            .filter(|b| b.is_finite() && *b != 0.0);
-        return match (bm, row.shown_value(key)) {
-            (Some(bm), Some(v)) => {
-                let pct = (v / bm - 1.0) * 100.0;
-                Cell {
-                    state: State::Untested,
-                    pct: Some(pct),
-                    interval: Interval::None,
-                    text: format!("{pct:+.1} %"),
-                    title: format!(
-                        "{}: ratio of the geometric means, no test (one run)",
-                        row.target
-                    ),
-                }
-            }
-            _ => missing("no comparison with the baseline"),
-        };
+        return untested(s, row, baseline)
+            .unwrap_or_else(|| missing("no comparison with the baseline"));
     };
     let state = c
         .verdict

@@ -112,7 +112,14 @@ pub fn render_width(r: &Report, color: bool, width: usize) -> String {
         out.push_str(&wrap(WIDE_NOTE, width, "", "  "));
     }
     out.push_str(&scale_text(r, width).1);
-    out.push_str(&notes::warnings(r, width));
+    out.push_str(&closing(r, width));
+    out
+}
+
+/// What follows the tables: the warnings (a line each), the lines skipped, the host and
+/// its steadiness, and the answer last, where the eye lands when the run ends: the ranking.
+fn closing(r: &Report, width: usize) -> String {
+    let mut out = notes::warnings(r, width);
     for (n, why) in &r.skipped_lines {
         out.push_str(&wrap(
             &format!("results.jsonl line {n} skipped: {why}"),
@@ -126,7 +133,6 @@ pub fn render_width(r: &Report, color: bool, width: usize) -> String {
     for s in notes::machine_lines(r) {
         out.push_str(&wrap(&s, width, "", "  "));
     }
-    // The answer last, where the eye lands when the run ends.
     out.push_str(&notes::ranking(r, width));
     out
 }
