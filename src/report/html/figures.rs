@@ -36,11 +36,11 @@ fn absolute(s: &Section, colors: &BTreeMap<String, usize>) -> Vec<Bar> {
         .collect()
 }
 
-/// The key metric of every row in % of the baseline's mean: the comparison's difference and
-/// its 95 % interval (what the tables print), the repetitions scaled by the baseline mean.
-/// The baseline's own bar is 100 % with its interval relative to its mean; a row with no
-/// comparison (too few runs) shows the ratio of the means without an interval. `None` when
-/// the baseline has no such figure.
+/// The key metric of every row in % of the baseline's shown figure (its geometric mean): the
+/// comparison's difference and its 95 % interval (what the tables print), the repetitions
+/// scaled by that figure. The baseline's own bar is 100 % with its interval relative to it; a
+/// row with no comparison (too few runs) shows the ratio of the geometric means without an
+/// interval. `None` when the baseline has no such figure.
 fn relative(s: &Section, baseline: &str, colors: &BTreeMap<String, usize>) -> Option<Vec<Bar>> {
     let base = s.rows.iter().find(|r| r.target == baseline)?;
     let bm = base.shown_value(&s.key_metric)?;
@@ -59,7 +59,7 @@ fn relative(s: &Section, baseline: &str, colors: &BTreeMap<String, usize>) -> Op
                     100.0 + c.pct_diff,
                     c.pct_ci95.map(|(lo, hi)| (100.0 + lo, 100.0 + hi)),
                 ),
-                // No comparison (too few runs): the ratio of the means, with no interval.
+                // No comparison (too few runs): the ratio of the geometric means, no interval.
                 None => (pct(shown.value), None),
             }
         };
