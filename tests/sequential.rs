@@ -241,7 +241,7 @@ fn a_budgeted_run_makes_few_false_calls_under_a_a() {
 /// known weakness, not a pass at 5 %: measured on 400 runs per case, the moderated test
 /// blocked by round makes 7.0 % (one 20 % target) and 3.0 % (two) false calls (unpaired, as
 /// before blocking: 5.5 % and 7.0 %), one case above the 5 % the equal-spread runs keep
-/// (README, "Reports"). The bound catches a return to free borrowing.
+/// (docs/statistics.md). The bound catches a return to free borrowing.
 #[test]
 fn unequal_spreads_do_not_borrow_a_small_variance() {
     for (cv, seed) in [([0.05, 0.20, 0.05], 4), ([0.05, 0.20, 0.20], 5)] {

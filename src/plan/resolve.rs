@@ -97,7 +97,7 @@ pub fn resolve(
 
 /// `--max-steal`: the share given, or `off` (`None`), which is also the default: the rule
 /// retries measurements, so a run's count of phases changes with the hypervisor's mood,
-/// and a user opts in (`--max-steal 20`, the threshold README justifies).
+/// and a user opts in (`--max-steal 20`, the threshold docs/statistics.md justifies).
 fn max_steal(given: Option<super::value::MaxSteal>) -> Option<f64> {
     given.and_then(|m| m.0)
 }

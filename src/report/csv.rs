@@ -1,11 +1,13 @@
 //! `summary.csv`: one row per target × workload × variant × threads × metric, for
 //! spreadsheets and scripts. `decision` (better / worse / equivalent / undecided), `p_adjusted` (Benjamini–Hochberg),
 //! the 90 % interval and `margin_pct` are filled for the key metric of each section, which is
-//! what the adjusted family covers; side metrics leave them empty.
+//! what the adjusted family covers; side metrics leave them empty. `shown` is the figure the
+//! tables print and `shown_statistic` which one it is (`report::shown`: the key metric's
+//! geometric mean, the other columns' medians).
 
 use super::model::Report;
 
-pub const HEADER: [&str; 30] = [
+pub const HEADER: [&str; 32] = [
     "workload",
     "variant",
     "threads",
@@ -36,6 +38,8 @@ pub const HEADER: [&str; 30] = [
     "margin_pct",
     "runs_to_decide",
     "dataset",
+    "shown",
+    "shown_statistic",
 ];
 
 pub fn render(r: &Report) -> Result<String, csv::Error> {
@@ -82,6 +86,11 @@ pub fn render(r: &Report) -> Result<String, csv::Error> {
                         .map(|n| n.to_string())
                         .unwrap_or_default(),
                     s.dataset.clone().unwrap_or_default(),
+                    num(row.shown.get(metric).map(|x| x.value)),
+                    row.shown
+                        .get(metric)
+                        .map(|x| x.statistic.as_str().to_string())
+                        .unwrap_or_default(),
                 ])?;
             }
         }

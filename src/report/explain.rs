@@ -273,6 +273,10 @@ pub(super) mod tests {
             invalid: 0,
             mark: None,
             reference: false,
+            shown: m
+                .iter()
+                .map(|(k, v)| (k.clone(), crate::report::shown::centre(v)))
+                .collect(),
             metrics: m,
             warnings: vec![],
             why: None,

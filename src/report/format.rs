@@ -1,6 +1,7 @@
 //! How numbers read in every report: units from the metric's name, three significant digits,
 //! and the decision word (better / worse / equivalent / undecided) beside every difference.
 
+use super::shown::Shown;
 use crate::plan::size::human_bytes;
 use crate::stats::{Comparison, Decision, MetricStats};
 
@@ -132,25 +133,38 @@ pub fn si_prefix(magnitude: f64) -> (f64, &'static str) {
 pub const WIDE_MARK: &str = "±?";
 
 /// The footnote that explains [`WIDE_MARK`].
-pub const WIDE_NOTE: &str = "±?: the 95 % interval is not shown: with 2 runs (t = 12.7), or                              whenever it is wider than the mean itself, it says nothing;                              run more repetitions";
+pub const WIDE_NOTE: &str = "±?: the 95 % interval is not shown: with 2 runs (t = 12.7), or \
+     whenever it is wider than the value itself (a difference's: wider than ±100 %), it says \
+     nothing; run more repetitions";
 
-/// Whether the 95 % interval of `m` says nothing: two runs, or wider than the mean.
-pub fn interval_meaningless(m: &MetricStats) -> bool {
-    match m.summary.ci95 {
-        Some((lo, hi)) => m.summary.n == 2 || (hi - lo) / 2.0 >= m.summary.mean.abs(),
+/// Whether the 95 % interval of a shown value says nothing: two runs, or wider than the
+/// value itself.
+pub fn interval_meaningless(m: &Shown) -> bool {
+    match m.ci95 {
+        Some((lo, hi)) => m.n == 2 || (hi - lo) / 2.0 >= m.value.abs(),
         None => false,
     }
 }
 
-/// "mean ± half-width of the 95 % interval"; the mean alone for a single run; the mean and
-/// [`WIDE_MARK`] when the interval is meaningless.
-pub fn mean_ci(metric: &str, m: &MetricStats) -> String {
-    match m.summary.ci95 {
+/// The shown value ± the half-width of its 95 % interval ([`super::shown`]); both ends,
+/// "12.3k [9.10k, 15.0k]", when the interval (a geometric mean's is lopsided) is not
+/// said by a "±"; the value alone for a single run; the value and [`WIDE_MARK`] when the
+/// interval is meaningless.
+pub fn mean_ci(metric: &str, m: &Shown) -> String {
+    match m.ci95 {
         Some(_) if interval_meaningless(m) => {
-            format!("{} {WIDE_MARK}", value(metric, m.summary.mean))
+            format!("{} {WIDE_MARK}", value(metric, m.value))
         }
-        Some((lo, hi)) => value_pm(metric, m.summary.mean, (hi - lo) / 2.0),
-        None => value(metric, m.summary.mean),
+        Some((lo, hi)) => match plus_minus(m.value, (lo, hi)) {
+            Some(half) => value_pm(metric, m.value, half),
+            _ => format!(
+                "{} [{}, {}]",
+                value(metric, m.value),
+                value(metric, lo),
+                value(metric, hi)
+            ),
+        },
+        None => value(metric, m.value),
     }
 }
 
@@ -225,20 +239,17 @@ pub fn decision_text(c: &Comparison) -> String {
     }
 }
 
-/// The % difference against the baseline and its decision: "-74.8 % (±6.9) worse",
-/// "+0.5 % equivalent", "-2.0 % (±6.7) undecided (~7 more runs)", "-3.3 % [-29.8, -0.0]
-/// worse" (a lopsided interval, [`interval_beside`]).
-pub fn vs_baseline(c: Option<&Comparison>) -> String {
+/// The % difference against the baseline and its decision: "-74.8 % ±6.9 worse",
+/// "+0.5 % equivalent", "-2.0 % ±6.7 undecided (~7 more runs)", "-3.3 % [-29.8, -0.0]
+/// worse" (a lopsided interval, [`interval_beside`]), "+444.1 % ±? worse" (the interval says
+/// nothing, [`pct_interval_meaningless`]): the difference written by [`pct_text`], the one
+/// rule every output shares (summary.md once printed "(±114.4)" where the terminal said
+/// "±?").
+pub fn vs_baseline(c: Option<&Comparison>, candidate_runs: usize) -> String {
     let Some(c) = c else {
         return String::new();
     };
-    let pct = match c.pct_ci95 {
-        Some(ci) => match plus_minus(c.pct_diff, ci) {
-            Some(half) => format!("{:+.1} % (±{half:.1})", c.pct_diff),
-            None => format!("{:+.1} % {}", c.pct_diff, interval_beside(c.pct_diff, ci)),
-        },
-        None => format!("{:+.1} %", c.pct_diff),
-    };
+    let pct = pct_text(c, candidate_runs);
     match &c.verdict {
         None => pct,
         Some(v) if v.decision == Decision::Undecided => match v.runs_to_decide {
@@ -253,7 +264,8 @@ pub fn vs_baseline(c: Option<&Comparison>) -> String {
 pub fn legend(margin_pct: f64) -> String {
     format!(
         "better/worse = significant after Benjamini–Hochberg control over the run (FDR 5 %, \
-         ratio scale; a called difference shows its FCR-adjusted interval); equivalent = 90 % CI within ±{margin_pct} %; undecided = neither yet"
+         ratio scale; a called difference shows its FCR-adjusted interval); equivalent = 90 % CI within ±{margin_pct} %; undecided = neither yet; {}",
+        super::shown::RULE
     )
 }
 
@@ -298,17 +310,17 @@ pub struct RowCells {
 
 pub fn row_cells(row: &super::section::Row, key: &str, baseline: &str) -> RowCells {
     use super::section::Mark;
-    let (k, cv, vs) = match row.metric(key) {
-        Some(m) => (
-            mean_ci(key, m),
+    let (k, cv, vs) = match (row.metric(key), row.shown.get(key)) {
+        (Some(m), Some(shown)) => (
+            mean_ci(key, shown),
             cv_text(m),
             if row.target == baseline {
                 "baseline".to_string()
             } else {
-                vs_baseline(m.vs_baseline.as_ref())
+                vs_baseline(m.vs_baseline.as_ref(), m.summary.n)
             },
         ),
-        None => ("—".into(), String::new(), String::new()),
+        _ => ("—".into(), String::new(), String::new()),
     };
     let cmp = row.metric(key).and_then(|m| m.vs_baseline.as_ref());
     let (pct, decision) = match cmp {
@@ -319,7 +331,7 @@ pub fn row_cells(row: &super::section::Row, key: &str, baseline: &str) -> RowCel
         ),
         None => (String::new(), String::new()),
     };
-    let wide = row.metric(key).is_some_and(interval_meaningless);
+    let wide = row.shown.get(key).is_some_and(interval_meaningless) || pct.contains(WIDE_MARK);
     RowCells {
         target: if row.reference {
             format!("{} (reference, RAM)", row.target)

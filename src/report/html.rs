@@ -168,7 +168,7 @@ fn summary(h: &mut String, r: &Report) {
                     h,
                     "<td>{}</td>",
                     esc(&row
-                        .mean(c)
+                        .shown_value(c)
                         .map(|v| value(c, v))
                         .unwrap_or_else(|| "—".into()))
                 );
@@ -220,7 +220,7 @@ fn amplification(h: &mut String, r: &Report) {
     for s in &r.sections {
         for row in &s.rows {
             let f = |k: &str| {
-                row.mean(k)
+                row.shown_value(k)
                     .map(|v| value(k, v))
                     .unwrap_or_else(|| "—".into())
             };

@@ -8,28 +8,13 @@ pub fn render(r: &Report) -> String {
     if let Some(why) = &r.incomplete {
         out.push_str(&format!("> **Incomplete:** {why}\n\n"));
     }
+    out.push_str(&super::header::markdown(r));
+    out.push('\n');
     out.push_str(&format!(
-        "Kernel {}, {} × {}, fsarena {}. Fresh file system per repetition; baseline **{}**; \
-         95 % intervals (FCR-adjusted when called); {}.\n",
-        r.host.kernel,
-        r.host.cpus,
-        r.host.cpu_model,
-        r.host.fsarena_version,
+        "Baseline **{}**; 95 % intervals (FCR-adjusted when called); {}.\n",
         r.baseline,
         legend(r.margin_pct)
     ));
-    if let Some(sizes) = &r.file_systems {
-        out.push_str(&format!("\n{}.\n", sizes.replacen("file", "File", 1)));
-    }
-    if let Some(size) = super::scales::size_line(&r.sizes, r.host.mem_total_bytes) {
-        out.push_str(&format!("\nData set: {size}.\n"));
-    }
-    if let Some(s) = super::notes::steadiness_text(r) {
-        out.push_str(&format!("\n{s}.\n"));
-    }
-    if let Some(s) = &r.set_aside {
-        out.push_str(&format!("\n{}.\n", super::set_aside::line(s)));
-    }
     for s in &r.sections {
         let key = &s.key_metric;
         out.push_str(&format!("\n## {}\n\n{}\n\n", s.title(), s.decision));
@@ -59,13 +44,16 @@ pub fn render(r: &Report) -> String {
                 cols.iter()
                     .map(|col| format!(
                         " {} |",
-                        row.mean(col)
+                        row.shown_value(col)
                             .map(|v| value(col, v))
                             .unwrap_or_else(|| "—".into())
                     ))
                     .collect::<String>()
             ));
         }
+    }
+    if s_wide(r) {
+        out.push_str(&format!("\n{}\n", super::format::WIDE_NOTE));
     }
     if let Some(c) = &r.scale_check {
         out.push_str("\n## Across scales\n\n");
@@ -74,4 +62,13 @@ pub fn render(r: &Report) -> String {
         }
     }
     out
+}
+
+/// Whether any table left an interval out as meaningless ([`super::format::WIDE_NOTE`]).
+fn s_wide(r: &Report) -> bool {
+    r.sections.iter().any(|s| {
+        s.rows
+            .iter()
+            .any(|row| row_cells(row, &s.key_metric, &r.baseline).wide)
+    })
 }

@@ -177,6 +177,29 @@ fn threads(s: &Section, sections: &[Section]) -> Option<u32> {
         .then_some(n)
 }
 
+/// A side with one run: the ratio of the shown figures (geometric means), said to be
+/// untested; `None` when the baseline has no such figure.
+fn untested(s: &Section, row: &Row, baseline: &str) -> Option<Cell> {
+    let key = &s.key_metric;
+    let bm = s
+        .rows
+        .iter()
+        .find(|r| r.target == baseline)
+        .and_then(|b| b.shown_value(key))
+        .filter(|b| b.is_finite() && *b != 0.0)?;
+    let pct = (row.shown_value(key)? / bm - 1.0) * 100.0;
+    Some(Cell {
+        state: State::Untested,
+        pct: Some(pct),
+        interval: Interval::None,
+        text: format!("{pct:+.1} %"),
+        title: format!(
+            "{}: ratio of the geometric means, no test (one run)",
+            row.target
+        ),
+    })
+}
+
 /// A target's cell in section `s`.
 fn cell(s: &Section, row: Option<&Row>, baseline: &str) -> Cell {
     let key = &s.key_metric;
@@ -198,31 +221,20 @@ fn cell(s: &Section, row: Option<&Row>, baseline: &str) -> Cell {
             state: State::Baseline,
             pct: None,
             interval: Interval::None,
-            text: value(key, m.summary.mean),
-            title: format!("{}: baseline, mean of {} runs", row.target, m.summary.n),
+            text: row
+                .shown_value(key)
+                .map_or_else(|| "—".into(), |v| value(key, v)),
+            title: format!(
+                "{}: baseline, {} of {} runs",
+                row.target,
+                row.shown.get(key).map_or("mean", |s| s.statistic.as_str()),
+                m.summary.n
+            ),
         };
     }
     let Some(c) = m.vs_baseline.as_ref() else {
-        // A side with one run: the ratio of the means, said to be untested.
-        let bm = s
-            .rows
-            .iter()
-            .find(|r| r.target == baseline)
-            .and_then(|b| b.mean(key))
-            .filter(|b| b.is_finite() && *b != 0.0);
-        return match bm {
-            Some(bm) => {
-                let pct = (m.summary.mean / bm - 1.0) * 100.0;
-                Cell {
-                    state: State::Untested,
-                    pct: Some(pct),
-                    interval: Interval::None,
-                    text: format!("{pct:+.1} %"),
-                    title: format!("{}: ratio of the means, no test (one run)", row.target),
-                }
-            }
-            None => missing("no comparison with the baseline"),
-        };
+        return untested(s, row, baseline)
+            .unwrap_or_else(|| missing("no comparison with the baseline"));
     };
     let state = c
         .verdict
@@ -238,7 +250,11 @@ fn cell(s: &Section, row: Option<&Row>, baseline: &str) -> Cell {
         pct: Some(c.pct_diff),
         interval,
         text: format!("{:+.1} %", c.pct_diff),
-        title: format!("{} vs {baseline}: {}", row.target, vs_baseline(Some(c))),
+        title: format!(
+            "{} vs {baseline}: {}",
+            row.target,
+            vs_baseline(Some(c), m.summary.n)
+        ),
     };
     let mark = cell.mark();
     if !mark.is_empty() {

@@ -235,6 +235,11 @@ fn section(point: Point) -> Section {
     };
     let leaders = point.leaders().cloned();
     for (i, g) in point.groups.into_iter().enumerate() {
+        let shown = g
+            .metrics
+            .iter()
+            .map(|(name, m)| (name.clone(), super::shown::of(&key, name, m)))
+            .collect();
         s.rows.push(Row {
             target: g.key.target,
             fs: g.fs,
@@ -244,6 +249,7 @@ fn section(point: Point) -> Section {
             mark: None,
             reference: reference[i],
             metrics: g.metrics,
+            shown,
             warnings: key_warnings(g.warnings, &key),
             why: None,
         });

@@ -65,13 +65,15 @@ pub fn warning_groups(r: &Report) -> Vec<(String, Vec<String>)> {
     groups
 }
 
-/// Every warning of the report once, each with the targets and tables it concerns.
+/// Every warning of the report once, folded to one line each: the caution and where it
+/// applies, cut with "…" at the terminal's width (summary.md and report.html list every
+/// place in full), so the warnings never push the answer off the screen.
 pub fn warnings(r: &Report, width: usize) -> String {
     let groups = warning_groups(r);
     if groups.is_empty() {
         return String::new();
     }
-    let mut out = String::from("\nwarnings:\n");
+    let mut out = String::from("\nwarnings (each in full in summary.md):\n");
     for (text, places) in groups {
         let mut where_ = places
             .iter()
@@ -82,9 +84,23 @@ pub fn warnings(r: &Report, width: usize) -> String {
         if places.len() > MAX_PLACES {
             let _ = write!(where_, "; and {} more", places.len() - MAX_PLACES);
         }
-        out.push_str(&wrap(&format!("{text} [{where_}]"), width, "- ", "  "));
+        // The caution's first clause (what, not its advice), so the places fit the line.
+        let text = text.split(" — ").next().unwrap_or(&text);
+        let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
+        out.push_str(&fold(&format!("- {text} [{where_}]"), width));
+        out.push('\n');
     }
     out
+}
+
+/// `line` cut to `width` characters, the last one "…" when anything was cut.
+fn fold(line: &str, width: usize) -> String {
+    if super::width::display_width(line) <= width {
+        return line.to_string();
+    }
+    let mut cut: String = line.chars().take(width.saturating_sub(1)).collect();
+    cut.push('…');
+    cut
 }
 
 /// The overall ranking: geometric mean of ratios to the baseline with its interval.

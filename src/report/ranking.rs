@@ -3,8 +3,9 @@
 //! each ratio oriented so that above 1 is better. The geometric mean is the one average of
 //! ratios that does not depend on which target is the baseline.
 //!
-//! Its interval comes from the delta method on the log scale: the variance of the log of a
-//! mean is about (sd / mean)² / n, a log ratio's is the sum of its two means', and the mean
+//! Each ratio is of the figures the tables print, the runs' geometric means
+//! ([`super::shown`]). Its interval comes from the log scale: the log of a geometric mean is
+//! the mean of the logs, whose variance is sd(log)² / n, a log ratio's is the sum of its two means', and the mean
 //! of k log ratios has the sum of their variances over k². An approximate 95 % interval;
 //! none when any ratio rests on a single run. Memory targets (tmpfs) are listed, never ranked.
 
@@ -30,15 +31,23 @@ pub struct Standing {
     pub reference: bool,
 }
 
-/// log(mean) and its variance, or `None` for a non-positive mean.
+/// log of the shown key figure (the geometric mean of the runs, [`super::shown`]: so the
+/// ranking's ratios are the ratios of the figures the tables print) and its variance, or
+/// `None` for a non-positive figure.
 fn log_mean(row: &Row, key: &str) -> Option<(f64, Option<f64>)> {
     let m = row.metric(key)?;
-    let mean = m.summary.mean;
+    let mean = row.shown_value(key)?;
     if !(mean > 0.0 && mean.is_finite()) {
         return None;
     }
-    let var = (m.summary.n >= 2)
-        .then(|| (m.summary.stddev / mean).powi(2) / m.summary.n as f64)
+    let n = m.raw.len();
+    let var = crate::stats::log_values(&m.raw)
+        .filter(|_| n >= 2)
+        .map(|l| {
+            let ml = l.iter().sum::<f64>() / n as f64;
+            l.iter().map(|x| (x - ml).powi(2)).sum::<f64>() / (n - 1) as f64 / n as f64
+        })
+        .or_else(|| (n >= 2).then(|| (m.summary.stddev / m.summary.mean).powi(2) / n as f64))
         .filter(|v| v.is_finite());
     Some((mean.ln(), var))
 }

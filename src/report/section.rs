@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use super::shown::Shown;
 use crate::results::Status;
 use crate::stats::{MetricStats, Warning};
 
@@ -33,6 +34,9 @@ pub struct Row {
     /// A memory file system (tmpfs): shown for reference, never ranked or marked.
     pub reference: bool,
     pub metrics: BTreeMap<String, MetricStats>,
+    /// The figure every output shows for each metric and which statistic it is
+    /// ([`super::shown`]): the key metric's geometric mean, the other columns' medians.
+    pub shown: BTreeMap<String, Shown>,
     pub warnings: Vec<Warning>,
     /// Why this row differs significantly from the baseline, from the monitor's figures in
     /// the same cells (`report::explain`); absent when nothing measured explains it.
@@ -46,6 +50,10 @@ impl Row {
     }
     pub fn mean(&self, name: &str) -> Option<f64> {
         self.metrics.get(name).map(|m| m.summary.mean)
+    }
+    /// The value shown for `name` ([`super::shown`]).
+    pub fn shown_value(&self, name: &str) -> Option<f64> {
+        self.shown.get(name).map(|s| s.value)
     }
 }
 

@@ -5,17 +5,24 @@
 
 use std::fmt::Write;
 
-use super::format::{header, value};
+use super::format::{header, mean_ci, pct_text, value};
 use super::model::Report;
 use super::section::{Mark, Section};
+use super::shown::side_pct;
 
 fn cell(s: &Section, metric: &str, ti: usize, baseline: &str) -> String {
     let row = &s.rows[ti];
-    let Some(m) = row.metric(metric) else {
+    let (Some(m), Some(shown)) = (row.metric(metric), row.shown.get(metric)) else {
         return "—".into();
     };
-    let mut c = value(metric, m.summary.mean);
-    if metric == s.key_metric {
+    let key = metric == s.key_metric;
+    // The key metric with its interval, as every table prints it; a side column's median.
+    let mut c = if key {
+        mean_ci(metric, shown)
+    } else {
+        value(metric, shown.value)
+    };
+    if key {
         match row.mark {
             Some(Mark::Best) => c.push_str(" ✓"),
             Some(Mark::Worst) => c.push_str(" ✗"),
@@ -33,12 +40,18 @@ fn cell(s: &Section, metric: &str, ti: usize, baseline: &str) -> String {
                 ),
                 None => v.significant,
             };
-            let _ = write!(
-                c,
-                " ({:+.1} %{})",
-                v.pct_diff,
-                if real { "" } else { ", ≈" }
-            );
+            // The key metric's difference as the tables write it (interval and ±? alike); a
+            // side column's, the ratio of the medians shown.
+            let pct = if key {
+                Some(pct_text(v, m.summary.n))
+            } else {
+                let base = s.rows.iter().find(|r| r.target == baseline);
+                side_pct(Some(shown), base.and_then(|b| b.shown.get(metric)))
+                    .map(|p| format!("{p:+.1} %"))
+            };
+            if let Some(pct) = pct {
+                let _ = write!(c, " ({pct}{})", if real { "" } else { ", ≈" });
+            }
         }
     }
     c
@@ -46,14 +59,27 @@ fn cell(s: &Section, metric: &str, ti: usize, baseline: &str) -> String {
 
 /// Renders every section as a metric × configuration table.
 pub fn render(r: &Report) -> String {
-    let mut out = format!(
-        "# Results by metric\n\nOne column per configuration; in brackets the difference against {} (≈: not significant).\n",
+    let mut out = String::from("# Results by metric\n\n");
+    if let Some(why) = &r.incomplete {
+        let _ = writeln!(out, "> **Incomplete:** {why}\n");
+    }
+    out.push_str(&super::header::markdown(r));
+    let _ = writeln!(
+        out,
+        "\nOne column per configuration (a memory file system is a reference, never ranked); in \
+         brackets the difference against {} (≈: not significant). The key metric (first row) is \
+         the geometric mean of the runs ± its 95 % interval, its difference the tables' own; \
+         every other row is the median of the runs, its difference the ratio of the medians.",
         r.baseline
     );
     for s in &r.sections {
         let _ = write!(out, "\n## {}\n\n{}\n\n| metric |", s.title(), s.decision);
         for row in &s.rows {
-            let _ = write!(out, " {} |", row.target);
+            if row.reference {
+                let _ = write!(out, " {} (reference, RAM) |", row.target);
+            } else {
+                let _ = write!(out, " {} |", row.target);
+            }
         }
         out.push_str("\n|---|");
         out.push_str(&"---|".repeat(s.rows.len()));

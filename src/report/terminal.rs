@@ -112,7 +112,14 @@ pub fn render_width(r: &Report, color: bool, width: usize) -> String {
         out.push_str(&wrap(WIDE_NOTE, width, "", "  "));
     }
     out.push_str(&scale_text(r, width).1);
-    out.push_str(&notes::warnings(r, width));
+    out.push_str(&closing(r, width));
+    out
+}
+
+/// What follows the tables: the warnings (a line each), the lines skipped, the host and
+/// its steadiness, and the answer last, where the eye lands when the run ends: the ranking.
+fn closing(r: &Report, width: usize) -> String {
+    let mut out = notes::warnings(r, width);
     for (n, why) in &r.skipped_lines {
         out.push_str(&wrap(
             &format!("results.jsonl line {n} skipped: {why}"),
@@ -121,12 +128,12 @@ pub fn render_width(r: &Report, color: bool, width: usize) -> String {
             "  ",
         ));
     }
-    out.push_str(&notes::ranking(r, width));
     out.push('\n');
     out.push_str(&notes::host_line(r, width));
     for s in notes::machine_lines(r) {
         out.push_str(&wrap(&s, width, "", "  "));
     }
+    out.push_str(&notes::ranking(r, width));
     out
 }
 
@@ -140,7 +147,7 @@ fn columns(s: &Section, baseline: &str, color: bool) -> (Vec<Col>, bool) {
     let extras: Vec<&String> = s
         .columns
         .iter()
-        .filter(|c| *c != key && s.rows.iter().any(|r| r.mean(c).is_some()))
+        .filter(|c| *c != key && s.rows.iter().any(|r| r.shown_value(c).is_some()))
         .collect();
     let n_extra = extras.len();
     let key_cells = s
@@ -194,7 +201,11 @@ fn columns(s: &Section, baseline: &str, color: bool) -> (Vec<Col>, bool) {
         let values = s
             .rows
             .iter()
-            .map(|r| r.mean(c).map(|v| value(c, v)).unwrap_or_else(|| "—".into()))
+            .map(|r| {
+                r.shown_value(c)
+                    .map(|v| value(c, v))
+                    .unwrap_or_else(|| "—".into())
+            })
             .collect();
         cols.push(
             Col::new(header(c), values)

@@ -32,7 +32,7 @@ pub(super) fn render(h: &mut String, r: &Report, colors: &BTreeMap<String, usize
             .entry(key)
             .or_insert_with(|| (s.key_metric.clone(), BTreeMap::new()));
         for row in &s.rows {
-            if let Some(m) = row.mean(&s.key_metric) {
+            if let Some(m) = row.shown_value(&s.key_metric) {
                 lines
                     .entry(row.target.clone())
                     .or_default()

@@ -3,37 +3,12 @@
 //! comparisons — before any legend or warning.
 
 use std::fmt::Write;
-use std::time::{Duration, UNIX_EPOCH};
 
 use super::esc;
 use crate::report::charts::forest::forest;
+use crate::report::header::{date, runs};
 use crate::report::matrix::{self, Matrix, Role};
 use crate::report::model::Report;
-
-/// "2026-11-27 01:37 UTC", when the run's start is known.
-fn date(unix: f64) -> Option<String> {
-    if !(unix.is_finite() && unix > 0.0) {
-        return None;
-    }
-    let t = humantime::format_rfc3339_seconds(UNIX_EPOCH + Duration::from_secs_f64(unix));
-    let s = t.to_string();
-    Some(format!("{} UTC", s.get(..16)?.replace('T', " ")))
-}
-
-/// The runs per target: "3 runs each", "2–5 runs".
-fn runs(r: &Report) -> Option<String> {
-    let ok = r
-        .sections
-        .iter()
-        .flat_map(|s| s.rows.iter().map(|row| row.ok));
-    let (lo, hi) = ok.fold((usize::MAX, 0), |(lo, hi), n| (lo.min(n), hi.max(n)));
-    match (lo, hi) {
-        (_, 0) => None,
-        (1, 1) => Some("1 run each".into()),
-        (lo, hi) if lo == hi => Some(format!("{hi} runs each")),
-        (lo, hi) => Some(format!("{lo}–{hi} runs")),
-    }
-}
 
 /// What was compared, in one line: targets, workloads, runs, data set, file systems, host
 /// and date.
@@ -81,7 +56,7 @@ pub fn compared(r: &Report, m: &Matrix) -> String {
 fn matrix_legend(h: &mut String, r: &Report) {
     let _ = write!(
         h,
-        "<p class=\"key\">Each cell: the key metric against {b} (its mean for {b} itself). \
+        "<p class=\"key\">Each cell: the key metric against {b} (its geometric mean for {b} itself). \
          <span class=\"better\">√ better</span> <span class=\"worse\">× worse</span> \
          <span class=\"equivalent\">= equivalent (within ±{m} %)</span> \
          <span class=\"undecided\">undecided: neither yet</span> · ↑ higher is better, ↓ lower \

@@ -24,10 +24,11 @@ fn absolute(s: &Section, colors: &BTreeMap<String, usize>) -> Vec<Bar> {
         .iter()
         .filter_map(|row| {
             let m = row.metric(&s.key_metric)?;
+            let shown = row.shown.get(&s.key_metric)?;
             Some(Bar {
                 label: row.target.clone(),
-                value: m.summary.mean,
-                ci: m.summary.ci95,
+                value: shown.value,
+                ci: shown.ci95,
                 reps: m.raw.clone(),
                 color: colors.get(&row.target).copied().unwrap_or(0),
             })
@@ -35,30 +36,31 @@ fn absolute(s: &Section, colors: &BTreeMap<String, usize>) -> Vec<Bar> {
         .collect()
 }
 
-/// The key metric of every row in % of the baseline's mean: the comparison's difference and
-/// its 95 % interval (what the tables print), the repetitions scaled by the baseline mean.
-/// The baseline's own bar is 100 % with its interval relative to its mean; a row with no
-/// comparison (too few runs) shows the ratio of the means without an interval. `None` when
-/// the baseline has no such figure.
+/// The key metric of every row in % of the baseline's shown figure (its geometric mean): the
+/// comparison's difference and its 95 % interval (what the tables print), the repetitions
+/// scaled by that figure. The baseline's own bar is 100 % with its interval relative to it; a
+/// row with no comparison (too few runs) shows the ratio of the geometric means without an
+/// interval. `None` when the baseline has no such figure.
 fn relative(s: &Section, baseline: &str, colors: &BTreeMap<String, usize>) -> Option<Vec<Bar>> {
     let base = s.rows.iter().find(|r| r.target == baseline)?;
-    let bm = base.metric(&s.key_metric)?.summary.mean;
+    let bm = base.shown_value(&s.key_metric)?;
     if !(bm.is_finite() && bm != 0.0) {
         return None;
     }
     let pct = |v: f64| v / bm * 100.0;
     let bar = |row: &Row| -> Option<Bar> {
         let m = row.metric(&s.key_metric)?;
+        let shown = row.shown.get(&s.key_metric)?;
         let (value, ci) = if row.target == baseline {
-            (100.0, m.summary.ci95.map(|(lo, hi)| (pct(lo), pct(hi))))
+            (100.0, shown.ci95.map(|(lo, hi)| (pct(lo), pct(hi))))
         } else {
             match m.vs_baseline.as_ref() {
                 Some(c) => (
                     100.0 + c.pct_diff,
                     c.pct_ci95.map(|(lo, hi)| (100.0 + lo, 100.0 + hi)),
                 ),
-                // No comparison (too few runs): the ratio of the means, with no interval.
-                None => (pct(m.summary.mean), None),
+                // No comparison (too few runs): the ratio of the geometric means, no interval.
+                None => (pct(shown.value), None),
             }
         };
         Some(Bar {
@@ -77,8 +79,8 @@ fn relative(s: &Section, baseline: &str, colors: &BTreeMap<String, usize>) -> Op
 pub(super) fn bar_charts(h: &mut String, r: &Report, colors: &BTreeMap<String, usize>) {
     let _ = write!(
         h,
-        "<section id=\"bars\"><h2>Per workload</h2><p>Bars: mean of the repetitions (its value \
-         above); dots: each repetition; error bars: the whole 95&nbsp;% confidence interval.</p>\
+        "<section id=\"bars\"><h2>Per workload</h2><p>Bars: geometric mean of the repetitions (its value \
+         above, the figure the tables print and their % compares); dots: each repetition; error bars: the whole 95&nbsp;% confidence interval of that geometric mean.</p>\
          <input type=\"checkbox\" id=\"relative\" class=\"toggle\"><label for=\"relative\">\
          show in % of the baseline ({})</label><div class=\"charts\">",
         esc(&r.baseline)
@@ -129,7 +131,7 @@ pub(super) fn scaling(h: &mut String, r: &Report, colors: &BTreeMap<String, usiz
         let mut lines: BTreeMap<String, Vec<(f64, f64)>> = BTreeMap::new();
         for s in &secs {
             for row in &s.rows {
-                if let Some(m) = row.mean(&key) {
+                if let Some(m) = row.shown_value(&key) {
                     lines
                         .entry(row.target.clone())
                         .or_default()
