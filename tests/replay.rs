@@ -510,3 +510,88 @@ fn every_shipped_trace_replays_verified_on_tmpfs() {
     }
     assert!(leftovers(&root.path).is_empty());
 }
+
+/// `fsarena run ARGS --dry-run` with no history beside its results: its stdout with the
+/// lines' wrapping undone, and its exit status.
+fn dry_run(args: &[&str], root: &Path) -> (Option<i32>, String) {
+    let run = Command::new(bin())
+        .arg("run")
+        .args(args)
+        .args([
+            "--dry-run",
+            "--target",
+            "ext4",
+            "--scale",
+            "0.1",
+            "--runs",
+            "1",
+        ])
+        .arg("--work-dir")
+        .arg(root.join("work"))
+        .arg("--out")
+        .arg(root.join("history").join("out"))
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&run.stdout);
+    let err = String::from_utf8_lossy(&run.stderr);
+    let text = out.split_whitespace().collect::<Vec<_>>().join(" ");
+    (run.status.code(), format!("{text} {err}"))
+}
+
+/// Defect (issue 37): a replay's dry run, space check and cost estimate described the
+/// default data set ("data set: small at scale 0.01 … 2500 files", and a disk figure and
+/// estimate that belong to it) instead of its trace's initial state. A plan that runs a
+/// replay beside a data-set workload is described with both.
+#[test]
+fn a_replays_dry_run_describes_its_traces_initial_state_not_the_data_set() {
+    let root = TestRoot::new("replay-dry-run");
+    // One 3 MiB file the program found, to which it appends 1 MiB.
+    let initial = vec![entry(json!({"path": "f", "kind": "file", "size": 3 << 20}))];
+    let calls = vec![
+        call(
+            0,
+            0.0,
+            json!({"op": "open", "syscall": "openat", "path": "f",
+            "flags": ["O_WRONLY", "O_APPEND"], "ret": 3}),
+        ),
+        call(
+            0,
+            0.1,
+            json!({"op": "write", "syscall": "write", "fd": 3,
+            "size": 1 << 20, "ret": 1 << 20}),
+        ),
+        call(
+            0,
+            0.2,
+            json!({"op": "close", "syscall": "close", "fd": 3, "ret": 0}),
+        ),
+    ];
+    let t = save(&trace(1, initial, calls), &root.path.join("t.fstrace"));
+    let t = t.to_str().unwrap();
+    let (code, out) = dry_run(&["--workload", "replay", "--trace", t], &root.path);
+    assert_eq!(code, Some(0), "{out}");
+    let state = format!(
+        "initial state of replay: 1 file, 3.0 MiB from {t} (up to 4.0 MiB with what its calls add)"
+    );
+    assert!(out.contains(&state), "{out}");
+    assert!(!out.contains("data set: "), "{out}");
+    assert!(
+        out.contains("written once with a workload's initial state"),
+        "{out}"
+    );
+    // The data set at scale 0.1 (25k files, 390 MiB) needs about 1.8 GiB of disk and ~8 s
+    // by the coarse model; the trace a few hundred MiB (the fixed part) and ~2.4 s.
+    let disk = out.split("disk: up to ").nth(1).unwrap_or_default();
+    assert!(
+        disk.split(" at once").next().unwrap().ends_with("MiB"),
+        "{out}"
+    );
+    let estimate = out.split("estimate: about ").nth(1).unwrap_or_default();
+    let secs = humantime::parse_duration(estimate.split(' ').next().unwrap()).unwrap();
+    assert!(secs.as_secs() < 4, "{out}");
+    // Beside a workload that starts from the data set: both.
+    let (code, out) = dry_run(&["--workload", "replay,scan", "--trace", t], &root.path);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.contains(&state), "{out}");
+    assert!(out.contains("data set: small at scale 0.1"), "{out}");
+}
