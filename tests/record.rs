@@ -501,3 +501,43 @@ fn a_terminal_ctrl_c_of_record_stops_the_program_and_strace_and_writes_no_trace(
     assert!(!common::alive(strace) && !common::alive(sleep));
     common::no_run_dirs(&work.path);
 }
+
+/// Defect (issue 37): `record --out F` emptied F at its start (to check it could write it)
+/// and wrote it as it went, so a `kill -9` left F empty or cut and an earlier trace there
+/// was lost. The trace is written beside F under a name of the run's own and renamed over F
+/// once whole: a killed recording leaves F as it was, and `fsarena cleanup` removes the
+/// partial file.
+#[test]
+fn kill_9_of_record_leaves_an_existing_out_file_as_it_was_and_cleanup_removes_the_partial() {
+    common::require_root();
+    let work = common::TestRoot::new("record-kill9-out");
+    let tmp = tempfile::tempdir().unwrap();
+    let root = fresh_root(&tmp, "kept");
+    let out = root.with_extension("fstrace");
+    std::fs::write(&out, "an earlier trace\n").unwrap();
+    let beside = |dir: &Path| -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.contains("kept.fstrace"))
+            .collect();
+        names.sort();
+        names
+    };
+    let (mut child, strace, _sleep) = recording_a_sleep(&root, &work.path);
+    let during = beside(tmp.path());
+    assert_eq!(during.len(), 2, "the partial file beside it: {during:?}");
+    run(&root, "kill", &["-KILL", &child.id().to_string()]);
+    child.wait().unwrap();
+    assert!(common::wait_for(5, || !common::alive(strace)));
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "an earlier trace\n");
+    common::cleanup_ok(&work.path);
+    assert_eq!(beside(tmp.path()), vec!["kept.fstrace".to_string()]);
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "an earlier trace\n");
+    common::no_run_dirs(&work.path);
+    // A recording that completes replaces it.
+    let (_, trace) = record(&root, &[], &["true"]);
+    assert_eq!(trace.header.command, vec!["true".to_string()]);
+    assert_eq!(beside(tmp.path()), vec!["kept.fstrace".to_string()]);
+}
