@@ -455,6 +455,16 @@ fn recording_a_sleep(root: &Path, work: &Path) -> (std::process::Child, i32, i32
     (child, strace.unwrap(), sleep.unwrap())
 }
 
+/// `kill -9` of the recording fsarena `child`, and its strace dying with it.
+fn kill_9(root: &Path, child: &mut std::process::Child, strace: i32) {
+    run(root, "kill", &["-KILL", &child.id().to_string()]);
+    child.wait().unwrap();
+    assert!(
+        common::wait_for(5, || !common::alive(strace)),
+        "strace outlived fsarena's kill -9"
+    );
+}
+
 /// Issue 39 leftover: a `kill -9` of `fsarena record` left strace and the traced program
 /// running, and `fsarena cleanup` knew nothing of them (strace wrote to /tmp, nothing was
 /// journaled). Now strace dies with fsarena, and `fsarena cleanup` stops the program
@@ -466,12 +476,7 @@ fn kill_9_of_record_then_cleanup_leaves_no_strace_no_program_and_no_files() {
     let tmp = tempfile::tempdir().unwrap();
     let root = fresh_root(&tmp, "killed");
     let (mut child, strace, sleep) = recording_a_sleep(&root, &work.path);
-    run(&root, "kill", &["-KILL", &child.id().to_string()]);
-    child.wait().unwrap();
-    assert!(
-        common::wait_for(5, || !common::alive(strace)),
-        "strace outlived fsarena's kill -9"
-    );
+    kill_9(&root, &mut child, strace);
     common::cleanup_ok(&work.path);
     assert!(
         common::wait_for(5, || !common::alive(sleep)),
@@ -528,9 +533,7 @@ fn kill_9_of_record_leaves_an_existing_out_file_as_it_was_and_cleanup_removes_th
     let (mut child, strace, _sleep) = recording_a_sleep(&root, &work.path);
     let during = beside(tmp.path());
     assert_eq!(during.len(), 2, "the partial file beside it: {during:?}");
-    run(&root, "kill", &["-KILL", &child.id().to_string()]);
-    child.wait().unwrap();
-    assert!(common::wait_for(5, || !common::alive(strace)));
+    kill_9(&root, &mut child, strace);
     assert_eq!(std::fs::read_to_string(&out).unwrap(), "an earlier trace\n");
     common::cleanup_ok(&work.path);
     assert_eq!(beside(tmp.path()), vec!["kept.fstrace".to_string()]);
