@@ -215,6 +215,24 @@ fn run(args: &[&str], root: &Path, out: &str) -> (Option<i32>, String, Vec<serde
     (run.status.code(), err, ms)
 }
 
+/// `fsarena run --workload replay --trace TRACE ARGS` as [`run`] makes it, in `root/out`:
+/// its records, once it is checked that the run exited 0 with every record `ok` (a
+/// replay's `ok` means every call ended as recorded and the tree is the one implied).
+fn replay_ok(trace: &Path, args: &[&str], root: &Path, out: &str) -> Vec<serde_json::Value> {
+    let t = trace.to_str().unwrap();
+    let all: Vec<&str> = ["--workload", "replay", "--trace", t]
+        .into_iter()
+        .chain(args.iter().copied())
+        .collect();
+    let (code, err, ms) = run(&all, root, out);
+    assert_eq!(code, Some(0), "{t}: {err}");
+    assert!(
+        !ms.is_empty() && ms.iter().all(|m| m["status"] == "ok"),
+        "{t}: {ms:?}"
+    );
+    ms
+}
+
 fn metric(m: &serde_json::Value, k: &str) -> f64 {
     m["metrics"][k]
         .as_f64()
@@ -226,22 +244,14 @@ fn a_trace_of_every_operation_replays_verified_on_ext4_and_tmpfs() {
     require_root();
     let root = TestRoot::new("replay-every");
     let t = save(&every_op(), &root.path.join("every.fstrace"));
-    let t = t.to_str().unwrap();
-    let args = [
-        "--workload",
-        "replay",
-        "--trace",
-        t,
-        "--target",
-        "ext4",
-        "--target",
-        "tmpfs",
-    ];
-    let (code, err, ms) = run(&args, &root.path, "out");
-    assert_eq!(code, Some(0), "{err}");
+    let ms = replay_ok(
+        &t,
+        &["--target", "ext4", "--target", "tmpfs"],
+        &root.path,
+        "out",
+    );
     assert_eq!(ms.len(), 2, "{ms:?}");
     for m in &ms {
-        assert_eq!(m["status"], "ok", "{m}");
         assert_eq!(metric(m, "calls"), 34.0);
         assert!(metric(m, "calls_per_s") > 0.0);
         assert_eq!(metric(m, "read_ops"), 5.0);
@@ -318,19 +328,9 @@ fn a_reader_never_runs_before_the_writer_it_depends_on() {
         entry(json!({"path": "shared", "kind": "file", "size": 0})),
     ];
     let t = save(&trace(2, initial, calls), &root.path.join("order.fstrace"));
-    let args = [
-        "--workload",
-        "replay",
-        "--trace",
-        t.to_str().unwrap(),
-        "--target",
-        "tmpfs",
-    ];
     for rep in 0..3 {
-        let (code, err, ms) = run(&args, &root.path, &format!("out{rep}"));
-        assert_eq!(code, Some(0), "{err}");
         // The read's byte count is checked against the recorded 65,536: ok means it got them.
-        assert_eq!(ms[0]["status"], "ok", "{}", ms[0]);
+        let ms = replay_ok(&t, &["--target", "tmpfs"], &root.path, &format!("out{rep}"));
         assert_eq!(metric(&ms[0], "logical_read_bytes"), 65_536.0);
     }
 }
@@ -416,22 +416,10 @@ fn original_timing_keeps_the_recorded_gaps() {
         &trace(1, initial, vec![stat(0.0), stat(0.4)]),
         &root.path.join("gap.fstrace"),
     );
-    let t = t.to_str().unwrap();
     let mut seconds = Vec::new();
     for timing in ["fast", "original"] {
-        let args = [
-            "--workload",
-            "replay",
-            "--trace",
-            t,
-            "--timing",
-            timing,
-            "--target",
-            "tmpfs",
-        ];
-        let (code, err, ms) = run(&args, &root.path, timing);
-        assert_eq!(code, Some(0), "{err}");
-        assert_eq!(ms[0]["status"], "ok", "{}", ms[0]);
+        let args = ["--timing", timing, "--target", "tmpfs"];
+        let ms = replay_ok(&t, &args, &root.path, timing);
         seconds.push(metric(&ms[0], "replay_seconds"));
     }
     assert!(seconds[0] < 0.1 && seconds[1] >= 0.4, "{seconds:?}");
@@ -458,19 +446,8 @@ fn original_timing_keeps_the_think_time_not_the_recorded_call_times() {
         &trace(1, initial, vec![stat(0.0, 0.6), stat(0.7, 0.0)]),
         &root.path.join("think.fstrace"),
     );
-    let args = [
-        "--workload",
-        "replay",
-        "--trace",
-        t.to_str().unwrap(),
-        "--timing",
-        "original",
-        "--target",
-        "tmpfs",
-    ];
-    let (code, err, ms) = run(&args, &root.path, "out");
-    assert_eq!(code, Some(0), "{err}");
-    assert_eq!(ms[0]["status"], "ok", "{}", ms[0]);
+    let args = ["--timing", "original", "--target", "tmpfs"];
+    let ms = replay_ok(&t, &args, &root.path, "out");
     let seconds = metric(&ms[0], "replay_seconds");
     assert!((0.1..0.5).contains(&seconds), "{seconds}");
 }
@@ -492,21 +469,7 @@ fn every_shipped_trace_replays_verified_on_tmpfs() {
     names.sort();
     assert!(names.len() >= 3, "{names:?}");
     for (i, t) in names.iter().enumerate() {
-        let args = [
-            "--workload",
-            "replay",
-            "--trace",
-            t.to_str().unwrap(),
-            "--target",
-            "tmpfs",
-        ];
-        let (code, err, ms) = run(&args, &root.path, &format!("out{i}"));
-        assert_eq!(code, Some(0), "{}: {err}", t.display());
-        assert!(
-            ms.iter().all(|m| m["status"] == "ok"),
-            "{}: {ms:?}",
-            t.display()
-        );
+        replay_ok(t, &["--target", "tmpfs"], &root.path, &format!("out{i}"));
     }
     assert!(leftovers(&root.path).is_empty());
 }
