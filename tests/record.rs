@@ -455,6 +455,16 @@ fn recording_a_sleep(root: &Path, work: &Path) -> (std::process::Child, i32, i32
     (child, strace.unwrap(), sleep.unwrap())
 }
 
+/// `kill -9` of the recording fsarena `child`, and its strace dying with it.
+fn kill_9(root: &Path, child: &mut std::process::Child, strace: i32) {
+    run(root, "kill", &["-KILL", &child.id().to_string()]);
+    child.wait().unwrap();
+    assert!(
+        common::wait_for(5, || !common::alive(strace)),
+        "strace outlived fsarena's kill -9"
+    );
+}
+
 /// Issue 39 leftover: a `kill -9` of `fsarena record` left strace and the traced program
 /// running, and `fsarena cleanup` knew nothing of them (strace wrote to /tmp, nothing was
 /// journaled). Now strace dies with fsarena, and `fsarena cleanup` stops the program
@@ -466,12 +476,7 @@ fn kill_9_of_record_then_cleanup_leaves_no_strace_no_program_and_no_files() {
     let tmp = tempfile::tempdir().unwrap();
     let root = fresh_root(&tmp, "killed");
     let (mut child, strace, sleep) = recording_a_sleep(&root, &work.path);
-    run(&root, "kill", &["-KILL", &child.id().to_string()]);
-    child.wait().unwrap();
-    assert!(
-        common::wait_for(5, || !common::alive(strace)),
-        "strace outlived fsarena's kill -9"
-    );
+    kill_9(&root, &mut child, strace);
     common::cleanup_ok(&work.path);
     assert!(
         common::wait_for(5, || !common::alive(sleep)),
@@ -500,4 +505,42 @@ fn a_terminal_ctrl_c_of_record_stops_the_program_and_strace_and_writes_no_trace(
     );
     assert!(!common::alive(strace) && !common::alive(sleep));
     common::no_run_dirs(&work.path);
+}
+
+/// Defect (issue 37): `record --out F` emptied F at its start (to check it could write it)
+/// and wrote it as it went, so a `kill -9` left F empty or cut and an earlier trace there
+/// was lost. The trace is written beside F under a name of the run's own and renamed over F
+/// once whole: a killed recording leaves F as it was, and `fsarena cleanup` removes the
+/// partial file.
+#[test]
+fn kill_9_of_record_leaves_an_existing_out_file_as_it_was_and_cleanup_removes_the_partial() {
+    common::require_root();
+    let work = common::TestRoot::new("record-kill9-out");
+    let tmp = tempfile::tempdir().unwrap();
+    let root = fresh_root(&tmp, "kept");
+    let out = root.with_extension("fstrace");
+    std::fs::write(&out, "an earlier trace\n").unwrap();
+    let beside = |dir: &Path| -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.contains("kept.fstrace"))
+            .collect();
+        names.sort();
+        names
+    };
+    let (mut child, strace, _sleep) = recording_a_sleep(&root, &work.path);
+    let during = beside(tmp.path());
+    assert_eq!(during.len(), 2, "the partial file beside it: {during:?}");
+    kill_9(&root, &mut child, strace);
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "an earlier trace\n");
+    common::cleanup_ok(&work.path);
+    assert_eq!(beside(tmp.path()), vec!["kept.fstrace".to_string()]);
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "an earlier trace\n");
+    common::no_run_dirs(&work.path);
+    // A recording that completes replaces it.
+    let (_, trace) = record(&root, &[], &["true"]);
+    assert_eq!(trace.header.command, vec!["true".to_string()]);
+    assert_eq!(beside(tmp.path()), vec!["kept.fstrace".to_string()]);
 }

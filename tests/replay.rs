@@ -215,6 +215,24 @@ fn run(args: &[&str], root: &Path, out: &str) -> (Option<i32>, String, Vec<serde
     (run.status.code(), err, ms)
 }
 
+/// `fsarena run --workload replay --trace TRACE ARGS` as [`run`] makes it, in `root/out`:
+/// its records, once it is checked that the run exited 0 with every record `ok` (a
+/// replay's `ok` means every call ended as recorded and the tree is the one implied).
+fn replay_ok(trace: &Path, args: &[&str], root: &Path, out: &str) -> Vec<serde_json::Value> {
+    let t = trace.to_str().unwrap();
+    let all: Vec<&str> = ["--workload", "replay", "--trace", t]
+        .into_iter()
+        .chain(args.iter().copied())
+        .collect();
+    let (code, err, ms) = run(&all, root, out);
+    assert_eq!(code, Some(0), "{t}: {err}");
+    assert!(
+        !ms.is_empty() && ms.iter().all(|m| m["status"] == "ok"),
+        "{t}: {ms:?}"
+    );
+    ms
+}
+
 fn metric(m: &serde_json::Value, k: &str) -> f64 {
     m["metrics"][k]
         .as_f64()
@@ -226,22 +244,14 @@ fn a_trace_of_every_operation_replays_verified_on_ext4_and_tmpfs() {
     require_root();
     let root = TestRoot::new("replay-every");
     let t = save(&every_op(), &root.path.join("every.fstrace"));
-    let t = t.to_str().unwrap();
-    let args = [
-        "--workload",
-        "replay",
-        "--trace",
-        t,
-        "--target",
-        "ext4",
-        "--target",
-        "tmpfs",
-    ];
-    let (code, err, ms) = run(&args, &root.path, "out");
-    assert_eq!(code, Some(0), "{err}");
+    let ms = replay_ok(
+        &t,
+        &["--target", "ext4", "--target", "tmpfs"],
+        &root.path,
+        "out",
+    );
     assert_eq!(ms.len(), 2, "{ms:?}");
     for m in &ms {
-        assert_eq!(m["status"], "ok", "{m}");
         assert_eq!(metric(m, "calls"), 34.0);
         assert!(metric(m, "calls_per_s") > 0.0);
         assert_eq!(metric(m, "read_ops"), 5.0);
@@ -318,19 +328,9 @@ fn a_reader_never_runs_before_the_writer_it_depends_on() {
         entry(json!({"path": "shared", "kind": "file", "size": 0})),
     ];
     let t = save(&trace(2, initial, calls), &root.path.join("order.fstrace"));
-    let args = [
-        "--workload",
-        "replay",
-        "--trace",
-        t.to_str().unwrap(),
-        "--target",
-        "tmpfs",
-    ];
     for rep in 0..3 {
-        let (code, err, ms) = run(&args, &root.path, &format!("out{rep}"));
-        assert_eq!(code, Some(0), "{err}");
         // The read's byte count is checked against the recorded 65,536: ok means it got them.
-        assert_eq!(ms[0]["status"], "ok", "{}", ms[0]);
+        let ms = replay_ok(&t, &["--target", "tmpfs"], &root.path, &format!("out{rep}"));
         assert_eq!(metric(&ms[0], "logical_read_bytes"), 65_536.0);
     }
 }
@@ -416,22 +416,10 @@ fn original_timing_keeps_the_recorded_gaps() {
         &trace(1, initial, vec![stat(0.0), stat(0.4)]),
         &root.path.join("gap.fstrace"),
     );
-    let t = t.to_str().unwrap();
     let mut seconds = Vec::new();
     for timing in ["fast", "original"] {
-        let args = [
-            "--workload",
-            "replay",
-            "--trace",
-            t,
-            "--timing",
-            timing,
-            "--target",
-            "tmpfs",
-        ];
-        let (code, err, ms) = run(&args, &root.path, timing);
-        assert_eq!(code, Some(0), "{err}");
-        assert_eq!(ms[0]["status"], "ok", "{}", ms[0]);
+        let args = ["--timing", timing, "--target", "tmpfs"];
+        let ms = replay_ok(&t, &args, &root.path, timing);
         seconds.push(metric(&ms[0], "replay_seconds"));
     }
     assert!(seconds[0] < 0.1 && seconds[1] >= 0.4, "{seconds:?}");
@@ -458,19 +446,8 @@ fn original_timing_keeps_the_think_time_not_the_recorded_call_times() {
         &trace(1, initial, vec![stat(0.0, 0.6), stat(0.7, 0.0)]),
         &root.path.join("think.fstrace"),
     );
-    let args = [
-        "--workload",
-        "replay",
-        "--trace",
-        t.to_str().unwrap(),
-        "--timing",
-        "original",
-        "--target",
-        "tmpfs",
-    ];
-    let (code, err, ms) = run(&args, &root.path, "out");
-    assert_eq!(code, Some(0), "{err}");
-    assert_eq!(ms[0]["status"], "ok", "{}", ms[0]);
+    let args = ["--timing", "original", "--target", "tmpfs"];
+    let ms = replay_ok(&t, &args, &root.path, "out");
     let seconds = metric(&ms[0], "replay_seconds");
     assert!((0.1..0.5).contains(&seconds), "{seconds}");
 }
@@ -492,21 +469,92 @@ fn every_shipped_trace_replays_verified_on_tmpfs() {
     names.sort();
     assert!(names.len() >= 3, "{names:?}");
     for (i, t) in names.iter().enumerate() {
-        let args = [
-            "--workload",
-            "replay",
-            "--trace",
-            t.to_str().unwrap(),
-            "--target",
-            "tmpfs",
-        ];
-        let (code, err, ms) = run(&args, &root.path, &format!("out{i}"));
-        assert_eq!(code, Some(0), "{}: {err}", t.display());
-        assert!(
-            ms.iter().all(|m| m["status"] == "ok"),
-            "{}: {ms:?}",
-            t.display()
-        );
+        replay_ok(t, &["--target", "tmpfs"], &root.path, &format!("out{i}"));
     }
     assert!(leftovers(&root.path).is_empty());
+}
+
+/// `fsarena run ARGS --dry-run` with no history beside its results: its stdout with the
+/// lines' wrapping undone, and its exit status.
+fn dry_run(args: &[&str], root: &Path) -> (Option<i32>, String) {
+    let run = Command::new(bin())
+        .arg("run")
+        .args(args)
+        .args([
+            "--dry-run",
+            "--target",
+            "ext4",
+            "--scale",
+            "0.1",
+            "--runs",
+            "1",
+        ])
+        .arg("--work-dir")
+        .arg(root.join("work"))
+        .arg("--out")
+        .arg(root.join("history").join("out"))
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&run.stdout);
+    let err = String::from_utf8_lossy(&run.stderr);
+    let text = out.split_whitespace().collect::<Vec<_>>().join(" ");
+    (run.status.code(), format!("{text} {err}"))
+}
+
+/// Defect (issue 37): a replay's dry run, space check and cost estimate described the
+/// default data set ("data set: small at scale 0.01 … 2500 files", and a disk figure and
+/// estimate that belong to it) instead of its trace's initial state. A plan that runs a
+/// replay beside a data-set workload is described with both.
+#[test]
+fn a_replays_dry_run_describes_its_traces_initial_state_not_the_data_set() {
+    let root = TestRoot::new("replay-dry-run");
+    // One 3 MiB file the program found, to which it appends 1 MiB.
+    let initial = vec![entry(json!({"path": "f", "kind": "file", "size": 3 << 20}))];
+    let calls = vec![
+        call(
+            0,
+            0.0,
+            json!({"op": "open", "syscall": "openat", "path": "f",
+            "flags": ["O_WRONLY", "O_APPEND"], "ret": 3}),
+        ),
+        call(
+            0,
+            0.1,
+            json!({"op": "write", "syscall": "write", "fd": 3,
+            "size": 1 << 20, "ret": 1 << 20}),
+        ),
+        call(
+            0,
+            0.2,
+            json!({"op": "close", "syscall": "close", "fd": 3, "ret": 0}),
+        ),
+    ];
+    let t = save(&trace(1, initial, calls), &root.path.join("t.fstrace"));
+    let t = t.to_str().unwrap();
+    let (code, out) = dry_run(&["--workload", "replay", "--trace", t], &root.path);
+    assert_eq!(code, Some(0), "{out}");
+    let state = format!(
+        "initial state of replay: 1 file, 3.0 MiB from {t} (up to 4.0 MiB with what its calls add)"
+    );
+    assert!(out.contains(&state), "{out}");
+    assert!(!out.contains("data set: "), "{out}");
+    assert!(
+        out.contains("written once with a workload's initial state"),
+        "{out}"
+    );
+    // The data set at scale 0.1 (25k files, 390 MiB) needs about 1.8 GiB of disk and ~8 s
+    // by the coarse model; the trace a few hundred MiB (the fixed part) and ~2.4 s.
+    let disk = out.split("disk: up to ").nth(1).unwrap_or_default();
+    assert!(
+        disk.split(" at once").next().unwrap().ends_with("MiB"),
+        "{out}"
+    );
+    let estimate = out.split("estimate: about ").nth(1).unwrap_or_default();
+    let secs = humantime::parse_duration(estimate.split(' ').next().unwrap()).unwrap();
+    assert!(secs.as_secs() < 4, "{out}");
+    // Beside a workload that starts from the data set: both.
+    let (code, out) = dry_run(&["--workload", "replay,scan", "--trace", t], &root.path);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.contains(&state), "{out}");
+    assert!(out.contains("data set: small at scale 0.1"), "{out}");
 }

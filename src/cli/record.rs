@@ -3,12 +3,13 @@
 //! replay is not written as a success), and the summary of what was left out.
 
 use std::io::BufWriter;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use clap::Args;
 
 use super::exit::{EXIT_FAILED, EXIT_OK};
+use crate::provision::journal::{Kind, Op};
 use crate::provision::{cgroup, cleanup, workdir};
 use crate::trace::{format, record};
 
@@ -37,7 +38,9 @@ pub struct RecordArgs {
 
 /// Records, writes, reads back, summarises. Exit 0 when the command exited 0, 1 when it
 /// did not (the trace is written: a failing program's calls are its calls too) or when a
-/// signal interrupted the recording (nothing is left: no trace, no strace file).
+/// signal interrupted the recording (nothing is left: no trace, no strace file). The trace
+/// is written beside `--out` under a temporary name and renamed over it only once whole,
+/// so an interruption, even a `kill -9`, leaves `--out` as it was.
 pub fn run(args: RecordArgs) -> Result<i32> {
     let mut options = record::Options {
         root: args.root.clone().unwrap_or_else(|| PathBuf::from(".")),
@@ -48,43 +51,49 @@ pub fn run(args: RecordArgs) -> Result<i32> {
     };
     record::check(&options)?;
     let out = &args.out;
-    let file = std::fs::File::create(out)
-        .with_context(|| format!("--out {}: cannot write it", out.display()))?;
-    let run = match Journaled::make(&args.work_dir) {
-        Ok(run) => run,
+    let run = Journaled::make(&args.work_dir)?;
+    let partial = match run.partial(out) {
+        Ok(p) => p,
         Err(e) => {
-            let _ = std::fs::remove_file(out);
+            run.finish();
             return Err(e);
         }
     };
     options.scratch = Some(run.scratch.clone());
     options.cgroup_procs = run.cgroup.as_ref().map(|c| c.procs_file());
-    let recorded = record::record(&options);
+    let written = record::record(&options)
+        .map_err(RecordFailed::Record)
+        .and_then(|r| run.put(r, partial, out).map_err(RecordFailed::Write));
+    // Removes the partial file too, unless it was renamed into place.
     run.finish();
-    let recorded = match recorded {
+    let recorded = match written {
         Ok(r) => r,
-        Err(e) => {
-            let _ = std::fs::remove_file(out);
-            if matches!(e, record::RecordError::Interrupted) {
-                // Not bad input: exit 1, as an interrupted `run` does.
-                eprintln!("fsarena: {e}");
-                return Ok(EXIT_FAILED);
-            }
-            return Err(e.into());
+        Err(RecordFailed::Record(record::RecordError::Interrupted)) => {
+            // Not bad input: exit 1, as an interrupted `run` does.
+            eprintln!("fsarena: {}", record::RecordError::Interrupted);
+            return Ok(EXIT_FAILED);
         }
+        Err(RecordFailed::Record(e)) => return Err(e.into()),
+        Err(RecordFailed::Write(e)) => return Err(e),
     };
-    format::write(&recorded.trace, BufWriter::new(file))
-        .with_context(|| format!("writing {}", out.display()))?;
-    let reread = std::fs::File::open(out).map_err(format::TraceError::Io);
-    reread
-        .and_then(|f| format::read(std::io::BufReader::new(f)))
-        .with_context(|| format!("{} does not read back as a trace", out.display()))?;
     eprintln!("{}", summary(&recorded, out));
     Ok(if recorded.exit_code == Some(0) {
         EXIT_OK
     } else {
         EXIT_FAILED
     })
+}
+
+/// Why a recording left no trace: the recording itself, or writing its trace.
+enum RecordFailed {
+    Record(record::RecordError),
+    Write(anyhow::Error),
+}
+
+/// The trace being written beside `--out`, under a name of the run's own.
+struct Partial {
+    path: PathBuf,
+    file: std::fs::File,
 }
 
 /// The run directory a recording journals what it makes in, as `fsarena run` does: the
@@ -127,6 +136,45 @@ impl Journaled {
             scratch,
             ..journaled
         })
+    }
+
+    /// The file beside `out` the trace is written to, journaled before it is made (so
+    /// `fsarena cleanup` removes it after a `kill -9`) and made new (never someone's file).
+    fn partial(&self, out: &Path) -> Result<Partial> {
+        let name = out.file_name().unwrap_or(out.as_os_str()).to_string_lossy();
+        let path = out.with_file_name(format!(".{name}.{}.partial", self.work.id()));
+        let cannot = || format!("--out {}: cannot write it", out.display());
+        self.work
+            .journal
+            .record(Op::Create, Kind::Partial, &path, None)
+            .with_context(cannot)?;
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&path)
+            .with_context(cannot)?;
+        Ok(Partial { path, file })
+    }
+
+    /// Writes the trace to `partial`, makes it durable, reads it back (a trace that would
+    /// not replay is not written as a success), and renames it over `out`.
+    fn put(&self, r: record::Recorded, partial: Partial, out: &Path) -> Result<record::Recorded> {
+        let Partial { path, file } = partial;
+        let mut w = BufWriter::new(file);
+        format::write(&r.trace, &mut w).with_context(|| format!("writing {}", out.display()))?;
+        let file = w.into_inner().map_err(|e| e.into_error());
+        file.and_then(|f| f.sync_all())
+            .with_context(|| format!("writing {}", out.display()))?;
+        let reread = std::fs::File::open(&path).map_err(format::TraceError::Io);
+        reread
+            .and_then(|f| format::read(std::io::BufReader::new(f)))
+            .with_context(|| format!("{} does not read back as a trace", out.display()))?;
+        std::fs::rename(&path, out).with_context(|| format!("writing {}", out.display()))?;
+        let _ = self
+            .work
+            .journal
+            .record(Op::Release, Kind::Partial, &path, None);
+        Ok(r)
     }
 
     /// Kills what is left in the cgroup (the program's processes that outlived an

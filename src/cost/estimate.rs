@@ -28,8 +28,14 @@ pub fn copied_layout(plan: &Plan, t: usize, w: &str) -> Option<Layout> {
 }
 
 /// Prices `cells` (target index into `plan.targets`, workload name): history first, else
-/// the model.
-pub fn estimate(plan: &Plan, cells: &[(usize, &str)], files: usize, history: &History) -> Estimate {
+/// the model. `files` is what a workload's cells start from, in files (the data set's, or
+/// its own state's: `workload::initial`); a target's images grow with the largest.
+pub fn estimate(
+    plan: &Plan,
+    cells: &[(usize, &str)],
+    files: &dyn Fn(&str) -> f64,
+    history: &History,
+) -> Estimate {
     let mut e = Estimate {
         minimum_s: 0.0,
         from_history: 0,
@@ -37,37 +43,37 @@ pub fn estimate(plan: &Plan, cells: &[(usize, &str)], files: usize, history: &Hi
     };
     // Each target's images once: as earlier runs priced them apart from their cells, else
     // one model image per layout the target's cells copy.
-    let mut imaged: Vec<(usize, Layout)> = cells
+    let mut imaged: Vec<(usize, Layout, u64)> = cells
         .iter()
-        .filter_map(|&(t, w)| copied_layout(plan, t, w).map(|layout| (t, layout)))
+        .filter_map(|&(t, w)| copied_layout(plan, t, w).map(|l| (t, l, files(w) as u64)))
         .collect();
     imaged.sort_unstable();
-    imaged.dedup();
+    imaged.dedup_by_key(|i| (i.0, i.1));
     let mut priced: Vec<usize> = Vec::new();
-    for &(t, _) in &imaged {
+    for &(t, _, _) in &imaged {
         if priced.contains(&t) {
             continue;
         }
         priced.push(t);
         let target = &plan.targets[t];
-        e.minimum_s += match history.images(&target.name, files as f64) {
+        let layouts = imaged.iter().filter(|i| i.0 == t);
+        let largest = layouts.clone().map(|i| i.2).max().unwrap_or(0) as f64;
+        e.minimum_s += match history.images(&target.name, largest) {
             Some(s) => s,
-            None => {
-                let layouts = imaged.iter().filter(|i| i.0 == t).count() as f64;
-                layouts * model_image(target.fs, files as f64)
-            }
+            None => layouts.map(|i| model_image(target.fs, i.2 as f64)).sum(),
         };
     }
     for &(t, w) in cells {
         let target = &plan.targets[t];
-        match history.cell(&target.name, w, files as f64) {
+        let files = files(w);
+        match history.cell(&target.name, w, files) {
             Some(s) => {
                 e.minimum_s += s;
                 e.from_history += 1;
             }
             None => {
                 let lays_down = copied_layout(plan, t, w).is_none();
-                e.minimum_s += model_cell(target.fs, files as f64, lays_down);
+                e.minimum_s += model_cell(target.fs, files, lays_down);
                 e.from_model += 1;
             }
         }
@@ -101,7 +107,7 @@ mod tests {
         let ext4 = crate::plan::catalogue::get("ext4").unwrap();
         let plan = Plan::of(vec![ext4], &["touch"], Default::default());
         let cells = [(0, "touch"), (0, "touch"), (0, "touch")];
-        let e = estimate(&plan, &cells, files as usize, &h);
+        let e = estimate(&plan, &cells, &|_| files, &h);
         assert_eq!(e.minimum_s, 4.0 + 3.0);
     }
 
@@ -113,7 +119,7 @@ mod tests {
         let plan = Plan::of(vec![ext4], &["create", "touch", "copy"], Default::default());
         let files = 11_000.0; // one second of creating at ext4's model rate
         let cells = [(0, "create"), (0, "touch"), (0, "touch"), (0, "copy")];
-        let e = estimate(&plan, &cells, files as usize, &History::default());
+        let e = estimate(&plan, &cells, &|_| files, &History::default());
         let lays_down = model_cell(FsKind::Ext4, files, true);
         let on_copy = model_cell(FsKind::Ext4, files, false);
         // touch copies the data set's image, copy the dated one's: two images.

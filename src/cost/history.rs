@@ -8,6 +8,7 @@ use std::time::SystemTime;
 
 use crate::plan::Plan;
 use crate::results::{store, Measurement};
+use crate::workload::initial::Starts;
 
 /// What one (target, workload) cost in an earlier run, per cell on average.
 #[derive(Debug, Default, Clone, Copy, PartialEq)]
@@ -54,19 +55,25 @@ impl History {
             let Ok(loaded) = store::load(dir) else {
                 continue;
             };
-            let Some(files) = dataset_files(&loaded.host.plan) else {
+            let Some((starts, files)) = dataset_files(&loaded.host.plan) else {
                 continue;
             };
             let (cells, images) = cell_times(&loaded.measurements);
-            h.add_cells(&cells, files);
-            h.add_images(images, files);
+            let of = |w: &str| starts.files_of(w, files).map(|f| f as f64);
+            h.add_cells(&cells, &of);
+            h.add_images(images, starts.largest_files(files) as f64);
         }
         h
     }
 
-    /// Adds one run's cells (of a data set of `files` files) as one [`Cost`] per (target,
-    /// workload): the mean of its cells, over the target's cheapest cell as its overhead.
-    fn add_cells(&mut self, cells: &HashMap<CellKey, CellTime>, files: f64) {
+    /// Adds one run's cells (each workload's starting `files`: the data set's, or its own
+    /// state's) as one [`Cost`] per (target, workload): the mean of its cells, over the
+    /// target's cheapest cell as its overhead. A workload whose start is unknown is left out.
+    fn add_cells(
+        &mut self,
+        cells: &HashMap<CellKey, CellTime>,
+        files: &dyn Fn(&str) -> Option<f64>,
+    ) {
         let mut cheapest: HashMap<String, f64> = HashMap::new();
         let mut sums: HashMap<(String, String), (Cost, u32)> = HashMap::new();
         for ((t, w, _, _), &(c, repeated, one_pass)) in cells {
@@ -79,6 +86,9 @@ impl History {
             s.1 += 1;
         }
         for ((t, w), (sum, n)) in sums {
+            let Some(files) = files(&w).filter(|&f| f > 0.0) else {
+                continue;
+            };
             let n = f64::from(n);
             let cost = Cost {
                 cell: sum.cell / n,
@@ -165,14 +175,13 @@ fn runs_newest_first(root: &Path) -> Vec<PathBuf> {
     dirs.into_iter().rev().map(|(_, p)| p).collect()
 }
 
-/// The number of files in the data set of the run whose plan was recorded as `plan`;
-/// `None` when the plan cannot be read back or made no files (nothing to rescale by).
-fn dataset_files(plan: &serde_json::Value) -> Option<f64> {
-    serde_json::from_value::<Plan>(plan.clone())
-        .ok()
-        .and_then(|p| p.dataset.plan().ok())
-        .map(|m| m.files.len() as f64)
-        .filter(|&f| f > 0.0)
+/// What the workloads of the run whose plan was recorded as `plan` start from, and the
+/// number of files in its data set; `None` when the plan cannot be read back or made no
+/// files (nothing to rescale by).
+fn dataset_files(plan: &serde_json::Value) -> Option<(Starts, u64)> {
+    let plan = serde_json::from_value::<Plan>(plan.clone()).ok()?;
+    let files = plan.dataset.plan().ok()?.files.len() as u64;
+    (files > 0).then(|| (Starts::of(&plan), files))
 }
 
 /// One cost per cell of a run: its last record's `cell_seconds` (each record carries the

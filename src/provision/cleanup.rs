@@ -435,12 +435,10 @@ fn journaled_mount(live: &[journal::Entry], p: &Path) -> bool {
     live.iter().any(|e| e.kind == Kind::Mount && e.path == p)
 }
 
-/// The journaled images inside `run` that are still there.
+/// The journaled images inside `run`, and partial files, that are still there.
 fn remove_images(run: &Path, live: &[journal::Entry], report: &mut CleanupReport) {
-    for e in live
-        .iter()
-        .filter(|e| e.kind == Kind::Image && e.path.starts_with(run))
-    {
+    let own = |e: &&journal::Entry| e.kind == Kind::Image && e.path.starts_with(run);
+    for e in live.iter().filter(|e| own(e) || e.kind == Kind::Partial) {
         if e.path.exists() {
             match fs::remove_file(&e.path) {
                 Ok(()) => report.removed.push(e.path.clone()),

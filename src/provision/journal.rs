@@ -34,6 +34,10 @@ pub enum Kind {
     /// A trace instance (`path`: its directory under a tracefs mount) recording a clone's
     /// writes; cleanup removes it by name, wherever tracefs is mounted.
     Trace,
+    /// A file written outside the run directory under a temporary name of the run's own
+    /// (`record --out`'s trace until it is whole), renamed over its real name once complete
+    /// and then released; cleanup removes it if it is still there.
+    Partial,
 }
 
 /// Whether a journal entry records something made or something released.

@@ -12,6 +12,7 @@ use crate::plan::size::human_bytes;
 use crate::plan::Plan;
 use crate::stats::verdicts::scale_check::{self, Outcome, ScaleCheck};
 use crate::stats::verdicts::Point;
+use crate::workload::initial::Starts;
 
 /// One data set of the run, as big as the plan made it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -24,6 +25,10 @@ pub struct DataSetSize {
     /// Whether those bytes fit in the host's RAM, so reads after the first may come from
     /// the page cache: "fits in page cache" or "larger than RAM".
     pub page_cache: &'static str,
+    /// Set when this is not a data set but a workload's own initial state (a replay's
+    /// trace): that workload's name; `label` then says where the state comes from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub initial_state_of: Option<String>,
 }
 
 /// The run's scale check: how many comparisons hold, flip and stay undecided across the
@@ -37,12 +42,18 @@ pub struct ScaleCheckSummary {
 }
 
 /// The sizes of the plan's generated data sets (none for a directory of the user's own,
-/// whose size only planning it would tell), judged against `ram` bytes of memory.
+/// whose size only planning it would tell, or when no workload starts from the data set),
+/// then of each workload's own initial state (`Workload::initial_state`; one that cannot
+/// be read here is left out), judged against `ram` bytes of memory.
 pub fn sizes(plan: &Plan, ram: u64) -> Vec<DataSetSize> {
-    if plan.dataset.source_dir.is_some() {
-        return Vec::new();
-    }
-    plan.datasets()
+    let starts = Starts::of(plan);
+    let generated = starts.dataset && plan.dataset.source_dir.is_none();
+    let datasets = if generated {
+        plan.datasets()
+    } else {
+        Vec::new()
+    };
+    let mut out: Vec<DataSetSize> = datasets
         .iter()
         .enumerate()
         .map(|(i, d)| {
@@ -52,9 +63,18 @@ pub fn sizes(plan: &Plan, ram: u64) -> Vec<DataSetSize> {
                 files: sizing::files(d).unwrap_or(0),
                 bytes,
                 page_cache: page_cache(bytes, ram),
+                initial_state_of: None,
             }
         })
-        .collect()
+        .collect();
+    out.extend(starts.known().map(|(name, own)| DataSetSize {
+        label: Some(own.from.clone()),
+        files: own.files,
+        bytes: own.bytes,
+        page_cache: page_cache(own.bytes, ram),
+        initial_state_of: Some(name.to_string()),
+    }));
+    out
 }
 
 /// "fits in page cache" when the data set is smaller than the RAM (unknown RAM counts as
@@ -91,9 +111,14 @@ pub fn size_line(sizes: &[DataSetSize], ram: u64) -> Option<String> {
     let each: Vec<String> = sizes
         .iter()
         .map(|s| {
-            let size = format!("{} files · {}", count_label(s.files), human_bytes(s.bytes));
-            let named = match &s.label {
-                Some(l) if !l.ends_with(&size) => format!("{l} ({size})"),
+            let unit = if s.files == 1 { "file" } else { "files" };
+            let size = format!("{} {unit} · {}", count_label(s.files), human_bytes(s.bytes));
+            let named = match (&s.initial_state_of, &s.label) {
+                (Some(w), from) => format!(
+                    "{w}'s initial state: {size} from {}",
+                    from.as_deref().unwrap_or("its trace")
+                ),
+                (None, Some(l)) if !l.ends_with(&size) => format!("{l} ({size})"),
                 _ => size,
             };
             match same {
@@ -108,8 +133,12 @@ pub fn size_line(sizes: &[DataSetSize], ram: u64) -> Option<String> {
         (true, _) => ", each fits in page cache".into(),
         (false, _) => String::new(),
     };
-    let many = match sizes.len() {
-        1 => String::new(),
+    let many = match sizes
+        .iter()
+        .filter(|s| s.initial_state_of.is_none())
+        .count()
+    {
+        0 | 1 => String::new(),
         n => format!("{n} data sets: "),
     };
     Some(format!(
@@ -212,5 +241,33 @@ mod tests {
             "{named}"
         );
         assert_eq!(files_of(&two, Some("25k files · 390.6 MiB")), Some(25_000));
+    }
+
+    /// Defect (issue 37): a replay's report header stated the default data set ("measured
+    /// at 2.5k files · 39.1 MiB"), which the replay never writes, instead of its trace's
+    /// initial state; a plan that runs both states both.
+    #[test]
+    fn a_replays_header_states_its_traces_initial_state_not_the_data_set() {
+        let trace = concat!(env!("CARGO_MANIFEST_DIR"), "/traces/tar-xf.fstrace");
+        let mut table = toml::Table::new();
+        table.insert("trace".into(), toml::Value::String(trace.into()));
+        let mut plan = Plan::of(Vec::new(), &["replay"], DatasetSpec::default());
+        plan.workload_options.insert("replay".into(), table);
+        let line = size_line(&sizes(&plan, 24 << 30), 24 << 30).unwrap();
+        assert_eq!(
+            line,
+            format!(
+                "measured at replay's initial state: 1 file · 2.6 MiB from {trace}, fits in \
+                 page cache (RAM 24.0 GiB)"
+            )
+        );
+        plan.workloads.insert(0, "create".into());
+        let both = size_line(&sizes(&plan, 24 << 30), 24 << 30).unwrap();
+        assert!(
+            both.starts_with(
+                "measured at 2.5k files · 39.1 MiB; replay's initial state: 1 file · 2.6 MiB"
+            ) && both.contains(", each fits in page cache"),
+            "{both}"
+        );
     }
 }

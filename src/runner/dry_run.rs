@@ -189,21 +189,34 @@ impl<'p> Preview<'p> {
             .collect();
         profiles.dedup();
         let scales: Vec<String> = plan.scales().iter().map(f64::to_string).collect();
-        let _ = writeln!(
-            s,
-            "data set{}: {} at scale {} (seed {}): {} files, {}{}",
-            plural(plan.dataset_count()),
-            profiles.join(", "),
-            scales.join(", "),
-            plan.dataset.seed,
-            sized.files,
-            human_bytes(sized.data_bytes),
-            if plan.dataset_count() > 1 {
-                " (the largest; each cell runs on every one)"
-            } else {
-                ""
-            }
-        );
+        if sized.starts.dataset {
+            let _ = writeln!(
+                s,
+                "data set{}: {} at scale {} (seed {}): {} files, {}{}",
+                plural(plan.dataset_count()),
+                profiles.join(", "),
+                scales.join(", "),
+                plan.dataset.seed,
+                sized.files,
+                human_bytes(sized.data_bytes),
+                if plan.dataset_count() > 1 {
+                    " (the largest; each cell runs on every one)"
+                } else {
+                    ""
+                }
+            );
+        }
+        for (name, own) in sized.starts.known() {
+            let _ = writeln!(
+                s,
+                "initial state of {name}: {} file{}, {} from {} (up to {} with what its calls add)",
+                own.files,
+                plural(own.files as usize),
+                human_bytes(own.bytes),
+                own.from,
+                human_bytes(own.peak_bytes)
+            );
+        }
         let _ = writeln!(
             s,
             "images: {}; disk: up to {} at once in {}",
@@ -245,7 +258,9 @@ impl<'p> Preview<'p> {
     fn estimate(&self, s: &mut String) {
         let history = History::beside(&self.opts.out, 20);
         let priced: Vec<(usize, &str)> = self.minimum.iter().map(|&(t, w, _)| (t, w)).collect();
-        let e = estimate(self.plan, &priced, self.sized.files, &history);
+        let (starts, data_files) = (&self.sized.starts, self.sized.files as u64);
+        let files = |w: &str| starts.files_of(w, data_files).unwrap_or(data_files) as f64;
+        let e = estimate(self.plan, &priced, &files, &history);
         let basis = match (e.from_history, e.from_model) {
             (_, 0) => "priced from earlier runs on this host".to_string(),
             (0, _) => "a coarse model: no earlier run of these targets here".to_string(),
@@ -311,7 +326,8 @@ impl<'p> Preview<'p> {
 /// (dated or not), copied for the cells that start from it and made equal to it again between
 /// them, and a fresh one for each cell that starts from an empty file system.
 fn images_line(plan: &Plan, cells: &[(usize, &str, usize)], size: u64) -> String {
-    let on_loop: Vec<(usize, Option<crate::golden::layout::Layout>)> = cells
+    use crate::golden::layout::Layout;
+    let on_loop: Vec<(usize, Option<Layout>)> = cells
         .iter()
         .filter(|(t, _, _)| matches!(plan.targets[*t].location, Location::Loop))
         .map(|&(t, w, _)| (t, copied_layout(plan, t, w)))
@@ -331,7 +347,7 @@ fn images_line(plan: &Plan, cells: &[(usize, &str, usize)], size: u64) -> String
     if plan.age_pct.is_some() {
         return format!("{each}; every cell copies an aged image, made once per target");
     }
-    let images: std::collections::BTreeSet<(usize, crate::golden::layout::Layout)> = on_loop
+    let images: std::collections::BTreeSet<(usize, Layout)> = on_loop
         .iter()
         .filter_map(|&(t, layout)| layout.map(|l| (t, l)))
         .collect();
@@ -339,8 +355,17 @@ fn images_line(plan: &Plan, cells: &[(usize, &str, usize)], size: u64) -> String
     let fresh = on_loop.len() - copied;
     let mut parts = vec![each];
     if copied > 0 {
+        let own = images
+            .iter()
+            .filter(|i| matches!(i.1, Layout::Own(_)))
+            .count();
+        let with = match (own, images.len() - own) {
+            (0, _) => "the data set",
+            (_, 0) => "a workload's initial state",
+            _ => "the data set or a workload's initial state",
+        };
         parts.push(format!(
-            "{} written once with the data set (per target and layout) and copied for \
+            "{} written once with {with} (per target and layout) and copied for \
              {copied} cell{}, the copy made equal to it again between cells",
             images.len(),
             plural(copied)

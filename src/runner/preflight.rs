@@ -10,6 +10,7 @@ use crate::plan::fs_size;
 use crate::plan::size::human_bytes;
 use crate::plan::{Location, Plan};
 use crate::provision::host;
+use crate::workload::initial::Starts;
 use crate::workload::{self, Workload};
 
 /// What the first checks found: the workloads to run and which targets this host can take.
@@ -36,6 +37,8 @@ pub struct Sized {
     pub disk_bytes: u64,
     /// The data set's measured zstd ratio (`None` for a user's own directory).
     pub zstd_ratio: Option<f64>,
+    /// What the workloads start from: the data set, their own states (a replay's trace).
+    pub starts: Starts,
 }
 
 /// Workloads and options, devices, then targets: the checks that need no data-set planning.
@@ -66,21 +69,30 @@ pub fn check(plan: &Plan, opts: &RunOptions) -> Result<Checked, RunError> {
 
 /// Plans the data set and sizes the images, refusing a plan the host cannot hold. A cheap
 /// estimate is checked first, because planning hashes every byte of a user's data set.
+/// What is sized is what the file systems hold: the data set, or a workload's own state
+/// when no workload starts from the data set ([`Starts::bytes_to_hold`]).
 pub fn size(plan: &Plan, opts: &RunOptions) -> Result<Sized, RunError> {
-    size_check(plan, estimate(plan)?, &opts.work_root, opts.space_check)?;
+    let starts = Starts::of(plan);
+    if let Some(why) = starts.unknown() {
+        return Err(RunError::Refused(why));
+    }
+    let held = starts.bytes_to_hold(estimate(plan)?);
+    size_check(plan, held, &opts.work_root, opts.space_check)?;
     // With several data sets, every image is sized for the largest.
     let largest = largest_dataset(plan);
     let manifest = largest.plan()?;
     let data_bytes = manifest.total_bytes();
-    let image = size_check(plan, data_bytes, &opts.work_root, opts.space_check)?;
+    let held = starts.bytes_to_hold(data_bytes);
+    let image = size_check(plan, held, &opts.work_root, opts.space_check)?;
     check_mkfs_options(plan, image, &opts.work_root)?;
     Ok(Sized {
         image,
-        memory: fs_size::memory_size(data_bytes),
+        memory: fs_size::memory_size(held),
         data_bytes,
         files: manifest.files.len(),
-        disk_bytes: disk_need(plan, data_bytes),
+        disk_bytes: disk_need(plan, held),
         zstd_ratio: crate::dataset::ratio::zstd_ratio(&plan.dataset, &manifest),
+        starts,
     })
 }
 
@@ -224,8 +236,8 @@ fn source_trees(plan: &Plan) -> u64 {
 }
 
 /// How many populated images the run keeps at once: one per loop target and data set for
-/// each layout the plan's workloads start from (the data set, the dated data set: see
-/// `golden::populate`); none in an aged plan, whose cells copy aged images instead.
+/// each layout the plan's workloads start from (the data set, the dated data set, a
+/// workload's own state: see `golden::populate`); none in an aged plan, whose cells copy aged images instead.
 fn populated_images(plan: &Plan) -> u64 {
     if plan.age_pct.is_some() {
         return 0;
@@ -243,7 +255,8 @@ fn populated_images(plan: &Plan) -> u64 {
     ]
     .into_iter()
     .filter(|&wanted| wanted)
-    .count() as u64;
+    .count() as u64
+        + workloads.iter().filter(|w| w.lays_down_own_state()).count() as u64;
     layouts
         * plan
             .targets
@@ -527,64 +540,4 @@ fn resolve_workloads(plan: &Plan) -> Result<Vec<Box<dyn Workload>>, RunError> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::plan::catalogue;
-
-    fn plan(targets: &[&str], workloads: &[&str]) -> Plan {
-        let targets = targets.iter().map(|t| catalogue::get(t).unwrap()).collect();
-        Plan::of(targets, workloads, Default::default())
-    }
-
-    #[test]
-    fn the_space_check_counts_one_populated_image_per_loop_target_that_needs_one() {
-        assert_eq!(
-            populated_images(&plan(&["ext4", "xfs", "tmpfs"], &["scan"])),
-            2
-        );
-        assert_eq!(populated_images(&plan(&["ext4", "xfs"], &["create"])), 0);
-        assert_eq!(populated_images(&plan(&["tmpfs"], &["delete"])), 0);
-    }
-
-    /// Defect: a point's `log_target` file system (a fresh sparse image in the work
-    /// directory, holding PostgreSQL's WAL) was left out of the space check and the dry
-    /// run's disk figure.
-    #[test]
-    fn the_space_check_counts_the_log_target_image() {
-        let mut p = plan(&["ext4", "xfs"], &["pg"]);
-        let without = disk_need(&p, 1 << 30);
-        let mut table = toml::Table::new();
-        table.insert("log_target".into(), toml::Value::String("xfs".into()));
-        p.workload_options.insert("pg".into(), table);
-        assert_eq!(log_images(&p), 1);
-        assert_eq!(disk_need(&p, 1 << 30), without + LOG_IMAGE_BYTES);
-        // A log on a workload the plan does not run costs nothing.
-        let mut q = plan(&["ext4", "xfs"], &["scan"]);
-        q.workload_options = p.workload_options.clone();
-        assert_eq!(log_images(&q), 0);
-    }
-
-    /// Defect (scale-1 study of issue 16): a plan whose estimated peak (69.2 GiB) was just
-    /// under the free space (72.8 GiB) was let through and filled the host's disk. A plan
-    /// is now refused unless the free space exceeds its peak by the margin.
-    #[test]
-    fn a_plan_within_the_margin_of_the_free_space_is_refused() {
-        let p = plan(&["ext4", "xfs"], &["scan"]);
-        let dir = tempfile::tempdir().unwrap();
-        let free = crate::provision::workdir::free_bytes(dir.path()).unwrap();
-        // The need grows linearly with the data set: the one whose peak is 95 % of the
-        // free space (refused), and half of it (with room).
-        let (fixed, data) = (disk_need(&p, 0), 64 << 20);
-        let per_byte = (disk_need(&p, data) - fixed) / data;
-        let tight = (free - free / 20).saturating_sub(fixed) / per_byte;
-        assert!(
-            disk_need(&p, tight) < free,
-            "within the free space, not above it"
-        );
-        let err = size_check(&p, tight, dir.path(), true)
-            .unwrap_err()
-            .to_string();
-        assert!(err.contains(&format!("plus {SPACE_MARGIN_PCT} %")), "{err}");
-        assert!(size_check(&p, tight / 2, dir.path(), true).is_ok());
-    }
-}
+mod tests;

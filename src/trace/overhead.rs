@@ -168,8 +168,12 @@ pub fn spawn_on_one_cpu(command: &mut Command) -> std::io::Result<std::process::
 
 /// The recording's clock with strace's share taken out: every call's start and end are
 /// events; the interval before a start loses `gap_s`, the interval before an end `call_s`,
-/// neither below zero. Across threads the events are taken in one order, since one strace
-/// process handles every stop in turn.
+/// neither below zero. What an interval was too short to give is taken from the next one,
+/// up to one call's cost: strace splits its cost between a call and the gap after it
+/// differently for each call type (a `close` or a `read` spends less inside the call than the
+/// calibration's `read`s and `write`s, and more after it), and left in that gap it would
+/// be replayed as think time (docs/replay-timing.md). Across threads the events are taken in
+/// one order, since one strace process handles every stop in turn.
 #[derive(Debug)]
 pub struct Clock {
     times: Vec<f64>,
@@ -186,10 +190,13 @@ impl Clock {
             .collect();
         events.sort_by(|a, b| a.0.total_cmp(&b.0));
         let mut corrected = Vec::with_capacity(events.len());
-        let mut at = 0.0;
+        let (mut at, mut owed) = (0.0, 0.0);
         for (k, &(t, cost)) in events.iter().enumerate() {
             if k > 0 {
-                at += (t - events[k - 1].0 - cost).max(0.0);
+                let interval = t - events[k - 1].0;
+                let take = cost + owed;
+                at += (interval - take).max(0.0);
+                owed = (take - interval).clamp(0.0, gap + call);
             }
             corrected.push(at);
         }
@@ -226,11 +233,37 @@ mod tests {
             call_s: 0.1,
             gap_s: 0.2,
         };
-        // Call 1 from 0 to 0.3, call 2 from 0.35 (gap 0.05 < 0.2: clamped) to 1.0.
+        // Call 1 from 0 to 0.3, call 2 from 0.35 (gap 0.05 < 0.2: clamped, the 0.15 it
+        // could not give taken from call 2) to 1.0.
         let clock = Clock::new(&[(0.0, 0.3), (0.35, 0.65)], Some(&o));
         assert!((clock.at(0.3) - 0.2).abs() < 1e-9);
         assert!((clock.at(0.35) - 0.2).abs() < 1e-9);
-        assert!((clock.at(1.0) - 0.75).abs() < 1e-9);
+        assert!((clock.at(1.0) - 0.6).abs() < 1e-9);
+    }
+
+    /// Defect (issue 37, fidelity): a call shorter than `call_s` under strace (a `close`:
+    /// strace spends less inside it than inside the calibration's calls, and more after it)
+    /// had its duration clamped at zero and the rest of its cost left in the next gap, which
+    /// `timing = "original"` replays as think time: tar, all cheap calls, replayed ~1.5x
+    /// slower than it ran. What an interval cannot give is taken from the next one.
+    #[test]
+    fn strace_s_cost_a_short_call_cannot_give_is_taken_from_the_gap_after_it() {
+        let o = StraceOverhead {
+            call_s: 0.2,
+            gap_s: 0.1,
+        };
+        // Call 1 from 0 to 0.05 (0.15 short of call_s), call 2 at 0.5, 0.45 after it.
+        let clock = Clock::new(&[(0.0, 0.05), (0.5, 0.0)], Some(&o));
+        assert_eq!(clock.at(0.05), 0.0);
+        // The gap loses gap_s and the 0.15 call 1 could not give: 0.45 - 0.1 - 0.15.
+        assert!((clock.at(0.5) - 0.2).abs() < 1e-9, "{}", clock.at(0.5));
+        // Never more than one call's cost carried: a long pause keeps the rest.
+        let many: Vec<(f64, f64)> = (0..100).map(|i| (i as f64 * 0.01, 0.0)).collect();
+        let mut spans = many.clone();
+        spans.push((11.0, 0.0));
+        let clock = Clock::new(&spans, Some(&o));
+        let pause = clock.at(11.0) - clock.at(0.99);
+        assert!(pause >= 10.01 - 0.1 - 0.3 - 1e-9, "{pause}");
     }
 
     #[test]

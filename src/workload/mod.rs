@@ -30,6 +30,7 @@ pub mod create;
 pub mod delete;
 mod dirfd;
 pub mod dupes;
+pub mod initial;
 pub mod launch;
 pub mod mix;
 pub mod prepare;
@@ -216,6 +217,12 @@ pub trait Workload: Send + Sync {
     /// target that has no image of it.
     fn lay_down(&self, _ctx: &Ctx) -> Result<(), WorkloadError> {
         Ok(())
+    }
+    /// What its cells start from under these options: the data set, or its own state
+    /// with its size ([`initial::Starts`] asks it for the space check, the dry run, the
+    /// cost estimate and the report's header).
+    fn initial_state(&self, _options: &toml::Table) -> initial::Start {
+        initial::Start::DataSet
     }
     /// Whether `point` runs on a copy of the workload's populated image, when it has one
     /// (`wants_populated_target` or `wants_dated_target`); the other points get a freshly

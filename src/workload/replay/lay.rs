@@ -12,7 +12,8 @@ use rayon::prelude::*;
 use super::content::content_id;
 use crate::dataset::content::CHUNK;
 use crate::dataset::{fill_content, DatasetSpec};
-use crate::trace::format::{Initial, Kind, Trace};
+use crate::trace::format::{Initial, Kind, Op, Trace};
+use crate::workload::initial::OwnState;
 use crate::workload::prepare::prep_threads;
 use crate::workload::{Ctx, IoContext, WorkloadError};
 
@@ -79,4 +80,31 @@ fn write_file(spec: &DatasetSpec, root: &Path, e: &Initial) -> Result<(), Worklo
         off += n as u64;
     }
     Ok(())
+}
+
+/// The size of `trace`'s initial state (read from `path`), and the most its tree may hold
+/// during the replay: the state and every byte its writes, truncates and fallocates may
+/// add (an upper bound: overwrites and removals are not subtracted).
+pub fn initial_state(trace: &Trace, path: &Path) -> OwnState {
+    let files: Vec<&Initial> = trace
+        .initial
+        .iter()
+        .filter(|e| e.kind == Kind::File)
+        .collect();
+    let bytes: u64 = files.iter().filter_map(|e| e.size).sum();
+    let added: u64 = trace
+        .calls
+        .iter()
+        .filter_map(|c| match c.op {
+            Op::Write => c.ret.map(|n| n.max(0) as u64),
+            Op::Truncate | Op::Fallocate => c.size,
+            _ => None,
+        })
+        .sum();
+    OwnState {
+        files: files.len() as u64,
+        bytes,
+        peak_bytes: bytes.saturating_add(added),
+        from: path.display().to_string(),
+    }
 }

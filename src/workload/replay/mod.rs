@@ -32,6 +32,7 @@ use std::sync::Mutex;
 
 use self::call::Target;
 use self::issue::ThreadLog;
+use super::initial::Start;
 use super::{Ctx, Harness, IoContext, Outcome, Point, Workload, WorkloadError};
 use crate::fsops::LatencyLog;
 use crate::trace::format::{Op, Trace};
@@ -66,6 +67,13 @@ impl Workload for Replay {
     /// The initial state is the golden image cells copy.
     fn lays_down_own_state(&self) -> bool {
         true
+    }
+    /// The trace's initial state, and what its calls may add to it.
+    fn initial_state(&self, options: &toml::Table) -> Start {
+        match options::load(options) {
+            Ok((o, trace)) => Start::Own(lay::initial_state(&trace, &o.trace)),
+            Err(why) => Start::Unknown(why),
+        }
     }
     fn lay_down(&self, ctx: &Ctx) -> Result<(), WorkloadError> {
         let (_, trace) = options::load(ctx.options).map_err(WorkloadError::Option)?;
