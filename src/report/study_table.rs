@@ -9,6 +9,12 @@ use super::format::{header, value};
 use super::model::Report;
 use super::section::{Mark, Section};
 
+mod groups;
+
+/// Monitor figures every table shows where measured, beside the workload's own columns: the
+/// seeds' monitors showed the cache and the free memory during each test.
+const MONITOR_ROWS: &[&str] = &["peak_cached_bytes", "min_mem_free_bytes"];
+
 fn cell(s: &Section, metric: &str, ti: usize, baseline: &str) -> String {
     let row = &s.rows[ti];
     let Some(m) = row.metric(metric) else {
@@ -50,7 +56,10 @@ pub fn render(r: &Report) -> String {
         "# Results by metric\n\nOne column per configuration; in brackets the difference against {} (≈: not significant).\n",
         r.baseline
     );
-    for s in &r.sections {
+    for (i, s) in r.sections.iter().enumerate() {
+        if groups::render_at(&mut out, r, i) {
+            continue;
+        }
         let _ = write!(out, "\n## {}\n\n{}\n\n| metric |", s.title(), s.decision);
         for row in &s.rows {
             let _ = write!(out, " {} |", row.target);
@@ -60,6 +69,11 @@ pub fn render(r: &Report) -> String {
         out.push('\n');
         let mut metrics = vec![s.key_metric.clone()];
         metrics.extend(s.columns.iter().filter(|c| **c != s.key_metric).cloned());
+        for m in MONITOR_ROWS {
+            if !metrics.iter().any(|x| x == m) && s.rows.iter().any(|row| row.metric(m).is_some()) {
+                metrics.push(m.to_string());
+            }
+        }
         for metric in &metrics {
             let _ = write!(out, "| {} |", header(metric));
             for ti in 0..s.rows.len() {

@@ -203,9 +203,14 @@ pub const LOG_IMAGE_BYTES: u64 = 2 << 30;
 /// directory writes nothing into the work directory).
 fn log_images(plan: &Plan) -> u64 {
     let on_loop = |w: &String| {
-        log_target(plan, w)
-            .and_then(|name| plan.targets.iter().find(|t| t.name == name))
-            .is_some_and(|t| matches!(t.location, Location::Loop))
+        log_target(plan, w).is_some_and(|name| {
+            name == OWN_LOG
+                || plan
+                    .targets
+                    .iter()
+                    .find(|t| t.name == name)
+                    .is_some_and(|t| matches!(t.location, Location::Loop))
+        })
     };
     u64::from(plan.workloads.iter().any(on_loop))
 }
@@ -429,6 +434,10 @@ pub fn usable_targets(plan: &Plan, work_root: &Path) -> (Vec<usize>, Vec<(String
     (ok, skipped)
 }
 
+/// `log_target = "own"`: each cell's log on a second fresh file system made like the cell's
+/// own target (seed 001: four database and four log volumes of the file system compared).
+pub const OWN_LOG: &str = "own";
+
 /// The target a workload's `[workload.NAME] log_target` names, if any (a string: checked
 /// by [`check_log_targets`] before the run).
 pub fn log_target<'p>(plan: &'p Plan, workload: &str) -> Option<&'p str> {
@@ -455,6 +464,16 @@ fn check_log_targets(plan: &Plan, skipped: &[(String, String)]) -> Result<(), Ru
                 "expected the name of one of the plan's targets".into(),
             ));
         };
+        if name == OWN_LOG {
+            // A second file system of a named device or a memory target cannot be made.
+            if let Some(t) = plan.targets.iter().find(|t| t.location != Location::Loop) {
+                return Err(refuse(format!(
+                    "\"{OWN_LOG}\" makes a second loop image of each target, and {} is not on one",
+                    t.name
+                )));
+            }
+            continue;
+        }
         let Some(t) = plan.targets.iter().find(|t| t.name == name) else {
             let names: Vec<&str> = plan.targets.iter().map(|t| t.name.as_str()).collect();
             return Err(refuse(format!(

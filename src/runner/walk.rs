@@ -378,10 +378,18 @@ impl<'a> Walk<'a> {
     fn specs(&self, cell: &Cell, w: &dyn Workload) -> (InstanceSpec<'a>, Option<InstanceSpec<'a>>) {
         let targets = self.inputs.targets;
         let target = &targets[self.inputs.usable[cell.target]];
-        let log_spec = preflight::log_target(self.inputs.plan, w.name())
-            .filter(|name| *name != target.name)
-            .and_then(|name| targets.iter().find(|t| t.name == name))
-            .map(|t| self.spec_for(t));
+        let log = preflight::log_target(self.inputs.plan, w.name());
+        let log_spec = match log {
+            // Its own image name: the cell's sequence number with the top bit set.
+            Some(preflight::OWN_LOG) => Some(InstanceSpec {
+                seq: self.seq | 1 << 63,
+                ..self.spec_for(target)
+            }),
+            _ => log
+                .filter(|name| *name != target.name)
+                .and_then(|name| targets.iter().find(|t| t.name == name))
+                .map(|t| self.spec_for(t)),
+        };
         (self.spec_for(target), log_spec)
     }
 
