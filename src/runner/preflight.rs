@@ -12,6 +12,10 @@ use crate::plan::{Location, Plan};
 use crate::provision::host;
 use crate::workload::{self, Workload};
 
+mod logs;
+use logs::check_log_targets;
+pub use logs::{log_home, log_target, OWN_LOG};
+
 /// What the first checks found: the workloads to run and which targets this host can take.
 pub struct Checked {
     pub workloads: Vec<Box<dyn Workload>>,
@@ -434,67 +438,6 @@ pub fn usable_targets(plan: &Plan, work_root: &Path) -> (Vec<usize>, Vec<(String
     (ok, skipped)
 }
 
-/// `log_target = "own"`: each cell's log on a second fresh file system made like the cell's
-/// own target (seed 001: four database and four log volumes of the file system compared).
-pub const OWN_LOG: &str = "own";
-
-/// The target a workload's `[workload.NAME] log_target` names, if any (a string: checked
-/// by [`check_log_targets`] before the run).
-pub fn log_target<'p>(plan: &'p Plan, workload: &str) -> Option<&'p str> {
-    plan.workload_options
-        .get(workload)?
-        .get("log_target")?
-        .as_str()
-}
-
-/// A `log_target` must name a target of this plan that this host can make and that keeps
-/// what it is given: a memory file system's fsyncs cost nothing and it forgets everything
-/// at power loss, so a log there would flatter the engine and mean nothing. Refused before
-/// anything is provisioned, in one line.
-fn check_log_targets(plan: &Plan, skipped: &[(String, String)]) -> Result<(), RunError> {
-    for (workload, table) in &plan.workload_options {
-        let Some(v) = table.get("log_target") else {
-            continue;
-        };
-        let refuse = |why: String| {
-            RunError::Refused(format!("[workload.{workload}]: `log_target` = {v}: {why}"))
-        };
-        let Some(name) = v.as_str() else {
-            return Err(refuse(
-                "expected the name of one of the plan's targets".into(),
-            ));
-        };
-        if name == OWN_LOG {
-            // A second file system of a named device or a memory target cannot be made.
-            if let Some(t) = plan.targets.iter().find(|t| t.location != Location::Loop) {
-                return Err(refuse(format!(
-                    "\"{OWN_LOG}\" makes a second loop image of each target, and {} is not on one",
-                    t.name
-                )));
-            }
-            continue;
-        }
-        let Some(t) = plan.targets.iter().find(|t| t.name == name) else {
-            let names: Vec<&str> = plan.targets.iter().map(|t| t.name.as_str()).collect();
-            return Err(refuse(format!(
-                "no target of the plan has that name (targets: {})",
-                names.join(", ")
-            )));
-        };
-        if t.fs.is_memory() {
-            return Err(refuse(
-                "a memory file system cannot hold a log: its fsyncs cost nothing and it keeps \
-                 nothing at power loss"
-                    .into(),
-            ));
-        }
-        if let Some((_, why)) = skipped.iter().find(|(n, _)| n == name) {
-            return Err(refuse(format!("this host cannot make that target ({why})")));
-        }
-    }
-    Ok(())
-}
-
 /// Named block devices are checked before anything is created: a refusal is bad input
 /// (exit 2), not a failed measurement. Each cell checks again before its mkfs.
 fn check_devices(plan: &Plan, opts: &RunOptions) -> Result<(), RunError> {
@@ -581,6 +524,24 @@ mod tests {
         let mut q = plan(&["ext4", "xfs"], &["scan"]);
         q.workload_options = p.workload_options.clone();
         assert_eq!(log_images(&q), 0);
+    }
+
+    /// Defect (issue 40): seed 001 kept each file system's logs on volumes of their own, which
+    /// one plan-wide log target could not say. `log_target = "own"` makes the cell's own
+    /// target again for the log, is counted in the space check, and is refused where a
+    /// second file system of a target cannot be made.
+    #[test]
+    fn an_own_log_target_is_the_cells_target_again() {
+        let mut p = plan(&["ext4", "xfs"], &["pg"]);
+        let table: toml::Table = "log_target = \"own\"".parse().unwrap();
+        p.workload_options.insert("pg".into(), table);
+        assert_eq!(log_images(&p), 1);
+        assert!(check_log_targets(&p, &[]).is_ok());
+        let home = log_home(&p, "pg", &p.targets[1], &p.targets).unwrap();
+        assert_eq!((home.0.name.as_str(), home.1), ("xfs", true));
+        p.targets[1].location = Location::Memory;
+        let e = check_log_targets(&p, &[]).unwrap_err().to_string();
+        assert!(e.contains("\"own\"") && e.contains("xfs"), "{e}");
     }
 
     /// Defect (scale-1 study of issue 16): a plan whose estimated peak (69.2 GiB) was just
