@@ -2,9 +2,9 @@
 //!
 //! Each study is a plan file embedded in the binary (`src/plan/studies/NAME.toml`), parsed
 //! exactly like a user's plan file, so flags override it the same way (`--scale 1`,
-//! `--profile medium`, `--runs 5`). Its defaults finish in under 15 minutes on a small
-//! machine; the full scale that matches the original study is documented in each file and in
-//! the README's "Studies" section.
+//! `--profile medium`, `--runs 5`). Its defaults take 7 to 80 minutes on a small machine
+//! (docs/studies.md); the full scale that matches the original study is documented in each
+//! file and in the README's "Studies" section.
 
 use super::file::parse_plan_file;
 use super::settings::Settings;
