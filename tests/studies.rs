@@ -44,3 +44,46 @@ fn every_study_resolves_to_a_plan_with_its_dry_run() {
         assert!(out.status.success(), "{}: {out:?}", s.name);
     }
 }
+
+/// Defect (issue 40): study.md left out what the seeds showed: copy and verify apart (004),
+/// free memory (000), one table per block size rather than a section per fio point (002).
+/// A small real run shows them.
+#[test]
+fn study_md_shows_the_seeds_figures() {
+    common::require_root();
+    let root = common::TestRoot::new("study-md");
+    let (out, work) = root.out_work();
+    let plan = root.path.join("plan.toml");
+    std::fs::write(
+        &plan,
+        "runs = 1\nscale = 0.001\nworkloads = [\"copy-verify\", \"io-sweep\"]\n\
+         targets = [\"ext4\"]\n[workload.io-sweep]\nrw = [\"read\"]\nbs = [\"8k\", \"64k\"]\n\
+         numjobs = [1, 2]\niodepth = [1]\nsize = [\"small\"]\nruntime = 1\n",
+    )
+    .unwrap();
+    let run = common::run_quiet(&[plan.to_str().unwrap()], &out, &work);
+    assert!(run.status.success(), "{run:?}");
+    let md = std::fs::read_to_string(out.join("study.md")).unwrap();
+    for row in [
+        "| copy seconds |",
+        "| verify seconds |",
+        "| min free memory |",
+    ] {
+        assert!(md.contains(row), "{row} missing:\n{md}");
+    }
+    // Two block sizes, two points each: two tables, not four sections.
+    let io: Vec<&str> = md
+        .lines()
+        .filter(|l| l.starts_with("## io-sweep"))
+        .collect();
+    assert_eq!(
+        io,
+        [
+            "## io-sweep [block size 8k]",
+            "## io-sweep [block size 64k]"
+        ],
+        "{md}"
+    );
+    assert_eq!(md.matches("| read-bs64k-j").count(), 2, "{md}");
+    assert!(md.contains("IOPS · MB/s"), "{md}");
+}

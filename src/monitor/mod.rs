@@ -191,6 +191,10 @@ impl MonitorReport {
                 .saturating_sub(self.start_cached_bytes) as f64,
         );
         put("peak_dirty_bytes", self.peak_dirty_bytes as f64);
+        // The least free memory seen (seed 000's monitor showed free memory beside the cache).
+        if (1..u64::MAX).contains(&self.min_mem_free_bytes) {
+            put("min_mem_free_bytes", self.min_mem_free_bytes as f64);
+        }
         put("peak_writeback_bytes", self.peak_writeback_bytes as f64);
         if self.cpu_measured {
             put("cpu_user_pct", self.cpu_user_pct);

@@ -261,6 +261,7 @@ fn add_metrics_computes_ratios_and_omits_undefined_ones() {
     assert_eq!(m["cache_growth_bytes"], 300.0);
     assert_eq!(m["peak_dirty_bytes"], 7.0);
     assert_eq!(m["peak_writeback_bytes"], 9.0);
+    assert_eq!(m["min_mem_free_bytes"], 1.0, "seed 000 showed free memory");
     assert_eq!(m["cpu_system_pct"], 20.0);
     assert_eq!(m["cpu_steal_pct"], 2.5);
     assert_eq!(m["process_cpu_seconds"], 0.5);

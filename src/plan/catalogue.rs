@@ -54,6 +54,14 @@ const ENTRIES: &[Entry] = &[
         "ext4 with native encryption (fscrypt v2, AES-256-XTS/CTS) on the work directory",
     ),
     (
+        "ext4-nocsum-fscrypt",
+        FsKind::Ext4,
+        &["-O", "^metadata_csum,encrypt"],
+        &[],
+        false,
+        "ext4 without metadata checksums, with native encryption (integrity off + encryption)",
+    ),
+    (
         "ext4-noatime",
         FsKind::Ext4,
         &[],

@@ -281,6 +281,7 @@ pub fn header(metric: &str) -> String {
         "write_amplification" => "write amp".into(),
         "space_amplification" => "space amp".into(),
         "peak_cached_bytes" => "peak cache".into(),
+        "min_mem_free_bytes" => "min free memory".into(),
         "cpu_system_pct" => "CPU sys".into(),
         "device_read_latency_ms" => "dev read lat".into(),
         "device_write_latency_ms" => "dev write lat".into(),

@@ -10,6 +10,12 @@ use super::model::Report;
 use super::section::{Mark, Section};
 use super::shown::side_pct;
 
+mod groups;
+
+/// Monitor figures every table shows where measured, beside the workload's own columns: the
+/// seeds' monitors showed the cache and the free memory during each test.
+const MONITOR_ROWS: &[&str] = &["peak_cached_bytes", "min_mem_free_bytes"];
+
 fn cell(s: &Section, metric: &str, ti: usize, baseline: &str) -> String {
     let row = &s.rows[ti];
     let (Some(m), Some(shown)) = (row.metric(metric), row.shown.get(metric)) else {
@@ -72,7 +78,10 @@ pub fn render(r: &Report) -> String {
          every other row is the median of the runs, its difference the ratio of the medians.",
         r.baseline
     );
-    for s in &r.sections {
+    for (i, s) in r.sections.iter().enumerate() {
+        if groups::render_at(&mut out, r, i) {
+            continue;
+        }
         let _ = write!(out, "\n## {}\n\n{}\n\n| metric |", s.title(), s.decision);
         for row in &s.rows {
             if row.reference {
@@ -86,6 +95,11 @@ pub fn render(r: &Report) -> String {
         out.push('\n');
         let mut metrics = vec![s.key_metric.clone()];
         metrics.extend(s.columns.iter().filter(|c| **c != s.key_metric).cloned());
+        for m in MONITOR_ROWS {
+            if !metrics.iter().any(|x| x == m) && s.rows.iter().any(|row| row.metric(m).is_some()) {
+                metrics.push(m.to_string());
+            }
+        }
         for metric in &metrics {
             let _ = write!(out, "| {} |", header(metric));
             for ti in 0..s.rows.len() {

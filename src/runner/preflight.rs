@@ -13,6 +13,10 @@ use crate::provision::host;
 use crate::workload::initial::Starts;
 use crate::workload::{self, Workload};
 
+mod logs;
+use logs::check_log_targets;
+pub use logs::{log_home, log_target, OWN_LOG};
+
 /// What the first checks found: the workloads to run and which targets this host can take.
 pub struct Checked {
     pub workloads: Vec<Box<dyn Workload>>,
@@ -215,9 +219,14 @@ pub const LOG_IMAGE_BYTES: u64 = 2 << 30;
 /// directory writes nothing into the work directory).
 fn log_images(plan: &Plan) -> u64 {
     let on_loop = |w: &String| {
-        log_target(plan, w)
-            .and_then(|name| plan.targets.iter().find(|t| t.name == name))
-            .is_some_and(|t| matches!(t.location, Location::Loop))
+        log_target(plan, w).is_some_and(|name| {
+            name == OWN_LOG
+                || plan
+                    .targets
+                    .iter()
+                    .find(|t| t.name == name)
+                    .is_some_and(|t| matches!(t.location, Location::Loop))
+        })
     };
     u64::from(plan.workloads.iter().any(on_loop))
 }
@@ -440,53 +449,6 @@ pub fn usable_targets(plan: &Plan, work_root: &Path) -> (Vec<usize>, Vec<(String
         }
     }
     (ok, skipped)
-}
-
-/// The target a workload's `[workload.NAME] log_target` names, if any (a string: checked
-/// by [`check_log_targets`] before the run).
-pub fn log_target<'p>(plan: &'p Plan, workload: &str) -> Option<&'p str> {
-    plan.workload_options
-        .get(workload)?
-        .get("log_target")?
-        .as_str()
-}
-
-/// A `log_target` must name a target of this plan that this host can make and that keeps
-/// what it is given: a memory file system's fsyncs cost nothing and it forgets everything
-/// at power loss, so a log there would flatter the engine and mean nothing. Refused before
-/// anything is provisioned, in one line.
-fn check_log_targets(plan: &Plan, skipped: &[(String, String)]) -> Result<(), RunError> {
-    for (workload, table) in &plan.workload_options {
-        let Some(v) = table.get("log_target") else {
-            continue;
-        };
-        let refuse = |why: String| {
-            RunError::Refused(format!("[workload.{workload}]: `log_target` = {v}: {why}"))
-        };
-        let Some(name) = v.as_str() else {
-            return Err(refuse(
-                "expected the name of one of the plan's targets".into(),
-            ));
-        };
-        let Some(t) = plan.targets.iter().find(|t| t.name == name) else {
-            let names: Vec<&str> = plan.targets.iter().map(|t| t.name.as_str()).collect();
-            return Err(refuse(format!(
-                "no target of the plan has that name (targets: {})",
-                names.join(", ")
-            )));
-        };
-        if t.fs.is_memory() {
-            return Err(refuse(
-                "a memory file system cannot hold a log: its fsyncs cost nothing and it keeps \
-                 nothing at power loss"
-                    .into(),
-            ));
-        }
-        if let Some((_, why)) = skipped.iter().find(|(n, _)| n == name) {
-            return Err(refuse(format!("this host cannot make that target ({why})")));
-        }
-    }
-    Ok(())
 }
 
 /// Named block devices are checked before anything is created: a refusal is bad input

@@ -373,15 +373,14 @@ impl<'a> Walk<'a> {
     }
 
     /// The file system a point of `cell` (of workload `w`) is made as, and the one for its
-    /// log when the workload's `log_target` (checked before the run) is another target: a
-    /// target of its own per point; a cell on the log target itself keeps its log there.
+    /// log ([`preflight::log_home`]; the cell's own target again gets an image name of its own).
     fn specs(&self, cell: &Cell, w: &dyn Workload) -> (InstanceSpec<'a>, Option<InstanceSpec<'a>>) {
-        let targets = self.inputs.targets;
-        let target = &targets[self.inputs.usable[cell.target]];
-        let log_spec = preflight::log_target(self.inputs.plan, w.name())
-            .filter(|name| *name != target.name)
-            .and_then(|name| targets.iter().find(|t| t.name == name))
-            .map(|t| self.spec_for(t));
+        let target = &self.inputs.targets[self.inputs.usable[cell.target]];
+        let log = preflight::log_home(self.inputs.plan, w.name(), target, self.inputs.targets);
+        let log_spec = log.map(|(t, own)| InstanceSpec {
+            seq: self.seq | u64::from(own) << 63,
+            ..self.spec_for(t)
+        });
         (self.spec_for(target), log_spec)
     }
 

@@ -188,6 +188,12 @@ pub trait Workload: Send + Sync {
     fn charts(&self) -> &'static [Chart] {
         &[]
     }
+    /// What study.md groups this workload's points by, read from a point's variant: one
+    /// table per group, a row per point (a sweep of a hundred points reads like the seeds'
+    /// one chart per block size); `None` keeps a section per point.
+    fn study_group(&self, _variant: &str) -> Option<String> {
+        None
+    }
     /// Whether `--threads` applies. Workloads that ignore it run once with `threads = 1`.
     fn uses_threads(&self) -> bool {
         true

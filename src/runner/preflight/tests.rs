@@ -57,3 +57,21 @@ fn a_plan_within_the_margin_of_the_free_space_is_refused() {
     assert!(err.contains(&format!("plus {SPACE_MARGIN_PCT} %")), "{err}");
     assert!(size_check(&p, tight / 2, dir.path(), true).is_ok());
 }
+
+/// Defect (issue 40): seed 001 kept each file system's logs on volumes of their own, which
+/// one plan-wide log target could not say. `log_target = "own"` makes the cell's own
+/// target again for the log, is counted in the space check, and is refused where a
+/// second file system of a target cannot be made.
+#[test]
+fn an_own_log_target_is_the_cells_target_again() {
+    let mut p = plan(&["ext4", "xfs"], &["pg"]);
+    let table: toml::Table = "log_target = \"own\"".parse().unwrap();
+    p.workload_options.insert("pg".into(), table);
+    assert_eq!(log_images(&p), 1);
+    assert!(check_log_targets(&p, &[]).is_ok());
+    let home = log_home(&p, "pg", &p.targets[1], &p.targets).unwrap();
+    assert_eq!((home.0.name.as_str(), home.1), ("xfs", true));
+    p.targets[1].location = Location::Memory;
+    let e = check_log_targets(&p, &[]).unwrap_err().to_string();
+    assert!(e.contains("\"own\"") && e.contains("xfs"), "{e}");
+}

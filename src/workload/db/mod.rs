@@ -34,6 +34,8 @@ pub struct Db;
 
 /// The variant that runs the engine's own maintenance during the measured phase.
 const MAINTENANCE: &str = "maintenance";
+/// The suffix of a thread count's maintenance variant (`16 threads + maintenance`).
+const MAINTAINED: &str = " + maintenance";
 
 impl Workload for Db {
     fn name(&self) -> &'static str {
@@ -70,6 +72,10 @@ impl Workload for Db {
         &[
             ("transactions_per_s", "tx/s"),
             ("wal_bytes_written", "WAL written"),
+            ("db_read_latency_ms", "db read ms"),
+            ("db_write_latency_ms", "db write ms"),
+            ("wal_write_latency_ms", "log write ms"),
+            ("wal_sync_latency_ms", "log fsync ms"),
         ]
     }
 
@@ -79,19 +85,38 @@ impl Workload for Db {
             "device_write_iops",
             "device_read_latency_ms",
             "device_write_latency_ms",
+            // The engine's own database and log latencies: seed 003's table is made of them.
+            "db_read_latency_ms",
+            "db_write_latency_ms",
+            "wal_write_latency_ms",
+            "wal_sync_latency_ms",
             "wal_bytes_written",
             "cpu_system_pct",
         ]
     }
 
-    /// One point, or with `maintenance = true` the normal one and the `maintenance` variant.
+    /// One point, or with `maintenance = true` the normal one and the `maintenance` variant;
+    /// with a list of thread counts, those for each count (`16 threads`,
+    /// `16 threads + maintenance`, `auto-tuned`, …).
     fn points(&self, ctx: &Ctx) -> Result<Vec<Point>, WorkloadError> {
-        let mut points = vec![Point::default()];
-        if Config::from_ctx(ctx)?.maintenance {
-            points.push(Point {
-                variant: MAINTENANCE.into(),
+        let cfg = Config::from_ctx(ctx)?;
+        let mut bases: Vec<String> = cfg.choices.iter().map(options::label).collect();
+        if bases.is_empty() {
+            bases.push(String::new());
+        }
+        let mut points = Vec::new();
+        for base in bases {
+            let mut variants = vec![base.clone()];
+            if cfg.maintenance {
+                variants.push(match base.as_str() {
+                    "" => MAINTENANCE.to_string(),
+                    b => format!("{b}{MAINTAINED}"),
+                });
+            }
+            points.extend(variants.into_iter().map(|variant| Point {
+                variant,
                 ..Default::default()
-            });
+            }));
         }
         Ok(points)
     }
@@ -108,10 +133,25 @@ impl Workload for Db {
         harness: &mut dyn Harness,
     ) -> Result<Outcome, WorkloadError> {
         let mut cfg = Config::from_ctx(ctx)?;
-        match point.variant.as_str() {
-            "" => {}
-            MAINTENANCE if cfg.maintenance => cfg.maintain = Some(cfg.maintenance_interval),
-            v => return Err(WorkloadError::Option(format!("unknown db variant {v}"))),
+        let unknown = || WorkloadError::Option(format!("unknown db variant {}", point.variant));
+        let base = match point.variant.as_str() {
+            MAINTENANCE => "",
+            v => v.strip_suffix(MAINTAINED).unwrap_or(v),
+        };
+        if base.len() != point.variant.len() {
+            if !cfg.maintenance {
+                return Err(unknown());
+            }
+            cfg.maintain = Some(cfg.maintenance_interval);
+        }
+        if !base.is_empty() {
+            let t = cfg.choices.iter().find(|t| options::label(t) == base);
+            match t.ok_or_else(unknown)? {
+                auto::Threads::Fixed(n) => (cfg.threads, cfg.auto) = (*n, None),
+                auto::Threads::Auto(s) => cfg.auto = Some(*s),
+            }
+        } else if !cfg.choices.is_empty() {
+            return Err(unknown());
         }
         phases::run_cell(ctx, harness, cfg)
     }

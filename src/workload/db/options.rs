@@ -129,6 +129,8 @@ pub(super) struct Config {
     pub(super) cache_bytes: u64,
     /// Worker threads; under `threads = "auto"` the default until the search sets it.
     pub(super) threads: usize,
+    /// `threads = [16, 8, "auto"]`: one point per entry (empty for a single count).
+    pub(super) choices: Vec<Threads>,
     /// `threads = "auto"`: search for the count before the measured phase.
     pub(super) auto: Option<Search>,
     pub(super) duration: Duration,
@@ -160,6 +162,14 @@ impl Config {
     }
 }
 
+/// A thread choice's point name: `16 threads`, or `auto-tuned`.
+pub(super) fn label(t: &Threads) -> String {
+    match t {
+        Threads::Fixed(n) => format!("{n} threads"),
+        Threads::Auto(_) => "auto-tuned".into(),
+    }
+}
+
 /// Parses and checks a `[workload.db]` table. `scale` (the data set's) only shapes the
 /// defaults of `size` and `duration`, so whether a table is valid does not depend on it.
 pub(super) fn config(table: &toml::Table, scale: f64) -> Result<Config, String> {
@@ -176,16 +186,11 @@ impl DbOptions {
             _ => 1.0,
         };
         let (size, page_size, cache_bytes) = self.sizes(scale)?;
-        let raw = auto::Raw {
-            threads: self.threads.as_ref(),
-            p99_limit_ms: self.p99_limit_ms.as_ref(),
-            auto_max_threads: self.auto_max_threads,
-            auto_trial_seconds: self.auto_trial_seconds,
-        };
-        let (threads, auto) = match auto::parse("db", &raw, 64)? {
+        let choices = self.thread_choices()?;
+        let (threads, auto) = match choices.first() {
             None => (12, None),
-            Some(Threads::Fixed(n)) => (n, None),
-            Some(Threads::Auto(s)) => (12, Some(s)),
+            Some(Threads::Fixed(n)) => (*n, None),
+            Some(Threads::Auto(s)) => (12, Some(*s)),
         };
         // Default 10 s, shortened at small scales (≈ 3 s at 0.01) so a quick plan stays quick.
         let duration = match self.duration {
@@ -213,6 +218,11 @@ impl DbOptions {
             page_size,
             cache_bytes,
             threads,
+            choices: if matches!(self.threads, Some(toml::Value::Array(_))) {
+                choices
+            } else {
+                Vec::new()
+            },
             duration: Duration::from_secs_f64(duration),
             mix,
             lazy_commit_pct,
@@ -220,6 +230,45 @@ impl DbOptions {
             checkpoint_mode,
             busy_timeout,
         })
+    }
+
+    /// The worker counts asked for: none, one (`threads = 16` or `"auto"`), or each entry of a
+    /// list (`threads = [16, 8, "auto"]`, Jetstress's manual and auto-tuned runs side by side,
+    /// one point each). The search options belong to the list's `"auto"` entry.
+    fn thread_choices(&self) -> Result<Vec<Threads>, String> {
+        let one = |v: Option<&toml::Value>, search: bool| {
+            let raw = auto::Raw {
+                threads: v,
+                p99_limit_ms: self.p99_limit_ms.as_ref().filter(|_| search),
+                auto_max_threads: self.auto_max_threads.filter(|_| search),
+                auto_trial_seconds: self.auto_trial_seconds.filter(|_| search),
+            };
+            auto::parse("db", &raw, 64)
+        };
+        let Some(toml::Value::Array(list)) = &self.threads else {
+            return Ok(one(self.threads.as_ref(), true)?.into_iter().collect());
+        };
+        let is_auto = |v: &toml::Value| v.as_str() == Some("auto");
+        if list.is_empty() || !list.iter().any(is_auto) {
+            // Without an "auto" entry the search options are refused as for a single count.
+            one(None, true)?;
+        }
+        let mut out = Vec::new();
+        for v in list {
+            let t = one(Some(v), is_auto(v))?.ok_or_else(|| bad("threads", "[]", "a count"))?;
+            if out.iter().any(|o| label(o) == label(&t)) {
+                return Err(bad("threads", v, "each count once"));
+            }
+            out.push(t);
+        }
+        if out.is_empty() {
+            return Err(bad(
+                "threads",
+                "[]",
+                "a list of counts or \"auto\", not empty",
+            ));
+        }
+        Ok(out)
     }
 
     /// The database size (scaled default, at least 4 MiB), its page size, and SQLite's

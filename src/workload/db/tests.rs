@@ -281,3 +281,53 @@ fn deadline_mid_run_is_a_timeout() {
     assert!(matches!(err, WorkloadError::Timeout), "{err:?}");
     assert_eq!(err.status(), crate::results::Status::Timeout);
 }
+
+/// Defect (issue 40): seed 001 ran 16 and 8 threads and Jetstress's autotune side by side,
+/// which one `threads` value could not say. A list makes one point per entry (each with its
+/// maintenance variant), and each point runs at its own count.
+#[test]
+fn a_thread_list_makes_a_point_per_count() {
+    let _alone = sqlite_alone();
+    let dir = tempfile::tempdir_in("/var/tmp").unwrap();
+    let env = Env::new(
+        "size = \"4m\"\npage_size = 4096\ncache_size = 32\ncache = \"off\"\nduration = 0.5\n\
+         threads = [3, 2, \"auto\"]\nmaintenance = true\nauto_max_threads = 2\n\
+         auto_trial_seconds = 0.2\np99_limit_ms = 10000",
+    );
+    let points = Db.points(&env.ctx(dir.path())).unwrap();
+    let variants: Vec<&str> = points.iter().map(|p| p.variant.as_str()).collect();
+    assert_eq!(
+        variants,
+        [
+            "3 threads",
+            "3 threads + maintenance",
+            "2 threads",
+            "2 threads + maintenance",
+            "auto-tuned",
+            "auto-tuned + maintenance"
+        ]
+    );
+    let mut h = PlainHarness::default();
+    let ctx = env.ctx(dir.path());
+    let two = Db.run(&ctx, &points[3], &mut h).unwrap();
+    assert_eq!(two.metrics["worker_threads"], 2.0);
+    assert!(two.metrics.contains_key("maintenance_actions"));
+    let auto = Db.run(&ctx, &points[4], &mut h).unwrap();
+    assert_eq!(auto.metrics["auto_threads"], 2.0, "{:?}", auto.metrics);
+    let odd = Point {
+        variant: "maintenance".into(),
+        ..Default::default()
+    };
+    assert!(Db.run(&ctx, &odd, &mut h).is_err());
+    for bad in [
+        "threads = [4, 4]",
+        "threads = []",
+        "threads = [4, 0]",
+        "threads = [4, 8]\np99_limit_ms = 5",
+    ] {
+        assert!(
+            options::config(&bad.parse().unwrap(), 1.0).is_err(),
+            "{bad}"
+        );
+    }
+}

@@ -122,7 +122,7 @@ impl Workload for IoWorkload {
         ]
     }
 
-    /// The fio study's main figure: IOPS and p99 latency against pending I/Os.
+    /// The fio study's main figures: IOPS, MB/s and p99 latency against pending I/Os.
     fn charts(&self) -> &'static [Chart] {
         &[
             Chart::Curve {
@@ -130,6 +130,14 @@ impl Workload for IoWorkload {
                 x_label: "queue depth (pending I/Os)",
                 metric: "iops",
                 y_label: "IOPS",
+                log_x: true,
+            },
+            // Seed 002 charted throughput as well as IOPS against pending I/O.
+            Chart::Curve {
+                x: "iodepth",
+                x_label: "queue depth (pending I/Os)",
+                metric: "mb_per_s",
+                y_label: "MB/s",
                 log_x: true,
             },
             Chart::Curve {
@@ -140,6 +148,13 @@ impl Workload for IoWorkload {
                 log_x: true,
             },
         ]
+    }
+
+    /// One study.md table per block size (the `bsN` part of [`PointSpec::variant`]), as
+    /// seed 002 drew one chart per block size.
+    fn study_group(&self, variant: &str) -> Option<String> {
+        let bs = variant.split('-').find_map(|t| t.strip_prefix("bs"))?;
+        Some(format!("block size {bs}"))
     }
 
     /// `numjobs` is a sweep axis; `--threads` does not apply.
