@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use super::looks::{judge, round_differences, Judged, Priors};
 use super::points::{Point, RankedPair, Sample};
 use crate::stats::decision::{
-    benjamini_hochberg, decide, next_level, runs_to_decide_at, Decision, Verdict, ALPHA,
+    benjamini_hochberg, decide, next_level, runs_to_decide_at, two_stage, Decision, Verdict, ALPHA,
 };
 use crate::stats::estimators::log_values;
 use crate::stats::moderated::{prior, prior_within, Prior};
@@ -23,6 +23,10 @@ pub struct Family {
     /// The level BH asks of the next comparison it would call: what a runs-to-decide
     /// estimate must reach ([`next_level`]).
     pub level: f64,
+    /// The p at or below which a comparison is called (R·α/m for BH with R called of m):
+    /// the false-coverage level of a called comparison's interval (Benjamini & Yekutieli
+    /// 2005), so that the interval excludes 0 exactly when the comparison is called.
+    pub threshold: f64,
 }
 
 impl Family {
@@ -32,7 +36,21 @@ impl Family {
         let called = adjusted.iter().filter(|&&x| x < ALPHA).count();
         Family {
             level: next_level(ALPHA, called, p.len()),
+            threshold: called as f64 * ALPHA / p.len().max(1) as f64,
             adjusted,
+        }
+    }
+
+    /// The run's family of the raw p-values `p` under the adaptive two-stage step-up
+    /// ([`two_stage`]): a run whose differences are mostly real is not judged as if none
+    /// were. The next comparison's level is stage 2's, never above α.
+    pub fn adaptive(p: &[f64]) -> Family {
+        let s = two_stage(p, ALPHA);
+        let called = s.adjusted.iter().filter(|&&x| x < ALPHA).count();
+        Family {
+            level: next_level(s.level, called, p.len()).min(ALPHA),
+            threshold: s.threshold,
+            adjusted: s.adjusted,
         }
     }
 }
@@ -296,12 +314,12 @@ fn comparison(points: &mut [Point], slot: Slot) -> Option<&mut Comparison> {
 
 /// What the family says of every member.
 struct Outcome {
-    /// Benjamini–Hochberg adjusted p-value per member (a sharing pair takes its group's).
+    /// Adjusted p-value per member ([`Family::adaptive`]; a sharing pair takes its group's).
     adjusted: Vec<f64>,
     /// The level BH asks of the next comparison ([`Family::level`]).
     level: f64,
-    /// The false-coverage level of a called comparison's interval, before its look's share:
-    /// R·α/m for R called of m (Benjamini & Yekutieli 2005).
+    /// The false-coverage level of a called comparison's interval, before its look's share
+    /// ([`Family::threshold`]).
     fcr: f64,
 }
 
@@ -310,7 +328,7 @@ fn outcome(members: &[Member]) -> Outcome {
         .filter(|&i| members[i].shares.is_none())
         .collect();
     let p: Vec<f64> = own.iter().map(|&i| members[i].judged.p).collect();
-    let family = Family::new(&p);
+    let family = Family::adaptive(&p);
     let mut adjusted = vec![1.0; members.len()];
     for (&i, &a) in own.iter().zip(&family.adjusted) {
         adjusted[i] = a;
@@ -320,11 +338,10 @@ fn outcome(members: &[Member]) -> Outcome {
             adjusted[i] = adjusted[g];
         }
     }
-    let called = family.adjusted.iter().filter(|&&x| x < ALPHA).count();
     Outcome {
         adjusted,
         level: family.level,
-        fcr: called as f64 * ALPHA / p.len().max(1) as f64,
+        fcr: family.threshold,
     }
 }
 
