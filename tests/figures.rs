@@ -9,10 +9,25 @@ use std::process::Command;
 use common::{bin, require_root, run_quiet, TestRoot};
 use fsarena::report::format::{pct_text, value, vs_baseline, WIDE_MARK};
 
+/// A table row, never a headline: a section's headline also starts with a target's name
+/// ("xfs leads ext4 by 3.1 %") when that target leads, which is why the row must hold a `|`.
 fn row_line<'a>(text: &'a str, starts: &str) -> &'a str {
     text.lines()
-        .find(|l| l.trim_start_matches(['|', ' ', '│']).starts_with(starts))
+        .find(|l| {
+            let cells = l.trim_start_matches(['|', ' ', '│']);
+            cells.starts_with(starts) && cells.contains('|')
+        })
         .unwrap_or_else(|| panic!("no line for {starts}:\n{text}"))
+}
+
+/// CI of 2026-11-27 failed when xfs happened to lead: `row_line` took summary.md's headline
+/// "xfs leads ext4 by 3.1 %" for xfs's row.
+#[test]
+fn row_line_skips_a_headline_that_starts_with_the_target() {
+    let md = "xfs leads ext4 by 3.1 %, undecided\n\n| target | runs |\n| xfs | 2 |\n";
+    assert_eq!(row_line(md, "xfs"), "| xfs | 2 |");
+    let terminal = "xfs leads ext4 by 3.1 %\nxfs    |    2 | 4358\n";
+    assert_eq!(row_line(terminal, "xfs"), "xfs    |    2 | 4358");
 }
 
 /// The default run of 2026-11-26 printed ntfs's copy-verify as "+444.1 % ±?" in the terminal
