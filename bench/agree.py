@@ -4,7 +4,9 @@
 Usage: bench/agree.py DIR THREADS
 
 DIR is a bench/agree.sh output: DIR/fsarena/summary.json (fsarena's report model) and
-DIR/tools.txt, one line per timed tool phase: `op fs rep files t0 t1 read_ios write_ios`.
+DIR/tools.txt, one line per timed tool phase: `op fs rep files t0 t1 read_ios write_ios`;
+DIR/atime.txt (when there), per timed du and rm: `op fs rep dirs unread_before unread_after`,
+how many of the tree's directories a read would give a new access time under relatime.
 The first file system in tools.txt is the baseline. For the tools the difference is computed
 the way fsarena's report does for positive samples: the ratio of geometric means − 1, with
 Welch's 95 % interval on the logarithms; the range beside it is the smallest and largest
@@ -17,7 +19,7 @@ import math
 import statistics as st
 import sys
 
-OPS = [("create", "create", "fs_mark -S 0 + sync -f"), ("scan", "scan", "du -s, cold"),
+OPS = [("create", "create", "fs_mark -S 0 + sync -f"), ("scan", "scan", "du -s, cold, + sync -f"),
        ("delete", "delete", "rm -rf + sync -f")]
 SECTION = {"create": ("create", ""), "scan": ("scan", "cold"), "delete": ("delete", "")}
 
@@ -192,6 +194,25 @@ def main():
             t = ", ".join(f"{v:,.0f}" for v in rate.get((op, fs), []))
             d = ", ".join(f"{r}/{w}" for r, w in ios.get((op, fs), []))
             print(f"| {op} | {fs} | {raw} | {ours_io} | {t} | {d} |")
+
+    print_atime(f"{out}/atime.txt")
+
+
+def print_atime(path):
+    """The access-time state of the tree before (and after) each timed tool walk."""
+    try:
+        lines = [ln.split() for ln in open(path) if not ln.startswith("#")]
+    except FileNotFoundError:
+        return
+    rows = {}
+    for op, fs, _rep, dirs, before, after in lines:
+        rows.setdefault((op, fs, dirs), []).append((before, after))
+    print("\n### Directories a read would give a new access time (relatime), per tool run\n")
+    print("| op | fs | directories | before the timed walk | after it |")
+    print("|---|---|---|---|---|")
+    for (op, fs, dirs), v in rows.items():
+        print(f"| {op} | {fs} | {dirs} | {', '.join(b for b, _ in v)} "
+              f"| {', '.join(a for _, a in v)} |")
 
 
 if __name__ == "__main__":

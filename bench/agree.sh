@@ -4,8 +4,14 @@
 # per file system, each side's % difference against ext4 (issue 41, item 4):
 #
 #   create  fsarena `create`            fs_mark -S 0 -k (no sync in its loop), then `sync -f`
-#   scan    fsarena `scan`, point cold  `du -s` after `sync; echo 3 > drop_caches`
+#   scan    fsarena `scan`, point cold  `du -s` after `sync; echo 3 > drop_caches`, then `sync -f`
 #   delete  fsarena `delete`            `rm -rf TREE`, then `sync -f`
+#
+# Every timed phase ends with `sync -f` because every fsarena phase ends with `syncfs` inside its
+# time. For the scan that matters: the first read of a directory whose access time is not newer
+# than its modification time updates it under `relatime` (the default), and btrfs writes those
+# updates as copy-on-write metadata (~480 write I/Os for this tree) at the next commit; without
+# the sync, du's clock stopped before they were written and fsarena's did not.
 #
 # fsarena side: one `fsarena run --target ext4 --target xfs --target btrfs --workload
 # create,scan,delete --threads T --runs N --scale F --size SIZE` (its summary.json gives the
@@ -13,9 +19,13 @@
 # as fsarena makes them: a sparse image of SIZE, `losetup --find --show --direct-io=on`, and the
 # mkfs and mount commands fsarena's own `--dry-run --verbose` prints for that target (so a
 # change of mkfs options in fsarena is followed here). Per repetition and file system: one
-# fresh file system for fs_mark, one for the tree `fsarena dataset --scale F` lays down, which
-# is unmounted and mounted again (as fsarena's cells get a freshly mounted copy of their
-# populated image), timed cold with du, mounted again, caches dropped, and removed with rm.
+# fresh file system for fs_mark, and two for the tree `fsarena dataset --scale F` lays down
+# (one timed cold with du, one removed with rm), each unmounted and mounted again first, as
+# fsarena's cells get a freshly mounted copy of their populated image. So du and rm, like
+# fsarena's scan and delete, are the first walk of a tree just laid down: every directory's
+# access time is not newer than its modification time. The script checks that before each
+# timed du and rm (by `stat` on the directories' paths, which reads no directory's entries)
+# and records it, and after du how many a read would still update, in atime.txt.
 #
 # fs_mark's tree is what fs_mark can make: the same number of files and directories as
 # fsarena's create (read from fsarena's own records: files, dirs), all directories one level
@@ -160,18 +170,57 @@ drop_fs() {
     loopdev=
     rm -f "$work"/*.img
 }
+cold() { sync; echo 3 >/proc/sys/vm/drop_caches; }
 remount() { # as fsarena's cell gets its copy: freshly mounted, nothing cached
     local fs=$1
     local -a mo
     umount "$mnt"
     read -ra mo <<<"${mount_line[$fs]%% /dev/loopN *}"
     "${mo[@]}" "$loopdev" "$mnt"
-    sync
-    echo 3 >/proc/sys/vm/drop_caches
+    cold
+}
+lay_down() { # lay_down FS: a fresh file system holding the data set's tree, freshly mounted
+    make_fs "$1"
+    "$fsarena" dataset "$mnt/tree" --scale "$scale" --threads "$(nproc)" >"$work/dataset.txt"
+    sync -f "$mnt"
+    remount "$1"
+}
+# The tree's directories, relative, NUL-separated, listed once on a tree just laid down with
+# the file system mounted `noatime` (so the listing updates no access time), then mounted as
+# fsarena mounts it again. The tree is the same every time: the data set is seeded.
+list_dirs() {
+    mount -o remount,noatime "$mnt"
+    (cd "$mnt/tree" && find . -type d -print0) >"$work/dirs.txt"
+    remount "$1"
+}
+# stale: how many of the listed directories a read would give a new access time under
+# `relatime`: access time not newer than the modification or change time, or a day old.
+# `stat` by path looks names up but reads no directory's entries, so it changes no access time.
+stale() {
+    python3 - "$mnt/tree" "$work/dirs.txt" <<'EOF'
+import os, sys, time
+root, listing = sys.argv[1], sys.argv[2]
+now, day, n = time.time_ns(), 86400 * 10**9, 0
+for rel in filter(None, open(listing, "rb").read().split(b"\0")):
+    st = os.stat(os.path.join(root.encode(), rel), follow_symlinks=False)
+    n += st.st_atime_ns <= max(st.st_mtime_ns, st.st_ctime_ns) or now - st.st_atime_ns >= day
+print(n)
+EOF
+}
+# first_walk OP FS: checks that the timed OP will be the tree's first walk, as fsarena's is on
+# its freshly mounted copy of a just-populated image (every directory's access time stale),
+# sets $before to that count, and leaves the caches cold.
+first_walk() {
+    before=$(stale)
+    [[ $before == "$ndirs" ]] || {
+        echo "agree.sh: $2: only $before of $ndirs directories are unread before $1: not a first walk" >&2
+        exit 1
+    }
+    cold
 }
 ios() { awk -v d="${loopdev#/dev/}" '$3 == d { print $4, $8 }' /proc/diskstats; }
-# timed OP FS REP COMMAND...: runs COMMAND, then `sync -f` on the mount (inside the time for
-# create and delete, as fsarena's syncfs is inside its phase), and records one line.
+# timed OP FS REP COMMAND...: runs COMMAND, then `sync -f` on the mount (inside the time, as
+# fsarena's syncfs is inside its phase), and records one line.
 timed() {
     local op=$1 fs=$2 rep=$3
     shift 3
@@ -179,7 +228,7 @@ timed() {
     read -r r0 w0 < <(ios)
     t0=$EPOCHREALTIME
     "$@" >"$work/last.txt"
-    [[ $op == scan ]] || sync -f "$mnt"
+    sync -f "$mnt"
     t1=$EPOCHREALTIME
     read -r r1 w1 < <(ios)
     echo "$op $fs $rep $files $t0 $t1 $((r1 - r0)) $((w1 - w0))" >>"$out/tools.txt"
@@ -188,6 +237,8 @@ timed() {
 }
 
 : >"$out/tools.txt"
+echo "# op fs repetition directories unread-before unread-after (a read would update the access time)" \
+    >"$out/atime.txt"
 per_dir=$(((files + dirs - 1) / dirs))
 # fs_mark refuses a -d path of 40 bytes or more: it runs in the mount point, on a relative one.
 fsm=(env -C "$mnt" fs_mark -d fsmark -D "$dirs" -N "$per_dir" -n $((files / threads)) -s "$mean_size"
@@ -207,14 +258,19 @@ for rep in $(seq 1 "$runs"); do
         grep -E '^ +[0-9]' "$work/last.txt" | sed "s/^/fs_mark $fs $rep: /" >>"$out/fs_mark.txt"
         drop_fs
 
-        make_fs "$fs"
-        "$fsarena" dataset "$mnt/tree" --scale "$scale" --threads "$(nproc)" >"$work/dataset.txt"
-        sync -f "$mnt"
-        remount "$fs"
+        lay_down "$fs"
+        [[ -s $work/dirs.txt ]] || list_dirs "$fs"
+        ndirs=$(tr -cd '\0' <"$work/dirs.txt" | wc -c)
+        first_walk scan "$fs"
         timed scan "$fs" "$rep" du -s "$mnt/tree"
         cut -f1 "$work/last.txt" | sed "s/^/du -s $fs $rep: /" >>"$out/du.txt"
-        remount "$fs"
+        echo "scan $fs $rep $ndirs $before $(stale)" >>"$out/atime.txt"
+        drop_fs
+
+        lay_down "$fs"
+        first_walk delete "$fs"
         timed delete "$fs" "$rep" rm -rf "$mnt/tree"
+        echo "delete $fs $rep $ndirs $before -" >>"$out/atime.txt"
         drop_fs
     done
 done
