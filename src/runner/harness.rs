@@ -80,6 +80,10 @@ impl Harness for MonitoredHarness<'_> {
     fn aside(&self) -> Aside {
         self.aside.clone()
     }
+
+    fn pass_writeback(&self) -> Option<std::path::PathBuf> {
+        Some(self.root.to_path_buf())
+    }
 }
 
 impl<'a> MonitoredHarness<'a> {

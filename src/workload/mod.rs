@@ -131,6 +131,15 @@ pub trait Harness {
     fn pass_dropper(&self) -> fn() -> std::io::Result<()> {
         crate::sys::drop_caches
     }
+    /// The file system whose writes a cold pass leaves dirty (under `relatime` a first walk
+    /// gives every directory it reads a new access time) and which [`passes::measure_cold_passes`]
+    /// writes back with `syncfs` after every pass but the last, inside the measured time: the
+    /// cache drop before the next pass would otherwise write them outside it, and a phase of
+    /// several passes would not pay for what a phase of one pays for in its final `syncfs`.
+    /// The runner's is the target's root; `None` (the default) syncs nothing.
+    fn pass_writeback(&self) -> Option<std::path::PathBuf> {
+        None
+    }
     /// The handle through which work inside the measured phase that is not the phase's own
     /// (the cache drop between cold passes, a pass's check) is left out of the monitor's
     /// figures ([`crate::monitor::Aside`]). Take it before `measure`; inert by default.
