@@ -297,20 +297,8 @@ fn one_trace_instance_serves_every_clone_of_the_run() {
 fn a_cold_scan_of_several_passes_counts_the_access_time_writes_of_its_first_walk() {
     require_root();
     let root = TestRoot::new("atime");
-    let (out, work, _) = run_ok(
-        &root,
-        &[
-            "--target",
-            "btrfs",
-            "--workload",
-            "scan",
-            "--runs",
-            "1",
-            "--scale",
-            "0.005",
-            "--quiet",
-        ],
-    );
+    let args = "--target btrfs --workload scan --runs 1 --scale 0.005 --quiet";
+    let (out, work, _) = run_ok(&root, &args.split(' ').collect::<Vec<_>>());
     let loaded = store::load(&out).unwrap();
     let find = |v: &str| {
         let m = loaded

@@ -145,7 +145,9 @@ mod tests {
 
     use super::*;
 
-    struct Floor(Duration, usize);
+    /// A harness with a phase floor, counting its measured phases, and naming the file system
+    /// cold passes write back (a run's harness names its target's root).
+    struct Floor(Duration, usize, Option<std::path::PathBuf>);
     impl Harness for Floor {
         fn drop_caches(&mut self) -> std::io::Result<()> {
             Ok(())
@@ -165,6 +167,9 @@ mod tests {
                 DROPS.with(|d| d.set(d.get() + 1));
                 Ok(())
             }
+        }
+        fn pass_writeback(&self) -> Option<std::path::PathBuf> {
+            self.2.clone()
         }
     }
 
@@ -187,7 +192,7 @@ mod tests {
 
     #[test]
     fn passes_repeat_until_the_floor_and_sum_their_work() {
-        let mut h = Floor(Duration::from_millis(50), 0);
+        let mut h = Floor(Duration::from_millis(50), 0, None);
         let o = measure_passes(&mut h, &mut pass(Duration::from_millis(4))).unwrap();
         assert_eq!(h.1, 1, "one measured phase");
         let n = o.metrics["passes"];
@@ -200,7 +205,7 @@ mod tests {
 
     #[test]
     fn without_a_floor_one_pass_is_the_phase() {
-        let mut h = Floor(Duration::ZERO, 0);
+        let mut h = Floor(Duration::ZERO, 0, None);
         let o = measure_passes(&mut h, &mut pass(Duration::from_millis(1))).unwrap();
         assert_eq!(o.metrics["passes"], 1.0);
         assert!(o.notes.is_empty());
@@ -208,7 +213,7 @@ mod tests {
 
     #[test]
     fn a_failing_pass_fails_the_phase() {
-        let mut h = Floor(Duration::from_secs(5), 0);
+        let mut h = Floor(Duration::from_secs(5), 0, None);
         let mut k = 0;
         let r = measure_passes(&mut h, &mut || {
             k += 1;
@@ -223,7 +228,7 @@ mod tests {
 
     #[test]
     fn cold_passes_drop_the_caches_before_each_pass_after_the_first() {
-        let mut h = Floor(Duration::from_millis(40), 0);
+        let mut h = Floor(Duration::from_millis(40), 0, None);
         let before = DROPS.with(|d| d.get());
         let o = measure_cold_passes(&mut h, &mut pass(Duration::from_millis(5))).unwrap();
         let drops = DROPS.with(|d| d.get()) - before;
@@ -241,29 +246,6 @@ mod tests {
         assert!(o.metrics.contains_key("between_passes_seconds"));
     }
 
-    /// The cold-pass harness of a run: its writeback names a file system to `syncfs`.
-    struct Writeback(Duration, std::path::PathBuf);
-    impl Harness for Writeback {
-        fn drop_caches(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-        fn measure(
-            &mut self,
-            work: &mut crate::workload::Phase<'_>,
-        ) -> Result<Outcome, WorkloadError> {
-            work()
-        }
-        fn phase_floor(&self) -> Duration {
-            self.0
-        }
-        fn pass_dropper(&self) -> fn() -> std::io::Result<()> {
-            || Ok(())
-        }
-        fn pass_writeback(&self) -> Option<std::path::PathBuf> {
-            Some(self.1.clone())
-        }
-    }
-
     /// Defect: a cold pass's access-time updates were written back by the cache drop before
     /// the next pass, outside the measured time and the monitor, so a cold scan of several
     /// passes (a small tree) paid nothing for them and one of a single pass (a large tree)
@@ -273,24 +255,24 @@ mod tests {
     #[test]
     fn a_cold_pass_writes_back_what_it_dirtied_before_the_next_drop() {
         let dir = tempfile::tempdir().unwrap();
-        let mut h = Writeback(Duration::from_millis(30), dir.path().into());
+        let mut h = Floor(Duration::from_millis(30), 0, Some(dir.path().into()));
         let o = measure_cold_passes(&mut h, &mut pass(Duration::from_millis(2))).unwrap();
         assert!(o.metrics["passes"] >= 2.0, "{:?}", o.metrics);
         let gone = dir.path().join("gone");
-        let mut h = Writeback(Duration::from_millis(30), gone.clone());
+        let mut h = Floor(Duration::from_millis(30), 0, Some(gone.clone()));
         let e = measure_cold_passes(&mut h, &mut pass(Duration::from_millis(2))).unwrap_err();
         assert!(e.to_string().contains("syncfs after a cold pass"), "{e}");
-        let mut h = Writeback(Duration::ZERO, gone.clone());
+        let mut h = Floor(Duration::ZERO, 0, Some(gone.clone()));
         let one = measure_cold_passes(&mut h, &mut pass(Duration::from_millis(2))).unwrap();
         assert_eq!(one.metrics["passes"], 1.0, "one pass: the harness syncs");
-        let mut h = Writeback(Duration::from_millis(30), gone);
+        let mut h = Floor(Duration::from_millis(30), 0, Some(gone));
         let warm = measure_passes(&mut h, &mut pass(Duration::from_millis(2))).unwrap();
         assert!(warm.metrics["passes"] >= 2.0, "warm passes never sync");
     }
 
     #[test]
     fn cold_passes_stop_at_their_cap() {
-        let mut h = Floor(Duration::from_secs(3600), 0);
+        let mut h = Floor(Duration::from_secs(3600), 0, None);
         let o = measure_cold_passes(&mut h, &mut || {
             Ok(Outcome {
                 seconds: 1e-6,
