@@ -496,7 +496,15 @@ fn the_legend_names_the_procedure_the_decisions_came_from() {
                 .metrics
                 .get(&p.key.name)
                 .and_then(|m| m.vs_baseline.as_ref());
-            members.extend(c.and_then(|c| c.verdict.clone()));
+            let Some((c, v)) = c.and_then(|c| Some((c, c.verdict.clone()?))) else {
+                continue;
+            };
+            // docs/statistics.md: a called difference shows an interval that leaves 0 out.
+            if matches!(v.decision, Decision::Better | Decision::Worse) {
+                let (lo, hi) = c.pct_ci95.unwrap();
+                assert!(lo > 0.0 || hi < 0.0, "{c:?}");
+            }
+            members.push(v);
         }
         // A pair with the baseline in it is that comparison again, one member of the family.
         let target = |i: usize| p.groups[i].key.target.as_str();
