@@ -75,7 +75,8 @@ pub enum Command {
         #[arg(long, value_name = "PCT", allow_negative_numbers = true)]
         margin: Option<Margin>,
         /// Exit 1 when any key metric is significantly worse in B (decided `worse` after
-        /// Benjamini–Hochberg) by more than PCT % of A; for scripts and CI.
+        /// plain Benjamini–Hochberg over the compared rows) by more than PCT % of A; for
+        /// scripts and CI.
         #[arg(long, value_name = "PCT", value_parser = parse_pct)]
         fail_if_worse: Option<f64>,
         /// With --fail-if-worse: pass points A measured that B lacks or has no ok run of

@@ -260,9 +260,9 @@ fn every_comparison_is_better_worse_equivalent_or_undecided() {
         assert!(!out.contains('≈'), "{out}");
     }
     assert!(
-        term.contains("Benjamini–Hochberg")
-            && md.contains("Benjamini–Hochberg")
-            && html.contains("Benjamini–Hochberg")
+        term.contains("false discovery rate")
+            && md.contains("false discovery rate")
+            && html.contains("false discovery rate")
     );
     let json = serde_json::to_value(&r).unwrap();
     let row = |t: &str| {
@@ -471,4 +471,126 @@ fn the_budget_asks_exactly_what_the_report_leaves_undecided() {
         .collect();
     assert!(!open.is_empty());
     assert_eq!(open, undecided);
+}
+
+/// Issue 41 item 3's leftover: the run's family moved to the adaptive two-stage step-up,
+/// yet the legend still said "significant after Benjamini–Hochberg control" and every
+/// headline "Benjamini–Hochberg p = …". The verdicts now carry the procedure that adjusted
+/// them, the report names that one, and this checks it against the adjusted p-values
+/// themselves: they are the two-stage step-up's (not BH's) over the run's family, and no
+/// output of the run says Benjamini–Hochberg; `compare`, which keeps plain BH, says so.
+#[test]
+fn the_legend_names_the_procedure_the_decisions_came_from() {
+    use fsarena::stats::decision::{benjamini_hochberg, two_stage};
+    use fsarena::stats::{verdicts, Adjustment};
+    let r = decided(&FOUR, None);
+    // The run's family, as the report's verdicts were made: every key-metric comparison
+    // with the baseline, and the ranking pairs that are not one of those.
+    let key = |w: &str| model::key_metric(w);
+    let looks = fsarena::stats::sequential::Looks::fixed();
+    let points = verdicts::decide(&r.measurements, "ext4", r.margin_pct, &looks, &key);
+    let mut members = Vec::new();
+    for p in &points {
+        for g in &p.groups {
+            let c = g
+                .metrics
+                .get(&p.key.name)
+                .and_then(|m| m.vs_baseline.as_ref());
+            let Some((c, v)) = c.and_then(|c| Some((c, c.verdict.clone()?))) else {
+                continue;
+            };
+            // docs/statistics.md: a called difference shows an interval that leaves 0 out.
+            if matches!(v.decision, Decision::Better | Decision::Worse) {
+                let (lo, hi) = c.pct_ci95.unwrap();
+                assert!(lo > 0.0 || hi < 0.0, "{c:?}");
+            }
+            members.push(v);
+        }
+        // A pair with the baseline in it is that comparison again, one member of the family.
+        let target = |i: usize| p.groups[i].key.target.as_str();
+        let own = |w: usize, n: usize| target(w) != "ext4" && target(n) != "ext4";
+        for pair in p.pairs.iter().filter(|pair| own(pair.win, pair.next)) {
+            members.extend(pair.cmp.as_ref().and_then(|c| c.verdict.clone()));
+        }
+    }
+    let raw: Vec<f64> = members.iter().map(|v| v.p_sequential.unwrap()).collect();
+    let (adaptive, plain) = (two_stage(&raw, 0.05).adjusted, benjamini_hochberg(&raw));
+    assert!(members.len() >= 5 && adaptive != plain, "{raw:?}");
+    for (v, want) in members.iter().zip(&adaptive) {
+        assert!((v.p_adjusted - want).abs() < 1e-12, "{v:?} against {want}");
+        assert_eq!(v.adjustment, Adjustment::TwoStage);
+    }
+    assert_eq!(r.adjustment, Adjustment::TwoStage);
+    let name = Adjustment::TwoStage.name();
+    let term = report::terminal::render_width(&r, false, 10_000);
+    let md = report::markdown::render(&r);
+    let html = report::html::render(&r);
+    for out in [&term, &md, &html] {
+        let named = out.contains(name) || out.contains(&name.replace('&', "&amp;"));
+        assert!(named, "the procedure is not named:\n{out}");
+        assert!(!out.contains("Benjamini–Hochberg"), "{out}");
+        assert!(out.contains("adjusted p"), "{out}");
+    }
+    // compare adjusts its own family with plain BH, and says so.
+    let (a, _) = fixture(true);
+    let (b, _) = fixture(true);
+    let c = report::compare::build(a.path(), b.path(), None).unwrap();
+    assert_eq!(c.adjustment, Adjustment::BenjaminiHochberg);
+    let out = report::compare::render_table(&c, false, 10_000);
+    assert!(
+        out.contains(Adjustment::BenjaminiHochberg.name())
+            && out.contains("compare keeps plain BH"),
+        "{out}"
+    );
+}
+
+/// Issue 40 item 3: `fsarena compare` printed each side's geometric mean in its table but
+/// wrote the arithmetic mean into its JSON and CSV (`mean_a`, `mean_b`), so a script read
+/// another figure than the run's own report. Both now carry the figure the report prints
+/// for the key metric, and say which statistic it is.
+#[test]
+fn compare_shows_the_figure_the_report_shows() {
+    let (a, ra) = fixture(true);
+    let (b, _) = fixture(true);
+    let c = report::compare::build(a.path(), b.path(), None).unwrap();
+    assert!(!c.rows.is_empty());
+    for row in &c.rows {
+        let section = ra
+            .sections
+            .iter()
+            .find(|s| {
+                s.workload == row.workload
+                    && s.point_label() == row.variant
+                    && s.worker_threads() == row.threads
+            })
+            .unwrap();
+        let r = section
+            .rows
+            .iter()
+            .find(|r| r.target == row.target)
+            .unwrap();
+        let shown = &r.shown[&section.key_metric];
+        assert_eq!(row.statistic, shown.statistic, "{row:?}");
+        assert!(
+            (row.value_a - shown.value).abs() <= 1e-9 * shown.value.abs(),
+            "{row:?}"
+        );
+        let m = r.metric(&section.key_metric).unwrap();
+        if m.raw.iter().any(|&x| x != m.raw[0]) {
+            assert!(
+                (row.value_a - m.summary.mean).abs() > 0.0,
+                "not the arithmetic mean"
+            );
+        }
+    }
+    let json = serde_json::to_value(&c).unwrap();
+    let row = &json["rows"][0];
+    assert!(row.get("mean_a").is_none() && row["statistic"] == "geometric_mean");
+    let csv = report::compare::render_csv(&c).unwrap();
+    assert!(csv
+        .lines()
+        .next()
+        .unwrap()
+        .contains("value_a,value_b,statistic"));
+    assert!(csv.contains("geometric mean"));
 }

@@ -410,7 +410,7 @@ fn the_first_screen_is_the_answer_at_1280_and_a_phone_scrolls_only_tables() {
     // The answer comes before any legend or warning; warnings are one list.
     let at = |needle: &str| html.find(needle).unwrap_or_else(|| panic!("no {needle}"));
     assert!(at("id=\"compared\"") < at("class=\"matrix\""));
-    assert!(at("class=\"chart forest\"") < at("Benjamini–Hochberg control"));
+    assert!(at("class=\"chart forest\"") < at("false discovery rate"));
     let summary = &html[at("id=\"summary\"")..at("id=\"bars\"")];
     assert!(
         !summary.contains("class=\"warn\""),

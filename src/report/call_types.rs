@@ -29,13 +29,15 @@ fn raw(row: &Row, metric: &str) -> Option<Vec<f64>> {
     row.metric(metric).map(|m| m.raw.clone())
 }
 
-fn mean(v: &[f64]) -> f64 {
-    v.iter().sum::<f64>() / v.len() as f64
+/// The median of the repetitions, as the tables and the rest of a "why" line show a figure
+/// (0 for no run: nothing moved).
+fn median(v: &[f64]) -> f64 {
+    super::shown::median_of(v).unwrap_or(0.0)
 }
 
 /// Whether `b` → `c` moved significantly, by at least `ratio` the way `worse` says.
 fn moved(b: &[f64], c: &[f64], worse: bool, ratio: f64) -> bool {
-    let (mb, mc) = (mean(b), mean(c));
+    let (mb, mc) = (median(b), median(c));
     let far = if worse {
         mc >= mb * ratio
     } else {
@@ -63,7 +65,7 @@ pub fn most_moved(base: &Row, cand: &Row, worse: bool, ratio: f64) -> Option<Mov
                 raw(base, &format!("{kind}_ops"))?,
                 raw(cand, &format!("{kind}_ops"))?,
             );
-            let (tb, tc) = (mean(&bn) * mean(&bl), mean(&cn) * mean(&cl));
+            let (tb, tc) = (median(&bn) * median(&bl), median(&cn) * median(&cl));
             if tb.max(tc) < FLOOR_US {
                 return None;
             }
@@ -72,9 +74,9 @@ pub fn most_moved(base: &Row, cand: &Row, worse: bool, ratio: f64) -> Option<Mov
                 return None;
             }
             let (base, cand) = if latency {
-                (mean(&bl), mean(&cl))
+                (median(&bl), median(&cl))
             } else {
-                (mean(&bn), mean(&cn))
+                (median(&bn), median(&cn))
             };
             Some(Moved {
                 kind: kind.to_string(),

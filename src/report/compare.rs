@@ -1,6 +1,7 @@
 //! `fsarena compare A B`: the same plan run twice (another kernel, machine or option), side
 //! by side, matched by target, workload, variant and threads. Every matched key metric is
-//! decided as B against A: better / worse (Benjamini–Hochberg-controlled over all matched rows),
+//! decided as B against A: better / worse (plain Benjamini–Hochberg over all matched rows, not
+//! the two-stage step-up of a run's report: why at [`decide_rows`]),
 //! equivalent (90 % interval within ±margin) or undecided. One model ([`Comparison`]),
 //! rendered as a table, JSON, CSV or Markdown; [`worse_than`] is the `--fail-if-worse` gate,
 //! and [`Comparison::missing`] the points A measured that B cannot answer for, which fail the
@@ -12,15 +13,16 @@ use anyhow::Result;
 use serde::Serialize;
 
 use super::fit::{fit, Col};
-use super::format::{header, legend, mean_ci};
+use super::format::{decision_words, header, mean_ci};
 use super::model::{self, Report};
 use super::section::Row;
+use super::shown::Statistic;
 use super::width::wrap;
 use crate::results::store;
 use crate::stats::decision::MAX_RUNS_ESTIMATE;
 use crate::stats::steadiness::Steadiness;
 use crate::stats::verdicts::{verdict, Family};
-use crate::stats::{self, runs_to_decide, Decision, ALPHA};
+use crate::stats::{self, runs_to_decide, Adjustment, Decision, ALPHA};
 
 /// Two results directories compared.
 #[derive(Debug, Clone, Serialize)]
@@ -34,6 +36,8 @@ pub struct Comparison {
     pub condition_a: String,
     pub condition_b: String,
     pub margin_pct: f64,
+    /// The procedure that adjusted the rows' `p_adjusted` ([`decide_rows`]).
+    pub adjustment: Adjustment,
     /// How steady each side's host was (`None` for results without probes).
     pub steadiness_a: Option<Steadiness>,
     pub steadiness_b: Option<Steadiness>,
@@ -137,16 +141,21 @@ pub struct CompareRow {
     pub target: String,
     pub metric: String,
     pub higher_is_better: bool,
-    pub mean_a: f64,
-    pub mean_b: f64,
-    /// "mean ± half-width" as the table shows it.
+    /// Each side's figure, the statistic the run's tables show for a key metric
+    /// ([`super::shown::centre_on`]): the geometric mean of the runs on the ratio scale,
+    /// which `pct_diff` is the ratio of (the arithmetic mean when a run is at or below 0).
+    pub value_a: f64,
+    pub value_b: f64,
+    /// Which statistic `value_a`, `value_b` and the texts are.
+    pub statistic: Statistic,
+    /// "value ± half-width of its 95 % interval", as the table shows it.
     pub a_text: String,
     pub b_text: String,
     /// (B − A) / A in %, when both sides have runs enough to compare.
     pub pct_diff: Option<f64>,
     /// better / worse / equivalent / undecided; `None` with too few runs.
     pub decision: Option<Decision>,
-    /// Benjamini–Hochberg-adjusted p-value.
+    /// The p-value adjusted over the matched rows by [`Comparison::adjustment`].
     pub p_adjusted: Option<f64>,
     /// More runs per side that would likely decide an undecided comparison ("~N more" in
     /// the tables; more than the estimate's limit when absent).
@@ -197,8 +206,9 @@ pub fn build(a: &Path, b: &Path, margin_pct: Option<f64>) -> Result<Comparison> 
             b.display()
         );
     }
-    decide_rows(&mut rows, &raws, margin);
+    let adjustment = decide_rows(&mut rows, &raws, margin);
     Ok(Comparison {
+        adjustment,
         a: a.display().to_string(),
         b: b.display().to_string(),
         kernel_a: la.host.kernel.clone(),
@@ -248,6 +258,14 @@ fn matched(ra: &Report, rb: &Report) -> (Vec<CompareRow>, Vec<Samples>, Vec<Miss
                 });
                 continue;
             };
+            // B against A is on the ratio scale when every run of both is positive: both
+            // sides then show the geometric mean that `pct_diff` is the ratio of.
+            let difference =
+                stats::log_values(&ma.raw).is_none() || stats::log_values(&mb.raw).is_none();
+            let (shown_a, shown_b) = (
+                super::shown::centre_on(ma, difference),
+                super::shown::centre_on(mb, difference),
+            );
             rows.push(CompareRow {
                 workload: sa.workload.clone(),
                 // The data set, when the runs had several, is part of the point's name.
@@ -256,10 +274,11 @@ fn matched(ra: &Report, rb: &Report) -> (Vec<CompareRow>, Vec<Samples>, Vec<Miss
                 target: row_a.target.clone(),
                 metric: key.clone(),
                 higher_is_better: sa.higher_is_better,
-                mean_a: ma.summary.mean,
-                mean_b: mb.summary.mean,
-                a_text: mean_ci(key, &super::shown::centre(ma)),
-                b_text: mean_ci(key, &super::shown::centre(mb)),
+                value_a: shown_a.value,
+                value_b: shown_b.value,
+                statistic: shown_a.statistic,
+                a_text: mean_ci(key, &shown_a),
+                b_text: mean_ci(key, &shown_b),
                 pct_diff: None,
                 decision: None,
                 p_adjusted: None,
@@ -295,9 +314,15 @@ fn no_ok_run(row: &Row) -> String {
     why
 }
 
-/// Decides every matched row as B against A with the run's own rules
-/// ([`crate::stats::verdicts`]), the rows one Benjamini–Hochberg family.
-fn decide_rows(rows: &mut [CompareRow], raws: &[Samples], margin: f64) {
+/// Decides every matched row as B against A with the run's own tests and decision words
+/// ([`crate::stats::verdicts`]), the rows one family under **plain** Benjamini–Hochberg
+/// ([`Family::new`]), and returns that procedure for the outputs to name. Not the adaptive
+/// two-stage step-up a run's report uses: that one earns its extra calls when most of a
+/// family's differences are real (file systems do differ), while compare's rows are one
+/// plan run twice, most of them expected to be unchanged, and they feed a regression gate
+/// (`--fail-if-worse`) where a false alarm stops someone's CI; with few real differences the
+/// two procedures call about the same, and plain BH is the one with the simpler guarantee.
+fn decide_rows(rows: &mut [CompareRow], raws: &[Samples], margin: f64) -> Adjustment {
     let cmps: Vec<_> = raws
         .iter()
         .map(|(x, y)| stats::compare(x, y, ALPHA))
@@ -309,23 +334,58 @@ fn decide_rows(rows: &mut [CompareRow], raws: &[Samples], margin: f64) {
     for ((r, c), (ra_raw, rb_raw)) in rows.iter_mut().zip(cmps).zip(raws) {
         let Some(c) = c else { continue };
         let Some(&ph) = next_p.next() else { continue };
-        let v = verdict(&c, ph, r.higher_is_better, margin, || {
-            runs_to_decide(ra_raw, rb_raw, margin, family.level)
-        });
+        let v = verdict(
+            &c,
+            (ph, family.adjustment),
+            r.higher_is_better,
+            margin,
+            || runs_to_decide(ra_raw, rb_raw, margin, family.level),
+        );
         r.pct_diff = Some(c.pct_diff);
         r.decision = Some(v.decision);
         r.p_adjusted = Some(v.p_adjusted);
         r.runs_to_decide = v.runs_to_decide;
     }
+    family.adjustment
 }
 
 /// The rows significantly worse in B than in A by more than `pct` %: decided `worse`
-/// (Benjamini–Hochberg over the comparison) and the point estimate beyond `pct`.
+/// (adjusted over the comparison, [`decide_rows`]) and the point estimate beyond `pct`.
 pub fn worse_than(c: &Comparison, pct: f64) -> Vec<&CompareRow> {
     c.rows
         .iter()
         .filter(|r| r.decision == Some(Decision::Worse) && r.worse_by().is_some_and(|w| w > pct))
         .collect()
+}
+
+/// The p column's header: the procedure's short name.
+fn p_header(c: &Comparison) -> &'static str {
+    match c.adjustment {
+        Adjustment::BenjaminiHochberg => "BH p",
+        Adjustment::TwoStage => "adj. p",
+    }
+}
+
+/// The comparison's legend: the decision words named for the procedure that adjusted its
+/// rows (and that it is not the one a run's report uses, when it is not), and which
+/// statistic A and B show.
+fn legend(c: &Comparison) -> String {
+    let mut out = decision_words(c.margin_pct, c.adjustment, "the matched rows");
+    out.push_str(&format!("; {} = that adjusted p", p_header(c)));
+    if c.adjustment != crate::stats::verdicts::ADJUSTMENT {
+        out.push_str(" (compare keeps plain BH, not the two-stage step-up of a run's report)");
+    }
+    let geometric = c
+        .rows
+        .iter()
+        .all(|r| r.statistic == Statistic::GeometricMean);
+    out.push_str(if geometric {
+        "; A, B: geometric mean of the runs ± its 95 % interval, B vs A their ratio"
+    } else {
+        "; A, B: geometric mean of the runs ± its 95 % interval (the mean where a run is ≤ 0), \
+         B vs A their ratio (the difference of the means)"
+    });
+    out
 }
 
 /// The comparison as a table fitted to `width` columns.
@@ -356,7 +416,7 @@ pub fn render_table(c: &Comparison, color: bool, width: usize) -> String {
         })
         .numeric(),
         col("decision", &|r| r.decision_text()),
-        col("BH p", &|r| {
+        col(p_header(c), &|r| {
             r.p_adjusted.map(|p| format!("{p:.3}")).unwrap_or_default()
         })
         .numeric()
@@ -375,7 +435,7 @@ pub fn render_table(c: &Comparison, color: bool, width: usize) -> String {
         "",
         "  ",
     ));
-    let mut legend = legend(c.margin_pct);
+    let mut legend = legend(c);
     if c.rows
         .iter()
         .any(|r| r.decision == Some(Decision::Undecided))
@@ -422,8 +482,9 @@ pub fn render_csv(c: &Comparison) -> Result<String, csv::Error> {
         "threads",
         "target",
         "metric",
-        "mean_a",
-        "mean_b",
+        "value_a",
+        "value_b",
+        "statistic",
         "pct_diff",
         "decision",
         "p_adjusted",
@@ -437,8 +498,9 @@ pub fn render_csv(c: &Comparison) -> Result<String, csv::Error> {
             r.threads.to_string(),
             r.target.clone(),
             r.metric.clone(),
-            num(Some(r.mean_a)),
-            num(Some(r.mean_b)),
+            num(Some(r.value_a)),
+            num(Some(r.value_b)),
+            r.statistic.as_str().to_string(),
             num(r.pct_diff),
             r.decision
                 .map(|d| d.as_str().to_string())
@@ -461,15 +523,14 @@ pub fn render_markdown(c: &Comparison) -> String {
         c.b,
         c.kernel_b,
         c.condition_b,
-        legend(c.margin_pct)
+        legend(c)
     );
     for n in c.host_notes() {
         out.push_str(&format!("> {n}.\n\n"));
     }
-    out.push_str(
-        "| workload | threads | target | metric | A | B | B vs A | decision | BH p |\n\
-         |---|---|---|---|---|---|---|---|---|\n",
-    );
+    out.push_str("| workload | threads | target | metric | A | B | B vs A | decision | ");
+    out.push_str(p_header(c));
+    out.push_str(" |\n|---|---|---|---|---|---|---|---|---|\n");
     for r in &c.rows {
         out.push_str(&format!(
             "| {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",

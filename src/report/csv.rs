@@ -1,5 +1,5 @@
 //! `summary.csv`: one row per target × workload × variant × threads × metric, for
-//! spreadsheets and scripts. `decision` (better / worse / equivalent / undecided), `p_adjusted` (Benjamini–Hochberg),
+//! spreadsheets and scripts. `decision` (better / worse / equivalent / undecided), `p_adjusted` (the run's two-stage step-up, as the legend names it),
 //! the 90 % interval and `margin_pct` are filled for the key metric of each section, which is
 //! what the adjusted family covers; side metrics leave them empty. `shown` is the figure the
 //! tables print and `shown_statistic` which one it is (`report::shown`: the key metric's

@@ -30,6 +30,9 @@ struct Curve {
     metric: &'static str,
     y_label: &'static str,
     log_x: bool,
+    /// `metric` is the workload's key metric: it shows the tables' centre (geometric
+    /// mean), any other metric their median ([`super::shown`]).
+    key: bool,
 }
 
 /// The other parameters that name one chart: (name, shown value), sorted by name.
@@ -49,7 +52,8 @@ pub fn render(h: &mut String, ms: &[Measurement], colors: &BTreeMap<String, usiz
         let Some(w) = workload::by_name(name) else {
             continue;
         };
-        let curves: Vec<Curve> = w.charts().iter().map(curve_of).collect();
+        let key = w.key_metric().0;
+        let curves: Vec<Curve> = w.charts().iter().map(|c| curve_of(c, key)).collect();
         let mut xs: Vec<&str> = Vec::new();
         for c in &curves {
             if !xs.contains(&c.x) {
@@ -67,9 +71,11 @@ pub fn render(h: &mut String, ms: &[Measurement], colors: &BTreeMap<String, usiz
     let _ = write!(
         h,
         "<section id=\"curves\"><h2>Curves</h2><p>What each workload plots against its own \
-         parameters: one line per target, the mean of the repetitions at each point. Where a \
-         workload measured a single value of the parameter, bars show each point there \
-         instead (dots: the repetitions, error bars: 95&nbsp;% intervals).</p>{body}</section>"
+         parameters: one line per target, at each point the figure the tables print: the \
+         geometric mean of the repetitions for the workload's key metric, their median for \
+         any other metric. Where a workload measured a single value of the parameter, bars \
+         show each point there instead (dots: the repetitions, error bars: the 95&nbsp;% \
+         interval of a geometric mean; a median has none).</p>{body}</section>"
     );
 }
 
@@ -106,7 +112,7 @@ fn workload_charts(
                     c.x_label,
                     c.y_label,
                     if c.log_x { XAxis::Log2 } else { XAxis::Linear },
-                    &lines(samples, colors),
+                    &lines(samples, c.key, colors),
                 )
             );
         }
@@ -123,7 +129,9 @@ fn workload_charts(
         for (ci, c) in curves.iter().enumerate() {
             let groups: Vec<BarGroup> = single
                 .iter()
-                .map(|(key, per_curve)| point_bars(key, &varying, &per_curve[ci], x, &legend))
+                .map(|(key, per_curve)| {
+                    point_bars(key, &varying, (&per_curve[ci], c.key), x, &legend)
+                })
                 .collect();
             let opts = BarOpts {
                 legend: legend.clone(),
@@ -196,12 +204,13 @@ fn targets(single: &[(&GroupKey, &Vec<Samples>)]) -> Vec<String> {
     set.into_iter().collect()
 }
 
-/// One group measured at a single x: a bar per target (mean, 95 % interval, repetitions),
-/// labelled by the parameters that vary between groups and the x it was measured at.
+/// One group measured at a single x: a bar per target (the tables' figure, its 95 %
+/// interval when it has one, the repetitions), labelled by the parameters that vary between
+/// groups and the x it was measured at; `is_key` says whether the curve's metric is the key.
 fn point_bars(
     key: &GroupKey,
     varying: &BTreeSet<String>,
-    samples: &Samples,
+    (samples, is_key): (&Samples, bool),
     x: &str,
     legend: &[(String, usize)],
 ) -> BarGroup {
@@ -230,12 +239,12 @@ fn point_bars(
             if !label.contains(&xs) {
                 label.push(xs);
             }
-            let Some(s) = crate::stats::summarize(ys) else {
+            let Some(s) = super::shown::of_runs(is_key, ys) else {
                 continue;
             };
             bars.push(Bar {
                 label: t.clone(),
-                value: s.mean,
+                value: s.value,
                 ci: s.ci95,
                 reps: ys.clone(),
                 color: *color,
@@ -254,7 +263,7 @@ fn esc(s: &str) -> String {
         .replace('>', "&gt;")
 }
 
-fn curve_of(c: &Chart) -> Curve {
+fn curve_of(c: &Chart, key: &str) -> Curve {
     match *c {
         Chart::Curve {
             x,
@@ -268,6 +277,7 @@ fn curve_of(c: &Chart) -> Curve {
             metric,
             y_label,
             log_x,
+            key: metric == key,
         },
     }
 }
@@ -367,14 +377,16 @@ fn title(workload: &str, key: &GroupKey) -> String {
     t
 }
 
-/// One line per target, the mean of the repetitions at each x, in x order.
-fn lines(samples: &Samples, colors: &BTreeMap<String, usize>) -> Vec<Line> {
+/// One line per target, at each x the figure the tables print for the repetitions there
+/// ([`super::shown::of_runs`]: the geometric mean for the `key` metric, else the median),
+/// in x order.
+fn lines(samples: &Samples, key: bool, colors: &BTreeMap<String, usize>) -> Vec<Line> {
     samples
         .iter()
         .map(|(t, pts)| {
             let mut points: Vec<(f64, f64)> = pts
                 .iter()
-                .map(|(x, ys)| (*x, ys.iter().sum::<f64>() / ys.len() as f64))
+                .filter_map(|(x, ys)| Some((*x, super::shown::of_runs(key, ys)?.value)))
                 .collect();
             points.sort_by(|a, b| a.0.total_cmp(&b.0));
             Line {
@@ -419,10 +431,11 @@ mod tests {
         metric: "y",
         y_label: "y",
         log_x: true,
+        key: false,
     };
 
     #[test]
-    fn one_chart_per_other_params_one_line_per_target_mean_of_repetitions() {
+    fn one_chart_per_other_params_one_line_per_target_median_of_repetitions() {
         let mut ms = Vec::new();
         for (target, fitted) in [("a", 100u64), ("b", 200)] {
             for mode in ["r", "w"] {
@@ -454,12 +467,45 @@ mod tests {
         let keys: Vec<String> = g.keys().map(|k| title("sweep", k)).collect();
         assert_eq!(keys, ["sweep mode=r", "sweep mode=w"]);
         for per_curve in g.values() {
-            let lines = lines(&per_curve[0], &BTreeMap::new());
+            let lines = lines(&per_curve[0], false, &BTreeMap::new());
             assert_eq!(lines.len(), 2);
             for l in lines {
                 assert_eq!(l.points, [(1.0, 10.5), (4.0, 40.5)]);
             }
         }
+    }
+
+    /// Issue 40 item 3: the curves drew the arithmetic mean of the repetitions while the
+    /// tables print the key metric's geometric mean and the other columns' medians, so one
+    /// point read two values. A curve of the key metric now draws the geometric mean (its
+    /// bars the geometric mean's interval), any other curve the median.
+    #[test]
+    fn a_curve_draws_the_figure_the_tables_print() {
+        let mut samples = Samples::new();
+        samples.insert("a".into(), vec![(1.0, vec![100.0, 400.0, 250.0])]);
+        let key = lines(&samples, true, &BTreeMap::new());
+        let geo = (100.0f64 * 400.0 * 250.0).powf(1.0 / 3.0);
+        assert!(
+            (key[0].points[0].1 - geo).abs() < 1e-9,
+            "{:?}",
+            key[0].points
+        );
+        let side = lines(&samples, false, &BTreeMap::new());
+        assert_eq!(side[0].points, [(1.0, 250.0)]);
+        let legend = [("a".to_string(), 0usize)];
+        let bars = |is_key| {
+            point_bars(
+                &GroupKey::new(),
+                &BTreeSet::new(),
+                (&samples, is_key),
+                "x",
+                &legend,
+            )
+            .bars
+        };
+        let (k, s) = (bars(true), bars(false));
+        assert!((k[0].value - geo).abs() < 1e-9 && k[0].ci.is_some());
+        assert_eq!((s[0].value, s[0].ci), (250.0, None));
     }
 
     #[test]

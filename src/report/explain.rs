@@ -8,9 +8,14 @@
 //! figure large enough to matter ([`Rule::floor`]), and when that figure's own difference is
 //! significant across the repetitions (p < [`ALPHA`]). Where nothing stands out, no line is
 //! written: an explanation is a measured fact, never a guess.
+//!
+//! The figures a line prints, and the ratio between them, are **medians** of the
+//! repetitions, as the tables' side columns are ([`super::shown`]): one run that wrote 1.9 GB
+//! must not make a line say "6.3× the bytes" beside a table whose typical run wrote 3×.
 
 use super::call_types;
 use super::section::{Row, Section};
+use super::shown::median_of;
 use crate::stats::{self, Decision, ALPHA};
 
 /// How far a figure must move (as a ratio of the baseline's) to count as a cause.
@@ -22,7 +27,7 @@ struct Rule {
     what: &'static str,
     /// Per-repetition values of a row (in the order the repetitions were recorded).
     values: fn(&Row) -> Option<Vec<f64>>,
-    /// The smaller of the two means must reach this for the rule to speak: a ratio of two
+    /// The smaller of the two medians must reach this for the rule to speak: a ratio of two
     /// tiny numbers (a few I/Os, milliseconds of CPU) explains nothing.
     floor: f64,
     /// How a value is printed.
@@ -133,8 +138,7 @@ struct Cause {
 fn cause(rule: &Rule, base: &Row, cand: &Row, worse: bool) -> Option<Cause> {
     let (b, c) = ((rule.values)(base)?, (rule.values)(cand)?);
     let cmp = stats::compare(&b, &c, ALPHA)?;
-    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
-    let (mb, mc) = (mean(&b), mean(&c));
+    let (mb, mc) = (median_of(&b)?, median_of(&c)?);
     if !(mb > 0.0 && mc >= 0.0) || mb.min(mc) < rule.floor || cmp.p_value >= ALPHA {
         return None;
     }
@@ -292,6 +296,7 @@ pub(super) mod tests {
         cmp.verdict = Some(Verdict {
             decision,
             p_adjusted: cmp.p_value,
+            adjustment: crate::stats::Adjustment::TwoStage,
             margin_pct: 5.0,
             runs_to_decide: None,
             p_sequential: None,
@@ -403,7 +408,7 @@ pub(super) mod tests {
         let w = why(base, cand, Decision::Worse).expect("fires");
         assert_eq!(
             w,
-            "ntfs slower: 4.4× the CPU in system time (8.82 s vs 2.01 s) (FUSE)"
+            "ntfs slower: 4.4× the CPU in system time (8.82 s vs 2.00 s) (FUSE)"
         );
     }
 
@@ -421,6 +426,48 @@ pub(super) mod tests {
         );
         let w = why(base, cand, Decision::Better).expect("fires");
         assert_eq!(w, "xfs faster: 0.4× the device write I/Os (2000 vs 5000)");
+    }
+
+    /// Issue 40 item 3: a "why" line printed the arithmetic mean of the repetitions while
+    /// the table beside it prints the median of the same figure, so one run that wrote
+    /// 1.9 GB made the line say "6.3× the bytes (628.2 MB …)" where the table read 311 MB.
+    /// The line now prints the tables' medians, and its ratio is theirs.
+    #[test]
+    fn a_why_line_prints_the_median_the_table_shows() {
+        const BASE: &[f64] = &[10.0, 10.2, 9.9, 10.1, 10.0];
+        const SLOW: &[f64] = &[20.0, 20.5, 19.8, 20.2, 20.1];
+        let same = |secs: &'static [f64], bytes: &'static [f64]| {
+            vec![
+                ("seconds", secs),
+                ("device_write_bytes", bytes),
+                ("cpu_system_pct", &[20.0, 20.5, 19.5, 20.0, 20.0][..]),
+            ]
+        };
+        let base = row(
+            "base",
+            "ext4",
+            &same(BASE, &[100e6, 101e6, 99e6, 100.5e6, 99.5e6]),
+        );
+        let cand = row(
+            "btrfs",
+            "btrfs",
+            &same(SLOW, &[310e6, 312e6, 308e6, 311e6, 1900e6]),
+        );
+        let table = |r: &Row| {
+            let m = r.metric("device_write_bytes").unwrap();
+            crate::report::shown::of("seconds", "device_write_bytes", m).value
+        };
+        let (tb, tc) = (table(&base), table(&cand));
+        assert_eq!((tb, tc), (100e6, 311e6), "the table's medians");
+        let w = why(base, cand, Decision::Worse).expect("fires");
+        let said = format!(
+            "wrote {} the bytes ({} vs {})",
+            times(tc / tb),
+            bytes(tc),
+            bytes(tb)
+        );
+        assert!(w.contains(&said), "{w} lacks {said}");
+        assert!(w.contains("3.1× the bytes (311.0 MB vs 100.0 MB)"), "{w}");
     }
 
     #[test]

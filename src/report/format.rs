@@ -3,7 +3,7 @@
 
 use super::shown::Shown;
 use crate::plan::size::human_bytes;
-use crate::stats::{Comparison, Decision, MetricStats};
+use crate::stats::{Adjustment, Comparison, Decision, MetricStats};
 
 /// A readable value with its unit, chosen from the metric's snake_case name.
 pub fn value(metric: &str, v: f64) -> String {
@@ -260,11 +260,23 @@ pub fn vs_baseline(c: Option<&Comparison>, candidate_runs: usize) -> String {
     }
 }
 
-/// The legend every report prints once: what the decision words mean.
-pub fn legend(margin_pct: f64) -> String {
+/// What the decision words mean, with the procedure that adjusted the p-values named once
+/// (the headlines then say "adjusted p"); `over` is the family it adjusted over.
+pub fn decision_words(margin_pct: f64, adjustment: Adjustment, over: &str) -> String {
     format!(
-        "better/worse = significant after Benjamini–Hochberg control over the run (FDR 5 %, \
-         ratio scale; a called difference shows its FCR-adjusted interval); equivalent = 90 % CI within ±{margin_pct} %; undecided = neither yet; {}",
+        "better/worse = significant at a 5 % false discovery rate over {over} (adjusted p: \
+         {}; ratio scale); equivalent = 90 % CI within ±{margin_pct} %; undecided = neither yet",
+        adjustment.name()
+    )
+}
+
+/// The legend every report of a run prints once: the decision words, named for the
+/// procedure the report's verdicts came from ([`super::model::Report::adjustment`]), and
+/// which statistic the tables show.
+pub fn legend(r: &super::model::Report) -> String {
+    format!(
+        "{}; {}",
+        decision_words(r.margin_pct, r.adjustment, "the run's comparisons"),
         super::shown::RULE
     )
 }

@@ -1,11 +1,12 @@
-//! Each section's one-sentence answer about its disk targets: who wins (better, after
-//! Benjamini–Hochberg), that the two leaders are equivalent, or that it is undecided and how
-//! many runs would decide it. The verdicts it words are the run's own
-//! ([`crate::stats::verdicts`]); this only says them.
+//! Each section's one-sentence answer about its disk targets: who wins (better, after the
+//! run's adjustment for its many comparisons), that the two leaders are equivalent, or that it
+//! is undecided and how many runs would decide it. The verdicts it words are the run's own
+//! ([`crate::stats::verdicts`]); this only says them. Its p is "adjusted p": the legend names
+//! the procedure once ([`super::format::legend`]), so the sentence stays short.
 
 use super::section::{Row, Section};
 use crate::stats::verdicts::RankedPair;
-use crate::stats::{self, Decision, Verdict, ADJUSTMENT};
+use crate::stats::{self, Decision, Verdict};
 
 /// A p-value as a reader wants it: "p = 0.016", or "p < 0.001" rather than "p = 0.000"
 /// (and not "p = < 0.001").
@@ -84,7 +85,7 @@ pub fn headline(s: &Section, top: Option<&RankedPair>) -> String {
                 })
                 .unwrap_or_default();
             format!(
-                "{win} wins: {key} {by} % {dir} than {next} (better, {ADJUSTMENT} {}{ci})",
+                "{win} wins: {key} {by} % {dir} than {next} (better, adjusted {}{ci})",
                 p_text(v.p_adjusted)
             )
         }
@@ -99,7 +100,7 @@ pub fn headline(s: &Section, top: Option<&RankedPair>) -> String {
             )
         }
         Decision::Undecided => format!(
-            "{win} leads {next} by {by} %, undecided ({ADJUSTMENT} {}): {}",
+            "{win} leads {next} by {by} %, undecided (adjusted {}): {}",
             p_text(v.p_adjusted),
             runs_phrase(v)
         ),
@@ -133,6 +134,7 @@ mod tests {
         let mut v = Verdict {
             decision: Decision::Undecided,
             p_adjusted: 1.0,
+            adjustment: crate::stats::Adjustment::TwoStage,
             margin_pct: 5.0,
             runs_to_decide: None,
             p_sequential: None,

@@ -90,8 +90,8 @@ pub fn render(r: &Report) -> String {
     );
     h.push_str("<h1>fsarena report</h1>");
     answer::render(&mut h, r);
-    let _ = write!(h, "<p>Kernel {} · {} CPUs ({}) · {} memory · fsarena {} · baseline <b>{}</b> · {} · 95&nbsp;% intervals · {}</p>",
-        esc(&r.host.kernel), r.host.cpus, esc(&r.host.cpu_model), value("x_bytes", r.host.mem_total_bytes as f64), esc(&r.host.fsarena_version), esc(&r.baseline), esc(&condition_text(&r.condition)), esc(&legend(r.margin_pct)));
+    let _ = write!(h, "<p>Kernel {} · {} CPUs ({}) · {} memory · fsarena {} · baseline <b>{}</b> · {} · 95&nbsp;% intervals (FCR-adjusted when called) · {}</p>",
+        esc(&r.host.kernel), r.host.cpus, esc(&r.host.cpu_model), value("x_bytes", r.host.mem_total_bytes as f64), esc(&r.host.fsarena_version), esc(&r.baseline), esc(&condition_text(&r.condition)), esc(&legend(r)));
     if let Some(sizes) = &r.file_systems {
         let _ = write!(h, "<p id=\"file-systems\">{}</p>", esc(sizes));
     }

@@ -13,7 +13,7 @@ pub fn render(r: &Report) -> String {
     out.push_str(&format!(
         "Baseline **{}**; 95 % intervals (FCR-adjusted when called); {}.\n",
         r.baseline,
-        legend(r.margin_pct)
+        legend(r)
     ));
     for s in &r.sections {
         let key = &s.key_metric;

@@ -31,6 +31,9 @@ pub struct Report {
     pub baseline: String,
     /// The equivalence margin the decisions used, in % of the baseline mean.
     pub margin_pct: f64,
+    /// The procedure that adjusted the verdicts' p-values over the run, read from the
+    /// verdicts themselves ([`adjustment`]): what the legend names.
+    pub adjustment: crate::stats::Adjustment,
     /// Why the run is incomplete, when it is.
     pub incomplete: Option<String>,
     /// How the measured file systems started: "fresh", or "aged to N %" (`--age`).
@@ -163,6 +166,7 @@ pub fn build(loaded: &Loaded, margin_pct: Option<f64>) -> Report {
     explain_all(&mut sections, &baseline);
     let ranking = rank(&sections, &baseline);
     Report {
+        adjustment: adjustment(&sections),
         schema_version: SCHEMA_VERSION,
         host: loaded.host.clone(),
         baseline,
@@ -186,6 +190,16 @@ pub fn build(loaded: &Loaded, margin_pct: Option<f64>) -> Report {
         set_aside: super::set_aside::of(loaded),
         measurements: loaded.measurements.clone(),
     }
+}
+
+/// The procedure that adjusted the verdicts of `sections` (one family, so one procedure);
+/// the one [`verdicts::decide`] uses when nothing was decided.
+pub fn adjustment(sections: &[Section]) -> crate::stats::Adjustment {
+    sections
+        .iter()
+        .flat_map(|s| s.rows.iter().filter_map(|r| r.metric(&s.key_metric)))
+        .find_map(|m| m.vs_baseline.as_ref()?.verdict.as_ref())
+        .map_or(verdicts::ADJUSTMENT, |v| v.adjustment)
 }
 
 /// One aged image of the run: its target and what aging did (level, cost, the layout

@@ -14,7 +14,7 @@ use crate::stats::{MetricStats, Warning};
 pub const WORKER_THREADS: &str = "worker_threads";
 
 /// Best (✓) or worst (✗) among the disk targets, only when the gap to the neighbour is
-/// significant after Benjamini–Hochberg control (see [`crate::stats::verdicts`]).
+/// significant after the run's adjustment (see [`crate::stats::verdicts`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Mark {
@@ -71,7 +71,7 @@ pub struct Section {
     /// Extra metrics worth a column for this workload.
     pub columns: Vec<String>,
     pub rows: Vec<Row>,
-    /// One sentence about the disk targets: who wins (better, after Benjamini–Hochberg), that the two
+    /// One sentence about the disk targets: who wins (better, after the run's adjustment), that the two
     /// leaders are equivalent, or that it is undecided and how many runs would decide it.
     pub decision: String,
 }

@@ -56,6 +56,13 @@ pub fn centre(m: &MetricStats) -> Shown {
         .vs_baseline
         .as_ref()
         .is_some_and(|c| c.scale == Scale::Difference);
+    centre_on(m, difference)
+}
+
+/// The key metric's centre for a comparison on the `difference` scale (the arithmetic mean)
+/// or the ratio scale (the geometric mean, when every run is positive): `fsarena compare`
+/// asks with its own B-against-A comparison's scale, not the run's against its baseline.
+pub fn centre_on(m: &MetricStats, difference: bool) -> Shown {
     let logs: Option<Vec<f64>> = (!difference && !m.raw.is_empty())
         .then(|| crate::stats::log_values(&m.raw))
         .flatten();
@@ -105,6 +112,26 @@ pub fn of(key: &str, metric: &str, m: &MetricStats) -> Shown {
     }
 }
 
+/// The figure of a metric from its runs alone, outside a table (the curves of
+/// [`super::curves`]), by the tables' rule: the centre for the point's `key` metric (no
+/// comparison, so the geometric mean when every run is positive), else the median. `None`
+/// without a finite run.
+pub fn of_runs(key: bool, raw: &[f64]) -> Option<Shown> {
+    let m = MetricStats {
+        summary: crate::stats::summarize(raw)?,
+        raw: raw.to_vec(),
+        reps: Vec::new(),
+        vs_baseline: None,
+    };
+    Some(if key { centre(&m) } else { median(&m) })
+}
+
+/// The median of `raw`, the statistic every figure but the key metric shows (the tables'
+/// side columns, the "why" lines of [`super::explain`]); `None` without a finite run.
+pub fn median_of(raw: &[f64]) -> Option<f64> {
+    of_runs(false, raw).map(|s| s.value)
+}
+
 /// The % a side column's figure differs from the baseline's: the ratio of the medians − 1.
 /// `None` when the baseline's median is 0 or either is missing.
 pub fn side_pct(candidate: Option<&Shown>, baseline: Option<&Shown>) -> Option<f64> {
@@ -114,7 +141,8 @@ pub fn side_pct(candidate: Option<&Shown>, baseline: Option<&Shown>) -> Option<f
 
 /// What the tables' figures are, said once beside the legend.
 pub const RULE: &str = "key metric: geometric mean of the runs (its % against the baseline is \
-     the ratio of geometric means), ± its 95 % interval; other columns: medians";
+     the ratio of geometric means), ± its 95 % interval; other columns and the why lines: \
+     medians";
 
 #[cfg(test)]
 mod tests {

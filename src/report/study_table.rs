@@ -37,7 +37,7 @@ fn cell(s: &Section, metric: &str, ti: usize, baseline: &str) -> String {
     }
     if row.target != baseline {
         if let Some(v) = &m.vs_baseline {
-            // The key metric's word is the Benjamini–Hochberg-controlled verdict; a side metric's is its
+            // The key metric's word is the run's adjusted verdict; a side metric's is its
             // own test (unadjusted), marked so a reader does not mistake noise for a result.
             let real = match &v.verdict {
                 Some(verdict) => matches!(

@@ -66,7 +66,7 @@ pub fn render_width(r: &Report, color: bool, width: usize) -> String {
     let mut intro = format!(
         "{start}; baseline {}; 95 % intervals (FCR-adjusted when called); {}",
         r.baseline,
-        legend(r.margin_pct)
+        legend(r)
     );
     if let Some(sizes) = &r.file_systems {
         intro.push_str(&format!("; {sizes}"));

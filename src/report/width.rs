@@ -125,10 +125,14 @@ mod tests {
 
     #[test]
     fn wrapped_lines_never_exceed_the_width() {
-        let text = "better/worse = significant after Benjamini–Hochberg control over the run \
-                    (FDR 5 %, ratio scale); /a/very/long/path/that/does/not/fit/anywhere/at/all/x";
+        let words = crate::report::format::decision_words(
+            5.0,
+            crate::stats::Adjustment::BenjaminiHochberg,
+            "the matched rows",
+        );
+        let text = format!("{words}; /a/very/long/path/that/does/not/fit/anywhere/at/all/x");
         for w in [20, 40, 80] {
-            let out = wrap(text, w, "", "  ");
+            let out = wrap(&text, w, "", "  ");
             assert!(out.lines().all(|l| display_width(l) <= w), "{w}:\n{out}");
             let words: Vec<&str> = out.split_whitespace().collect();
             assert!(words.contains(&"Benjamini–Hochberg"));

@@ -2,9 +2,10 @@
 //! baseline, or is it still **undecided**? A bare "not significant" mixes "equal" with "we
 //! cannot tell"; these rules keep the two apart.
 //!
-//! * **better / worse**: the difference is significant after Benjamini–Hochberg control of
-//!   the false discovery rate over every comparison of the run ([`benjamini_hochberg`]); the
-//!   direction follows the metric's `higher_is_better`. Why BH and not Holm: a run makes
+//! * **better / worse**: the difference is significant after control of the false discovery
+//!   rate over every comparison of the run, by the adaptive two-stage step-up ([`two_stage`],
+//!   built on Benjamini–Hochberg, [`benjamini_hochberg`]; `fsarena compare` uses plain BH,
+//!   [`Adjustment`]); the direction follows the metric's `higher_is_better`. Why BH and not Holm: a run makes
 //!   dozens of comparisons, and most of them are real differences (file systems *do*
 //!   differ). Holm protects against even one false "better" in the whole run by asking the
 //!   first comparison for p < α/m (0.05/56 ≈ 0.0009), which three runs can rarely give;
@@ -34,8 +35,7 @@ pub const MAX_RUNS_ESTIMATE: usize = 1000;
 /// discovery rate, and the level each single comparison is tested at.
 pub const ALPHA: f64 = 0.05;
 
-/// The name of the multiple-comparison control, as reports print it.
-pub const ADJUSTMENT: &str = "Benjamini–Hochberg";
+pub use super::adjustment::Adjustment;
 
 /// The answer for one comparison.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -62,9 +62,11 @@ impl Decision {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Verdict {
     pub decision: Decision,
-    /// Benjamini–Hochberg adjusted p-value over the run's whole family of comparisons
-    /// (a difference is called when it is below α = 0.05).
+    /// The p-value adjusted over the whole family of comparisons by `adjustment` (a
+    /// difference is called when it is below α = 0.05).
     pub p_adjusted: f64,
+    /// The procedure that adjusted `p_adjusted`.
+    pub adjustment: Adjustment,
     /// The equivalence margin in percent of the baseline.
     pub margin_pct: f64,
     /// For `undecided`: estimated further runs per target that would decide it; `None` when

@@ -8,10 +8,12 @@
 //!   against scipy.
 //! * [`significance`]: [`compare`], which picks one of them and says whether a difference is
 //!   real.
-//! * [`decision`]: better / worse / equivalent / undecided: Benjamini–Hochberg control, TOST, and the
+//! * [`decision`]: better / worse / equivalent / undecided: false-discovery-rate control (the
+//!   two-stage step-up over a run, plain Benjamini–Hochberg for `compare`), TOST, and the
 //!   runs a comparison still needs.
 //! * [`moderated`]: a group's variance moderated by its point's neighbours (Smyth 2004).
 //! * [`sequential`]: the looks of a `--runs auto` run and the share of α each may spend.
+//! * [`adjustment`]: which procedure adjusted a family's p-values, as the outputs name it.
 //! * [`aggregate`](mod@aggregate): groups measurements and compares each target to a baseline.
 //! * [`verdicts`]: the run's decisions, one family over every key-metric comparison, which
 //!   the report prints and the time budget spends its rounds on.
@@ -21,6 +23,7 @@
 //! * [`disturbed`]: whether the hypervisor kept so much of the CPU from a phase that it is
 //!   set aside and measured again.
 
+pub mod adjustment;
 pub mod aggregate;
 pub mod decision;
 pub mod disturbed;
@@ -41,8 +44,8 @@ pub mod welch;
 
 pub use aggregate::{aggregate, Group, GroupKey, MetricStats};
 pub use decision::{
-    benjamini_hochberg, decide, next_level, next_run_side, runs_to_decide, tost_p, Decision, Side,
-    Verdict, ADJUSTMENT, ALPHA,
+    benjamini_hochberg, decide, next_level, next_run_side, runs_to_decide, tost_p, Adjustment,
+    Decision, Side, Verdict, ALPHA,
 };
 pub use estimators::log_values;
 pub use mann_whitney::{mann_whitney, mann_whitney_min_p, MannWhitneyResult, MwMethod};

@@ -16,8 +16,8 @@
 //! By the union bound, the chance that any look calls a difference that is not there is at
 //! most `Σ w_k α = α`, whatever the correlation between the looks and whichever looks the
 //! run reaches (a look not reached cannot call). Equivalently `p* = min_k p_k / w_k` is a
-//! valid p-value (P(p* ≤ u) ≤ Σ P(p_k ≤ w_k u) ≤ u), and Benjamini–Hochberg takes it over
-//! the run's family like any other ([`sequential_p`]). The union bound is conservative next
+//! valid p-value (P(p* ≤ u) ≤ Σ P(p_k ≤ w_k u) ≤ u), and the two-stage step-up takes it
+//! over the run's family like any other ([`sequential_p`]). The union bound is conservative next
 //! to exact group-sequential boundaries, but it needs no assumption about the test at each
 //! look (Welch, moderated, or a rank test), which is why it was chosen over those, and over
 //! anytime-valid confidence sequences (Howard et al. 2021), which spend their error over

@@ -74,7 +74,7 @@ pub struct Comparison {
     pub test: Test,
     pub scale: Scale,
     /// `p_value < alpha`, before any multiple-comparison control: the report's word is
-    /// `verdict.decision`, which is adjusted over the run (Benjamini–Hochberg).
+    /// `verdict.decision`, which is adjusted over the run (`verdict.adjustment` says how).
     pub significant: bool,
     /// The three-way decision, set by whoever knows the family of comparisons and the
     /// metric's direction (the report model, for key metrics); `None` from [`compare`].

@@ -44,7 +44,7 @@ pub struct Gain {
     pub metric: String,
     pub pct: f64,
     pub ci95: Option<(f64, f64)>,
-    /// better / worse / equivalent / undecided, after Benjamini–Hochberg over the points.
+    /// better / worse / equivalent / undecided, after the two-stage step-up over the points.
     pub decision: String,
 }
 

@@ -3,7 +3,7 @@
 //! the candidates not separated from it, the one the main-effects model ([`super::model`])
 //! scores best, since the best mean of a few runs is often just the luckiest — and every
 //! other candidate is compared with it by the run's own decisions ([`verdicts::decide`]: one
-//! Benjamini–Hochberg family over all of them, the sequential looks of `--runs auto`).
+//! family over all of them under the two-stage step-up, the sequential looks of `--runs auto`).
 //! A candidate decided worse than the leader (at some point, and better at none) is dropped
 //! and gets no more runs; one decided equivalent at every point is a runner-up the race
 //! cannot separate; the others stay open and get the runner's rounds ([`Questions`]), so

@@ -1,40 +1,46 @@
 //! The run's family of comparisons and their verdicts: every key-metric comparison with the
 //! baseline, plus each point's ranking pairs that are not already one, adjusted together by
-//! Benjamini–Hochberg; then each gets better / worse / equivalent / undecided, and the
-//! undecided ones an estimate of the runs that would decide them.
+//! the adaptive two-stage step-up ([`Family::adaptive`]); then each gets better / worse /
+//! equivalent / undecided, and the undecided ones an estimate of the runs that would decide
+//! them. `fsarena compare` builds its own family with plain Benjamini–Hochberg
+//! ([`Family::new`]); each verdict says which procedure adjusted it.
 
 use std::collections::HashMap;
 
 use super::looks::{judge, round_differences, Judged, Priors};
 use super::points::{Point, RankedPair, Sample};
 use crate::stats::decision::{
-    benjamini_hochberg, decide, next_level, runs_to_decide_at, two_stage, Decision, Verdict, ALPHA,
+    benjamini_hochberg, decide, next_level, runs_to_decide_at, two_stage, Adjustment, Decision,
+    Verdict, ALPHA,
 };
 use crate::stats::estimators::log_values;
 use crate::stats::moderated::{prior, prior_within, Prior};
 use crate::stats::sequential::Looks;
 use crate::stats::significance::{compare, Comparison};
 
-/// A family of comparisons under Benjamini–Hochberg control.
+/// A family of comparisons under false-discovery-rate control.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Family {
+    /// The procedure that adjusted the p-values.
+    pub adjustment: Adjustment,
     /// The adjusted p-values, in the order of the raw ones.
     pub adjusted: Vec<f64>,
-    /// The level BH asks of the next comparison it would call: what a runs-to-decide
-    /// estimate must reach ([`next_level`]).
+    /// The level the procedure asks of the next comparison it would call: what a
+    /// runs-to-decide estimate must reach ([`next_level`]).
     pub level: f64,
     /// The p at or below which a comparison is called (R·α/m for BH with R called of m):
     /// the false-coverage level of a called comparison's interval (Benjamini & Yekutieli
-    /// 2005), so that the interval excludes 0 exactly when the comparison is called.
+    /// 2005), so that a called comparison's interval excludes 0.
     pub threshold: f64,
 }
 
 impl Family {
-    /// The family of the raw p-values `p`, at [`ALPHA`].
+    /// The family of the raw p-values `p` under plain Benjamini–Hochberg, at [`ALPHA`].
     pub fn new(p: &[f64]) -> Family {
         let adjusted = benjamini_hochberg(p);
         let called = adjusted.iter().filter(|&&x| x < ALPHA).count();
         Family {
+            adjustment: Adjustment::BenjaminiHochberg,
             level: next_level(ALPHA, called, p.len()),
             threshold: called as f64 * ALPHA / p.len().max(1) as f64,
             adjusted,
@@ -48,6 +54,7 @@ impl Family {
         let s = two_stage(p, ALPHA);
         let called = s.adjusted.iter().filter(|&&x| x < ALPHA).count();
         Family {
+            adjustment: Adjustment::TwoStage,
             level: next_level(s.level, called, p.len()).min(ALPHA),
             threshold: s.threshold,
             adjusted: s.adjusted,
@@ -55,11 +62,11 @@ impl Family {
     }
 }
 
-/// The verdict on comparison `c` whose adjusted p-value is `p_adjusted`; `runs` estimates the
-/// runs that would decide it, asked only when it is undecided.
+/// The verdict on comparison `c` whose p-value `adjustment` adjusted to `p_adjusted`; `runs`
+/// estimates the runs that would decide it, asked only when it is undecided.
 pub fn verdict(
     c: &Comparison,
-    p_adjusted: f64,
+    (p_adjusted, adjustment): (f64, Adjustment),
     higher_is_better: bool,
     margin_pct: f64,
     runs: impl FnOnce() -> Option<usize>,
@@ -75,6 +82,7 @@ pub fn verdict(
     Verdict {
         decision,
         p_adjusted,
+        adjustment,
         margin_pct,
         runs_to_decide: (decision == Decision::Undecided).then(runs).flatten(),
         p_sequential: None,
@@ -314,9 +322,11 @@ fn comparison(points: &mut [Point], slot: Slot) -> Option<&mut Comparison> {
 
 /// What the family says of every member.
 struct Outcome {
+    /// The procedure ([`Family::adaptive`]'s).
+    adjustment: Adjustment,
     /// Adjusted p-value per member ([`Family::adaptive`]; a sharing pair takes its group's).
     adjusted: Vec<f64>,
-    /// The level BH asks of the next comparison ([`Family::level`]).
+    /// The level the procedure asks of the next comparison ([`Family::level`]).
     level: f64,
     /// The false-coverage level of a called comparison's interval, before its look's share
     /// ([`Family::threshold`]).
@@ -339,6 +349,7 @@ fn outcome(members: &[Member]) -> Outcome {
         }
     }
     Outcome {
+        adjustment: family.adjustment,
         adjusted,
         level: family.level,
         fcr: family.threshold,
@@ -346,8 +357,9 @@ fn outcome(members: &[Member]) -> Outcome {
 }
 
 /// Sets one comparison's verdict and the interval it shows: for a called difference the
-/// look's interval at the false-coverage level `share · R·α/m`, which excludes 0 exactly
-/// when BH calls it; else the 95 % interval of every run so far.
+/// look's interval at the false-coverage level `share · threshold` (the p at or below which
+/// the family calls, [`Family::threshold`]), which excludes 0; else the 95 % interval of
+/// every run so far.
 fn settle(c: &mut Comparison, m: Member, ph: f64, o: &Outcome, how: (bool, f64, &Looks)) {
     let (higher, margin_pct, looks) = how;
     if let Some(latest) = &m.judged.latest {
@@ -358,7 +370,7 @@ fn settle(c: &mut Comparison, m: Member, ph: f64, o: &Outcome, how: (bool, f64, 
     }
     let direction = m.judged.at.as_ref().map_or(c.pct_diff, |(t, _)| t.pct);
     let decision = decide(direction, c.pct_ci90, ph, ALPHA, margin_pct, higher);
-    let mut v = verdict(c, ph, higher, margin_pct, || {
+    let mut v = verdict(c, (ph, o.adjustment), higher, margin_pct, || {
         runs_to_decide_at(&m.base, &m.cand, margin_pct, o.level, looks, m.prior)
     });
     v.decision = decision;

@@ -1,6 +1,7 @@
 //! The run's decisions, shared by the report and the time budget: every key-metric
 //! comparison of a run with its baseline gets one of better / worse / equivalent / undecided
-//! ([`super::decision`]) with Benjamini–Hochberg control over the whole run, and each
+//! ([`super::decision`]) with false-discovery-rate control over the whole run (the adaptive
+//! two-stage step-up, [`ADJUSTMENT`]), and each
 //! workload point's ranking (leader vs runner-up, last vs second-to-last among the disk
 //! targets) rests on the same family. The report prints these verdicts and `--runs auto`
 //! spends its budget on the undecided ones; both call [`decide`], so they cannot disagree.
@@ -21,11 +22,15 @@ pub use family::{verdict, Family};
 pub use points::{is_reference, KeyMetric, Point, RankedPair};
 
 use super::aggregate::aggregate;
-use super::decision::ALPHA;
+use super::decision::{Adjustment, ALPHA};
 use super::sequential::Looks;
 use crate::plan::Plan;
 use crate::results::store::Loaded;
 use crate::results::Measurement;
+
+/// The procedure [`decide`] adjusts a run's family with ([`Family::adaptive`]); a report
+/// names the one its verdicts carry, and this one when nothing was decided.
+pub const ADJUSTMENT: Adjustment = Adjustment::TwoStage;
 
 /// The baseline the plan of `loaded` names, when its plan can be read.
 pub fn planned_baseline(loaded: &Loaded) -> Option<String> {
