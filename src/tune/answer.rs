@@ -9,6 +9,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use super::afford::Afforded;
 use super::importance::{importance, Importance};
 use super::race::{scores, standing, Fate};
 use super::sample;
@@ -82,6 +83,10 @@ pub struct Answer {
     pub importance: Vec<Importance>,
     pub candidates: Vec<Row>,
     pub results: String,
+    /// The candidates asked for and those the budget paid for at their minimum runs.
+    pub afforded: Option<Afforded>,
+    /// Candidates drawn whose minimum runs the budget did not reach.
+    pub not_raced: Vec<String>,
 }
 
 /// Distinct repetitions of `name` with an ok record.
@@ -94,6 +99,26 @@ fn runs_of(ms: &[Measurement], name: &str) -> usize {
     reps.sort_unstable();
     reps.dedup();
     reps.len()
+}
+
+/// Candidate `name`'s fate in the answer: the race's (`raced`), unless every record it has
+/// is `ok` and the budget (or an interruption) ended the race before its minimum runs
+/// (not raced), or before those of the candidate it is compared with (undecided, where the
+/// race could tell nothing and calls it failed).
+fn fate_of(raced: Fate, ms: &[Measurement], name: &str) -> Fate {
+    if ms
+        .iter()
+        .any(|m| m.target == name && m.status != Status::Ok)
+    {
+        return raced;
+    }
+    if runs_of(ms, name) < super::setup::MIN_RUNS as usize {
+        return Fate::NotRaced;
+    }
+    match raced {
+        Fate::Failed => Fate::Open,
+        f => f,
+    }
 }
 
 /// The best's gain over the defaults at each point, decided in one family.
@@ -155,7 +180,11 @@ pub fn build(setup: &Setup, ms: &[Measurement], interrupted: bool, results: &Pat
             name: c.name.clone(),
             changes: setup.changes(c),
             runs: runs_of(ms, &c.name),
-            fate: s.fates.get(&c.name).copied().unwrap_or(Fate::Failed),
+            fate: fate_of(
+                s.fates.get(&c.name).copied().unwrap_or(Fate::Failed),
+                ms,
+                &c.name,
+            ),
             vs_best_pct: sc
                 .get(&c.name)
                 .copied()
@@ -167,7 +196,7 @@ pub fn build(setup: &Setup, ms: &[Measurement], interrupted: bool, results: &Pat
         .collect();
     let safe: Vec<String> = candidates
         .iter()
-        .filter(|r| r.unsafe_values.is_empty() && r.fate != Fate::Failed)
+        .filter(|r| r.unsafe_values.is_empty() && !matches!(r.fate, Fate::Failed | Fate::NotRaced))
         .map(|r| r.name.clone())
         .collect();
     let best_c = s.leader.as_ref().and_then(|l| setup.candidate(l));
@@ -184,7 +213,7 @@ pub fn build(setup: &Setup, ms: &[Measurement], interrupted: bool, results: &Pat
         safe_only: setup.safe_only,
         ended: if interrupted {
             "interrupted"
-        } else if s.open.is_empty() && s.leader.is_some() {
+        } else if s.open.is_empty() && s.leader.is_some() && !not_raced(&candidates) {
             "decided"
         } else {
             "budget spent"
@@ -198,7 +227,18 @@ pub fn build(setup: &Setup, ms: &[Measurement], interrupted: bool, results: &Pat
             .collect(),
         best_safe,
         importance: importance(setup, ms),
+        not_raced: candidates
+            .iter()
+            .filter(|r| r.fate == Fate::NotRaced)
+            .map(|r| r.name.clone())
+            .collect(),
         candidates,
         results: results.display().to_string(),
+        afforded: setup.afforded.clone(),
     }
+}
+
+/// Whether some candidate was not raced.
+fn not_raced(rows: &[Row]) -> bool {
+    rows.iter().any(|r| r.fate == Fate::NotRaced)
 }
