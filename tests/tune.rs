@@ -250,34 +250,23 @@ fn a_planted_large_effect_is_found_labelled_and_its_best_toml_runs() {
     no_run_dirs(&work);
 }
 
-/// Four mount options of ext4, sixteen configurations, all safe.
-const SIXTEEN: &str = r#"replace = true
-fs = "ext4"
-
-[[param]]
-name = "atime"
-kind = "mount"
-values = ["relatime", "noatime"]
-default = "relatime"
-
-[[param]]
-name = "commit"
-kind = "mount"
-values = ["commit=5", "commit=30"]
-default = "commit=5"
-
-[[param]]
-name = "lazytime"
-kind = "mount"
-values = ["", "lazytime"]
-default = ""
-
-[[param]]
-name = "da-alloc"
-kind = "mount"
-values = ["auto_da_alloc", "noauto_da_alloc"]
-default = "auto_da_alloc"
-"#;
+/// Four mount options of ext4, sixteen configurations, all safe (each its first value the
+/// default).
+fn sixteen() -> String {
+    let params = [
+        ("atime", ["relatime", "noatime"]),
+        ("commit", ["commit=5", "commit=30"]),
+        ("lazytime", ["", "lazytime"]),
+        ("da-alloc", ["auto_da_alloc", "noauto_da_alloc"]),
+    ];
+    let mut s = String::from("replace = true\nfs = \"ext4\"\n");
+    for (name, [a, b]) in params {
+        s += &format!(
+            "\n[[param]]\nname = \"{name}\"\nkind = \"mount\"\nvalues = [\"{a}\", \"{b}\"]\ndefault = \"{a}\"\n"
+        );
+    }
+    s
+}
 
 /// The defect: every candidate's 2 minimum runs came first, whatever the budget, so 16
 /// candidates of a 4-second budget ran 32 cells (0.3-0.5 s each here). Now the budget pays
@@ -290,7 +279,7 @@ fn the_minimum_runs_of_many_candidates_no_longer_overrun_a_small_budget() {
     let root = TestRoot::new("tune-budget");
     let (work, dir) = (root.path.join("work"), root.path.join("tune"));
     let space = root.path.join("sixteen.toml");
-    std::fs::write(&space, SIXTEEN).unwrap();
+    std::fs::write(&space, sixteen()).unwrap();
     let budget = 4.0;
     let args = |extra: &[&'static str]| -> Vec<String> {
         let mut a: Vec<String> = [
