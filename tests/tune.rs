@@ -269,7 +269,7 @@ fn sixteen() -> String {
 }
 
 /// The defect: every candidate's 2 minimum runs came first, whatever the budget, so 16
-/// candidates of a 4-second budget ran 32 cells (0.3-0.5 s each here). Now the budget pays
+/// candidates of a 3-second budget ran 32 cells (0.3-0.5 s each here). Now the budget pays
 /// for the candidates drawn (the coarse model: 2 of the 16 asked, said in one line, in the
 /// dry run too), the minimum itself stops when its next cell no longer fits, and the answer
 /// names the candidates it did not race.
@@ -280,7 +280,7 @@ fn the_minimum_runs_of_many_candidates_no_longer_overrun_a_small_budget() {
     let (work, dir) = (root.path.join("work"), root.path.join("tune"));
     let space = root.path.join("sixteen.toml");
     std::fs::write(&space, sixteen()).unwrap();
-    let budget = 4.0;
+    let budget = 3.0;
     let args = |extra: &[&'static str]| -> Vec<String> {
         let mut a: Vec<String> = [
             "tune",
@@ -292,7 +292,7 @@ fn the_minimum_runs_of_many_candidates_no_longer_overrun_a_small_budget() {
             "--fs-size",
             "1G",
             "--budget",
-            "4s",
+            "3s",
             "--candidates",
             "16",
             "--space",
@@ -340,12 +340,19 @@ fn the_minimum_runs_of_many_candidates_no_longer_overrun_a_small_budget() {
     assert_eq!(a["candidates"].as_array().unwrap().len(), 2, "{a}");
     assert_eq!(a["afforded"]["asked"], 16, "{a}");
     assert_eq!(a["afforded"]["drawn"], 2, "{a}");
-    // The budget less 3 s for the run's closing leaves 1 s for the cells: the minimum of
-    // even 2 candidates (4 cells) stops and says so; the answer names what it left out.
+    // The budget less 3 s for the run's closing leaves nothing for the cells: after the
+    // first, the minimum stops and says so (the defaults' second run still runs, the others
+    // are compared with them); the answer names what it left out.
     assert!(err.contains("of the minimum repetitions left out"), "{err}");
     let not_raced = a["not_raced"].as_array().unwrap();
     assert!(!not_raced.is_empty(), "{a}");
     assert_eq!(a["ended"], "budget spent", "{a}");
+    let defaults = &a["candidates"][0];
+    assert_eq!(defaults["name"], "defaults", "{a}");
+    assert_eq!(
+        defaults["runs"], 2,
+        "the defaults' minimum always runs: {a}"
+    );
     for n in not_raced {
         let row = a["candidates"]
             .as_array()

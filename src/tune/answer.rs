@@ -73,7 +73,8 @@ pub struct Answer {
     pub design: String,
     pub space_configurations: usize,
     pub safe_only: bool,
-    /// "decided", "budget spent", or "interrupted".
+    /// "decided", "the most runs reached, before the budget", "budget spent", or
+    /// "interrupted".
     pub ended: String,
     pub best: Option<Best>,
     /// Not separated from the best: equivalent, or still undecided.
@@ -215,6 +216,8 @@ pub fn build(setup: &Setup, ms: &[Measurement], interrupted: bool, results: &Pat
             "interrupted"
         } else if s.open.is_empty() && s.leader.is_some() && !not_raced(&candidates) {
             "decided"
+        } else if at_most_runs(ms, &s) {
+            "the most runs reached, before the budget"
         } else {
             "budget spent"
         }
@@ -236,6 +239,16 @@ pub fn build(setup: &Setup, ms: &[Measurement], interrupted: bool, results: &Pat
         results: results.display().to_string(),
         afforded: setup.afforded.clone(),
     }
+}
+
+/// Whether every comparison still open has both sides at the most runs a candidate gets:
+/// the race ends there, whatever is left of its budget.
+fn at_most_runs(ms: &[Measurement], s: &super::race::Standing) -> bool {
+    let most = super::setup::MAX_RUNS as usize;
+    let leader = s.leader.as_deref().unwrap_or_default();
+    !s.open.is_empty()
+        && runs_of(ms, leader) >= most
+        && s.open.iter().all(|o| runs_of(ms, &o.group.target) >= most)
 }
 
 /// Whether some candidate was not raced.
