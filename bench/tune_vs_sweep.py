@@ -4,9 +4,10 @@
 For each file system FS and workload W (cells of --fs × --workload):
 
 1. calibrates every cell first: one `fsarena run` of FS's defaults on W, one repetition,
-   timed, to print the expected wall time of each sweep and tune, and of the whole
-   measurement, before any starts (and the candidates
-   the tune's budget pays for: its minimum is 2 runs of each, run even past the budget);
+   timed (with --cell-seconds T: at the scale whose cell takes about T s, found by
+   rescaling and calibrating again), then --spread-runs runs of it whose run-to-run spread
+   (CV) it prints, warning over 5 %; and prints the expected wall time of each sweep and tune,
+   and of the whole measurement, before any starts;
 2. the sweep: every configuration of the space (bench/tune/FS-space16.toml unless --space;
    at most 16, `replace = true`) as a `[[target]]` of one plan, --runs repetitions each, a
    fresh file system per cell (fsarena's own), the same --scale and --fs-size as the tune;
@@ -25,12 +26,14 @@ time and its answer is within 5 % of the sweep's best mean (in the sweep's data)
 separated from it; else **missed**, with the reason.
 
 Usage: sudo bench/tune_vs_sweep.py [--fs ext4,xfs] [--workload varmail,create]
-           [--space FILE] [--scale F] [--fs-size SIZE] [--runs 3] [--budget 15m]
-           [--candidates N] [--out DIR] [--work-dir DIR] [--fsarena PATH] [--calibrate-only]
+           [--space FILE] [--scale F] [--cell-seconds T] [--spread-runs 3] [--fs-size SIZE]
+           [--runs 3] [--budget 15m] [--candidates N] [--out DIR] [--work-dir DIR]
+           [--fsarena PATH] [--calibrate-only]
 Defaults: --fs ext4 --workload create --scale 0.01 --runs 3 --budget 15m; --out
 bench/results/tune-vs-sweep-<date-time>. Without --candidates, the tune races as many
-candidates as two runs each of fit in two thirds of the budget by the calibrated cell time
-(at least 4, at most the space's size). A cell (FS, W) whose directory already holds a
+candidates as two runs each of fit in three quarters of a third of the sweep's calibrated
+time (at least 4, at most the space's size): the rest of that third is for its rounds, and
+the tune must stop once decided, before its budget, to take at most a third of the sweep. A cell (FS, W) whose directory already holds a
 finished sweep or tune reuses it, so an interrupted measurement continues where it stopped.
 Everything it makes goes through fsarena (which cleans up on any exit); nothing else is
 formatted or mounted.
@@ -96,12 +99,12 @@ def configurations(space_path):
     return space.get("fs"), out
 
 
-def sweep_plan(fs, workload, configs, args):
+def sweep_plan(fs, workload, configs, args, scale):
     """The sweep's plan file: one [[target]] per configuration."""
     lines = [
         "# The exhaustive sweep of bench/tune_vs_sweep.py (s00 = the defaults).",
         f"workloads = [{json.dumps(workload)}]",
-        f"scale = {args.scale}",
+        f"scale = {scale}",
         f"runs = {args.runs}",
         'baseline = "s00"',
     ]
@@ -125,8 +128,8 @@ def run(cmd, log):
     return seconds
 
 
-def common_flags(args):
-    flags = ["--scale", str(args.scale), "--work-dir", str(args.work_dir), "--quiet"]
+def common_flags(args, scale):
+    flags = ["--scale", str(scale), "--work-dir", str(args.work_dir), "--quiet"]
     return flags + (["--fs-size", args.fs_size] if args.fs_size else [])
 
 
@@ -206,11 +209,61 @@ def welch_p(x, y):
     return betainc(df / 2, 0.5, df / (df + t * t))
 
 
-def calibrate(fsarena, fs, workload, cell_dir, args):
-    """Wall seconds of one cell of FS's defaults on the workload (provisioning included)."""
-    flags = ["--target", fs, "--workload", workload, "--runs", "1"]
-    return run([fsarena, "run", *flags, *common_flags(args), "--out", cell_dir / "calibration"],
-               cell_dir / "calibration.log")
+def calibrate(fsarena, fs, workload, cell_dir, args, scale, name="calibration", runs=1):
+    """Wall seconds of one cell of FS's defaults on the workload at `scale` (provisioning
+    included), less fsarena's start and end, which a plan pays once: the cell's own
+    `cell_seconds` from its record when it has one."""
+    flags = ["--target", fs, "--workload", workload, "--runs", str(runs)]
+    out = cell_dir / name
+    shutil.rmtree(out, ignore_errors=True)
+    wall = run([fsarena, "run", *flags, *common_flags(args, scale), "--out", out],
+               cell_dir / f"{name}.log")
+    with open(out / "results.jsonl") as f:
+        cells = [json.loads(line).get("cell_seconds") for line in f]
+    cells = sorted(c for c in cells if c)
+    return cells[len(cells) // 2] if cells else wall / runs
+
+
+def spread(fsarena, fs, workload, cell_dir, args, scale):
+    """The run-to-run spread of FS's defaults on the workload at `scale`: --spread-runs
+    runs, the standard deviation of the key metric's logarithm in % (≈ the CV), and the
+    median cell's seconds."""
+    c = calibrate(fsarena, fs, workload, cell_dir, args, scale, "spread", args.spread_runs)
+    metric, higher = key_metric(fsarena, cell_dir / "spread")
+    ys = next(iter(runs_by_target(cell_dir / "spread", metric, higher).values()), [])
+    if len(ys) < 2:
+        return None, c
+    sd = math.sqrt(sum((y - mean(ys)) ** 2 for y in ys) / (len(ys) - 1))
+    return sd * 100, c
+
+
+def find_scale(fsarena, fs, workload, cell_dir, args, wall):
+    """The scale and calibrated cell seconds of (FS, workload): --scale as given, or with
+    --cell-seconds T the scale whose cell takes about T s (within 0.75–1.33×): calibrated at
+    --scale first, then rescaled in proportion (a cell's work grows with the scale: create's
+    files, varmail's operations) and calibrated again, at most 4 tries. Kept in `wall`."""
+    if "calibration" in wall:
+        return wall.get("scale", args.scale), wall["calibration"]
+    scale, c = args.scale, None
+    for attempt in range(4 if args.cell_seconds else 1):
+        c = calibrate(fsarena, fs, workload, cell_dir, args, scale)
+        print(f"  calibration: scale {scale:g}: one cell {c:.1f} s", flush=True)
+        if not args.cell_seconds or 0.75 <= c / args.cell_seconds <= 1.33:
+            break
+        if attempt < 3:
+            scale = float(f"{scale * args.cell_seconds / max(c, 0.1):.3g}")
+        else:
+            print(f"  calibration: no scale within 0.75–1.33× of {args.cell_seconds:g} s after "
+                  "4 tries (a noisy host): the last is used", flush=True)
+    if args.spread_runs > 1:
+        cv, c = spread(fsarena, fs, workload, cell_dir, args, scale)
+        wall["spread_pct"] = cv
+        print(f"  spread: {args.spread_runs} runs at scale {scale:g}: CV ≈ "
+              f"{'—' if cv is None else f'{cv:.1f} %'}, one cell {c:.1f} s"
+              + ("  WARNING: over 5 %: a longer --cell-seconds or a quieter host"
+                 if cv is not None and cv > 5 else ""), flush=True)
+    wall["scale"], wall["calibration"] = scale, c
+    return scale, c
 
 
 def prepare(fsarena, fs, workload, args):
@@ -225,22 +278,27 @@ def prepare(fsarena, fs, workload, args):
     timing_file = cell / "wall_seconds.json"
     wall = json.loads(timing_file.read_text()) if timing_file.exists() else {}
     print(f"== {fs} × {workload}: {len(configs)} configurations of {space}", flush=True)
-    if "calibration" not in wall:
-        wall["calibration"] = calibrate(fsarena, fs, workload, cell, args)
-        timing_file.write_text(json.dumps(wall))
-    c = wall["calibration"]
+    scale, c = find_scale(fsarena, fs, workload, cell, args, wall)
+    timing_file.write_text(json.dumps(wall))
     sweep_cells = len(configs) * args.runs
-    n = args.candidates or max(4, min(len(configs), int(args.budget * 2 / 3 / (MIN_RUNS * c))))
-    expected = {"sweep": sweep_cells * c, "tune": max(args.budget, n * MIN_RUNS * c)}
-    print(f"  one cell ≈ {c:.0f} s: the sweep ≈ {sweep_cells} cells ≈ "
-          f"{expected['sweep'] / 60:.0f} min; the tune ≈ {expected['tune'] / 60:.0f} min "
-          f"({n} candidates, budget {args.budget / 60:.1f} min); ratio ≈ "
-          f"{expected['tune'] / expected['sweep']:.2f}", flush=True)
-    if expected["sweep"] < 3 * args.budget:
-        print("  WARNING: the sweep is expected to take less than 3× the budget: the tune "
-              "cannot be within a third of it; raise --scale", flush=True)
+    third = sweep_cells * c / 3
+    # The candidates whose minimum (2 runs each) takes at most 3/4 of a third of the sweep,
+    # the rest of that third for the rounds: the tune must stop once decided, long before
+    # its budget, to take at most a third of the sweep's time. With --candidates, as given.
+    n = args.candidates or max(4, min(len(configs), int(third * 3 / 4 / (MIN_RUNS * c))))
+    minimum = n * MIN_RUNS * c
+    expected = {"sweep": sweep_cells * c, "tune": min(args.budget, max(third, minimum)),
+                "tune_max": max(args.budget, minimum), "calibration": c}
+    print(f"  scale {scale:g}: one cell ≈ {c:.0f} s: the sweep ≈ {sweep_cells} cells ≈ "
+          f"{expected['sweep'] / 60:.0f} min; the tune ≈ {minimum / 60:.1f} min of minimum runs "
+          f"({n} candidates × {MIN_RUNS}), ≤ {third / 60:.1f} min (a third of the sweep) if it "
+          f"decides in time, at most its budget of {args.budget / 60:.1f} min", flush=True)
+    if expected["sweep"] < 3 * minimum:
+        print("  WARNING: the sweep is expected to take less than 3× the tune's minimum runs: "
+              "the tune cannot be within a third of it; give a longer --cell-seconds", flush=True)
     return {"fs": fs, "workload": workload, "space": space, "configs": configs, "cell": cell,
-            "candidates": n, "wall": wall, "timing_file": timing_file, "expected": expected}
+            "candidates": n, "wall": wall, "timing_file": timing_file, "expected": expected,
+            "scale": scale}
 
 
 def measure(fsarena, c, args):
@@ -251,7 +309,7 @@ def measure(fsarena, c, args):
     if "sweep" not in wall:
         shutil.rmtree(sweep, ignore_errors=True)
         plan = cell / "sweep.toml"
-        plan.write_text(sweep_plan(fs, workload, c["configs"], args))
+        plan.write_text(sweep_plan(fs, workload, c["configs"], args, c["scale"]))
         wall["sweep"] = run([fsarena, "run", plan, "--out", sweep, "--work-dir",
                              str(args.work_dir), "--quiet"], cell / "sweep.log")
         c["timing_file"].write_text(json.dumps(wall))
@@ -260,7 +318,7 @@ def measure(fsarena, c, args):
         shutil.rmtree(tune, ignore_errors=True)
         wall["tune"] = run([fsarena, "tune", fs, "--workload", workload, "--space", c["space"],
                             "--budget", f"{args.budget:.0f}s", "--candidates", str(c["candidates"]),
-                            *common_flags(args), "--out", tune], cell / "tune.log")
+                            *common_flags(args, c["scale"]), "--out", tune], cell / "tune.log")
         c["timing_file"].write_text(json.dumps(wall))
     return row(fsarena, fs, workload, c["configs"], sweep, tune, wall)
 
@@ -300,7 +358,7 @@ def row(fsarena, fs, workload, configs, sweep, tune, wall):
         "not_separated": sorted(not_separated), "decision": decision,
         "ended": answer.get("ended"), "candidates": len(answer.get("candidates", [])),
         "sweep_s": wall["sweep"], "tune_s": wall["tune"], "ratio": ratio,
-        "calibration_s": wall["calibration"],
+        "calibration_s": wall["calibration"], "scale": wall.get("scale"),
         "sweep_configs": [
             {"config": n, "settings": settings, "mean": shown(means[n], higher) if n in means else None,
              "runs": len(s_runs.get(n, [])),
@@ -348,9 +406,16 @@ def main():
     ap.add_argument("--fs", default="ext4")
     ap.add_argument("--workload", default="create")
     ap.add_argument("--space", type=pathlib.Path)
-    ap.add_argument("--scale", type=float, default=0.01)
+    ap.add_argument("--scale", type=float, default=0.01,
+                    help="the data set's scale (with --cell-seconds: the first calibration's)")
+    ap.add_argument("--cell-seconds", type=float,
+                    help="choose each workload's scale so that one cell takes about this long "
+                         "(calibrated; BENCHMARKS.md says which length keeps the spread low)")
     ap.add_argument("--fs-size")
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--spread-runs", type=int, default=3,
+                    help="runs of the defaults at the chosen scale, to print their run-to-run "
+                         "spread (CV) and price the cells by their median (1: no spread)")
     ap.add_argument("--budget", default="15m")
     ap.add_argument("--candidates", type=int)
     ap.add_argument("--out", type=pathlib.Path)
@@ -369,10 +434,12 @@ def main():
     cells = [prepare(args.fsarena, fs, w, args)
              for fs in args.fs.split(",") for w in args.workload.split(",")]
     total = sum(c["expected"]["sweep"] + c["expected"]["tune"] for c in cells)
+    most = sum(c["expected"]["sweep"] + c["expected"]["tune_max"] for c in cells)
     done = datetime.datetime.now() + datetime.timedelta(seconds=total)
     print(f"\nexpected wall time of the whole measurement: about {total / 60:.0f} min "
-          f"(until about {done:%H:%M}); cells already measured in {args.out} are reused",
-          flush=True)
+          f"(until about {done:%H:%M}) when every tune decides within a third of its sweep, "
+          f"at most {most / 60:.0f} min when each spends its whole budget; cells already "
+          f"measured in {args.out} are reused", flush=True)
     if args.calibrate_only:
         return
     rows = [measure(args.fsarena, c, args) for c in cells]

@@ -191,11 +191,13 @@ fn a_planted_large_effect_is_found_labelled_and_its_best_toml_runs() {
         {
             continue;
         }
-        assert!(
-            ["dropped", "undecided"].contains(&c["fate"].as_str().unwrap()),
-            "{c}"
-        );
-        assert!(c["vs_best_pct"].as_f64().unwrap() < -50.0, "{c}");
+        // A sync candidate's cells are the slow ones: under load the budget can end the
+        // minimum before its runs (`not raced`, named as such), never make it a winner.
+        let fate = c["fate"].as_str().unwrap();
+        assert!(["dropped", "undecided", "not raced"].contains(&fate), "{c}");
+        if fate != "not raced" {
+            assert!(c["vs_best_pct"].as_f64().unwrap() < -50.0, "{c}");
+        }
     }
     // The winner is unsafe: labelled in the JSON, the text and best.toml.
     assert_eq!(best["unsafe"][0]["param"], "sync", "{a}");
@@ -246,4 +248,128 @@ fn a_planted_large_effect_is_found_labelled_and_its_best_toml_runs() {
         "{toml}"
     );
     no_run_dirs(&work);
+}
+
+/// Four mount options of ext4, sixteen configurations, all safe (each its first value the
+/// default).
+fn sixteen() -> String {
+    let params = [
+        ("atime", ["relatime", "noatime"]),
+        ("commit", ["commit=5", "commit=30"]),
+        ("lazytime", ["", "lazytime"]),
+        ("da-alloc", ["auto_da_alloc", "noauto_da_alloc"]),
+    ];
+    let mut s = String::from("replace = true\nfs = \"ext4\"\n");
+    for (name, [a, b]) in params {
+        s += &format!(
+            "\n[[param]]\nname = \"{name}\"\nkind = \"mount\"\nvalues = [\"{a}\", \"{b}\"]\ndefault = \"{a}\"\n"
+        );
+    }
+    s
+}
+
+/// The defect: every candidate's 2 minimum runs came first, whatever the budget, so 16
+/// candidates of a 3-second budget ran 32 cells (0.3-0.5 s each here). Now the budget pays
+/// for the candidates drawn (the coarse model: 2 of the 16 asked, said in one line, in the
+/// dry run too), the minimum itself stops when its next cell no longer fits, and the answer
+/// names the candidates it did not race.
+#[test]
+fn the_minimum_runs_of_many_candidates_no_longer_overrun_a_small_budget() {
+    require_root();
+    let root = TestRoot::new("tune-budget");
+    let (work, dir) = (root.path.join("work"), root.path.join("tune"));
+    let space = root.path.join("sixteen.toml");
+    std::fs::write(&space, sixteen()).unwrap();
+    let budget = 3.0;
+    let args = |extra: &[&'static str]| -> Vec<String> {
+        let mut a: Vec<String> = [
+            "tune",
+            "ext4",
+            "--workload",
+            "create",
+            "--scale",
+            "0.001",
+            "--fs-size",
+            "1G",
+            "--budget",
+            "3s",
+            "--candidates",
+            "16",
+            "--space",
+            space.to_str().unwrap(),
+            "--out",
+            dir.to_str().unwrap(),
+            "--format",
+            "json",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        a.extend(extra.iter().map(|s| s.to_string()));
+        a
+    };
+    let dry = fsarena(
+        &args(&["--dry-run"])
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>(),
+        &work,
+    );
+    let text = String::from_utf8_lossy(&dry.stdout);
+    assert_eq!(
+        dry.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&dry.stderr)
+    );
+    assert!(text.contains("racing 2 of the 16 asked"), "{text}");
+    assert!(!dir.exists());
+    let started = std::time::Instant::now();
+    let o = fsarena(
+        &args(&["--quiet"])
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>(),
+        &work,
+    );
+    let wall = started.elapsed().as_secs_f64();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert_eq!(err.matches("racing 2 of the 16 asked").count(), 1, "{err}");
+    let a: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(a["candidates"].as_array().unwrap().len(), 2, "{a}");
+    assert_eq!(a["afforded"]["asked"], 16, "{a}");
+    assert_eq!(a["afforded"]["drawn"], 2, "{a}");
+    // The budget less 3 s for the run's closing leaves nothing for the cells: after the
+    // first, the minimum stops and says so (the defaults' second run still runs, the others
+    // are compared with them); the answer names what it left out.
+    assert!(err.contains("of the minimum repetitions left out"), "{err}");
+    let not_raced = a["not_raced"].as_array().unwrap();
+    assert!(!not_raced.is_empty(), "{a}");
+    assert_eq!(a["ended"], "budget spent", "{a}");
+    let defaults = &a["candidates"][0];
+    assert_eq!(defaults["name"], "defaults", "{a}");
+    assert_eq!(
+        defaults["runs"], 2,
+        "the defaults' minimum always runs: {a}"
+    );
+    for n in not_raced {
+        let row = a["candidates"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["name"] == *n)
+            .unwrap();
+        assert_eq!(row["fate"], "not raced", "{row}");
+    }
+    let shown = std::fs::read_to_string(dir.join("search.html")).unwrap();
+    assert!(shown.contains("not raced: "), "{shown}");
+    // Near the budget (measured: 1-2 s, as the walk's clock starts after the space's checks
+    // and the data set): one cell over it at most, not the 32 cells of before.
+    assert!(
+        wall < budget + 4.0,
+        "{wall:.1} s for a {budget} s budget\n{err}"
+    );
+    no_run_dirs(&work);
+    assert!(!leftovers(&root.path).iter().any(|l| l.contains("work")));
 }

@@ -68,8 +68,9 @@ pub struct TuneArgs {
 /// The race's default wall time.
 const DEFAULT_BUDGET: std::time::Duration = std::time::Duration::from_secs(15 * 60);
 
-/// The setup of a new tune from the flags.
-fn new_setup(args: &TuneArgs, given: &[String]) -> Result<Setup> {
+/// The setup of a new tune from the flags, into `dir` (earlier runs beside it price the
+/// candidates).
+fn new_setup(args: &TuneArgs, given: &[String], dir: &std::path::Path) -> Result<Setup> {
     if let Some(flag) = given
         .iter()
         .find(|f| ["--target", "--runs", "--baseline"].contains(&f.as_str()))
@@ -104,6 +105,7 @@ fn new_setup(args: &TuneArgs, given: &[String]) -> Result<Setup> {
         seed: args.sample_seed,
         budget: args.settings.budget.map_or(DEFAULT_BUDGET, |b| b.0),
         base,
+        history: crate::cost::history::History::beside(dir, 20),
     };
     Ok(tune::set_up(req, &args.work_dir)?)
 }
@@ -135,7 +137,7 @@ pub fn tune(args: TuneArgs, given: &[String]) -> Result<i32> {
                     d.file_name().map_or("run".into(), |n| n.to_string_lossy())
                 ))
             });
-            (new_setup(&args, given)?, out)
+            (new_setup(&args, given, &out)?, out)
         }
     };
     let opts = RunOptions {
@@ -213,10 +215,13 @@ fn dry_run(setup: &Setup, opts: &RunOptions) -> Result<String> {
             unsafe_.join(" ")
         );
     }
+    if let Some(line) = setup.afforded.as_ref().and_then(|a| a.line()) {
+        let _ = writeln!(s, "{line}");
+    }
     if let Runs::Auto { min, max, budget } = setup.plan.runs {
         let _ = writeln!(
             s,
-            "race: {min} runs each, then rounds for the comparisons with the best still open (at most {max} runs each), within {}",
+            "race: {min} runs each, then rounds for the comparisons with the best still open (at most {max} runs each), within {}; a cell that no longer fits in it is not started",
             humantime::format_duration(budget)
         );
     }

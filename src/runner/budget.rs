@@ -97,6 +97,14 @@ pub fn open_questions(state: &Loaded, margin_pct: f64) -> Result<Vec<Open>, Budg
 /// whose comparisons are with the best candidate so far (`crate::tune`).
 pub trait Questions {
     fn ask(&self, state: &Loaded, plan: &Plan) -> Result<Asked, BudgetError>;
+
+    /// Whether the minimum repetitions, too, stop at the budget (a cell that no longer
+    /// fits is not started): not for `fsarena run`, whose comparisons need the minimum,
+    /// but for a race whose minimum was sized to the budget beforehand and whose unraced
+    /// candidates it reports.
+    fn minimum_within_budget(&self) -> bool {
+        false
+    }
 }
 
 /// The open comparisons, the target they are made against, and the line that says the

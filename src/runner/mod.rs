@@ -41,6 +41,7 @@ use crate::workload::Workload;
 pub use dry_run::dry_run;
 pub use preflight::usable_targets;
 use recording::DoneKey;
+pub use rounds::CLOSING;
 pub use terms::{RunError, RunOptions, RunSummary};
 
 /// Runs the plan. Returns once every cell ran or `cancel` was raised; the results file

@@ -78,3 +78,12 @@ pub fn left_out(round: usize, left_out: usize, cost: f64, left: f64) -> String {
         if left_out == 1 { "" } else { "s" },
     )
 }
+
+/// The line that ends a minimum kept within the budget when its last `left_out` cells no
+/// longer fit in what is `left` of it (the next costs about `cost` seconds).
+pub fn minimum_left_out(left_out: usize, cost: f64, left: f64) -> String {
+    format!(
+        "budget: {left_out} cell{} of the minimum repetitions left out (the baseline's still run): ~{cost:.0} s the next, {left:.0} s left",
+        if left_out == 1 { "" } else { "s" },
+    )
+}

@@ -18,6 +18,8 @@ use super::set_aside::{self, SetAside};
 use super::team::Team;
 use super::terms::{RunOptions, RunSummary};
 use super::{preflight, rounds};
+
+mod stops;
 use crate::golden::populate;
 use crate::plan::fs_size;
 use crate::plan::{Plan, Runs, TargetConfig};
@@ -156,7 +158,10 @@ impl<'a> Walk<'a> {
         // probe does not find the fresh table still in the CPU's caches.
         crate::monitor::steadiness::shared();
         self.build_images_ahead(&minimum);
+        let mut cut = false;
         for (i, cell) in minimum.iter().enumerate() {
+            // Once cut, the targets left out are stopped: their cells are skipped below.
+            cut = cut || self.minimum_overruns(&minimum[i..]);
             let eta = self.eta(&minimum[i..]);
             self.progress.set_eta(eta);
             if self.run_cell(cell).is_break() {
@@ -421,30 +426,6 @@ impl<'a> Walk<'a> {
             return ControlFlow::Break(());
         }
         ControlFlow::Continue(())
-    }
-
-    /// A target whose first cell could not even make its file system (mkfs or mount
-    /// options the tool rejects, a size it refuses) would fail the same way in every cell:
-    /// it is stopped with one line, and its other cells are not run.
-    fn stop_if_unprovisionable(&mut self, target: &str, records: &[Measurement]) {
-        if self.provisioned.contains(target) || records.is_empty() {
-            return;
-        }
-        if !records.iter().all(cell::is_provision_failure) {
-            self.provisioned.insert(target.to_string());
-            return;
-        }
-        let why = records[0].error.clone().unwrap_or_default();
-        let line = format!(
-            "fsarena: target {target} stopped: its first file system could not be made ({why}); its other cells are skipped"
-        );
-        // Said even with --quiet: it changes what the run measures.
-        if self.inputs.opts.quiet {
-            eprintln!("{line}");
-        } else {
-            self.progress.println(&line);
-        }
-        self.stopped.insert(target.to_string(), why);
     }
 
     /// `--runs auto` after the minimum: rounds of one more repetition for the groups of

@@ -9,6 +9,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use super::afford::Afforded;
 use super::importance::{importance, Importance};
 use super::race::{scores, standing, Fate};
 use super::sample;
@@ -72,7 +73,8 @@ pub struct Answer {
     pub design: String,
     pub space_configurations: usize,
     pub safe_only: bool,
-    /// "decided", "budget spent", or "interrupted".
+    /// "decided", "the most runs reached, before the budget", "budget spent", or
+    /// "interrupted".
     pub ended: String,
     pub best: Option<Best>,
     /// Not separated from the best: equivalent, or still undecided.
@@ -82,6 +84,10 @@ pub struct Answer {
     pub importance: Vec<Importance>,
     pub candidates: Vec<Row>,
     pub results: String,
+    /// The candidates asked for and those the budget paid for at their minimum runs.
+    pub afforded: Option<Afforded>,
+    /// Candidates drawn whose minimum runs the budget did not reach.
+    pub not_raced: Vec<String>,
 }
 
 /// Distinct repetitions of `name` with an ok record.
@@ -94,6 +100,26 @@ fn runs_of(ms: &[Measurement], name: &str) -> usize {
     reps.sort_unstable();
     reps.dedup();
     reps.len()
+}
+
+/// Candidate `name`'s fate in the answer: the race's (`raced`), unless every record it has
+/// is `ok` and the budget (or an interruption) ended the race before its minimum runs
+/// (not raced), or before those of the candidate it is compared with (undecided, where the
+/// race could tell nothing and calls it failed).
+fn fate_of(raced: Fate, ms: &[Measurement], name: &str) -> Fate {
+    if ms
+        .iter()
+        .any(|m| m.target == name && m.status != Status::Ok)
+    {
+        return raced;
+    }
+    if runs_of(ms, name) < super::setup::MIN_RUNS as usize {
+        return Fate::NotRaced;
+    }
+    match raced {
+        Fate::Failed => Fate::Open,
+        f => f,
+    }
 }
 
 /// The best's gain over the defaults at each point, decided in one family.
@@ -155,7 +181,11 @@ pub fn build(setup: &Setup, ms: &[Measurement], interrupted: bool, results: &Pat
             name: c.name.clone(),
             changes: setup.changes(c),
             runs: runs_of(ms, &c.name),
-            fate: s.fates.get(&c.name).copied().unwrap_or(Fate::Failed),
+            fate: fate_of(
+                s.fates.get(&c.name).copied().unwrap_or(Fate::Failed),
+                ms,
+                &c.name,
+            ),
             vs_best_pct: sc
                 .get(&c.name)
                 .copied()
@@ -167,7 +197,7 @@ pub fn build(setup: &Setup, ms: &[Measurement], interrupted: bool, results: &Pat
         .collect();
     let safe: Vec<String> = candidates
         .iter()
-        .filter(|r| r.unsafe_values.is_empty() && r.fate != Fate::Failed)
+        .filter(|r| r.unsafe_values.is_empty() && !matches!(r.fate, Fate::Failed | Fate::NotRaced))
         .map(|r| r.name.clone())
         .collect();
     let best_c = s.leader.as_ref().and_then(|l| setup.candidate(l));
@@ -184,8 +214,10 @@ pub fn build(setup: &Setup, ms: &[Measurement], interrupted: bool, results: &Pat
         safe_only: setup.safe_only,
         ended: if interrupted {
             "interrupted"
-        } else if s.open.is_empty() && s.leader.is_some() {
+        } else if s.open.is_empty() && s.leader.is_some() && !not_raced(&candidates) {
             "decided"
+        } else if at_most_runs(ms, &s) {
+            "the most runs reached, before the budget"
         } else {
             "budget spent"
         }
@@ -198,7 +230,28 @@ pub fn build(setup: &Setup, ms: &[Measurement], interrupted: bool, results: &Pat
             .collect(),
         best_safe,
         importance: importance(setup, ms),
+        not_raced: candidates
+            .iter()
+            .filter(|r| r.fate == Fate::NotRaced)
+            .map(|r| r.name.clone())
+            .collect(),
         candidates,
         results: results.display().to_string(),
+        afforded: setup.afforded.clone(),
     }
+}
+
+/// Whether every comparison still open has both sides at the most runs a candidate gets:
+/// the race ends there, whatever is left of its budget.
+fn at_most_runs(ms: &[Measurement], s: &super::race::Standing) -> bool {
+    let most = super::setup::MAX_RUNS as usize;
+    let leader = s.leader.as_deref().unwrap_or_default();
+    !s.open.is_empty()
+        && runs_of(ms, leader) >= most
+        && s.open.iter().all(|o| runs_of(ms, &o.group.target) >= most)
+}
+
+/// Whether some candidate was not raced.
+fn not_raced(rows: &[Row]) -> bool {
+    rows.iter().any(|r| r.fate == Fate::NotRaced)
 }

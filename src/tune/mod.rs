@@ -12,6 +12,7 @@
 //! `search.html`). The runner measures everything: the same cells, fresh file systems,
 //! records, cleanup and interrupt handling as `fsarena run`.
 
+pub mod afford;
 pub mod answer;
 pub mod importance;
 pub mod model;
@@ -57,12 +58,16 @@ pub struct Request {
     /// The workloads, data set and run options (its targets and runs are replaced).
     pub base: Plan,
     pub budget: Duration,
+    /// Earlier runs on this host, which price a candidate's minimum runs ([`afford`]).
+    pub history: crate::cost::history::History,
 }
 
 /// The race's setup: the space read and checked (every mkfs value through the tool's dry
 /// run, in `work_root`'s nearest existing directory), the candidates drawn, and each
 /// candidate's own mkfs options checked the same way (a combination the tool refuses is
-/// left out, with one line on stderr). Touches nothing.
+/// left out, with one line on stderr). Only as many candidates are drawn as the budget
+/// pays for at their minimum runs ([`afford`]; one line on stderr when that cuts them).
+/// Touches nothing.
 pub fn set_up(req: Request, work_root: &Path) -> Result<Setup, TuneError> {
     if !req.fs.needs_device() {
         return Err(TuneError::Refused(format!(
@@ -81,7 +86,17 @@ pub fn set_up(req: Request, work_root: &Path) -> Result<Setup, TuneError> {
         .find(|p| p.is_dir())
         .unwrap_or(Path::new("/tmp"))
         .to_path_buf();
-    let (levels, design) = sample::candidates(&space, req.candidates, req.seed);
+    let afforded = afford::afford(
+        &req.base,
+        req.candidates,
+        setup::MIN_RUNS,
+        req.budget,
+        &req.history,
+    );
+    if let Some(line) = afforded.line() {
+        eprintln!("fsarena: tune: {line}");
+    }
+    let (levels, design) = sample::candidates(&space, afforded.drawn, req.seed);
     let defaults = setup::target(
         &space,
         &setup::Candidate {
@@ -102,7 +117,7 @@ pub fn set_up(req: Request, work_root: &Path) -> Result<Setup, TuneError> {
             Err(why) => eprintln!("fsarena: tune: a candidate is left out, its mkfs options together are refused: {why}"),
         }
     }
-    Ok(Setup::new(
+    let mut setup = Setup::new(
         space,
         kept,
         design,
@@ -110,7 +125,9 @@ pub fn set_up(req: Request, work_root: &Path) -> Result<Setup, TuneError> {
         req.budget,
         req.safe_only,
         req.seed,
-    ))
+    );
+    setup.afforded = Some(afforded);
+    Ok(setup)
 }
 
 /// What a finished (or interrupted) tune did.

@@ -43,6 +43,9 @@ pub enum Fate {
     Open,
     /// No ok measurement at some point (its file system could not be made, or it failed).
     Failed,
+    /// Fewer than its minimum runs, none of them failed: the budget ran out before them.
+    #[serde(rename = "not raced")]
+    NotRaced,
 }
 
 impl Fate {
@@ -54,6 +57,7 @@ impl Fate {
             Fate::Traded => "trade-off",
             Fate::Open => "undecided",
             Fate::Failed => "failed",
+            Fate::NotRaced => "not raced",
         }
     }
 }
@@ -279,6 +283,13 @@ impl Questions for Race {
             open: s.open,
             against: leader,
         })
+    }
+
+    /// The candidates were drawn to fit the budget at their minimum runs
+    /// ([`super::afford`]); if the estimate was short, the minimum stops at the budget too,
+    /// and the answer names the candidates it left unraced.
+    fn minimum_within_budget(&self) -> bool {
+        true
     }
 }
 

@@ -6,6 +6,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use super::afford::Afforded;
 use super::sample::Design;
 use super::space::{Kind, Space};
 use crate::plan::{FsKind, Location, Plan, Runs, TargetConfig};
@@ -45,6 +46,10 @@ pub struct Setup {
     pub plan: Plan,
     pub safe_only: bool,
     pub seed: u64,
+    /// The candidates asked for and those the budget paid for ([`super::afford`]); `None`
+    /// in a tune set up before it was priced.
+    #[serde(default)]
+    pub afforded: Option<Afforded>,
 }
 
 /// A value a candidate sets that gives up safety: (parameter, value as shown — "" is
@@ -95,6 +100,7 @@ impl Setup {
             plan: base,
             safe_only,
             seed,
+            afforded: None,
         }
     }
 

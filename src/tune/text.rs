@@ -156,6 +156,17 @@ pub fn render(a: &Answer, dir: &std::path::Path) -> String {
         if a.safe_only { ", safe values only" } else { "" },
         a.ended
     );
+    if let Some(line) = a.afforded.as_ref().and_then(|f| f.line()) {
+        let _ = writeln!(s, "{line}");
+    }
+    if !a.not_raced.is_empty() {
+        let _ = writeln!(
+            s,
+            "not raced: {} of the {raced} candidates ({}): the budget ran out before their minimum runs",
+            a.not_raced.len(),
+            a.not_raced.join(", ")
+        );
+    }
     match &a.best {
         Some(b) => best_part(&mut s, a, b),
         None => {
