@@ -173,13 +173,9 @@ fn a_one_thread_ntfs_cells_daemon_runs_on_the_stated_cpu_and_all_leaves_it_unbou
 #[test]
 fn a_bad_cpus_value_is_refused_with_one_line() {
     let root = TestRoot::new("cpus-bad");
-    let run = Command::new(bin())
-        .args(["run", "--target", "ext4", "--cpus", "some", "--work-dir"])
-        .arg(root.path.join("work"))
-        .arg("--out")
-        .arg(root.path.join("out"))
-        .output()
-        .unwrap();
+    let out = root.path.join("out").display().to_string();
+    let flag = ["run", "--target", "ext4", "--cpus", "some", "--out", &out];
+    let run = common::fsarena(&flag, &root.path.join("work"));
     let err = String::from_utf8_lossy(&run.stderr);
     assert_eq!(run.status.code(), Some(2), "{err}");
     assert_eq!(err.trim().lines().count(), 1, "{err}");
