@@ -1,6 +1,8 @@
 //! Small wrappers over kernel interfaces used by several stages (cache dropping, syncfs,
 //! device numbers, removals that may find nothing). Kept here so workloads and the runner share one implementation.
 
+pub mod cpus;
+
 use std::fs::File;
 use std::io::{self, Write};
 use std::path::Path;

@@ -24,6 +24,7 @@ fn on_fresh<T>(target: &str, seq: u64, work: &WorkDir, f: impl FnOnce(&Path) -> 
         size: 256 << 20,
         allow_device: false,
         wipe: false,
+        daemon_cpus: None,
     };
     let inst = Instance::provision(&spec, work).unwrap();
     let out = f(&inst.root);

@@ -270,6 +270,7 @@ fn on_disk_corruption_fails_the_health_check() {
         size: 1 << 30,
         allow_device: false,
         wipe: false,
+        daemon_cpus: None,
     };
     let inst = Instance::provision(&spec, &work).unwrap();
     for i in 0..200 {

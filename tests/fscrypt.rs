@@ -40,6 +40,7 @@ fn fscrypt_target_encrypts_its_work_directory_and_teardown_removes_the_key() {
         size: 256 << 20,
         allow_device: false,
         wipe: false,
+        daemon_cpus: None,
     };
     let inst = Instance::provision(&spec, &work).unwrap();
     let mnt: PathBuf = inst.root.parent().unwrap().to_path_buf();

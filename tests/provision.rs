@@ -30,6 +30,7 @@ fn every_supported_catalogue_target_provisions_and_tears_down() {
             size: 512 << 20,
             allow_device: false,
             wipe: false,
+            daemon_cpus: None,
         };
         let inst = Instance::provision(&spec, &work).unwrap_or_else(|e| panic!("{}: {e}", t.name));
         // Real I/O on it.
@@ -106,6 +107,7 @@ fn a_failed_mkfs_undoes_what_was_made() {
         size: 256 << 20,
         allow_device: false,
         wipe: false,
+        daemon_cpus: None,
     };
     let err = Instance::provision(&spec, &work)
         .err()
@@ -183,6 +185,7 @@ fn guard_refuses_signed_and_mounted_devices_and_leaves_them_unchanged() {
         size: 0,
         allow_device: true,
         wipe: false,
+        daemon_cpus: None,
     };
     let err = Instance::provision(&spec, &work)
         .err()
@@ -268,6 +271,7 @@ fn direct_writes_on_ext4_have_write_amplification_near_one() {
         size: 1 << 30,
         allow_device: false,
         wipe: false,
+        daemon_cpus: None,
     };
     let inst = Instance::provision(&spec, &work).unwrap();
     let path = inst.root.join("direct");
@@ -361,6 +365,7 @@ fn a_populated_image_is_cloned_one_at_a_time_and_each_clone_holds_the_data_set()
             size: 512 << 20,
             allow_device: false,
             wipe: false,
+            daemon_cpus: None,
         };
         let master: MasterImage = populate_master(&plan, 0, &spec(1), &work, &cancel)
             .unwrap_or_else(|e| panic!("{name}: {e:?}"));
@@ -499,6 +504,7 @@ fn a_restored_clone_is_byte_identical_to_its_master() {
             size: 512 << 20,
             allow_device: false,
             wipe: false,
+            daemon_cpus: None,
         };
         let master: MasterImage = populate_master(&plan, 0, &spec, &work, &cancel)
             .unwrap_or_else(|e| panic!("{name}: {e:?}"));

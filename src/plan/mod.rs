@@ -2,6 +2,7 @@
 //! an optional TOML plan file and command-line flags, in that order of precedence (flags win).
 
 pub mod catalogue;
+pub mod cpus;
 pub mod file;
 pub mod fs_size;
 pub mod io_hosts;
@@ -76,6 +77,10 @@ pub struct Plan {
     /// `None` (`off`): never. Results written before it existed read back with the default.
     #[serde(default = "default_max_steal")]
     pub max_steal_pct: Option<f64>,
+    /// `--cpus`: whether a cell of fewer threads than CPUs runs on CPUs of its own with its
+    /// file system's daemon ([`cpus`]). Results written before it existed read back `all`.
+    #[serde(default = "cpus::Cpus::before_binding")]
+    pub cpus: cpus::Cpus,
 }
 
 /// Where the ranks of an MPI job work in a `dir:` target (`--rank-dirs own|shared`).
@@ -153,6 +158,7 @@ impl Plan {
             fs_size: None,
             rank_dirs: RankDirs::Own,
             max_steal_pct: None,
+            cpus: cpus::Cpus::Auto,
         }
     }
 }

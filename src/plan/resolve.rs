@@ -90,6 +90,7 @@ pub fn resolve(
         age_free_extent,
         fs_size,
         rank_dirs,
+        cpus: o.cpus.or(f.cpus).map_or(super::cpus::Cpus::Auto, |c| c.0),
     };
     super::series::check_distinct(&plan)?;
     Ok(plan)

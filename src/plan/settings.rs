@@ -21,6 +21,7 @@
 //! age_free_extent = "64K"            # ... its free space cut into pieces of about this size
 //! fs_size = "64G"                    # every loop image's size (sparse; the default)
 //! rank_dirs = "shared"               # under MPI: all ranks in one tree (default "own")
+//! cpus = "all"                       # cells anywhere (default "auto": fewer threads than CPUs, CPUs of their own)
 //! trace = "app.fstrace"              # what the replay workload replays (timing = "original")
 //!
 //! [dataset]
@@ -44,6 +45,7 @@ use std::path::PathBuf;
 use clap::{ArgMatches, Args, CommandFactory};
 use serde::Deserialize;
 
+use super::value::CpusChoice;
 use super::value::{
     self, AgeFreeExtent, AgePct, Budget, Compressibility, Content, DataSizes, DuplicateFraction,
     FileCounts, FileSize, ImageSize, Margin, MaxSteal, PhaseFloor, Profiles, RankDirsChoice,
@@ -140,6 +142,11 @@ pub struct Settings {
     /// own size wins, a device keeps its own, tmpfs is sized from the data set.
     #[arg(long = "fs-size", alias = "size", value_name = "SIZE")]
     pub fs_size: Option<ImageSize>,
+    /// Where a cell's work runs: auto (the default: a cell of fewer threads than CPUs runs
+    /// its workload and its file system's daemon on the last THREADS CPUs, the harness on
+    /// the others) or all (anywhere).
+    #[arg(long, value_name = "auto|all", value_parser = CpusChoice::flag())]
+    pub cpus: Option<CpusChoice>,
     /// `[[target]]` tables: configurations of the user's own (plan file only).
     #[arg(skip)]
     #[serde(default, rename = "target")]

@@ -462,6 +462,28 @@ impl Setting for RankDirsChoice {
     }
 }
 
+/// `--cpus auto|all` / `cpus = "all"`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CpusChoice(pub super::cpus::Cpus);
+
+impl CpusChoice {
+    /// The flag's parser: lists the two choices in `--help` and in its error.
+    pub fn flag() -> impl clap::builder::TypedValueParser<Value = CpusChoice> {
+        use clap::builder::TypedValueParser;
+        clap::builder::PossibleValuesParser::new(["auto", "all"]).try_map(|s| s.parse())
+    }
+}
+
+impl Setting for CpusChoice {
+    const WHAT: &'static str = "cpus";
+    fn parse(s: &str) -> Result<Self, String> {
+        super::cpus::Cpus::parse(s).map(CpusChoice).ok_or_else(|| {
+            "use auto (a cell of fewer threads than CPUs on CPUs of its own) or all (anywhere)"
+                .into()
+        })
+    }
+}
+
 /// `--max-steal PCT|off` / `max_steal = 20`: the share of the CPU (%, above 0 and up to
 /// 100) a hypervisor may keep from a measured phase before it is measured again; `off`
 /// (`None`) keeps every measurement.
@@ -501,6 +523,7 @@ setting!(
     Profiles,
     ImageSize,
     RankDirsChoice,
+    CpusChoice,
 );
 
 /// `--dataset dir:PATH`: your own directory as the data set (in a plan file, `[dataset]`

@@ -4,6 +4,7 @@
 use std::process::Stdio;
 
 use super::ProvisionError;
+use crate::sys::cpus::CpuList;
 
 /// A command line, printable and runnable.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -55,12 +56,21 @@ impl Cmd {
 
     /// Runs it and returns what it printed, whatever its exit status.
     pub fn output(&self, package: &str) -> Result<Ran, ProvisionError> {
+        self.output_on(package, None)
+    }
+
+    /// [`Cmd::output`], the program (and whatever it leaves running: a FUSE daemon) bound
+    /// to `cpus` when given.
+    fn output_on(&self, package: &str, cpus: Option<&CpuList>) -> Result<Ran, ProvisionError> {
         // A group of its own, dying with fsarena: a terminal's Ctrl-C reaches fsarena
         // alone, so the helper finishes and a first Ctrl-C never turns into a false `error`
         // or a failed check (issue 39); after a kill -9 an orphaned `mount` cannot finish
         // after `fsarena cleanup` looked and leave a mount and a busy loop device behind.
         let mut cmd = crate::sys::helper_command(&self.program);
         cmd.args(&self.args).stdin(Stdio::null());
+        if let Some(cpus) = cpus {
+            crate::sys::cpus::bind_command(&mut cmd, cpus);
+        }
         let out = cmd.output().map_err(|e| {
             if e.kind() == std::io::ErrorKind::NotFound {
                 ProvisionError::MissingTool {
@@ -81,7 +91,12 @@ impl Cmd {
 
     /// Runs it and fails with the last meaningful line of stderr unless it succeeded.
     pub fn run(&self, package: &str) -> Result<Ran, ProvisionError> {
-        let ran = self.output(package)?;
+        self.run_on(package, None)
+    }
+
+    /// [`Cmd::run`] bound to `cpus` when given ([`Cmd::output_on`]).
+    pub fn run_on(&self, package: &str, cpus: Option<&CpuList>) -> Result<Ran, ProvisionError> {
+        let ran = self.output_on(package, cpus)?;
         if ran.success {
             Ok(ran)
         } else {

@@ -18,6 +18,7 @@ use super::write_trace::WriteTrace;
 use super::{fscrypt, guard, host, loopdev, mounts, reuse, ProvisionError};
 use crate::plan::{FsKind, Location, TargetConfig};
 use crate::results::{Health, Provenance};
+use crate::sys::cpus::CpuList;
 use crate::sys::{ignore_missing, DevId};
 
 /// What to provision for one cell.
@@ -32,6 +33,9 @@ pub struct InstanceSpec<'a> {
     pub allow_device: bool,
     /// Allow formatting a device that carries a signature.
     pub wipe: bool,
+    /// The CPUs the mount is made on, so a file system's user-space daemon (ntfs-3g,
+    /// exfat-fuse) runs there beside the cell's work (`plan::cpus`); `None`: anywhere.
+    pub daemon_cpus: Option<CpuList>,
 }
 
 pub(super) enum Undo {
@@ -80,6 +84,8 @@ pub struct Instance {
     pub(super) check_device: Option<PathBuf>,
     pub(super) undo: Vec<Undo>,
     pub(super) journal: Arc<Journal>,
+    /// [`InstanceSpec::daemon_cpus`], kept for the mount.
+    pub(super) daemon_cpus: Option<CpuList>,
 }
 
 /// A target name made safe for image and mount-point file names.
@@ -100,6 +106,7 @@ impl Instance {
     pub fn provision(spec: &InstanceSpec, work: &WorkDir) -> Result<Instance, ProvisionError> {
         let t = spec.target;
         let mut inst = Instance::empty(t, work);
+        inst.daemon_cpus = spec.daemon_cpus.clone();
         let name = format!("{}-{}", sanitize(&t.name), spec.seq);
         match &t.location {
             Location::Loop => inst.on_loop(spec, work, &name)?,
@@ -123,6 +130,7 @@ impl Instance {
             check_device: None,
             undo: Vec::new(),
             journal: Arc::clone(&work.journal),
+            daemon_cpus: None,
         }
     }
 
@@ -250,7 +258,7 @@ impl Instance {
         // One span: a second Ctrl-C's sweep never falls between the entry and the mount.
         super::journal::creating(|| {
             self.journal(Op::Create, Kind::Mount, mnt, None)?;
-            cmd.run("mount")?;
+            cmd.run_on("mount", self.daemon_cpus.as_ref())?;
             self.undo.push(Undo::Unmount(mnt.to_path_buf()));
             Ok(())
         })?;

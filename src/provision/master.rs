@@ -208,6 +208,7 @@ impl MasterImage {
             )));
         }
         let mut inst = Instance::empty(t, work);
+        inst.daemon_cpus = spec.daemon_cpus.clone();
         self.claim(&mut inst)?;
         let name = format!("{}-{}", sanitize(&t.name), spec.seq);
         let found = reuse::Found::default();

@@ -74,6 +74,7 @@ pub fn compared_lines(r: &Report) -> Vec<String> {
         Some(sizes) => format!("{}; {}", sizes.replacen("file", "File", 1), r.condition),
         None => format!("File systems: {}", r.condition),
     });
+    lines.extend(r.cpus.clone());
     lines.push(format!(
         "Host: {}",
         super::notes::host_line(r, 100_000)

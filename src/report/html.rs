@@ -95,6 +95,9 @@ pub fn render(r: &Report) -> String {
     if let Some(sizes) = &r.file_systems {
         let _ = write!(h, "<p id=\"file-systems\">{}</p>", esc(sizes));
     }
+    if let Some(cpus) = &r.cpus {
+        let _ = write!(h, "<p id=\"cpus\">{}</p>", esc(cpus));
+    }
     if let Some(why) = &r.incomplete {
         let _ = write!(
             h,

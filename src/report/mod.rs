@@ -4,6 +4,7 @@
 pub mod call_types;
 pub mod charts;
 pub mod compare;
+pub mod cpus;
 pub mod csv;
 pub mod curves;
 pub mod explain;

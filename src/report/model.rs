@@ -45,6 +45,9 @@ pub struct Report {
     /// How large the measured file systems were ([`super::file_systems::describe`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub file_systems: Option<String>,
+    /// Where the measured phases ran (`--cpus`, [`super::cpus::describe`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpus: Option<String>,
     pub sections: Vec<Section>,
     /// results.jsonl lines that could not be read: (line number, reason).
     pub skipped_lines: Vec<(usize, String)>,
@@ -181,6 +184,7 @@ pub fn build(loaded: &Loaded, margin_pct: Option<f64>) -> Report {
         ),
         aging: aged_images(&loaded.measurements),
         file_systems: super::file_systems::describe(&loaded.measurements),
+        cpus: super::cpus::describe(&loaded.measurements, plan.as_ref().map(|p| p.cpus)),
         sections,
         skipped_lines: loaded.skipped.clone(),
         ranking,

@@ -71,6 +71,9 @@ pub fn render_width(r: &Report, color: bool, width: usize) -> String {
     if let Some(sizes) = &r.file_systems {
         intro.push_str(&format!("; {sizes}"));
     }
+    if let Some(cpus) = &r.cpus {
+        intro.push_str(&format!("; {cpus}"));
+    }
     if r.sections
         .iter()
         .any(|s| s.rows.iter().any(|r| r.reference))

@@ -248,6 +248,10 @@ pub struct Provenance {
     /// (`log_target`): that target's name and its own file system, as made for this point.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub log: Option<Box<LogPlacement>>,
+    /// Set when the measured phase ran bound to CPUs of its own (`--cpus auto`): the CPUs
+    /// of its work and its file system's daemon, and the harness's. Absent: anywhere.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpus: Option<crate::plan::cpus::Placement>,
 }
 
 /// Where a database workload's log lived when the plan gave it a `log_target`.

@@ -177,6 +177,10 @@ impl<'p> Preview<'p> {
             ),
         };
         let _ = writeln!(s, "repetitions: {runs}");
+        let named: Vec<(&str, bool)> = (checked.workloads.iter())
+            .map(|w| (w.name(), w.uses_threads()))
+            .collect();
+        let _ = writeln!(s, "CPUs: {}", plan.placement_sentence(&named));
     }
 
     /// The data set, the images and disk it takes, and where the run would write.
@@ -302,6 +306,7 @@ impl<'p> Preview<'p> {
                     size: crate::plan::fs_size::for_target(t, self.sized.image, self.sized.memory),
                     allow_device: opts.allow_device,
                     wipe: opts.wipe,
+                    daemon_cpus: None,
                 };
                 let _ = writeln!(
                     s,

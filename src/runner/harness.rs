@@ -7,6 +7,8 @@ use std::time::{Duration, Instant};
 use super::phase::{Figures, Observed};
 use super::team::Team;
 use crate::monitor::{Aside, Monitor};
+use crate::plan::cpus::Placement;
+use crate::sys::cpus;
 use crate::sys::{self, DevId};
 use crate::workload::{Harness, Outcome, WorkloadError};
 
@@ -33,6 +35,10 @@ pub struct MonitoredHarness<'a> {
     /// Attached to the monitor while the phase runs: what the workload sets aside through
     /// it (cache drops between cold passes, checks of a pass) is left out of the figures.
     pub aside: Aside,
+    /// Where the measured phase runs (`--cpus`): the phase's thread bound to the work's
+    /// CPUs, so the pools and processes it starts inherit them, and the monitor's sampler
+    /// started on the harness's; `None` (or a binding the kernel refused): anywhere.
+    pub cpus: Option<Placement>,
 }
 
 fn used_bytes(p: &Path) -> Option<u64> {
@@ -106,6 +112,7 @@ impl<'a> MonitoredHarness<'a> {
             team,
             step,
             aside: Aside::default(),
+            cpus: None,
         }
     }
 
@@ -124,12 +131,17 @@ impl<'a> MonitoredHarness<'a> {
             .collect();
         // Outside the window: how fast this machine runs the same work right now.
         self.observed.probe_ms = Some(crate::monitor::steadiness::probe_ms());
-        let monitor = Monitor::start_with(&devices, SAMPLE_INTERVAL, &self.aside);
+        let start = || Monitor::start_with(&devices, SAMPLE_INTERVAL, &self.aside);
+        let monitor = match &self.cpus {
+            Some(p) => cpus::on(&p.harness, start),
+            None => start(),
+        };
         if let Err(e) = &monitor {
             self.observed
                 .notes
                 .push(format!("monitor unavailable: {e}"));
         }
+        let bound = self.bind();
         let t0 = Instant::now();
         let result = work();
         let t1 = Instant::now();
@@ -142,6 +154,7 @@ impl<'a> MonitoredHarness<'a> {
             Ok(())
         };
         let t2 = Instant::now();
+        drop(bound);
         self.observed.monitor = monitor.ok().map(Monitor::stop);
         if self.log_device.is_some() {
             // Its figures stay apart: the report's own device metrics are the target's.
@@ -151,6 +164,24 @@ impl<'a> MonitoredHarness<'a> {
         self.observed.syncfs_seconds = (t2 - t1).as_secs_f64();
         self.observed.used_after = used_bytes(self.root);
         (result, synced)
+    }
+
+    /// Binds this thread to the work's CPUs for the phase; a refusal is noted and the
+    /// phase runs anywhere, recorded so.
+    fn bind(&mut self) -> Option<cpus::Bound> {
+        let p = self.cpus.as_ref()?;
+        match cpus::bind_thread(&p.work) {
+            Ok(b) => Some(b),
+            Err(e) => {
+                let note = format!(
+                    "could not bind the phase to CPU {}: {e}; it ran anywhere",
+                    p.work
+                );
+                self.observed.notes.push(note);
+                self.cpus = None;
+                None
+            }
+        }
     }
 
     /// This process's figures of the phase, as its team adds them up (or why it has none).

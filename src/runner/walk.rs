@@ -235,6 +235,7 @@ impl<'a> Walk<'a> {
             size: fs_size::for_target(target, self.inputs.image, self.inputs.memory),
             allow_device: self.inputs.opts.allow_device,
             wipe: self.inputs.opts.wipe,
+            daemon_cpus: None,
         }
     }
 

@@ -27,6 +27,7 @@ fn prov(fs: &str) -> Provenance {
         encryption: None,
         aging: None,
         log: None,
+        cpus: None,
     }
 }
 

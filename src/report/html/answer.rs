@@ -43,6 +43,7 @@ pub fn compared(r: &Report, m: &Matrix) -> String {
         parts.push(format!("data set {size}"));
     }
     parts.extend(r.file_systems.clone());
+    parts.extend(r.cpus.clone());
     parts.push(
         crate::report::notes::host_line(r, 100_000)
             .trim_end()

@@ -3,6 +3,7 @@
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
+use crate::plan::cpus::Placement;
 use crate::plan::Plan;
 use crate::provision::{InstanceSpec, MasterImage, WorkDir};
 use crate::results::record::CellKey;
@@ -98,6 +99,14 @@ impl CellRun<'_> {
         m.error = Some(error);
         m.notes = notes;
         vec![m]
+    }
+
+    /// Where this cell's work runs (`--cpus`, [`crate::plan::Plan::placement`]); ranks of
+    /// an MPI job, which may share a host, run anywhere.
+    pub fn placement(&self) -> Option<Placement> {
+        let w = self.workload;
+        let p = (self.plan).placement(w.name(), w.uses_threads(), self.cell.threads);
+        p.filter(|_| self.team.is_alone())
     }
 
     /// The populated image point `p` runs on a copy of, if any.

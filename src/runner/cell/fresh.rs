@@ -52,7 +52,12 @@ impl Fresh {
 /// Provisions a file system for point `point` (`p`) of `c`, with its working directories:
 /// the team's shared tree, a copy of the populated image, or a new one.
 pub fn provision(c: &CellRun, point: usize, p: &Point) -> Result<Fresh, Failure> {
-    let (spec, work) = (c.spec, c.work);
+    let work = c.work;
+    // The mount is made on the cell's CPUs: a FUSE daemon it starts runs beside the work.
+    let spec = &InstanceSpec {
+        daemon_cpus: c.placement().map(|p| p.work),
+        ..c.spec.clone()
+    };
     let step = c.step(&format!("point {point}"));
     let master = c.master_for(p);
     let shared = c.team.shared_instance(&step, spec, work, WORK_DIR);

@@ -23,6 +23,7 @@ pub fn measure_point(c: &CellRun, ctx: &Ctx, p: &Point, index: usize, f: &Fresh)
         c.team,
         step.clone(),
     );
+    h.cpus = c.placement();
     // Taken before the workload runs: the record is made after it, and its start is this.
     let started_unix = host_facts::now_unix();
     let result = c.workload.run(ctx, p, &mut h);
@@ -56,6 +57,7 @@ pub fn measure_point(c: &CellRun, ctx: &Ctx, p: &Point, index: usize, f: &Fresh)
 fn record_of(c: &CellRun, p: &Point, f: &Fresh, h: &mut MonitoredHarness) -> Measurement {
     let mut m = c.base_for(p);
     m.provenance = f.inst.provenance.clone();
+    m.provenance.cpus = h.cpus.clone();
     if let (Some((l, _)), Some(spec)) = (&f.log, c.log_spec) {
         m.provenance.log = Some(Box::new(LogPlacement {
             target: spec.target.name.clone(),

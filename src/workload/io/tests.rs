@@ -325,6 +325,7 @@ fn real_run_on_loop_mounted_ext4_matches_fio_by_hand() {
         size: 1 << 30,
         allow_device: false,
         wipe: false,
+        daemon_cpus: None,
     };
     // Dropped on a panic too: unmounted and detached either way.
     let inst = Instance::provision(&spec, &work).unwrap();
