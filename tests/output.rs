@@ -211,7 +211,12 @@ fn machine_formats_parse() {
     assert!(c["rows"].as_array().is_some_and(|r| !r.is_empty()), "{c}");
     let cc = fsarena(&["compare", pa, pb, "--format", "csv"]);
     let mut rd = csv::Reader::from_reader(&cc.stdout[..]);
-    assert!(rd.records().all(|r| r.is_ok_and(|r| r.len() == 11)));
+    let columns = rd.headers().map(|h| h.len()).unwrap_or(0);
+    assert_eq!(
+        columns, 12,
+        "compare csv: value_a, value_b and their statistic"
+    );
+    assert!(rd.records().all(|r| r.is_ok_and(|r| r.len() == columns)));
     let cm = stdout(&fsarena(&["compare", pa, pb, "--format", "markdown"]));
     assert!(cm.contains("| workload |"), "{cm}");
     // Progress and warnings stay on stderr: stdout of a json report is JSON alone.
