@@ -295,8 +295,6 @@ const SIMULATED_RUNS: usize = 2_000;
 /// half of the runs exercise the paired test where it matters.
 #[test]
 fn a_budgeted_run_makes_few_false_calls_under_a_a() {
-    let mut false_runs = 0.0;
-    let mut lines = Vec::new();
     let cases = [
         (0.05, 0.0, 1),
         (0.10, 0.0, 2),
@@ -304,28 +302,40 @@ fn a_budgeted_run_makes_few_false_calls_under_a_a() {
         (0.05, 0.10, 11),
         (0.10, 0.10, 12),
         (0.20, 0.10, 13),
-    ];
+    ]
+    .map(|(cv, drift, seed)| {
+        let lab = Lab {
+            drift,
+            ..lab([1.0; 3], cv)
+        };
+        let label = format!("CV {:.0} %, drift {:.0} %", cv * 100.0, drift * 100.0);
+        (lab, seed, label)
+    });
+    assert_few_false_calls("A/A", &cases);
+}
+
+/// Runs [`SIMULATED_RUNS`] simulated budgeted A/A runs, shared out over `cases` (each a lab
+/// with equal means, a seed and a label), says how many called a false difference, and
+/// checks that no more than 5 % did.
+fn assert_few_false_calls(what: &str, cases: &[(Lab, u64, String)]) {
     let n = SIMULATED_RUNS / cases.len() + 1;
-    for (cv, drift, seed) in cases {
-        let rate = false_call_rate_drifting([cv; 3], drift, auto(), n, seed);
+    let mut false_runs = 0.0;
+    let mut lines = Vec::new();
+    for (lab, seed, label) in cases {
+        let rate = false_call_rate_in(lab, auto(), n, *seed);
         false_runs += rate * n as f64;
-        lines.push(format!(
-            "CV {:.0} %, drift {:.0} %: {:.2} % of {n}",
-            cv * 100.0,
-            drift * 100.0,
-            rate * 100.0
-        ));
+        lines.push(format!("{label}: {:.2} % of {n}", rate * 100.0));
     }
     let total = cases.len() * n;
     let rate = false_runs / total as f64;
     eprintln!(
-        "A/A: false calls in {:.2} % of {total} runs ({})",
+        "{what}: false calls in {:.2} % of {total} runs ({})",
         rate * 100.0,
         lines.join("; ")
     );
     assert!(
         rate <= 0.05,
-        "{:.2} % of {total} A/A runs called a false difference ({})",
+        "{what}: {:.2} % of {total} runs called a false difference ({})",
         rate * 100.0,
         lines.join("; ")
     );
@@ -338,8 +348,6 @@ fn a_budgeted_run_makes_few_false_calls_under_a_a() {
 /// simulated budgeted runs no more than 5 % call a false difference.
 #[test]
 fn a_budgeted_run_adjusted_for_steal_makes_few_false_calls_under_a_a() {
-    let mut false_runs = 0.0;
-    let mut lines = Vec::new();
     let mut cases = Vec::new();
     for (slope, seed) in [(STEAL_SLOPE, 20), (0.0, 40)] {
         for (k, (cv, drift)) in [0.05, 0.10, 0.20]
@@ -347,42 +355,23 @@ fn a_budgeted_run_adjusted_for_steal_makes_few_false_calls_under_a_a() {
             .flat_map(|cv| [(cv, 0.0), (cv, 0.10)])
             .enumerate()
         {
-            cases.push((slope, cv, drift, seed + k as u64));
+            let lab = Lab {
+                drift,
+                steal: Some(Steal {
+                    slope,
+                    recorded: true,
+                }),
+                ..lab([1.0; 3], cv)
+            };
+            let label = format!(
+                "slope {slope}, CV {:.0} %, drift {:.0} %",
+                cv * 100.0,
+                drift * 100.0
+            );
+            cases.push((lab, seed + k as u64, label));
         }
     }
-    let n = SIMULATED_RUNS / cases.len() + 1;
-    for &(slope, cv, drift, seed) in &cases {
-        let lab = Lab {
-            mean: [1.0; 3],
-            cv: [cv; 3],
-            drift,
-            steal: Some(Steal {
-                slope,
-                recorded: true,
-            }),
-        };
-        let rate = false_call_rate_in(&lab, auto(), n, seed);
-        false_runs += rate * n as f64;
-        lines.push(format!(
-            "slope {slope}, CV {:.0} %, drift {:.0} %: {:.2} %",
-            cv * 100.0,
-            drift * 100.0,
-            rate * 100.0
-        ));
-    }
-    let total = cases.len() * n;
-    let rate = false_runs / total as f64;
-    eprintln!(
-        "A/A with steal, adjusted: false calls in {:.2} % of {total} runs ({n} each: {})",
-        rate * 100.0,
-        lines.join("; ")
-    );
-    assert!(
-        rate <= 0.05,
-        "{:.2} % of {total} A/A runs adjusted for steal called a false difference ({})",
-        rate * 100.0,
-        lines.join("; ")
-    );
+    assert_few_false_calls("A/A with steal, adjusted", &cases);
 }
 
 /// Unequal spreads (a noisy candidate beside steady targets) must not borrow the steady ones'

@@ -105,7 +105,7 @@ pub fn prior_of(spreads: &[Spread], cap_df: f64) -> Option<Prior> {
     if stats.len() < MIN_GROUPS_FOR_PRIOR
         || stats
             .iter()
-            .any(|&(v, d)| v.is_nan() || v <= 0.0 || !(d > 0.0))
+            .any(|&(v, d)| v.is_nan() || v <= 0.0 || d.is_nan() || d <= 0.0)
     {
         return None;
     }
@@ -259,7 +259,7 @@ pub fn moderated_paired(d: &[f64], prior: Option<Prior>) -> Option<Moderated> {
 /// The moderated paired test of a mean difference `diff` whose differences have the spread
 /// `d`, plus an `extra` variance term; without one, exactly [`moderated_paired`].
 pub fn paired_of(diff: f64, d: Spread, prior: Option<Prior>, extra: Extra) -> Option<Moderated> {
-    if !(d.df > 0.0) {
+    if d.df.is_nan() || d.df <= 0.0 {
         return None;
     }
     let (v, df) = side(d, prior);

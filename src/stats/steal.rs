@@ -131,7 +131,7 @@ pub fn fit(groups: &[(&[f64], &[f64])]) -> Option<Slope> {
     let n: usize = groups.iter().map(|(y, _)| y.len()).sum();
     let df = n as f64 - groups.len() as f64 - 1.0;
     let spread = (sxx / (df + 1.0)).sqrt();
-    if !(sxx > 0.0) || df < MIN_RESIDUAL_DF || spread < MIN_STEAL_SPREAD {
+    if sxx.is_nan() || sxx <= 0.0 || df < MIN_RESIDUAL_DF || spread < MIN_STEAL_SPREAD {
         return None;
     }
     let b = sxy / sxx;
