@@ -618,9 +618,29 @@ fn differences_adjusted_for_cpu_steal_are_marked_in_the_legend_and_summary() {
         }
         slopes
     };
+    let key_verdicts = |r: &model::Report| -> Vec<serde_json::Value> {
+        let json = serde_json::to_value(r).unwrap();
+        let sections = json["sections"].as_array().unwrap().clone();
+        sections
+            .iter()
+            .flat_map(|s| {
+                let key = s["key_metric"].as_str().unwrap().to_string();
+                let rows = s["rows"].as_array().unwrap().clone();
+                rows.into_iter()
+                    .map(move |row| row["metrics"][&key]["vs_baseline"].clone())
+            })
+            .collect()
+    };
     let plain = model::build(&loaded, None);
     assert!(marked(&plain).is_empty());
     assert!(!report::markdown::render(&plain).contains("stole"));
+    // Bare metal: a steal figure on every record, always 0, changes no verdict.
+    for m in loaded.measurements.iter_mut() {
+        m.metrics.insert("cpu_steal_pct".into(), 0.0);
+    }
+    let bare = model::build(&loaded, None);
+    assert_eq!(key_verdicts(&bare), key_verdicts(&plain));
+    assert!(marked(&bare).is_empty());
 
     let steal = [2.0, 25.0, 4.0, 1.0, 30.0, 3.0, 0.5];
     for (i, m) in loaded.measurements.iter_mut().enumerate() {
