@@ -594,3 +594,66 @@ fn compare_shows_the_figure_the_report_shows() {
         .contains("value_a,value_b,statistic"));
     assert!(csv.contains("geometric mean"));
 }
+
+/// On a VM whose hypervisor stole a varying share of the CPU, the comparisons are tested at
+/// equal steal (`stats::steal`): summary.json marks each one adjusted, with its slope, and
+/// the legend says how many; the same records without steal figures are judged as before,
+/// and nothing is said.
+#[test]
+fn differences_adjusted_for_cpu_steal_are_marked_in_the_legend_and_summary() {
+    let dir = tempfile::tempdir().unwrap();
+    common::fixture::write(dir.path(), true);
+    let mut loaded = store::load(dir.path()).unwrap();
+    let marked = |r: &model::Report| -> Vec<f64> {
+        let json = serde_json::to_value(r).unwrap();
+        let mut slopes = Vec::new();
+        for s in json["sections"].as_array().unwrap() {
+            let key = s["key_metric"].as_str().unwrap();
+            for row in s["rows"].as_array().unwrap() {
+                let vs = &row["metrics"][key]["vs_baseline"];
+                if vs["steal_adjusted"] == true {
+                    slopes.push(vs["steal_slope"].as_f64().unwrap());
+                }
+            }
+        }
+        slopes
+    };
+    let key_verdicts = |r: &model::Report| -> Vec<serde_json::Value> {
+        let json = serde_json::to_value(r).unwrap();
+        let sections = json["sections"].as_array().unwrap().clone();
+        sections
+            .iter()
+            .flat_map(|s| {
+                let key = s["key_metric"].as_str().unwrap().to_string();
+                let rows = s["rows"].as_array().unwrap().clone();
+                rows.into_iter()
+                    .map(move |row| row["metrics"][&key]["vs_baseline"].clone())
+            })
+            .collect()
+    };
+    let plain = model::build(&loaded, None);
+    assert!(marked(&plain).is_empty());
+    assert!(!report::markdown::render(&plain).contains("stole"));
+    // Bare metal: a steal figure on every record, always 0, changes no verdict.
+    for m in loaded.measurements.iter_mut() {
+        m.metrics.insert("cpu_steal_pct".into(), 0.0);
+    }
+    let bare = model::build(&loaded, None);
+    assert_eq!(key_verdicts(&bare), key_verdicts(&plain));
+    assert!(marked(&bare).is_empty());
+
+    let steal = [2.0, 25.0, 4.0, 1.0, 30.0, 3.0, 0.5];
+    for (i, m) in loaded.measurements.iter_mut().enumerate() {
+        m.metrics
+            .insert("cpu_steal_pct".into(), steal[i % steal.len()]);
+    }
+    let r = model::build(&loaded, None);
+    let slopes = marked(&r);
+    assert!(!slopes.is_empty() && slopes.iter().all(|b| b.is_finite()));
+    let md = report::markdown::render(&r);
+    let at = md
+        .find("differences adjusted for the CPU time the hypervisor stole")
+        .unwrap_or_else(|| panic!("no legend line: {md}"));
+    let count = format!("; {} of ", slopes.len());
+    assert!(md[..at].rfind(&count).is_some_and(|c| at - c < 12), "{md}");
+}

@@ -303,6 +303,7 @@ pub(super) mod tests {
             look_runs: None,
             ci_level: None,
             runs_limit: None,
+            steal: None,
         });
         c.vs_baseline = Some(cmp);
         Section {

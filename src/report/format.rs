@@ -275,9 +275,30 @@ pub fn decision_words(margin_pct: f64, adjustment: Adjustment, over: &str) -> St
 /// which statistic the tables show.
 pub fn legend(r: &super::model::Report) -> String {
     format!(
-        "{}; {}",
+        "{}; {}{}",
         decision_words(r.margin_pct, r.adjustment, "the run's comparisons"),
-        super::shown::RULE
+        super::shown::RULE,
+        steal_note(&r.sections)
+    )
+}
+
+/// What the legend says when some differences with the baseline were adjusted for the CPU
+/// time the hypervisor stole ([`crate::stats::steal`]): how many, and what their % is;
+/// nothing when none was (bare metal, old records).
+fn steal_note(sections: &[super::section::Section]) -> String {
+    let verdicts: Vec<&crate::stats::Verdict> = sections
+        .iter()
+        .flat_map(|s| s.rows.iter().filter_map(|r| r.metric(&s.key_metric)))
+        .filter_map(|m| m.vs_baseline.as_ref()?.verdict.as_ref())
+        .collect();
+    let adjusted = verdicts.iter().filter(|v| v.steal.is_some()).count();
+    if adjusted == 0 {
+        return String::new();
+    }
+    format!(
+        "; {adjusted} of {} differences adjusted for the CPU time the hypervisor stole \
+         (their % and test are at equal steal: summary.json `steal_adjusted`)",
+        verdicts.len()
     )
 }
 

@@ -141,6 +141,7 @@ mod tests {
             look_runs: None,
             ci_level: None,
             runs_limit: Some(10),
+            steal: None,
         };
         assert_eq!(
             super::runs_phrase(&v),

@@ -88,6 +88,9 @@ pub struct Verdict {
     /// estimate's own far limit ([`MAX_RUNS_ESTIMATE`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub runs_limit: Option<usize>,
+    /// Set when the difference, interval and test are at equal CPU steal.
+    #[serde(flatten)]
+    pub steal: Option<super::steal::StealNote>,
 }
 
 fn clean_p(x: f64) -> f64 {

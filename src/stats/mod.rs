@@ -13,6 +13,8 @@
 //!   runs a comparison still needs.
 //! * [`moderated`]: a group's variance moderated by its point's neighbours (Smyth 2004).
 //! * [`sequential`]: the looks of a `--runs auto` run and the share of α each may spend.
+//! * [`steal`]: a point's comparisons adjusted for the CPU time the hypervisor stole
+//!   (analysis of covariance on each phase's `cpu_steal_pct`).
 //! * [`adjustment`]: which procedure adjusted a family's p-values, as the outputs name it.
 //! * [`aggregate`](mod@aggregate): groups measurements and compares each target to a baseline.
 //! * [`verdicts`]: the run's decisions, one family over every key-metric comparison, which
@@ -37,6 +39,7 @@ pub mod sequential;
 pub mod shift;
 pub mod significance;
 pub mod steadiness;
+pub mod steal;
 pub mod summary;
 pub mod verdicts;
 pub mod warnings;

@@ -89,15 +89,24 @@ pub fn prior(groups: &[&[f64]]) -> Option<Prior> {
 /// runs), whose spreads agree more than independent ones would, so that the method of
 /// moments overstates how much they can lend.
 pub fn prior_within(groups: &[&[f64]], cap_df: f64) -> Option<Prior> {
-    let stats: Vec<(f64, f64)> = groups
+    let spreads: Vec<Spread> = groups
         .iter()
         .filter(|g| g.len() >= 2 && all_finite(g))
-        .map(|g| {
-            let s = stddev(g, mean(g));
-            (s * s, g.len() as f64 - 1.0)
-        })
+        .map(|g| Spread::of(g))
         .collect();
-    if stats.len() < MIN_GROUPS_FOR_PRIOR || stats.iter().any(|&(v, _)| v.is_nan() || v <= 0.0) {
+    prior_of(&spreads, cap_df)
+}
+
+/// [`prior_within`] from the groups' spreads themselves, each with its own degrees of
+/// freedom (a group adjusted for a covariate has fewer than its runs less one:
+/// [`crate::stats::steal`]).
+pub fn prior_of(spreads: &[Spread], cap_df: f64) -> Option<Prior> {
+    let stats: Vec<(f64, f64)> = spreads.iter().map(|s| (s.var, s.df)).collect();
+    if stats.len() < MIN_GROUPS_FOR_PRIOR
+        || stats
+            .iter()
+            .any(|&(v, d)| v.is_nan() || v <= 0.0 || d.is_nan() || d <= 0.0)
+    {
         return None;
     }
     let g = stats.len() as f64;
@@ -117,6 +126,39 @@ pub fn prior_within(groups: &[&[f64]], cap_df: f64) -> Option<Prior> {
     };
     let var = (e_mean + digamma(df / 2.0) - (df / 2.0).ln()).exp();
     (var.is_finite() && var > 0.0 && df > 0.0).then_some(Prior { var, df })
+}
+
+/// One side of a test: its sample variance, the degrees of freedom that variance carries,
+/// and its size. Plain samples carry `n − 1`; a sample adjusted for a covariate fewer
+/// ([`crate::stats::steal`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Spread {
+    pub var: f64,
+    pub df: f64,
+    pub n: f64,
+}
+
+impl Spread {
+    /// The sample variance of `xs` with `n − 1` degrees of freedom.
+    pub fn of(xs: &[f64]) -> Spread {
+        let s = stddev(xs, mean(xs));
+        Spread {
+            var: s * s,
+            df: xs.len() as f64 - 1.0,
+            n: xs.len() as f64,
+        }
+    }
+
+    /// The sum of squares of `xs` about their mean over `df`, with `df` degrees of freedom.
+    pub fn with_df(xs: &[f64], df: f64) -> Spread {
+        let m = mean(xs);
+        let ss: f64 = xs.iter().map(|x| (x - m).powi(2)).sum();
+        Spread {
+            var: ss / df,
+            df,
+            n: xs.len() as f64,
+        }
+    }
 }
 
 /// Welch's test of `mean(c) − mean(b)` with each side's variance moderated by `prior`
@@ -139,21 +181,35 @@ impl Moderated {
 }
 
 /// One side's squared standard error and its degrees of freedom, moderated.
-fn side(xs: &[f64], prior: Option<Prior>) -> (f64, f64) {
-    let s = stddev(xs, mean(xs));
-    let d = xs.len() as f64 - 1.0;
+fn side(s: Spread, prior: Option<Prior>) -> (f64, f64) {
+    let d = s.df;
     // Never below the side's own variance, and a side above the prior keeps its own degrees
     // of freedom: a noisy target beside steady ones must not borrow their small spread nor
     // their degrees of freedom (the A/A simulation with a 20 % CV candidate among 5 % ones
     // called 12.5 % of runs false with the plain posterior, 9.5 % with the variance alone
     // kept from shrinking).
     let (var, df) = match prior {
-        Some(p) if (p.df * p.var + d * s * s) / (p.df + d) > s * s => {
-            ((p.df * p.var + d * s * s) / (p.df + d), p.df + d)
+        Some(p) if (p.df * p.var + d * s.var) / (p.df + d) > s.var => {
+            ((p.df * p.var + d * s.var) / (p.df + d), p.df + d)
         }
-        _ => (s * s, d),
+        _ => (s.var, d),
     };
-    (var / xs.len() as f64, df)
+    (var / s.n, df)
+}
+
+/// A term added to a difference's variance, with its own degrees of freedom: the
+/// uncertainty of a covariate's slope ([`crate::stats::steal::Slope::shift_var`]).
+pub type Extra = Option<(f64, f64)>;
+
+/// The t-test of `diff` with squared standard error `var` on `df` degrees of freedom.
+fn t_test(diff: f64, var: f64, df: f64) -> Option<Moderated> {
+    let se = var.sqrt();
+    if !(se > 0.0 && se.is_finite() && diff.is_finite()) {
+        return None;
+    }
+    let t = StudentsT::new(0.0, 1.0, df).ok()?;
+    let p = (2.0 * t.sf((diff / se).abs())).clamp(0.0, 1.0);
+    p.is_finite().then_some(Moderated { diff, se, df, p })
 }
 
 /// The moderated Welch test of `c` against `b`; `None` with fewer than 2 values a side,
@@ -162,16 +218,31 @@ pub fn moderated_welch(b: &[f64], c: &[f64], prior: Option<Prior>) -> Option<Mod
     if b.len() < 2 || c.len() < 2 || !all_finite(b) || !all_finite(c) {
         return None;
     }
-    let ((vb, db), (vc, dc)) = (side(b, prior), side(c, prior));
-    let se = (vb + vc).sqrt();
-    if !(se > 0.0 && se.is_finite()) {
+    welch_of(
+        mean(c) - mean(b),
+        (Spread::of(b), Spread::of(c)),
+        prior,
+        None,
+    )
+}
+
+/// The moderated Welch test of a difference `diff` of two means whose sides have the
+/// spreads `(b, c)`, plus an `extra` variance term in Welch–Satterthwaite's sum; without
+/// one, exactly [`moderated_welch`].
+pub fn welch_of(
+    diff: f64,
+    (b, c): (Spread, Spread),
+    prior: Option<Prior>,
+    extra: Extra,
+) -> Option<Moderated> {
+    if !(b.df > 0.0 && c.df > 0.0) {
         return None;
     }
-    let df = (vb + vc).powi(2) / (vb * vb / db + vc * vc / dc);
-    let diff = mean(c) - mean(b);
-    let t = StudentsT::new(0.0, 1.0, df).ok()?;
-    let p = (2.0 * t.sf((diff / se).abs())).clamp(0.0, 1.0);
-    p.is_finite().then_some(Moderated { diff, se, df, p })
+    let ((vb, db), (vc, dc)) = (side(b, prior), side(c, prior));
+    let (ve, de) = extra.unwrap_or((0.0, f64::INFINITY));
+    let var = vb + vc + ve;
+    let df = var.powi(2) / (vb * vb / db + vc * vc / dc + ve * ve / de);
+    t_test(diff, var, df)
 }
 
 /// The moderated paired test of the differences `d` (one per round, candidate minus
@@ -182,15 +253,23 @@ pub fn moderated_paired(d: &[f64], prior: Option<Prior>) -> Option<Moderated> {
     if d.len() < 2 || !all_finite(d) {
         return None;
     }
-    let (v, df) = side(d, prior);
-    let se = v.sqrt();
-    if !(se > 0.0 && se.is_finite()) {
+    paired_of(mean(d), Spread::of(d), prior, None)
+}
+
+/// The moderated paired test of a mean difference `diff` whose differences have the spread
+/// `d`, plus an `extra` variance term; without one, exactly [`moderated_paired`].
+pub fn paired_of(diff: f64, d: Spread, prior: Option<Prior>, extra: Extra) -> Option<Moderated> {
+    if d.df.is_nan() || d.df <= 0.0 {
         return None;
     }
-    let diff = mean(d);
-    let t = StudentsT::new(0.0, 1.0, df).ok()?;
-    let p = (2.0 * t.sf((diff / se).abs())).clamp(0.0, 1.0);
-    p.is_finite().then_some(Moderated { diff, se, df, p })
+    let (v, df) = side(d, prior);
+    match extra {
+        None => t_test(diff, v, df),
+        Some((ve, de)) => {
+            let var = v + ve;
+            t_test(diff, var, var.powi(2) / (v * v / df + ve * ve / de))
+        }
+    }
 }
 
 #[cfg(test)]

@@ -14,9 +14,10 @@ use crate::stats::decision::{
     Verdict, ALPHA,
 };
 use crate::stats::estimators::log_values;
-use crate::stats::moderated::{prior, prior_within, Prior};
+use crate::stats::moderated::{prior_of, Prior, Spread};
 use crate::stats::sequential::Looks;
 use crate::stats::significance::{compare, Comparison};
+use crate::stats::steal::{fit, Slope};
 
 /// A family of comparisons under false-discovery-rate control.
 #[derive(Debug, Clone, PartialEq)]
@@ -89,6 +90,7 @@ pub fn verdict(
         look_runs: None,
         ci_level: None,
         runs_limit: None,
+        steal: None,
     }
 }
 
@@ -170,6 +172,8 @@ struct Pools<'a> {
     baseline: &'a str,
     pool_of: Vec<usize>,
     cache: HashMap<(usize, usize), Priors>,
+    /// Each point's steal fit per look ([`point_slope`]).
+    slopes: HashMap<(usize, usize), Option<Slope>>,
 }
 
 impl<'a> Pools<'a> {
@@ -194,54 +198,123 @@ impl<'a> Pools<'a> {
             baseline,
             pool_of,
             cache: HashMap::new(),
+            slopes: HashMap::new(),
         }
     }
 
     /// The priors of point `pi`'s pool from the first `n` runs of each group: of the
     /// groups' log values, and of the per-round differences of each group paired with its
-    /// point's baseline ([`round_differences`]).
+    /// point's baseline ([`round_differences`]), each adjusted for steal where its point
+    /// has a fit ([`point_slope`]); and point `pi`'s own fit.
     fn priors(&mut self, pi: usize, n: usize) -> Priors {
         let pool = self.pool_of[pi];
         let (points, pool_of, baseline) = (self.points, &self.pool_of, self.baseline);
-        *self.cache.entry((pool, n)).or_insert_with(|| {
-            let in_pool = || {
-                points
-                    .iter()
-                    .zip(pool_of)
-                    .filter(move |(_, &q)| q == pool)
-                    .map(|(p, _)| p)
-            };
-            let logs: Vec<Vec<f64>> = in_pool()
-                .flat_map(|p| (0..p.groups.len()).map(move |g| p.raw(g)))
-                .filter_map(|raw| log_values(&raw[..n.min(raw.len())]))
+        let shared = *self.cache.entry((pool, n)).or_insert_with(|| {
+            let in_pool: Vec<&Point> = points
+                .iter()
+                .zip(pool_of)
+                .filter(|(_, &q)| q == pool)
+                .map(|(p, _)| p)
                 .collect();
-            // Per point, its paired differences (one per candidate), all sharing the
-            // baseline's runs ([`lent_df`]).
-            let per_point: Vec<Vec<Vec<f64>>> = in_pool()
-                .filter_map(|p| p.baseline_index(baseline).map(|b| (p, b)))
-                .map(|(p, b)| {
-                    (0..p.groups.len())
-                        .filter(|&g| g != b)
-                        .filter_map(|g| {
-                            round_differences(p.sample(b).first(n), p.sample(g).first(n))
-                        })
-                        .collect()
-                })
-                .collect();
-            let cap = lent_df(&per_point);
-            let pairs: Vec<&[f64]> = per_point.iter().flatten().map(Vec::as_slice).collect();
-            let logs: Vec<&[f64]> = logs.iter().map(Vec::as_slice).collect();
-            // Blocking needs neighbours that are independent of the comparison: with one
-            // point in the pool (one thread count) the paired differences share a single
-            // baseline and lend little, and the unpaired test borrows from every target.
-            let points_paired = per_point.iter().filter(|d| !d.is_empty()).count();
-            Priors {
-                groups: prior(&logs),
-                pairs: (points_paired >= 2)
-                    .then(|| prior_within(&pairs, cap))
-                    .flatten(),
-            }
+            pool_priors(&in_pool, baseline, n)
+        });
+        let slope = *self
+            .slopes
+            .entry((pi, n))
+            .or_insert_with(|| point_slope(&points[pi], n));
+        Priors { slope, ..shared }
+    }
+}
+
+/// Point `p`'s fit of its log key metric on the stolen CPU time from the first `n` runs of
+/// each group that has a steal figure for every one of them and only positive values
+/// ([`crate::stats::steal::fit`]).
+fn point_slope(p: &Point, n: usize) -> Option<Slope> {
+    let data: Vec<(Vec<f64>, Vec<f64>)> = (0..p.groups.len())
+        .filter_map(|g| {
+            let s = p.sample(g).first(n);
+            Some((log_values(s.values)?, s.stolen()?))
         })
+        .collect();
+    let groups: Vec<(&[f64], &[f64])> = data
+        .iter()
+        .map(|(y, x)| (y.as_slice(), x.as_slice()))
+        .collect();
+    fit(&groups)
+}
+
+/// The spread of a group's first `n` log values, adjusted for steal by `slope` when it has
+/// a steal figure for each.
+fn group_spread(s: Sample, slope: Option<Slope>) -> Option<Spread> {
+    let logs = log_values(s.values).filter(|l| l.len() >= 2)?;
+    Some(match slope.zip(s.stolen()) {
+        Some((sl, x)) => sl.spread(&sl.adjust(&logs, &x), &x),
+        None => Spread::of(&logs),
+    })
+}
+
+/// The per-round differences of logs of `c` against `b` and their spread, adjusted for
+/// steal by `slope` when both sides have a steal figure for each run.
+fn pair_spread(b: Sample, c: Sample, slope: Option<Slope>) -> Option<(Vec<f64>, Spread)> {
+    let d = round_differences(b, c)?;
+    Some(match (slope, b.stolen(), c.stolen()) {
+        (Some(sl), Some(xb), Some(xc)) => {
+            let dx: Vec<f64> = xc.iter().zip(&xb).map(|(c, b)| c - b).collect();
+            let adjusted: Vec<f64> = d.iter().zip(&dx).map(|(d, x)| d - sl.b * x).collect();
+            let spread = sl.paired_spread(&adjusted, &dx);
+            (adjusted, spread)
+        }
+        _ => {
+            let spread = Spread::of(&d);
+            (d, spread)
+        }
+    })
+}
+
+/// The priors of a pool's points from the first `n` runs of each group (the slope left to
+/// each point: [`Pools::priors`]).
+fn pool_priors(in_pool: &[&Point], baseline: &str, n: usize) -> Priors {
+    let slopes: Vec<Option<Slope>> = in_pool.iter().map(|p| point_slope(p, n)).collect();
+    let groups: Vec<Spread> = in_pool
+        .iter()
+        .zip(&slopes)
+        .flat_map(|(p, &sl)| (0..p.groups.len()).map(move |g| (p.sample(g).first(n), sl)))
+        .filter_map(|(s, sl)| group_spread(s, sl))
+        .collect();
+    // Per point, its paired differences (one per candidate), all sharing the baseline's
+    // runs ([`lent_df`]).
+    let per_point: Vec<Vec<(Vec<f64>, Spread)>> = in_pool
+        .iter()
+        .zip(&slopes)
+        .filter_map(|(p, &sl)| p.baseline_index(baseline).map(|b| (p, b, sl)))
+        .map(|(p, b, sl)| {
+            (0..p.groups.len())
+                .filter(|&g| g != b)
+                .filter_map(|g| pair_spread(p.sample(b).first(n), p.sample(g).first(n), sl))
+                .collect()
+        })
+        .collect();
+    let diffs: Vec<Vec<Vec<f64>>> = per_point
+        .iter()
+        .map(|ds| ds.iter().map(|(d, _)| d.clone()).collect())
+        .collect();
+    let cap = lent_df(&diffs);
+    let pairs: Vec<Spread> = per_point
+        .iter()
+        .flatten()
+        .filter(|(d, _)| d.len() >= 2 && d.iter().all(|x| x.is_finite()))
+        .map(|(_, s)| *s)
+        .collect();
+    // Blocking needs neighbours that are independent of the comparison: with one point in
+    // the pool (one thread count) the paired differences share a single baseline and lend
+    // little, and the unpaired test borrows from every target.
+    let points_paired = per_point.iter().filter(|d| !d.is_empty()).count();
+    Priors {
+        slope: None,
+        groups: prior_of(&groups, f64::INFINITY),
+        pairs: (points_paired >= 2)
+            .then(|| prior_of(&pairs, cap))
+            .flatten(),
     }
 }
 
@@ -274,12 +347,18 @@ fn members(points: &[Point], baseline: &str, looks: &Looks) -> Vec<Member> {
         let mut group_member = HashMap::new();
         let mut push = |slot, shares, base: Sample, cand: Sample, pools: &mut Pools| {
             let judged = judge(base, cand, looks, &mut |n| pools.priors(pi, n));
+            // The runs-to-decide estimate reads the values the test saw: adjusted for
+            // steal when it was.
+            let (base, cand) = match judged.latest.as_ref().and_then(|t| t.steal.as_ref()) {
+                Some(a) => (a.base.clone(), a.cand.clone()),
+                None => (base.values.to_vec(), cand.values.to_vec()),
+            };
             out.push(Member {
                 slot,
                 shares,
                 judged,
-                base: base.values.to_vec(),
-                cand: cand.values.to_vec(),
+                base,
+                cand,
                 prior: pools.priors(pi, usize::MAX).groups,
             });
             out.len() - 1
@@ -367,6 +446,10 @@ fn settle(c: &mut Comparison, m: Member, ph: f64, o: &Outcome, how: (bool, f64, 
         c.significant = latest.p < ALPHA;
         c.pct_ci95 = latest.pct_interval(0.05);
         c.pct_ci90 = latest.pct_interval(0.10);
+        if latest.steal.is_some() {
+            // The difference at equal steal, which the interval is about.
+            c.pct_diff = latest.pct;
+        }
     }
     let direction = m.judged.at.as_ref().map_or(c.pct_diff, |(t, _)| t.pct);
     let decision = decide(direction, c.pct_ci90, ph, ALPHA, margin_pct, higher);
@@ -388,6 +471,16 @@ fn settle(c: &mut Comparison, m: Member, ph: f64, o: &Outcome, how: (bool, f64, 
         v.runs_to_decide = None;
     }
     v.runs_limit = looks.last();
+    let rests_on = match decision {
+        Decision::Better | Decision::Worse => m.judged.at.as_ref().map(|(t, _)| t),
+        _ => m.judged.latest.as_ref(),
+    };
+    if let Some(a) = rests_on.and_then(|t| t.steal.as_ref()) {
+        v.steal = Some(crate::stats::steal::StealNote {
+            steal_adjusted: true,
+            steal_slope: a.slope,
+        });
+    }
     c.verdict = Some(v);
 }
 

@@ -11,20 +11,33 @@
 //! moderated by the pool's paired differences ([`Priors::pairs`]); else, or when a side
 //! is not positive, it is the unpaired moderated Welch test. Which test is used follows
 //! from the repetition numbers and the plan's shape, never from the values.
+//!
+//! **Adjusted for steal.** When the point's fit at the look has a slope of the log key
+//! metric on the CPU time the hypervisor stole ([`crate::stats::steal`]) and both sides are
+//! in it, the same tests are made on the adjusted log values, with the slope's own
+//! uncertainty added to the difference's variance and its degree of freedom paid by the
+//! groups ([`adjusted_test`]).
 
 use crate::stats::decision::ALPHA;
 use crate::stats::estimators::{all_finite, log_values, mean, median};
 use crate::stats::mann_whitney::mann_whitney;
-use crate::stats::moderated::{moderated_paired, moderated_welch, Moderated, Prior};
+use crate::stats::moderated::{
+    moderated_paired, moderated_welch, paired_of, welch_of, Moderated, Prior,
+};
 use crate::stats::sequential::{sequential_p, Looks};
 use crate::stats::shift::hodges_lehmann;
 use crate::stats::significance::{choose_test, compare, Scale, Test};
+use crate::stats::steal::Slope;
 
 use super::points::Sample;
 
-/// The moderated variances' priors of a point's pool at one look.
+/// The moderated variances' priors of a point's pool at one look, and the point's slope on
+/// the stolen CPU time at that look.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Priors {
+    /// The point's fit of its log key metric on the stolen fraction, when it has one
+    /// ([`crate::stats::steal::fit`]).
+    pub slope: Option<Slope>,
     /// Of each group's log values ([`moderated_welch`]).
     pub groups: Option<Prior>,
     /// Of the per-round differences of logs of each paired comparison with the baseline
@@ -63,6 +76,19 @@ pub struct Tested {
     /// The difference in percent of the baseline, by the test's own estimate.
     pub pct: f64,
     how: How,
+    /// When the test was adjusted for steal: the slope, and both sides' values adjusted to
+    /// no steal (baseline, candidate), for the runs-to-decide estimate.
+    pub steal: Option<Adjusted>,
+}
+
+/// A comparison adjusted for the stolen CPU time ([`crate::stats::steal`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Adjusted {
+    /// The point's slope of the log key metric per unit of stolen fraction.
+    pub slope: f64,
+    /// The baseline's and the candidate's values at no steal, `exp(ln y − β̂ x)`.
+    pub base: Vec<f64>,
+    pub cand: Vec<f64>,
 }
 
 fn to_pct(x: f64, scale: Scale, mb: f64) -> f64 {
@@ -114,12 +140,20 @@ pub fn test(bs: Sample, cs: Sample, priors: Priors) -> Option<Tested> {
             runs,
             pct: cmp.pct_diff,
             how: How::Exact(cmp.pct_diff),
+            steal: None,
         });
     }
     let (lb, lc, scale) = match (log_values(b), log_values(c)) {
         (Some(lb), Some(lc)) => (lb, lc, Scale::Ratio),
         _ => (b.to_vec(), c.to_vec(), Scale::Difference),
     };
+    if let Some(t) = priors
+        .slope
+        .filter(|_| scale == Scale::Ratio)
+        .and_then(|slope| adjusted_test((bs, cs), (&lb, &lc), slope, priors, mb))
+    {
+        return Some(t);
+    }
     // Blocked by round: the paired t-test whatever each side's shape (a side may look
     // skewed from the drift alone, which pairing takes out); a wild round inflates the
     // differences' variance, so it errs towards undecided, as Welch's test does below five
@@ -134,26 +168,92 @@ pub fn test(bs: Sample, cs: Sample, priors: Priors) -> Option<Tested> {
             runs,
             pct: to_pct(m.diff, Scale::Ratio, mb),
             how,
+            steal: None,
         });
     }
     let (p, pct, how) = match choose_test(b, c) {
-        Test::MannWhitney => {
-            let p = mann_whitney(&lc, &lb)?.p;
-            // The Hodges–Lehmann estimate, without the interval's search.
-            let pairs: Vec<f64> = lc
-                .iter()
-                .flat_map(|x| lb.iter().map(move |y| x - y))
-                .collect();
-            let shift = median(&pairs)?;
-            (p, to_pct(shift, scale, mb), How::Rank(lc, lb, scale, mb))
-        }
+        Test::MannWhitney => rank(lc, lb, scale, mb)?,
         Test::Welch => {
             let prior = priors.groups.filter(|_| scale == Scale::Ratio);
             let m = moderated_welch(&lb, &lc, prior)?;
             (m.p, to_pct(m.diff, scale, mb), How::Welch(m, scale, mb))
         }
     };
-    Some(Tested { p, runs, pct, how })
+    Some(Tested {
+        p,
+        runs,
+        pct,
+        how,
+        steal: None,
+    })
+}
+
+/// Mann–Whitney of `lc` against `lb` (values on `scale`), with the Hodges–Lehmann estimate
+/// in percent (without the interval's search).
+fn rank(lc: Vec<f64>, lb: Vec<f64>, scale: Scale, mb: f64) -> Option<(f64, f64, How)> {
+    let p = mann_whitney(&lc, &lb)?.p;
+    let pairs: Vec<f64> = lc
+        .iter()
+        .flat_map(|x| lb.iter().map(move |y| x - y))
+        .collect();
+    let shift = median(&pairs)?;
+    Some((p, to_pct(shift, scale, mb), How::Rank(lc, lb, scale, mb)))
+}
+
+/// The test of the log values `(lb, lc)` of `(bs, cs)` adjusted for the stolen CPU time by
+/// the point's `slope` ([`crate::stats::steal`]), when both sides have a steal figure for
+/// every run: blocked by round as [`test`] is, else the rank test when an adjusted side
+/// still looks skewed, else the moderated Welch test, each on the adjusted logs, Welch's
+/// and the paired test with the slope's own variance term and the groups' degrees of
+/// freedom less what the slope took.
+fn adjusted_test(
+    (bs, cs): (Sample, Sample),
+    (lb, lc): (&[f64], &[f64]),
+    slope: Slope,
+    priors: Priors,
+    mb: f64,
+) -> Option<Tested> {
+    let (xb, xc) = (bs.stolen()?, cs.stolen()?);
+    let (ab, ac) = (slope.adjust(lb, &xb), slope.adjust(lc, &xc));
+    let extra = Some(slope.shift_var(mean(&xc) - mean(&xb)));
+    let exp = |xs: &[f64]| xs.iter().map(|x| x.exp()).collect::<Vec<f64>>();
+    let steal = Some(Adjusted {
+        slope: slope.b,
+        base: exp(&ab),
+        cand: exp(&ac),
+    });
+    let runs = lb.len().min(lc.len());
+    let paired = priors.pairs.filter(|_| bs.reps == cs.reps).and_then(|pr| {
+        let d: Vec<f64> = ac.iter().zip(&ab).map(|(c, b)| c - b).collect();
+        let dx: Vec<f64> = xc.iter().zip(&xb).map(|(c, b)| c - b).collect();
+        paired_of(mean(&d), slope.paired_spread(&d, &dx), Some(pr), extra)
+    });
+    let (p, pct, how) = match paired {
+        Some(m) => (
+            m.p,
+            to_pct(m.diff, Scale::Ratio, mb),
+            How::Welch(m, Scale::Ratio, mb),
+        ),
+        None => match choose_test(&exp(&ab), &exp(&ac)) {
+            Test::MannWhitney => rank(ac, ab, Scale::Ratio, mb)?,
+            Test::Welch => {
+                let sides = (slope.spread(&ab, &xb), slope.spread(&ac, &xc));
+                let m = welch_of(mean(&ac) - mean(&ab), sides, priors.groups, extra)?;
+                (
+                    m.p,
+                    to_pct(m.diff, Scale::Ratio, mb),
+                    How::Welch(m, Scale::Ratio, mb),
+                )
+            }
+        },
+    };
+    Some(Tested {
+        p,
+        runs,
+        pct,
+        how,
+        steal,
+    })
 }
 
 /// A comparison judged over the looks it reached.

@@ -6,6 +6,7 @@ use crate::plan::FsKind;
 use crate::stats::aggregate::Group;
 use crate::stats::decision::{Decision, Verdict};
 use crate::stats::significance::Comparison;
+use crate::stats::steal::{fractions, STEAL_METRIC};
 
 /// The metric a point is decided on, and its direction. The caller names it per workload
 /// (the statistics never know a workload); results of a workload the caller does not know
@@ -41,11 +42,14 @@ pub fn is_reference(fs: &str) -> bool {
 }
 
 /// One side of a comparison: a group's key-metric values in repetition order, and the
-/// repetition number of each.
-#[derive(Debug, Clone, Copy, PartialEq)]
+/// repetition number of each; and the group's CPU steal figures ([`STEAL_METRIC`]) with
+/// theirs (empty when its records carry none).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct Sample<'a> {
     pub values: &'a [f64],
     pub reps: &'a [u32],
+    pub steal: &'a [f64],
+    pub steal_reps: &'a [u32],
 }
 
 impl<'a> Sample<'a> {
@@ -54,7 +58,19 @@ impl<'a> Sample<'a> {
         Sample {
             values: &self.values[..n.min(self.values.len())],
             reps: &self.reps[..n.min(self.reps.len())],
+            steal: &self.steal[..n.min(self.steal.len())],
+            steal_reps: &self.steal_reps[..n.min(self.steal_reps.len())],
         }
+    }
+
+    /// The stolen fraction of every run, when each of them has a steal figure (its
+    /// records were measured by a monitor that reads it, in a phase long enough to count
+    /// it): the covariate of [`crate::stats::steal`]; `None` otherwise.
+    pub fn stolen(&self) -> Option<Vec<f64>> {
+        (self.values.len() == self.reps.len()
+            && self.steal_reps.len() >= self.reps.len()
+            && self.steal_reps[..self.reps.len()] == *self.reps)
+            .then(|| fractions(&self.steal[..self.reps.len()]))
     }
 }
 
@@ -124,11 +140,14 @@ impl Point {
             .map_or(&[][..], |m| m.reps.as_slice())
     }
 
-    /// Group `i`'s key metric with its repetition numbers.
+    /// Group `i`'s key metric with its repetition numbers, and its steal figures.
     pub fn sample(&self, i: usize) -> Sample<'_> {
+        let steal = self.groups[i].metrics.get(STEAL_METRIC);
         Sample {
             values: self.raw(i),
             reps: self.reps(i),
+            steal: steal.map_or(&[][..], |m| m.raw.as_slice()),
+            steal_reps: steal.map_or(&[][..], |m| m.reps.as_slice()),
         }
     }
 
