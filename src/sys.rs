@@ -2,6 +2,7 @@
 //! device numbers, removals that may find nothing). Kept here so workloads and the runner share one implementation.
 
 pub mod cpus;
+pub mod steps;
 
 use std::fs::File;
 use std::io::{self, Write};

@@ -9,8 +9,9 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::{
-    assert_exit, assert_no_leftovers, bin, cleanup, cleanup_ok, leftovers, measured, no_run_dirs,
-    require_root, resume, run_ids, signal, trace_instances, wait_exit, wait_for_lines, TestRoot,
+    assert_exit, assert_no_leftovers, bin, cleanup, cleanup_ok, glob_images, leftovers, measured,
+    no_run_dirs, require_root, resume, run_ids, signal, trace_instances, wait_exit, wait_for_lines,
+    TestRoot,
 };
 use fsarena::results::store;
 use fsarena::results::Status;
@@ -313,21 +314,6 @@ fn kill9_with_a_populated_image_and_a_clone_then_cleanup_removes_both() {
 fn cleanup_leaves_nothing(work: &Path, root: &Path) {
     cleanup_ok(work);
     assert_no_leftovers(root);
-}
-
-/// Every image file in the runs under `work`.
-fn glob_images(work: &Path) -> Vec<String> {
-    let mut out = Vec::new();
-    for run in std::fs::read_dir(work).into_iter().flatten().flatten() {
-        for img in std::fs::read_dir(run.path().join("images"))
-            .into_iter()
-            .flatten()
-            .flatten()
-        {
-            out.push(img.path().display().to_string());
-        }
-    }
-    out
 }
 
 /// Complete lines (ending in a newline) of the results file.

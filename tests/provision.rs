@@ -89,7 +89,10 @@ fn every_supported_catalogue_target_provisions_and_tears_down() {
         "{:?}",
         leftovers(&root.path)
     );
-    // Only the journal and marker remain in the run dir; images and mount points are gone.
+    // Only the journal and marker remain in the run dir; images and mount points are gone
+    // (an image once its removal, off the cell's path, is done: the run's end waits for it).
+    work.removals.wait();
+    work.blanks.remove_all(&work.journal);
     let images = work.run.join("images");
     assert_eq!(std::fs::read_dir(&images).unwrap().count(), 0);
 }
@@ -114,6 +117,7 @@ fn a_failed_mkfs_undoes_what_was_made() {
         .expect("mkfs must fail");
     assert!(matches!(err, ProvisionError::Tool { .. }), "{err}");
     assert!(leftovers(&root.path).is_empty());
+    work.removals.wait();
     assert_eq!(
         std::fs::read_dir(work.run.join("images")).unwrap().count(),
         0
@@ -418,6 +422,7 @@ fn a_populated_image_is_cloned_one_at_a_time_and_each_clone_holds_the_data_set()
         drop(master);
         assert!(!master_path.exists(), "{name}: the master outlived its run");
     }
+    work.removals.wait();
     let left: Vec<_> = std::fs::read_dir(&images).unwrap().flatten().collect();
     assert!(left.is_empty(), "images left: {left:?}");
     // The trace instance stays for the next clone until the run ends.

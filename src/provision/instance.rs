@@ -6,20 +6,20 @@
 use std::fs;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use super::clone_trace::{CloneTrace, IdleTraces};
 use super::command::Cmd;
 use super::journal::{Journal, Kind, Op};
 use super::mkfs::{mkfs_cmd, mkfs_version_cached};
+use super::removals::Removals;
+pub(super) use super::undo::Undo;
 use super::workdir::WorkDir;
-use super::write_trace::WriteTrace;
-use super::{fscrypt, guard, host, loopdev, mounts, reuse, ProvisionError};
+use super::{blank, fscrypt, guard, host, loopdev, mounts, reuse, ProvisionError};
 use crate::plan::{FsKind, Location, TargetConfig};
 use crate::results::{Health, Provenance};
 use crate::sys::cpus::CpuList;
-use crate::sys::{ignore_missing, DevId};
+use crate::sys::{ignore_missing, steps, DevId};
 
 /// What to provision for one cell.
 #[derive(Debug, Clone)]
@@ -38,40 +38,6 @@ pub struct InstanceSpec<'a> {
     pub daemon_cpus: Option<CpuList>,
 }
 
-pub(super) enum Undo {
-    RemoveFile(PathBuf),
-    /// Gives back a master image's one-clone-attached claim (see `master`).
-    Unclaim(Arc<AtomicBool>),
-    Detach {
-        dev: PathBuf,
-        image: PathBuf,
-    },
-    Unmount(PathBuf),
-    RemoveDir(PathBuf),
-    RemoveTree(PathBuf),
-    /// Removes an fscrypt key from the file system mounted at `mnt` (before its unmount).
-    RemoveKey {
-        mnt: PathBuf,
-        id: fscrypt::KeyId,
-    },
-    /// Ends a clone's write trace, after the file system's last write and before its device
-    /// is detached, leaving what it found in `found`.
-    EndTrace {
-        trace: WriteTrace,
-        found: reuse::Found,
-        /// The instance `trace` runs on, handed back to `idle` for the next clone.
-        tracer: CloneTrace,
-        idle: IdleTraces,
-    },
-    /// A clone's image, once detached: the master's spare for the next cell when `found`
-    /// holds its written ranges, else removed.
-    ReturnClone {
-        img: PathBuf,
-        found: reuse::Found,
-        to: Arc<reuse::Reuse>,
-    },
-}
-
 /// A mounted, fresh file system (or a fresh directory on an existing one).
 pub struct Instance {
     /// Where workloads may work: the mount point, or fsarena's subdirectory of a `dir:`.
@@ -86,6 +52,8 @@ pub struct Instance {
     pub(super) journal: Arc<Journal>,
     /// [`InstanceSpec::daemon_cpus`], kept for the mount.
     pub(super) daemon_cpus: Option<CpuList>,
+    /// Where its image goes to be removed once detached ([`Removals`]).
+    pub(super) removals: Arc<Removals>,
 }
 
 /// A target name made safe for image and mount-point file names.
@@ -131,6 +99,7 @@ impl Instance {
             undo: Vec::new(),
             journal: Arc::clone(&work.journal),
             daemon_cpus: None,
+            removals: Arc::clone(&work.removals),
         }
     }
 
@@ -154,6 +123,9 @@ impl Instance {
     ) -> Result<(), ProvisionError> {
         let img = image_path(work, name)?;
         self.journal(Op::Create, Kind::Image, &img, None)?;
+        if let Some(blank) = work.blanks.get(&spec.target.name, spec.size) {
+            return self.on_blank(spec, work, name, &img, blank);
+        }
         let f = fs::OpenOptions::new()
             .write(true)
             .create_new(true)
@@ -163,8 +135,33 @@ impl Instance {
         f.set_len(spec.size)
             .map_err(|e| ProvisionError::io(format!("cannot size {}", img.display()), e))?;
         drop(f);
-        let dev = self.attach(&img, None)?;
-        self.format_and_mount(spec.target, work, &dev, name, true)
+        let dev = steps::timed("losetup", || self.attach(&img, None))?;
+        self.mkfs(spec.target, &dev, true)?;
+        // A cell's (not a master's, made on other threads) first fresh one is the blank.
+        if spec.seq != 0 {
+            let mkfs = (&self.provenance.mkfs_command, &self.provenance.mkfs_version);
+            (work.blanks).after_mkfs(spec.target, spec.size, &img, mkfs, &self.journal);
+        }
+        self.mount_device(spec.target, work, &dev, name)
+    }
+
+    /// [`Instance::on_loop`] from the target's blank ([`blank`]): the image `img` (already
+    /// journaled) a copy of it, attached and mounted.
+    fn on_blank(
+        &mut self,
+        spec: &InstanceSpec,
+        work: &WorkDir,
+        name: &str,
+        img: &Path,
+        blank: blank::Blank,
+    ) -> Result<(), ProvisionError> {
+        self.undo.push(Undo::RemoveFile(img.to_path_buf()));
+        blank.copy_to(img)?;
+        let dev = steps::timed("losetup", || self.attach(img, None))?;
+        self.provenance.mkfs_command = blank.mkfs_command;
+        self.provenance.mkfs_version = blank.mkfs_version;
+        self.provenance.notes.push(blank::NOTE.into());
+        self.mount_device(spec.target, work, &dev, name)
     }
 
     /// Attaches the image `img` (already journaled and on the undo stack) to a loop device,
@@ -258,7 +255,7 @@ impl Instance {
         // One span: a second Ctrl-C's sweep never falls between the entry and the mount.
         super::journal::creating(|| {
             self.journal(Op::Create, Kind::Mount, mnt, None)?;
-            cmd.run_on("mount", self.daemon_cpus.as_ref())?;
+            steps::timed("mount", || cmd.run_on("mount", self.daemon_cpus.as_ref()))?;
             self.undo.push(Undo::Unmount(mnt.to_path_buf()));
             Ok(())
         })?;
@@ -287,12 +284,18 @@ impl Instance {
         name: &str,
         sparse: bool,
     ) -> Result<(), ProvisionError> {
+        self.mkfs(t, dev, sparse)?;
+        self.mount_device(t, work, dev, name)
+    }
+
+    /// Makes the target's file system on `dev` (on a fresh sparse image: `sparse`).
+    fn mkfs(&mut self, t: &TargetConfig, dev: &str, sparse: bool) -> Result<(), ProvisionError> {
         if let Some(cmd) = mkfs_cmd(t, dev, sparse) {
-            cmd.run(t.fs.package().unwrap_or("?"))?;
+            steps::timed("mkfs", || cmd.run(t.fs.package().unwrap_or("?")))?;
             self.provenance.mkfs_command = Some(cmd.argv());
             self.provenance.mkfs_version = mkfs_version_cached(t.fs);
         }
-        self.mount_device(t, work, dev, name)
+        Ok(())
     }
 
     /// Mounts the file system on `dev` with the target's options, at a new mount point.
@@ -490,6 +493,20 @@ impl Instance {
         health: &mut Option<Health>,
         unmounted: &mut dyn FnMut(),
     ) -> Option<(Result<(), ProvisionError>, Kind, PathBuf)> {
+        match step.step_name() {
+            Some(name) => steps::timed(name, || self.undo_one(step, check, health, unmounted)),
+            None => self.undo_one(step, check, health, unmounted),
+        }
+    }
+
+    /// [`Instance::undo_step`]'s work, untimed.
+    fn undo_one(
+        &mut self,
+        step: Undo,
+        check: bool,
+        health: &mut Option<Health>,
+        unmounted: &mut dyn FnMut(),
+    ) -> Option<(Result<(), ProvisionError>, Kind, PathBuf)> {
         let done = match step {
             Undo::Unclaim(flag) => {
                 flag.store(false, Ordering::SeqCst);
@@ -509,18 +526,19 @@ impl Instance {
                 return None;
             }
             Undo::ReturnClone { img, found, to } => {
-                if to.hand_back(img.clone(), &found) {
-                    return None; // still journaled: the master removes it in the end
+                if !to.hand_back(img.clone(), &found) {
+                    self.removals.remove(img, Arc::clone(&self.journal));
                 }
-                (removed(fs::remove_file(&img), &img), Kind::Image, img)
+                // Still journaled: the master removes it in the end, or the removal's thread.
+                return None;
             }
             Undo::Unmount(p) => {
-                let r = mounts::unmount(&p);
+                let r = steps::timed("unmount", || mounts::unmount(&p));
                 if r.is_ok() {
                     unmounted();
                 }
                 if r.is_ok() && check {
-                    *health = self.health_check();
+                    *health = steps::timed("check", || self.health_check());
                 }
                 (r, Kind::Mount, p)
             }
@@ -538,7 +556,11 @@ impl Instance {
                 }
                 (r, Kind::Key, mnt)
             }
-            Undo::RemoveFile(p) => (removed(fs::remove_file(&p), &p), Kind::Image, p),
+            Undo::RemoveFile(p) => {
+                // Off the cell's path; its journal entry is released once it is gone.
+                self.removals.remove(p, Arc::clone(&self.journal));
+                return None;
+            }
             Undo::RemoveDir(p) => (removed(fs::remove_dir(&p), &p), Kind::Dir, p),
             Undo::RemoveTree(p) => (removed(fs::remove_dir_all(&p), &p), Kind::Dir, p),
         };

@@ -32,7 +32,7 @@ use super::workdir::WorkDir;
 use super::ProvisionError;
 use crate::plan::Location;
 use crate::results::{CloneOrigin, Health};
-use crate::sys::ignore_missing;
+use crate::sys::{ignore_missing, steps};
 
 /// A populated, checked, detached image that cells copy. Removed (and the removal
 /// journaled) when dropped; a killed run leaves it journaled for `fsarena cleanup`.
@@ -212,15 +212,17 @@ impl MasterImage {
         self.claim(&mut inst)?;
         let name = format!("{}-{}", sanitize(&t.name), spec.seq);
         let found = reuse::Found::default();
-        let cloned = self.clone_image(&mut inst, work, &name, &found)?;
+        let cloned = steps::timed("clone", || self.clone_image(&mut inst, work, &name, &found))?;
         let img = cloned.img;
         // The clone starts cold without dropping the machine's caches: a fresh mount on a
         // freshly attached device, over an image none of whose pages are cached (a buffered
         // copy or restore would leave some).
-        crate::sys::evict_file(&img)
+        steps::timed("evict", || crate::sys::evict_file(&img))
             .map_err(|e| ProvisionError::io(format!("cannot evict {}", img.display()), e))?;
-        let dev = inst.attach(&img, self.sector_size)?;
-        if let Err(why) = trace_writes(&mut inst, work, &name, &found) {
+        let dev = steps::timed("losetup", || inst.attach(&img, self.sector_size))?;
+        if let Err(why) = steps::timed("trace_start", || {
+            trace_writes(&mut inst, work, &name, &found)
+        }) {
             reuse::settle(&found, Err(why));
         }
         inst.provenance.mkfs_command = self.mkfs_command.clone();

@@ -5,6 +5,7 @@
 //! it is created, so `fsarena cleanup` can remove what a killed run left, and nothing else.
 
 pub mod aging;
+pub mod blank;
 pub mod cgroup;
 pub mod cleanup;
 pub mod clone_trace;
@@ -23,7 +24,9 @@ pub mod master;
 pub mod mkfs;
 pub mod mounts;
 pub mod planned;
+pub mod removals;
 pub mod reuse;
+mod undo;
 pub mod workdir;
 pub mod write_trace;
 

@@ -6,8 +6,10 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use super::blank::Blanks;
 use super::clone_trace::IdleTraces;
 use super::journal::Journal;
+use super::removals::Removals;
 use super::ProvisionError;
 
 /// Where run directories go unless `--work-dir` says otherwise. /var/tmp, not /tmp: /tmp
@@ -27,6 +29,18 @@ pub struct WorkDir {
     /// (`clone_trace`): one is made for the first clone and re-armed for every later one,
     /// since clones are attached one at a time.
     pub idle_traces: IdleTraces,
+    /// The cells' images being removed off their cells' path (`removals`).
+    pub removals: Arc<Removals>,
+    /// Fresh file systems kept as mkfs made them, for later cells to copy (`blank`).
+    pub blanks: Blanks,
+}
+
+impl Drop for WorkDir {
+    /// No removal outlives the run: the cleanup after it (or a panic's) finds every image
+    /// either gone or still journaled.
+    fn drop(&mut self) {
+        self.removals.wait();
+    }
 }
 
 impl WorkDir {
@@ -65,6 +79,8 @@ impl WorkDir {
             run,
             journal: Arc::new(journal),
             idle_traces: Arc::default(),
+            removals: Arc::default(),
+            blanks: Blanks::default(),
         })
     }
 

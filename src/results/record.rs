@@ -138,6 +138,12 @@ pub struct Measurement {
     /// from it, and a cell without it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub image_seconds: Option<f64>,
+    /// Wall seconds of the harness's own steps for this record's point, by step (`mkfs`,
+    /// `losetup`, `mount`, `clone`, `check`, `unmount`, `detach`, `workload_unmeasured`, …;
+    /// `sys::steps`): where `cell_seconds` goes outside the measured phase. The steps of a
+    /// file system several points share go to the record that retired it.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub harness_seconds: BTreeMap<String, f64>,
     /// Milliseconds the host took for the same fixed walk through memory just before this
     /// measurement's phase ([`crate::monitor::steadiness`]): not a figure of the target, a
     /// reading of the machine, whose spread over the run the report shows.

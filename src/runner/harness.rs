@@ -8,6 +8,7 @@ use super::phase::{Figures, Observed};
 use super::team::Team;
 use crate::monitor::{Aside, Monitor};
 use crate::plan::cpus::Placement;
+use crate::provision::removals::Removals;
 use crate::sys::cpus;
 use crate::sys::{self, DevId};
 use crate::workload::{Harness, Outcome, WorkloadError};
@@ -39,6 +40,9 @@ pub struct MonitoredHarness<'a> {
     /// CPUs, so the pools and processes it starts inherit them, and the monitor's sampler
     /// started on the harness's; `None` (or a binding the kernel refused): anywhere.
     pub cpus: Option<Placement>,
+    /// The run's image removals in progress (`provision::removals`): the phase waits for
+    /// them, so no removal's I/O shares the disk with it.
+    pub removals: Option<&'a Removals>,
 }
 
 fn used_bytes(p: &Path) -> Option<u64> {
@@ -58,6 +62,10 @@ impl Harness for MonitoredHarness<'_> {
 
     fn measure(&mut self, work: &mut crate::workload::Phase<'_>) -> Result<Outcome, WorkloadError> {
         self.observed.measured += 1;
+        // Before the team's barrier: the ranks of a job start the phase together.
+        if let Some(r) = self.removals {
+            sys::steps::timed("wait_removals", || r.wait());
+        }
         if let Err(e) = self.team.before_phase(&self.step, Ok(())) {
             self.observed.failed_elsewhere = true;
             let _ = self.team.after_phase(&self.step, Err(e.clone()), None);
@@ -113,6 +121,7 @@ impl<'a> MonitoredHarness<'a> {
             step,
             aside: Aside::default(),
             cpus: None,
+            removals: None,
         }
     }
 
@@ -130,8 +139,15 @@ impl<'a> MonitoredHarness<'a> {
             .chain(self.log_device)
             .collect();
         // Outside the window: how fast this machine runs the same work right now.
-        self.observed.probe_ms = Some(crate::monitor::steadiness::probe_ms());
-        let start = || Monitor::start_with(&devices, SAMPLE_INTERVAL, &self.aside);
+        self.observed.probe_ms = Some(sys::steps::timed(
+            "probe",
+            crate::monitor::steadiness::probe_ms,
+        ));
+        let start = || {
+            sys::steps::timed("monitor", || {
+                Monitor::start_with(&devices, SAMPLE_INTERVAL, &self.aside)
+            })
+        };
         let monitor = match &self.cpus {
             Some(p) => cpus::on(&p.harness, start),
             None => start(),
@@ -155,7 +171,7 @@ impl<'a> MonitoredHarness<'a> {
         };
         let t2 = Instant::now();
         drop(bound);
-        self.observed.monitor = monitor.ok().map(Monitor::stop);
+        self.observed.monitor = sys::steps::timed("monitor", || monitor.ok().map(Monitor::stop));
         if self.log_device.is_some() {
             // Its figures stay apart: the report's own device metrics are the target's.
             self.observed.log_device = self.observed.monitor.as_mut().and_then(|r| r.devices.pop());
@@ -215,5 +231,46 @@ impl<'a> MonitoredHarness<'a> {
         let _ = self
             .team
             .after_phase(&self.step, Err(why.to_string()), None);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::provision::removals::Removals;
+    use crate::runner::team::Alone;
+    use crate::workload::Harness;
+    use std::sync::Arc;
+
+    /// A cell's image still being removed off its path must be gone before the next
+    /// measured phase starts: its discards would otherwise share the disk with the phase.
+    #[test]
+    fn a_measured_phase_waits_for_the_removals_in_progress() {
+        let dir = tempfile::tempdir().unwrap();
+        let removals: Arc<Removals> = Arc::default();
+        removals.add(1);
+        let me = Arc::clone(&removals);
+        let finished = Arc::new(std::sync::Mutex::new(None));
+        let at = Arc::clone(&finished);
+        let t = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(300));
+            *at.lock().unwrap() = Some(Instant::now());
+            me.add(-1);
+        });
+        let mut h =
+            MonitoredHarness::new(&[], None, dir.path(), Duration::ZERO, &Alone, "p".into());
+        h.removals = Some(&removals);
+        let mut started = None;
+        h.measure(&mut || {
+            started = Some(Instant::now());
+            Ok(Outcome::default())
+        })
+        .unwrap();
+        t.join().unwrap();
+        let done = finished.lock().unwrap().expect("the removal ended");
+        assert!(
+            started.expect("the phase ran") >= done,
+            "the phase began before the removal ended"
+        );
     }
 }

@@ -286,6 +286,9 @@ fn incomplete(
 /// The work directory goes when the run ends, unless `--keep`; mounts and loop devices
 /// were already taken down cell by cell.
 fn work_cleanup(work: WorkDir, remove: bool) {
+    // The journal is read once every image being removed is gone (`provision::removals`).
+    work.removals.wait();
+    work.blanks.remove_all(&work.journal);
     work.release_traces();
     if remove {
         let mut report = crate::provision::cleanup::CleanupReport::default();

@@ -301,3 +301,18 @@ impl fsarena::workload::Harness for Floored {
         self.0
     }
 }
+
+/// Every image file in the runs under `work`.
+pub fn glob_images(work: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    for run in std::fs::read_dir(work).into_iter().flatten().flatten() {
+        for img in std::fs::read_dir(run.path().join("images"))
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            out.push(img.path().display().to_string());
+        }
+    }
+    out
+}

@@ -8,6 +8,7 @@ use super::context::CellRun;
 use crate::provision::{Instance, InstanceSpec};
 use crate::results::{Measurement, Status};
 use crate::runner::failure::{provision_failure, Failure};
+use crate::sys::steps;
 use crate::workload::{self, Ctx, Point};
 
 /// The directory made for the log on a `log_target` file system.
@@ -90,7 +91,7 @@ pub fn provision(c: &CellRun, point: usize, p: &Point) -> Result<Fresh, Failure>
         std::fs::metadata(&root)
             .map(|_| {
                 if populated {
-                    rustix::fs::sync();
+                    steps::timed("sync", rustix::fs::sync);
                 }
             })
             .and_then(|_| std::fs::create_dir_all(&scratch))
@@ -164,7 +165,13 @@ pub fn retire(f: Fresh, ms: &mut [Measurement], target: &str) {
         }
     }
     let (health, td) = f.inst.teardown(true);
-    let _ = std::fs::remove_dir_all(&f.scratch);
+    steps::timed("remove_dir", || std::fs::remove_dir_all(&f.scratch)).ok();
+    // The last record measured on this file system carries its teardown's steps.
+    if let Some(m) = ms.last_mut() {
+        for (step, s) in steps::take() {
+            *m.harness_seconds.entry(step).or_insert(0.0) += s;
+        }
+    }
     if let Some(h) = health {
         for m in ms.iter_mut() {
             if !h.passed && m.status == Status::Ok {

@@ -1,13 +1,16 @@
 //! One point of a cell: the workload run under the monitor, and what happened made into
 //! its measurement.
 
+use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
+use std::time::Instant;
 
 use super::context::CellRun;
 use super::fresh::Fresh;
 use crate::results::{LogPlacement, Measurement, Status};
 use crate::runner::harness::MonitoredHarness;
 use crate::runner::{assemble, host_facts};
+use crate::sys::steps;
 use crate::workload::{Ctx, Outcome, Point, WorkloadError};
 
 /// Runs one point under the monitor and turns what happened into a measurement, the same
@@ -24,9 +27,13 @@ pub fn measure_point(c: &CellRun, ctx: &Ctx, p: &Point, index: usize, f: &Fresh)
         step.clone(),
     );
     h.cpus = c.placement();
+    h.removals = Some(&c.work.removals);
     // Taken before the workload runs: the record is made after it, and its start is this.
     let started_unix = host_facts::now_unix();
+    let before = steps::take();
+    let t0 = Instant::now();
     let result = c.workload.run(ctx, p, &mut h);
+    let ran = t0.elapsed().as_secs_f64();
     if h.observed.measured == 0 {
         let why = match &result {
             Err(e) => e.to_string(),
@@ -47,6 +54,7 @@ pub fn measure_point(c: &CellRun, ctx: &Ctx, p: &Point, index: usize, f: &Fresh)
         }
         Err(e) => failed(c, ctx, f, &mut m, e),
     }
+    m.harness_seconds = harness_steps(before, ran, &h, &m);
     c.team
         .agree_point(&step, &mut m, h.observed.failed_elsewhere);
     m
@@ -109,4 +117,28 @@ fn failed(c: &CellRun, ctx: &Ctx, f: &Fresh, m: &mut Measurement, e: WorkloadErr
         .then(|| c.work.out_of_space())
         .flatten();
     m.error = Some(host.map_or_else(|| e.to_string(), |why| format!("{e}; {why}")));
+}
+
+/// The harness's steps of point `m` so far: `before` (its file system's provisioning), those
+/// timed while the workload ran (the host probe, the monitor's start and stop), the
+/// workload's own unmeasured time (preparation, cache drops, its check of its work: the
+/// `ran` seconds outside the phase and its `syncfs`), and `phase_aside`, what the phase set
+/// aside from its seconds (cache drops between cold passes).
+fn harness_steps(
+    mut before: BTreeMap<String, f64>,
+    ran: f64,
+    h: &MonitoredHarness,
+    m: &Measurement,
+) -> BTreeMap<String, f64> {
+    let during = steps::take();
+    let phase = h.observed.wall_seconds + h.observed.syncfs_seconds;
+    let outside = ran - phase - during.values().sum::<f64>();
+    for (step, s) in during {
+        *before.entry(step).or_insert(0.0) += s;
+    }
+    before.insert("workload_unmeasured".into(), outside.max(0.0));
+    if let Some(measured) = m.metrics.get("seconds") {
+        before.insert("phase_aside".into(), (phase - measured).max(0.0));
+    }
+    before
 }

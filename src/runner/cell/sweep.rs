@@ -38,6 +38,8 @@ pub fn measure_points(
     progress: &mut Progress,
     emit: &mut dyn FnMut(&mut Measurement) -> bool,
 ) -> CellOutput {
+    // What this thread timed before the cell (a populated image it built) is not the cell's.
+    let _ = crate::sys::steps::take();
     let empty = toml::Table::new();
     let options = c
         .plan

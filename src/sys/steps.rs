@@ -1,0 +1,59 @@
+//! Wall seconds of the harness's own steps (mkfs, attaching a loop device, a mount, a
+//! clone's copy, the check, each teardown step, …), summed per step name on the calling
+//! thread until taken. The runner takes them into each record (`harness_seconds`), so a
+//! run says where its time outside the measured phases goes, per step and per file system
+//! (issue 41: the harness's own time was half of the default run's wall time). A clock
+//! read and a map insert per step: nothing a measurement would see.
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+thread_local! {
+    static STEPS: RefCell<BTreeMap<&'static str, f64>> = const { RefCell::new(BTreeMap::new()) };
+}
+
+/// Runs `f`, adding its wall seconds to step `name` on this thread.
+pub fn timed<T>(name: &'static str, f: impl FnOnce() -> T) -> T {
+    let t0 = Instant::now();
+    let out = f();
+    add(name, t0.elapsed().as_secs_f64());
+    out
+}
+
+/// Adds `seconds` to step `name` on this thread.
+pub fn add(name: &'static str, seconds: f64) {
+    STEPS.with(|s| *s.borrow_mut().entry(name).or_insert(0.0) += seconds);
+}
+
+/// The steps timed on this thread since the last call, emptied.
+pub fn take() -> BTreeMap<String, f64> {
+    STEPS.with(|s| {
+        std::mem::take(&mut *s.borrow_mut())
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn steps_are_summed_per_name_and_emptied_when_taken() {
+        let _ = take();
+        timed("mkfs", || {
+            std::thread::sleep(std::time::Duration::from_millis(5))
+        });
+        add("mkfs", 1.0);
+        add("mount", 0.25);
+        let got = take();
+        assert!(got["mkfs"] >= 1.005 && got["mkfs"] < 2.0, "{got:?}");
+        assert_eq!(got["mount"], 0.25);
+        assert!(take().is_empty());
+        // Another thread's steps are its own.
+        std::thread::spawn(|| add("check", 1.0)).join().unwrap();
+        assert!(take().is_empty());
+    }
+}
