@@ -4,6 +4,11 @@ use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 
 const MIB: u64 = 1 << 20;
 
+/// Held by every test that writes to the root device and counts what it wrote: run side by
+/// side (the suite runs two tests at a time), one test's 64 MiB landed in the other's phase
+/// (the suite of 2026-11-27 11:16 failed `a_span_set_aside_…` with 60 MiB it did not write).
+static ROOT_DEVICE_WRITES: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 fn present(dev: DevId) -> bool {
     let text = std::fs::read_to_string("/proc/diskstats").unwrap();
     let mut out = [None];
@@ -48,6 +53,7 @@ fn unseen_device() -> DevId {
 
 #[test]
 fn direct_write_of_64_mib_is_counted_on_the_root_device() {
+    let _alone = ROOT_DEVICE_WRITES.lock().unwrap_or_else(|e| e.into_inner());
     let root = root_device();
     let interval = Duration::from_millis(20);
     let dir = tempfile::TempDir::new_in("/var/tmp").unwrap();
@@ -282,6 +288,7 @@ fn add_metrics_omits_cpu_split_when_not_measured_and_unseen_backing() {
 
 #[test]
 fn a_span_set_aside_leaves_its_io_cpu_and_time_out_of_the_phase() {
+    let _alone = ROOT_DEVICE_WRITES.lock().unwrap_or_else(|e| e.into_inner());
     let root = root_device();
     let dir = tempfile::TempDir::new_in("/var/tmp").unwrap();
     let mut file = std::fs::OpenOptions::new()

@@ -28,6 +28,7 @@ pub fn measure_point(c: &CellRun, ctx: &Ctx, p: &Point, index: usize, f: &Fresh)
     );
     h.cpus = c.placement();
     h.removals = Some(&c.work.removals);
+    h.in_memory = f.inst.provenance.location == "tmpfs";
     // Taken before the workload runs: the record is made after it, and its start is this.
     let started_unix = host_facts::now_unix();
     let before = steps::take();
