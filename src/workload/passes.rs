@@ -144,15 +144,15 @@ fn repeat(
 }
 
 /// What runs between two cold passes, outside the measured time: the tree under `root`
-/// made unread again ([`forget_reads`]) and written back, then the caches dropped.
+/// made unread again ([`forget_reads`]), then the caches dropped. The reset's own inode
+/// writes need no `syncfs` of their own: the drop ([`crate::sys::drop_caches`]) begins with
+/// the machine's `sync`, and a target whose drop does nothing (tmpfs) writes nothing back.
 fn forget_reads_and_drop(
     root: Option<&Path>,
     drop_caches: fn() -> std::io::Result<()>,
 ) -> Result<(), WorkloadError> {
     if let Some(root) = root {
         forget_reads(root)?;
-        crate::sys::syncfs(root)
-            .map_err(|e| WorkloadError::io("syncfs after resetting access times", e))?;
     }
     drop_caches().map_err(|e| WorkloadError::io("dropping caches between cold passes", e))
 }
