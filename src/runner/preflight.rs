@@ -80,18 +80,24 @@ pub fn size(plan: &Plan, opts: &RunOptions) -> Result<Sized, RunError> {
     if let Some(why) = starts.unknown() {
         return Err(RunError::Refused(why));
     }
+    let each = held_per_dataset(plan, &starts);
     let held = starts.bytes_to_hold(estimate(plan)?);
-    size_check(plan, held, &opts.work_root, opts.space_check)?;
+    size_check(
+        plan,
+        Held::new(held, &each),
+        &opts.work_root,
+        opts.space_check,
+    )?;
     // With several data sets, every image is sized for the largest.
     let largest = largest_dataset(plan);
     let manifest = largest.plan()?;
     let data_bytes = manifest.total_bytes();
-    let held = starts.bytes_to_hold(data_bytes);
+    let held = Held::new(starts.bytes_to_hold(data_bytes), &each);
     let image = size_check(plan, held, &opts.work_root, opts.space_check)?;
     check_mkfs_options(plan, image, &opts.work_root)?;
     Ok(Sized {
         image,
-        memory: fs_size::memory_size(held),
+        memory: fs_size::memory_size(held.largest),
         data_bytes,
         files: manifest.files.len(),
         disk_bytes: disk_need(plan, held),
@@ -102,33 +108,74 @@ pub fn size(plan: &Plan, opts: &RunOptions) -> Result<Sized, RunError> {
 
 /// Sizes images and checks they hold the data set and the host can hold what the run
 /// writes; returns the loop images' size.
-fn size_check(
-    plan: &Plan,
-    data_bytes: u64,
-    work_root: &Path,
-    enforce: bool,
-) -> Result<u64, RunError> {
+fn size_check(plan: &Plan, held: Held, work_root: &Path, enforce: bool) -> Result<u64, RunError> {
+    let data_bytes = held.largest;
     let image = fs_size::loop_size(plan.fs_size, plan.age_pct, data_bytes);
-    check_host_space(plan, data_bytes, work_root, enforce)?;
+    check_host_space(plan, held, work_root, enforce)?;
     fs_sizes::check(plan, data_bytes, image)?;
     check_memory(plan, data_bytes)?;
     Ok(image)
+}
+
+/// What the file systems hold, per data set of the plan: the largest, which sizes every
+/// image and the scratch copy, and the sum over all of them, which the images and source
+/// trees kept for the whole run hold together.
+#[derive(Debug, Clone, Copy)]
+pub struct Held {
+    pub largest: u64,
+    pub all: u64,
+    pub datasets: u64,
+}
+
+impl Held {
+    /// `largest` beside the data sets' own sizes `each` (their sum is never taken below
+    /// `largest`, so an estimate that missed a data set is not smaller than before).
+    pub fn new(largest: u64, each: &[u64]) -> Held {
+        let datasets = each.len().max(1) as u64;
+        Held {
+            largest,
+            all: each.iter().sum::<u64>().max(largest),
+            datasets,
+        }
+    }
+
+    /// One data set of `bytes`.
+    pub fn one(bytes: u64) -> Held {
+        Held::new(bytes, &[bytes])
+    }
+}
+
+/// The bytes the file systems hold for each of the plan's data sets
+/// ([`Starts::bytes_to_hold`] of its expected size; a user's directory counts 0 here and
+/// is measured by planning).
+fn held_per_dataset(plan: &Plan, starts: &Starts) -> Vec<u64> {
+    plan.datasets()
+        .iter()
+        .map(|d| {
+            let bytes = match plan.dataset.source_dir {
+                Some(_) => 0.0,
+                None => crate::dataset::sizing::bytes(d).unwrap_or(0.0),
+            };
+            starts.bytes_to_hold(bytes.min(u64::MAX as f64 / 8.0) as u64)
+        })
+        .collect()
 }
 
 /// The work directory's file system must hold what the run writes at its peak
 /// ([`disk_need`]: what is written into the sparse images, not their nominal size).
 fn check_host_space(
     plan: &Plan,
-    data_bytes: u64,
+    held: Held,
     work_root: &Path,
     enforce: bool,
 ) -> Result<(), RunError> {
+    let data_bytes = held.largest;
     let probe = work_root
         .ancestors()
         .find(|a| a.exists())
         .unwrap_or(Path::new("/"));
     let free = crate::provision::workdir::free_bytes(probe).unwrap_or(u64::MAX);
-    let need = disk_need(plan, data_bytes);
+    let need = disk_need(plan, held);
     if enforce
         && plan
             .targets
@@ -144,8 +191,15 @@ fn check_host_space(
             ),
         };
         return Err(RunError::Refused(format!(
-            "the data set ({}) needs about {} free in {} (the plan's estimated peak, {}{aging}, plus {SPACE_MARGIN_PCT} %) but only {} is free: {lower} or use --work-dir on a larger disk",
-            human_bytes(data_bytes),
+            "{} needs about {} free in {} (the plan's estimated peak, {}{aging}, plus {SPACE_MARGIN_PCT} %) but only {} is free: {lower} or use --work-dir on a larger disk",
+            match held.datasets {
+                1 => format!("the data set ({})", human_bytes(data_bytes)),
+                n => format!(
+                    "the {n} data sets ({} together, the largest {})",
+                    human_bytes(held.all),
+                    human_bytes(data_bytes)
+                ),
+            },
             human_bytes(with_margin(need)),
             probe.display(),
             human_bytes(need),
@@ -198,12 +252,15 @@ pub fn with_margin(need: u64) -> u64 {
 /// (`workload::source`: the dated data set, and its changed copy for `sync`, per data set),
 /// and the point's `log_target` file system when a workload has one ([`LOG_IMAGE_BYTES`]).
 /// An aged plan keeps its aged images instead of populated ones ([`fs_sizes::aged_need`]).
-pub fn disk_need(plan: &Plan, data_bytes: u64) -> u64 {
-    4 * data_bytes
+/// With several data sets the kept images and trees hold each data set at its own size
+/// (`held.all`), not each at the largest's.
+pub fn disk_need(plan: &Plan, held: Held) -> u64 {
+    let per_set = populated_images(plan);
+    4 * held.largest
         + 256 * MIB
-        + 2 * populated_images(plan) * (data_bytes + IMAGE_METADATA)
-        + fs_sizes::aged_need(plan, data_bytes)
-        + source_trees(plan) * data_bytes
+        + 2 * per_set * (held.all + held.datasets * IMAGE_METADATA)
+        + fs_sizes::aged_need(plan, held.largest)
+        + source_trees(plan) * held.all
         + log_images(plan) * LOG_IMAGE_BYTES
 }
 
@@ -231,21 +288,19 @@ fn log_images(plan: &Plan) -> u64 {
     u64::from(plan.workloads.iter().any(on_loop))
 }
 
-/// How many source trees outside the targets the run keeps, for each data set: the most any
+/// How many source trees outside the targets the run keeps for each data set: the most any
 /// of its workloads reads (they share the dated data set).
 fn source_trees(plan: &Plan) -> u64 {
-    let per_dataset = plan
-        .workloads
+    plan.workloads
         .iter()
         .filter_map(|n| workload::by_name(n))
         .map(|w| w.source_trees())
         .max()
-        .unwrap_or(0);
-    per_dataset * plan.dataset_count() as u64
+        .unwrap_or(0)
 }
 
-/// How many populated images the run keeps at once: one per loop target and data set for
-/// each layout the plan's workloads start from (the data set, the dated data set, a
+/// How many populated images the run keeps at once for each data set: one per loop target
+/// for each layout the plan's workloads start from (the data set, the dated data set, a
 /// workload's own state: see `golden::populate`); none in an aged plan, whose cells copy aged images instead.
 fn populated_images(plan: &Plan) -> u64 {
     if plan.age_pct.is_some() {
@@ -272,7 +327,6 @@ fn populated_images(plan: &Plan) -> u64 {
             .iter()
             .filter(|t| matches!(t.location, Location::Loop))
             .count() as u64
-        * plan.dataset_count() as u64
 }
 
 /// `MemAvailable` from `/proc/meminfo`: what tmpfs targets may fill without swapping.
