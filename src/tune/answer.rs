@@ -29,7 +29,8 @@ pub struct Row {
     /// Repetitions with an ok record.
     pub runs: usize,
     pub fate: Fate,
-    /// Key metric against the leader in %, the geometric mean over the points.
+    /// Key metric against the leader in %, as the race judged it (at equal CPU steal where
+    /// adjusted), the geometric mean over the points.
     pub vs_best_pct: Option<f64>,
     #[serde(rename = "unsafe", skip_serializing_if = "Vec::is_empty")]
     pub unsafe_values: Vec<UnsafeValue>,
@@ -47,6 +48,11 @@ pub struct Gain {
     pub ci95: Option<(f64, f64)>,
     /// better / worse / equivalent / undecided, after the two-stage step-up over the points.
     pub decision: String,
+    /// Whether `pct` and `ci95` are the difference at equal CPU steal (the comparison was
+    /// adjusted for it, `crate::stats::steal`), which can differ much from the ratio of the
+    /// raw means when one side's runs lost more CPU to the hypervisor.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub at_equal_steal: bool,
 }
 
 /// The configuration to apply.
@@ -142,6 +148,10 @@ fn gains(setup: &Setup, ms: &[Measurement], best: &str, looks: &Looks) -> Vec<Ga
                     .as_ref()
                     .map_or("undecided", |v| v.decision.as_str())
                     .to_string(),
+                at_equal_steal: c
+                    .verdict
+                    .as_ref()
+                    .is_some_and(|v| v.steal.is_some_and(|n| n.steal_adjusted)),
             })
         })
         .collect()
@@ -172,7 +182,7 @@ pub fn build(setup: &Setup, ms: &[Measurement], interrupted: bool, results: &Pat
     let looks = Looks::of_runs(&setup.plan.runs);
     let names: Vec<String> = setup.candidates.iter().map(|c| c.name.clone()).collect();
     let s = standing(ms, &setup.candidates, setup.plan.margin_pct, &looks);
-    let sc = scores(&s.points, &names);
+    let sc = scores(&s.points, &names, s.leader.as_deref().unwrap_or_default());
     let lead = s.leader.as_ref().and_then(|l| sc.get(l).copied().flatten());
     let candidates: Vec<Row> = setup
         .candidates

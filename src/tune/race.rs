@@ -77,25 +77,39 @@ pub struct Standing {
     pub pooled: bool,
 }
 
-/// Each candidate's mean of the key metric's logarithm over the points, oriented so that
-/// higher is better; `None` for one without a mean at every point.
-pub fn scores(points: &[Point], names: &[String]) -> BTreeMap<String, Option<f64>> {
+/// Each candidate's score: its judged difference from `against` (the points' baseline) on
+/// the key metric's logarithm, oriented so that higher is better, averaged over the points;
+/// 0 for `against` itself; `None` for one without a mean at every point. The difference is
+/// the verdict's own (`pct_diff`): at equal CPU steal where the comparison was adjusted for
+/// it, so the race ranks and reports the candidates on the figure its decisions rest on.
+/// (Ranked on raw means, a candidate whose runs lost more CPU to the hypervisor led a race
+/// that judged it 3 % slower than the defaults at equal steal: issue 38's measurement.)
+pub fn scores(points: &[Point], names: &[String], against: &str) -> BTreeMap<String, Option<f64>> {
     names
         .iter()
         .map(|n| {
             let mut sum = 0.0;
             for p in points {
-                let Some(m) = p
+                let Some(i) = p
                     .groups
                     .iter()
                     .position(|g| &g.key.target == n)
-                    .and_then(|i| p.mean(i))
-                    .filter(|m| *m > 0.0)
+                    .filter(|&i| p.mean(i).is_some_and(|m| m > 0.0))
+                else {
+                    return (n.clone(), None);
+                };
+                if n == against {
+                    continue;
+                }
+                let Some(ratio) = p
+                    .vs_baseline(i)
+                    .map(|c| 1.0 + c.pct_diff / 100.0)
+                    .filter(|r| r.is_finite() && *r > 0.0)
                 else {
                     return (n.clone(), None);
                 };
                 let sign = if p.key.higher_is_better { 1.0 } else { -1.0 };
-                sum += sign * m.ln();
+                sum += sign * ratio.ln();
             }
             (
                 n.clone(),
@@ -132,7 +146,7 @@ pub fn standing(
     let names: Vec<String> = candidates.iter().map(|c| c.name.clone()).collect();
     let first = names.first().cloned().unwrap_or_default();
     let by_first = verdicts::decide(measurements, &first, margin_pct, looks, &key_metric);
-    let Some(by_mean) = best(&scores(&by_first, &names), &names) else {
+    let Some(by_mean) = best(&scores(&by_first, &names, &first), &names) else {
         let fates = names.iter().map(|n| (n.clone(), Fate::Failed)).collect();
         return Standing {
             leader: None,
