@@ -7,8 +7,8 @@
 #                    sets at --scale 0.004,0.04 (the verdicts checked across the two sizes)
 #   copy-verify      ext4, ntfs, exfat, xfs, btrfs, btrfs-nodatasum (the plan's own scale
 #                    series, 0.05 and 0.005)
-#   fio-sweep        ext4, xfs, btrfs (direct I/O; ntfs-3g and exFAT's FUSE daemons take no
-#                    O_DIRECT, so fio's --direct=1 cannot run on them)
+#   fio-sweep        ext4, xfs, btrfs (every point is direct I/O; whether fio's --direct=1
+#                    runs on ntfs-3g's and exFAT's FUSE daemons is not checked yet)
 #   database         ext4, xfs, btrfs, btrfs-nodatasum, ext4-fscrypt, ext4-nocsum-fscrypt
 #
 # Every file system is the default device size (64 GiB sparse images on direct-I/O loop
