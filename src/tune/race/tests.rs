@@ -2,6 +2,25 @@ use super::*;
 use crate::results::Measurement;
 use crate::tune::setup::Candidate;
 
+/// One `create` run of `target`: `files_per_s` (and its `seconds`), plus `extra` metrics.
+fn run(target: &str, repetition: u32, files_per_s: f64, extra: &[(&str, f64)]) -> Measurement {
+    let mut metrics: std::collections::BTreeMap<String, f64> = [
+        ("files_per_s".to_string(), files_per_s),
+        ("seconds".to_string(), 1.0 / files_per_s),
+    ]
+    .into();
+    metrics.extend(extra.iter().map(|(k, v)| (k.to_string(), *v)));
+    Measurement {
+        target: target.to_string(),
+        fs: "ext4".into(),
+        workload: "create".into(),
+        threads: 1,
+        repetition,
+        metrics,
+        ..Default::default()
+    }
+}
+
 /// `create` measurements of candidates whose files/s are `levels` × 1000, with a few
 /// percent of run-to-run jitter, `runs` each.
 fn measured(levels: &[(&str, f64)], runs: u32) -> Vec<Measurement> {
@@ -10,19 +29,7 @@ fn measured(levels: &[(&str, f64)], runs: u32) -> Vec<Measurement> {
     for rep in 0..runs {
         for (name, level) in levels {
             let v = 1000.0 * level * jitter[rep as usize % jitter.len()];
-            out.push(Measurement {
-                target: name.to_string(),
-                fs: "ext4".into(),
-                workload: "create".into(),
-                threads: 1,
-                repetition: rep,
-                metrics: [
-                    ("files_per_s".to_string(), v),
-                    ("seconds".to_string(), 1.0 / v),
-                ]
-                .into(),
-                ..Default::default()
-            });
+            out.push(run(name, rep, v, &[]));
         }
     }
     out
@@ -105,19 +112,7 @@ fn lucky_factorial() -> (Vec<Candidate>, Vec<Measurement>) {
         };
         for (rep, e) in noise.iter().enumerate() {
             let v = 1000.0 * (truth + e).exp();
-            out.push(Measurement {
-                target: name.clone(),
-                fs: "ext4".into(),
-                workload: "create".into(),
-                threads: 1,
-                repetition: rep as u32,
-                metrics: [
-                    ("files_per_s".to_string(), v),
-                    ("seconds".to_string(), 1.0 / v),
-                ]
-                .into(),
-                ..Default::default()
-            });
+            out.push(run(&name, rep as u32, v, &[]));
         }
         candidates.push(Candidate { name, levels: l });
     }
@@ -186,20 +181,7 @@ fn the_leader_is_the_best_at_equal_steal_not_the_one_that_lost_least_cpu() {
     for rep in 0..6 {
         for (name, level, pct) in &steal {
             let v = level * (-2.0 * pct[rep] / 100.0_f64).exp() * jitter[(rep + name.len()) % 6];
-            ms.push(Measurement {
-                target: name.to_string(),
-                fs: "ext4".into(),
-                workload: "create".into(),
-                threads: 1,
-                repetition: rep as u32,
-                metrics: [
-                    ("files_per_s".to_string(), v),
-                    ("seconds".to_string(), 1.0 / v),
-                    ("cpu_steal_pct".to_string(), pct[rep]),
-                ]
-                .into(),
-                ..Default::default()
-            });
+            ms.push(run(name, rep as u32, v, &[("cpu_steal_pct", pct[rep])]));
         }
     }
     let levels = [("defaults", 1.0), ("c01", 1.0)];
