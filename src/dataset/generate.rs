@@ -253,11 +253,7 @@ fn plant_duplicates(
         let mut remaining = (fraction * pool.len() as f64).round() as usize;
         let mut next = 0;
         while remaining >= 2 {
-            let mut g = 2 + below(rng, 4) as usize;
-            g = g.min(remaining);
-            if remaining - g == 1 {
-                g -= 1;
-            }
+            let g = group_size(2 + below(rng, 4) as usize, remaining);
             let members = &pool[next..next + g];
             next += g;
             remaining -= g;
@@ -275,6 +271,19 @@ fn plant_duplicates(
     }
     groups.sort_unstable();
     groups
+}
+
+/// The size of the next planted group: `drawn` (2–5) when that leaves 0 or ≥ 2 files to
+/// plant; else one more or one fewer, so that no file is left alone. A single leftover
+/// would otherwise be planted as a "group" of one, which no finder reports (`dupes` then
+/// fails its check on every target).
+fn group_size(drawn: usize, remaining: usize) -> usize {
+    let g = drawn.min(remaining);
+    match remaining - g {
+        1 if g < 5 => g + 1,
+        1 => g - 1,
+        _ => g,
+    }
 }
 
 /// Plants files that a careless duplicate finder would group: pairs with equal sizes but

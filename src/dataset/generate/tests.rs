@@ -228,3 +228,34 @@ fn bigfolder_at_full_scale_is_big_files_plus_thousands_of_tiny_ones() {
     assert!(m.files.iter().all(|f| f.size <= 4 * GIB));
     assert!(m.files.iter().filter(|f| f.size < 4096).count() > 1000);
 }
+
+/// Regression: `--profile small --scale 0.04` (10,000 files) planted a duplicate "group" of
+/// one file, when a class had three files left to plant and drew a pair; no finder reports
+/// a file alone, so `dupes` failed its check on every target of the findings' study.
+#[test]
+fn no_planted_duplicate_group_is_a_single_file() {
+    for scale in [0.04, 0.004, 0.01, 0.1] {
+        let spec = DatasetSpec {
+            scale,
+            ..DatasetSpec::default()
+        };
+        let shape = crate::dataset::sizing::shape(&spec).unwrap();
+        let m = layout(&spec, &shape);
+        let alone: Vec<&Vec<usize>> = m.duplicate_groups.iter().filter(|g| g.len() < 2).collect();
+        assert!(alone.is_empty(), "scale {scale}: {alone:?}");
+    }
+}
+
+#[test]
+fn a_group_never_leaves_one_file_to_plant() {
+    for remaining in 2..=12 {
+        for drawn in 2..=5 {
+            let g = group_size(drawn, remaining);
+            assert!(
+                (2..=5).contains(&g) && g <= remaining,
+                "{drawn} of {remaining}: {g}"
+            );
+            assert_ne!(remaining - g, 1, "{drawn} of {remaining}: {g}");
+        }
+    }
+}
