@@ -12,6 +12,7 @@ use super::set_aside::SetAside;
 use super::team::Team;
 use super::terms::{RunError, RunOptions};
 use crate::plan::Plan;
+use crate::report::format;
 use crate::results::record::CellKey;
 use crate::results::store::{self, Loaded, Store};
 use crate::results::{Measurement, Status};
@@ -264,11 +265,15 @@ pub fn failure_line(m: &Measurement) -> String {
 pub fn describe(m: &Measurement, w: &dyn Workload) -> String {
     let (key, _) = w.key_metric();
     match (m.status, m.metrics.get(key)) {
-        (Status::Ok, Some(v)) => format!(
-            "ok {} {}",
-            crate::report::format::value(key, *v),
-            crate::report::format::header(key)
-        ),
+        (Status::Ok, Some(v)) => {
+            let (value, header) = (format::value(key, *v), format::header(key));
+            // "2.04 s", not "2.04 s seconds": the value's unit already says it.
+            let rest = match header.strip_prefix("seconds") {
+                Some(rest) if value.ends_with(" s") => rest.trim_start(),
+                _ => header.as_str(),
+            };
+            format!("ok {value} {rest}").trim_end().to_string()
+        }
         (Status::Ok, None) => "ok".to_string(),
         (s, _) => format!(
             "{}{}",
@@ -341,7 +346,7 @@ mod tests {
             ..Measurement::default()
         };
         let line = describe(&m, &crate::workload::cold_read::ColdRead);
-        assert_eq!(line, "ok 0.023 s seconds per pass");
+        assert_eq!(line, "ok 0.023 s per pass");
         let m = Measurement {
             status: Status::Ok,
             metrics: [("files_per_s".to_string(), 43_586.9)].into(),
@@ -351,5 +356,16 @@ mod tests {
             describe(&m, &crate::workload::touch::Touch),
             "ok 43.6k files/s"
         );
+    }
+
+    /// The findings' copy cells read "ok 2.04 s seconds": the unit said twice.
+    #[test]
+    fn a_time_in_seconds_is_not_followed_by_the_word_seconds() {
+        let m = Measurement {
+            status: Status::Ok,
+            metrics: [("seconds".to_string(), 2.04)].into(),
+            ..Measurement::default()
+        };
+        assert_eq!(describe(&m, &crate::workload::copy::CopyTree), "ok 2.04 s");
     }
 }
