@@ -71,7 +71,13 @@ pub fn headline(s: &Section, top: Option<&RankedPair>) -> String {
     let by = pct(c.pct_diff.abs(), false);
     let dir = if c.pct_diff > 0.0 { "higher" } else { "lower" };
     match v.decision {
-        Decision::Better | Decision::Worse => {
+        // Ranked ahead by its runs, behind by the test (at equal CPU steal): say the test's.
+        Decision::Worse => format!(
+            "{next} wins: {win}'s {key} is {by} % {dir} than {next}'s (worse, adjusted {}), \
+             although its runs ranked it ahead",
+            p_text(v.p_adjusted)
+        ),
+        Decision::Better => {
             let ci = c
                 .pct_ci95
                 .map(|(lo, hi)| {

@@ -94,13 +94,13 @@ pub fn verdict(
     }
 }
 
-/// The point's disk groups with a key-metric mean, best first.
+/// The point's disk groups with a key-metric centre, best first.
 fn ranked(p: &Point) -> Vec<usize> {
     let mut order: Vec<usize> = (0..p.groups.len())
-        .filter(|&i| !p.reference(i) && p.mean(i).is_some())
+        .filter(|&i| !p.reference(i) && p.centre(i).is_some())
         .collect();
     order.sort_by(|&a, &b| {
-        let (x, y) = (p.mean(a).unwrap_or(0.0), p.mean(b).unwrap_or(0.0));
+        let (x, y) = (p.centre(a).unwrap_or(0.0), p.centre(b).unwrap_or(0.0));
         let o = x.partial_cmp(&y).unwrap_or(std::cmp::Ordering::Equal);
         if p.key.higher_is_better {
             o.reverse()

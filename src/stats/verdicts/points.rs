@@ -88,13 +88,15 @@ pub struct RankedPair {
 }
 
 impl RankedPair {
-    /// Whether the pair's verdict is a difference (better or worse), not "equivalent" or
-    /// "undecided": what a ✓ or ✗ rests on.
+    /// Whether the pair's verdict decides that `win` is better than `next`: what a ✓ or ✗
+    /// rests on. A verdict the other way (the runs ranked them one way, the test at equal
+    /// CPU steal the other) marks nothing: the findings' cold load put ✗ on exFAT, which
+    /// that test found faster than ntfs-3g.
     pub fn decisive(&self) -> bool {
         self.cmp
             .as_ref()
             .and_then(|c| c.verdict.as_ref())
-            .is_some_and(|v| matches!(v.decision, Decision::Better | Decision::Worse))
+            .is_some_and(|v| v.decision == Decision::Better)
     }
 }
 
@@ -157,6 +159,20 @@ impl Point {
             .metrics
             .get(&self.key.name)
             .map(|m| m.summary.mean)
+    }
+
+    /// The key metric's centre of group `i` as every table shows it: the geometric mean when
+    /// every run is positive (the scale the comparisons work on), else the arithmetic mean.
+    /// The ranking behind ✓ and ✗ follows it, so one run the machine slowed cannot make a
+    /// target "worst" while its row reads a smaller difference than another's.
+    pub fn centre(&self, i: usize) -> Option<f64> {
+        let m = self.groups[i].metrics.get(&self.key.name)?;
+        match crate::stats::estimators::log_values(&m.raw) {
+            Some(logs) if !logs.is_empty() => {
+                Some((logs.iter().sum::<f64>() / logs.len() as f64).exp())
+            }
+            _ => Some(m.summary.mean),
+        }
     }
 
     /// Whether group `i` is a reference target ([`is_reference`]).
@@ -223,4 +239,39 @@ pub fn gather(groups: Vec<Group>, key_of: &dyn Fn(&str) -> Option<KeyMetric>) ->
         }
     }
     points
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stats::decision::Adjustment;
+    use crate::stats::significance::compare;
+
+    fn pair(higher_is_better: bool) -> RankedPair {
+        let mut cmp = compare(&[1.0, 1.1, 1.05], &[2.0, 2.1, 2.05], 0.05);
+        if let Some(c) = cmp.as_mut() {
+            let v = super::super::verdict(
+                c,
+                (0.001, Adjustment::TwoStage),
+                higher_is_better,
+                5.0,
+                || None,
+            );
+            c.verdict = Some(v);
+        }
+        RankedPair {
+            win: 0,
+            next: 1,
+            cmp,
+            same_as: None,
+        }
+    }
+
+    #[test]
+    fn a_pair_marks_only_when_its_verdict_says_the_leader_is_better() {
+        // The candidate (win) is twice the baseline (next): better for a rate...
+        assert!(pair(true).decisive());
+        // ...worse for a time: the ranking and the test disagree, so no ✓ or ✗.
+        assert!(!pair(false).decisive());
+    }
 }
