@@ -168,9 +168,7 @@ impl Point {
     pub fn centre(&self, i: usize) -> Option<f64> {
         let m = self.groups[i].metrics.get(&self.key.name)?;
         match crate::stats::estimators::log_values(&m.raw) {
-            Some(logs) if !logs.is_empty() => {
-                Some((logs.iter().sum::<f64>() / logs.len() as f64).exp())
-            }
+            Some(logs) if !logs.is_empty() => Some(crate::stats::estimators::mean(&logs).exp()),
             _ => Some(m.summary.mean),
         }
     }
