@@ -579,12 +579,14 @@ fn removed(r: std::io::Result<()>, p: &Path) -> Result<(), ProvisionError> {
         .map_err(|e| ProvisionError::io(format!("cannot remove {}", p.display()), e))
 }
 
-/// Where the image called `name` lives: the run's `images` directory.
+/// Where the image `name` lives (`images/`), once no removal holds it ([`Removals::wait_for`]).
 pub(super) fn image_path(work: &WorkDir, name: &str) -> Result<PathBuf, ProvisionError> {
     let images = work
         .subdir("images")
         .map_err(|e| ProvisionError::io("cannot create the image directory", e))?;
-    Ok(images.join(format!("{name}.img")))
+    let img = images.join(format!("{name}.img"));
+    work.removals.wait_for(&img);
+    Ok(img)
 }
 
 impl Drop for Instance {

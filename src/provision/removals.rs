@@ -13,9 +13,10 @@
 //! system, so the frees (and their discards) are on the disk, not in a transaction the next
 //! phase's writes would commit; the run's end (and a panic's unwinding, through
 //! [`crate::provision::WorkDir`]'s drop) waits for every removal before the work directory
-//! is cleaned up.
+//! is cleaned up; and a new image of the same name waits for the old one's removal
+//! ([`Removals::wait_for`]): the next point of an io sweep numbers its image as the last did.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex};
 
 use super::journal::{Journal, Kind, Op};
@@ -24,49 +25,82 @@ use crate::sys::{ignore_missing, syncfs};
 /// The removals in progress of one run's work directory.
 #[derive(Debug, Default)]
 pub struct Removals {
-    pending: Mutex<usize>,
+    pending: Mutex<Pending>,
     done: Condvar,
+}
+
+/// What is being removed: how many removals, and the images among them by path.
+#[derive(Debug, Default)]
+struct Pending {
+    count: usize,
+    images: Vec<PathBuf>,
 }
 
 impl Removals {
     /// Removes the image `img` (journaled under `journal`) on a thread of its own, and
     /// journals its release once it is gone; in line when no thread can be started.
     pub fn remove(self: &Arc<Self>, img: PathBuf, journal: Arc<Journal>) {
-        self.add(1);
+        self.begin(&img);
         let (me, path, j) = (Arc::clone(self), img.clone(), Arc::clone(&journal));
         let job = move || {
             remove_now(&path, &j);
-            me.add(-1);
+            me.end(&path);
         };
         let spawned = std::thread::Builder::new()
             .name("fsarena-remove".into())
             .spawn(job);
         if spawned.is_err() {
             remove_now(&img, &journal);
-            self.add(-1);
+            self.end(&img);
         }
     }
 
     /// Blocks until no removal is in progress.
     pub fn wait(&self) {
-        let Ok(mut n) = self.pending.lock() else {
+        self.wait_while(|p| p.count > 0);
+    }
+
+    /// Blocks until `img` is not being removed: a new image of that name can be created.
+    pub fn wait_for(&self, img: &Path) {
+        self.wait_while(|p| p.images.iter().any(|i| i == img));
+    }
+
+    /// Blocks while `busy` holds of what is being removed.
+    fn wait_while(&self, busy: impl Fn(&Pending) -> bool) {
+        let Ok(mut p) = self.pending.lock() else {
             return;
         };
-        while *n > 0 {
-            n = match self.done.wait(n) {
-                Ok(n) => n,
+        while busy(&p) {
+            p = match self.done.wait(p) {
+                Ok(p) => p,
                 Err(_) => return,
             };
         }
     }
 
-    /// Counts a removal in (`+1`) or out (`-1`), waking the waiters at none.
-    pub(crate) fn add(&self, by: isize) {
-        if let Ok(mut n) = self.pending.lock() {
-            *n = n.saturating_add_signed(by);
-            if *n == 0 {
-                self.done.notify_all();
+    /// The removal of `img` starts.
+    pub(crate) fn begin(&self, img: &Path) {
+        self.change(|p| {
+            p.count += 1;
+            p.images.push(img.to_path_buf());
+        });
+    }
+
+    /// The removal of `img` is over.
+    pub(crate) fn end(&self, img: &Path) {
+        self.change(|p| {
+            p.count = p.count.saturating_sub(1);
+            if let Some(at) = p.images.iter().position(|i| i == img) {
+                p.images.swap_remove(at);
             }
+        });
+    }
+
+    /// Applies `how` to what is being removed and wakes every waiter to look again.
+    fn change(&self, how: impl FnOnce(&mut Pending)) {
+        if let Ok(mut p) = self.pending.lock() {
+            how(&mut p);
+            self.done.notify_all();
         }
     }
 }
@@ -108,15 +142,43 @@ mod tests {
     #[test]
     fn waiting_blocks_until_the_last_removal_is_done() {
         let r: Arc<Removals> = Arc::default();
-        r.add(1);
+        let img = PathBuf::from("/w/images/ext4-1.img");
+        r.begin(&img);
         let (me, t0) = (Arc::clone(&r), Instant::now());
         let t = std::thread::spawn(move || {
             std::thread::sleep(Duration::from_millis(200));
-            me.add(-1);
+            me.end(&img);
         });
         r.wait();
         assert!(t0.elapsed() >= Duration::from_millis(200));
         t.join().unwrap();
         r.wait(); // none in progress: returns at once
+    }
+
+    /// Stop 49's CI: the io sweep's next point created `ext4-1.img` while the last point's
+    /// `ext4-1.img` was still being removed, and every later point failed `File exists`.
+    #[test]
+    fn an_image_name_is_not_reused_while_its_last_image_is_being_removed() {
+        let r: Arc<Removals> = Arc::default();
+        let (img, other) = (
+            PathBuf::from("/w/images/ext4-1.img"),
+            PathBuf::from("/w/x.img"),
+        );
+        r.begin(&img);
+        let t0 = Instant::now();
+        r.wait_for(&other);
+        assert!(
+            t0.elapsed() < Duration::from_millis(100),
+            "another name waits for nothing"
+        );
+        let (me, gone) = (Arc::clone(&r), img.clone());
+        let t = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(200));
+            me.end(&gone);
+        });
+        r.wait_for(&img);
+        assert!(t0.elapsed() >= Duration::from_millis(200));
+        t.join().unwrap();
+        r.wait();
     }
 }

@@ -277,14 +277,15 @@ mod tests {
     fn a_measured_phase_waits_for_the_removals_in_progress() {
         let dir = tempfile::tempdir().unwrap();
         let removals: Arc<Removals> = Arc::default();
-        removals.add(1);
+        let img = std::path::PathBuf::from("/w/images/ext4-1.img");
+        removals.begin(&img);
         let me = Arc::clone(&removals);
         let finished = Arc::new(std::sync::Mutex::new(None));
         let at = Arc::clone(&finished);
         let t = std::thread::spawn(move || {
             std::thread::sleep(Duration::from_millis(300));
             *at.lock().unwrap() = Some(Instant::now());
-            me.add(-1);
+            me.end(&img);
         });
         let mut h =
             MonitoredHarness::new(&[], None, dir.path(), Duration::ZERO, &Alone, "p".into());
