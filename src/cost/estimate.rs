@@ -73,12 +73,22 @@ pub fn estimate(
             }
             None => {
                 let lays_down = copied_layout(plan, t, w).is_none();
-                e.minimum_s += model_cell(target.fs, files, lays_down);
+                e.minimum_s += model_cell(target.fs, files, lays_down) + fixed_seconds(plan, w);
                 e.from_model += 1;
             }
         }
     }
     e
+}
+
+/// What `plan`'s options for `w` fix of its cells' length ([`Workload::fixed_seconds`]),
+/// which the model's file count does not see.
+///
+/// [`Workload::fixed_seconds`]: crate::workload::Workload::fixed_seconds
+fn fixed_seconds(plan: &Plan, w: &str) -> f64 {
+    let empty = toml::Table::new();
+    let options = plan.workload_options.get(w).unwrap_or(&empty);
+    crate::workload::by_name(w).map_or(0.0, |wl| wl.fixed_seconds(options, plan.dataset.scale))
 }
 
 #[cfg(test)]
@@ -131,5 +141,25 @@ mod tests {
             e.minimum_s
         );
         assert_eq!((e.from_history, e.from_model), (0, 4));
+    }
+
+    /// The database study's dry run said "about 46 s" of a 97-minute run: each point of a
+    /// db cell lasts its `duration`, which no file count prices.
+    #[test]
+    fn the_seconds_a_plan_fixes_for_a_cells_points_are_in_the_estimate() {
+        let ext4 = crate::plan::catalogue::get("ext4").unwrap();
+        let with = |options: &str| {
+            let mut plan = Plan::of(vec![ext4.clone()], &["db"], Default::default());
+            plan.workload_options
+                .insert("db".into(), toml::from_str(options).unwrap());
+            estimate(&plan, &[(0, "db")], &|_| 1000.0, &History::default()).minimum_s
+        };
+        let one = with("threads = 16\nduration = 1");
+        // Two counts, each also with maintenance: four points of 10 s.
+        let four = with("threads = [16, 8]\nduration = 10\nmaintenance = true");
+        assert!((four - one - 39.0).abs() < 1e-9, "{four} - {one}");
+        // An auto-tuned count searches 1, 2, 4 … 32 clients for a second each first.
+        let auto = with("threads = \"auto\"\nduration = 1\nauto_max_threads = 32");
+        assert!((auto - one - 6.0).abs() < 1e-9, "{auto} - {one}");
     }
 }

@@ -287,6 +287,13 @@ pub trait Workload: Send + Sync {
     fn follows_on_same_fs(&self, _done: &Point, _next: &Point) -> bool {
         false
     }
+    /// The seconds a cell spends in phases whose length `options` fix (a point's
+    /// `duration` or `runtime`, an auto-tuning search's trials) at data-set `scale`: the
+    /// dry run's coarse model prices the rest from the files, and a database cell's ten
+    /// seconds a point are no file count. Options the run would refuse: 0.
+    fn fixed_seconds(&self, _options: &toml::Table, _scale: f64) -> f64 {
+        0.0
+    }
     /// The points to measure; the default is one point.
     fn points(&self, _ctx: &Ctx) -> Result<Vec<Point>, WorkloadError> {
         Ok(vec![Point::default()])

@@ -36,6 +36,15 @@ pub(crate) struct Search {
     pub(crate) trial: Duration,
 }
 
+impl Search {
+    /// What its trials take when every count up to the top passes: the doubling steps
+    /// alone (1, 2, 4, … `max`), the bisection after a failure left out.
+    pub(crate) fn longest_doubling(&self) -> f64 {
+        let steps = usize::BITS - self.max.max(1).leading_zeros();
+        f64::from(steps) * self.trial.as_secs_f64()
+    }
+}
+
 /// The raw option values the search is made from.
 pub(crate) struct Raw<'a> {
     pub(crate) threads: Option<&'a toml::Value>,

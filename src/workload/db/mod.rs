@@ -64,6 +64,29 @@ impl Workload for Db {
             .then_some("its cache limit (`cache = \"off\"` avoids it)")
     }
 
+    /// Each point's `duration`, after its search where the thread count is auto-tuned.
+    fn fixed_seconds(&self, options: &toml::Table, scale: f64) -> f64 {
+        let Ok(cfg) = options::config(options, scale) else {
+            return 0.0;
+        };
+        let searches: Vec<f64> = match cfg.choices.as_slice() {
+            [] => vec![cfg.auto.map_or(0.0, |s| s.longest_doubling())],
+            choices => choices
+                .iter()
+                .map(|t| match t {
+                    auto::Threads::Auto(s) => s.longest_doubling(),
+                    auto::Threads::Fixed(_) => 0.0,
+                })
+                .collect(),
+        };
+        let variants = if cfg.maintenance { 2.0 } else { 1.0 };
+        let each = cfg.duration.as_secs_f64();
+        searches
+            .iter()
+            .map(|search| variants * (each + search))
+            .sum()
+    }
+
     fn key_metric(&self) -> (&'static str, bool) {
         ("transactions_per_s", true)
     }

@@ -95,6 +95,22 @@ impl Workload for IoWorkload {
         Ok(())
     }
 
+    /// Every point's `ramp_time` and `runtime` (none without a runtime: size-based jobs).
+    fn fixed_seconds(&self, options: &toml::Table, _scale: f64) -> f64 {
+        let Ok(cfg) = Config::from_options(self.preset, options, self.name()) else {
+            return 0.0;
+        };
+        let Some(runtime) = cfg.runtime else {
+            return 0.0;
+        };
+        let points = cfg.size.len()
+            * cfg.shapes.len()
+            * cfg.numjobs.len()
+            * cfg.direct.len()
+            * cfg.ioengine.len();
+        points as f64 * (runtime + cfg.ramp_time).as_secs_f64()
+    }
+
     fn key_metric(&self) -> (&'static str, bool) {
         ("iops", true)
     }

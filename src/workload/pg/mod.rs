@@ -71,6 +71,19 @@ impl Workload for Pg {
         Some("the loaded database leaves the cache before every measurement")
     }
 
+    /// Each point's pgbench `seconds`, after its search where the clients are auto-tuned.
+    fn fixed_seconds(&self, options: &toml::Table, scale: f64) -> f64 {
+        let Ok(cfg) = options::config(options, scale) else {
+            return 0.0;
+        };
+        let search = match cfg.threads {
+            Some(crate::workload::db::auto::Threads::Auto(s)) => s.longest_doubling(),
+            _ => 0.0,
+        };
+        let variants = if cfg.maintenance.is_some() { 2.0 } else { 1.0 };
+        cfg.modes.len() as f64 * variants * (cfg.seconds + search)
+    }
+
     fn key_metric(&self) -> (&'static str, bool) {
         ("transactions_per_s", true)
     }
