@@ -338,20 +338,21 @@ mod tests {
         assert_eq!(loaded.set_aside.len(), 1);
     }
 
+    /// An `ok` record of one metric.
+    fn ok_with(metric: &str, value: f64) -> Measurement {
+        Measurement {
+            status: Status::Ok,
+            metrics: [(metric.to_string(), value)].into(),
+            ..Measurement::default()
+        }
+    }
+
     #[test]
     fn a_short_figure_keeps_its_digits_and_unit_in_the_progress_line() {
-        let m = Measurement {
-            status: Status::Ok,
-            metrics: [("seconds_per_pass".to_string(), 0.0234)].into(),
-            ..Measurement::default()
-        };
+        let m = ok_with("seconds_per_pass", 0.0234);
         let line = describe(&m, &crate::workload::cold_read::ColdRead);
         assert_eq!(line, "ok 0.023 s per pass");
-        let m = Measurement {
-            status: Status::Ok,
-            metrics: [("files_per_s".to_string(), 43_586.9)].into(),
-            ..Measurement::default()
-        };
+        let m = ok_with("files_per_s", 43_586.9);
         assert_eq!(
             describe(&m, &crate::workload::touch::Touch),
             "ok 43.6k files/s"
@@ -361,11 +362,7 @@ mod tests {
     /// The findings' copy cells read "ok 2.04 s seconds": the unit said twice.
     #[test]
     fn a_time_in_seconds_is_not_followed_by_the_word_seconds() {
-        let m = Measurement {
-            status: Status::Ok,
-            metrics: [("seconds".to_string(), 2.04)].into(),
-            ..Measurement::default()
-        };
+        let m = ok_with("seconds", 2.04);
         assert_eq!(describe(&m, &crate::workload::copy::CopyTree), "ok 2.04 s");
     }
 }

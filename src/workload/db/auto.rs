@@ -36,12 +36,18 @@ pub(crate) struct Search {
     pub(crate) trial: Duration,
 }
 
-impl Search {
-    /// What its trials take when every count up to the top passes: the doubling steps
-    /// alone (1, 2, 4, … `max`), the bisection after a failure left out.
-    pub(crate) fn longest_doubling(&self) -> f64 {
-        let steps = usize::BITS - self.max.max(1).leading_zeros();
-        f64::from(steps) * self.trial.as_secs_f64()
+impl Threads {
+    /// What the search before the measured phase takes when every count up to the top
+    /// passes: the doubling steps alone (1, 2, 4, … `max`), the bisection after a failure
+    /// left out; none for a fixed count.
+    pub(crate) fn search_seconds(&self) -> f64 {
+        match self {
+            Threads::Fixed(_) => 0.0,
+            Threads::Auto(s) => {
+                let steps = usize::BITS - s.max.max(1).leading_zeros();
+                f64::from(steps) * s.trial.as_secs_f64()
+            }
+        }
     }
 }
 

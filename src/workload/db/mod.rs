@@ -70,14 +70,10 @@ impl Workload for Db {
             return 0.0;
         };
         let searches: Vec<f64> = match cfg.choices.as_slice() {
-            [] => vec![cfg.auto.map_or(0.0, |s| s.longest_doubling())],
-            choices => choices
-                .iter()
-                .map(|t| match t {
-                    auto::Threads::Auto(s) => s.longest_doubling(),
-                    auto::Threads::Fixed(_) => 0.0,
-                })
-                .collect(),
+            [] => vec![cfg
+                .auto
+                .map_or(0.0, |s| auto::Threads::Auto(s).search_seconds())],
+            choices => choices.iter().map(auto::Threads::search_seconds).collect(),
         };
         let variants = if cfg.maintenance { 2.0 } else { 1.0 };
         let each = cfg.duration.as_secs_f64();

@@ -76,10 +76,7 @@ impl Workload for Pg {
         let Ok(cfg) = options::config(options, scale) else {
             return 0.0;
         };
-        let search = match cfg.threads {
-            Some(crate::workload::db::auto::Threads::Auto(s)) => s.longest_doubling(),
-            _ => 0.0,
-        };
+        let search = cfg.threads.map_or(0.0, |t| t.search_seconds());
         let variants = if cfg.maintenance.is_some() { 2.0 } else { 1.0 };
         cfg.modes.len() as f64 * variants * (cfg.seconds + search)
     }
