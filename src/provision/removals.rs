@@ -25,15 +25,9 @@ use crate::sys::{ignore_missing, syncfs};
 /// The removals in progress of one run's work directory.
 #[derive(Debug, Default)]
 pub struct Removals {
-    pending: Mutex<Pending>,
+    /// The images being removed, by path (one entry per removal).
+    pending: Mutex<Vec<PathBuf>>,
     done: Condvar,
-}
-
-/// What is being removed: how many removals, and the images among them by path.
-#[derive(Debug, Default)]
-struct Pending {
-    count: usize,
-    images: Vec<PathBuf>,
 }
 
 impl Removals {
@@ -57,16 +51,16 @@ impl Removals {
 
     /// Blocks until no removal is in progress.
     pub fn wait(&self) {
-        self.wait_while(|p| p.count > 0);
+        self.wait_while(|p| !p.is_empty());
     }
 
     /// Blocks until `img` is not being removed: a new image of that name can be created.
     pub fn wait_for(&self, img: &Path) {
-        self.wait_while(|p| p.images.iter().any(|i| i == img));
+        self.wait_while(|p| p.iter().any(|i| i == img));
     }
 
     /// Blocks while `busy` holds of what is being removed.
-    fn wait_while(&self, busy: impl Fn(&Pending) -> bool) {
+    fn wait_while(&self, busy: impl Fn(&[PathBuf]) -> bool) {
         let Ok(mut p) = self.pending.lock() else {
             return;
         };
@@ -80,24 +74,20 @@ impl Removals {
 
     /// The removal of `img` starts.
     pub(crate) fn begin(&self, img: &Path) {
-        self.change(|p| {
-            p.count += 1;
-            p.images.push(img.to_path_buf());
-        });
+        self.change(|p| p.push(img.to_path_buf()));
     }
 
     /// The removal of `img` is over.
     pub(crate) fn end(&self, img: &Path) {
         self.change(|p| {
-            p.count = p.count.saturating_sub(1);
-            if let Some(at) = p.images.iter().position(|i| i == img) {
-                p.images.swap_remove(at);
+            if let Some(at) = p.iter().position(|i| i == img) {
+                p.swap_remove(at);
             }
         });
     }
 
     /// Applies `how` to what is being removed and wakes every waiter to look again.
-    fn change(&self, how: impl FnOnce(&mut Pending)) {
+    fn change(&self, how: impl FnOnce(&mut Vec<PathBuf>)) {
         if let Ok(mut p) = self.pending.lock() {
             how(&mut p);
             self.done.notify_all();
