@@ -7,7 +7,7 @@ use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 use std::time::Duration;
 
-use common::{leftovers, require_root, TestRoot};
+use common::{leftovers, require_root, sparse_file, TestRoot};
 use fsarena::monitor::Monitor;
 use fsarena::plan::{catalogue, FsKind};
 use fsarena::provision::command::Cmd;
@@ -133,8 +133,7 @@ struct TestLoop {
 impl TestLoop {
     fn new(root: &std::path::Path, name: &str) -> TestLoop {
         let img = root.join(format!("{name}.img"));
-        let f = std::fs::File::create(&img).unwrap();
-        f.set_len(64 << 20).unwrap();
+        sparse_file(&img, 64 << 20);
         let out = Cmd::new("losetup")
             .args(["--find", "--show"])
             .arg(img.display().to_string())
@@ -156,6 +155,40 @@ impl Drop for TestLoop {
         let _ = Cmd::new("umount").arg(&self.dev).output("");
         let _ = Cmd::new("losetup").args(["-d", &self.dev]).output("");
     }
+}
+
+/// Stop 49's CI failure: a blank test device was refused as "open in process N", N being a
+/// child another test had forked (helpers fork, then exec) while this test still held the
+/// image open to size it. Test images are made by `truncate` (`sparse_file`), so the guard
+/// sees them free however many helpers start beside them; the old way failed ~1 in 10.
+#[test]
+fn a_blank_test_device_is_not_refused_while_helpers_start_beside_it() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    require_root();
+    let root = TestRoot::new("guard-forks");
+    let stop = std::sync::Arc::new(AtomicBool::new(false));
+    let forkers: Vec<_> = (0..2)
+        .map(|_| {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    let _ = fsarena::sys::helper_command("true").status();
+                }
+            })
+        })
+        .collect();
+    let refused: Vec<String> = (0..120)
+        .filter_map(|i| {
+            let blank = TestLoop::new(&root.path, &format!("blank{i}"));
+            let dev = std::path::Path::new(&blank.dev);
+            guard::check_device(dev, false, &root.path)
+                .err()
+                .map(|e| e.to_string())
+        })
+        .collect();
+    stop.store(true, Ordering::Relaxed);
+    forkers.into_iter().for_each(|f| f.join().unwrap());
+    assert!(refused.is_empty(), "{refused:#?}");
 }
 
 #[test]
@@ -241,7 +274,9 @@ fn guard_refuses_signed_and_mounted_devices_and_leaves_them_unchanged() {
 
     // A blank device is allowed; a non-device is refused.
     let blank = TestLoop::new(&root.path, "blank");
-    assert!(guard::check_device(std::path::Path::new(&blank.dev), false, &root.path).is_ok());
+    if let Err(e) = guard::check_device(std::path::Path::new(&blank.dev), false, &root.path) {
+        panic!("a blank device {} was refused: {e}", blank.dev);
+    }
     let err = guard::check_device(&root.path, false, &root.path)
         .unwrap_err()
         .to_string();

@@ -133,10 +133,6 @@ impl Drop for Made {
     }
 }
 
-fn sparse(p: &Path, bytes: u64) {
-    std::fs::File::create(p).unwrap().set_len(bytes).unwrap();
-}
-
 /// Issue 11.1: with an image attached twice and mounted through the second loop device,
 /// `--allow-device --wipe` formatted the first, destroying the mounted file system.
 #[test]
@@ -145,7 +141,7 @@ fn a_loop_device_whose_image_is_mounted_through_another_is_refused() {
     let root = TestRoot::new("reg-loop-alias");
     let mut made = Made::default();
     let img = root.path.join("shared.img");
-    sparse(&img, 256 << 20);
+    common::sparse_file(&img, 256 << 20);
     let ld = made.attach(&img);
     let ld2 = made.attach(&img);
     sh(Command::new("mkfs.ext4").args(["-q", &ld2]));
@@ -188,7 +184,7 @@ fn the_device_refusal_names_the_real_work_directory() {
     let root = TestRoot::new("reg-workdir-disk");
     let mut made = Made::default();
     let img = root.path.join("w.img");
-    sparse(&img, 256 << 20);
+    common::sparse_file(&img, 256 << 20);
     let ld = made.attach(&img);
     sh(Command::new("mkfs.ext4").args(["-q", &ld]));
     let mnt = root.path.join("wmnt");

@@ -184,6 +184,19 @@ pub fn files_named(dir: &Path, prefix: &str) -> Vec<std::path::PathBuf> {
     out
 }
 
+/// A sparse file of `bytes` at `path`, made by `truncate` so that this process never holds
+/// it open: tests run side by side, and a child another test forks (fsarena's helpers fork,
+/// then exec) keeps a copy of every open descriptor until its exec, so an image this process
+/// had open could be seen "open in another process" by the guard a moment later.
+pub fn sparse_file(path: &Path, bytes: u64) {
+    let st = std::process::Command::new("truncate")
+        .args(["-s", &bytes.to_string()])
+        .arg(path)
+        .status()
+        .unwrap();
+    assert!(st.success(), "truncate {}", path.display());
+}
+
 /// Live processes whose command line mentions `path` (a postmaster names its data
 /// directory).
 pub fn processes_naming(path: &Path) -> Vec<i32> {
