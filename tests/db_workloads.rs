@@ -69,6 +69,22 @@ fn db_reads_reach_the_device_in_every_repetition_at_the_default_scale() {
         assert!(f("cgroup_page_cache_peak_bytes") < db * 0.5, "{x}");
         assert!(f("cgroup_limit_bytes") >= f("cgroup_cache_bytes"), "{x}");
     }
+    // The answer's size is the database measured, not the data set db never reads (the
+    // header said "2.5k files · 39.1 MiB"), and the data set's compressibility is not said.
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    let sizes = summary["sizes"].as_array().unwrap();
+    assert_eq!(sizes.len(), 1, "{sizes:?}");
+    assert_eq!(sizes[0]["initial_state_of"], "db", "{sizes:?}");
+    let (stated, built) = (
+        sizes[0]["bytes"].as_f64().unwrap(),
+        ms[0]["metrics"]["db_initial_bytes"].as_f64().unwrap(),
+    );
+    assert!(
+        (stated - built).abs() <= built * 0.05,
+        "{stated} vs {built}"
+    );
+    assert!(summary["host"]["dataset_zstd_ratio"].is_null(), "{summary}");
     assert!(leftovers(&root.path).is_empty());
     // Only this run's cgroups: other tests may be running pg or db cells in parallel.
     assert!(cgroups_of(pid).is_empty(), "{:?}", cgroups_of(pid));

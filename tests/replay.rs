@@ -534,7 +534,7 @@ fn a_replays_dry_run_describes_its_traces_initial_state_not_the_data_set() {
     let (code, out) = dry_run(&["--workload", "replay", "--trace", t], &root.path);
     assert_eq!(code, Some(0), "{out}");
     let state = format!(
-        "initial state of replay: 1 file, 3.0 MiB from {t} (up to 4.0 MiB with what its calls add)"
+        "initial state of replay: 1 file, 3.0 MiB, from {t} (up to 4.0 MiB with what its phase adds)"
     );
     assert!(out.contains(&state), "{out}");
     assert!(!out.contains("data set: "), "{out}");

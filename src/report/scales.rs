@@ -19,14 +19,16 @@ use crate::workload::initial::Starts;
 pub struct DataSetSize {
     /// The label its records carry; `None` for a run of one data set.
     pub label: Option<String>,
-    /// Files generated (exact) and bytes expected (the mean size of each class × its count).
-    pub files: u64,
+    /// Files generated (exact) and bytes expected (the mean size of each class × its count);
+    /// `None` for an own state whose files cannot be counted before the run (`pg`'s cluster).
+    pub files: Option<u64>,
     pub bytes: u64,
     /// Whether those bytes fit in the host's RAM, so reads after the first may come from
-    /// the page cache: "fits in page cache" or "larger than RAM".
-    pub page_cache: &'static str,
+    /// the page cache: "fits in page cache" or "larger than RAM"; or the limit a workload
+    /// holds its page cache to ("page cache held to 25 % of it").
+    pub page_cache: String,
     /// Set when this is not a data set but a workload's own initial state (a replay's
-    /// trace): that workload's name; `label` then says where the state comes from.
+    /// trace, a database): that workload's name; `label` then says what the state is.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub initial_state_of: Option<String>,
 }
@@ -60,19 +62,24 @@ pub fn sizes(plan: &Plan, ram: u64) -> Vec<DataSetSize> {
             let bytes = sizing::bytes(d).unwrap_or(0.0) as u64;
             DataSetSize {
                 label: plan.dataset_label(i),
-                files: sizing::files(d).unwrap_or(0),
+                files: Some(sizing::files(d).unwrap_or(0)),
                 bytes,
-                page_cache: page_cache(bytes, ram),
+                page_cache: page_cache(bytes, ram).into(),
                 initial_state_of: None,
             }
         })
         .collect();
-    out.extend(starts.known().map(|(name, own)| DataSetSize {
-        label: Some(own.from.clone()),
-        files: own.files,
-        bytes: own.bytes,
-        page_cache: page_cache(own.bytes, ram),
-        initial_state_of: Some(name.to_string()),
+    out.extend(starts.known().map(|(name, own)| {
+        DataSetSize {
+            label: Some(own.what.clone()),
+            files: own.files,
+            bytes: own.bytes,
+            page_cache: own
+                .cache
+                .clone()
+                .unwrap_or_else(|| page_cache(own.bytes, ram).into()),
+            initial_state_of: Some(name.to_string()),
+        }
     }));
     out
 }
@@ -81,10 +88,13 @@ pub fn sizes(plan: &Plan, ram: u64) -> Vec<DataSetSize> {
 /// none), else "larger than RAM".
 fn page_cache(bytes: u64, ram: u64) -> &'static str {
     match bytes < ram {
-        true => "fits in page cache",
-        false => "larger than RAM",
+        true => FITS,
+        false => LARGER,
     }
 }
+
+const FITS: &str = "fits in page cache";
+const LARGER: &str = "larger than RAM";
 
 /// The scale check of the decided `points`, when the plan ran two or more scales.
 pub fn check(points: &[Point], baseline: &str, plan: &Plan) -> Option<ScaleCheckSummary> {
@@ -107,17 +117,25 @@ pub fn check(points: &[Point], baseline: &str, plan: &Plan) -> Option<ScaleCheck
 /// beside it) and the page-cache clause said once when it is the same for all.
 pub fn size_line(sizes: &[DataSetSize], ram: u64) -> Option<String> {
     let first = sizes.first()?;
-    let same = sizes.iter().all(|s| s.page_cache == first.page_cache);
+    // A cache limit is said beside its own state, unless it is the only one.
+    let limited = |s: &DataSetSize| ![FITS, LARGER].contains(&s.page_cache.as_str());
+    let same = sizes.iter().all(|s| s.page_cache == first.page_cache)
+        && (sizes.len() == 1 || !limited(first));
     let each: Vec<String> = sizes
         .iter()
         .map(|s| {
-            let unit = if s.files == 1 { "file" } else { "files" };
-            let size = format!("{} {unit} · {}", count_label(s.files), human_bytes(s.bytes));
+            let size = match s.files {
+                Some(1) => format!("1 file · {}", human_bytes(s.bytes)),
+                Some(n) => format!("{} files · {}", count_label(n), human_bytes(s.bytes)),
+                None => human_bytes(s.bytes),
+            };
             let named = match (&s.initial_state_of, &s.label) {
-                (Some(w), from) => format!(
-                    "{w}'s initial state: {size} from {}",
-                    from.as_deref().unwrap_or("its trace")
-                ),
+                // Neither counted nor sized before the run: what it is says it all.
+                (Some(w), Some(what)) if s.files.is_none() && s.bytes == 0 => {
+                    format!("{w}'s initial state: {what}")
+                }
+                (Some(w), Some(what)) => format!("{w}'s initial state: {size}, {what}"),
+                (Some(w), None) => format!("{w}'s initial state: {size}"),
                 (None, Some(l)) if !l.ends_with(&size) => format!("{l} ({size})"),
                 _ => size,
             };
@@ -129,8 +147,8 @@ pub fn size_line(sizes: &[DataSetSize], ram: u64) -> Option<String> {
         .collect();
     let cache = match (same, sizes.len()) {
         (true, 1) => format!(", {}", first.page_cache),
-        (true, _) if first.page_cache == "larger than RAM" => ", each larger than RAM".into(),
-        (true, _) => ", each fits in page cache".into(),
+        (true, _) if first.page_cache == LARGER => format!(", each {LARGER}"),
+        (true, _) => format!(", each {FITS}"),
         (false, _) => String::new(),
     };
     let many = match sizes
@@ -202,7 +220,7 @@ pub fn files_of(sizes: &[DataSetSize], label: Option<&str>) -> Option<u64> {
     sizes
         .iter()
         .find(|s| s.label.as_deref() == label)
-        .map(|s| s.files)
+        .and_then(|s| s.files)
 }
 
 #[cfg(test)]
@@ -243,6 +261,57 @@ mod tests {
         assert_eq!(files_of(&two, Some("25k files · 390.6 MiB")), Some(25_000));
     }
 
+    /// Defect (issue 41, "every headline says the size it was measured at"): a `db`, `pg` or
+    /// fio run's header stated the default data set ("measured at 2.5k files · 39.1 MiB"),
+    /// which none of them reads, instead of the database or data file it measured.
+    #[test]
+    fn a_database_or_fio_runs_header_states_what_it_measured_not_the_data_set() {
+        let line = |workloads: &[&str], options: &str| {
+            let mut plan = Plan::of(Vec::new(), workloads, DatasetSpec::default());
+            if let Some(w) = workloads.first() {
+                let table: toml::Table = options.parse().unwrap();
+                plan.workload_options.insert(w.to_string(), table);
+            }
+            size_line(&sizes(&plan, 24 << 30), 24 << 30).unwrap()
+        };
+        assert_eq!(
+            line(&["db"], ""),
+            "measured at db's initial state: 1 file · 10.0 MiB, a SQLite database, built for \
+             each repetition, page cache held to 25 % of it (RAM 24.0 GiB)"
+        );
+        assert_eq!(
+            line(&["pg"], "pgbench_scale = 64"),
+            "measured at pg's initial state: 1.0 GiB, a pgbench database at scale 64, loaded \
+             for each repetition, page cache held to 25 % of it (RAM 24.0 GiB)"
+        );
+        let sweep = line(&["io-sweep"], "");
+        assert!(
+            sweep.starts_with(
+                "measured at io-sweep's initial state: 1 file · 16.0 MiB, a fio data file, then \
+                 a large one sized on the target"
+            ),
+            "{sweep}"
+        );
+        let large = line(&["io-quick"], "size = \"large\"");
+        assert!(
+            large.starts_with("measured at io-quick's initial state: a fio data file sized on"),
+            "{large}"
+        );
+        let both = line(&["db", "create"], "");
+        assert!(
+            both.starts_with(
+                "measured at 2.5k files · 39.1 MiB, fits in page cache; db's initial state: 1 file"
+            ) && both.ends_with("page cache held to 25 % of it (RAM 24.0 GiB)"),
+            "{both}"
+        );
+        // Without a limit, whether it fits in RAM is said again.
+        let off = line(&["db"], "cache = \"off\"");
+        assert!(
+            off.ends_with("each repetition, fits in page cache (RAM 24.0 GiB)"),
+            "{off}"
+        );
+    }
+
     /// Defect (issue 37): a replay's report header stated the default data set ("measured
     /// at 2.5k files · 39.1 MiB"), which the replay never writes, instead of its trace's
     /// initial state; a plan that runs both states both.
@@ -257,7 +326,7 @@ mod tests {
         assert_eq!(
             line,
             format!(
-                "measured at replay's initial state: 1 file · 2.6 MiB from {trace}, fits in \
+                "measured at replay's initial state: 1 file · 2.6 MiB, from {trace}, fits in \
                  page cache (RAM 24.0 GiB)"
             )
         );

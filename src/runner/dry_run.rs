@@ -211,13 +211,15 @@ impl<'p> Preview<'p> {
             );
         }
         for (name, own) in sized.starts.known() {
+            let files = match own.files {
+                Some(n) => format!("{n} file{}, ", plural(n as usize)),
+                None => String::new(),
+            };
             let _ = writeln!(
                 s,
-                "initial state of {name}: {} file{}, {} from {} (up to {} with what its calls add)",
-                own.files,
-                plural(own.files as usize),
+                "initial state of {name}: {files}{}, {} (up to {} with what its phase adds)",
                 human_bytes(own.bytes),
-                own.from,
+                own.what,
                 human_bytes(own.peak_bytes)
             );
         }

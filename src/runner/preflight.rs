@@ -101,7 +101,11 @@ pub fn size(plan: &Plan, opts: &RunOptions) -> Result<Sized, RunError> {
         data_bytes,
         files: manifest.files.len(),
         disk_bytes: disk_need(plan, held),
-        zstd_ratio: crate::dataset::ratio::zstd_ratio(&plan.dataset, &manifest),
+        // Said of the data set only where a workload reads it.
+        zstd_ratio: starts
+            .dataset
+            .then(|| crate::dataset::ratio::zstd_ratio(&plan.dataset, &manifest))
+            .flatten(),
         starts,
     })
 }
@@ -266,10 +270,9 @@ pub fn disk_need(plan: &Plan, held: Held) -> u64 {
 
 const MIB: u64 = 1 << 20;
 
-/// What one point's `log_target` file system may hold: PostgreSQL's WAL, whose
-/// `max_wal_size` (1 GB, left at its default) is a soft limit a busy phase overshoots until
-/// the next checkpoint, and the file system's own metadata.
-pub const LOG_IMAGE_BYTES: u64 = 2 << 30;
+/// What one point's `log_target` file system may hold: PostgreSQL's WAL at its peak (its
+/// file system's own metadata fits in the overshoot that bound allows for).
+pub const LOG_IMAGE_BYTES: u64 = crate::workload::pg::WAL_PEAK_BYTES;
 
 /// How many `log_target` images the run holds at once: one per point that has one, made
 /// fresh for the point and removed after it, so at most one (a log on a named device or

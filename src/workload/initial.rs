@@ -1,5 +1,6 @@
 //! What a workload's cells start from: the plan's data set, or a state of its own
-//! (`replay`'s trace: the files its program found). Everything that sizes or describes a
+//! (`replay`'s trace: the files its program found; `db`'s SQLite database, `pg`'s pgbench
+//! database, `io-*`'s fio data file). Everything that sizes or describes a
 //! run before or after it — the space check, the dry run, the cost estimate, the report's
 //! header — asks `Workload::initial_state` through [`Starts`], so a plan that runs only a
 //! replay is not sized and described as the default data set it never writes.
@@ -10,14 +11,19 @@ use crate::plan::Plan;
 /// A workload's own starting state, as big as it is.
 #[derive(Debug, Clone, PartialEq)]
 pub struct OwnState {
-    /// Files (not directories or symlinks) and their bytes.
-    pub files: u64,
+    /// Files (not directories or symlinks), where they can be told before the run (a
+    /// PostgreSQL cluster's count is `initdb`'s business), and their bytes.
+    pub files: Option<u64>,
     pub bytes: u64,
     /// The most its tree may hold during the phase (the state and every byte the phase
     /// may add): what the space check must find room for.
     pub peak_bytes: u64,
-    /// Where it comes from, for a reader ("traces/tar-xf.fstrace").
-    pub from: String,
+    /// What it is, for a reader, after its size: "from traces/tar-xf.fstrace", "a SQLite
+    /// database, built for each repetition".
+    pub what: String,
+    /// The page cache it may use, where the workload limits it ("page cache held to 25 %
+    /// of it"): said instead of whether it fits in RAM, which then does not matter.
+    pub cache: Option<String>,
 }
 
 /// What a workload's cells start from.
@@ -42,13 +48,15 @@ pub struct Starts {
 }
 
 impl Starts {
-    /// Asks each of the plan's workloads (unknown names are left to the run's own checks).
+    /// Asks each of the plan's workloads (unknown names are left to the run's own checks),
+    /// at the plan's largest scale: what the space check must hold.
     pub fn of(plan: &Plan) -> Starts {
         let empty = toml::Table::new();
+        let scale = plan.scales().into_iter().fold(0.0, f64::max);
         let mut s = Starts::default();
         for w in plan.workloads.iter().filter_map(|n| by_name(n)) {
             let options = plan.workload_options.get(w.name()).unwrap_or(&empty);
-            match w.initial_state(options) {
+            match w.initial_state(options, scale) {
                 Start::DataSet => s.dataset = true,
                 own => s.own.push((w.name(), own)),
             }
@@ -80,18 +88,18 @@ impl Starts {
     }
 
     /// The files workload `name` starts from, given the data set's (what a cell's cost
-    /// grows with); `None` for a state that cannot be read.
+    /// grows with); `None` for a state that cannot be read or counted.
     pub fn files_of(&self, name: &str, data_files: u64) -> Option<u64> {
         match self.own.iter().find(|(n, _)| *n == name) {
             None => Some(data_files),
-            Some((_, Start::Own(o))) => Some(o.files),
+            Some((_, Start::Own(o))) => o.files,
             Some(_) => None,
         }
     }
 
     /// The files the run's largest start holds: what its images grow with.
     pub fn largest_files(&self, data_files: u64) -> u64 {
-        let own = self.known().map(|(_, o)| o.files).max().unwrap_or(0);
+        let own = self.known().filter_map(|(_, o)| o.files).max().unwrap_or(0);
         own.max(if self.dataset { data_files } else { 0 })
     }
 }

@@ -233,10 +233,12 @@ pub trait Workload: Send + Sync {
     fn lay_down(&self, _ctx: &Ctx) -> Result<(), WorkloadError> {
         Ok(())
     }
-    /// What its cells start from under these options: the data set, or its own state
-    /// with its size ([`initial::Starts`] asks it for the space check, the dry run, the
-    /// cost estimate and the report's header).
-    fn initial_state(&self, _options: &toml::Table) -> initial::Start {
+    /// What its cells start from under these options at data-set `scale`: the data set,
+    /// or its own state with its size ([`initial::Starts`] asks it for the space check,
+    /// the dry run, the cost estimate and the report's header). A workload that never
+    /// reads the data set says what it works on instead, so a report does not state the
+    /// data set's size as the size its answer holds for.
+    fn initial_state(&self, _options: &toml::Table, _scale: f64) -> initial::Start {
         initial::Start::DataSet
     }
     /// Whether `point` runs on a copy of the workload's populated image, when it has one

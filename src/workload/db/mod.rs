@@ -26,6 +26,7 @@ mod schema;
 mod timed;
 
 use self::options::{Cache, Config};
+use super::initial::{OwnState, Start};
 use super::{Ctx, Harness, Outcome, Point, Workload, WorkloadError};
 use crate::provision::cgroup;
 
@@ -36,6 +37,9 @@ pub struct Db;
 const MAINTENANCE: &str = "maintenance";
 /// The suffix of a thread count's maintenance variant (`16 threads + maintenance`).
 const MAINTAINED: &str = " + maintenance";
+/// Room for the WAL beyond a database's own size: a small database's WAL between two
+/// checkpoints can outgrow it.
+const WAL_SLACK: u64 = 256 << 20;
 
 impl Workload for Db {
     fn name(&self) -> &'static str {
@@ -62,6 +66,22 @@ impl Workload for Db {
         options::config(options, 1.0)
             .is_ok_and(|c| c.cache != Cache::Off)
             .then_some("its cache limit (`cache = \"off\"` avoids it)")
+    }
+
+    /// The database it builds for every repetition (the data set is never read). The WAL
+    /// beside it is checkpointed back as the phase runs but keeps its size; it and the
+    /// rows the phase inserts are counted as one more database at most.
+    fn initial_state(&self, options: &toml::Table, scale: f64) -> Start {
+        match options::config(options, scale) {
+            Ok(cfg) => Start::Own(OwnState {
+                files: Some(1),
+                bytes: cfg.size,
+                peak_bytes: 2 * cfg.size + WAL_SLACK,
+                what: "a SQLite database, built for each repetition".into(),
+                cache: cfg.cache.said(),
+            }),
+            Err(why) => Start::Unknown(why),
+        }
     }
 
     /// Each point's `duration`, after its search where the thread count is auto-tuned.

@@ -117,6 +117,19 @@ impl Cache {
         }
         .map(|b| b.max(u64::from(page)))
     }
+
+    /// The limit as a report states it beside the database's size (`None` when off: then
+    /// whether the database fits in RAM is what matters).
+    pub(crate) fn said(self) -> Option<String> {
+        match self {
+            Cache::Off => None,
+            Cache::Bytes(b) => Some(format!(
+                "page cache held to {}",
+                crate::plan::size::human_bytes(b)
+            )),
+            Cache::Fraction(f) => Some(format!("page cache held to {} % of it", f * 100.0)),
+        }
+    }
 }
 
 /// Resolved options.

@@ -18,6 +18,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use crate::fio::{self, ClientRun, FioError, FioJob, FioRun, IoEngine, Rw, Server};
+use crate::workload::initial::{OwnState, Start};
 use crate::workload::{Chart, Ctx, Harness, IoContext, Outcome, Point, Workload, WorkloadError};
 
 mod datafile;
@@ -93,6 +94,35 @@ impl Workload for IoWorkload {
                 .map_err(|e| format!("{}: io hosts: {e}", self.name()))?;
         }
         Ok(())
+    }
+
+    /// The data file its points read and write, one at a time (the data set is never
+    /// read): the largest size known before the target exists; a `large` file is sized on
+    /// the target from its RAM and free space, so it is named, not counted.
+    fn initial_state(&self, options: &toml::Table, scale: f64) -> Start {
+        let cfg = match Config::from_options(self.preset, options, self.name()) {
+            Ok(cfg) => cfg,
+            Err(why) => return Start::Unknown(why),
+        };
+        let known = cfg.size.iter().filter_map(|s| match s {
+            SizeChoice::Small => Some(cfg.small_bytes(scale)),
+            SizeChoice::Bytes(b) => Some(*b),
+            SizeChoice::Large => None,
+        });
+        let bytes = known.max();
+        const LARGE: &str = "sized on the target (twice RAM × scale, at most half its free space)";
+        let what = match (bytes, cfg.size.contains(&SizeChoice::Large)) {
+            (Some(_), true) => format!("a fio data file, then a large one {LARGE}"),
+            (Some(_), false) => "a fio data file".into(),
+            (None, _) => format!("a fio data file {LARGE}"),
+        };
+        Start::Own(OwnState {
+            files: bytes.map(|_| 1),
+            bytes: bytes.unwrap_or(0),
+            peak_bytes: bytes.unwrap_or(0),
+            what,
+            cache: None,
+        })
     }
 
     /// Every point's `ramp_time` and `runtime` (none without a runtime: size-based jobs).

@@ -34,7 +34,12 @@ pub mod server;
 mod stats;
 
 use crate::provision::cgroup;
+use crate::workload::initial::{OwnState, Start};
 use crate::workload::{Ctx, Harness, Outcome, Point, Workload, WorkloadError};
+
+/// The most PostgreSQL's WAL holds during a phase: `max_wal_size` (1 GB, left at its
+/// default) is a soft limit a busy phase overshoots until the next checkpoint.
+pub const WAL_PEAK_BYTES: u64 = 2 << 30;
 
 /// The `pg` workload.
 pub struct Pg;
@@ -69,6 +74,28 @@ impl Workload for Pg {
     }
     fn drops_caches(&self, _options: &toml::Table) -> Option<&'static str> {
         Some("the loaded database leaves the cache before every measurement")
+    }
+
+    /// The pgbench database it loads for every repetition (the data set is never read):
+    /// its bytes from the pgbench scale; its files are the cluster `initdb` makes, told
+    /// only by running it. The WAL may grow by [`WAL_PEAK_BYTES`] on top.
+    fn initial_state(&self, options: &toml::Table, scale: f64) -> Start {
+        match options::config(options, scale) {
+            Ok(cfg) => {
+                let bytes = u64::from(cfg.pgbench_scale) * options::BYTES_PER_SCALE;
+                Start::Own(OwnState {
+                    files: None,
+                    bytes,
+                    peak_bytes: bytes + WAL_PEAK_BYTES,
+                    what: format!(
+                        "a pgbench database at scale {}, loaded for each repetition",
+                        cfg.pgbench_scale
+                    ),
+                    cache: cfg.cache.said(),
+                })
+            }
+            Err(why) => Start::Unknown(why),
+        }
     }
 
     /// Each point's pgbench `seconds`, after its search where the clients are auto-tuned.

@@ -102,9 +102,10 @@ pub fn initial_state(trace: &Trace, path: &Path) -> OwnState {
         })
         .sum();
     OwnState {
-        files: files.len() as u64,
+        files: Some(files.len() as u64),
         bytes,
         peak_bytes: bytes.saturating_add(added),
-        from: path.display().to_string(),
+        what: format!("from {}", path.display()),
+        cache: None,
     }
 }

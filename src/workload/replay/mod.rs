@@ -69,7 +69,7 @@ impl Workload for Replay {
         true
     }
     /// The trace's initial state, and what its calls may add to it.
-    fn initial_state(&self, options: &toml::Table) -> Start {
+    fn initial_state(&self, options: &toml::Table, _scale: f64) -> Start {
         match options::load(options) {
             Ok((o, trace)) => Start::Own(lay::initial_state(&trace, &o.trace)),
             Err(why) => Start::Unknown(why),
