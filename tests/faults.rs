@@ -237,18 +237,11 @@ fn a_slow_device_becomes_a_timeout_record() {
         t0.elapsed()
     );
     let st = statuses(&out);
-    // The file-by-file point reads the whole data set through the throttle and times out;
-    // the `launch` point (one small program) may finish within the limit or not.
-    assert_eq!(
-        st.first(),
-        Some(&("ext4".to_string(), "cold-read".to_string(), Status::Timeout)),
-        "{st:?}"
-    );
-    assert!(
-        st.iter()
-            .all(|(_, _, s)| matches!(s, Status::Timeout | Status::Ok)),
-        "{st:?}"
-    );
+    // Both points read tens of MB through the 1 MiB/s throttle and time out: the file-by-file
+    // one, and the `launch` one, whose program is killed at the limit (it used to be waited
+    // for, 26 s, and recorded ok).
+    assert_eq!(st.len(), 2, "{st:?}");
+    assert!(st.iter().all(|(_, _, s)| *s == Status::Timeout), "{st:?}");
     assert!(err.contains("timeout"), "{err}");
     assert!(
         leftovers(&root.path).is_empty(),

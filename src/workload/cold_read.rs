@@ -236,9 +236,7 @@ fn run_launch(ctx: &Ctx, harness: &mut dyn Harness) -> Result<Outcome, WorkloadE
     let aside = harness.aside();
     let mut outcome = measure_cold_passes(harness, &mut || {
         let t = Instant::now();
-        let out = cmd
-            .output()
-            .ctx(|| format!("starting {}", app.program.display()))?;
+        let out = launch::output_unless_stopped(ctx, &mut cmd)?;
         let seconds = t.elapsed().as_secs_f64();
         if !out.status.success() {
             return Err(WorkloadError::Tool(format!(
