@@ -236,7 +236,7 @@ fn run_launch(ctx: &Ctx, harness: &mut dyn Harness) -> Result<Outcome, WorkloadE
     let aside = harness.aside();
     let mut outcome = measure_cold_passes(harness, &mut || {
         let t = Instant::now();
-        let out = launch::output_unless_stopped(ctx, &mut cmd)?;
+        let out = super::tool::output_unless_stopped(ctx, &mut cmd, launch::PROGRAM)?;
         let seconds = t.elapsed().as_secs_f64();
         if !out.status.success() {
             return Err(WorkloadError::Tool(format!(

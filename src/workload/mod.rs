@@ -39,6 +39,7 @@ pub mod scan;
 pub mod search;
 pub mod source;
 pub mod sync;
+pub mod tool;
 pub mod touch;
 pub mod tree_copy;
 pub mod untar;

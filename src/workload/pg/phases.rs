@@ -208,7 +208,7 @@ impl<'a> Cell<'a> {
             .arg(cfg.pgbench_scale.to_string())
             .arg("postgres")
             .current_dir(ctx.scratch);
-        server::run_tool(load, "pgbench -i")?;
+        server::run_tool_stoppable(ctx, load, "pgbench -i")?;
         srv.sql("CHECKPOINT")?;
         let db_bytes = number(srv, "SELECT pg_database_size(current_database())")? as u64;
         self.block = number(srv, "SELECT current_setting('block_size')::int")?;

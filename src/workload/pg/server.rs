@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use super::install::Install;
 use crate::provision::journal::{Journal, Kind, Op};
-use crate::workload::{IoContext, WorkloadError};
+use crate::workload::{tool, Ctx, IoContext, WorkloadError};
 
 /// The system user the server runs as (PostgreSQL refuses to run as root). Made with
 /// `useradd --system` the first time, like a package would; it owns nothing but the data
@@ -131,6 +131,21 @@ pub fn owned_dir(dir: &Path, (uid, gid): (u32, u32)) -> Result<(), WorkloadError
 /// Runs `cmd` to completion; its output is the error when it fails.
 pub fn run_tool(mut cmd: Command, what: &str) -> Result<String, WorkloadError> {
     let out = cmd.output().ctx(|| format!("running {what}"))?;
+    succeeded(out, what)
+}
+
+/// [`run_tool`] for a long one (`pgbench -i` at a large scale): killed when the run is
+/// cancelled or past its deadline, not waited for.
+pub fn run_tool_stoppable(
+    ctx: &Ctx,
+    mut cmd: Command,
+    what: &str,
+) -> Result<String, WorkloadError> {
+    succeeded(tool::output_unless_stopped(ctx, &mut cmd, what)?, what)
+}
+
+/// Its standard output when `out` says the tool succeeded, else its last error line.
+fn succeeded(out: std::process::Output, what: &str) -> Result<String, WorkloadError> {
     if !out.status.success() {
         let err = String::from_utf8_lossy(&out.stderr);
         return Err(WorkloadError::Tool(format!(
