@@ -261,11 +261,16 @@ fn a_trace_of_every_operation_replays_verified_on_ext4_and_tmpfs() {
         assert_eq!(metric(m, "logical_read_bytes"), 19_050.0);
         assert_eq!(metric(m, "logical_write_bytes"), 6000.0);
         assert!(metric(m, "calls_waiting_on_other_threads") >= 1.0);
+        assert_eq!(metric(m, "worker_threads"), 2.0);
         // On a loop target the initial state is the golden image the cell copied.
         if m["target"] == "ext4" {
             assert!(m["provenance"]["clone"].is_object(), "{}", m["provenance"]);
         }
     }
+    // Defect: the report titled a two-thread replay "replay, 1 thread" (the cell's
+    // `--threads`), its thread count being recorded under a name the titles do not read.
+    let summary = std::fs::read_to_string(root.path.join("out/summary.md")).unwrap();
+    assert!(summary.contains("## replay, 2 threads"), "{summary}");
     assert!(leftovers(&root.path).is_empty());
 }
 

@@ -288,13 +288,13 @@ mod tests {
         assert!(
             sweep.starts_with(
                 "measured at io-sweep's initial state: 1 file · 16.0 MiB, a fio data file, then \
-                 a large one sized on the target"
+                 a large one of up to 2 × RAM × scale, sized on the target"
             ),
             "{sweep}"
         );
         let large = line(&["io-quick"], "size = \"large\"");
         assert!(
-            large.starts_with("measured at io-quick's initial state: a fio data file sized on"),
+            large.starts_with("measured at io-quick's initial state: a fio data file of up to 2"),
             "{large}"
         );
         let both = line(&["db", "create"], "");

@@ -110,7 +110,7 @@ impl Workload for IoWorkload {
             SizeChoice::Large => None,
         });
         let bytes = known.max();
-        const LARGE: &str = "sized on the target (twice RAM × scale, at most half its free space)";
+        const LARGE: &str = "of up to 2 × RAM × scale, sized on the target";
         let what = match (bytes, cfg.size.contains(&SizeChoice::Large)) {
             (Some(_), true) => format!("a fio data file, then a large one {LARGE}"),
             (Some(_), false) => "a fio data file".into(),

@@ -172,7 +172,8 @@ fn outcome(
         m.insert("calls_per_s".into(), calls as f64 / seconds);
     }
     m.insert("recorded_seconds".into(), trace.header.duration_s);
-    m.insert("threads".into(), script.by_thread.len() as f64);
+    // The report's titles read the threads a workload ran from `worker_threads`.
+    m.insert("worker_threads".into(), script.by_thread.len() as f64);
     let waiting = waits.iter().filter(|w| !w.is_empty()).count();
     m.insert("calls_waiting_on_other_threads".into(), waiting as f64);
     m.insert("skipped_calls".into(), script.skipped.len() as f64);
