@@ -101,13 +101,23 @@ impl Section {
         if !point.is_empty() {
             t.push_str(&format!(" [{point}]"));
         }
-        let threads = self.worker_threads();
-        t.push_str(&format!(
-            ", {} thread{}",
-            threads,
-            if threads == 1 { "" } else { "s" }
-        ));
+        if let Some(threads) = self.threads_said() {
+            t.push_str(&format!(
+                ", {} thread{}",
+                threads,
+                if threads == 1 { "" } else { "s" }
+            ));
+        }
         t
+    }
+
+    /// The thread count, where it tells something: a workload that ignores `--threads` and
+    /// records no count of its own (`io-*`, whose job count is in the variant; `untar`)
+    /// runs as it must, and "1 thread" beside "j4" would mislead.
+    fn threads_said(&self) -> Option<u32> {
+        let recorded = self.rows.iter().any(|r| r.metric(WORKER_THREADS).is_some());
+        let ignores = crate::workload::by_name(&self.workload).is_some_and(|w| !w.uses_threads());
+        (recorded || !ignores).then(|| self.worker_threads())
     }
 }
 
@@ -117,5 +127,33 @@ pub fn point_label(dataset: Option<&str>, variant: &str) -> String {
         (Some(d), true) => d.to_string(),
         (Some(d), false) => format!("{d} · {variant}"),
         (None, _) => variant.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn section(workload: &str, variant: &str) -> Section {
+        Section {
+            workload: workload.into(),
+            dataset: None,
+            variant: variant.into(),
+            threads: 1,
+            key_metric: "iops".into(),
+            higher_is_better: true,
+            columns: Vec::new(),
+            rows: Vec::new(),
+            decision: String::new(),
+        }
+    }
+
+    /// Defect: an fio point was titled "io-sweep [randread-bs8k-j4-qd32-small-direct],
+    /// 1 thread": io ignores `--threads` and its four jobs are in the variant.
+    #[test]
+    fn a_workload_that_ignores_threads_is_not_titled_one_thread() {
+        let io = section("io-sweep", "randread-bs8k-j4-qd32-small-direct");
+        assert_eq!(io.title(), "io-sweep [randread-bs8k-j4-qd32-small-direct]");
+        assert_eq!(section("create", "").title(), "create, 1 thread");
     }
 }
