@@ -239,35 +239,59 @@ pub fn plan_round(
 /// What cells have cost so far, per group, for the budget and the progress ETA.
 #[derive(Debug, Default, Clone)]
 pub struct Costs {
-    per_group: BTreeMap<Group, (f64, u32)>,
+    per_group: BTreeMap<Group, Spent>,
+}
+
+/// What one group's finished cells took.
+#[derive(Debug, Default, Clone, Copy)]
+struct Spent {
+    seconds: f64,
+    cells: u32,
+    longest: f64,
 }
 
 impl Costs {
     /// Records one finished cell's wall seconds.
     pub fn add(&mut self, g: Group, seconds: f64) {
-        let e = self.per_group.entry(g).or_insert((0.0, 0));
-        e.0 += seconds;
-        e.1 += 1;
+        let e = self.per_group.entry(g).or_default();
+        e.seconds += seconds;
+        e.cells += 1;
+        e.longest = e.longest.max(seconds);
     }
 
     /// The mean cost of `g`'s cells; else of the target's cells; else of all cells; else 0.
+    /// What a round is planned from.
     pub fn estimate(&self, g: &Group) -> f64 {
-        let mean = |it: &mut dyn Iterator<Item = &(f64, u32)>| {
-            let (s, n) = it.fold((0.0, 0u32), |(s, n), (a, b)| (s + a, n + b));
-            (n > 0).then(|| s / n as f64)
-        };
-        mean(&mut self.per_group.get(g).into_iter())
-            .or_else(|| {
-                mean(
-                    &mut self
-                        .per_group
-                        .iter()
-                        .filter(|(k, _)| k.target == g.target)
-                        .map(|(_, v)| v),
-                )
-            })
-            .or_else(|| mean(&mut self.per_group.values()))
-            .unwrap_or(0.0)
+        let spent = self.known(g);
+        let cells: u32 = spent.iter().map(|s| s.cells).sum();
+        match cells {
+            0 => 0.0,
+            n => spent.iter().map(|s| s.seconds).sum::<f64>() / f64::from(n),
+        }
+    }
+
+    /// The longest of `g`'s cells, with the same fallbacks: what must still be left of the
+    /// budget to start one, so that the last cells of a run do not overrun it (with the
+    /// mean, the default run's last round ended 2.8 s past its budget).
+    pub fn longest(&self, g: &Group) -> f64 {
+        self.known(g).iter().map(|s| s.longest).fold(0.0, f64::max)
+    }
+
+    /// What is known of `g`'s cost: its own cells; else its target's; else every group's.
+    fn known(&self, g: &Group) -> Vec<Spent> {
+        if let Some(s) = self.per_group.get(g) {
+            return vec![*s];
+        }
+        let target: Vec<Spent> = self
+            .per_group
+            .iter()
+            .filter(|(k, _)| k.target == g.target)
+            .map(|(_, s)| *s)
+            .collect();
+        match target.is_empty() {
+            false => target,
+            true => self.per_group.values().copied().collect(),
+        }
     }
 }
 
@@ -544,5 +568,8 @@ mod tests {
         assert_eq!(c.estimate(&g("ext4", "scan")), 3.0);
         assert_eq!(c.estimate(&g("ext4", "touch")), 3.0);
         assert_eq!(c.estimate(&g("xfs", "touch")), 16.0 / 3.0);
+        assert_eq!(c.longest(&g("ext4", "scan")), 4.0);
+        assert_eq!(c.longest(&g("ext4", "touch")), 4.0);
+        assert_eq!(c.longest(&g("xfs", "touch")), 10.0);
     }
 }

@@ -540,10 +540,10 @@ impl<'a> Walk<'a> {
             .collect();
         rounds::interleave(&mut cells, round, self.inputs.usable.len());
         for (i, cell) in cells.iter().enumerate() {
-            // A round is planned from cells' average costs; a cell that would no longer fit
-            // in what is left of the budget is not started.
+            // A round is planned from cells' average costs; a cell whose group's longest
+            // would no longer fit in what is left of the budget is not started.
             let left = budget.saturating_sub(self.started.elapsed()).as_secs_f64();
-            let cost = self.costs.estimate(&self.group(cell));
+            let cost = self.costs.longest(&self.group(cell));
             if cost > left {
                 self.progress
                     .println(&rounds::left_out(round, cells.len() - i, cost, left));
