@@ -45,6 +45,42 @@ fn every_study_resolves_to_a_plan_with_its_dry_run() {
     }
 }
 
+/// Defect (issue 41): the dry run of a plan of `db`, `pg` or fio sized and described the
+/// generated data set ("data set: … 2500 files"), which none of them reads; and an fio file
+/// sized only on the target was said as "0 B".
+#[test]
+fn a_database_or_fio_plans_dry_run_states_what_it_works_on() {
+    let dry = |args: &[&str]| {
+        let out = Command::new(bin())
+            .args(["run"])
+            .args(args)
+            .arg("--dry-run")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8_lossy(&out.stdout).replace("\n  ", " ")
+    };
+    let db = dry(&["study:database"]);
+    assert!(!db.contains("\ndata set"), "{db}");
+    assert!(
+        db.contains("initial state of db: 1 file, 64.0 MiB, a SQLite database")
+            && db.contains("initial state of pg: 16.0 MiB, a pgbench database at scale 1"),
+        "{db}"
+    );
+    let root = common::TestRoot::new("dry-io");
+    let plan = root.path.join("large.toml");
+    std::fs::write(
+        &plan,
+        "workloads = [\"io-quick\"]\ntargets = [\"ext4\"]\n[workload.io-quick]\nsize = \"large\"\n",
+    )
+    .unwrap();
+    let io = dry(&[plan.to_str().unwrap()]);
+    assert!(
+        io.contains("initial state of io-quick: a fio data file of up to 2 × RAM × scale, sized on the target\n"),
+        "{io}"
+    );
+}
+
 /// Defect (issue 40): study.md left out what the seeds showed: copy and verify apart (004),
 /// free memory (000), one table per block size rather than a section per fio point (002).
 /// A small real run shows them.

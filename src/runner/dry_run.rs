@@ -211,17 +211,18 @@ impl<'p> Preview<'p> {
             );
         }
         for (name, own) in sized.starts.known() {
-            let files = match own.files {
-                Some(n) => format!("{n} file{}, ", plural(n as usize)),
-                None => String::new(),
+            // Neither counted nor sized before the run (an fio file sized on the target):
+            // what it is says it all.
+            let size = match (own.files, own.bytes) {
+                (Some(n), b) => format!("{n} file{}, {}, ", plural(n as usize), human_bytes(b)),
+                (None, 0) => String::new(),
+                (None, b) => format!("{}, ", human_bytes(b)),
             };
-            let _ = writeln!(
-                s,
-                "initial state of {name}: {files}{}, {} (up to {} with what its phase adds)",
-                human_bytes(own.bytes),
-                own.what,
-                human_bytes(own.peak_bytes)
-            );
+            let peak = match own.peak_bytes {
+                0 => String::new(),
+                b => format!(" (up to {} with what its phase adds)", human_bytes(b)),
+            };
+            let _ = writeln!(s, "initial state of {name}: {size}{}{peak}", own.what);
         }
         let _ = writeln!(
             s,
