@@ -6,12 +6,11 @@
 //! comparisons end "better" or "worse". The fix used here is a **group-sequential design with
 //! α spending** (Lan & DeMets 1983, *Discrete sequential boundaries for clinical trials*,
 //! Biometrika 70(3)): the looks that may call a difference are fixed before the run, at
-//! [`Looks::schedule`] run counts between the plan's minimum and maximum, and look k may spend
-//! the share `w_k` of α that a Pocock-type spending function `α(t) = α·ln(1 + (e − 1)t)`
-//! gives the information fraction `t = n_k / n_max`. Look k's test is made on the **first
-//! n_k repetitions** of each side (by repetition number), so it is an ordinary fixed-size
-//! test whatever happened at the other looks, and a report of the results file sees exactly
-//! what the run saw.
+//! [`Looks::schedule`] run counts between the plan's minimum and maximum, and each look k may
+//! spend a share `w_k` of α fixed with the schedule ([`Looks::share`]). Look k's test is made
+//! on the **first n_k repetitions** of each side (by repetition number), so it is an ordinary
+//! fixed-size test whatever happened at the other looks, and a report of the results file
+//! sees exactly what the run saw.
 //!
 //! By the union bound, the chance that any look calls a difference that is not there is at
 //! most `Σ w_k α = α`, whatever the correlation between the looks and whichever looks the
@@ -23,11 +22,16 @@
 //! anytime-valid confidence sequences (Howard et al. 2021), which spend their error over
 //! unboundedly many looks and are wider at the few runs a file-system benchmark affords.
 //!
-//! Pocock's shape rather than O'Brien–Fleming's, and half of α at the first look
-//! ([`FIRST_LOOK_SHARE`]): most comparisons of a run are decided at the first look or never
-//! (a budgeted run often has time for little more than the minimum runs), so the first look
-//! gets a real share instead of almost none (Pocock alone gives it 16 %, O'Brien–Fleming far
-//! less). A fixed `--runs N` run is one look with the whole of α ([`Looks::fixed`]).
+//! **Where α goes.** Any fixed shares keep the bound; what they change is power, and a
+//! share spent on a look the run never reaches is lost. A budgeted run reaches its first
+//! look always and the next one or two only for the comparisons nearest a decision (the
+//! default run's groups end at 3 to 8 runs), so the shares fall with each look: half of α
+//! at the first ([`FIRST_LOOK_SHARE`]), and the other half over the later looks in shares
+//! that fall by 30 % from one look to the next ([`LATER_LOOK_DECAY`]): 17 %, 12 %, 8 %, … of
+//! α at 5, 8, 12, … runs for a maximum of 30. Pocock's spending function, used before, gave
+//! the looks at 5 and 8 runs 6 % and 7 % and kept 37 % for looks at 12 to 30 runs that a
+//! 5-minute run does not reach (BENCHMARKS.md, "Where the looks spend α"). A fixed
+//! `--runs N` run is one look with the whole of α ([`Looks::fixed`]).
 
 use crate::plan::Runs;
 
@@ -44,38 +48,25 @@ pub struct Looks {
 /// How much the run count grows from one look to the next.
 const GROWTH: f64 = 1.5;
 
-/// Pocock-type spending (Lan & DeMets 1983): the share of α spent by information fraction t.
-pub fn pocock_spent(t: f64) -> f64 {
-    (1.0 + (std::f64::consts::E - 1.0) * t.clamp(0.0, 1.0)).ln()
-}
-
-/// The share of α the first look of an adaptive run spends. A budgeted run usually ends at
-/// its first look: the default run's budget paid for the minimum runs of every group and a
-/// few repetitions more (BENCHMARKS.md, "The default run under the sequential rule"), so the
-/// first look's share is most of the power a run has. Half of α there, the other half spread
-/// over the later looks in Pocock's shape, keeps the union bound (the shares still sum to 1).
+/// The share of α the first look of an adaptive run spends: the one look every comparison
+/// of a budgeted run reaches (the module's doc).
 pub const FIRST_LOOK_SHARE: f64 = 0.5;
 
-/// Each look's share of α from the Pocock-type amounts `spent` at the looks' information
-/// fractions: [`FIRST_LOOK_SHARE`] to the first, the rest in proportion to the later looks'
-/// increments of `spent`.
-fn shares(spent: &[f64]) -> Vec<f64> {
-    let Some((&first, _)) = spent.split_first() else {
-        return Vec::new();
-    };
-    let rest = spent[spent.len() - 1] - first;
-    if spent.len() == 1 || rest <= 0.0 {
-        return std::iter::once(1.0)
-            .chain(std::iter::repeat(0.0))
-            .take(spent.len())
-            .collect();
+/// How each later look's share of α compares with the one before it (the module's doc).
+pub const LATER_LOOK_DECAY: f64 = 0.7;
+
+/// The shares of α of `looks` looks: [`FIRST_LOOK_SHARE`] to the first and the rest to the
+/// later ones, each [`LATER_LOOK_DECAY`] of the one before; they sum to 1.
+fn shares(looks: usize) -> Vec<f64> {
+    if looks <= 1 {
+        return vec![1.0; looks];
     }
+    let weights: Vec<f64> = (0..looks - 1)
+        .map(|k| LATER_LOOK_DECAY.powi(k as i32))
+        .collect();
+    let total: f64 = weights.iter().sum();
     std::iter::once(FIRST_LOOK_SHARE)
-        .chain(
-            spent
-                .windows(2)
-                .map(|w| (1.0 - FIRST_LOOK_SHARE) * (w[1] - w[0]) / rest),
-        )
+        .chain(weights.iter().map(|w| (1.0 - FIRST_LOOK_SHARE) * w / total))
         .collect()
 }
 
@@ -104,12 +95,8 @@ impl Looks {
             }
             runs.push(next);
         }
-        let spent: Vec<f64> = runs
-            .iter()
-            .map(|&n| pocock_spent(n as f64 / max as f64))
-            .collect();
         Looks {
-            share: shares(&spent),
+            share: shares(runs.len()),
             runs,
         }
     }
@@ -197,12 +184,21 @@ mod tests {
         let total: f64 = l.share.iter().sum();
         assert!((total - 1.0).abs() < 1e-12, "{total}");
         assert!(l.share.iter().all(|&w| w > 0.0));
-        // The first look gets half of α; the later ones Pocock's increments, scaled to the
-        // other half: look 2 (5 runs) gets ln(1.2863/1.1718) / ln(e/1.1718) of it.
+        // The first look gets half of α; the six later ones share the other half, each
+        // 0.7 of the one before: 1/2.94117, 0.7/2.94117, … of it (1 + 0.7 + … + 0.7⁵).
         assert_eq!(l.share[0], FIRST_LOOK_SHARE);
-        let second = (1.0 - FIRST_LOOK_SHARE) * (pocock_spent(5.0 / 30.0) - pocock_spent(0.1))
-            / (1.0 - pocock_spent(0.1));
-        assert!((l.share[1] - second).abs() < 1e-12, "{}", l.share[1]);
+        let total: f64 = (0..6).map(|k| 0.7f64.powi(k)).sum();
+        assert!((total - 2.94117).abs() < 1e-5, "{total}");
+        for (k, w) in l.share[1..].iter().enumerate() {
+            let want = 0.5 * 0.7f64.powi(k as i32) / total;
+            assert!(
+                (w - want).abs() < 1e-12,
+                "look {}: {w} against {want}",
+                k + 2
+            );
+        }
+        assert!((l.share[1] - 0.17).abs() < 0.001, "{}", l.share[1]);
+        assert!(l.share.windows(2).all(|w| w[0] > w[1]));
         assert_eq!(Looks::schedule(5, 5).share, vec![1.0]);
         assert_eq!(Looks::schedule(5, 5).runs, vec![5]);
         assert_eq!(Looks::schedule(3, 4).runs, vec![3, 4]);
