@@ -10,6 +10,7 @@ use clap::Args;
 use super::exit::{EXIT_FAILED, EXIT_OK};
 use super::output::{emit, OutputArgs};
 use crate::provision::{cleanup, host, workdir};
+use crate::report::section::{threads_phrase, threads_told};
 use crate::report::width::{output_width, wrap_lines};
 
 /// Where a list entry's text starts: two spaces, an 18-column name, a space.
@@ -218,9 +219,9 @@ pub fn compare(
     let worse = crate::report::compare::worse_than(&c, pct);
     for r in &worse {
         eprintln!(
-            "fsarena: worse by more than {pct} %: {}, {} threads, {}: {} {:+.1} %",
+            "fsarena: worse by more than {pct} %: {}{}, {}: {} {:+.1} %",
             r.point(),
-            r.threads,
+            threads_phrase(threads_told(&r.workload, r.threads)),
             r.target,
             r.metric,
             r.pct_diff.unwrap_or(f64::NAN)

@@ -15,7 +15,7 @@ use serde::Serialize;
 use super::fit::{fit, Col};
 use super::format::{decision_words, header, mean_ci};
 use super::model::{self, Report};
-use super::section::Row;
+use super::section::{point_name, threads_phrase, threads_told, Row};
 use super::shown::Statistic;
 use super::width::wrap;
 use crate::results::store;
@@ -63,14 +63,10 @@ pub struct MissingPoint {
 impl MissingPoint {
     /// The point and why, as the gate names it on stderr.
     pub fn line(&self) -> String {
-        let mut w = self.workload.clone();
-        if !self.variant.is_empty() {
-            w.push_str(&format!(" [{}]", self.variant));
-        }
         format!(
-            "{w}, {} thread{}, {}: {}",
-            self.threads,
-            if self.threads == 1 { "" } else { "s" },
+            "{}{}, {}: {}",
+            point_name(&self.workload, &self.variant),
+            threads_phrase(threads_told(&self.workload, self.threads)),
             self.target,
             self.why
         )
@@ -165,11 +161,7 @@ pub struct CompareRow {
 impl CompareRow {
     /// The workload point: its name, and its variant in brackets.
     pub fn point(&self) -> String {
-        let mut w = self.workload.clone();
-        if !self.variant.is_empty() {
-            w.push_str(&format!(" [{}]", self.variant));
-        }
-        w
+        point_name(&self.workload, &self.variant)
     }
 
     /// How much worse B is than A, in % (positive: worse), whatever the metric's direction.

@@ -6,6 +6,7 @@
 
 use serde::Serialize;
 
+use super::section::{point_name, threads_phrase, threads_told};
 use crate::dataset::sizing;
 use crate::plan::series::count_label;
 use crate::plan::size::human_bytes;
@@ -187,10 +188,7 @@ pub fn check_lines(c: &ScaleCheckSummary) -> Vec<String> {
 /// "flips: sync, xfs vs ext4, 1 thread: better at 2.5k files · 39.1 MiB (-6.5 %), worse at
 /// 25k files · 390.6 MiB (+78.6 %)".
 pub fn comparison_line(k: &ScaleCheck) -> String {
-    let point = match k.variant.is_empty() {
-        true => k.workload.clone(),
-        false => format!("{} [{}]", k.workload, k.variant),
-    };
+    let point = point_name(&k.workload, &k.variant);
     let steps: Vec<String> = k
         .per_scale
         .iter()
@@ -204,12 +202,11 @@ pub fn comparison_line(k: &ScaleCheck) -> String {
         })
         .collect();
     format!(
-        "{}: {point}, {} vs {}, {} thread{}: {}",
+        "{}: {point}, {} vs {}{}: {}",
         k.outcome.as_str(),
         k.target,
         k.baseline,
-        k.threads,
-        if k.threads == 1 { "" } else { "s" },
+        threads_phrase(threads_told(&k.workload, k.threads)),
         steps.join(", ")
     )
 }

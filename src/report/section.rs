@@ -101,23 +101,44 @@ impl Section {
         if !point.is_empty() {
             t.push_str(&format!(" [{point}]"));
         }
-        if let Some(threads) = self.threads_said() {
-            t.push_str(&format!(
-                ", {} thread{}",
-                threads,
-                if threads == 1 { "" } else { "s" }
-            ));
-        }
+        t.push_str(&threads_phrase(self.threads_said()));
         t
     }
 
-    /// The thread count, where it tells something: a workload that ignores `--threads` and
-    /// records no count of its own (`io-*`, whose job count is in the variant; `untar`)
-    /// runs as it must, and "1 thread" beside "j4" would mislead.
+    /// The thread count, where it tells something ([`threads_told`]); a workload that
+    /// records its own count (a replay's trace) says that one.
     fn threads_said(&self) -> Option<u32> {
         let recorded = self.rows.iter().any(|r| r.metric(WORKER_THREADS).is_some());
-        let ignores = crate::workload::by_name(&self.workload).is_some_and(|w| !w.uses_threads());
-        (recorded || !ignores).then(|| self.worker_threads())
+        match recorded {
+            true => Some(self.worker_threads()),
+            false => threads_told(&self.workload, self.worker_threads()),
+        }
+    }
+}
+
+/// A point's `--threads` count, where it tells something: a workload that ignores
+/// `--threads` (`io-*`, whose job count is in the variant; `untar`) runs as it must, and
+/// "1 thread" beside "j4" would mislead.
+pub fn threads_told(workload: &str, threads: u32) -> Option<u32> {
+    let ignores = crate::workload::by_name(workload).is_some_and(|w| !w.uses_threads());
+    (!ignores).then_some(threads)
+}
+
+/// ", 1 thread" or ", 4 threads" after a point's name; nothing for a count that says
+/// nothing ([`threads_told`]). Every title and line that names a point uses it.
+pub fn threads_phrase(threads: Option<u32>) -> String {
+    match threads {
+        Some(1) => ", 1 thread".to_string(),
+        Some(n) => format!(", {n} threads"),
+        None => String::new(),
+    }
+}
+
+/// A workload point's name in a line: the workload, and its variant in brackets.
+pub fn point_name(workload: &str, variant: &str) -> String {
+    match variant.is_empty() {
+        true => workload.to_string(),
+        false => format!("{workload} [{variant}]"),
     }
 }
 
@@ -155,5 +176,34 @@ mod tests {
         let io = section("io-sweep", "randread-bs8k-j4-qd32-small-direct");
         assert_eq!(io.title(), "io-sweep [randread-bs8k-j4-qd32-small-direct]");
         assert_eq!(section("create", "").title(), "create, 1 thread");
+    }
+
+    /// Defect: the gate's missing-point line and the scale check's line still said
+    /// "io-quick [read-bs1m-j1-qd1], 1 thread", and the gate's worse line "1 threads": each
+    /// formatted the count itself. They now share [`threads_phrase`] with the titles.
+    #[test]
+    fn every_line_naming_a_point_says_its_threads_as_the_title_does() {
+        let missing = |workload: &str, threads| crate::report::compare::MissingPoint {
+            workload: workload.into(),
+            variant: "v".into(),
+            threads,
+            target: "xfs".into(),
+            recorded_in_b: false,
+            why: "missing in B".into(),
+        };
+        assert_eq!(
+            missing("io-quick", 1).line(),
+            "io-quick [v], xfs: missing in B"
+        );
+        assert_eq!(
+            missing("create", 1).line(),
+            "create [v], 1 thread, xfs: missing in B"
+        );
+        assert_eq!(
+            missing("create", 4).line(),
+            "create [v], 4 threads, xfs: missing in B"
+        );
+        assert_eq!(threads_phrase(threads_told("untar", 2)), "");
+        assert_eq!(point_name("scan", ""), "scan");
     }
 }
