@@ -67,6 +67,12 @@ fn a_database_or_fio_plans_dry_run_states_what_it_works_on() {
             && db.contains("initial state of pg: 16.0 MiB, a pgbench database at scale 1"),
         "{db}"
     );
+    // Defect (issue 40): the fio study's small file was fsarena's 16 MiB, not the seed's 50 MB.
+    let fio = dry(&["study:fio-sweep"]);
+    assert!(
+        fio.contains("initial state of io-sweep: 1 file, 50.0 MiB, a fio data file"),
+        "{fio}"
+    );
     let root = common::TestRoot::new("dry-io");
     let plan = root.path.join("large.toml");
     std::fs::write(
