@@ -145,7 +145,7 @@ impl<'a> Cell<'a> {
         let user = server::ensure_user()?;
         let data = ctx.root.join("pgdata");
         let waldir = ctx.log_root.map(|d| d.join("pg_wal"));
-        server::initdb(install, &data, waldir.as_deref(), user)?;
+        server::initdb(ctx, install, &data, waldir.as_deref(), user)?;
 
         let cg = match cfg.cache {
             crate::workload::db::options::Cache::Off => None,
@@ -209,7 +209,7 @@ impl<'a> Cell<'a> {
             .arg("postgres")
             .current_dir(ctx.scratch);
         server::run_tool_stoppable(ctx, load, "pgbench -i")?;
-        srv.sql("CHECKPOINT")?;
+        srv.sql_stoppable(ctx, "CHECKPOINT")?;
         let db_bytes = number(srv, "SELECT pg_database_size(current_database())")? as u64;
         self.block = number(srv, "SELECT current_setting('block_size')::int")?;
         ctx.check()?;

@@ -160,8 +160,10 @@ fn succeeded(out: std::process::Output, what: &str) -> Result<String, WorkloadEr
 /// `initdb` of `data` (fresh, owned by `user`), without fsyncs: the runner syncs the file
 /// system before measuring, and a crash here only loses an unmeasured cell.
 /// With `waldir`, the WAL lives there (`--waldir`, a directory owned by `user` on the plan's
-/// log target), and `data/pg_wal` is PostgreSQL's symbolic link to it.
+/// log target), and `data/pg_wal` is PostgreSQL's symbolic link to it. Stopped with the run
+/// (a cancel or `--timeout`): on a slow target it takes many seconds.
 pub fn initdb(
+    ctx: &Ctx,
     install: &Install,
     data: &Path,
     waldir: Option<&Path>,
@@ -187,7 +189,7 @@ pub fn initdb(
         ])
         .current_dir(data)
         .stdin(Stdio::null());
-    run_tool(cmd, "initdb").map(|_| ())
+    run_tool_stoppable(ctx, cmd, "initdb").map(|_| ())
 }
 
 /// A running postmaster.
@@ -319,13 +321,23 @@ impl Server {
     /// Runs `sql` through psql over the socket (as root: the client needs no privileges
     /// on the data), returning unaligned, tuples-only output.
     pub fn sql(&self, sql: &str) -> Result<String, WorkloadError> {
+        run_tool(self.psql(sql), "psql")
+    }
+
+    /// [`Server::sql`] for a statement that may take minutes (the `CHECKPOINT` after a
+    /// large load writes the whole database): stopped with the run, not waited for.
+    pub fn sql_stoppable(&self, ctx: &Ctx, sql: &str) -> Result<String, WorkloadError> {
+        run_tool_stoppable(ctx, self.psql(sql), "psql")
+    }
+
+    fn psql(&self, sql: &str) -> Command {
         let mut cmd = command(&self.psql, None, None);
         cmd.arg("-h")
             .arg(&self.socket_dir)
             .args(["-U", ROLE, "-d", "postgres", "-X", "-A", "-t", "-q"])
             .args(["-v", "ON_ERROR_STOP=1", "-c", sql])
             .stdin(Stdio::null());
-        run_tool(cmd, "psql")
+        cmd
     }
 
     /// Fast shutdown (SIGINT), SIGKILL after 30 s; then the journal entries are released.
@@ -433,4 +445,31 @@ pub fn check_wal_placement(data: &Path, waldir: &Path) -> Result<usize, Workload
         )));
     }
     Ok(segments)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Defect: `initdb` was waited for whatever the run said, so a Ctrl-C or the `--timeout`
+    /// deadline during it waited for the cluster to be made. Past the deadline it is now
+    /// killed, and the cell ends as a timeout.
+    #[test]
+    fn initdb_is_stopped_at_the_deadline() {
+        assert!(
+            rustix::process::geteuid().is_root(),
+            "the pg tests run as root"
+        );
+        let install = super::super::install::locate().expect("PostgreSQL is installed");
+        let env = crate::workload::sync::testenv::Env::new();
+        fs::set_permissions(env.root.path(), fs::Permissions::from_mode(0o755)).unwrap();
+        let mut ctx = env.ctx();
+        ctx.deadline = Some(Instant::now());
+        let user = ensure_user().unwrap();
+        let data = env.root.path().join("pgdata");
+        let t = Instant::now();
+        let got = initdb(&ctx, &install, &data, None, user);
+        assert!(matches!(got, Err(WorkloadError::Timeout)), "{got:?}");
+        assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
+    }
 }
