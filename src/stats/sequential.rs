@@ -25,7 +25,7 @@
 //! **Where α goes.** Any fixed shares keep the bound; what they change is power, and a
 //! share spent on a look the run never reaches is lost. A budgeted run reaches its first
 //! look always and the next one or two only for the comparisons nearest a decision (the
-//! default run's groups end at 3 to 8 runs), so the shares fall with each look: half of α
+//! default run's groups end at 3 to 10 runs), so the shares fall with each look: half of α
 //! at the first ([`FIRST_LOOK_SHARE`]), and the other half over the later looks in shares
 //! that fall by 30 % from one look to the next ([`LATER_LOOK_DECAY`]): 17 %, 12 %, 8 %, … of
 //! α at 5, 8, 12, … runs for a maximum of 30. Pocock's spending function, used before, gave
