@@ -182,7 +182,8 @@ impl<'a> Cell<'a> {
             user,
             procs.as_deref(),
             cgroup::run_journal(ctx.scratch),
-        )?;
+        )?
+        .ready(ctx)?;
         Ok(Cell {
             ctx,
             p,

@@ -206,8 +206,9 @@ pub struct Server {
 
 impl Server {
     /// Starts the postmaster on `data` with `settings`, its socket in `socket_dir` (made
-    /// for `user`), inside the cgroup whose `cgroup.procs` is `procs`, and waits until it
-    /// accepts connections. Journaled (data directory, then `pid=N`) before and after.
+    /// for `user`), inside the cgroup whose `cgroup.procs` is `procs`; [`Server::ready`]
+    /// then waits until it accepts connections. Journaled (data directory, then `pid=N`)
+    /// before and after.
     pub fn start(
         install: &Install,
         data: &Path,
@@ -277,7 +278,6 @@ impl Server {
         };
         record(Op::Create, Some(&format!("pid={}", server.pid())))?;
         server.entries = 2;
-        server.wait_ready()?;
         Ok(server)
     }
 
@@ -285,11 +285,14 @@ impl Server {
         self.child.id()
     }
 
-    /// Polls until a query answers (30 s), failing early with the log's last line if the
-    /// postmaster exits.
-    fn wait_ready(&mut self) -> Result<(), WorkloadError> {
+    /// The server once a query answers (30 s at most), failing early with the log's last
+    /// line if the postmaster exits, and as soon as the run is stopped (Ctrl-C, the cell's
+    /// deadline): a start that hangs must not hold a Ctrl-C for 30 s. On failure the server
+    /// is dropped, which stops it.
+    pub fn ready(mut self, ctx: &Ctx) -> Result<Server, WorkloadError> {
         let t0 = Instant::now();
         loop {
+            ctx.check()?;
             if let Ok(Some(st)) = self.child.try_wait() {
                 return Err(WorkloadError::Tool(format!(
                     "postgres exited ({st}) at start: {}",
@@ -297,7 +300,7 @@ impl Server {
                 )));
             }
             if self.sql("SELECT 1").is_ok_and(|s| s.trim() == "1") {
-                return Ok(());
+                return Ok(self);
             }
             if t0.elapsed() > Duration::from_secs(30) {
                 return Err(WorkloadError::Tool(format!(
@@ -471,5 +474,38 @@ mod tests {
         let got = initdb(&ctx, &install, &data, None, user);
         assert!(matches!(got, Err(WorkloadError::Timeout)), "{got:?}");
         assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
+    }
+
+    /// Defect: the wait for a starting postmaster polled `SELECT 1` for up to 30 s whatever
+    /// the run said, so a Ctrl-C or the cell's deadline while the server started waited
+    /// that long. The wait now ends with the run, and the server it gave up on is stopped.
+    #[test]
+    fn a_starting_server_is_given_up_at_the_deadline_and_stopped() {
+        assert!(
+            rustix::process::geteuid().is_root(),
+            "the pg tests run as root"
+        );
+        let install = super::super::install::locate().expect("PostgreSQL is installed");
+        let env = crate::workload::sync::testenv::Env::new();
+        fs::set_permissions(env.root.path(), fs::Permissions::from_mode(0o755)).unwrap();
+        let user = ensure_user().unwrap();
+        let data = env.root.path().join("pgdata");
+        initdb(&env.ctx(), &install, &data, None, user).unwrap();
+        let sockets = env.root.path().join("sock");
+        let srv = Server::start(&install, &data, &sockets, &[], user, None, None).unwrap();
+        let pid = srv.pid();
+        let mut ctx = env.ctx();
+        ctx.deadline = Some(Instant::now());
+        let t = Instant::now();
+        match srv.ready(&ctx) {
+            Err(WorkloadError::Timeout) => {}
+            Err(e) => panic!("expected the deadline, got {e:?}"),
+            Ok(_) => panic!("the wait went on past the deadline"),
+        }
+        assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
+        assert!(
+            !Path::new(&format!("/proc/{pid}")).exists(),
+            "the postmaster {pid} given up on is still running"
+        );
     }
 }
