@@ -27,7 +27,7 @@ separated from it; else **missed**, with the reason.
 
 Usage: sudo bench/tune_vs_sweep.py [--fs ext4,xfs] [--workload varmail,create]
            [--space FILE] [--scale F] [--cell-seconds T] [--spread-runs 3] [--fs-size SIZE]
-           [--runs 3] [--budget 15m] [--candidates N] [--out DIR] [--work-dir DIR]
+           [--runs 3] [--budget 15m|third] [--candidates N] [--out DIR] [--work-dir DIR]
            [--fsarena PATH] [--calibrate-only]
 Defaults: --fs ext4 --workload create --scale 0.01 --runs 3 --budget 15m; --out
 bench/results/tune-vs-sweep-<date-time>. Without --candidates, the tune races as many
@@ -35,6 +35,9 @@ candidates as two runs each of fit in three quarters of a third of the sweep's c
 time (at least 4, at most the space's size): the rest of that third is for its rounds, and
 the tune must stop once decided, before its budget, to take at most a third of the sweep. A cell (FS, W) whose directory already holds a
 finished sweep or tune reuses it, so an interrupted measurement continues where it stopped.
+`--budget third` gives each tune a budget of a third of its own sweep's measured wall time,
+less 5 % for the tune's start and its answer (THIRD_SLACK): the question is then what the
+tuner answers when it may spend no more than a third of the sweep, decided or not.
 Everything it makes goes through fsarena (which cleans up on any exit); nothing else is
 formatted or mounted.
 """
@@ -54,6 +57,7 @@ import tomllib
 HERE = pathlib.Path(__file__).resolve().parent
 REPO = HERE.parent
 MIN_RUNS = 2  # the tune's minimum repetitions per candidate (src/tune/setup.rs MIN_RUNS)
+THIRD_SLACK = 0.05  # --budget third: the share of the third left for the tune's start and answer
 
 
 def parse_duration(text):
@@ -287,12 +291,13 @@ def prepare(fsarena, fs, workload, args):
     # its budget, to take at most a third of the sweep's time. With --candidates, as given.
     n = args.candidates or max(4, min(len(configs), int(third * 3 / 4 / (MIN_RUNS * c))))
     minimum = n * MIN_RUNS * c
-    expected = {"sweep": sweep_cells * c, "tune": min(args.budget, max(third, minimum)),
-                "tune_max": max(args.budget, minimum), "calibration": c}
+    budget = args.budget or third * (1 - THIRD_SLACK)
+    expected = {"sweep": sweep_cells * c, "tune": min(budget, max(third, minimum)),
+                "tune_max": max(budget, minimum), "calibration": c}
     print(f"  scale {scale:g}: one cell ≈ {c:.0f} s: the sweep ≈ {sweep_cells} cells ≈ "
           f"{expected['sweep'] / 60:.0f} min; the tune ≈ {minimum / 60:.1f} min of minimum runs "
           f"({n} candidates × {MIN_RUNS}), ≤ {third / 60:.1f} min (a third of the sweep) if it "
-          f"decides in time, at most its budget of {args.budget / 60:.1f} min", flush=True)
+          f"decides in time, at most its budget of {budget / 60:.1f} min", flush=True)
     if expected["sweep"] < 3 * minimum:
         print("  WARNING: the sweep is expected to take less than 3× the tune's minimum runs: "
               "the tune cannot be within a third of it; give a longer --cell-seconds", flush=True)
@@ -316,8 +321,10 @@ def measure(fsarena, c, args):
     tune = cell / "tune"
     if "tune" not in wall:
         shutil.rmtree(tune, ignore_errors=True)
+        wall["tune_budget"] = args.budget or wall["sweep"] / 3 * (1 - THIRD_SLACK)
         wall["tune"] = run([fsarena, "tune", fs, "--workload", workload, "--space", c["space"],
-                            "--budget", f"{args.budget:.0f}s", "--candidates", str(c["candidates"]),
+                            "--budget", f"{wall['tune_budget']:.0f}s",
+                            "--candidates", str(c["candidates"]),
                             *common_flags(args, c["scale"]), "--out", tune], cell / "tune.log")
         c["timing_file"].write_text(json.dumps(wall))
     return row(fsarena, fs, workload, c["configs"], sweep, tune, wall)
@@ -358,6 +365,7 @@ def row(fsarena, fs, workload, configs, sweep, tune, wall):
         "not_separated": sorted(not_separated), "decision": decision,
         "ended": answer.get("ended"), "candidates": len(answer.get("candidates", [])),
         "sweep_s": wall["sweep"], "tune_s": wall["tune"], "ratio": ratio,
+        "tune_budget_s": wall.get("tune_budget"),
         "calibration_s": wall["calibration"], "scale": wall.get("scale"),
         "sweep_configs": [
             {"config": n, "settings": settings, "mean": shown(means[n], higher) if n in means else None,
@@ -380,12 +388,13 @@ def table(rows):
         sep = ("— (the same)" if r["answer_config"] == r["sweep_best"] else
                "no" if r["answer_config"] in r["not_separated"] else "yes")
         unsafe = f" UNSAFE: {', '.join(r['answer_unsafe'])}" if r["answer_unsafe"] else ""
+        budget = f" (budget {r['tune_budget_s']:.0f} s)" if r.get("tune_budget_s") else ""
         out.append(
             f"| {r['cell']} | {r['metric']} | {r['sweep_best']} ({fmt(r['sweep_best_mean'])}) "
             f"| {r['answer']} = {r['answer_config']}{unsafe} | {fmt(r['answer_in_sweep'])} "
             f"| {fmt(r['answer_in_tune'])} ({r['answer_tune_runs']}) | {fmt(r['gap_pct'], 1)} % "
             f"| {sep} (p = {r['p_vs_best']:.3f}; {len(r['not_separated'])} not separated) "
-            f"| {r['sweep_s']:.0f} s | {r['tune_s']:.0f} s | {r['ratio']:.2f} | {r['decision']} |")
+            f"| {r['sweep_s']:.0f} s | {r['tune_s']:.0f} s{budget} | {r['ratio']:.2f} | {r['decision']} |")
     for r in rows:
         out += ["", f"{r['cell']}: the sweep's configurations ({r['metric']}, mean of the runs; "
                 "p: Welch's t-test against the sweep's best, on the logarithm)", "",
@@ -416,7 +425,9 @@ def main():
     ap.add_argument("--spread-runs", type=int, default=3,
                     help="runs of the defaults at the chosen scale, to print their run-to-run "
                          "spread (CV) and price the cells by their median (1: no spread)")
-    ap.add_argument("--budget", default="15m")
+    ap.add_argument("--budget", default="15m",
+                    help="the tune's budget, or `third`: a third of its own sweep's wall time "
+                         "(less 5 %%)")
     ap.add_argument("--candidates", type=int)
     ap.add_argument("--out", type=pathlib.Path)
     ap.add_argument("--work-dir", type=pathlib.Path, default=pathlib.Path("/var/tmp/fsarena-tune-vs-sweep"))
@@ -424,7 +435,7 @@ def main():
     ap.add_argument("--calibrate-only", action="store_true",
                     help="print the expected wall times and stop")
     args = ap.parse_args()
-    args.budget = parse_duration(args.budget)
+    args.budget = None if args.budget == "third" else parse_duration(args.budget)
     if args.space and "," in args.fs:
         sys.exit("tune_vs_sweep: --space names one file system's space; give one --fs with it")
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
