@@ -24,6 +24,14 @@ const TOP: f64 = 30.0;
 const ROW: f64 = 18.0;
 const GROUP: f64 = 20.0;
 const FONT: f64 = 11.0;
+/// The smallest a one-line label is shrunk to: a longer one ("copy [from-outside], 4
+/// threads · btrfs-nodatasum") wraps onto two lines in a taller row instead of shrinking to
+/// an unreadable 6 px.
+const MIN_FONT: f64 = 9.0;
+/// The width the labels have, left of the plot area.
+const LABEL_W: f64 = PL - 14.0;
+/// What each line of a wrapped label adds to its row's height.
+const WRAP: f64 = 10.0;
 /// The widest the axis goes, as ln of the ratio: 1/100× to 100×.
 const LIMIT: f64 = 4.605_170_185_988_091;
 
@@ -225,6 +233,68 @@ fn entry(s: &mut String, axis: &Axis, e: &Entry, y: f64) {
     }
 }
 
+/// An entry's label as its lines and their font size: one line at [`FONT`], shrunk to fit
+/// down to [`MIN_FONT`]; below that, wrapped after its separators (" · " before the target,
+/// ", " before the thread count) into as few lines as fit at [`MIN_FONT`], each as large as
+/// [`FONT`] allows.
+fn label_lines(label: &str) -> (Vec<String>, f64) {
+    let fit = |lines: &[String]| {
+        let widest = lines.iter().map(|l| text_width(l, 1.0)).fold(0.1, f64::max);
+        FONT.min(LABEL_W / widest)
+    };
+    let one = vec![label.to_string()];
+    if fit(&one) >= MIN_FONT {
+        let size = fit(&one);
+        return (one, size);
+    }
+    let mut lines: Vec<String> = Vec::new();
+    for piece in pieces(label) {
+        match lines.last_mut() {
+            Some(l) if text_width(&format!("{l} {piece}"), MIN_FONT) <= LABEL_W => {
+                l.push(' ');
+                l.push_str(piece);
+            }
+            _ => lines.push(piece.to_string()),
+        }
+    }
+    let size = fit(&lines);
+    (lines, size)
+}
+
+/// `label` cut after each separator (" · ", ", "), the separator kept at the piece's end.
+fn pieces(label: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut rest = label;
+    while let Some(at) = [" · ", ", "]
+        .iter()
+        .filter_map(|sep| rest.find(sep).map(|i| (i, sep.trim_end().len())))
+        .min()
+    {
+        out.push(&rest[..at.0 + at.1]);
+        rest = &rest[at.0 + at.1 + 1..];
+    }
+    out.push(rest);
+    out
+}
+
+/// A label's `<text>` right-aligned at `x`, one `<tspan>` per line centred on row `cy`.
+fn label_text(s: &mut String, lines: &[String], size: f64, x: f64, cy: f64) {
+    let _ = write!(
+        s,
+        r#"<text class="label" x="{x:.1}" font-size="{size:.1}" text-anchor="end">"#
+    );
+    let first = cy + 4.0 - (lines.len() as f64 - 1.0) * size * 0.6;
+    for (i, line) in lines.iter().enumerate() {
+        let _ = write!(
+            s,
+            r#"<tspan x="{x:.1}" y="{:.1}">{}</tspan>"#,
+            first + i as f64 * size * 1.2,
+            esc(line)
+        );
+    }
+    s.push_str("</text>");
+}
+
 /// The plot of a matrix; `None` when nothing was compared.
 pub fn forest(m: &Matrix) -> Option<String> {
     let groups = groups(m);
@@ -233,8 +303,13 @@ pub fn forest(m: &Matrix) -> Option<String> {
     }
     let references = usize::from(groups.last().is_some_and(|g| g.0.starts_with("reference")));
     let axis = Axis::covering(&groups, references);
-    let lines: usize = groups.iter().map(|g| g.1.len()).sum();
-    let bottom = TOP + GROUP * groups.len() as f64 + ROW * lines as f64 + 4.0;
+    let labels: Vec<Vec<(Vec<String>, f64)>> = groups
+        .iter()
+        .map(|g| g.1.iter().map(|e| label_lines(&e.label)).collect())
+        .collect();
+    let row_h = |l: &(Vec<String>, f64)| ROW + WRAP * (l.0.len() as f64 - 1.0);
+    let rows: f64 = labels.iter().flatten().map(row_h).sum();
+    let bottom = TOP + GROUP * groups.len() as f64 + rows + 4.0;
     let h = bottom + 42.0;
     let title = format!(
         "Difference against {} (95 % interval, log scale)",
@@ -263,7 +338,7 @@ pub fn forest(m: &Matrix) -> Option<String> {
         esc(&m.baseline)
     );
     let mut y = TOP;
-    for (name, entries) in &groups {
+    for ((name, entries), group_labels) in groups.iter().zip(&labels) {
         let _ = write!(
             s,
             r#"<text class="group" x="6" y="{:.1}" font-size="{FONT}" font-weight="bold">{}</text>"#,
@@ -271,18 +346,15 @@ pub fn forest(m: &Matrix) -> Option<String> {
             esc(name)
         );
         y += GROUP;
-        for e in entries {
-            let cy = y + ROW / 2.0;
-            let size = FONT.min((PL - 14.0) / (text_width(&e.label, 1.0) + 0.1));
+        for (e, label) in entries.iter().zip(group_labels) {
+            let cy = y + row_h(label) / 2.0;
             let _ = write!(
                 s,
-                r#"<g class="entry {}"><title>{}</title><text class="label" x="{:.1}" y="{:.1}" font-size="{size:.1}" text-anchor="end">{}</text>"#,
+                r#"<g class="entry {}"><title>{}</title>"#,
                 crate::report::matrix::state_class(e.state),
                 esc(&e.title),
-                PL - 8.0,
-                cy + 4.0,
-                esc(&e.label)
             );
+            label_text(&mut s, &label.0, label.1, PL - 8.0, cy);
             entry(&mut s, &axis, e, cy);
             let _ = write!(
                 s,
@@ -291,7 +363,7 @@ pub fn forest(m: &Matrix) -> Option<String> {
                 cy + 4.0,
                 esc(&e.text)
             );
-            y += ROW;
+            y += row_h(label);
         }
     }
     s.push_str("</svg>");

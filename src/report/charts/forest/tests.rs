@@ -182,3 +182,44 @@ fn nothing_compared_draws_no_plot() {
     }
     assert!(forest(&m).is_none());
 }
+
+/// Defect: a long label ("copy [from-outside], 4 threads · btrfs-nodatasum") was shrunk to
+/// fit the label column, down to a 6 px font nobody could read. It now wraps before the
+/// target (and, if the point is long too, before its thread count) onto more lines, in a
+/// taller row, at a readable size; short labels keep one line.
+#[test]
+fn a_long_label_wraps_before_its_target_instead_of_shrinking() {
+    let (lines, size) = label_lines("from-outside, 4 threads · btrfs-nodatasum");
+    assert_eq!(lines, ["from-outside, 4 threads ·", "btrfs-nodatasum"]);
+    assert!(size >= MIN_FONT, "{size}");
+    let (lines, size) = label_lines("scan [from-outside], 4 threads · tmpfs");
+    assert_eq!(lines, ["scan [from-outside],", "4 threads · tmpfs"]);
+    assert!(size >= MIN_FONT, "{size}");
+    let (lines, size) = label_lines("cold · xfs");
+    assert_eq!((lines.len(), size), (1, FONT));
+    let mut m = matrix();
+    m.columns[2].target = "btrfs-nodatasum".into();
+    m.rows[1].point = "from-outside".into();
+    m.rows[1].threads = Some(4);
+    let svg = forest(&m).unwrap();
+    let sizes: Vec<f64> = svg
+        .match_indices("class=\"label\" x=\"")
+        .filter_map(|(i, _)| {
+            let rest = &svg[i..];
+            let at = rest.find("font-size=\"")? + "font-size=\"".len();
+            rest[at..].split('"').next()?.parse().ok()
+        })
+        .collect();
+    assert!(!sizes.is_empty());
+    assert!(sizes.iter().all(|&f| f >= MIN_FONT), "{sizes:?}");
+    assert!(svg.contains("<tspan") && svg.contains(">btrfs-nodatasum</tspan>"));
+    // Each wrapped row is taller: the plot grows by WRAP per line beyond a label's first.
+    let wrapped = svg.matches("<tspan").count() - sizes.len();
+    assert!(wrapped >= 1, "{svg}");
+    let height = |svg: &str| -> f64 {
+        let at = svg.find("height=\"").unwrap() + "height=\"".len();
+        svg[at..].split('"').next().unwrap().parse().unwrap()
+    };
+    let before = height(&forest(&matrix()).unwrap());
+    assert_eq!(height(&svg), before + wrapped as f64 * WRAP);
+}
