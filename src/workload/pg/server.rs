@@ -454,11 +454,9 @@ pub fn check_wal_placement(data: &Path, waldir: &Path) -> Result<usize, Workload
 mod tests {
     use super::*;
 
-    /// Defect: `initdb` was waited for whatever the run said, so a Ctrl-C or the `--timeout`
-    /// deadline during it waited for the cluster to be made. Past the deadline it is now
-    /// killed, and the cell ends as a timeout.
-    #[test]
-    fn initdb_is_stopped_at_the_deadline() {
+    /// What a server test needs: root, PostgreSQL's programs, a work directory its user can
+    /// reach (0755), and that user.
+    fn as_root_with_postgres() -> (Install, crate::workload::sync::testenv::Env, (u32, u32)) {
         assert!(
             rustix::process::geteuid().is_root(),
             "the pg tests run as root"
@@ -466,9 +464,17 @@ mod tests {
         let install = super::super::install::locate().expect("PostgreSQL is installed");
         let env = crate::workload::sync::testenv::Env::new();
         fs::set_permissions(env.root.path(), fs::Permissions::from_mode(0o755)).unwrap();
+        (install, env, ensure_user().unwrap())
+    }
+
+    /// Defect: `initdb` was waited for whatever the run said, so a Ctrl-C or the `--timeout`
+    /// deadline during it waited for the cluster to be made. Past the deadline it is now
+    /// killed, and the cell ends as a timeout.
+    #[test]
+    fn initdb_is_stopped_at_the_deadline() {
+        let (install, env, user) = as_root_with_postgres();
         let mut ctx = env.ctx();
         ctx.deadline = Some(Instant::now());
-        let user = ensure_user().unwrap();
         let data = env.root.path().join("pgdata");
         let t = Instant::now();
         let got = initdb(&ctx, &install, &data, None, user);
@@ -481,14 +487,7 @@ mod tests {
     /// that long. The wait now ends with the run, and the server it gave up on is stopped.
     #[test]
     fn a_starting_server_is_given_up_at_the_deadline_and_stopped() {
-        assert!(
-            rustix::process::geteuid().is_root(),
-            "the pg tests run as root"
-        );
-        let install = super::super::install::locate().expect("PostgreSQL is installed");
-        let env = crate::workload::sync::testenv::Env::new();
-        fs::set_permissions(env.root.path(), fs::Permissions::from_mode(0o755)).unwrap();
-        let user = ensure_user().unwrap();
+        let (install, env, user) = as_root_with_postgres();
         let data = env.root.path().join("pgdata");
         initdb(&env.ctx(), &install, &data, None, user).unwrap();
         let sockets = env.root.path().join("sock");
