@@ -25,7 +25,7 @@ const ROW: f64 = 18.0;
 const GROUP: f64 = 20.0;
 const FONT: f64 = 11.0;
 /// The smallest a one-line label is shrunk to: a longer one ("copy [from-outside], 4
-/// threads · btrfs-nodatasum") wraps onto two lines in a taller row instead of shrinking to
+/// threads · btrfs-nodatasum") wraps onto more lines in a taller row instead of shrinking to
 /// an unreadable 6 px.
 const MIN_FONT: f64 = 9.0;
 /// The width the labels have, left of the plot area.
