@@ -33,7 +33,8 @@
 # fsarena's tree is up to 6 levels deep with log-normal sizes. That difference is the
 # script's to state, not to hide: see BENCHMARKS.md "Agreement with independent tools".
 #
-# Each timed tool phase also records the loop device's read and write I/Os (/proc/diskstats).
+# Each timed tool phase also records the loop device's read and write I/Os (/proc/diskstats),
+# and runs (`taskset`) on the CPUs fsarena's records say its workloads ran on.
 #
 # Usage: sudo bench/agree.sh [--scale F] [--runs N] [--size SIZE] [--threads T]
 #                            [--fs ext4,xfs,btrfs] [--out DIR]
@@ -134,20 +135,27 @@ say "fsarena run ${common[*]} --runs $runs"
 echo "load after fsarena: $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$out/environment.txt"
 
 # The shape of the create workload's tree, from fsarena's own records.
-read -r files dirs mean_size < <(python3 - "$out/fsarena/results.jsonl" <<'EOF'
+read -r files dirs mean_size work_cpus < <(python3 - "$out/fsarena/results.jsonl" <<'EOF'
 import json, sys
 for line in open(sys.argv[1]):
     m = json.loads(line)
     if m.get("record") == "measurement" and m["workload"] == "create" and m["status"] == "ok":
         x = m["metrics"]
         files, dirs = int(x["files"]), int(x["dirs"])
-        print(files, dirs, round(x["logical_write_bytes"] / files))
+        work = ((m.get("provenance") or {}).get("cpus") or {}).get("work") or "-"
+        print(files, dirs, round(x["logical_write_bytes"] / files), work)
         break
 EOF
 )
 [[ -n ${files:-} ]] || { echo "agree.sh: fsarena recorded no successful create" >&2; exit 1; }
 echo "create tree: $files files, $dirs directories, mean size $mean_size bytes" |
     tee -a "$out/environment.txt"
+# The tools run on the CPUs fsarena ran its workloads on (`--cpus auto` keeps one for the
+# harness): pinned or not moves a create by several points (BENCHMARKS.md, "What makes a
+# create figure").
+pin=()
+[[ $work_cpus != - ]] && pin=(taskset -c "$work_cpus")
+echo "tools pinned as fsarena's workloads were: ${pin[*]:-(not pinned)}" | tee -a "$out/environment.txt"
 
 # 2. The tools.
 make_fs() { # make_fs FS: a fresh file system of $size on a loop device of ours, at $mnt
@@ -227,8 +235,8 @@ timed() {
     local r0 w0 r1 w1 t0 t1
     read -r r0 w0 < <(ios)
     t0=$EPOCHREALTIME
-    "$@" >"$work/last.txt"
-    sync -f "$mnt"
+    "${pin[@]}" "$@" >"$work/last.txt"
+    "${pin[@]}" sync -f "$mnt"
     t1=$EPOCHREALTIME
     read -r r1 w1 < <(ios)
     echo "$op $fs $rep $files $t0 $t1 $((r1 - r0)) $((w1 - w0))" >>"$out/tools.txt"
