@@ -7,8 +7,9 @@
 #                    sets at --scale 0.004,0.04 (the verdicts checked across the two sizes)
 #   copy-verify      ext4, ntfs, exfat, xfs, btrfs, btrfs-nodatasum (the plan's own scale
 #                    series, 0.05 and 0.005)
-#   fio-sweep        ext4, xfs, btrfs (every point is direct I/O; whether fio's --direct=1
-#                    runs on ntfs-3g's and exFAT's FUSE daemons is not checked yet)
+#   fio-sweep        ext4, xfs, btrfs, ntfs, exfat (every point is direct I/O; on ntfs-3g
+#                    and exFAT's FUSE daemons --direct=1 bypasses the FUSE file's cache only:
+#                    docs/findings.md says what that does to their figures)
 #   database         ext4, xfs, btrfs, btrfs-nodatasum, ext4-fscrypt, ext4-nocsum-fscrypt
 #
 # Every file system is the default device size (64 GiB sparse images on direct-I/O loop
@@ -44,7 +45,7 @@ targets() {
     case $1 in
     file-management) echo ext4 ntfs exfat ext4-bigalloc64k xfs btrfs ;;
     copy-verify) echo ext4 ntfs exfat xfs btrfs btrfs-nodatasum ;;
-    fio-sweep) echo ext4 xfs ;;
+    fio-sweep) echo ext4 xfs btrfs ntfs exfat ;;
     database) echo ext4 xfs btrfs btrfs-nodatasum ext4-fscrypt ext4-nocsum-fscrypt ;;
     *) echo "findings.sh: no study $1" >&2; exit 2 ;;
     esac
