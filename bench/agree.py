@@ -188,7 +188,8 @@ def main():
             lo = (min(t) / max(tb) - 1) * 100
             hi = (max(t) / min(tb) - 1) * 100
             gap = f[1] - pct
-            gci = gap_interval(f[0], (by_op.get(base) and side(by_op, base, base)[0]) or [], t, tb)
+            fb = side(by_op, base, base)
+            gci = gap_interval(f[0], fb[0] if fb else [], t, tb)
             ours_dir = direction(f[1], f[3] in ("better", "worse"))
             tool_dir = direction(pct, p is not None and p < 0.05)
             if ours_dir and tool_dir and ours_dir != tool_dir:
