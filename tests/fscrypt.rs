@@ -150,15 +150,17 @@ fn kill_9_leaves_a_journaled_key_that_cleanup_removes() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let t0 = Instant::now();
-    let (mnt, id) = loop {
-        if let Some(k) = live_key(&work) {
-            break k;
-        }
-        assert!(child.try_wait().unwrap().is_none(), "the run ended early");
-        assert!(t0.elapsed() < Duration::from_secs(60), "no key was added");
-        std::thread::sleep(Duration::from_millis(5));
-    };
+    // Regression: the key seen in the journal could be gone before the kill landed (the
+    // cell's teardown in between); the run is frozen while the kernel still holds it.
+    let mut key = None;
+    let present =
+        |k: &(PathBuf, KeyId)| fscrypt::key_status(&k.0, &k.1).ok() == Some(KeyStatus::Present);
+    let frozen = common::freeze_when(&mut child, 60, || {
+        key = live_key(&work).filter(|k| present(k));
+        key.is_some()
+    });
+    assert!(frozen, "no key was seen before the run ended");
+    let (mnt, id) = key.expect("frozen with a key");
     child.kill().unwrap(); // SIGKILL
     child.wait().unwrap();
     // The key outlived the process: the kernel still holds it on the orphaned mount.

@@ -7,7 +7,7 @@ use std::process::{Child, Stdio};
 use std::time::Duration;
 
 use common::{
-    assert_exit, assert_no_leftovers, cleanup_ok, leftovers, require_root, resume, signal,
+    assert_exit, assert_no_leftovers, cleanup_ok, freeze_when, leftovers, require_root, resume,
     signal_group, start_group, tiny_create, wait_for_lines, TestRoot,
 };
 
@@ -65,7 +65,9 @@ fn resume_after_kill9_removes_what_the_killed_run_left() {
     let (out, work) = root.out_work();
     let args = tiny_create("ext4", "9");
     let mut child = start_group(&args, &out, &work, Stdio::piped());
-    let frozen = freeze_while_provisioned(&mut child, &root.path);
+    // Regression (CI, stop 52): the kill once landed between two cells, after one's teardown
+    // and before the next one's loop device, so it left nothing and the test failed.
+    let frozen = freeze_when(&mut child, 60, || !leftovers(&root.path).is_empty());
     child.kill().unwrap();
     child.wait().unwrap();
     assert!(
@@ -78,27 +80,4 @@ fn resume_after_kill9_removes_what_the_killed_run_left() {
     );
     assert_exit(&resume(&out, &work), 0);
     assert_no_leftovers(&root.path);
-}
-
-/// Regression (CI, stop 52): the kill -9 above once landed between two cells, after one's
-/// teardown and before the next one's loop device, so it left nothing and the test failed.
-/// Stops `child` with SIGSTOP whenever something of it is seen under `root` and keeps it
-/// stopped only if that is still there once it cannot move; false if the run ended first.
-fn freeze_while_provisioned(child: &mut Child, root: &std::path::Path) -> bool {
-    use rustix::process::Signal;
-    let t0 = std::time::Instant::now();
-    while t0.elapsed() < Duration::from_secs(60) {
-        if child.try_wait().unwrap().is_some() {
-            return false;
-        }
-        if !leftovers(root).is_empty() {
-            signal(child, Signal::STOP);
-            if !leftovers(root).is_empty() {
-                return true;
-            }
-            signal(child, Signal::CONT);
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    false
 }

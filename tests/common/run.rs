@@ -86,6 +86,28 @@ pub fn signal(child: &Child, sig: rustix::process::Signal) {
     rustix::process::kill_process(rustix::process::Pid::from_child(child), sig).unwrap();
 }
 
+/// Stops `child` with SIGSTOP whenever `held` (something of the run's is in place) and
+/// keeps it stopped only if `held` still holds once it cannot move, so a kill -9 that
+/// follows lands while it holds that; false if the run ended or `secs` passed first.
+pub fn freeze_when(child: &mut Child, secs: u64, mut held: impl FnMut() -> bool) -> bool {
+    use rustix::process::Signal;
+    let t0 = Instant::now();
+    while t0.elapsed() < Duration::from_secs(secs) {
+        if child.try_wait().unwrap().is_some() {
+            return false;
+        }
+        if held() {
+            signal(child, Signal::STOP);
+            if held() {
+                return true;
+            }
+            signal(child, Signal::CONT);
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    false
+}
+
 /// `fsarena run --quiet --resume OUT --work-dir WORK`, waited for.
 pub fn resume(out: &Path, work: &Path) -> Output {
     Command::new(bin())
