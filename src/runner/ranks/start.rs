@@ -35,7 +35,7 @@ pub(super) fn digest(plan: &Plan) -> String {
 
 /// Meets the other ranks before anything is created. `None` on a single rank. Every rank
 /// reaches the same verdict from the same gathered facts, so all refuse together (rank 0
-/// says why; the others stay quiet) and nothing is provisioned anywhere: a plan that
+/// says why, before any rank exits; the others stay quiet) and nothing is provisioned anywhere: a plan that
 /// differs between ranks (another fsarena version, plan file or flag), a check that failed
 /// on any rank, `--resume`, or file systems fsarena makes itself (loop images, tmpfs,
 /// devices) with ranks on more than one host.
@@ -64,12 +64,15 @@ fn agree_to_start(
         hosts: all.iter().map(|h| h.host.clone()).collect(),
         shared: plan.rank_dirs == crate::plan::RankDirs::Shared,
     };
+    // Rank 0 says why before any rank exits: mpirun ends the job at the first rank that
+    // exits non-zero, which once cut rank 0 short before it had said anything (CI, stop 52).
+    // Every rank then returns an empty refusal, which exits 2 and prints nothing more.
     let refuse = |why: String| -> Result<Option<Ranks>, RunError> {
-        Err(RunError::Refused(if world.is_root() {
-            why
-        } else {
-            String::new()
-        }))
+        if world.is_root() {
+            eprintln!("fsarena: {why}");
+        }
+        cluster::barrier();
+        Err(RunError::Refused(String::new()))
     };
     for (k, h) in all.iter().enumerate() {
         if h.version != all[0].version || h.plan_digest != all[0].plan_digest {
