@@ -8,7 +8,7 @@ use super::model::Report;
 use super::width::{wrap, wrap_lines};
 use crate::plan::size::human_bytes;
 use crate::stats::steadiness::UNSTEADY_CV;
-use crate::stats::warnings::WIDE_SPREAD_CV;
+use crate::stats::warnings::{READS_FROM_MEMORY, WIDE_SPREAD_CV};
 use crate::stats::Warning;
 
 /// The most places a warning lists before it says "and N more".
@@ -39,6 +39,9 @@ fn generic(w: &Warning) -> (String, Option<String>) {
             ),
             Some(format!("{count}")),
         ),
+        Warning::ReadsFromMemory { count } => {
+            (READS_FROM_MEMORY.to_string(), Some(format!("{count}×")))
+        }
         other => (other.to_string(), None),
     }
 }

@@ -264,6 +264,11 @@ fn cell_warnings(cell: &Cell, baseline: &str, no_baseline: bool) -> Vec<Warning>
                 .map_or(0.0, |s| s.median),
         });
     }
+    if let Some(cached) = cell.raw.get("reads_from_memory").filter(|v| !v.is_empty()) {
+        warnings.push(Warning::ReadsFromMemory {
+            count: cached.len(),
+        });
+    }
     for (metric, &count) in &cell.non_finite {
         warnings.push(Warning::NonFinite {
             metric: metric.clone(),

@@ -16,6 +16,13 @@ pub const WIDE_SPREAD_CV: f64 = 0.10;
 /// t-multiplier of a 95 % interval is 12.7, with 3 it is 4.3.
 pub const MIN_USEFUL_RUNS: usize = 3;
 
+/// [`Warning::ReadsFromMemory`] after its count of runs, and alone where the report lists
+/// it once for every table it concerns.
+pub const READS_FROM_MEMORY: &str = "read with direct I/O, yet the device read under a tenth \
+     of it — the reads came from memory beneath the file system (a FUSE daemon caches its \
+     device), so the figure is not the device's; only a file larger than RAM reads from the \
+     device";
+
 /// Something a reader should know before trusting a group's numbers. `Display` gives the
 /// explanation and what to do about it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -41,6 +48,9 @@ pub enum Warning {
     /// Runs whose measured phase was shorter than the run's phase floor (their records
     /// carry `below_floor`); `seconds` is the median phase of the group.
     ShortPhase { count: usize, seconds: f64 },
+    /// Runs that read with O_DIRECT while the device read under a tenth of it (their
+    /// records carry `reads_from_memory`): the figure is memory's, not the device's.
+    ReadsFromMemory { count: usize },
 }
 
 impl fmt::Display for Warning {
@@ -116,6 +126,9 @@ impl fmt::Display for Warning {
                  and scheduler noise weigh on the figure; a larger --scale lengthens the phase",
                 runs(*count, "run was", "runs were")
             ),
+            Warning::ReadsFromMemory { count } => {
+                write!(f, "{} {READS_FROM_MEMORY}", runs(*count, "run", "runs"))
+            }
         }
     }
 }
@@ -169,5 +182,8 @@ mod tests {
         }
         .to_string()
         .starts_with("seconds: 1 run is far from the others"));
+        assert!(Warning::ReadsFromMemory { count: 2 }
+            .to_string()
+            .starts_with("2 runs read with direct I/O, yet the device read under a tenth"));
     }
 }

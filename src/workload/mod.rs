@@ -109,6 +109,10 @@ pub struct Outcome {
     pub metrics: BTreeMap<String, f64>,
     /// Facts worth showing (e.g. "reflink used").
     pub notes: Vec<String>,
+    /// The phase read with O_DIRECT, so its reads should reach the device: when the device
+    /// read next to nothing, something beneath the file (a FUSE daemon's cache of its block
+    /// device) served them from memory, and the runner says so beside the figure.
+    pub direct_reads: bool,
 }
 
 /// A measured phase's work, as a workload hands it to [`Harness::measure`].

@@ -95,6 +95,9 @@ fn measured(c: &CellRun, m: &mut Measurement, outcome: &Outcome, h: &mut Monitor
     if let Some(note) = assemble::below_floor(&mut m.metrics, c.plan.phase_floor) {
         m.notes.push(note);
     }
+    if let Some(note) = assemble::reads_from_memory(&mut m.metrics, outcome) {
+        m.notes.push(note);
+    }
     m.notes.extend(outcome.notes.iter().cloned());
     m.series = h
         .observed

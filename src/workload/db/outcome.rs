@@ -148,6 +148,7 @@ pub(super) fn outcome_of(
         },
         metrics: m,
         notes: notes(cfg, io_counted),
+        ..Outcome::default()
     }
 }
 

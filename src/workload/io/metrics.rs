@@ -50,7 +50,7 @@ pub(super) fn outcome_of(r: &FioReport) -> Outcome {
         logical_read_bytes: r.read.io_bytes,
         logical_write_bytes: r.write.io_bytes,
         metrics: m,
-        notes: Vec::new(),
+        ..Outcome::default()
     }
 }
 

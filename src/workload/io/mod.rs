@@ -323,6 +323,8 @@ impl Workload for IoWorkload {
         }
         let mut outcome = outcome;
         outcome.notes.extend(notes);
+        // Only this host's device is watched: a client run's reads are the servers'.
+        outcome.direct_reads = spec.direct && cfg.hosts.is_empty();
         Ok(outcome)
     }
 }
