@@ -93,8 +93,8 @@ pub fn below_floor(m: &mut BTreeMap<String, f64>, floor: std::time::Duration) ->
 /// study (2026-11-28), under ntfs-3g and exFAT 0 of 170 GB.
 const DIRECT_READS_SEEN: f64 = 0.1;
 
-/// Fewer bytes than this read with O_DIRECT say nothing by an idle device: a few reads may
-/// all hit the device's own cache.
+/// Below this many bytes read with O_DIRECT, what the device read says nothing: a few reads
+/// may all be served by the device's own cache.
 const DIRECT_READS_MIN_BYTES: u64 = 16 << 20;
 
 /// Flags a phase that read with O_DIRECT while its device read under a tenth of that: sets

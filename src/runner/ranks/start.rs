@@ -35,8 +35,8 @@ pub(super) fn digest(plan: &Plan) -> String {
 
 /// Meets the other ranks before anything is created. `None` on a single rank. Every rank
 /// reaches the same verdict from the same gathered facts, so all refuse together (rank 0
-/// says why, before any rank exits; the others stay quiet) and nothing is provisioned anywhere: a plan that
-/// differs between ranks (another fsarena version, plan file or flag), a check that failed
+/// says why, before any rank exits; the others stay quiet) and nothing is provisioned
+/// anywhere: a plan that differs between ranks (another fsarena version, plan file or flag), a check that failed
 /// on any rank, `--resume`, or file systems fsarena makes itself (loop images, tmpfs,
 /// devices) with ranks on more than one host.
 fn agree_to_start(
