@@ -1708,3 +1708,60 @@ fn pg_under_a_0700_work_dir_parent_is_refused_before_provisioning() {
     assert!(!work.exists(), "{err}");
     assert_no_leftovers(&root.path);
 }
+
+/// The fio study (2026-11-28) laid its data file out again for every point, each on a fresh
+/// file system: ntfs-3g writes a 505 MB file in ~14 s, so a 2 s read point cost ~17 s and
+/// the study's ntfs half ran ~70 min. Direct read points of one file now share the file
+/// system of the read before them and reuse its pristine file; a write point still gets a
+/// fresh file system and a fresh file, and every file system is still checked.
+#[test]
+fn direct_read_points_reuse_the_laid_out_file_instead_of_laying_it_out_again() {
+    require_root();
+    let root = TestRoot::new("reg-io-follow");
+    let (out, work) = root.out_work();
+    let plan = root.path.join("plan.toml");
+    std::fs::write(
+        &plan,
+        "targets = [\"ext4\"]\nworkloads = [\"io-sweep\"]\nruns = 1\nscale = 0.002\n\
+         [workload.io-sweep]\nrw = [\"read\", \"randread\", \"write\"]\nbs = [\"64k\"]\n\
+         iodepth = [1, 4]\nnumjobs = [1]\nsize = [\"16m\"]\nruntime = 0.3\nramp_time = 0\n",
+    )
+    .unwrap();
+    let run = fsarena(
+        &[
+            "run",
+            plan.to_str().unwrap(),
+            "--quiet",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        &work,
+    );
+    assert_exit(&run, 0);
+    let records = store::load(&out).unwrap().measurements;
+    let prepared = |variant: &str| {
+        let m = records.iter().find(|m| m.variant == variant).unwrap();
+        assert_eq!(m.status, Status::Ok, "{variant}: {:?}", m.error);
+        assert!(m.health.as_ref().is_some_and(|h| h.passed), "{variant}");
+        let note = m
+            .notes
+            .iter()
+            .find(|n| n.contains("data file") || n.starts_with("laid out"));
+        note.unwrap().split(' ').next().unwrap().to_string()
+    };
+    assert_eq!(prepared("read-bs64k-j1-qd1-16m-direct"), "laid");
+    for v in [
+        "read-bs64k-j1-qd4-16m-direct",
+        "randread-bs64k-j1-qd1-16m-direct",
+        "randread-bs64k-j1-qd4-16m-direct",
+    ] {
+        assert_eq!(prepared(v), "reused", "{v}");
+    }
+    for v in [
+        "write-bs64k-j1-qd1-16m-direct",
+        "write-bs64k-j1-qd4-16m-direct",
+    ] {
+        assert_eq!(prepared(v), "laid", "{v}");
+    }
+    assert_no_leftovers(&root.path);
+}
