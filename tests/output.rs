@@ -468,6 +468,48 @@ fn the_overall_ranking_is_a_geometric_mean_with_its_interval() {
     );
 }
 
+/// The fio study (2026-11-28) ranked exFAT and ntfs-3g above btrfs partly on direct reads
+/// their FUSE daemons served from memory, though every such row carried the warning. A
+/// result read from memory is now left out of the ranking, and the ranking says how many.
+#[test]
+fn results_read_from_memory_are_left_out_of_the_ranking() {
+    let d = results(true);
+    edit(d.path(), |m| {
+        if m["workload"] == "io-sweep" && m["target"] == "xfs" {
+            m["metrics"]["reads_from_memory"] = serde_json::json!(1.0);
+        }
+        true
+    });
+    let r = model::build(&store::load(d.path()).unwrap(), None);
+    let io = r
+        .sections
+        .iter()
+        .filter(|s| s.workload == "io-sweep")
+        .count();
+    let xfs = r.ranking.iter().find(|s| s.target == "xfs").unwrap();
+    assert!(io > 0 && xfs.from_memory == io, "{xfs:?}");
+    assert_eq!(xfs.sections, r.sections.len() - io);
+    // Only the create points are left.
+    let logs: Vec<f64> = (r.sections.iter().filter(|s| s.workload != "io-sweep"))
+        .map(|s| {
+            let row = |t: &str| s.rows.iter().find(|r| r.target == t).unwrap();
+            (row("xfs").shown_value(&s.key_metric).unwrap()
+                / row("ext4").shown_value(&s.key_metric).unwrap())
+            .ln()
+        })
+        .collect();
+    let want = (logs.iter().sum::<f64>() / logs.len() as f64).exp();
+    assert!((xfs.geomean - want).abs() < 1e-9, "{xfs:?} vs {want}");
+    let btrfs = r.ranking.iter().find(|s| s.target == "btrfs").unwrap();
+    assert_eq!(btrfs.from_memory, 0);
+    let text = report::terminal::render_width(&r, false, 80);
+    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        flat.contains(&format!("{io} left out: read from memory")),
+        "{text}"
+    );
+}
+
 #[test]
 fn dry_run_summarises_without_debug_text_and_lists_cells_only_when_verbose() {
     let work = tempfile::tempdir().unwrap();

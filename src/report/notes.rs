@@ -145,6 +145,9 @@ pub fn ranking(r: &Report, width: usize) -> String {
         if s.sections < most {
             let _ = write!(extra, ", {} results", s.sections);
         }
+        if s.from_memory > 0 {
+            let _ = write!(extra, "; {} left out: read from memory", s.from_memory);
+        }
         if s.reference {
             extra.push_str(", memory reference: not ranked");
         }

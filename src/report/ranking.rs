@@ -8,10 +8,14 @@
 //! the mean of the logs, whose variance is sd(log)² / n, a log ratio's is the sum of its two means', and the mean
 //! of k log ratios has the sum of their variances over k². An approximate 95 % interval;
 //! none when any ratio rests on a single run. Memory targets (tmpfs) are listed, never ranked.
+//! A result whose target's or baseline's row read from memory where it asked for the device
+//! (`Warning::ReadsFromMemory`: a FUSE daemon's cache) is left out and counted: its ratio
+//! compares memory with a device, which would rank a FUSE file system on its cache.
 
 use serde::Serialize;
 
 use super::section::{Row, Section};
+use crate::stats::Warning;
 
 /// z of a two-sided 95 % normal interval.
 const Z95: f64 = 1.959_963_985;
@@ -28,6 +32,8 @@ pub struct Standing {
     pub ci95: Option<(f64, f64)>,
     /// How many sections (workload × variant × threads) the mean covers.
     pub sections: usize,
+    /// Sections left out because its row or the baseline's read from memory.
+    pub from_memory: usize,
     pub reference: bool,
 }
 
@@ -52,6 +58,11 @@ fn log_mean(row: &Row, key: &str) -> Option<(f64, Option<f64>)> {
     Some((mean.ln(), var))
 }
 
+/// Whether a row's figure came from memory where it asked for the device.
+fn read_from_memory(row: &Row) -> bool {
+    (row.warnings.iter()).any(|w| matches!(w, Warning::ReadsFromMemory { .. }))
+}
+
 /// Ranks every target measured beside the baseline; best first, references last.
 pub fn rank(sections: &[Section], baseline: &str) -> Vec<Standing> {
     let mut names: Vec<(String, bool)> = Vec::new();
@@ -66,6 +77,7 @@ pub fn rank(sections: &[Section], baseline: &str) -> Vec<Standing> {
     for (name, reference) in names {
         let mut logs = Vec::new();
         let mut vars: Option<Vec<f64>> = Some(Vec::new());
+        let mut from_memory = 0;
         for s in sections {
             let key = &s.key_metric;
             let (Some(b), Some(t)) = (
@@ -74,6 +86,10 @@ pub fn rank(sections: &[Section], baseline: &str) -> Vec<Standing> {
             ) else {
                 continue;
             };
+            if read_from_memory(b) || read_from_memory(t) {
+                from_memory += 1;
+                continue;
+            }
             let (Some((lb, vb)), Some((lt, vt))) = (log_mean(b, key), log_mean(t, key)) else {
                 continue;
             };
@@ -105,6 +121,7 @@ pub fn rank(sections: &[Section], baseline: &str) -> Vec<Standing> {
             geomean: mean.exp(),
             ci95,
             sections: logs.len(),
+            from_memory,
             reference,
         });
     }
