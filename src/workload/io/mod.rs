@@ -529,3 +529,43 @@ impl From<FioError> for WorkloadError {
         }
     }
 }
+
+/// Which points follow on the file system of the point before them.
+#[cfg(test)]
+mod follows {
+    use super::*;
+
+    fn point(rw: Rw, size_bytes: u64, direct: bool) -> Point {
+        let spec = PointSpec {
+            rw,
+            rwmixread: 50,
+            bs: 64 << 10,
+            numjobs: 1,
+            iodepth: 1,
+            size_bytes,
+            size_label: size_label(size_bytes),
+            direct,
+            ioengine: EngineChoice::Auto,
+        };
+        spec.to_point()
+    }
+
+    /// Direct read points share a file system while they read the same file; a write, a
+    /// buffered read, another file or a remote host's file gets a fresh one.
+    #[test]
+    fn direct_reads_of_one_file_follow_on_the_same_file_system() {
+        let w = IoWorkload::sweep();
+        let read = point(Rw::Read, 16 * MIB, true);
+        assert!(w.follows_on_same_fs(&read, &point(Rw::RandRead, 16 * MIB, true)));
+        assert!(!w.follows_on_same_fs(&read, &point(Rw::Write, 16 * MIB, true)));
+        assert!(!w.follows_on_same_fs(&point(Rw::Write, 16 * MIB, true), &read));
+        assert!(!w.follows_on_same_fs(&read, &point(Rw::Read, 32 * MIB, true)));
+        let buffered = point(Rw::Read, 16 * MIB, false);
+        assert!(!w.follows_on_same_fs(&buffered, &point(Rw::RandRead, 16 * MIB, false)));
+        let mut remote = point(Rw::RandRead, 16 * MIB, true);
+        remote
+            .params
+            .insert("io_hosts".into(), serde_json::json!(["h:8765"]));
+        assert!(!w.follows_on_same_fs(&read, &remote));
+    }
+}

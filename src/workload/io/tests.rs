@@ -176,41 +176,6 @@ fn sweep_preset_points() {
         .all(|p| p.params["size_bytes"] == 100 * MIB));
 }
 
-/// Direct read points share a file system while they read the same file; a write, a
-/// buffered read or another file gets a fresh one.
-#[test]
-fn direct_reads_of_one_file_follow_on_the_same_file_system() {
-    let env = Env::new(
-        "rw = [\"read\", \"randread\", \"write\"]\nbs = [\"64k\"]\niodepth = [1]\n\
-         numjobs = [1]\nsize = [\"16m\", \"32m\"]\ndirect = [true, false]",
-    );
-    let dir = tempfile::tempdir().unwrap();
-    let w = IoWorkload::sweep();
-    let points = w.points(&env.ctx(dir.path())).unwrap();
-    let by = |v: &str| points.iter().find(|p| p.variant == v).unwrap();
-    let follows = |a: &str, b: &str| w.follows_on_same_fs(by(a), by(b));
-    assert!(follows(
-        "read-bs64k-j1-qd1-16m-direct",
-        "randread-bs64k-j1-qd1-16m-direct"
-    ));
-    assert!(!follows(
-        "read-bs64k-j1-qd1-16m-direct",
-        "write-bs64k-j1-qd1-16m-direct"
-    ));
-    assert!(!follows(
-        "write-bs64k-j1-qd1-16m-direct",
-        "read-bs64k-j1-qd1-16m-direct"
-    ));
-    assert!(!follows(
-        "read-bs64k-j1-qd1-16m-direct",
-        "read-bs64k-j1-qd1-32m-direct"
-    ));
-    assert!(!follows(
-        "read-bs64k-j1-qd1-16m-buffered",
-        "randread-bs64k-j1-qd1-16m-buffered"
-    ));
-}
-
 #[test]
 fn options_are_checked() {
     let dir = tempfile::tempdir().unwrap();
