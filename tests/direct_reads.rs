@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{assert_exit, assert_no_leftovers, fsarena, require_root, TestRoot};
+use common::{assert_exit, assert_no_leftovers, require_root, run_quiet, TestRoot};
 use fsarena::results::store;
 
 /// The fio study (2026-11-28) read 170 GB with `--direct=1` on ntfs-3g and exFAT while their
@@ -27,16 +27,7 @@ fn direct_reads_served_from_memory_on_fuse_are_warned_about() {
          numjobs = [1]\nsize = [\"32m\"]\nruntime = 1\nramp_time = 0\n",
     )
     .unwrap();
-    let run = fsarena(
-        &[
-            "run",
-            plan.to_str().unwrap(),
-            "--quiet",
-            "--out",
-            out.to_str().unwrap(),
-        ],
-        &work,
-    );
+    let run = run_quiet(&[plan.to_str().unwrap()], &out, &work);
     assert_exit(&run, 0);
     let summary: serde_json::Value =
         serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();

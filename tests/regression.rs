@@ -8,7 +8,7 @@ use std::process::Command;
 
 use common::{
     assert_exit, assert_no_leftovers, bin, fsarena, leftovers, refused, require_root,
-    results_lines, wait_for_lines, TestRoot,
+    results_lines, run_quiet, wait_for_lines, TestRoot,
 };
 use fsarena::results::store;
 use fsarena::results::Status;
@@ -1727,16 +1727,7 @@ fn direct_read_points_reuse_the_laid_out_file_instead_of_laying_it_out_again() {
          iodepth = [1, 4]\nnumjobs = [1]\nsize = [\"16m\"]\nruntime = 0.3\nramp_time = 0\n",
     )
     .unwrap();
-    let run = fsarena(
-        &[
-            "run",
-            plan.to_str().unwrap(),
-            "--quiet",
-            "--out",
-            out.to_str().unwrap(),
-        ],
-        &work,
-    );
+    let run = run_quiet(&[plan.to_str().unwrap()], &out, &work);
     assert_exit(&run, 0);
     let records = store::load(&out).unwrap().measurements;
     let prepared = |variant: &str| {
