@@ -1,6 +1,7 @@
 //! The checkers checked on small samples, so a rule cannot pass by reading nothing: test
 //! items are left out and nothing else, a brace in a literal or a comment moves no end, and
-//! a loop between two siblings is found while an arrow to a parent is not.
+//! a loop between two siblings is found, and so is one between a folder's own file and a
+//! child that takes its items.
 
 use super::loops::{arrow_count, import_loops, Unit};
 use super::scan::{fn_lengths, non_test, test_items};
@@ -107,7 +108,13 @@ fn unit(module: &str, code: &str) -> Unit {
 
 pub fn import_loops_are_found() {
     let sample = [
-        unit("m", "mod a; mod b; mod c; use a::X; pub use c::Z;"),
+        unit(
+            "k",
+            "mod a; mod io; pub use a::X; fn f() { a::g(); }\nuse std::{io::Read};",
+        ),
+        unit("k::a", "use super::Shared;"),
+        unit("k::io", "use super::Shared;"),
+        unit("m", "mod a; mod b; mod c;"),
         unit("m::a", "use super::b::Y;\nfn f() { super::c::g(); }"),
         unit("m::b", "use crate::m::{a::{X, self}, c};"),
         unit(
@@ -120,13 +127,17 @@ pub fn import_loops_are_found() {
         unit("n::y", "fn g() -> crate::n::x::p::R { todo!() }"),
     ];
     let found = import_loops(&sample);
-    assert_eq!(found.len(), 2, "{found:#?}");
+    assert_eq!(found.len(), 3, "{found:#?}");
     assert_eq!(
         found[0],
-        "module `m`: a <-> b\n    a -> b: m/a:1 uses Y\n    b -> a: m/b:1 uses X, a"
+        "module `k`: a <-> mod\n    a -> mod: k/a:1 uses Shared\n    mod -> a: k:1 uses X, g"
     );
     assert_eq!(
         found[1],
+        "module `m`: a <-> b\n    a -> b: m/a:1 uses Y\n    b -> a: m/b:1 uses X, a"
+    );
+    assert_eq!(
+        found[2],
         "module `n`: x <-> y\n    x -> y: n/x/p:1 uses Q\n    y -> x: n/y:1 uses p::R"
     );
 }

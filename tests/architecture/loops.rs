@@ -1,13 +1,20 @@
 //! Import loops between the files of one module. Each module's children (its files, and its
-//! folders, each counted as one child with everything in it) form a graph: an arrow A -> B
-//! when code in A names sibling B (`super::b::X`, `super::{b::X}`, `crate::path::to::b`).
-//! The module's own file (`mod.rs`, or `x.rs` for a folder `x/`) is the parent, not a
-//! sibling: a parent naming its children and a child naming its parent draw no arrow. Any
-//! cycle is a loop, reported with the files and the names that tie it.
+//! folders, each counted as one child with everything in it) and the module's own file
+//! (`mod.rs`, or `x.rs` for a folder `x/`, named [`OWN`]) form a graph: an arrow A -> B when
+//! code in A names sibling B (`super::b::X`, `super::{b::X}`, `crate::path::to::b`), an
+//! arrow from the own file to a child it names (`create::Create` in a registry, a `pub use`),
+//! and an arrow from a child to the own file when it names an item the own file holds
+//! (`super::Ctx`). Declaring a child (`mod a;`) draws no arrow. Any cycle is a loop,
+//! reported with the files and the names that tie it: a folder whose own file lists its
+//! children while they take its types has an arrow that runs back up, and the shared types
+//! go in a file of their own that both import.
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::scan::paths;
+use super::scan::paths_from;
+
+/// The node of a module's own file in its graph (no module can be named `mod`).
+pub const OWN: &str = "mod";
 
 /// One source file for the loop check: its module path (`src/report/charts/bars.rs` →
 /// `["report", "charts", "bars"]`, a `mod.rs` is its folder), its name as shown, and its
@@ -25,11 +32,12 @@ type Ties = BTreeMap<String, (usize, BTreeSet<String>)>;
 type Arrows = BTreeMap<Vec<String>, BTreeMap<(String, String), Ties>>;
 
 /// The absolute module path a path means in the module `here`, or None if it leaves the
-/// crate. `self` inside a use tree (`use a::{self, b}`) and a trailing glob add nothing.
-fn resolve(here: &[String], path: &[String]) -> Option<Vec<String>> {
+/// crate; a `relative` path starts at `here` (a child module's name). `self` inside a use tree (`use a::{self, b}`) and a trailing glob add nothing.
+fn resolve(here: &[String], path: &[String], relative: bool) -> Option<Vec<String>> {
     let (mut abs, rest) = match path.first().map(String::as_str) {
         Some("crate") => (Vec::new(), &path[1..]),
         Some("self") => (here.to_vec(), &path[1..]),
+        Some(_) if relative => (here.to_vec(), path),
         Some("super") => {
             let ups = path.iter().take_while(|s| *s == "super").count();
             (here[..here.len().checked_sub(ups)?].to_vec(), &path[ups..])
@@ -53,27 +61,55 @@ fn children(units: &[Unit]) -> BTreeMap<Vec<String>, BTreeSet<String>> {
     out
 }
 
-/// Every arrow between siblings, with what ties it.
+/// Where a path leads, seen from the module `here`: the module in which the two part, the
+/// child of it that `here` lies in (or [`OWN`] where `here` is that module), and the child
+/// named (or [`OWN`] for an item of that module's own file). None for a path into `here`
+/// itself or one that names nothing below where it parts.
+fn parting(
+    kids: &BTreeMap<Vec<String>, BTreeSet<String>>,
+    here: &[String],
+    abs: &[String],
+) -> Option<(Vec<String>, String, String)> {
+    let j = (0..here.len().min(abs.len()))
+        .find(|&j| here[j] != abs[j])
+        .unwrap_or(here.len());
+    if j >= abs.len() {
+        return None;
+    }
+    let level = here[..j.min(here.len())].to_vec();
+    let under = kids.get(&level);
+    let to = if under.is_some_and(|k| k.contains(&abs[j])) {
+        abs[j].clone()
+    } else if j < here.len() && j > 0 {
+        OWN.to_string()
+    } else {
+        return None;
+    };
+    let from = here.get(j).cloned().unwrap_or_else(|| OWN.to_string());
+    (from != to).then_some((level, from, to))
+}
+
+/// Every arrow between siblings (the own file included), with what ties it.
 fn arrows(units: &[Unit]) -> Arrows {
     let kids = children(units);
     let mut out = Arrows::new();
     for u in units {
-        for (line, path) in paths(&u.code) {
-            let Some(abs) = resolve(&u.module, &path) else {
+        let roots: Vec<&str> = kids
+            .get(&u.module)
+            .map(|k| k.iter().map(String::as_str).collect())
+            .unwrap_or_default();
+        for (line, path) in paths_from(&u.code, &roots) {
+            let relative = roots.contains(&path[0].as_str());
+            let Some(abs) = resolve(&u.module, &path, relative) else {
                 continue;
             };
-            // The module where the two paths part: `u` lies in its child `from`, the path
-            // names its child `to`.
-            let Some(j) = (0..u.module.len().min(abs.len())).find(|&j| u.module[j] != abs[j])
-            else {
+            let Some((level, from, to)) = parting(&kids, &u.module, &abs) else {
                 continue;
             };
-            let level = u.module[..j].to_vec();
-            let to = &abs[j];
-            if !kids.get(&level).is_some_and(|k| k.contains(to)) {
-                continue;
-            }
-            let name = if abs.len() > j + 1 {
+            let j = level.len();
+            let name = if to == OWN {
+                abs[j..].join("::")
+            } else if abs.len() > j + 1 {
                 abs[j + 1..].join("::")
             } else {
                 to.clone()
@@ -81,7 +117,7 @@ fn arrows(units: &[Unit]) -> Arrows {
             let tie = out
                 .entry(level)
                 .or_default()
-                .entry((u.module[j].clone(), to.clone()))
+                .entry((from, to))
                 .or_default()
                 .entry(u.file.clone())
                 .or_insert((line, BTreeSet::new()));

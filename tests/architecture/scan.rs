@@ -368,6 +368,14 @@ fn read_tree(
 /// expressions alike, `use` trees spelled out), with its line. Comments and literals are
 /// skipped. `use super::{a::X, b}` gives `super::a::X` and `super::b`.
 pub fn paths(code: &str) -> Vec<(usize, Vec<String>)> {
+    paths_from(code, &[])
+}
+
+/// [`paths`], and also the relative paths whose first segment is one of `roots` (a parent
+/// file's child modules: `create::Create` in `workload/mod.rs`). Every path is read whole
+/// before its first segment is looked at, so the `io` of `use std::{io::Write}` is part of
+/// a path from `std`, never a path from a child named `io`.
+pub fn paths_from(code: &str, roots: &[&str]) -> Vec<(usize, Vec<String>)> {
     let code = blank_literals(code);
     let starts = line_starts(&code);
     let toks = tokens(&code);
@@ -375,7 +383,7 @@ pub fn paths(code: &str) -> Vec<(usize, Vec<String>)> {
     let mut i = 0;
     while i < toks.len() {
         let (pos, word) = toks[i];
-        let starts_path = matches!(word, "crate" | "super" | "self")
+        let starts_path = word.bytes().all(is_ident)
             && toks.get(i + 1).is_some_and(|t| t.1 == "::")
             && (i == 0 || toks[i - 1].1 != "::");
         if !starts_path {
@@ -384,8 +392,11 @@ pub fn paths(code: &str) -> Vec<(usize, Vec<String>)> {
         }
         let mut found = Vec::new();
         i = read_tree(&toks, i, &[], &mut found).max(i + 1);
-        let line = line_of(&starts, pos);
-        out.extend(found.into_iter().map(|p| (line, p)));
+        let kept = matches!(word, "crate" | "super" | "self") || roots.contains(&word);
+        if kept {
+            let line = line_of(&starts, pos);
+            out.extend(found.into_iter().map(|p| (line, p)));
+        }
     }
     out
 }
