@@ -10,7 +10,7 @@ use mpi::topology::SimpleCommunicator;
 use mpi::traits::{Communicator, CommunicatorCollectives};
 use mpi::{Count, Threading};
 
-use super::{ClusterError, World};
+use super::world::{ClusterError, World};
 
 /// The universe while MPI is initialised; taken (and finalised) by [`finalize`].
 static LOCK: Mutex<Option<Universe>> = Mutex::new(None);

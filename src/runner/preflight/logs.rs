@@ -1,8 +1,8 @@
 //! The plan's `log_target`s: which target a database workload's log lives on, checked
 //! before anything is provisioned.
 
-use super::RunError;
 use crate::plan::{Location, Plan, TargetConfig};
+use crate::runner::terms::RunError;
 
 /// `log_target = "own"`: each cell's log on a second fresh file system made like the cell's
 /// own target (seed 001: four database and four log volumes of the file system compared).
