@@ -13,8 +13,13 @@ use std::time::Instant;
 
 use rustix::fs::{AtFlags, Mode, OFlags, StatxFlags, XattrFlags};
 
+use super::contract::Workload;
+use super::ctx::Ctx;
+use super::error::{IoContext, WorkloadError};
+use super::harness::Harness;
+use super::outcome::Outcome;
+use super::point::Point;
 use super::prepare::prepare;
-use super::{Ctx, Harness, IoContext, Outcome, Point, Workload, WorkloadError};
 use crate::dataset::Manifest;
 use crate::fsops::{self, Dir, Kind, LatencyLog, Need, WalkOptions};
 

@@ -19,11 +19,16 @@ use std::time::Instant;
 use rustix::fs::{Mode, OFlags};
 use xxhash_rust::xxh3::Xxh3Default;
 
+use super::ctx::Ctx;
 use super::dirfd::{c_path, open_dir};
+use super::error::{IoContext, WorkloadError};
+use super::harness::Harness;
+use super::launch;
+use super::outcome::Outcome;
 use super::passes::measure_cold_passes;
+use super::point::Point;
 use super::prepare::{generate, prep_threads};
 use super::verify::examples;
-use super::{launch, Ctx, Harness, IoContext, Outcome, Point, WorkloadError};
 use crate::dataset::draw;
 use crate::dataset::seed::workload_rng;
 use crate::dataset::{DatasetSpec, Manifest, Profile};
@@ -146,7 +151,7 @@ pub fn verify_reads(
     }
 }
 
-impl super::Workload for ColdRead {
+impl super::contract::Workload for ColdRead {
     fn name(&self) -> &'static str {
         "cold-read"
     }

@@ -20,9 +20,15 @@
 use std::path::Path;
 use std::time::Instant;
 
+use super::contract::Workload;
+use super::ctx::Ctx;
+use super::error::{IoContext, WorkloadError};
+use super::harness::Harness;
+use super::outcome::Outcome;
+use super::point::Point;
 use super::prepare::{dated_on_target, prep_threads, WARM_MIN_THREADS};
 use super::tree_copy::{copy_report, copy_tree, CopyMode, TreeCopy};
-use super::{source, verify, Ctx, Harness, IoContext, Outcome, Point, Workload, WorkloadError};
+use super::{source, verify};
 use crate::dataset::Manifest;
 
 /// The `copy` workload (named so as not to shadow the `Copy` trait).
@@ -67,7 +73,7 @@ impl Workload for CopyTree {
         ("seconds", false)
     }
     fn columns(&self) -> &'static [&'static str] {
-        super::WRITE_COLUMNS
+        super::spec::WRITE_COLUMNS
     }
     fn points(&self, _ctx: &Ctx) -> Result<Vec<Point>, WorkloadError> {
         let point = |variant: &str, source: &str| Point {

@@ -20,10 +20,16 @@ use std::time::Instant;
 
 use serde::Deserialize;
 
+use super::contract::Workload;
+use super::ctx::Ctx;
+use super::error::{IoContext, WorkloadError};
+use super::harness::Harness;
+use super::options;
+use super::outcome::Outcome;
+use super::point::Point;
 use super::prepare::prep_threads;
 use super::tree_copy::{copy_report, copy_tree, CopyMode};
 use super::verify::{self, examples};
-use super::{options, Ctx, Harness, IoContext, Outcome, Point, Workload, WorkloadError};
 use crate::dataset::{FileEntry, Manifest};
 use crate::fsops::{self, hash_at, Dir, Kind, LatencyLog, Need, Totals, WalkOptions, HASH_BUF};
 

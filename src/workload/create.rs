@@ -3,8 +3,14 @@
 
 use std::time::Instant;
 
+use super::contract::Workload;
+use super::ctx::Ctx;
+use super::error::{IoContext, WorkloadError};
+use super::harness::Harness;
+use super::outcome::Outcome;
+use super::point::Point;
 use super::prepare::{dataset_error, plan};
-use super::{verify, Ctx, Harness, IoContext, Outcome, Point, Workload, WorkloadError};
+use super::verify;
 use crate::dataset;
 use crate::fsops::LatencyLog;
 
@@ -24,7 +30,7 @@ impl Workload for Create {
     }
 
     fn columns(&self) -> &'static [&'static str] {
-        super::WRITE_COLUMNS
+        super::spec::WRITE_COLUMNS
     }
 
     fn run(

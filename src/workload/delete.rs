@@ -9,8 +9,13 @@ use std::time::Instant;
 use rayon::prelude::*;
 use rustix::fs::{AtFlags, Mode, OFlags};
 
+use super::contract::Workload;
+use super::ctx::Ctx;
+use super::error::{IoContext, WorkloadError};
+use super::harness::Harness;
+use super::outcome::Outcome;
+use super::point::Point;
 use super::prepare::prepare;
-use super::{Ctx, Harness, IoContext, Outcome, Point, Workload, WorkloadError};
 use crate::dataset::spec::SharedTree;
 use crate::fsops::{self, Dir, Kind, LatencyLog, Need, WalkOptions};
 

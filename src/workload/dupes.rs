@@ -23,11 +23,17 @@ use rayon::prelude::*;
 use rustix::fs::{Mode, OFlags};
 use serde::Deserialize;
 
+use super::contract::Workload;
+use super::ctx::Ctx;
 use super::dirfd::open_dir;
+use super::error::{IoContext, WorkloadError};
+use super::harness::Harness;
+use super::options;
+use super::outcome::Outcome;
 use super::passes::{measure_cold_passes, measure_passes};
+use super::point::Point;
 use super::prepare::{generate, prep_threads, prepare};
 use super::verify::examples;
-use super::{options, Ctx, Harness, IoContext, Outcome, Point, Workload, WorkloadError};
 use crate::dataset::Manifest;
 use crate::fsops::{self, hash_fd, Dir, Kind, LatencyLog, Need, WalkOptions, HASH_BUF};
 

@@ -9,9 +9,14 @@ use std::time::Instant;
 
 use serde_json::json;
 
+use super::contract::Workload;
+use super::ctx::Ctx;
+use super::error::WorkloadError;
+use super::harness::Harness;
+use super::outcome::Outcome;
 use super::passes::{measure_cold_passes, measure_passes};
+use super::point::Point;
 use super::prepare::prepare;
-use super::{Ctx, Harness, Outcome, Point, Workload, WorkloadError};
 use crate::dataset::Manifest;
 use crate::fsops::ext_of;
 use crate::fsops::{self, Dir, Kind, LatencyLog, Need, WalkOptions};

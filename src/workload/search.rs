@@ -14,9 +14,15 @@ use std::time::Instant;
 use serde::Deserialize;
 use serde_json::json;
 
+use super::contract::Workload;
+use super::ctx::Ctx;
+use super::error::WorkloadError;
+use super::harness::Harness;
+use super::options;
+use super::outcome::Outcome;
 use super::passes::measure_passes;
+use super::point::Point;
 use super::prepare::{dataset_error, prepare};
-use super::{options, Ctx, Harness, Outcome, Point, Workload, WorkloadError};
 use crate::dataset::{profile, Manifest};
 use crate::fsops::ext_of;
 use crate::fsops::{self, Dir, Kind, Need, WalkOptions};

@@ -38,11 +38,15 @@ use serde::Deserialize;
 pub use changes::{apply_changes, plan_changes, ChangeSet};
 pub use mirror::{sync_tree, SyncStats};
 
+use super::contract::Workload;
+use super::ctx::Ctx;
+use super::error::{IoContext, WorkloadError};
+use super::harness::Harness;
+use super::outcome::Outcome;
+use super::point::Point;
 use super::prepare::{dated_on_target_with, prep_threads, WARM_MIN_THREADS};
 use super::tree_copy::{copy_tree, CopyMode};
-use super::{
-    options, source, verify, Ctx, Harness, IoContext, Outcome, Point, Workload, WorkloadError,
-};
+use super::{options, source, verify};
 use crate::dataset::Manifest;
 
 /// The `sync` workload (named so as not to shadow the `Sync` trait).
@@ -141,7 +145,7 @@ impl Workload for SyncMirror {
         ("seconds", false)
     }
     fn columns(&self) -> &'static [&'static str] {
-        super::WRITE_COLUMNS
+        super::spec::WRITE_COLUMNS
     }
     fn check_options(&self, table: &toml::Table) -> Result<(), String> {
         SyncOptions::from_table(table).map(drop)
@@ -292,7 +296,7 @@ pub(crate) mod testenv {
     use std::sync::atomic::AtomicBool;
 
     use crate::dataset::DatasetSpec;
-    use crate::workload::Ctx;
+    use crate::workload::ctx::Ctx;
 
     pub struct Env {
         pub root: tempfile::TempDir,
@@ -344,7 +348,7 @@ pub(crate) mod testenv {
 mod tests {
     use super::testenv::Env;
     use super::*;
-    use crate::workload::PlainHarness;
+    use crate::workload::harness::PlainHarness;
 
     fn table(src: &str) -> toml::Table {
         src.parse().expect("test table")

@@ -18,9 +18,16 @@ use std::time::Instant;
 use rustix::fs::{AtFlags, Mode, OFlags, Timespec, Timestamps};
 use serde::Deserialize;
 
+use super::contract::Workload;
+use super::ctx::Ctx;
+use super::error::IoContext;
+use super::error::WorkloadError;
+use super::harness::Harness;
+use super::mix;
+use super::outcome::Outcome;
+use super::point::Point;
 use super::prepare::{dataset_error, prep_threads};
-use super::{dirfd, options, verify, Ctx, Harness, IoContext, Outcome, Point, Workload};
-use super::{mix, WorkloadError};
+use super::{dirfd, options, verify};
 use crate::dataset::{fill_content, parse_profile, DatasetSpec, Manifest};
 use crate::fsops::{self, LatencyLog, Need};
 
@@ -57,7 +64,7 @@ impl Workload for Untar {
         ("ops_per_s", true)
     }
     fn columns(&self) -> &'static [&'static str] {
-        super::WRITE_COLUMNS
+        super::spec::WRITE_COLUMNS
     }
     /// tar unpacks one entry after another.
     fn uses_threads(&self) -> bool {

@@ -29,7 +29,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::plan::size::human_bytes;
 use crate::provision::cgroup::MemoryCgroup;
-use crate::workload::{Ctx, WorkloadError};
+use crate::workload::ctx::Ctx;
+use crate::workload::error::WorkloadError;
 
 /// Room above the engine's memory and the budget, so a burst of allocation between two
 /// adjustments is absorbed by reclaiming cache rather than stalling the engine. (More room

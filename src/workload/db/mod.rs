@@ -26,8 +26,13 @@ mod schema;
 mod timed;
 
 use self::options::{Cache, Config};
+use super::contract::Workload;
+use super::ctx::Ctx;
+use super::error::WorkloadError;
+use super::harness::Harness;
 use super::initial::{OwnState, Start};
-use super::{Ctx, Harness, Outcome, Point, Workload, WorkloadError};
+use super::outcome::Outcome;
+use super::point::Point;
 use crate::provision::cgroup;
 
 /// The `db` workload.

@@ -10,8 +10,9 @@ use serde::Deserialize;
 // fio's size syntax (`4k`, `1.5g`, no fractional bytes; [`SizeValue::whole_bytes`]) is
 // what `db` has always accepted.
 use super::auto::{self, Search, Threads};
+use crate::workload::ctx::Ctx;
+use crate::workload::error::WorkloadError;
 use crate::workload::options::{self, SizeValue};
-use crate::workload::{Ctx, WorkloadError};
 
 pub(super) const MIB: u64 = 1 << 20;
 
@@ -533,7 +534,7 @@ mod tests {
     /// The runner's check before provisioning goes through the same parse as `run`.
     #[test]
     fn check_options_refuses_bad_values_up_front() {
-        use crate::workload::Workload;
+        use crate::workload::contract::Workload;
         let check = |src: &str| super::super::Db.check_options(&src.parse().unwrap());
         assert!(check("").is_ok());
         assert!(check("size = \"64m\"\nmix = { read = 3, insert = 1 }").is_ok());

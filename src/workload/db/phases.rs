@@ -14,7 +14,10 @@ use super::options::{Cache, Config};
 use super::outcome::outcome_of;
 use super::schema::{build, open, sql_err, Built, DB_FILE};
 use crate::provision::cgroup::{self, MemoryCgroup};
-use crate::workload::{Ctx, Harness, IoContext, Outcome, WorkloadError};
+use crate::workload::ctx::Ctx;
+use crate::workload::error::{IoContext, WorkloadError};
+use crate::workload::harness::Harness;
+use crate::workload::outcome::Outcome;
 
 /// Totals of the measured phase, kept for verification after it.
 #[derive(Debug, Default)]

@@ -12,7 +12,8 @@ use std::time::Duration;
 
 use super::{run_fio, MIB};
 use crate::fio::{self, FioJob, IoEngine, Rw};
-use crate::workload::{Ctx, IoContext, WorkloadError};
+use crate::workload::ctx::Ctx;
+use crate::workload::error::{IoContext, WorkloadError};
 
 /// Blocks sampled to prove a laid-out file holds written data.
 const LAYOUT_SAMPLES: u64 = 64;

@@ -18,8 +18,14 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use crate::fio::{self, ClientRun, FioError, FioJob, FioRun, IoEngine, Rw, Server};
+use crate::workload::contract::Workload;
+use crate::workload::ctx::Ctx;
+use crate::workload::error::{IoContext, WorkloadError};
+use crate::workload::harness::Harness;
 use crate::workload::initial::{OwnState, Start};
-use crate::workload::{Chart, Ctx, Harness, IoContext, Outcome, Point, Workload, WorkloadError};
+use crate::workload::outcome::Outcome;
+use crate::workload::point::Point;
+use crate::workload::spec::Chart;
 
 mod datafile;
 mod metrics;

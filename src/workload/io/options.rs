@@ -17,8 +17,8 @@ use serde::Deserialize;
 use super::{Preset, MIB};
 use crate::fio::{IoEngine, Rw, Server};
 use crate::plan::size::short_label as size_label;
+use crate::workload::error::{IoContext, WorkloadError};
 use crate::workload::options::{self, OneOrMany, SizeValue, Word};
-use crate::workload::{IoContext, WorkloadError};
 
 /// Default `small` file at scale 1: small enough to sit in any cache.
 const SMALL_DEFAULT: u64 = 64 * MIB;

@@ -12,7 +12,7 @@ use super::options::mem_total_bytes;
 use super::*;
 use crate::dataset::DatasetSpec;
 use crate::results::Status;
-use crate::workload::PlainHarness;
+use crate::workload::harness::PlainHarness;
 
 /// A tmpfs mounted for one test and unmounted on drop, even when the test fails.
 struct Tmpfs {

@@ -18,8 +18,14 @@ use std::time::Instant;
 use self::engine::{Shared, Tally};
 use self::set::{initial_segments, WorkingSet};
 use self::spec::{MixSpec, Op, Stop};
+use super::contract::Workload;
+use super::ctx::Ctx;
+use super::error::{IoContext, WorkloadError};
+use super::harness::Harness;
+use super::outcome::Outcome;
+use super::point::Point;
 use super::prepare::{dataset_error, prep_threads};
-use super::{dirfd, verify, Ctx, Harness, IoContext, Outcome, Point, Workload, WorkloadError};
+use super::{dirfd, verify};
 use crate::fsops::{percentile, LatencyLog};
 
 /// Side columns of a mix's tables.

@@ -34,8 +34,13 @@ pub mod server;
 mod stats;
 
 use crate::provision::cgroup;
+use crate::workload::contract::Workload;
+use crate::workload::ctx::Ctx;
+use crate::workload::error::WorkloadError;
+use crate::workload::harness::Harness;
 use crate::workload::initial::{OwnState, Start};
-use crate::workload::{Ctx, Harness, Outcome, Point, Workload, WorkloadError};
+use crate::workload::outcome::Outcome;
+use crate::workload::point::Point;
 
 /// The most PostgreSQL's WAL holds during a phase: `max_wal_size` (1 GB, left at its
 /// default) is a soft limit a busy phase overshoots until the next checkpoint.

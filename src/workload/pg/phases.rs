@@ -17,9 +17,12 @@ use super::stats;
 use crate::fsops::latency::percentile;
 use crate::plan::size::human_bytes;
 use crate::provision::cgroup::{self, MemoryCgroup};
+use crate::workload::ctx::Ctx;
 use crate::workload::db::auto::{self, Threads};
 use crate::workload::db::confined::{self, CgroupFigures};
-use crate::workload::{Ctx, Harness, Outcome, WorkloadError};
+use crate::workload::error::WorkloadError;
+use crate::workload::harness::Harness;
+use crate::workload::outcome::Outcome;
 
 /// A limit far above any machine's memory: the cgroup exists but does not squeeze.
 const NO_LIMIT: u64 = 1 << 50;

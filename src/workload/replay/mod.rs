@@ -32,8 +32,13 @@ use std::sync::Mutex;
 
 use self::call::Target;
 use self::issue::ThreadLog;
+use super::contract::Workload;
+use super::ctx::Ctx;
+use super::error::{IoContext, WorkloadError};
+use super::harness::Harness;
 use super::initial::Start;
-use super::{Ctx, Harness, IoContext, Outcome, Point, Workload, WorkloadError};
+use super::outcome::Outcome;
+use super::point::Point;
 use crate::fsops::LatencyLog;
 use crate::trace::format::{Op, Trace};
 
