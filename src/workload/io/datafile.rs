@@ -10,7 +10,8 @@ use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::time::Duration;
 
-use super::{run_fio, MIB};
+use super::job::run_fio;
+use super::options::MIB;
 use crate::fio::{self, FioJob, IoEngine, Rw};
 use crate::workload::ctx::Ctx;
 use crate::workload::error::{IoContext, WorkloadError};

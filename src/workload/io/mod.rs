@@ -17,7 +17,7 @@ use std::os::unix::fs::MetadataExt;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use crate::fio::{self, ClientRun, FioError, FioJob, FioRun, IoEngine, Rw, Server};
+use crate::fio::{self, FioJob, IoEngine, Rw, Server};
 use crate::workload::contract::Workload;
 use crate::workload::ctx::Ctx;
 use crate::workload::error::{IoContext, WorkloadError};
@@ -28,6 +28,7 @@ use crate::workload::point::Point;
 use crate::workload::spec::Chart;
 
 mod datafile;
+mod job;
 mod metrics;
 mod options;
 mod points;
@@ -36,17 +37,9 @@ mod tests;
 
 use crate::plan::size::short_label as size_label;
 use datafile::{prepare_file, pristine_marker, remove_if_present};
-use options::{Config, EngineChoice, SizeChoice};
+use job::run_job;
+use options::{Config, EngineChoice, Preset, SizeChoice, MIB};
 use points::PointSpec;
-
-const MIB: u64 = 1 << 20;
-
-/// Which default set of points a workload measures.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Preset {
-    Quick,
-    Sweep,
-}
 
 /// The `io-quick` and `io-sweep` workloads (same machinery, different default axes).
 pub struct IoWorkload {
@@ -431,108 +424,6 @@ fn scale_of(ctx: &Ctx) -> f64 {
         s
     } else {
         1.0
-    }
-}
-
-/// Runs `job` in the work directory, stopping fio as soon as the run is cancelled or past
-/// its deadline; the stop comes back as the reason (`Interrupted` or `Timeout`).
-fn run_fio(ctx: &Ctx, job: &FioJob) -> Result<FioRun, WorkloadError> {
-    let mut why = None;
-    let result = fio::run(ctx.root, job, &mut || match ctx.check() {
-        Ok(()) => false,
-        Err(e) => {
-            why = Some(e);
-            true
-        }
-    });
-    match result {
-        Err(FioError::Cancelled) => Err(why.unwrap_or(WorkloadError::Interrupted)),
-        other => Ok(other?),
-    }
-}
-
-/// A finished measured job: one local fio, or fio's client mode on the `hosts`.
-enum Ran {
-    Local(FioRun),
-    Clients(ClientRun),
-}
-
-/// Runs `job` in the work directory: here when `hosts` is empty, else on every server at
-/// once through fio's client mode (the directory must be the same path on each host).
-fn run_job(ctx: &Ctx, hosts: &[Server], job: &FioJob) -> Result<Ran, WorkloadError> {
-    if hosts.is_empty() {
-        return run_fio(ctx, job).map(Ran::Local);
-    }
-    let mut why = None;
-    let result = fio::client::run_clients(ctx.root, job, hosts, &mut || match ctx.check() {
-        Ok(()) => false,
-        Err(e) => {
-            why = Some(e);
-            true
-        }
-    });
-    match result {
-        Err(FioError::Cancelled) => Err(why.unwrap_or(WorkloadError::Interrupted)),
-        other => Ok(Ran::Clients(other?)),
-    }
-}
-
-impl Ran {
-    /// The measurement: fio's consolidated figures, plus each host's share with hosts.
-    fn outcome(&self, hosts: &[Server]) -> Outcome {
-        match self {
-            Ran::Local(run) => metrics::outcome_of(&run.report),
-            Ran::Clients(run) => metrics::clients_outcome(&run.report, hosts),
-        }
-    }
-
-    /// fio's own accounting, checked (for clients: every host and the sum of them).
-    fn verify(&self, job: &FioJob) -> Result<String, WorkloadError> {
-        Ok(match self {
-            Ran::Local(run) => fio::verify(job, run)?,
-            Ran::Clients(run) => fio::verify_clients(job, run)?,
-        })
-    }
-
-    fn version(&self) -> &str {
-        match self {
-            Ran::Local(run) => &run.report.fio_version,
-            Ran::Clients(run) => &run.report.fio_version,
-        }
-    }
-
-    /// Which hosts ran the point and how the consolidated figure was made.
-    fn hosts_note(&self, hosts: &[Server]) -> String {
-        let sum = match self {
-            Ran::Clients(run) if run.report.fio_sum => "fio's \"All clients\" sum",
-            _ => "the one host's figures",
-        };
-        format!(
-            "fio client/server on {} host(s): {}; consolidated figures are {sum} (IOPS and \
-             MB/s over the slowest host's runtime), latency percentiles from the hosts' \
-             merged histograms, host_* metrics each host's share",
-            hosts.len(),
-            hosts
-                .iter()
-                .map(ToString::to_string)
-                .collect::<Vec<_>>()
-                .join(", ")
-        )
-    }
-}
-
-/// The driver's errors as workload errors, each keeping its status: a missing fio is
-/// "unsupported here", fio's errno stays an I/O error (ENOSPC, EIO), a wrong volume is a
-/// failed verification.
-impl From<FioError> for WorkloadError {
-    fn from(e: FioError) -> Self {
-        match e {
-            FioError::NotInstalled => WorkloadError::Unsupported(e.to_string()),
-            FioError::Io { context, source } => WorkloadError::Io { context, source },
-            FioError::Tool(msg) => WorkloadError::Tool(msg),
-            FioError::Verify(msg) => WorkloadError::Verify(msg),
-            FioError::Cancelled => WorkloadError::Interrupted,
-        }
     }
 }
 

@@ -11,6 +11,7 @@ use super::datafile::verify_written;
 use super::options::mem_total_bytes;
 use super::*;
 use crate::dataset::DatasetSpec;
+use crate::fio::FioError;
 use crate::results::Status;
 use crate::workload::harness::PlainHarness;
 
