@@ -20,6 +20,7 @@ use super::harness::Harness;
 use super::outcome::Outcome;
 use super::point::Point;
 use super::prepare::prepare;
+use super::spec::{StartState, WorkloadSpec};
 use crate::dataset::Manifest;
 use crate::fsops::{self, Dir, Kind, LatencyLog, Need, WalkOptions};
 
@@ -50,17 +51,12 @@ pub struct Expect {
 }
 
 impl Workload for Chmod {
-    fn wants_populated_target(&self) -> bool {
-        true
+    fn spec(&self) -> WorkloadSpec {
+        WorkloadSpec {
+            start: StartState::DataSet,
+            ..WorkloadSpec::new("chmod", "change every file's mode bits and set a user xattr (where supported); verify by a stat/getxattr sweep")
+        }
     }
-    fn name(&self) -> &'static str {
-        "chmod"
-    }
-
-    fn describe(&self) -> &'static str {
-        "change every file's mode bits and set a user xattr (where supported); verify by a stat/getxattr sweep"
-    }
-
     fn run(
         &self,
         ctx: &Ctx,

@@ -15,7 +15,7 @@ pub struct Ctx<'a> {
     /// A warm scratch directory *outside* the target (for copy sources). Fresh per cell.
     pub scratch: &'a Path,
     /// The run's directory of read-only source trees made once and shared by its cells
-    /// ([`source`]); `None` outside a run (they are then made in `scratch`).
+    /// ([`super::source`]); `None` outside a run (they are then made in `scratch`).
     pub sources: Option<&'a Path>,
     /// Worker threads for this measurement (`--threads`).
     pub threads: usize,
@@ -28,7 +28,7 @@ pub struct Ctx<'a> {
     /// The time after which the runner records a timeout.
     pub deadline: Option<Instant>,
     /// The data set is already under `root`: the runner gave this point a copy of an image
-    /// populated once for the run, so [`prepare::prepare`] plans it and writes nothing.
+    /// populated once for the run, so [`super::prepare::prepare`] plans it and writes nothing.
     pub populated: bool,
     /// A fresh, empty directory on a second file system, the plan's `log_target`, for a
     /// database workload's log (WAL); `None` when the log stays beside the data.

@@ -47,7 +47,7 @@ pub use error::{status_of_io, IoContext, WorkloadError};
 pub use harness::{Harness, Phase, PlainHarness};
 pub use outcome::Outcome;
 pub use point::Point;
-pub use spec::{Chart, FILE_COLUMNS, WRITE_COLUMNS};
+pub use spec::{Chart, StartState, WorkloadSpec, FILE_COLUMNS, WRITE_COLUMNS};
 
 use crate::plan::Plan;
 use initial::{Start, Starts};
@@ -82,7 +82,8 @@ pub fn all() -> Vec<Box<dyn Workload>> {
 /// The short header a workload declares for `metric`, if any does.
 pub fn metric_header(metric: &str) -> Option<&'static str> {
     all().iter().find_map(|w| {
-        w.metric_headers()
+        w.spec()
+            .metric_headers
             .iter()
             .find(|(m, _)| *m == metric)
             .map(|(_, h)| *h)
@@ -91,12 +92,12 @@ pub fn metric_header(metric: &str) -> Option<&'static str> {
 
 /// Looks a workload up by name.
 pub fn by_name(name: &str) -> Option<Box<dyn Workload>> {
-    all().into_iter().find(|w| w.name() == name)
+    all().into_iter().find(|w| w.spec().name == name)
 }
 
 /// Names of every workload, for error messages.
 pub fn names() -> Vec<&'static str> {
-    all().iter().map(|w| w.name()).collect()
+    all().iter().map(|w| w.spec().name).collect()
 }
 
 /// What a plan's workloads start from: here, beside the registry it asks, so that
@@ -109,10 +110,11 @@ impl Starts {
         let scale = plan.scales().into_iter().fold(0.0, f64::max);
         let mut s = Starts::default();
         for w in plan.workloads.iter().filter_map(|n| by_name(n)) {
-            let options = plan.workload_options.get(w.name()).unwrap_or(&empty);
+            let name = w.spec().name;
+            let options = plan.workload_options.get(name).unwrap_or(&empty);
             match w.initial_state(options, scale) {
                 Start::DataSet => s.dataset = true,
-                own => s.own.push((w.name(), own)),
+                own => s.own.push((name, own)),
             }
         }
         s

@@ -33,6 +33,7 @@ use super::harness::Harness;
 use super::initial::{OwnState, Start};
 use super::outcome::Outcome;
 use super::point::Point;
+use super::spec::WorkloadSpec;
 use crate::provision::cgroup;
 
 /// The `db` workload.
@@ -47,14 +48,35 @@ const MAINTAINED: &str = " + maintenance";
 const WAL_SLACK: u64 = 256 << 20;
 
 impl Workload for Db {
-    fn name(&self) -> &'static str {
-        "db"
+    fn spec(&self) -> WorkloadSpec {
+        WorkloadSpec {
+            key_metric: ("transactions_per_s", true),
+            columns: &[
+                "device_read_iops",
+                "device_write_iops",
+                "device_read_latency_ms",
+                "device_write_latency_ms",
+                // The engine's own database and log latencies: seed 003's table is made of them.
+                "db_read_latency_ms",
+                "db_write_latency_ms",
+                "wal_write_latency_ms",
+                "wal_sync_latency_ms",
+                "wal_bytes_written",
+                "cpu_system_pct",
+            ],
+            metric_headers: &[
+                ("transactions_per_s", "tx/s"),
+                ("wal_bytes_written", "WAL written"),
+                ("db_read_latency_ms", "db read ms"),
+                ("db_write_latency_ms", "db write ms"),
+                ("wal_write_latency_ms", "log write ms"),
+                ("wal_sync_latency_ms", "log fsync ms"),
+            ],
+            // The `threads` option rules: the engine's worker count is part of the workload.
+            uses_threads: false,
+            ..WorkloadSpec::new("db", "SQLite (WAL) transactions: insert/delete/replace/read from many threads, lazy and durable commits")
+        }
     }
-
-    fn describe(&self) -> &'static str {
-        "SQLite (WAL) transactions: insert/delete/replace/read from many threads, lazy and durable commits"
-    }
-
     /// Parses and checks every option (keys and values) the way `run` will.
     /// A cache limit also needs a memory cgroup on this host: refused here, in one line,
     /// where there is none.
@@ -108,37 +130,6 @@ impl Workload for Db {
             .sum()
     }
 
-    fn key_metric(&self) -> (&'static str, bool) {
-        ("transactions_per_s", true)
-    }
-
-    fn metric_headers(&self) -> &'static [(&'static str, &'static str)] {
-        &[
-            ("transactions_per_s", "tx/s"),
-            ("wal_bytes_written", "WAL written"),
-            ("db_read_latency_ms", "db read ms"),
-            ("db_write_latency_ms", "db write ms"),
-            ("wal_write_latency_ms", "log write ms"),
-            ("wal_sync_latency_ms", "log fsync ms"),
-        ]
-    }
-
-    fn columns(&self) -> &'static [&'static str] {
-        &[
-            "device_read_iops",
-            "device_write_iops",
-            "device_read_latency_ms",
-            "device_write_latency_ms",
-            // The engine's own database and log latencies: seed 003's table is made of them.
-            "db_read_latency_ms",
-            "db_write_latency_ms",
-            "wal_write_latency_ms",
-            "wal_sync_latency_ms",
-            "wal_bytes_written",
-            "cpu_system_pct",
-        ]
-    }
-
     /// One point, or with `maintenance = true` the normal one and the `maintenance` variant;
     /// with a list of thread counts, those for each count (`16 threads`,
     /// `16 threads + maintenance`, `auto-tuned`, …).
@@ -163,11 +154,6 @@ impl Workload for Db {
             }));
         }
         Ok(points)
-    }
-
-    /// The `threads` option rules: the engine's worker count is part of the workload.
-    fn uses_threads(&self) -> bool {
-        false
     }
 
     fn run(
