@@ -17,6 +17,7 @@ pub mod db;
 pub mod delete;
 mod dirfd;
 pub mod dupes;
+mod engine;
 mod error;
 mod harness;
 pub mod initial;

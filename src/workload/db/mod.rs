@@ -16,25 +16,24 @@
 //! metrics); [`phases`] runs them in order for one cell and verifies the database
 //! afterwards.
 
-pub(crate) mod auto;
-pub(crate) mod confined;
 mod mix;
-pub(crate) mod options;
+mod options;
 mod outcome;
 mod phases;
 mod schema;
 mod timed;
 
-use self::options::{Cache, Config};
+use self::options::Config;
 use super::contract::Workload;
 use super::ctx::Ctx;
+use super::engine::auto;
+use super::engine::cache::Cache;
 use super::error::WorkloadError;
 use super::harness::Harness;
 use super::initial::{OwnState, Start};
 use super::outcome::Outcome;
 use super::point::Point;
 use super::spec::WorkloadSpec;
-use crate::provision::cgroup;
 
 /// The `db` workload.
 pub struct Db;
@@ -81,13 +80,7 @@ impl Workload for Db {
     /// A cache limit also needs a memory cgroup on this host: refused here, in one line,
     /// where there is none.
     fn check_options(&self, table: &toml::Table) -> Result<(), String> {
-        let cfg = options::config(table, 1.0)?;
-        if cfg.cache != Cache::Off {
-            cgroup::parent().map_err(|e| {
-                format!("[workload.db]: {e}; set `cache = \"off\"` to run without a cache limit")
-            })?;
-        }
-        Ok(())
+        options::config(table, 1.0)?.cache.check_host("db")
     }
     fn drops_caches(&self, options: &toml::Table) -> Option<&'static str> {
         options::config(options, 1.0)

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use super::install::Install;
 use super::server::{command, Server, ROLE};
 use crate::workload::ctx::Ctx;
-use crate::workload::db::confined::wait_child;
+use crate::workload::engine::confined::wait_child;
 use crate::workload::error::{IoContext, WorkloadError};
 
 /// What one pgbench run reported and logged.

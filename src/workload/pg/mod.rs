@@ -33,7 +33,6 @@ pub mod reach;
 pub mod server;
 mod stats;
 
-use crate::provision::cgroup;
 use crate::workload::contract::Workload;
 use crate::workload::ctx::Ctx;
 use crate::workload::error::WorkloadError;
@@ -78,13 +77,7 @@ impl Workload for Pg {
     /// Every option is parsed as `run` will; a cache limit needs a memory cgroup here.
     /// A missing PostgreSQL is not bad input: [`Workload::unavailable`] skips the cells.
     fn check_options(&self, table: &toml::Table) -> Result<(), String> {
-        let cfg = options::config(table, 1.0)?;
-        if cfg.cache != crate::workload::db::options::Cache::Off {
-            cgroup::parent().map_err(|e| {
-                format!("[workload.pg]: {e}; set `cache = \"off\"` to run without a cache limit")
-            })?;
-        }
-        Ok(())
+        options::config(table, 1.0)?.cache.check_host("pg")
     }
     /// No PostgreSQL here: its cells are skipped with the reason (`doctor` says it too).
     fn unavailable(&self) -> Option<String> {
