@@ -24,9 +24,9 @@ pub trait Workload: Send + Sync {
     fn check_options(&self, table: &toml::Table) -> Result<(), String> {
         options::parse::<options::NoOptions>(self.spec().name, table).map(|_| ())
     }
-    /// Writes its own state under `ctx.root` (unmeasured), for a workload whose cells start
-    /// from one ([`super::spec::StartState::OwnState`]), exactly as `run` does on a target that has no
-    /// image of it.
+    /// Writes its own state under `ctx.root` (unmeasured), for a workload whose cells
+    /// start from one ([`super::spec::StartState::OwnState`]), exactly as `run` does on a
+    /// target that has no image of it.
     fn lay_down(&self, _ctx: &Ctx) -> Result<(), WorkloadError> {
         Ok(())
     }
@@ -39,9 +39,9 @@ pub trait Workload: Send + Sync {
         initial::Start::DataSet
     }
     /// Whether `point` runs on a copy of the workload's populated image, when it has one
-    /// (its [`WorkloadSpec::start`] is not [`super::spec::StartState::Empty`]); the other points get a freshly
-    /// made, empty file system. Asked of `Point::default()` for the file system the points
-    /// themselves are asked of.
+    /// (its [`WorkloadSpec::start`] is not [`super::spec::StartState::Empty`]); the other
+    /// points get a freshly made, empty file system. Asked of `Point::default()` for the
+    /// file system the points themselves are asked of.
     fn point_wants_populated(&self, _point: &Point) -> bool {
         true
     }

@@ -26,11 +26,12 @@ pub trait Harness {
         crate::sys::drop_caches
     }
     /// The file system whose writes a cold pass leaves dirty (under `relatime` a first walk
-    /// gives every directory it reads a new access time) and which [`super::passes::measure_cold_passes`]
-    /// writes back with `syncfs` after every pass but the last, inside the measured time: the
-    /// cache drop before the next pass would otherwise write them outside it, and a phase of
-    /// several passes would not pay for what a phase of one pays for in its final `syncfs`.
-    /// The runner's is the target's root; `None` (the default) syncs nothing.
+    /// gives every directory it reads a new access time) and which
+    /// [`super::passes::measure_cold_passes`] writes back with `syncfs` after every pass but
+    /// the last, inside the measured time: the cache drop before the next pass would
+    /// otherwise write them outside it, and a phase of several passes would not pay for
+    /// what a phase of one pays for in its final `syncfs`. The runner's is the target's
+    /// root; `None` (the default) syncs nothing.
     fn pass_writeback(&self) -> Option<std::path::PathBuf> {
         None
     }

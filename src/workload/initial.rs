@@ -1,10 +1,11 @@
-//! What a workload's cells start from: the plan's data set, or a state of its own
-//! (`replay`'s trace: the files its program found; `db`'s SQLite database, `pg`'s pgbench
-//! database, `io-*`'s fio data file). Everything that sizes or describes a
-//! run before or after it — the space check, the dry run, the cost estimate, the report's
-//! header — asks `Workload::initial_state` through [`Starts`] (its `of` sits beside the registry, in
-//! `mod.rs`), so a plan that runs only a
-//! replay is not sized and described as the default data set it never writes.
+//! What a workload's cells start from, and how big it is: the plan's data set, or a state
+//! of its own (`replay`'s trace: the files its program found; `db`'s SQLite database, `pg`'s
+//! pgbench database, `io-*`'s fio data file). Everything that sizes or describes a run
+//! before or after it — the space check, the dry run, the cost estimate, the report's header
+//! — asks `Workload::initial_state` through [`Starts`] (whose `of`, which asks the registry,
+//! sits beside it in `mod.rs`), so a plan that runs only a replay is not sized and described
+//! as the default data set it never writes. Which populated image a cell copies is the
+//! workload's `WorkloadSpec::start` instead.
 
 /// A workload's own starting state, as big as it is.
 #[derive(Debug, Clone, PartialEq)]

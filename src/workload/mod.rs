@@ -1,10 +1,17 @@
 //! Workloads: each one does real work on a target, measures it, and checks its own result.
 //!
-//! A workload is one file here, like fio's engines. It gets a [`Ctx`] (where to work, how many
-//! threads, which data set) and a [`Harness`] from the runner. It does its unmeasured
-//! preparation itself, wraps exactly the measured part in [`Harness::measure`] (the runner
-//! starts the monitor, runs the closure, ends with `syncfs`, stops the monitor), then verifies
-//! its own work so that it can never be fast by being wrong.
+//! A workload is one file (or folder) here, like fio's engines: a [`WorkloadSpec`] of what it
+//! declares and the behaviour of the [`Workload`] contract (`contract`). It gets a [`Ctx`]
+//! (where to work, how many threads, which data set) and a [`Harness`] from the runner. It
+//! does its unmeasured preparation itself, wraps exactly the measured part in
+//! [`Harness::measure`] (the runner starts the monitor, runs the closure, ends with
+//! `syncfs`, stops the monitor), then verifies its own work so that it can never be fast by
+//! being wrong.
+//!
+//! This file is the registry: the module list, the shared types re-exported under their
+//! old paths, and [`all`]. The types live in files of their own (`ctx`, `point`, `outcome`,
+//! `harness`, `error`, `spec`, `contract`), which the workloads import directly, so no file
+//! here imports this one while it imports them.
 
 pub mod chmod;
 pub mod cold_read;

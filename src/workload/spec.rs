@@ -105,7 +105,7 @@ fn no_group(_variant: &str) -> Option<String> {
 
 /// What a workload's cells start from: which populated image, if any, the runner builds once
 /// per target and data set and hands each cell a copy of (`golden::layout::Layout`). The
-/// points that start from it are those [`super::Workload::point_wants_populated`] names;
+/// points that start from it are those [`super::contract::Workload::point_wants_populated`] names;
 /// the others get a freshly made, empty file system.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StartState {
