@@ -443,7 +443,7 @@ fn cold_read_loads_the_install_and_catches_a_flipped_byte() {
     assert_eq!(spec.profile, Profile::Smallfolder);
     let manifest = spec.plan().unwrap();
     let w = cold_read::ColdRead;
-    assert!(!w.uses_threads());
+    assert!(!w.spec().uses_threads);
     let (out, h) = env.run(&w, "").unwrap();
     assert_eq!((h.dropped, h.measured), (1, 1));
     assert_eq!(out.files, manifest.files.len() as u64);

@@ -22,14 +22,14 @@ fn run_point(w: &dyn Workload, env: &Env, variant: &str) -> Result<Outcome, Work
         .unwrap()
         .into_iter()
         .find(|p| p.variant == variant)
-        .unwrap_or_else(|| panic!("{} has no point {variant:?}", w.name()));
+        .unwrap_or_else(|| panic!("{} has no point {variant:?}", w.spec().name));
     let mut h = PlainHarness::default();
     let out = w.run(&ctx, &point, &mut h);
     assert_eq!(
         h.measured,
         usize::from(out.is_ok()),
         "{}: measured once",
-        w.name()
+        w.spec().name
     );
     out
 }
@@ -365,9 +365,9 @@ fn exfat_create_touch_and_chmod_report_what_the_file_system_supports() {
         let mut h = PlainHarness::default();
         let out = w
             .run(&ctx, &Point::default(), &mut h)
-            .unwrap_or_else(|e| panic!("{} on exFAT: {e}", w.name()));
-        assert_eq!(out.files, m.files.len() as u64, "{}", w.name());
-        if w.name() == "chmod" {
+            .unwrap_or_else(|e| panic!("{} on exFAT: {e}", w.spec().name));
+        assert_eq!(out.files, m.files.len() as u64, "{}", w.spec().name);
+        if w.spec().name == "chmod" {
             assert_eq!(out.metrics["xattr_supported"], 0.0);
             assert_eq!(out.metrics["mode_supported"], 0.0);
             assert!(

@@ -89,7 +89,7 @@ fn planned_ops(w: &str) -> u64 {
         "varmail" => mix::VARMAIL,
         _ => mix::WEBSERVER,
     };
-    let s = p.spec(&toml::Table::new()).unwrap().at_scale(0.005);
+    let s = p.mix_spec(&toml::Table::new()).unwrap().at_scale(0.005);
     let Stop::Ops(n) = s.stop else {
         panic!("{w} is not a counted mix")
     };

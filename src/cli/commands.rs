@@ -29,7 +29,11 @@ pub fn list() -> Result<i32> {
     s.push_str("  dir:PATH           an existing directory (any file system, no root needed)\n");
     s.push_str("workloads:\n");
     for w in crate::workload::all() {
-        s.push_str(&format!("  {:<18} {}\n", w.name(), w.describe()));
+        s.push_str(&format!(
+            "  {:<18} {}\n",
+            w.spec().name,
+            w.spec().description
+        ));
     }
     s.push_str("studies (fsarena run study:NAME):\n");
     for st in crate::plan::study::all() {

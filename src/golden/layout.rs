@@ -12,7 +12,7 @@ use crate::plan::Plan;
 use crate::provision::master::SpareCopy;
 use crate::provision::{Instance, InstanceSpec, MasterImage, WorkDir};
 use crate::results::Status;
-use crate::workload::{self, Ctx};
+use crate::workload::{self, Ctx, StartState};
 
 /// The workload's directory on a target's file system (also inside a populated image).
 pub const WORK_DIR: &str = "fsarena-work";
@@ -38,10 +38,10 @@ pub enum Layout {
     /// The data set as [`workload::prepare::prepare`] writes it.
     DataSet,
     /// The data set dated, in `DATED_DIR`, as [`workload::prepare::dated_on_target`]
-    /// writes it (`Workload::wants_dated_target`).
+    /// writes it (`StartState::DatedDataSet`).
     Dated,
     /// The named workload's own starting state, as its `Workload::lay_down` writes it
-    /// (`Workload::lays_down_own_state`: `replay`'s initial state).
+    /// (`StartState::OwnState`: `replay`'s initial state).
     Own(&'static str),
 }
 
@@ -49,13 +49,12 @@ impl Layout {
     /// The populated image a cell of `w` starts from on a target that has images: the dated
     /// data set, the data set, or none (the workload starts from an empty file system).
     pub fn copied_by(w: &dyn workload::Workload) -> Option<Layout> {
-        if w.lays_down_own_state() {
-            return Some(Layout::Own(w.name()));
-        }
-        match (w.wants_dated_target(), w.wants_populated_target()) {
-            (true, _) => Some(Layout::Dated),
-            (false, true) => Some(Layout::DataSet),
-            (false, false) => None,
+        let spec = w.spec();
+        match spec.start {
+            StartState::Empty => None,
+            StartState::DataSet => Some(Layout::DataSet),
+            StartState::DatedDataSet => Some(Layout::Dated),
+            StartState::OwnState => Some(Layout::Own(spec.name)),
         }
     }
 }

@@ -15,7 +15,7 @@ use crate::plan::{FsKind, Plan};
 use crate::provision::master::{clonable, SpareCopy};
 use crate::provision::{InstanceSpec, MasterImage, WorkDir};
 use crate::results::Status;
-use crate::workload::Workload;
+use crate::workload::{StartState, Workload};
 
 /// Populated images by (target index, data-set index, layout); a failure is kept so that every cell of that target
 /// reports it instead of paying for another attempt.
@@ -58,7 +58,7 @@ impl<'r> Masters<'r> {
         progress: &dyn Announce,
     ) -> (Source<'a>, Option<f64>) {
         if let (Some(pct), true) = (self.plan.age_pct, clonable(spec)) {
-            let with_dataset = w.wants_populated_target();
+            let with_dataset = w.spec().start == StartState::DataSet;
             let (plan, work, cancel) = (self.plan, self.work, self.cancel);
             let aged = self.aged.for_cell(
                 plan,

@@ -1,6 +1,6 @@
 //! The curves workloads declare ([`Chart::Curve`]): a metric against one numeric point
 //! parameter, one line per target. The report knows no workload, parameter or metric by
-//! name; it draws what each workload's [`Workload::charts`](crate::workload::Workload::charts)
+//! name; it draws what each workload's [`WorkloadSpec::charts`](crate::workload::WorkloadSpec::charts)
 //! asks for, so a new sweep gets its figure without touching the report.
 //!
 //! A workload's points differ in several parameters at once. For each curve the ok
@@ -52,8 +52,8 @@ pub fn render(h: &mut String, ms: &[Measurement], colors: &BTreeMap<String, usiz
         let Some(w) = workload::by_name(name) else {
             continue;
         };
-        let key = w.key_metric().0;
-        let curves: Vec<Curve> = w.charts().iter().map(|c| curve_of(c, key)).collect();
+        let key = w.spec().key_metric.0;
+        let curves: Vec<Curve> = w.spec().charts.iter().map(|c| curve_of(c, key)).collect();
         let mut xs: Vec<&str> = Vec::new();
         for c in &curves {
             if !xs.contains(&c.x) {

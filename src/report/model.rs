@@ -72,7 +72,7 @@ pub struct Report {
 /// Columns shown beside the key metric: what the workload declares.
 fn columns_for(workload: &str) -> Vec<String> {
     workload::by_name(workload)
-        .map_or(workload::FILE_COLUMNS, |w| w.columns())
+        .map_or(workload::FILE_COLUMNS, |w| w.spec().columns)
         .iter()
         .map(|s| s.to_string())
         .collect()
@@ -81,7 +81,7 @@ fn columns_for(workload: &str) -> Vec<String> {
 /// The metric a workload's points are decided on, as the workload declares it; `None` for a
 /// workload this build does not know (the statistics then decide on its wall time).
 pub fn key_metric(workload: &str) -> Option<KeyMetric> {
-    workload::by_name(workload).map(|w| w.key_metric().into())
+    workload::by_name(workload).map(|w| w.spec().key_metric.into())
 }
 
 /// What the plan asked for that the results do not hold.
@@ -111,7 +111,7 @@ fn incompleteness(loaded: &Loaded) -> Option<String> {
                 .filter(|w| !loaded.host.skipped_workloads.iter().any(|(n, _)| n == *w))
             {
                 let threads = match workload::by_name(w) {
-                    Some(wl) if !wl.uses_threads() => vec![1],
+                    Some(wl) if !wl.spec().uses_threads => vec![1],
                     _ => plan.threads.clone(),
                 };
                 for th in threads {

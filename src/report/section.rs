@@ -120,7 +120,7 @@ impl Section {
 /// `--threads` (`io-*`, whose job count is in the variant; `untar`) runs as it must, and
 /// "1 thread" beside "j4" would mislead.
 pub fn threads_told(workload: &str, threads: u32) -> Option<u32> {
-    let ignores = crate::workload::by_name(workload).is_some_and(|w| !w.uses_threads());
+    let ignores = crate::workload::by_name(workload).is_some_and(|w| !w.spec().uses_threads);
     (!ignores).then_some(threads)
 }
 

@@ -79,7 +79,7 @@ impl<'p> Preview<'p> {
             .map(|c| {
                 (
                     checked.usable[c.target],
-                    checked.workloads[c.workload].name(),
+                    checked.workloads[c.workload].spec().name,
                     c.threads,
                 )
             })
@@ -116,7 +116,7 @@ impl<'p> Preview<'p> {
         let ignoring = checked
             .workloads
             .iter()
-            .filter(|w| !w.uses_threads())
+            .filter(|w| !w.spec().uses_threads)
             .count();
         let _ = writeln!(
             s,
@@ -163,7 +163,7 @@ impl<'p> Preview<'p> {
         let _ = writeln!(
             s,
             "workloads: {}",
-            list(checked.workloads.iter().map(|w| w.name()))
+            list(checked.workloads.iter().map(|w| w.spec().name))
         );
         for (name, why) in &checked.skipped_workloads {
             let _ = writeln!(s, "  skipped here: workload {name} ({why})");
@@ -178,7 +178,7 @@ impl<'p> Preview<'p> {
         };
         let _ = writeln!(s, "repetitions: {runs}");
         let named: Vec<(&str, bool)> = (checked.workloads.iter())
-            .map(|w| (w.name(), w.uses_threads()))
+            .map(|w| (w.spec().name, w.spec().uses_threads))
             .collect();
         let _ = writeln!(s, "CPUs: {}", plan.placement_sentence(&named));
     }
@@ -316,7 +316,7 @@ impl<'p> Preview<'p> {
                     "cell {seq}: repetition {} target {} workload {}{} threads {}",
                     rep + 1,
                     t.name,
-                    checked.workloads[cell.workload].name(),
+                    checked.workloads[cell.workload].spec().name,
                     plan.dataset_label(cell.dataset)
                         .map(|l| format!(" on {l}"))
                         .unwrap_or_default(),

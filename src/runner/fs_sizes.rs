@@ -8,7 +8,7 @@ use crate::plan::fs_size;
 use crate::plan::size::human_bytes;
 use crate::plan::{Location, Plan};
 use crate::results::Measurement;
-use crate::workload;
+use crate::workload::{self, StartState};
 
 /// What a populated image holds beside its data: the file system's own metadata as mkfs
 /// and the populate wrote it (sparse images are told they read as zeros, so no zeroed
@@ -62,7 +62,7 @@ fn aged_images(plan: &Plan, data_bytes: u64) -> Vec<(u64, bool)> {
         .workloads
         .iter()
         .filter_map(|n| workload::by_name(n))
-        .map(|w| w.wants_populated_target())
+        .map(|w| w.spec().start == StartState::DataSet)
         .collect();
     plan.targets
         .iter()

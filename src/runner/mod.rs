@@ -253,7 +253,7 @@ fn incomplete(
                             .unwrap_or_default();
                         let k = DoneKey {
                             target: t.to_string(),
-                            workload: workloads[w].name().to_string(),
+                            workload: workloads[w].spec().name.to_string(),
                             threads: th as u32,
                             repetition: rep,
                             dataset: label,

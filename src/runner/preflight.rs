@@ -11,7 +11,7 @@ use crate::plan::size::human_bytes;
 use crate::plan::{Location, Plan};
 use crate::provision::host;
 use crate::workload::initial::Starts;
-use crate::workload::{self, Workload};
+use crate::workload::{self, StartState, Workload};
 
 mod logs;
 use logs::check_log_targets;
@@ -52,7 +52,12 @@ pub fn check(plan: &Plan, opts: &RunOptions) -> Result<Checked, RunError> {
         .partition(|w| w.unavailable().is_none());
     let skipped_workloads = skipped_workloads
         .iter()
-        .map(|w| (w.name().to_string(), w.unavailable().unwrap_or_default()))
+        .map(|w| {
+            (
+                w.spec().name.to_string(),
+                w.unavailable().unwrap_or_default(),
+            )
+        })
         .collect();
     check_devices(plan, opts)?;
     check_pseudo_dirs(plan)?;
@@ -297,7 +302,7 @@ fn source_trees(plan: &Plan) -> u64 {
     plan.workloads
         .iter()
         .filter_map(|n| workload::by_name(n))
-        .map(|w| w.source_trees())
+        .map(|w| w.spec().source_trees)
         .max()
         .unwrap_or(0)
 }
@@ -314,16 +319,14 @@ fn populated_images(plan: &Plan) -> u64 {
         .iter()
         .filter_map(|n| workload::by_name(n))
         .collect();
-    let layouts = [
-        workloads
+    let layouts = [StartState::DataSet, StartState::DatedDataSet]
+        .into_iter()
+        .filter(|&start| workloads.iter().any(|w| w.spec().start == start))
+        .count() as u64
+        + workloads
             .iter()
-            .any(|w| w.wants_populated_target() && !w.wants_dated_target()),
-        workloads.iter().any(|w| w.wants_dated_target()),
-    ]
-    .into_iter()
-    .filter(|&wanted| wanted)
-    .count() as u64
-        + workloads.iter().filter(|w| w.lays_down_own_state()).count() as u64;
+            .filter(|w| w.spec().start == StartState::OwnState)
+            .count() as u64;
     layouts
         * plan
             .targets
@@ -431,7 +434,7 @@ fn check_cache_drops(plan: &Plan, workloads: &[Box<dyn Workload>]) -> Result<(),
     };
     let empty = toml::Table::new();
     let (cold, rest): (Vec<_>, Vec<_>) = workloads.iter().partition(|w| {
-        w.drops_caches(plan.workload_options.get(w.name()).unwrap_or(&empty))
+        w.drops_caches(plan.workload_options.get(w.spec().name).unwrap_or(&empty))
             .is_some()
     });
     if cold.is_empty() {
@@ -440,14 +443,14 @@ fn check_cache_drops(plan: &Plan, workloads: &[Box<dyn Workload>]) -> Result<(),
     let needs: Vec<String> = cold
         .iter()
         .filter_map(|w| {
-            let why = w.drops_caches(plan.workload_options.get(w.name()).unwrap_or(&empty))?;
-            Some(format!("{} ({why})", w.name()))
+            let why = w.drops_caches(plan.workload_options.get(w.spec().name).unwrap_or(&empty))?;
+            Some(format!("{} ({why})", w.spec().name))
         })
         .collect();
     let instead = if rest.is_empty() {
         String::new()
     } else {
-        let names: Vec<&str> = rest.iter().map(|w| w.name()).collect();
+        let names: Vec<&str> = rest.iter().map(|w| w.spec().name).collect();
         format!(", or leave them out: --workload {}", names.join(","))
     };
     Err(RunError::Refused(format!(

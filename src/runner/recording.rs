@@ -263,7 +263,7 @@ pub fn failure_line(m: &Measurement) -> String {
 /// shown as the report shows it (three significant digits and its unit): one decimal made
 /// a 23 ms cold load read "0.0".
 pub fn describe(m: &Measurement, w: &dyn Workload) -> String {
-    let (key, _) = w.key_metric();
+    let (key, _) = w.spec().key_metric;
     match (m.status, m.metrics.get(key)) {
         (Status::Ok, Some(v)) => {
             let (value, header) = (format::value(key, *v), format::header(key));

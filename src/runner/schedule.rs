@@ -50,7 +50,7 @@ pub fn thread_lists(plan: &Plan, workloads: &[Box<dyn Workload>]) -> Vec<(usize,
         .iter()
         .enumerate()
         .map(|(i, w)| {
-            let threads = if w.uses_threads() {
+            let threads = if w.spec().uses_threads {
                 plan.threads.clone()
             } else {
                 vec![1]

@@ -207,7 +207,7 @@ impl<'a> Walk<'a> {
             target: self.inputs.plan.targets[self.inputs.usable[cell.target]]
                 .name
                 .clone(),
-            workload: self.inputs.workloads[cell.workload].name().to_string(),
+            workload: self.inputs.workloads[cell.workload].spec().name.to_string(),
             threads: cell.threads as u32,
             repetition: cell.repetition,
             dataset: self.inputs.plan.dataset_label(cell.dataset),
@@ -220,7 +220,7 @@ impl<'a> Walk<'a> {
             target: self.inputs.plan.targets[self.inputs.usable[cell.target]]
                 .name
                 .clone(),
-            workload: self.inputs.workloads[cell.workload].name().to_string(),
+            workload: self.inputs.workloads[cell.workload].spec().name.to_string(),
             dataset: self.inputs.plan.dataset_label(cell.dataset),
             threads: cell.threads as u32,
         }
@@ -290,8 +290,8 @@ impl<'a> Walk<'a> {
         let target = &self.inputs.targets[self.inputs.usable[cell.target]];
         let w = self.inputs.workloads[cell.workload].as_ref();
         let shown = match self.inputs.plan.dataset_label(cell.dataset) {
-            Some(l) => format!("{} · {l}", w.name()),
-            None => w.name().to_string(),
+            Some(l) => format!("{} · {l}", w.spec().name),
+            None => w.spec().name.to_string(),
         };
         self.progress
             .start_cell(&target.name, &shown, cell.repetition + 1, cell.threads);
@@ -382,7 +382,7 @@ impl<'a> Walk<'a> {
     /// log ([`preflight::log_home`]; the cell's own target again gets an image name of its own).
     fn specs(&self, cell: &Cell, w: &dyn Workload) -> (InstanceSpec<'a>, Option<InstanceSpec<'a>>) {
         let target = &self.inputs.targets[self.inputs.usable[cell.target]];
-        let log = preflight::log_home(self.inputs.plan, w.name(), target, self.inputs.targets);
+        let log = preflight::log_home(self.inputs.plan, w.spec().name, target, self.inputs.targets);
         let log_spec = log.map(|(t, own)| InstanceSpec {
             seq: self.seq | u64::from(own) << 63,
             ..self.spec_for(t)
@@ -568,7 +568,7 @@ impl<'a> Walk<'a> {
             .inputs
             .workloads
             .iter()
-            .position(|w| w.name() == g.workload)?;
+            .position(|w| w.spec().name == g.workload)?;
         let dataset = self.inputs.plan.dataset_index(g.dataset.as_deref())?;
         Some(Cell {
             repetition: rep,

@@ -74,7 +74,7 @@ pub fn candidate_cost(plan: &Plan, min_runs: u32, history: &History) -> (f64, St
     let mut cells: Vec<(usize, &str)> = Vec::new();
     for name in &plan.workloads {
         let points = match crate::workload::by_name(name) {
-            Some(w) if w.uses_threads() => plan.threads.len().max(1),
+            Some(w) if w.spec().uses_threads => plan.threads.len().max(1),
             _ => 1,
         };
         let n = points * plan.dataset_count().max(1) * min_runs as usize;

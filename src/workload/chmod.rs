@@ -13,8 +13,14 @@ use std::time::Instant;
 
 use rustix::fs::{AtFlags, Mode, OFlags, StatxFlags, XattrFlags};
 
+use super::contract::Workload;
+use super::ctx::Ctx;
+use super::error::{IoContext, WorkloadError};
+use super::harness::Harness;
+use super::outcome::Outcome;
+use super::point::Point;
 use super::prepare::prepare;
-use super::{Ctx, Harness, IoContext, Outcome, Point, Workload, WorkloadError};
+use super::spec::{StartState, WorkloadSpec};
 use crate::dataset::Manifest;
 use crate::fsops::{self, Dir, Kind, LatencyLog, Need, WalkOptions};
 
@@ -45,17 +51,12 @@ pub struct Expect {
 }
 
 impl Workload for Chmod {
-    fn wants_populated_target(&self) -> bool {
-        true
+    fn spec(&self) -> WorkloadSpec {
+        WorkloadSpec {
+            start: StartState::DataSet,
+            ..WorkloadSpec::new("chmod", "change every file's mode bits and set a user xattr (where supported); verify by a stat/getxattr sweep")
+        }
     }
-    fn name(&self) -> &'static str {
-        "chmod"
-    }
-
-    fn describe(&self) -> &'static str {
-        "change every file's mode bits and set a user xattr (where supported); verify by a stat/getxattr sweep"
-    }
-
     fn run(
         &self,
         ctx: &Ctx,

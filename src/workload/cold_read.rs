@@ -19,11 +19,18 @@ use std::time::Instant;
 use rustix::fs::{Mode, OFlags};
 use xxhash_rust::xxh3::Xxh3Default;
 
+use super::contract::Workload;
+use super::ctx::Ctx;
 use super::dirfd::{c_path, open_dir};
+use super::error::{IoContext, WorkloadError};
+use super::harness::Harness;
+use super::launch;
+use super::outcome::Outcome;
 use super::passes::measure_cold_passes;
+use super::point::Point;
 use super::prepare::{generate, prep_threads};
+use super::spec::WorkloadSpec;
 use super::verify::examples;
-use super::{launch, Ctx, Harness, IoContext, Outcome, Point, WorkloadError};
 use crate::dataset::draw;
 use crate::dataset::seed::workload_rng;
 use crate::dataset::{DatasetSpec, Manifest, Profile};
@@ -146,20 +153,15 @@ pub fn verify_reads(
     }
 }
 
-impl super::Workload for ColdRead {
-    fn name(&self) -> &'static str {
-        "cold-read"
-    }
-    fn describe(&self) -> &'static str {
-        "load an application install (smallfolder) file by file from a cold cache, one thread"
-    }
-    /// One cold load's time: the phase repeats the load, caches dropped before each, until
-    /// the loads add up to the floor.
-    fn key_metric(&self) -> (&'static str, bool) {
-        ("seconds_per_pass", false)
-    }
-    fn uses_threads(&self) -> bool {
-        false
+impl Workload for ColdRead {
+    fn spec(&self) -> WorkloadSpec {
+        WorkloadSpec {
+            // One cold load's time: the phase repeats the load, caches dropped before each, until
+            // the loads add up to the floor.
+            key_metric: ("seconds_per_pass", false),
+            uses_threads: false,
+            ..WorkloadSpec::new("cold-read", "load an application install (smallfolder) file by file from a cold cache, one thread")
+        }
     }
     fn drops_caches(&self, _options: &toml::Table) -> Option<&'static str> {
         Some("every point: a cold read is what it measures")

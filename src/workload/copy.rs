@@ -20,9 +20,16 @@
 use std::path::Path;
 use std::time::Instant;
 
+use super::contract::Workload;
+use super::ctx::Ctx;
+use super::error::{IoContext, WorkloadError};
+use super::harness::Harness;
+use super::outcome::Outcome;
+use super::point::Point;
 use super::prepare::{dated_on_target, prep_threads, WARM_MIN_THREADS};
+use super::spec::{StartState, WorkloadSpec};
 use super::tree_copy::{copy_report, copy_tree, CopyMode, TreeCopy};
-use super::{source, verify, Ctx, Harness, IoContext, Outcome, Point, Workload, WorkloadError};
+use super::{source, verify};
 use crate::dataset::Manifest;
 
 /// The `copy` workload (named so as not to shadow the `Copy` trait).
@@ -45,29 +52,20 @@ pub fn verify_copy(
 const WITHIN_DST: &str = "copy";
 
 impl Workload for CopyTree {
-    fn name(&self) -> &'static str {
-        "copy"
-    }
-    fn describe(&self) -> &'static str {
-        "copy a tree onto the target like cp -a (from outside; and within, with reflinks where offered)"
-    }
-    fn source_trees(&self) -> u64 {
-        1
-    }
-    /// `within` copies the dated data set already on the target: a copy of the dated
-    /// populated image, instead of writing the whole data set in every cell.
-    fn wants_dated_target(&self) -> bool {
-        true
+    fn spec(&self) -> WorkloadSpec {
+        WorkloadSpec {
+            key_metric: ("seconds", false),
+            columns: super::spec::WRITE_COLUMNS,
+            source_trees: 1,
+            // `within` copies the dated data set already on the target: a copy of the dated
+            // populated image, instead of writing the whole data set in every cell.
+            start: StartState::DatedDataSet,
+            ..WorkloadSpec::new("copy", "copy a tree onto the target like cp -a (from outside; and within, with reflinks where offered)")
+        }
     }
     /// `from-outside` starts from an empty file system.
     fn point_wants_populated(&self, point: &Point) -> bool {
         point.variant == "within"
-    }
-    fn key_metric(&self) -> (&'static str, bool) {
-        ("seconds", false)
-    }
-    fn columns(&self) -> &'static [&'static str] {
-        super::WRITE_COLUMNS
     }
     fn points(&self, _ctx: &Ctx) -> Result<Vec<Point>, WorkloadError> {
         let point = |variant: &str, source: &str| Point {

@@ -20,10 +20,17 @@ use std::time::Instant;
 
 use serde::Deserialize;
 
+use super::contract::Workload;
+use super::ctx::Ctx;
+use super::error::{IoContext, WorkloadError};
+use super::harness::Harness;
+use super::options;
+use super::outcome::Outcome;
+use super::point::Point;
 use super::prepare::prep_threads;
+use super::spec::WorkloadSpec;
 use super::tree_copy::{copy_report, copy_tree, CopyMode};
 use super::verify::{self, examples};
-use super::{options, Ctx, Harness, IoContext, Outcome, Point, Workload, WorkloadError};
 use crate::dataset::{FileEntry, Manifest};
 use crate::fsops::{self, hash_at, Dir, Kind, LatencyLog, Need, Totals, WalkOptions, HASH_BUF};
 
@@ -177,30 +184,23 @@ fn as_manifest(rb: &ReadBack) -> Result<Manifest, WorkloadError> {
 }
 
 impl Workload for CopyVerify {
-    fn name(&self) -> &'static str {
-        "copy-verify"
-    }
-    fn describe(&self) -> &'static str {
-        "copy a tree onto the target hashing the source, then read the copy back (cold) and compare"
-    }
-    fn source_trees(&self) -> u64 {
-        1
-    }
-    fn key_metric(&self) -> (&'static str, bool) {
-        ("seconds", false)
-    }
-    /// The copy and the verify apart as well as their sum: seed 004 timed the copy with and
-    /// without verification.
-    fn columns(&self) -> &'static [&'static str] {
-        &[
-            "copy_seconds",
-            "verify_seconds",
-            "mb_per_s",
-            "write_amplification",
-            "space_amplification",
-            "peak_cached_bytes",
-            "cpu_system_pct",
-        ]
+    fn spec(&self) -> WorkloadSpec {
+        WorkloadSpec {
+            key_metric: ("seconds", false),
+            // The copy and the verify apart as well as their sum: seed 004 timed the copy with and
+            // without verification.
+            columns: &[
+                "copy_seconds",
+                "verify_seconds",
+                "mb_per_s",
+                "write_amplification",
+                "space_amplification",
+                "peak_cached_bytes",
+                "cpu_system_pct",
+            ],
+            source_trees: 1,
+            ..WorkloadSpec::new("copy-verify", "copy a tree onto the target hashing the source, then read the copy back (cold) and compare")
+        }
     }
     fn check_options(&self, table: &toml::Table) -> Result<(), String> {
         CopyVerifyOptions::from_table(table).map(drop)

@@ -3,30 +3,28 @@
 
 use std::time::Instant;
 
+use super::contract::Workload;
+use super::ctx::Ctx;
+use super::error::{IoContext, WorkloadError};
+use super::harness::Harness;
+use super::outcome::Outcome;
+use super::point::Point;
 use super::prepare::{dataset_error, plan};
-use super::{verify, Ctx, Harness, IoContext, Outcome, Point, Workload, WorkloadError};
+use super::spec::WorkloadSpec;
+use super::verify;
 use crate::dataset;
 use crate::fsops::LatencyLog;
 
 pub struct Create;
 
 impl Workload for Create {
-    fn name(&self) -> &'static str {
-        "create"
+    fn spec(&self) -> WorkloadSpec {
+        WorkloadSpec {
+            columns: super::spec::WRITE_COLUMNS,
+            shares_dirs: true,
+            ..WorkloadSpec::new("create", "write the data set (directories and files) from scratch; verify every path, size and hash")
+        }
     }
-
-    fn describe(&self) -> &'static str {
-        "write the data set (directories and files) from scratch; verify every path, size and hash"
-    }
-
-    fn shares_dirs(&self) -> bool {
-        true
-    }
-
-    fn columns(&self) -> &'static [&'static str] {
-        super::WRITE_COLUMNS
-    }
-
     fn run(
         &self,
         ctx: &Ctx,

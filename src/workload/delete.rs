@@ -9,31 +9,29 @@ use std::time::Instant;
 use rayon::prelude::*;
 use rustix::fs::{AtFlags, Mode, OFlags};
 
+use super::contract::Workload;
+use super::ctx::Ctx;
+use super::error::{IoContext, WorkloadError};
+use super::harness::Harness;
+use super::outcome::Outcome;
+use super::point::Point;
 use super::prepare::prepare;
-use super::{Ctx, Harness, IoContext, Outcome, Point, Workload, WorkloadError};
+use super::spec::{StartState, WorkloadSpec};
 use crate::dataset::spec::SharedTree;
 use crate::fsops::{self, Dir, Kind, LatencyLog, Need, WalkOptions};
 
 pub struct Delete;
 
 impl Workload for Delete {
-    fn wants_populated_target(&self) -> bool {
-        true
+    fn spec(&self) -> WorkloadSpec {
+        WorkloadSpec {
+            // In a shared tree each rank unlinks its own files in the phase; rank 0 removes the
+            // directories after the phase's closing barrier.
+            shares_dirs: true,
+            start: StartState::DataSet,
+            ..WorkloadSpec::new("delete", "delete the whole tree (files, then directories deepest first), in parallel; verify the root is empty")
+        }
     }
-    fn name(&self) -> &'static str {
-        "delete"
-    }
-
-    /// In a shared tree each rank unlinks its own files in the phase; rank 0 removes the
-    /// directories after the phase's closing barrier.
-    fn shares_dirs(&self) -> bool {
-        true
-    }
-
-    fn describe(&self) -> &'static str {
-        "delete the whole tree (files, then directories deepest first), in parallel; verify the root is empty"
-    }
-
     fn run(
         &self,
         ctx: &Ctx,

@@ -8,7 +8,7 @@ use std::path::Path;
 
 use rustix::fs::{Mode, OFlags};
 
-use super::WorkloadError;
+use super::error::WorkloadError;
 
 /// Opens a directory for `*at` calls.
 pub fn open_dir(path: &Path) -> Result<OwnedFd, WorkloadError> {

@@ -23,11 +23,18 @@ use rayon::prelude::*;
 use rustix::fs::{Mode, OFlags};
 use serde::Deserialize;
 
+use super::contract::Workload;
+use super::ctx::Ctx;
 use super::dirfd::open_dir;
+use super::error::{IoContext, WorkloadError};
+use super::harness::Harness;
+use super::options;
+use super::outcome::Outcome;
 use super::passes::{measure_cold_passes, measure_passes};
+use super::point::Point;
 use super::prepare::{generate, prep_threads, prepare};
+use super::spec::{StartState, WorkloadSpec};
 use super::verify::examples;
-use super::{options, Ctx, Harness, IoContext, Outcome, Point, Workload, WorkloadError};
 use crate::dataset::Manifest;
 use crate::fsops::{self, hash_fd, Dir, Kind, LatencyLog, Need, WalkOptions, HASH_BUF};
 
@@ -337,22 +344,17 @@ impl DupesOptions {
 }
 
 impl Workload for Dupes {
-    fn name(&self) -> &'static str {
-        "dupes"
-    }
-    fn describe(&self) -> &'static str {
-        "find duplicate files like fclones: size, 4 KiB prefix hash, suffix hash, full xxh3"
-    }
-    /// One search's time: the phase repeats the search to the floor.
-    fn key_metric(&self) -> (&'static str, bool) {
-        ("seconds_per_pass", false)
+    fn spec(&self) -> WorkloadSpec {
+        WorkloadSpec {
+            // One search's time: the phase repeats the search to the floor.
+            key_metric: ("seconds_per_pass", false),
+            // The search only reads: a copy of the run's populated image serves it.
+            start: StartState::DataSet,
+            ..WorkloadSpec::new("dupes", "find duplicate files like fclones: size, 4 KiB prefix hash, suffix hash, full xxh3")
+        }
     }
     fn check_options(&self, table: &toml::Table) -> Result<(), String> {
         DupesOptions::from_table(table).map(drop)
-    }
-    /// The search only reads: a copy of the run's populated image serves it.
-    fn wants_populated_target(&self) -> bool {
-        true
     }
     fn drops_caches(&self, options: &toml::Table) -> Option<&'static str> {
         DupesOptions::from_table(options)

@@ -1,12 +1,11 @@
-//! What a workload's cells start from: the plan's data set, or a state of its own
-//! (`replay`'s trace: the files its program found; `db`'s SQLite database, `pg`'s pgbench
-//! database, `io-*`'s fio data file). Everything that sizes or describes a
-//! run before or after it — the space check, the dry run, the cost estimate, the report's
-//! header — asks `Workload::initial_state` through [`Starts`], so a plan that runs only a
-//! replay is not sized and described as the default data set it never writes.
-
-use super::by_name;
-use crate::plan::Plan;
+//! What a workload's cells start from, and how big it is: the plan's data set, or a state
+//! of its own (`replay`'s trace: the files its program found; `db`'s SQLite database, `pg`'s
+//! pgbench database, `io-*`'s fio data file). Everything that sizes or describes a run
+//! before or after it — the space check, the dry run, the cost estimate, the report's header
+//! — asks `Workload::initial_state` through [`Starts`] (whose `of`, which asks the registry,
+//! sits beside it in `mod.rs`), so a plan that runs only a replay is not sized and described
+//! as the default data set it never writes. Which populated image a cell copies is the
+//! workload's `WorkloadSpec::start` instead.
 
 /// A workload's own starting state, as big as it is.
 #[derive(Debug, Clone, PartialEq)]
@@ -48,22 +47,6 @@ pub struct Starts {
 }
 
 impl Starts {
-    /// Asks each of the plan's workloads (unknown names are left to the run's own checks),
-    /// at the plan's largest scale: what the space check must hold.
-    pub fn of(plan: &Plan) -> Starts {
-        let empty = toml::Table::new();
-        let scale = plan.scales().into_iter().fold(0.0, f64::max);
-        let mut s = Starts::default();
-        for w in plan.workloads.iter().filter_map(|n| by_name(n)) {
-            let options = plan.workload_options.get(w.name()).unwrap_or(&empty);
-            match w.initial_state(options, scale) {
-                Start::DataSet => s.dataset = true,
-                own => s.own.push((w.name(), own)),
-            }
-        }
-        s
-    }
-
     /// The first state that cannot be read, as one line naming its workload.
     pub fn unknown(&self) -> Option<String> {
         self.own.iter().find_map(|(name, s)| match s {

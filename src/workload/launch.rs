@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use super::WorkloadError;
+use super::error::WorkloadError;
 use crate::dataset::Manifest;
 
 /// The program launched, and the Debian package that provides it.

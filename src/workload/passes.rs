@@ -1,7 +1,7 @@
 //! Phases long enough to measure. A warm `scan` of a small tree takes a few milliseconds,
 //! where the timer, the scheduler and one page fault are a large share of the figure. Such a
 //! pass changes nothing, so it can be run again and again inside one measured phase until
-//! the phase lasts at least the run's floor ([`super::Harness::phase_floor`]); the phase's
+//! the phase lasts at least the run's floor ([`super::harness::Harness::phase_floor`]); the phase's
 //! figures are then totals over the passes (rates stay per second), and the per-pass figures
 //! are reported beside them.
 //!
@@ -24,7 +24,9 @@ use std::time::Instant;
 
 use rustix::fs::{AtFlags, Timespec, Timestamps, UTIME_NOW, UTIME_OMIT};
 
-use super::{Harness, Outcome, WorkloadError};
+use super::error::WorkloadError;
+use super::harness::Harness;
+use super::outcome::Outcome;
 use crate::fsops::{self, Dir, Kind, Need};
 
 /// Warm passes never exceed this, whatever the floor: a pass so fast that this many do not
@@ -210,7 +212,7 @@ mod tests {
         }
         fn measure(
             &mut self,
-            work: &mut crate::workload::Phase<'_>,
+            work: &mut crate::workload::harness::Phase<'_>,
         ) -> Result<Outcome, WorkloadError> {
             self.1 += 1;
             work()

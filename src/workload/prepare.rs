@@ -12,8 +12,9 @@ use std::path::Path;
 use rayon::prelude::*;
 use rustix::fs::{AtFlags, Timespec, Timestamps};
 
+use super::ctx::Ctx;
 use super::dirfd::open_dir;
-use super::{Ctx, IoContext, WorkloadError};
+use super::error::{IoContext, WorkloadError};
 use crate::dataset::{self, DatasetError, DatasetSpec, Manifest};
 use crate::fsops::HASH_BUF;
 

@@ -9,9 +9,15 @@ use std::time::Instant;
 
 use serde_json::json;
 
+use super::contract::Workload;
+use super::ctx::Ctx;
+use super::error::WorkloadError;
+use super::harness::Harness;
+use super::outcome::Outcome;
 use super::passes::{measure_cold_passes, measure_passes};
+use super::point::Point;
 use super::prepare::prepare;
-use super::{Ctx, Harness, Outcome, Point, Workload, WorkloadError};
+use super::spec::{StartState, WorkloadSpec};
 use crate::dataset::Manifest;
 use crate::fsops::ext_of;
 use crate::fsops::{self, Dir, Kind, LatencyLog, Need, WalkOptions};
@@ -59,22 +65,14 @@ impl Usage {
 }
 
 impl Workload for Scan {
-    fn wants_populated_target(&self) -> bool {
-        true
+    fn spec(&self) -> WorkloadSpec {
+        WorkloadSpec {
+            // In a shared tree every rank walks the whole tree (every rank's files).
+            shares_dirs: true,
+            start: StartState::DataSet,
+            ..WorkloadSpec::new("scan", "disk-space analysis: stat every entry, total logical and allocated bytes per directory and extension")
+        }
     }
-    fn name(&self) -> &'static str {
-        "scan"
-    }
-
-    /// In a shared tree every rank walks the whole tree (every rank's files).
-    fn shares_dirs(&self) -> bool {
-        true
-    }
-
-    fn describe(&self) -> &'static str {
-        "disk-space analysis: stat every entry, total logical and allocated bytes per directory and extension"
-    }
-
     fn drops_caches(&self, _options: &toml::Table) -> Option<&'static str> {
         Some("its cold point")
     }

@@ -14,9 +14,16 @@ use std::time::Instant;
 use serde::Deserialize;
 use serde_json::json;
 
+use super::contract::Workload;
+use super::ctx::Ctx;
+use super::error::WorkloadError;
+use super::harness::Harness;
+use super::options;
+use super::outcome::Outcome;
 use super::passes::measure_passes;
+use super::point::Point;
 use super::prepare::{dataset_error, prepare};
-use super::{options, Ctx, Harness, Outcome, Point, Workload, WorkloadError};
+use super::spec::{StartState, WorkloadSpec};
 use crate::dataset::{profile, Manifest};
 use crate::fsops::ext_of;
 use crate::fsops::{self, Dir, Kind, Need, WalkOptions};
@@ -33,17 +40,12 @@ pub enum Query {
 }
 
 impl Workload for Search {
-    fn wants_populated_target(&self) -> bool {
-        true
+    fn spec(&self) -> WorkloadSpec {
+        WorkloadSpec {
+            start: StartState::DataSet,
+            ..WorkloadSpec::new("search", "find files by name glob (no stat) and by size range (stat every entry); warm cache")
+        }
     }
-    fn name(&self) -> &'static str {
-        "search"
-    }
-
-    fn describe(&self) -> &'static str {
-        "find files by name glob (no stat) and by size range (stat every entry); warm cache"
-    }
-
     /// Both points are warm, read-only walks that warm the tree first: the size search
     /// may follow the name search on its file system.
     fn follows_on_same_fs(&self, done: &Point, next: &Point) -> bool {

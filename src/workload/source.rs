@@ -23,8 +23,9 @@ use std::os::fd::AsFd;
 use rayon::prelude::*;
 use rustix::fs::{Mode, OFlags};
 
+use super::ctx::Ctx;
+use super::error::{IoContext, WorkloadError};
 use super::prepare::{age_files, generate, prep_threads};
-use super::{Ctx, IoContext, WorkloadError};
 use crate::dataset::{FileEntry, Manifest};
 use crate::fsops::cached::wholly_cached;
 
@@ -116,8 +117,11 @@ pub fn made_once(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::workload::contract::Workload;
+    use crate::workload::copy;
+    use crate::workload::harness::PlainHarness;
+    use crate::workload::point::Point;
     use crate::workload::sync::testenv::{var_tmp_dir, Env};
-    use crate::workload::{copy, PlainHarness, Point, Workload};
 
     #[test]
     fn a_runs_sources_are_made_once_and_a_half_made_one_is_remade() {

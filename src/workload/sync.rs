@@ -38,11 +38,16 @@ use serde::Deserialize;
 pub use changes::{apply_changes, plan_changes, ChangeSet};
 pub use mirror::{sync_tree, SyncStats};
 
+use super::contract::Workload;
+use super::ctx::Ctx;
+use super::error::{IoContext, WorkloadError};
+use super::harness::Harness;
+use super::outcome::Outcome;
+use super::point::Point;
 use super::prepare::{dated_on_target_with, prep_threads, WARM_MIN_THREADS};
+use super::spec::{StartState, WorkloadSpec};
 use super::tree_copy::{copy_tree, CopyMode};
-use super::{
-    options, source, verify, Ctx, Harness, IoContext, Outcome, Point, Workload, WorkloadError,
-};
+use super::{options, source, verify};
 use crate::dataset::Manifest;
 
 /// The `sync` workload (named so as not to shadow the `Sync` trait).
@@ -123,25 +128,16 @@ fn verify_counts(changes: &ChangeSet, stats: &SyncStats) -> Result<(), WorkloadE
 }
 
 impl Workload for SyncMirror {
-    fn name(&self) -> &'static str {
-        "sync"
-    }
-    fn describe(&self) -> &'static str {
-        "mirror a changed source onto the target like rsync -a --delete (size + mtime compare)"
-    }
-    fn source_trees(&self) -> u64 {
-        2
-    }
-    /// The mirror is the dated data set on the target: a copy of the dated populated image
-    /// instead of the whole data set copied onto the target in every cell.
-    fn wants_dated_target(&self) -> bool {
-        true
-    }
-    fn key_metric(&self) -> (&'static str, bool) {
-        ("seconds", false)
-    }
-    fn columns(&self) -> &'static [&'static str] {
-        super::WRITE_COLUMNS
+    fn spec(&self) -> WorkloadSpec {
+        WorkloadSpec {
+            key_metric: ("seconds", false),
+            columns: super::spec::WRITE_COLUMNS,
+            source_trees: 2,
+            // The mirror is the dated data set on the target: a copy of the dated populated image
+            // instead of the whole data set copied onto the target in every cell.
+            start: StartState::DatedDataSet,
+            ..WorkloadSpec::new("sync", "mirror a changed source onto the target like rsync -a --delete (size + mtime compare)")
+        }
     }
     fn check_options(&self, table: &toml::Table) -> Result<(), String> {
         SyncOptions::from_table(table).map(drop)
@@ -292,7 +288,7 @@ pub(crate) mod testenv {
     use std::sync::atomic::AtomicBool;
 
     use crate::dataset::DatasetSpec;
-    use crate::workload::Ctx;
+    use crate::workload::ctx::Ctx;
 
     pub struct Env {
         pub root: tempfile::TempDir,
@@ -344,7 +340,7 @@ pub(crate) mod testenv {
 mod tests {
     use super::testenv::Env;
     use super::*;
-    use crate::workload::PlainHarness;
+    use crate::workload::harness::PlainHarness;
 
     fn table(src: &str) -> toml::Table {
         src.parse().expect("test table")

@@ -6,7 +6,8 @@ use std::process::{Command, Output, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use super::{Ctx, WorkloadError};
+use super::ctx::Ctx;
+use super::error::WorkloadError;
 
 /// How often a started program's watchdog looks for a cancel or the deadline.
 const WATCH: Duration = Duration::from_millis(10);

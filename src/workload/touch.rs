@@ -8,9 +8,15 @@ use std::time::Instant;
 
 use rustix::fs::{AtFlags, Timespec, Timestamps};
 
+use super::contract::Workload;
+use super::ctx::Ctx;
+use super::error::{IoContext, WorkloadError};
+use super::harness::Harness;
+use super::outcome::Outcome;
+use super::point::Point;
 use super::prepare::prepare;
+use super::spec::{StartState, WorkloadSpec};
 use super::verify::file_set_problem;
-use super::{Ctx, Harness, IoContext, Outcome, Point, Workload, WorkloadError};
 use crate::dataset::Manifest;
 use crate::fsops::{self, Dir, Kind, LatencyLog, Need, WalkOptions};
 
@@ -27,17 +33,12 @@ pub fn target_time(seed: u64) -> i64 {
 }
 
 impl Workload for Touch {
-    fn wants_populated_target(&self) -> bool {
-        true
+    fn spec(&self) -> WorkloadSpec {
+        WorkloadSpec {
+            start: StartState::DataSet,
+            ..WorkloadSpec::new("touch", "set every file's mtime with utimensat (relative to the directory fd); verify by a stat sweep")
+        }
     }
-    fn name(&self) -> &'static str {
-        "touch"
-    }
-
-    fn describe(&self) -> &'static str {
-        "set every file's mtime with utimensat (relative to the directory fd); verify by a stat sweep"
-    }
-
     fn run(
         &self,
         ctx: &Ctx,

@@ -18,8 +18,10 @@ use std::time::Instant;
 use rayon::prelude::*;
 use rustix::fs::{AtFlags, Mode, StatxFlags, Timespec, Timestamps};
 
+use super::ctx::Ctx;
 use super::dirfd::{open_dir, open_rel_dir};
-use super::{Ctx, IoContext, Outcome, WorkloadError};
+use super::error::{IoContext, WorkloadError};
+use super::outcome::Outcome;
 use crate::fsops::copy::{copy_file_at, copy_file_hashing, CopyMethod, CopyStrategy};
 use crate::fsops::{self, Dir, Kind, LatencyLog, Need, Totals, WalkOptions};
 

@@ -18,9 +18,17 @@ use std::time::Instant;
 use rustix::fs::{AtFlags, Mode, OFlags, Timespec, Timestamps};
 use serde::Deserialize;
 
+use super::contract::Workload;
+use super::ctx::Ctx;
+use super::error::IoContext;
+use super::error::WorkloadError;
+use super::harness::Harness;
+use super::mix;
+use super::outcome::Outcome;
+use super::point::Point;
 use super::prepare::{dataset_error, prep_threads};
-use super::{dirfd, options, verify, Ctx, Harness, IoContext, Outcome, Point, Workload};
-use super::{mix, WorkloadError};
+use super::spec::WorkloadSpec;
+use super::{dirfd, options, verify};
 use crate::dataset::{fill_content, parse_profile, DatasetSpec, Manifest};
 use crate::fsops::{self, LatencyLog, Need};
 
@@ -47,21 +55,14 @@ fn data_set(ctx_spec: &DatasetSpec, table: &toml::Table) -> Result<DatasetSpec, 
 }
 
 impl Workload for Untar {
-    fn name(&self) -> &'static str {
-        "untar"
-    }
-    fn describe(&self) -> &'static str {
-        "unpack a generated tarball of a source tree onto the target, then syncfs; verify the tree"
-    }
-    fn key_metric(&self) -> (&'static str, bool) {
-        ("ops_per_s", true)
-    }
-    fn columns(&self) -> &'static [&'static str] {
-        super::WRITE_COLUMNS
-    }
-    /// tar unpacks one entry after another.
-    fn uses_threads(&self) -> bool {
-        false
+    fn spec(&self) -> WorkloadSpec {
+        WorkloadSpec {
+            key_metric: ("ops_per_s", true),
+            columns: super::spec::WRITE_COLUMNS,
+            // tar unpacks one entry after another.
+            uses_threads: false,
+            ..WorkloadSpec::new("untar", "unpack a generated tarball of a source tree onto the target, then syncfs; verify the tree")
+        }
     }
     fn check_options(&self, table: &toml::Table) -> Result<(), String> {
         data_set(&DatasetSpec::default(), table).map(|_| ())

@@ -10,7 +10,7 @@ use std::path::Path;
 
 use rayon::prelude::*;
 
-use super::WorkloadError;
+use super::error::WorkloadError;
 use crate::dataset::{self, Manifest};
 use crate::fsops::{self, Kind, Need};
 

@@ -1,5 +1,5 @@
 //! study.md's grouped tables: where a workload says what its points group by
-//! ([`Workload::study_group`](crate::workload::Workload::study_group)), one table per group
+//! ([`WorkloadSpec::study_group`](crate::workload::WorkloadSpec::study_group)), one table per group
 //! with a row per point, instead of a section per point. A sweep of a hundred points then
 //! reads like the seeds' one chart per block size; every point's own decision stays in
 //! summary.md and the terminal.
@@ -15,7 +15,7 @@ use crate::workload;
 type Key = (String, Option<String>, u32, String);
 
 fn key(s: &Section) -> Option<Key> {
-    let g = workload::by_name(&s.workload)?.study_group(&s.variant)?;
+    let g = (workload::by_name(&s.workload)?.spec().study_group)(&s.variant)?;
     Some((s.workload.clone(), s.dataset.clone(), s.threads, g))
 }
 

@@ -43,7 +43,7 @@ impl CellRun<'_> {
         Measurement {
             target: self.spec.target.name.clone(),
             fs: self.spec.target.fs.name().to_string(),
-            workload: self.workload.name().to_string(),
+            workload: self.workload.spec().name.to_string(),
             dataset: self.plan.dataset_label(self.cell.dataset),
             repetition: self.cell.repetition,
             threads: self.cell.threads as u32,
@@ -67,7 +67,7 @@ impl CellRun<'_> {
         format!(
             "{} {} threads {} repetition {} {what}",
             self.spec.target.name,
-            self.workload.name(),
+            self.workload.spec().name,
             self.cell.threads,
             self.cell.repetition + 1
         )
@@ -105,7 +105,7 @@ impl CellRun<'_> {
     /// an MPI job, which may share a host, run anywhere.
     pub fn placement(&self) -> Option<Placement> {
         let w = self.workload;
-        let p = (self.plan).placement(w.name(), w.uses_threads(), self.cell.threads);
+        let p = (self.plan).placement(w.spec().name, w.spec().uses_threads, self.cell.threads);
         p.filter(|_| self.team.is_alone())
     }
 

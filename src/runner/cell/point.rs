@@ -75,7 +75,7 @@ fn record_of(c: &CellRun, p: &Point, f: &Fresh, h: &mut MonitoredHarness) -> Mea
     }
     m.notes = std::mem::take(&mut h.observed.notes);
     m.host_probe_ms = h.observed.probe_ms;
-    if crate::runner::preflight::log_target(c.plan, c.workload.name())
+    if crate::runner::preflight::log_target(c.plan, c.workload.spec().name)
         == Some(c.spec.target.name.as_str())
     {
         m.notes.push(format!(

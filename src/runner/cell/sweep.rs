@@ -44,7 +44,7 @@ pub fn measure_points(
     let options = c
         .plan
         .workload_options
-        .get(c.workload.name())
+        .get(c.workload.spec().name)
         .unwrap_or(&empty);
     let (first, points) = match first_fs_and_points(c, options) {
         Ok(found) => found,

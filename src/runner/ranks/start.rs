@@ -143,16 +143,16 @@ pub(super) fn shared_refusal(plan: &Plan, workloads: &[Box<dyn Workload>]) -> Op
         .filter(|name| {
             workloads
                 .iter()
-                .find(|w| w.name() == name.as_str())
-                .is_some_and(|w| !w.shares_dirs())
+                .find(|w| w.spec().name == name.as_str())
+                .is_some_and(|w| !w.spec().shares_dirs)
         })
         .map(String::as_str)
         .collect();
     if !refused.is_empty() {
         let ok: Vec<&str> = workloads
             .iter()
-            .filter(|w| w.shares_dirs())
-            .map(|w| w.name())
+            .filter(|w| w.spec().shares_dirs)
+            .map(|w| w.spec().name)
             .collect();
         return Some(format!(
             "--rank-dirs shared does not support {} (each needs the tree to itself); shared mode runs {}: drop them or use --rank-dirs own",

@@ -19,7 +19,8 @@ use super::options::{Config, Op};
 use super::outcome::{CheckpointStats, MaintenanceStats, ThreadIo, WorkerStats};
 use super::schema::{fill_body, is_busy, sql_err, Built, BODY_MAX};
 use super::timed::{self, thread_cpu_ns};
-use crate::workload::{Ctx, WorkloadError};
+use crate::workload::ctx::Ctx;
+use crate::workload::error::WorkloadError;
 
 /// What the measured phase produced: each worker's statistics, the checkpointer's, and the
 /// wall-clock seconds from the first transaction to the last thread's end. Serializable

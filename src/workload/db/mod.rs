@@ -16,19 +16,24 @@
 //! metrics); [`phases`] runs them in order for one cell and verifies the database
 //! afterwards.
 
-pub(crate) mod auto;
-pub(crate) mod confined;
 mod mix;
-pub(crate) mod options;
+mod options;
 mod outcome;
 mod phases;
 mod schema;
 mod timed;
 
-use self::options::{Cache, Config};
+use self::options::Config;
+use super::contract::Workload;
+use super::ctx::Ctx;
+use super::engine::auto;
+use super::engine::cache::Cache;
+use super::error::WorkloadError;
+use super::harness::Harness;
 use super::initial::{OwnState, Start};
-use super::{Ctx, Harness, Outcome, Point, Workload, WorkloadError};
-use crate::provision::cgroup;
+use super::outcome::Outcome;
+use super::point::Point;
+use super::spec::WorkloadSpec;
 
 /// The `db` workload.
 pub struct Db;
@@ -42,25 +47,40 @@ const MAINTAINED: &str = " + maintenance";
 const WAL_SLACK: u64 = 256 << 20;
 
 impl Workload for Db {
-    fn name(&self) -> &'static str {
-        "db"
+    fn spec(&self) -> WorkloadSpec {
+        WorkloadSpec {
+            key_metric: ("transactions_per_s", true),
+            columns: &[
+                "device_read_iops",
+                "device_write_iops",
+                "device_read_latency_ms",
+                "device_write_latency_ms",
+                // The engine's own database and log latencies: seed 003's table is made of them.
+                "db_read_latency_ms",
+                "db_write_latency_ms",
+                "wal_write_latency_ms",
+                "wal_sync_latency_ms",
+                "wal_bytes_written",
+                "cpu_system_pct",
+            ],
+            metric_headers: &[
+                ("transactions_per_s", "tx/s"),
+                ("wal_bytes_written", "WAL written"),
+                ("db_read_latency_ms", "db read ms"),
+                ("db_write_latency_ms", "db write ms"),
+                ("wal_write_latency_ms", "log write ms"),
+                ("wal_sync_latency_ms", "log fsync ms"),
+            ],
+            // The `threads` option rules: the engine's worker count is part of the workload.
+            uses_threads: false,
+            ..WorkloadSpec::new("db", "SQLite (WAL) transactions: insert/delete/replace/read from many threads, lazy and durable commits")
+        }
     }
-
-    fn describe(&self) -> &'static str {
-        "SQLite (WAL) transactions: insert/delete/replace/read from many threads, lazy and durable commits"
-    }
-
     /// Parses and checks every option (keys and values) the way `run` will.
     /// A cache limit also needs a memory cgroup on this host: refused here, in one line,
     /// where there is none.
     fn check_options(&self, table: &toml::Table) -> Result<(), String> {
-        let cfg = options::config(table, 1.0)?;
-        if cfg.cache != Cache::Off {
-            cgroup::parent().map_err(|e| {
-                format!("[workload.db]: {e}; set `cache = \"off\"` to run without a cache limit")
-            })?;
-        }
-        Ok(())
+        options::config(table, 1.0)?.cache.check_host("db")
     }
     fn drops_caches(&self, options: &toml::Table) -> Option<&'static str> {
         options::config(options, 1.0)
@@ -103,37 +123,6 @@ impl Workload for Db {
             .sum()
     }
 
-    fn key_metric(&self) -> (&'static str, bool) {
-        ("transactions_per_s", true)
-    }
-
-    fn metric_headers(&self) -> &'static [(&'static str, &'static str)] {
-        &[
-            ("transactions_per_s", "tx/s"),
-            ("wal_bytes_written", "WAL written"),
-            ("db_read_latency_ms", "db read ms"),
-            ("db_write_latency_ms", "db write ms"),
-            ("wal_write_latency_ms", "log write ms"),
-            ("wal_sync_latency_ms", "log fsync ms"),
-        ]
-    }
-
-    fn columns(&self) -> &'static [&'static str] {
-        &[
-            "device_read_iops",
-            "device_write_iops",
-            "device_read_latency_ms",
-            "device_write_latency_ms",
-            // The engine's own database and log latencies: seed 003's table is made of them.
-            "db_read_latency_ms",
-            "db_write_latency_ms",
-            "wal_write_latency_ms",
-            "wal_sync_latency_ms",
-            "wal_bytes_written",
-            "cpu_system_pct",
-        ]
-    }
-
     /// One point, or with `maintenance = true` the normal one and the `maintenance` variant;
     /// with a list of thread counts, those for each count (`16 threads`,
     /// `16 threads + maintenance`, `auto-tuned`, …).
@@ -158,11 +147,6 @@ impl Workload for Db {
             }));
         }
         Ok(points)
-    }
-
-    /// The `threads` option rules: the engine's worker count is part of the workload.
-    fn uses_threads(&self) -> bool {
-        false
     }
 
     fn run(

@@ -9,9 +9,11 @@ use serde::Deserialize;
 
 // fio's size syntax (`4k`, `1.5g`, no fractional bytes; [`SizeValue::whole_bytes`]) is
 // what `db` has always accepted.
-use super::auto::{self, Search, Threads};
+use crate::workload::ctx::Ctx;
+use crate::workload::engine::auto::{self, Search, Threads};
+use crate::workload::engine::cache::{cache_of, Cache};
+use crate::workload::error::WorkloadError;
 use crate::workload::options::{self, SizeValue};
-use crate::workload::{Ctx, WorkloadError};
 
 pub(super) const MIB: u64 = 1 << 20;
 
@@ -94,43 +96,6 @@ struct MixWeights {
 pub const LOG_TARGET_REFUSED: &str = "[workload.db]: `log_target` is not offered for SQLite: \
      it keeps its WAL beside the database file (DB-wal, made again on every checkpoint and \
      close), so the log cannot live on another file system; the `pg` workload offers it";
-
-/// The page cache the engine's memory cgroup allows.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) enum Cache {
-    /// No cgroup: the engine may use all the memory the host has.
-    Off,
-    /// A fixed number of bytes.
-    Bytes(u64),
-    /// A fraction (0–1] of the database file's size as built.
-    Fraction(f64),
-}
-
-impl Cache {
-    /// The budget in bytes for a database of `db_bytes`, or `None` when off. At least one
-    /// database page (`page`), so the engine can always make progress.
-    pub(crate) fn bytes(self, db_bytes: u64, page: u32) -> Option<u64> {
-        match self {
-            Cache::Off => None,
-            Cache::Bytes(b) => Some(b),
-            Cache::Fraction(f) => Some((db_bytes as f64 * f) as u64),
-        }
-        .map(|b| b.max(u64::from(page)))
-    }
-
-    /// The limit as a report states it beside the database's size (`None` when off: then
-    /// whether the database fits in RAM is what matters).
-    pub(crate) fn said(self) -> Option<String> {
-        match self {
-            Cache::Off => None,
-            Cache::Bytes(b) => Some(format!(
-                "page cache held to {}",
-                crate::plan::size::human_bytes(b)
-            )),
-            Cache::Fraction(f) => Some(format!("page cache held to {} % of it", f * 100.0)),
-        }
-    }
-}
 
 /// Resolved options.
 #[derive(Debug, Clone, PartialEq)]
@@ -409,31 +374,6 @@ fn mix(weights: Option<&MixWeights>) -> Result<[u32; 4], String> {
     Ok(mix)
 }
 
-/// Parses a `cache` option value (shared with `pg`): absent means a quarter of the
-/// database. Errors name the `[workload.NAME]` table.
-pub(crate) fn cache_of(workload: &str, v: Option<&SizeValue>) -> Result<Cache, String> {
-    let bad = |v: &dyn Display| {
-        format!("[workload.{workload}]: `cache` = {v} is not valid; expected {CACHE_WANT}")
-    };
-    let Some(v) = v else {
-        return Ok(Cache::Fraction(0.25));
-    };
-    match v.text() {
-        Some(s) if s.eq_ignore_ascii_case("off") => Ok(Cache::Off),
-        Some(s) if s.ends_with('%') => s[..s.len() - 1]
-            .trim()
-            .parse::<f64>()
-            .ok()
-            .filter(|p| p.is_finite() && *p > 0.0 && *p <= 1000.0)
-            .map(|p| Cache::Fraction(p / 100.0))
-            .ok_or_else(|| bad(v)),
-        _ => v.whole_bytes().map(Cache::Bytes).ok_or_else(|| bad(v)),
-    }
-}
-
-const CACHE_WANT: &str =
-    "a share of the database such as \"25%\", a size such as \"64m\", or \"off\"";
-
 fn bad(key: &str, v: impl Display, want: &str) -> String {
     format!("[workload.db]: `{key}` = {v} is not valid; expected {want}")
 }
@@ -533,7 +473,7 @@ mod tests {
     /// The runner's check before provisioning goes through the same parse as `run`.
     #[test]
     fn check_options_refuses_bad_values_up_front() {
-        use crate::workload::Workload;
+        use crate::workload::contract::Workload;
         let check = |src: &str| super::super::Db.check_options(&src.parse().unwrap());
         assert!(check("").is_ok());
         assert!(check("size = \"64m\"\nmix = { read = 3, insert = 1 }").is_ok());

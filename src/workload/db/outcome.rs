@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use super::options::{Config, Op};
 use super::schema::Built;
 use crate::fsops;
-use crate::workload::Outcome;
+use crate::workload::outcome::Outcome;
 
 /// Read and write syscall bytes of the calling thread (`/proc/thread-self/io`): what SQLite
 /// asked of the file system, whether or not the page cache absorbed it.

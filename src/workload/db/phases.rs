@@ -7,14 +7,18 @@ use std::path::PathBuf;
 
 use rusqlite::Connection;
 
-use super::auto;
-use super::confined::{self, CgroupFigures};
 use super::mix;
-use super::options::{Cache, Config};
+use super::options::Config;
 use super::outcome::outcome_of;
 use super::schema::{build, open, sql_err, Built, DB_FILE};
 use crate::provision::cgroup::{self, MemoryCgroup};
-use crate::workload::{Ctx, Harness, IoContext, Outcome, WorkloadError};
+use crate::workload::ctx::Ctx;
+use crate::workload::engine::auto;
+use crate::workload::engine::cache::Cache;
+use crate::workload::engine::confined::{self, CgroupFigures};
+use crate::workload::error::{IoContext, WorkloadError};
+use crate::workload::harness::Harness;
+use crate::workload::outcome::Outcome;
 
 /// Totals of the measured phase, kept for verification after it.
 #[derive(Debug, Default)]

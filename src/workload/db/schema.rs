@@ -14,7 +14,8 @@ use rusqlite::{Connection, ErrorCode};
 use xxhash_rust::xxh3::xxh3_64;
 
 use super::options::Config;
-use crate::workload::{Ctx, IoContext, WorkloadError};
+use crate::workload::ctx::Ctx;
+use crate::workload::error::{IoContext, WorkloadError};
 
 /// The database file's name in the workload's directory (its WAL and index sit beside it).
 pub(super) const DB_FILE: &str = "fsarena.db";

@@ -9,7 +9,7 @@ use super::options::OPS;
 use super::schema::DB_FILE;
 use super::*;
 use crate::dataset::DatasetSpec;
-use crate::workload::PlainHarness;
+use crate::workload::harness::PlainHarness;
 
 /// Holds every other SQLite test of this process off while one runs. The engine runs
 /// in a forked child (`confined`): a fork while another test's thread holds one of
@@ -227,7 +227,10 @@ impl Harness for Signalling<'_> {
     fn drop_caches(&mut self) -> std::io::Result<()> {
         self.inner.drop_caches()
     }
-    fn measure(&mut self, work: &mut crate::workload::Phase<'_>) -> Result<Outcome, WorkloadError> {
+    fn measure(
+        &mut self,
+        work: &mut crate::workload::harness::Phase<'_>,
+    ) -> Result<Outcome, WorkloadError> {
         self.measuring.store(true, Ordering::SeqCst);
         self.inner.measure(work)
     }

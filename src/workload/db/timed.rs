@@ -389,7 +389,9 @@ pub(super) fn thread_cpu_ns() -> Option<u64> {
 mod tests {
     use super::super::tests::Env;
     use super::super::Db;
-    use crate::workload::{PlainHarness, Point, Workload};
+    use crate::workload::contract::Workload;
+    use crate::workload::harness::PlainHarness;
+    use crate::workload::point::Point;
 
     /// The shim's per-file counts agree with what the kernel counted for the same threads:
     /// the workers write only the WAL, the checkpoint thread writes the database file.

@@ -10,9 +10,11 @@ use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::time::Duration;
 
-use super::{run_fio, MIB};
+use super::job::run_fio;
+use super::options::MIB;
 use crate::fio::{self, FioJob, IoEngine, Rw};
-use crate::workload::{Ctx, IoContext, WorkloadError};
+use crate::workload::ctx::Ctx;
+use crate::workload::error::{IoContext, WorkloadError};
 
 /// Blocks sampled to prove a laid-out file holds written data.
 const LAYOUT_SAMPLES: u64 = 64;

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 
 use crate::fio::{self, ClientReport, FioReport, Server};
-use crate::workload::Outcome;
+use crate::workload::outcome::Outcome;
 
 /// The metrics of one measured fio job. Latencies are completion latencies (`clat`) over
 /// both directions; `files` counts I/Os; MB are 10^6 bytes.

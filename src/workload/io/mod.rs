@@ -17,11 +17,18 @@ use std::os::unix::fs::MetadataExt;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use crate::fio::{self, ClientRun, FioError, FioJob, FioRun, IoEngine, Rw, Server};
+use crate::fio::{self, FioJob, IoEngine, Rw, Server};
+use crate::workload::contract::Workload;
+use crate::workload::ctx::Ctx;
+use crate::workload::error::{IoContext, WorkloadError};
+use crate::workload::harness::Harness;
 use crate::workload::initial::{OwnState, Start};
-use crate::workload::{Chart, Ctx, Harness, IoContext, Outcome, Point, Workload, WorkloadError};
+use crate::workload::outcome::Outcome;
+use crate::workload::point::Point;
+use crate::workload::spec::{Chart, WorkloadSpec};
 
 mod datafile;
+mod job;
 mod metrics;
 mod options;
 mod points;
@@ -30,17 +37,9 @@ mod tests;
 
 use crate::plan::size::short_label as size_label;
 use datafile::{prepare_file, pristine_marker, remove_if_present};
-use options::{Config, EngineChoice, SizeChoice};
+use job::run_job;
+use options::{Config, EngineChoice, Preset, SizeChoice, MIB};
 use points::PointSpec;
-
-const MIB: u64 = 1 << 20;
-
-/// Which default set of points a workload measures.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Preset {
-    Quick,
-    Sweep,
-}
 
 /// The `io-quick` and `io-sweep` workloads (same machinery, different default axes).
 pub struct IoWorkload {
@@ -70,28 +69,69 @@ impl IoWorkload {
 }
 
 impl Workload for IoWorkload {
-    fn name(&self) -> &'static str {
-        match self.preset {
-            Preset::Quick => "io-quick",
-            Preset::Sweep => "io-sweep",
+    fn spec(&self) -> WorkloadSpec {
+        let (name, description) = match self.preset {
+            Preset::Quick => ("io-quick", "fio: 4k random read/write at QD32 and 1m sequential read/write on a small file"),
+            Preset::Sweep => ("io-sweep", "fio sweep: read/randread/write/randwrite × 8k/64k/512k × 1–4 jobs × QD 1–128 × small/large file"),
+        };
+        WorkloadSpec {
+            key_metric: ("iops", true),
+            columns: &[
+                "mb_per_s",
+                "lat_p50_us",
+                "lat_p99_us",
+                "lat_p99_9_us",
+                "device_read_latency_ms",
+                "device_write_latency_ms",
+                "write_amplification",
+                "fio_cpu_sys_pct",
+            ],
+            metric_headers: &[
+                ("iops", "IOPS"),
+                ("lat_p50_us", "p50 lat"),
+                ("lat_p99_us", "p99 lat"),
+                ("lat_p99_9_us", "p99.9 lat"),
+                ("fio_cpu_sys_pct", "fio sys CPU"),
+            ],
+            // The fio study's main figures: IOPS, MB/s and p99 latency against pending I/Os.
+            charts: &[
+                Chart::Curve {
+                    x: "iodepth",
+                    x_label: "queue depth (pending I/Os)",
+                    metric: "iops",
+                    y_label: "IOPS",
+                    log_x: true,
+                },
+                // Seed 002 charted throughput as well as IOPS against pending I/O.
+                Chart::Curve {
+                    x: "iodepth",
+                    x_label: "queue depth (pending I/Os)",
+                    metric: "mb_per_s",
+                    y_label: "MB/s",
+                    log_x: true,
+                },
+                Chart::Curve {
+                    x: "iodepth",
+                    x_label: "queue depth (pending I/Os)",
+                    metric: "lat_p99_us",
+                    y_label: "p99 completion latency (µs)",
+                    log_x: true,
+                },
+            ],
+            study_group: block_size_group,
+            // `numjobs` is a sweep axis; `--threads` does not apply.
+            uses_threads: false,
+            ..WorkloadSpec::new(name, description)
         }
     }
-
-    fn describe(&self) -> &'static str {
-        match self.preset {
-            Preset::Quick => "fio: 4k random read/write at QD32 and 1m sequential read/write on a small file",
-            Preset::Sweep => "fio sweep: read/randread/write/randwrite × 8k/64k/512k × 1–4 jobs × QD 1–128 × small/large file",
-        }
-    }
-
     /// Parses and checks every value before anything is provisioned (see `options`); with
     /// `hosts`, also that every fio server answers with this host's fio version, so a dead
     /// or mismatched server is one line and exit 2, not a failed measurement later.
     fn check_options(&self, table: &toml::Table) -> Result<(), String> {
-        let cfg = Config::from_options(self.preset, table, self.name())?;
+        let cfg = Config::from_options(self.preset, table, self.spec().name)?;
         if !cfg.hosts.is_empty() {
             fio::client::check_servers(&cfg.hosts, fio::client::PROBE_TIMEOUT)
-                .map_err(|e| format!("{}: io hosts: {e}", self.name()))?;
+                .map_err(|e| format!("{}: io hosts: {e}", self.spec().name))?;
         }
         Ok(())
     }
@@ -100,7 +140,7 @@ impl Workload for IoWorkload {
     /// read): the largest size known before the target exists; a `large` file is sized on
     /// the target from its RAM and free space, so it is named, not counted.
     fn initial_state(&self, options: &toml::Table, scale: f64) -> Start {
-        let cfg = match Config::from_options(self.preset, options, self.name()) {
+        let cfg = match Config::from_options(self.preset, options, self.spec().name) {
             Ok(cfg) => cfg,
             Err(why) => return Start::Unknown(why),
         };
@@ -127,7 +167,7 @@ impl Workload for IoWorkload {
 
     /// Every point's `ramp_time` and `runtime` (none without a runtime: size-based jobs).
     fn fixed_seconds(&self, options: &toml::Table, _scale: f64) -> f64 {
-        let Ok(cfg) = Config::from_options(self.preset, options, self.name()) else {
+        let Ok(cfg) = Config::from_options(self.preset, options, self.spec().name) else {
             return 0.0;
         };
         let Some(runtime) = cfg.runtime else {
@@ -139,73 +179,6 @@ impl Workload for IoWorkload {
             * cfg.direct.len()
             * cfg.ioengine.len();
         points as f64 * (runtime + cfg.ramp_time).as_secs_f64()
-    }
-
-    fn key_metric(&self) -> (&'static str, bool) {
-        ("iops", true)
-    }
-
-    fn columns(&self) -> &'static [&'static str] {
-        &[
-            "mb_per_s",
-            "lat_p50_us",
-            "lat_p99_us",
-            "lat_p99_9_us",
-            "device_read_latency_ms",
-            "device_write_latency_ms",
-            "write_amplification",
-            "fio_cpu_sys_pct",
-        ]
-    }
-
-    fn metric_headers(&self) -> &'static [(&'static str, &'static str)] {
-        &[
-            ("iops", "IOPS"),
-            ("lat_p50_us", "p50 lat"),
-            ("lat_p99_us", "p99 lat"),
-            ("lat_p99_9_us", "p99.9 lat"),
-            ("fio_cpu_sys_pct", "fio sys CPU"),
-        ]
-    }
-
-    /// The fio study's main figures: IOPS, MB/s and p99 latency against pending I/Os.
-    fn charts(&self) -> &'static [Chart] {
-        &[
-            Chart::Curve {
-                x: "iodepth",
-                x_label: "queue depth (pending I/Os)",
-                metric: "iops",
-                y_label: "IOPS",
-                log_x: true,
-            },
-            // Seed 002 charted throughput as well as IOPS against pending I/O.
-            Chart::Curve {
-                x: "iodepth",
-                x_label: "queue depth (pending I/Os)",
-                metric: "mb_per_s",
-                y_label: "MB/s",
-                log_x: true,
-            },
-            Chart::Curve {
-                x: "iodepth",
-                x_label: "queue depth (pending I/Os)",
-                metric: "lat_p99_us",
-                y_label: "p99 completion latency (µs)",
-                log_x: true,
-            },
-        ]
-    }
-
-    /// One study.md table per block size (the `bsN` part of [`PointSpec::variant`]), as
-    /// seed 002 drew one chart per block size.
-    fn study_group(&self, variant: &str) -> Option<String> {
-        let bs = variant.split('-').find_map(|t| t.strip_prefix("bs"))?;
-        Some(format!("block size {bs}"))
-    }
-
-    /// `numjobs` is a sweep axis; `--threads` does not apply.
-    fn uses_threads(&self) -> bool {
-        false
     }
 
     /// A direct-I/O read point on the file system of the direct-I/O read point before it,
@@ -243,7 +216,7 @@ impl Workload for IoWorkload {
             for &(rw, bs, iodepth) in &cfg.shapes {
                 if bs > size_bytes {
                     return Err(WorkloadError::Option(options::too_big(
-                        self.name(),
+                        self.spec().name,
                         bs,
                         &size_label,
                         size_bytes,
@@ -354,7 +327,8 @@ impl Workload for IoWorkload {
 impl IoWorkload {
     /// The run's options, through the same parse as `check_options`.
     fn config(&self, ctx: &Ctx) -> Result<Config, WorkloadError> {
-        Config::from_options(self.preset, ctx.options, self.name()).map_err(WorkloadError::Option)
+        Config::from_options(self.preset, ctx.options, self.spec().name)
+            .map_err(WorkloadError::Option)
     }
 
     /// The engine to use in `ctx.root`: io_uring, else libaio, else psync, whichever first
@@ -371,6 +345,13 @@ impl IoWorkload {
         self.probed.lock().map_err(|_| poisoned())?.insert(dev, e);
         Ok((e, true))
     }
+}
+
+/// One study.md table per block size (the `bsN` part of [`PointSpec::variant`]), as seed
+/// 002 drew one chart per block size.
+fn block_size_group(variant: &str) -> Option<String> {
+    let bs = variant.split('-').find_map(|t| t.strip_prefix("bs"))?;
+    Some(format!("block size {bs}"))
 }
 
 /// The engine cache is only a cache, but a poisoned lock means a probe panicked.
@@ -425,108 +406,6 @@ fn scale_of(ctx: &Ctx) -> f64 {
         s
     } else {
         1.0
-    }
-}
-
-/// Runs `job` in the work directory, stopping fio as soon as the run is cancelled or past
-/// its deadline; the stop comes back as the reason (`Interrupted` or `Timeout`).
-fn run_fio(ctx: &Ctx, job: &FioJob) -> Result<FioRun, WorkloadError> {
-    let mut why = None;
-    let result = fio::run(ctx.root, job, &mut || match ctx.check() {
-        Ok(()) => false,
-        Err(e) => {
-            why = Some(e);
-            true
-        }
-    });
-    match result {
-        Err(FioError::Cancelled) => Err(why.unwrap_or(WorkloadError::Interrupted)),
-        other => Ok(other?),
-    }
-}
-
-/// A finished measured job: one local fio, or fio's client mode on the `hosts`.
-enum Ran {
-    Local(FioRun),
-    Clients(ClientRun),
-}
-
-/// Runs `job` in the work directory: here when `hosts` is empty, else on every server at
-/// once through fio's client mode (the directory must be the same path on each host).
-fn run_job(ctx: &Ctx, hosts: &[Server], job: &FioJob) -> Result<Ran, WorkloadError> {
-    if hosts.is_empty() {
-        return run_fio(ctx, job).map(Ran::Local);
-    }
-    let mut why = None;
-    let result = fio::client::run_clients(ctx.root, job, hosts, &mut || match ctx.check() {
-        Ok(()) => false,
-        Err(e) => {
-            why = Some(e);
-            true
-        }
-    });
-    match result {
-        Err(FioError::Cancelled) => Err(why.unwrap_or(WorkloadError::Interrupted)),
-        other => Ok(Ran::Clients(other?)),
-    }
-}
-
-impl Ran {
-    /// The measurement: fio's consolidated figures, plus each host's share with hosts.
-    fn outcome(&self, hosts: &[Server]) -> Outcome {
-        match self {
-            Ran::Local(run) => metrics::outcome_of(&run.report),
-            Ran::Clients(run) => metrics::clients_outcome(&run.report, hosts),
-        }
-    }
-
-    /// fio's own accounting, checked (for clients: every host and the sum of them).
-    fn verify(&self, job: &FioJob) -> Result<String, WorkloadError> {
-        Ok(match self {
-            Ran::Local(run) => fio::verify(job, run)?,
-            Ran::Clients(run) => fio::verify_clients(job, run)?,
-        })
-    }
-
-    fn version(&self) -> &str {
-        match self {
-            Ran::Local(run) => &run.report.fio_version,
-            Ran::Clients(run) => &run.report.fio_version,
-        }
-    }
-
-    /// Which hosts ran the point and how the consolidated figure was made.
-    fn hosts_note(&self, hosts: &[Server]) -> String {
-        let sum = match self {
-            Ran::Clients(run) if run.report.fio_sum => "fio's \"All clients\" sum",
-            _ => "the one host's figures",
-        };
-        format!(
-            "fio client/server on {} host(s): {}; consolidated figures are {sum} (IOPS and \
-             MB/s over the slowest host's runtime), latency percentiles from the hosts' \
-             merged histograms, host_* metrics each host's share",
-            hosts.len(),
-            hosts
-                .iter()
-                .map(ToString::to_string)
-                .collect::<Vec<_>>()
-                .join(", ")
-        )
-    }
-}
-
-/// The driver's errors as workload errors, each keeping its status: a missing fio is
-/// "unsupported here", fio's errno stays an I/O error (ENOSPC, EIO), a wrong volume is a
-/// failed verification.
-impl From<FioError> for WorkloadError {
-    fn from(e: FioError) -> Self {
-        match e {
-            FioError::NotInstalled => WorkloadError::Unsupported(e.to_string()),
-            FioError::Io { context, source } => WorkloadError::Io { context, source },
-            FioError::Tool(msg) => WorkloadError::Tool(msg),
-            FioError::Verify(msg) => WorkloadError::Verify(msg),
-            FioError::Cancelled => WorkloadError::Interrupted,
-        }
     }
 }
 

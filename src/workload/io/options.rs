@@ -14,11 +14,19 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use super::{Preset, MIB};
 use crate::fio::{IoEngine, Rw, Server};
 use crate::plan::size::short_label as size_label;
+use crate::workload::error::{IoContext, WorkloadError};
 use crate::workload::options::{self, OneOrMany, SizeValue, Word};
-use crate::workload::{IoContext, WorkloadError};
+
+pub(super) const MIB: u64 = 1 << 20;
+
+/// Which default set of points a workload measures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Preset {
+    Quick,
+    Sweep,
+}
 
 /// Default `small` file at scale 1: small enough to sit in any cache.
 const SMALL_DEFAULT: u64 = 64 * MIB;

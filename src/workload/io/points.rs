@@ -12,7 +12,8 @@ use serde_json::Value;
 use super::options::{Config, EngineChoice};
 use crate::fio::{FioJob, IoEngine, Rw};
 use crate::plan::size::short_label as size_label;
-use crate::workload::{Point, WorkloadError};
+use crate::workload::error::WorkloadError;
+use crate::workload::point::Point;
 
 /// One point's parameters, as stored in [`Point::params`] and read back by `run`.
 #[derive(Debug, Clone, PartialEq)]

@@ -11,8 +11,9 @@ use super::datafile::verify_written;
 use super::options::mem_total_bytes;
 use super::*;
 use crate::dataset::DatasetSpec;
+use crate::fio::FioError;
 use crate::results::Status;
-use crate::workload::PlainHarness;
+use crate::workload::harness::PlainHarness;
 
 /// A tmpfs mounted for one test and unmounted on drop, even when the test fails.
 struct Tmpfs {
@@ -130,7 +131,10 @@ fn quick_preset_points() {
     for point in &points {
         assert_eq!(PointSpec::from_point(point).unwrap().to_point(), *point);
     }
-    assert_eq!((w.key_metric(), w.uses_threads()), (("iops", true), false));
+    assert_eq!(
+        (w.spec().key_metric, w.spec().uses_threads),
+        (("iops", true), false)
+    );
 }
 
 #[test]
@@ -577,9 +581,9 @@ fn fio_errors_keep_their_status() {
 #[test]
 fn io_tables_show_latency_percentiles() {
     for w in [IoWorkload::quick(), IoWorkload::sweep()] {
-        let cols = w.columns();
+        let cols = w.spec().columns;
         for c in ["lat_p50_us", "lat_p99_us", "lat_p99_9_us"] {
-            assert!(cols.contains(&c), "{}: no column {c}", w.name());
+            assert!(cols.contains(&c), "{}: no column {c}", w.spec().name);
         }
     }
 }
@@ -587,6 +591,9 @@ fn io_tables_show_latency_percentiles() {
 /// The plan hands `--io-hosts` to the workloads it names as io workloads: these.
 #[test]
 fn the_plan_names_the_io_workloads_by_their_names() {
-    let names = [IoWorkload::quick().name(), IoWorkload::sweep().name()];
+    let names = [
+        IoWorkload::quick().spec().name,
+        IoWorkload::sweep().spec().name,
+    ];
     assert_eq!(names, crate::plan::io_hosts::IO_WORKLOADS);
 }

@@ -21,7 +21,7 @@ use super::set::{FileState, Segment, WorkingSet};
 use super::spec::{Fsync, MixSpec, Op, Stop};
 use crate::dataset::{draw, fill_content, seed::workload_rng, DatasetSpec};
 use crate::fsops::{LatencyLog, Totals};
-use crate::workload::WorkloadError;
+use crate::workload::error::WorkloadError;
 
 /// The seed purpose of worker `i`'s stream is this plus `i`.
 const WORKER_SALT: u64 = 0x313C_5E70_0001_0000;

@@ -18,8 +18,15 @@ use std::time::Instant;
 use self::engine::{Shared, Tally};
 use self::set::{initial_segments, WorkingSet};
 use self::spec::{MixSpec, Op, Stop};
+use super::contract::Workload;
+use super::ctx::Ctx;
+use super::error::{IoContext, WorkloadError};
+use super::harness::Harness;
+use super::outcome::Outcome;
+use super::point::Point;
 use super::prepare::{dataset_error, prep_threads};
-use super::{dirfd, verify, Ctx, Harness, IoContext, Outcome, Point, Workload, WorkloadError};
+use super::spec::WorkloadSpec;
+use super::{dirfd, verify};
 use crate::fsops::{percentile, LatencyLog};
 
 /// Side columns of a mix's tables.
@@ -57,7 +64,7 @@ pub const WEBSERVER: Personality = Personality {
 impl Personality {
     /// The shipped mix with the `[workload.NAME]` table's keys laid over it (a key given
     /// there replaces the shipped one whole), checked like any mix.
-    pub fn spec(&self, overrides: &toml::Table) -> Result<MixSpec, String> {
+    pub fn mix_spec(&self, overrides: &toml::Table) -> Result<MixSpec, String> {
         let mut table: toml::Table = self
             .toml
             .parse()
@@ -73,27 +80,18 @@ impl Personality {
 }
 
 impl Workload for Personality {
-    fn name(&self) -> &'static str {
-        self.name
-    }
-    fn describe(&self) -> &'static str {
-        self.describe
-    }
-    fn key_metric(&self) -> (&'static str, bool) {
-        ("ops_per_s", true)
-    }
-    fn metric_headers(&self) -> &'static [(&'static str, &'static str)] {
-        &[("ops_per_s", "ops/s")]
-    }
-    fn columns(&self) -> &'static [&'static str] {
-        COLUMNS
-    }
-    /// The thread count is part of the personality (`threads` in its mix, overridable).
-    fn uses_threads(&self) -> bool {
-        false
+    fn spec(&self) -> WorkloadSpec {
+        WorkloadSpec {
+            key_metric: ("ops_per_s", true),
+            columns: COLUMNS,
+            metric_headers: &[("ops_per_s", "ops/s")],
+            // The thread count is part of the personality (`threads` in its mix, overridable).
+            uses_threads: false,
+            ..WorkloadSpec::new(self.name, self.describe)
+        }
     }
     fn check_options(&self, table: &toml::Table) -> Result<(), String> {
-        self.spec(table).map(|_| ())
+        self.mix_spec(table).map(|_| ())
     }
     fn run(
         &self,
@@ -101,7 +99,7 @@ impl Workload for Personality {
         _point: &Point,
         harness: &mut dyn Harness,
     ) -> Result<Outcome, WorkloadError> {
-        let spec = self.spec(ctx.options).map_err(WorkloadError::Option)?;
+        let spec = self.mix_spec(ctx.options).map_err(WorkloadError::Option)?;
         run_mix(ctx, &spec.at_scale(ctx.dataset.scale), harness)
     }
 }
@@ -142,17 +140,12 @@ pub fn mixes(table: &toml::Table) -> Result<Vec<(String, MixSpec)>, String> {
 }
 
 impl Workload for Mix {
-    fn name(&self) -> &'static str {
-        "mix"
-    }
-    fn describe(&self) -> &'static str {
-        "mixes you describe in [workload.mix.NAME] tables: weighted file operations over a working set"
-    }
-    fn key_metric(&self) -> (&'static str, bool) {
-        ("ops_per_s", true)
-    }
-    fn columns(&self) -> &'static [&'static str] {
-        COLUMNS
+    fn spec(&self) -> WorkloadSpec {
+        WorkloadSpec {
+            key_metric: ("ops_per_s", true),
+            columns: COLUMNS,
+            ..WorkloadSpec::new("mix", "mixes you describe in [workload.mix.NAME] tables: weighted file operations over a working set")
+        }
     }
     fn check_options(&self, table: &toml::Table) -> Result<(), String> {
         mixes(table).map(|_| ())
@@ -315,25 +308,27 @@ mod tests {
     #[test]
     fn the_shipped_personalities_are_valid_mixes_in_the_user_format() {
         for p in [FILESERVER, VARMAIL, WEBSERVER] {
-            let s = p.spec(&toml::Table::new()).unwrap();
+            let s = p.mix_spec(&toml::Table::new()).unwrap();
             assert!(s.scaled, "{}", p.name);
             // The same text is accepted as a user's [workload.mix.NAME] table.
             let mine = table(&format!("[{}]\n{}", p.name, p.text()));
             assert_eq!(mixes(&mine).unwrap()[0].1, s);
         }
-        let web = WEBSERVER.spec(&toml::Table::new()).unwrap();
+        let web = WEBSERVER.mix_spec(&toml::Table::new()).unwrap();
         assert_eq!(web.log.map(|l| l.appenders), Some(1));
         assert_eq!(
-            VARMAIL.spec(&toml::Table::new()).unwrap().fsync,
+            VARMAIL.mix_spec(&toml::Table::new()).unwrap().fsync,
             spec::Fsync::EachFile
         );
     }
 
     #[test]
     fn a_personality_takes_overrides_and_refuses_typos() {
-        let s = VARMAIL.spec(&table("threads = 4\nfiles = 500")).unwrap();
+        let s = VARMAIL
+            .mix_spec(&table("threads = 4\nfiles = 500"))
+            .unwrap();
         assert_eq!((s.threads, s.files), (Some(4), 500));
-        let e = VARMAIL.spec(&table("thread = 4")).unwrap_err();
+        let e = VARMAIL.mix_spec(&table("thread = 4")).unwrap_err();
         assert!(
             e.starts_with("[workload.varmail]: unknown option `thread`"),
             "{e}"

@@ -10,8 +10,9 @@ use std::time::{Duration, Instant};
 
 use super::install::Install;
 use super::server::{command, Server, ROLE};
-use crate::workload::db::confined::wait_child;
-use crate::workload::{Ctx, IoContext, WorkloadError};
+use crate::workload::ctx::Ctx;
+use crate::workload::engine::confined::wait_child;
+use crate::workload::error::{IoContext, WorkloadError};
 
 /// What one pgbench run reported and logged.
 #[derive(Debug, Default)]

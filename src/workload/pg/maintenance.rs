@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use super::server::Server;
-use crate::workload::WorkloadError;
+use crate::workload::error::WorkloadError;
 
 /// Server settings of a maintenance point: autovacuum wakes every second and takes any
 /// table with a few dozen changed rows, without cost-based pauses.

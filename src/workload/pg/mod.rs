@@ -33,9 +33,14 @@ pub mod reach;
 pub mod server;
 mod stats;
 
-use crate::provision::cgroup;
+use crate::workload::contract::Workload;
+use crate::workload::ctx::Ctx;
+use crate::workload::error::WorkloadError;
+use crate::workload::harness::Harness;
 use crate::workload::initial::{OwnState, Start};
-use crate::workload::{Ctx, Harness, Outcome, Point, Workload, WorkloadError};
+use crate::workload::outcome::Outcome;
+use crate::workload::point::Point;
+use crate::workload::spec::WorkloadSpec;
 
 /// The most PostgreSQL's WAL holds during a phase: `max_wal_size` (1 GB, left at its
 /// default) is a soft limit a busy phase overshoots until the next checkpoint.
@@ -45,24 +50,34 @@ pub const WAL_PEAK_BYTES: u64 = 2 << 30;
 pub struct Pg;
 
 impl Workload for Pg {
-    fn name(&self) -> &'static str {
-        "pg"
+    fn spec(&self) -> WorkloadSpec {
+        WorkloadSpec {
+            key_metric: ("transactions_per_s", true),
+            columns: &[
+                "latency_p99_ms",
+                "device_read_iops",
+                "device_read_latency_ms",
+                "db_read_latency_ms",
+                "wal_sync_latency_ms",
+                "wal_bytes",
+                "log_device_write_latency_ms",
+            ],
+            metric_headers: &[
+                ("transactions_per_s", "tps"),
+                ("latency_p99_ms", "p99 ms"),
+                ("db_read_latency_ms", "db read ms"),
+                ("wal_sync_latency_ms", "WAL fsync ms"),
+                ("wal_bytes", "WAL bytes"),
+                ("log_device_write_latency_ms", "log dev write ms"),
+                ("log_device_write_bytes", "log dev written"),
+            ],
+            ..WorkloadSpec::new("pg", "PostgreSQL + pgbench (TPC-B-like and select-only), server confined to a memory cgroup")
+        }
     }
-
-    fn describe(&self) -> &'static str {
-        "PostgreSQL + pgbench (TPC-B-like and select-only), server confined to a memory cgroup"
-    }
-
     /// Every option is parsed as `run` will; a cache limit needs a memory cgroup here.
     /// A missing PostgreSQL is not bad input: [`Workload::unavailable`] skips the cells.
     fn check_options(&self, table: &toml::Table) -> Result<(), String> {
-        let cfg = options::config(table, 1.0)?;
-        if cfg.cache != crate::workload::db::options::Cache::Off {
-            cgroup::parent().map_err(|e| {
-                format!("[workload.pg]: {e}; set `cache = \"off\"` to run without a cache limit")
-            })?;
-        }
-        Ok(())
+        options::config(table, 1.0)?.cache.check_host("pg")
     }
     /// No PostgreSQL here: its cells are skipped with the reason (`doctor` says it too).
     fn unavailable(&self) -> Option<String> {
@@ -106,34 +121,6 @@ impl Workload for Pg {
         let search = cfg.threads.map_or(0.0, |t| t.search_seconds());
         let variants = if cfg.maintenance.is_some() { 2.0 } else { 1.0 };
         cfg.modes.len() as f64 * variants * (cfg.seconds + search)
-    }
-
-    fn key_metric(&self) -> (&'static str, bool) {
-        ("transactions_per_s", true)
-    }
-
-    fn metric_headers(&self) -> &'static [(&'static str, &'static str)] {
-        &[
-            ("transactions_per_s", "tps"),
-            ("latency_p99_ms", "p99 ms"),
-            ("db_read_latency_ms", "db read ms"),
-            ("wal_sync_latency_ms", "WAL fsync ms"),
-            ("wal_bytes", "WAL bytes"),
-            ("log_device_write_latency_ms", "log dev write ms"),
-            ("log_device_write_bytes", "log dev written"),
-        ]
-    }
-
-    fn columns(&self) -> &'static [&'static str] {
-        &[
-            "latency_p99_ms",
-            "device_read_iops",
-            "device_read_latency_ms",
-            "db_read_latency_ms",
-            "wal_sync_latency_ms",
-            "wal_bytes",
-            "log_device_write_latency_ms",
-        ]
     }
 
     /// One point per pgbench mode.

@@ -3,8 +3,8 @@
 
 use serde::Deserialize;
 
-use crate::workload::db::auto::{self, Threads};
-use crate::workload::db::options::{cache_of, Cache};
+use crate::workload::engine::auto::{self, Threads};
+use crate::workload::engine::cache::{cache_of, Cache};
 use crate::workload::options::{self, SizeValue};
 
 /// The two pgbench scripts measured, as points.
@@ -34,11 +34,11 @@ struct PgOptions {
     shared_buffers: Option<SizeValue>,
     /// Which of [`MODES`] to measure.
     modes: Option<Vec<String>>,
-    /// pgbench clients: a number, or `"auto"` (read by [`crate::workload::db::auto`]);
+    /// pgbench clients: a number, or `"auto"` (read by [`crate::workload::engine::auto`]);
     /// absent, the cell's `--threads`.
     threads: Option<toml::Value>,
     /// `threads = "auto"`: the p99 transaction latency limit, ms (read by
-    /// [`crate::workload::db::auto`]).
+    /// [`crate::workload::engine::auto`]).
     p99_limit_ms: Option<toml::Value>,
     /// `threads = "auto"`: the top of the range searched.
     auto_max_threads: Option<i64>,

@@ -17,9 +17,12 @@ use super::stats;
 use crate::fsops::latency::percentile;
 use crate::plan::size::human_bytes;
 use crate::provision::cgroup::{self, MemoryCgroup};
-use crate::workload::db::auto::{self, Threads};
-use crate::workload::db::confined::{self, CgroupFigures};
-use crate::workload::{Ctx, Harness, Outcome, WorkloadError};
+use crate::workload::ctx::Ctx;
+use crate::workload::engine::auto::{self, Threads};
+use crate::workload::engine::confined::{self, CgroupFigures};
+use crate::workload::error::WorkloadError;
+use crate::workload::harness::Harness;
+use crate::workload::outcome::Outcome;
 
 /// A limit far above any machine's memory: the cgroup exists but does not squeeze.
 const NO_LIMIT: u64 = 1 << 50;
@@ -148,7 +151,7 @@ impl<'a> Cell<'a> {
         server::initdb(ctx, install, &data, waldir.as_deref(), user)?;
 
         let cg = match cfg.cache {
-            crate::workload::db::options::Cache::Off => None,
+            crate::workload::engine::cache::Cache::Off => None,
             _ => {
                 let parent =
                     cgroup::parent().map_err(|e| WorkloadError::Unsupported(e.to_string()))?;

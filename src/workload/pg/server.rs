@@ -15,7 +15,9 @@ use std::time::{Duration, Instant};
 
 use super::install::Install;
 use crate::provision::journal::{Journal, Kind, Op};
-use crate::workload::{tool, Ctx, IoContext, WorkloadError};
+use crate::workload::ctx::Ctx;
+use crate::workload::error::{IoContext, WorkloadError};
+use crate::workload::tool;
 
 /// The system user the server runs as (PostgreSQL refuses to run as root). Made with
 /// `useradd --system` the first time, like a package would; it owns nothing but the data

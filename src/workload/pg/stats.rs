@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use super::bench::BenchRun;
 use super::options::Config;
 use super::server::Server;
-use crate::workload::WorkloadError;
+use crate::workload::error::WorkloadError;
 
 /// Rows pgbench puts in `pgbench_accounts` per scale unit.
 const ACCOUNTS_PER_SCALE: u64 = 100_000;

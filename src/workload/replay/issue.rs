@@ -13,7 +13,8 @@ use super::deps::Wait;
 use super::options::Timing;
 use super::pace::{self, Anchor};
 use super::script::Script;
-use crate::workload::{Ctx, WorkloadError};
+use crate::workload::ctx::Ctx;
+use crate::workload::error::WorkloadError;
 
 /// What one recorded thread's calls returned and took, in its own order.
 #[derive(Debug, Default)]

@@ -13,9 +13,10 @@ use super::content::content_id;
 use crate::dataset::content::CHUNK;
 use crate::dataset::{fill_content, DatasetSpec};
 use crate::trace::format::{Initial, Kind, Op, Trace};
+use crate::workload::ctx::Ctx;
+use crate::workload::error::{IoContext, WorkloadError};
 use crate::workload::initial::OwnState;
 use crate::workload::prepare::prep_threads;
-use crate::workload::{Ctx, IoContext, WorkloadError};
 
 /// Writes `trace`'s initial state under `ctx.root` and writes it back.
 pub fn lay_down(ctx: &Ctx, trace: &Trace) -> Result<(), WorkloadError> {

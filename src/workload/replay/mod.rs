@@ -32,41 +32,38 @@ use std::sync::Mutex;
 
 use self::call::Target;
 use self::issue::ThreadLog;
+use super::contract::Workload;
+use super::ctx::Ctx;
+use super::error::{IoContext, WorkloadError};
+use super::harness::Harness;
 use super::initial::Start;
-use super::{Ctx, Harness, IoContext, Outcome, Point, Workload, WorkloadError};
+use super::outcome::Outcome;
+use super::point::Point;
+use super::spec::{StartState, WorkloadSpec};
 use crate::fsops::LatencyLog;
 use crate::trace::format::{Op, Trace};
 
 pub struct Replay;
 
 impl Workload for Replay {
-    fn name(&self) -> &'static str {
-        "replay"
-    }
-    fn describe(&self) -> &'static str {
-        "replay a recorded program's file-system calls (--trace FILE.fstrace), every thread in its own order; verify every result and the tree"
-    }
-    fn key_metric(&self) -> (&'static str, bool) {
-        ("calls_per_s", true)
-    }
-    fn columns(&self) -> &'static [&'static str] {
-        &[
-            "calls_per_s",
-            "replay_seconds",
-            "write_amplification",
-            "cpu_system_pct",
-        ]
-    }
-    /// The trace says how many threads there are.
-    fn uses_threads(&self) -> bool {
-        false
+    fn spec(&self) -> WorkloadSpec {
+        WorkloadSpec {
+            key_metric: ("calls_per_s", true),
+            columns: &[
+                "calls_per_s",
+                "replay_seconds",
+                "write_amplification",
+                "cpu_system_pct",
+            ],
+            // The trace says how many threads there are.
+            uses_threads: false,
+            // The initial state is the golden image cells copy.
+            start: StartState::OwnState,
+            ..WorkloadSpec::new("replay", "replay a recorded program's file-system calls (--trace FILE.fstrace), every thread in its own order; verify every result and the tree")
+        }
     }
     fn check_options(&self, table: &toml::Table) -> Result<(), String> {
         options::load(table).map(|_| ())
-    }
-    /// The initial state is the golden image cells copy.
-    fn lays_down_own_state(&self) -> bool {
-        true
     }
     /// The trace's initial state, and what its calls may add to it.
     fn initial_state(&self, options: &toml::Table, _scale: f64) -> Start {

@@ -10,7 +10,7 @@ use std::path::Path;
 use crate::dataset::draw::{below, shuffle};
 use crate::dataset::seed::workload_rng as rng_for;
 use crate::dataset::{fill_content, DatasetSpec, FileEntry, Manifest};
-use crate::workload::{IoContext, WorkloadError};
+use crate::workload::error::{IoContext, WorkloadError};
 
 /// Content ids of new bytes start here: plain ids (bit 63 clear) far above the generator's.
 const NEW_CONTENT_BASE: u64 = 1 << 62;

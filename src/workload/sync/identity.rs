@@ -19,9 +19,9 @@ use rayon::prelude::*;
 use rustix::fs::{AtFlags, StatxFlags};
 use xxhash_rust::xxh3::xxh3_64_with_seed;
 
+use super::super::error::WorkloadError;
 use super::super::verify::{content_problem, examples, structure};
-use super::super::WorkloadError;
-use super::ChangeSet;
+use super::changes::ChangeSet;
 use crate::dataset::Manifest;
 use crate::fsops::{self, hash_path, Kind, Need, WalkOptions, HASH_BUF};
 

@@ -19,9 +19,10 @@ use rustix::fs::{AtFlags, Mode};
 
 use crate::fsops::copy::{copy_file_at, CopyStrategy};
 use crate::fsops::{self, Dir, Dirent, Kind, LatencyLog, Need, Totals, WalkOptions};
+use crate::workload::ctx::Ctx;
 use crate::workload::dirfd::{open_dir, open_rel_dir};
+use crate::workload::error::{IoContext, WorkloadError};
 use crate::workload::tree_copy::COPY_BUF;
-use crate::workload::{Ctx, IoContext, WorkloadError};
 
 /// One target directory as listed before the comparison: names in one arena, entries
 /// sorted by name for binary search.

@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 use std::fmt::Display;
 use std::time::Duration;
 
-use crate::workload::WorkloadError;
+use crate::workload::error::WorkloadError;
 
 /// How the engine's client count is chosen.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -29,7 +29,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::plan::size::human_bytes;
 use crate::provision::cgroup::MemoryCgroup;
-use crate::workload::{Ctx, WorkloadError};
+use crate::workload::ctx::Ctx;
+use crate::workload::error::WorkloadError;
 
 /// Room above the engine's memory and the budget, so a burst of allocation between two
 /// adjustments is absorbed by reclaiming cache rather than stalling the engine. (More room
@@ -194,11 +195,11 @@ enum Report<T> {
 
 /// The work a confined child runs: it calls `ready` once it has allocated what it can up
 /// front, and starts its measured phase only when that returns.
-pub(super) type Ready<'a> = &'a mut dyn FnMut() -> Result<(), WorkloadError>;
+pub(crate) type Ready<'a> = &'a mut dyn FnMut() -> Result<(), WorkloadError>;
 
 /// Runs `work` in a forked child inside `cg`, returning its result and the cgroup's
 /// figures. `cache_budget` is the page cache the child may hold.
-pub(super) fn run<T: Serialize + DeserializeOwned>(
+pub(crate) fn run<T: Serialize + DeserializeOwned>(
     ctx: &Ctx,
     cg: &MemoryCgroup,
     cache_budget: u64,

@@ -1,0 +1,49 @@
+//! What a workload is told about where and how it runs: the [`Ctx`] the runner builds for
+//! each point.
+
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
+
+use super::error::WorkloadError;
+use crate::dataset::DatasetSpec;
+
+/// Everything a workload may know about where and how it runs.
+pub struct Ctx<'a> {
+    /// A fresh, empty directory on the target file system. The workload owns it.
+    pub root: &'a Path,
+    /// A warm scratch directory *outside* the target (for copy sources). Fresh per cell.
+    pub scratch: &'a Path,
+    /// The run's directory of read-only source trees made once and shared by its cells
+    /// ([`super::source`]); `None` outside a run (they are then made in `scratch`).
+    pub sources: Option<&'a Path>,
+    /// Worker threads for this measurement (`--threads`).
+    pub threads: usize,
+    /// The data set to generate or use.
+    pub dataset: &'a DatasetSpec,
+    /// Workload-specific options from the plan (`[workload.NAME]` table), raw.
+    pub options: &'a toml::Table,
+    /// Set by the runner on SIGINT/SIGTERM or timeout; long loops should poll [`Ctx::check`].
+    pub cancel: &'a AtomicBool,
+    /// The time after which the runner records a timeout.
+    pub deadline: Option<Instant>,
+    /// The data set is already under `root`: the runner gave this point a copy of an image
+    /// populated once for the run, so [`super::prepare::prepare`] plans it and writes nothing.
+    pub populated: bool,
+    /// A fresh, empty directory on a second file system, the plan's `log_target`, for a
+    /// database workload's log (WAL); `None` when the log stays beside the data.
+    pub log_root: Option<&'a Path>,
+}
+
+impl Ctx<'_> {
+    /// Returns an error once the run is cancelled or past its deadline, so long loops stop.
+    pub fn check(&self) -> Result<(), WorkloadError> {
+        if self.cancel.load(Ordering::Relaxed) {
+            return Err(WorkloadError::Interrupted);
+        }
+        if self.deadline.is_some_and(|d| Instant::now() > d) {
+            return Err(WorkloadError::Timeout);
+        }
+        Ok(())
+    }
+}
