@@ -14,16 +14,12 @@ mod across;
 mod answer;
 pub mod charts;
 pub mod curves;
+mod escape;
 mod figures;
 pub mod matrix;
 mod series;
 
-fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-}
+use escape::esc;
 
 /// Colour index per target, in order of first appearance, so a target keeps its colour.
 fn target_colors(r: &Report) -> BTreeMap<String, usize> {

@@ -5,7 +5,7 @@
 use std::fmt::Write;
 
 use super::charts::forest::forest;
-use super::esc;
+use super::escape::esc;
 use super::matrix::{self, Matrix, Role};
 use crate::report::export::text::header::{date, runs};
 use crate::report::model::report::Report;

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write;
 
 use super::charts::{self, Bar, BarOpts, Line, XAxis};
-use super::esc;
+use super::escape::esc;
 use crate::report::model::format::header;
 use crate::report::model::report::Report;
 use crate::report::model::section::{Row, Section};

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write;
 
 use super::charts::{self, Line, XAxis};
-use super::esc;
+use super::escape::esc;
 use crate::monitor::{Sample, FAST_INTERVAL, FAST_SPAN};
 use crate::results::{Measurement, Status};
 

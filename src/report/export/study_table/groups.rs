@@ -6,6 +6,7 @@
 
 use std::fmt::Write;
 
+use super::cell::cell;
 use crate::report::model::format::header;
 use crate::report::model::report::Report;
 use crate::report::model::section::Section;
@@ -66,9 +67,9 @@ fn table(out: &mut String, r: &Report, k: &Key, members: &[&Section]) {
             let c = match s.rows.iter().position(|row| row.target == *t) {
                 None => "—".to_string(),
                 Some(ti) => {
-                    let mut c = super::cell(s, &s.key_metric, ti, &r.baseline);
+                    let mut c = cell(s, &s.key_metric, ti, &r.baseline);
                     if let Some(m) = side {
-                        let _ = write!(c, " · {}", super::cell(s, m, ti, &r.baseline));
+                        let _ = write!(c, " · {}", cell(s, m, ti, &r.baseline));
                     }
                     c
                 }

@@ -5,7 +5,8 @@
 
 use std::fmt::Write;
 
-use super::{axes, color, esc, header, legend, text_width, YAxis, B, H, L, LEGEND, R, W};
+use super::super::escape::esc;
+use super::frame::{axes, color, header, legend, text_width, YAxis, B, H, L, LEGEND, R, W};
 use crate::report::model::format::sig3;
 
 /// One bar: label, mean, optional 95 % interval, the repetitions, colour index.

@@ -12,7 +12,8 @@
 
 use std::fmt::Write;
 
-use super::{esc, text_width};
+use super::super::escape::esc;
+use super::frame::text_width;
 use crate::report::export::html::matrix::{Interval, Matrix, Role, State};
 use crate::stats::Decision;
 

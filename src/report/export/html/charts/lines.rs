@@ -4,9 +4,10 @@
 
 use std::fmt::Write;
 
-use super::{
-    axes, color, esc, header, legend, text_width, tick_label, tick_step, ticks, YAxis, B, H, L,
-    LEGEND, R, W,
+use super::super::escape::esc;
+use super::frame::{
+    axes, color, header, legend, text_width, tick_label, tick_step, ticks, YAxis, B, H, L, LEGEND,
+    R, W,
 };
 
 /// One line: name, colour index, points (x, y).
@@ -193,7 +194,7 @@ mod tests {
             &[line(vec![(1.0, 5.0), (32.0, 50.0)])],
         );
         assert_eq!(l.matches("class=\"line\"").count(), 1);
-        assert!(l.contains(super::super::PALETTE[2]));
+        assert!(l.contains(super::super::frame::PALETTE[2]));
         assert_eq!(xtick_labels(&l), ["1", "32"]);
     }
 
