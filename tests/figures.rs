@@ -7,7 +7,7 @@ mod common;
 use std::process::Command;
 
 use common::{bin, require_root, run_quiet, TestRoot};
-use fsarena::report::format::{pct_text, value, vs_baseline, WIDE_MARK};
+use fsarena::report::model::format::{pct_text, value, vs_baseline, WIDE_MARK};
 
 /// A table row, never a headline: a section's headline also starts with a target's name
 /// ("xfs leads ext4 by 3.1 %") when that target leads, which is why the row must hold a `|`.
@@ -81,7 +81,7 @@ fn every_output_prints_the_same_value_percent_and_plus_minus_for_a_point() {
         serde_json::from_value(xfs["metrics"]["files_per_s"]["raw"].clone()).unwrap();
     let geomean = (raw.iter().map(|x| x.ln()).sum::<f64>() / raw.len() as f64).exp();
     assert!((shown["value"].as_f64().unwrap() / geomean - 1.0).abs() < 1e-9);
-    let model = fsarena::report::model::build(&fsarena::results::store::load(&out).unwrap(), None);
+    let model = fsarena::report::build(&fsarena::results::store::load(&out).unwrap(), None);
     let comparison = model.sections[0]
         .rows
         .iter()

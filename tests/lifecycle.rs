@@ -141,7 +141,7 @@ fn kill9_then_cleanup_then_resume_completes_the_run() {
             .all(|m| m.host_probe_ms.is_some_and(|ms| ms > 0.0)),
         "a measurement without its host probe"
     );
-    let steadiness = fsarena::report::model::build(&loaded, None).steadiness;
+    let steadiness = fsarena::report::build(&loaded, None).steadiness;
     assert_eq!(
         steadiness.map(|s| s.probes),
         Some(loaded.measurements.len())

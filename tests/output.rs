@@ -9,7 +9,7 @@ use std::process::{Command, Output, Stdio};
 
 use common::fixture::edit;
 use common::{bin, require_root, TestRoot};
-use fsarena::report::{self, format, model};
+use fsarena::report::{self, model::format};
 use fsarena::results::store;
 
 /// Runs fsarena with COLUMNS=80 and colour left to its own judgement.
@@ -368,12 +368,12 @@ fn fail_if_worse_fails_when_b_lacks_a_point_or_has_no_ok_run_of_it() {
 }
 
 /// The fixture cut to its first `n` repetitions.
-fn with_runs(n: u64) -> (tempfile::TempDir, model::Report) {
+fn with_runs(n: u64) -> (tempfile::TempDir, report::Report) {
     let d = results(true);
     edit(d.path(), |m| {
         m["repetition"].as_u64().is_some_and(|r| r < n)
     });
-    let r = model::build(&store::load(d.path()).unwrap(), None);
+    let r = report::build(&store::load(d.path()).unwrap(), None);
     (d, r)
 }
 
@@ -386,7 +386,7 @@ fn one_run_shows_a_dash_for_cv_and_said_once_warnings() {
         assert_eq!(c.cv, "—", "{}", row.target);
         assert!(!c.key.contains('±'), "{}", c.key);
     }
-    let text = report::terminal::render_width(&r, false, 80);
+    let text = report::export::terminal::render_width(&r, false, 80);
     // No CV column of zeros: the table leaves out a column with nothing to say.
     let header = text.lines().find(|l| l.starts_with("target")).unwrap();
     assert!(!header.contains("CV"), "{text}");
@@ -400,7 +400,7 @@ fn two_runs_say_the_interval_is_meaningless() {
     let s = &r.sections[0];
     let c = format::row_cells(&s.rows[0], &s.key_metric, &r.baseline);
     assert!(c.key.ends_with(format::WIDE_MARK) && c.wide, "{}", c.key);
-    let text = report::terminal::render_width(&r, false, 80);
+    let text = report::export::terminal::render_width(&r, false, 80);
     let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
     assert!(flat.contains("the 95 % interval is not shown"), "{text}");
 }
@@ -416,7 +416,7 @@ fn a_workload_with_its_own_thread_count_is_headed_by_it() {
         }
         true
     });
-    let r = model::build(&store::load(d.path()).unwrap(), None);
+    let r = report::build(&store::load(d.path()).unwrap(), None);
     for s in &r.sections {
         let want = match s.workload.as_str() {
             "io-sweep" => "12 threads",
@@ -430,7 +430,7 @@ fn a_workload_with_its_own_thread_count_is_headed_by_it() {
 #[test]
 fn the_overall_ranking_is_a_geometric_mean_with_its_interval() {
     let d = results(true);
-    let r = model::build(&store::load(d.path()).unwrap(), None);
+    let r = report::build(&store::load(d.path()).unwrap(), None);
     let ext4 = r.ranking.iter().find(|s| s.target == "ext4").unwrap();
     assert!((ext4.geomean - 1.0).abs() < 1e-12);
     // xfs: 0.99 of ext4 on two create points, 0.5 on every io-sweep point.
@@ -480,7 +480,7 @@ fn results_read_from_memory_are_left_out_of_the_ranking() {
         }
         true
     });
-    let r = model::build(&store::load(d.path()).unwrap(), None);
+    let r = report::build(&store::load(d.path()).unwrap(), None);
     let io = r
         .sections
         .iter()
@@ -502,7 +502,7 @@ fn results_read_from_memory_are_left_out_of_the_ranking() {
     assert!((xfs.geomean - want).abs() < 1e-9, "{xfs:?} vs {want}");
     let btrfs = r.ranking.iter().find(|s| s.target == "btrfs").unwrap();
     assert_eq!(btrfs.from_memory, 0);
-    let text = report::terminal::render_width(&r, false, 80);
+    let text = report::export::terminal::render_width(&r, false, 80);
     let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
     assert!(
         flat.contains(&format!("{io} left out: read from memory")),

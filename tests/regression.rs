@@ -1523,7 +1523,7 @@ fn cleanups_at_once_take_a_dead_run_down_once_and_leave_nothing() {
 /// estimate, which "±" cannot say. Such an interval is now written with both ends.
 #[test]
 fn a_lopsided_interval_is_not_written_as_plus_minus() {
-    use fsarena::report::format::{pct_text, vs_baseline};
+    use fsarena::report::model::format::{pct_text, vs_baseline};
     // files/s of the warm scan, ext4 (baseline) and btrfs, as that run recorded them.
     let ext4 = [672956.6, 666973.8, 711552.5, 699251.3, 682840.1];
     let btrfs = [677744.6, 660589.0, 661753.4, 479632.5, 666817.0];

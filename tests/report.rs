@@ -6,7 +6,7 @@ mod common;
 
 use std::path::Path;
 
-use fsarena::report::{self, model};
+use fsarena::report;
 use fsarena::results::store::{self, Store};
 use fsarena::results::{HostFacts, Measurement, Status};
 use fsarena::stats::Decision;
@@ -39,11 +39,11 @@ fn check_snapshot(name: &str, actual: &str) {
     }
 }
 
-fn fixture(complete: bool) -> (tempfile::TempDir, model::Report) {
+fn fixture(complete: bool) -> (tempfile::TempDir, report::Report) {
     let dir = tempfile::tempdir().unwrap();
     common::fixture::write(dir.path(), complete);
     let loaded = store::load(dir.path()).unwrap();
-    let r = model::build(&loaded, None);
+    let r = report::build(&loaded, None);
     (dir, r)
 }
 
@@ -52,10 +52,10 @@ fn terminal_csv_and_markdown_match_their_snapshots() {
     let (_dir, r) = fixture(true);
     check_snapshot(
         "terminal.txt",
-        &report::terminal::render_width(&r, false, 80),
+        &report::export::terminal::render_width(&r, false, 80),
     );
-    check_snapshot("summary.csv", &report::csv::render(&r).unwrap());
-    check_snapshot("summary.md", &report::markdown::render(&r));
+    check_snapshot("summary.csv", &report::export::csv::render(&r).unwrap());
+    check_snapshot("summary.md", &report::export::markdown::render(&r));
 }
 
 #[test]
@@ -78,7 +78,7 @@ fn decisions_marks_and_baseline_comparisons_are_right() {
     );
     let mark = |t: &str| s.rows.iter().find(|r| r.target == t).unwrap().mark;
     assert_eq!(mark("ext4"), None);
-    assert_eq!(mark("btrfs"), Some(report::section::Mark::Worst));
+    assert_eq!(mark("btrfs"), Some(report::model::section::Mark::Worst));
     let xfs = s.rows.iter().find(|r| r.target == "xfs").unwrap();
     assert!(
         !xfs.metric("files_per_s")
@@ -113,8 +113,8 @@ fn an_interrupted_run_is_labelled_incomplete_everywhere() {
         why.contains("2 planned measurement cell(s) missing") && why.contains("1 interrupted"),
         "{why}"
     );
-    assert!(report::terminal::render(&r, false).starts_with("INCOMPLETE:"));
-    assert!(report::markdown::render(&r).contains("**Incomplete:**"));
+    assert!(report::export::terminal::render(&r, false).starts_with("INCOMPLETE:"));
+    assert!(report::export::markdown::render(&r).contains("**Incomplete:**"));
     report::write_files(dir.path(), None).unwrap();
     let html = std::fs::read_to_string(dir.path().join("report.html")).unwrap();
     assert!(html.contains("class=\"incomplete\""));
@@ -132,18 +132,25 @@ fn a_corrupted_results_line_is_skipped_and_said() {
     let mut text = std::fs::read_to_string(&path).unwrap();
     text.push_str("{\"record\":\"measurement\",\"target\":\n");
     std::fs::write(&path, text).unwrap();
-    let r = model::build(&store::load(dir.path()).unwrap(), None);
+    let r = report::build(&store::load(dir.path()).unwrap(), None);
     assert_eq!(r.skipped_lines.len(), 1);
-    let out = report::terminal::render(&r, false);
+    let out = report::export::terminal::render(&r, false);
     assert!(out.contains("skipped"), "{out}");
     assert!(!r.sections.is_empty());
+}
+
+/// The comparison of two results directories as `fsarena compare` prints its table, without
+/// colour.
+fn compared(a: &Path, b: &Path) -> String {
+    let table = report::Format::named("table").unwrap();
+    report::compare_text(a, b, None, table, false).unwrap().0
 }
 
 #[test]
 fn compare_matches_runs_of_the_same_plan() {
     let (a, _) = fixture(true);
     let (b, _) = fixture(true);
-    let out = report::compare::render(a.path(), b.path(), None).unwrap();
+    let out = compared(a.path(), b.path());
     // The same data twice: no change is significant, and none may be called better/worse.
     assert!(!out.contains("≈"), "{out}");
     assert!(
@@ -159,7 +166,7 @@ fn compare_matches_runs_of_the_same_plan() {
 
 /// One `create` section, files/s per target as given (fs = the name before any `-`), and
 /// `ext4` as the baseline, whatever order the targets come in.
-fn decided(targets: &[(&str, &str, [f64; 5])], margin: Option<f64>) -> model::Report {
+fn decided(targets: &[(&str, &str, [f64; 5])], margin: Option<f64>) -> report::Report {
     let dir = tempfile::tempdir().unwrap();
     let plan_targets: Vec<serde_json::Value> = targets
         .iter()
@@ -202,7 +209,7 @@ fn decided(targets: &[(&str, &str, [f64; 5])], margin: Option<f64>) -> model::Re
         }
     }
     drop(store);
-    model::build(&store::load(dir.path()).unwrap(), margin)
+    report::build(&store::load(dir.path()).unwrap(), margin)
 }
 
 const EXT4: [f64; 5] = [1000.0, 1010.0, 990.0, 1005.0, 995.0];
@@ -218,7 +225,7 @@ const FOUR: [(&str, &str, [f64; 5]); 6] = [
     ("ntfs", "ntfs", [1000.0, 1100.0, 950.0, 1080.0, 920.0]),
 ];
 
-fn decision_of(r: &model::Report, target: &str) -> Decision {
+fn decision_of(r: &report::Report, target: &str) -> Decision {
     let s = &r.sections[0];
     let row = s.rows.iter().find(|r| r.target == target).unwrap();
     let c = row.metric("files_per_s").unwrap().vs_baseline.as_ref();
@@ -249,10 +256,10 @@ fn every_comparison_is_better_worse_equivalent_or_undecided() {
     assert_eq!(tight.margin_pct, 0.5);
     assert_eq!(decision_of(&tight, "f2fs"), Decision::Undecided);
     // Every output says the words, and none says "≈".
-    let term = report::terminal::render(&r, false);
-    let md = report::markdown::render(&r);
-    let csv = report::csv::render(&r).unwrap();
-    let html = report::html::render(&r);
+    let term = report::export::terminal::render(&r, false);
+    let md = report::export::markdown::render(&r);
+    let csv = report::export::csv::render(&r).unwrap();
+    let html = report::export::html::render(&r);
     for out in [&term, &md, &csv, &html] {
         for word in ["better", "worse", "equivalent", "undecided"] {
             assert!(out.contains(word), "`{word}` missing from:\n{out}");
@@ -291,9 +298,9 @@ fn tmpfs_is_a_reference_never_the_winner() {
     assert!(!s.decision.contains("tmpfs"), "{}", s.decision);
     assert!(s.decision.starts_with("xfs wins"), "{}", s.decision);
     let mark = |t: &str| s.rows.iter().find(|r| r.target == t).unwrap().mark;
-    assert_eq!(mark("xfs"), Some(report::section::Mark::Best));
-    assert_eq!(mark("btrfs"), Some(report::section::Mark::Worst));
-    let term = report::terminal::render_width(&r, false, 80);
+    assert_eq!(mark("xfs"), Some(report::model::section::Mark::Best));
+    assert_eq!(mark("btrfs"), Some(report::model::section::Mark::Worst));
+    let term = report::export::terminal::render_width(&r, false, 80);
     assert!(
         term.contains("tmpfs (RAM)") && term.contains("never ranked"),
         "{term}"
@@ -319,24 +326,24 @@ fn the_hosts_steadiness_is_said_in_every_report_and_warned_when_unsteady() {
     common::fixture::write(dir.path(), true);
     let mut loaded = store::load(dir.path()).unwrap();
     // Results from before the probe: nothing is said.
-    let r = model::build(&loaded, None);
+    let r = report::build(&loaded, None);
     assert!(r.steadiness.is_none());
-    assert!(!report::terminal::render_width(&r, false, 80).contains("host st"));
+    assert!(!report::export::terminal::render_width(&r, false, 80).contains("host st"));
 
     // The same walk at 2.6–3.9 ms: a robust CV of 17 %, far above the 5 % line.
     let unsteady = [3.0, 3.4, 2.7, 3.6, 2.8, 3.2, 2.6, 3.9];
     for (m, ms) in loaded.measurements.iter_mut().zip(unsteady.iter().cycle()) {
         m.host_probe_ms = Some(*ms);
     }
-    let r = model::build(&loaded, None);
+    let r = report::build(&loaded, None);
     let s = r.steadiness.clone().expect("probes were recorded");
     assert_eq!(s.probes, loaded.measurements.len());
     assert!(s.unsteady && s.cv > 0.1, "{s:?}");
-    let text = report::terminal::render_width(&r, false, 80);
+    let text = report::export::terminal::render_width(&r, false, 80);
     assert!(text.contains("host unsteady:"), "{text}");
     assert!(text.lines().all(|l| l.chars().count() <= 80), "{text}");
-    assert!(report::markdown::render(&r).contains("host unsteady:"));
-    assert!(report::html::render(&r).contains("<p id=\"steadiness\">host unsteady:"));
+    assert!(report::export::markdown::render(&r).contains("host unsteady:"));
+    assert!(report::export::html::render(&r).contains("<p id=\"steadiness\">host unsteady:"));
     let json = serde_json::to_value(&r).unwrap();
     assert_eq!(json["steadiness"]["unsteady"], true);
 
@@ -344,8 +351,8 @@ fn the_hosts_steadiness_is_said_in_every_report_and_warned_when_unsteady() {
     for (i, m) in loaded.measurements.iter_mut().enumerate() {
         m.host_probe_ms = Some(3.0 + 0.01 * (i % 3) as f64);
     }
-    let r = model::build(&loaded, None);
-    let text = report::terminal::render_width(&r, false, 80);
+    let r = report::build(&loaded, None);
+    let text = report::export::terminal::render_width(&r, false, 80);
     assert!(
         text.contains("host steady:") && !text.contains("unsteady"),
         "{text}"
@@ -360,13 +367,13 @@ fn the_hosts_steadiness_is_said_in_every_report_and_warned_when_unsteady() {
         m.metrics.insert("cpu_system_pct".into(), 20.0);
         m.metrics.insert("cpu_steal_pct".into(), steal);
     }
-    let r = model::build(&loaded, None);
+    let r = report::build(&loaded, None);
     let s = r.steadiness.clone().unwrap();
     assert_eq!(
         (s.stolen_median_pct, s.stolen_max_pct),
         (Some(25.0), Some(50.0))
     );
-    let text = report::terminal::render_width(&r, false, 80);
+    let text = report::export::terminal::render_width(&r, false, 80);
     let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
     assert!(
         flat.contains("the hypervisor kept 25 % of the CPU time a phase asked for")
@@ -374,15 +381,15 @@ fn the_hosts_steadiness_is_said_in_every_report_and_warned_when_unsteady() {
         "{text}"
     );
     assert!(text.lines().all(|l| l.chars().count() <= 80), "{text}");
-    assert!(report::markdown::render(&r).contains("the hypervisor kept 25 %"));
+    assert!(report::export::markdown::render(&r).contains("the hypervisor kept 25 %"));
     let json = serde_json::to_value(&r).unwrap();
     assert_eq!(json["steadiness"]["stolen_median_pct"], 25.0);
     // Under 1 % stolen is tick rounding, or bare metal: not said.
     for m in loaded.measurements.iter_mut() {
         m.metrics.insert("cpu_steal_pct".into(), 0.1);
     }
-    let r = model::build(&loaded, None);
-    assert!(!report::terminal::render_width(&r, false, 80).contains("hypervisor"));
+    let r = report::build(&loaded, None);
+    assert!(!report::export::terminal::render_width(&r, false, 80).contains("hypervisor"));
 }
 
 /// Sets the host probes of the measurements under `dir` to `ms`, in turn.
@@ -402,20 +409,21 @@ fn compare_says_when_the_second_runs_machine_was_slower() {
     let steady = [3.0, 3.01, 2.99, 3.02, 2.98];
     with_probes(a.path(), &steady);
     with_probes(b.path(), &steady);
-    let out = report::compare::render(a.path(), b.path(), None).unwrap();
+    let out = compared(a.path(), b.path());
     assert!(!out.contains("note:"), "{out}");
 
     // The same data, but B's machine ran the walk 20 % slower: said, with both medians.
     with_probes(b.path(), &steady.map(|x| x * 1.2));
-    let c = report::compare::build(a.path(), b.path(), None).unwrap();
+    let c = report::model::compare::build(a.path(), b.path(), None).unwrap();
     assert!((c.host_shift_pct().unwrap() - 20.0).abs() < 1e-9);
-    let out = report::compare::render_table(&c, false, 80);
+    let out = report::export::terminal::render_comparison(&c, false, 80);
     assert!(
         out.contains("B's host ran the same memory walk 20 % slower than A's (median 3.60 vs"),
         "{out}"
     );
     assert!(out.lines().all(|l| l.chars().count() <= 80), "{out}");
-    assert!(report::compare::render_markdown(&c).contains("> B's host ran the same memory walk"));
+    assert!(report::export::markdown::render_comparison(&c)
+        .contains("> B's host ran the same memory walk"));
     let json = serde_json::to_value(&c).unwrap();
     assert_eq!(json["steadiness_b"]["unsteady"], false);
 
@@ -426,14 +434,14 @@ fn compare_says_when_the_second_runs_machine_was_slower() {
         m["metrics"]["cpu_steal_pct"] = serde_json::json!(10.0);
         true
     });
-    let c = report::compare::build(a.path(), b.path(), None).unwrap();
+    let c = report::model::compare::build(a.path(), b.path(), None).unwrap();
     let notes = c.host_notes().join("\n");
     assert!(
         notes.contains("B's hypervisor kept 20 % of the CPU time a phase asked for")
             && !notes.contains("A's hypervisor"),
         "{notes}"
     );
-    let out = report::compare::render_table(&c, false, 80);
+    let out = report::export::terminal::render_comparison(&c, false, 80);
     assert!(out.lines().all(|l| l.chars().count() <= 80), "{out}");
 }
 
@@ -486,7 +494,7 @@ fn the_legend_names_the_procedure_the_decisions_came_from() {
     let r = decided(&FOUR, None);
     // The run's family, as the report's verdicts were made: every key-metric comparison
     // with the baseline, and the ranking pairs that are not one of those.
-    let key = |w: &str| model::key_metric(w);
+    let key = |w: &str| report::key_metric(w);
     let looks = fsarena::stats::sequential::Looks::fixed();
     let points = verdicts::decide(&r.measurements, "ext4", r.margin_pct, &looks, &key);
     let mut members = Vec::new();
@@ -522,9 +530,9 @@ fn the_legend_names_the_procedure_the_decisions_came_from() {
     }
     assert_eq!(r.adjustment, Adjustment::TwoStage);
     let name = Adjustment::TwoStage.name();
-    let term = report::terminal::render_width(&r, false, 10_000);
-    let md = report::markdown::render(&r);
-    let html = report::html::render(&r);
+    let term = report::export::terminal::render_width(&r, false, 10_000);
+    let md = report::export::markdown::render(&r);
+    let html = report::export::html::render(&r);
     for out in [&term, &md, &html] {
         let named = out.contains(name) || out.contains(&name.replace('&', "&amp;"));
         assert!(named, "the procedure is not named:\n{out}");
@@ -534,9 +542,9 @@ fn the_legend_names_the_procedure_the_decisions_came_from() {
     // compare adjusts its own family with plain BH, and says so.
     let (a, _) = fixture(true);
     let (b, _) = fixture(true);
-    let c = report::compare::build(a.path(), b.path(), None).unwrap();
+    let c = report::model::compare::build(a.path(), b.path(), None).unwrap();
     assert_eq!(c.adjustment, Adjustment::BenjaminiHochberg);
-    let out = report::compare::render_table(&c, false, 10_000);
+    let out = report::export::terminal::render_comparison(&c, false, 10_000);
     assert!(
         out.contains(Adjustment::BenjaminiHochberg.name())
             && out.contains("compare keeps plain BH"),
@@ -552,7 +560,7 @@ fn the_legend_names_the_procedure_the_decisions_came_from() {
 fn compare_shows_the_figure_the_report_shows() {
     let (a, ra) = fixture(true);
     let (b, _) = fixture(true);
-    let c = report::compare::build(a.path(), b.path(), None).unwrap();
+    let c = report::model::compare::build(a.path(), b.path(), None).unwrap();
     assert!(!c.rows.is_empty());
     for row in &c.rows {
         let section = ra
@@ -586,7 +594,7 @@ fn compare_shows_the_figure_the_report_shows() {
     let json = serde_json::to_value(&c).unwrap();
     let row = &json["rows"][0];
     assert!(row.get("mean_a").is_none() && row["statistic"] == "geometric_mean");
-    let csv = report::compare::render_csv(&c).unwrap();
+    let csv = report::export::csv::render_comparison(&c).unwrap();
     assert!(csv
         .lines()
         .next()
@@ -604,7 +612,7 @@ fn differences_adjusted_for_cpu_steal_are_marked_in_the_legend_and_summary() {
     let dir = tempfile::tempdir().unwrap();
     common::fixture::write(dir.path(), true);
     let mut loaded = store::load(dir.path()).unwrap();
-    let marked = |r: &model::Report| -> Vec<f64> {
+    let marked = |r: &report::Report| -> Vec<f64> {
         let json = serde_json::to_value(r).unwrap();
         let mut slopes = Vec::new();
         for s in json["sections"].as_array().unwrap() {
@@ -618,7 +626,7 @@ fn differences_adjusted_for_cpu_steal_are_marked_in_the_legend_and_summary() {
         }
         slopes
     };
-    let key_verdicts = |r: &model::Report| -> Vec<serde_json::Value> {
+    let key_verdicts = |r: &report::Report| -> Vec<serde_json::Value> {
         let json = serde_json::to_value(r).unwrap();
         let sections = json["sections"].as_array().unwrap().clone();
         sections
@@ -631,14 +639,14 @@ fn differences_adjusted_for_cpu_steal_are_marked_in_the_legend_and_summary() {
             })
             .collect()
     };
-    let plain = model::build(&loaded, None);
+    let plain = report::build(&loaded, None);
     assert!(marked(&plain).is_empty());
-    assert!(!report::markdown::render(&plain).contains("stole"));
+    assert!(!report::export::markdown::render(&plain).contains("stole"));
     // Bare metal: a steal figure on every record, always 0, changes no verdict.
     for m in loaded.measurements.iter_mut() {
         m.metrics.insert("cpu_steal_pct".into(), 0.0);
     }
-    let bare = model::build(&loaded, None);
+    let bare = report::build(&loaded, None);
     assert_eq!(key_verdicts(&bare), key_verdicts(&plain));
     assert!(marked(&bare).is_empty());
 
@@ -647,10 +655,10 @@ fn differences_adjusted_for_cpu_steal_are_marked_in_the_legend_and_summary() {
         m.metrics
             .insert("cpu_steal_pct".into(), steal[i % steal.len()]);
     }
-    let r = model::build(&loaded, None);
+    let r = report::build(&loaded, None);
     let slopes = marked(&r);
     assert!(!slopes.is_empty() && slopes.iter().all(|b| b.is_finite()));
-    let md = report::markdown::render(&r);
+    let md = report::export::markdown::render(&r);
     let at = md
         .find("differences adjusted for the CPU time the hypervisor stole")
         .unwrap_or_else(|| panic!("no legend line: {md}"));

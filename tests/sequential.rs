@@ -16,7 +16,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use fsarena::plan::{Plan, Runs};
-use fsarena::report::model::key_metric;
+use fsarena::report::key_metric;
 use fsarena::results::store::Loaded;
 use fsarena::results::{HostFacts, Measurement};
 use fsarena::runner::budget::{open_questions, plan_round, Group};

@@ -10,8 +10,8 @@ use clap::Args;
 use super::exit::{EXIT_FAILED, EXIT_OK};
 use super::output::{emit, OutputArgs};
 use crate::provision::{cleanup, host, workdir};
-use crate::report::section::{threads_phrase, threads_told};
-use crate::report::width::{output_width, wrap_lines};
+use crate::report::model::section::{threads_phrase, threads_told};
+use crate::report::{output_width, wrap_lines};
 
 /// Where a list entry's text starts: two spaces, an 18-column name, a space.
 const LIST_HANG: usize = 19;
@@ -220,7 +220,7 @@ pub fn compare(
     let Some(Gate { pct, allow_missing }) = gate else {
         return Ok(EXIT_OK);
     };
-    let worse = crate::report::compare::worse_than(&c, pct);
+    let worse = crate::report::model::compare::worse_than(&c, pct);
     for r in &worse {
         eprintln!(
             "fsarena: worse by more than {pct} %: {}{}, {}: {} {:+.1} %",

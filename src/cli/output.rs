@@ -3,7 +3,9 @@
 //! the `--format` / `--color` choices shared by `run`, `report` and `compare`.
 
 use std::io::{IsTerminal, Write};
+use std::sync::LazyLock;
 
+use clap::builder::PossibleValue;
 use clap::{Args, ValueEnum};
 
 use crate::report::Format;
@@ -41,27 +43,21 @@ pub fn one_line(e: &anyhow::Error) -> String {
     parts.join(": ").replace('\n', " ")
 }
 
-/// `--format`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum FormatArg {
-    /// Tables fitted to the terminal width (COLUMNS, else the terminal's, else 100).
-    Table,
-    /// The report model (docs/summary-schema.md), as summary.json holds it.
-    Json,
-    /// One row per target × workload point × metric, as summary.csv holds it.
-    Csv,
-    /// Markdown tables, as summary.md holds them.
-    Markdown,
-}
+/// `--format`: a format of the report's registry that prints on stdout, named as the
+/// registry names it, so a new format needs no line here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FormatArg(pub Format);
 
-impl From<FormatArg> for Format {
-    fn from(f: FormatArg) -> Format {
-        match f {
-            FormatArg::Table => Format::Table,
-            FormatArg::Json => Format::Json,
-            FormatArg::Csv => Format::Csv,
-            FormatArg::Markdown => Format::Markdown,
-        }
+/// The formats `--format` offers, read once from the report's registry.
+static FORMATS: LazyLock<Vec<FormatArg>> = LazyLock::new(|| Format::all().map(FormatArg).collect());
+
+impl ValueEnum for FormatArg {
+    fn value_variants<'a>() -> &'a [Self] {
+        &FORMATS
+    }
+
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        Some(PossibleValue::new(self.0.name()).help(self.0.help()))
     }
 }
 
@@ -98,6 +94,6 @@ impl OutputArgs {
         }
     }
     pub fn format(&self) -> Format {
-        self.format.into()
+        self.format.0
     }
 }

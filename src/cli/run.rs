@@ -131,8 +131,8 @@ fn run_plan(args: RunArgs, given: &[String]) -> Result<i32> {
     };
     if args.dry_run {
         let text = runner::dry_run(&plan, &opts, args.verbose)?;
-        let width = crate::report::width::output_width();
-        emit(&crate::report::width::wrap_lines(&text, width, 2))?;
+        let width = crate::report::output_width();
+        emit(&crate::report::wrap_lines(&text, width, 2))?;
         return Ok(EXIT_OK);
     }
     let cancel = Arc::new(AtomicBool::new(false));

@@ -10,7 +10,7 @@ use anyhow::{bail, Result};
 use clap::Args;
 
 use super::exit::{EXIT_FAILED, EXIT_OK};
-use super::output::{emit, FormatArg, OutputArgs};
+use super::output::{emit, OutputArgs};
 use super::{out_dir, signals};
 use crate::plan::settings::Settings;
 use crate::plan::{resolve, FsKind, Runs};
@@ -124,7 +124,7 @@ fn resumed_setup(dir: &std::path::Path, args: &TuneArgs, given: &[String]) -> Re
 
 /// `fsarena tune`.
 pub fn tune(args: TuneArgs, given: &[String]) -> Result<i32> {
-    if !matches!(args.output.format, FormatArg::Table | FormatArg::Json) {
+    if !matches!(args.output.format().name(), "table" | "json") {
         bail!("tune prints a table or json (--format table|json)");
     }
     let (setup, dir) = match &args.resume {
@@ -164,8 +164,8 @@ pub fn tune(args: TuneArgs, given: &[String]) -> Result<i32> {
     let cancel = Arc::new(AtomicBool::new(false));
     signals::install(Arc::clone(&cancel), opts.work_root.clone(), dir.clone())?;
     let tuned = tune::run(&setup, &dir, opts, &cancel)?;
-    match args.output.format {
-        FormatArg::Json => emit(&(serde_json::to_string_pretty(&tuned.answer)? + "\n"))?,
+    match args.output.format().name() {
+        "json" => emit(&(serde_json::to_string_pretty(&tuned.answer)? + "\n"))?,
         _ => emit(&tuned.text)?,
     }
     let s = &tuned.summary;

@@ -1,77 +1,48 @@
 //! Reports: one model built from a results directory and its statistics ([`model`]), and one
-//! exporter per output: terminal, `summary.json`, `summary.csv`, `summary.md`, `report.html`.
+//! exporter per output ([`export`]): terminal, `summary.json`, `summary.csv`, `summary.md`,
+//! `report.html` and `study.md`. This file holds the report's entry points, which `cli` calls,
+//! and the few pieces the runner and the tuner read, so that neither names an exporter.
 
-pub mod call_types;
-pub mod charts;
-pub mod compare;
-pub mod cpus;
-pub mod csv;
-pub mod curves;
-pub mod explain;
-pub mod file_systems;
-pub mod fit;
-pub mod format;
-pub mod header;
-pub mod headline;
-pub mod html;
-pub mod json;
-pub mod markdown;
-pub mod matrix;
+pub mod export;
 pub mod model;
-pub mod notes;
-pub mod ranking;
-pub mod scales;
-pub mod section;
-pub mod set_aside;
-pub mod shown;
-pub mod study_table;
-pub mod terminal;
-pub mod width;
 
 use std::path::Path;
 
 use anyhow::{Context, Result};
 
 use crate::results::store;
+use export::exporter::Destination;
 
-/// The files written into a results directory.
-pub const FILES: [&str; 5] = [
-    "summary.json",
-    "summary.csv",
-    "summary.md",
-    "report.html",
-    "study.md",
-];
+pub use export::html::charts;
+pub use export::text::width::{output_width, wrap_lines};
+pub use export::Format;
+pub use model::compare::Comparison;
+pub use model::format::{header, sig3, value};
+pub use model::report::{build, key_metric, Report};
+
+/// The files written into a results directory, one per exporter that writes one.
+pub fn files() -> impl Iterator<Item = &'static str> {
+    export::all().iter().filter_map(|e| e.file())
+}
 
 /// Writes every report file into `dir` (atomically: temp file, then rename) and returns the
 /// model, so a crash mid-write never leaves half a report. `margin_pct` overrides the run's
 /// equivalence margin.
-pub fn write_files(dir: &Path, margin_pct: Option<f64>) -> Result<model::Report> {
+pub fn write_files(dir: &Path, margin_pct: Option<f64>) -> Result<Report> {
     let loaded = store::load(dir)?;
-    let report = model::build(&loaded, margin_pct);
-    let outputs = [
-        ("summary.json", json::render(&report)?),
-        ("summary.csv", csv::render(&report)?),
-        ("summary.md", markdown::render(&report)),
-        ("report.html", html::render(&report)),
-        ("study.md", study_table::render(&report)),
-    ];
+    let report = build(&loaded, margin_pct);
+    let mut outputs = Vec::new();
+    for e in export::all() {
+        if let Some(name) = e.file() {
+            outputs.push((name, e.serialize(&report, Destination::File)?));
+        }
+    }
     for (name, text) in outputs {
         let tmp = dir.join(format!(".{name}.tmp"));
         std::fs::write(&tmp, text).with_context(|| format!("cannot write {}", tmp.display()))?;
         std::fs::rename(&tmp, dir.join(name)).with_context(|| format!("cannot write {name}"))?;
     }
     Ok(report)
-}
-
-/// What `run`, `report` and `compare` print on stdout.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Format {
-    /// Tables fitted to the terminal ([`width::output_width`]).
-    Table,
-    Json,
-    Csv,
-    Markdown,
 }
 
 /// The report of a results directory in `format`, after (re)writing its report files.
@@ -83,16 +54,8 @@ pub fn report_text(
     color: bool,
 ) -> Result<String> {
     let report = write_files(dir, margin_pct)?;
-    Ok(match format {
-        Format::Table => format!(
-            "{}\nreport: {}\n",
-            terminal::render(&report, color),
-            dir.join("report.html").display()
-        ),
-        Format::Json => json::render(&report)? + "\n",
-        Format::Csv => csv::render(&report)?,
-        Format::Markdown => markdown::render(&report),
-    })
+    let to = Destination::Stdout { color, dir };
+    Ok(format.exporter().serialize(&report, to)?)
 }
 
 /// Two results directories side by side in `format`, and the comparison itself (for
@@ -103,13 +66,11 @@ pub fn compare_text(
     margin_pct: Option<f64>,
     format: Format,
     color: bool,
-) -> Result<(String, compare::Comparison)> {
-    let c = compare::build(a, b, margin_pct)?;
-    let text = match format {
-        Format::Table => compare::render_table(&c, color, width::output_width()),
-        Format::Json => serde_json::to_string_pretty(&c)? + "\n",
-        Format::Csv => compare::render_csv(&c)?,
-        Format::Markdown => compare::render_markdown(&c),
-    };
+) -> Result<(String, Comparison)> {
+    let c = model::compare::build(a, b, margin_pct)?;
+    let text = format
+        .exporter()
+        .serialize_comparison(&c, color)
+        .with_context(|| format!("compare has no {} output", format.name()))??;
     Ok((text, c))
 }

@@ -24,7 +24,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use crate::plan::Plan;
-use crate::report::model::key_metric;
+use crate::report::key_metric;
 use crate::results::store::Loaded;
 use crate::stats::sequential::Looks;
 use crate::stats::verdicts::{self, Point};
@@ -370,7 +370,7 @@ mod tests {
     #[test]
     fn the_open_questions_are_exactly_what_the_report_leaves_undecided() {
         let state = state(true);
-        let report = crate::report::model::build(&state, Some(5.0));
+        let report = crate::report::build(&state, Some(5.0));
         let mut undecided: Vec<Asked> = Vec::new();
         let mut reference_undecided = 0;
         for s in &report.sections {

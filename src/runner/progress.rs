@@ -93,8 +93,8 @@ impl Progress {
     /// Prints a line without tearing the bar.
     pub fn println(&self, line: &str) {
         // Wrapped to the terminal like the report (the budget's messages are long).
-        let width = crate::report::width::output_width();
-        let wrapped = crate::report::width::wrap_lines(line, width, 2);
+        let width = crate::report::output_width();
+        let wrapped = crate::report::wrap_lines(line, width, 2);
         let line = wrapped.trim_end_matches('\n');
         match &self.bar {
             Some(b) => b.println(line),

@@ -12,7 +12,7 @@ use super::set_aside::SetAside;
 use super::team::Team;
 use super::terms::{RunError, RunOptions};
 use crate::plan::Plan;
-use crate::report::format;
+use crate::report;
 use crate::results::record::CellKey;
 use crate::results::store::{self, Loaded, Store};
 use crate::results::{Measurement, Status};
@@ -266,7 +266,7 @@ pub fn describe(m: &Measurement, w: &dyn Workload) -> String {
     let (key, _) = w.spec().key_metric;
     match (m.status, m.metrics.get(key)) {
         (Status::Ok, Some(v)) => {
-            let (value, header) = (format::value(key, *v), format::header(key));
+            let (value, header) = (report::value(key, *v), report::header(key));
             // "2.04 s", not "2.04 s seconds": the value's unit already says it.
             let rest = match header.strip_prefix("seconds") {
                 Some(rest) if value.ends_with(" s") => rest.trim_start(),

@@ -15,7 +15,7 @@ use super::race::{scores, standing, Fate};
 use super::sample;
 use super::setup::{Candidate, Setup, UnsafeValue, DEFAULTS};
 use crate::plan::TargetConfig;
-use crate::report::model::key_metric;
+use crate::report::key_metric;
 use crate::results::{Measurement, Status};
 use crate::stats::sequential::Looks;
 use crate::stats::verdicts;

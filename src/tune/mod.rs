@@ -179,7 +179,7 @@ fn relative_runs(ms: &[crate::results::Measurement], a: &Answer, name: &str) -> 
     let Some(first) = ms.iter().find(|m| m.status == Status::Ok) else {
         return Vec::new();
     };
-    let key = crate::report::model::key_metric(&first.workload).unwrap_or_default();
+    let key = crate::report::key_metric(&first.workload).unwrap_or_default();
     let at = |target: &str| -> Vec<f64> {
         ms.iter()
             .filter(|m| {

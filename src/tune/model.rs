@@ -12,7 +12,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::report::model::key_metric;
+use crate::report::key_metric;
 use crate::results::{Measurement, Status};
 
 /// Per point (workload, variant, data set, threads): each run's value index per parameter

@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 
 use super::setup::Candidate;
 use crate::plan::Plan;
-use crate::report::model::key_metric;
+use crate::report::key_metric;
 use crate::results::store::Loaded;
 use crate::results::Measurement;
 use crate::runner::budget::{open_in, Asked, BudgetError, Open, Questions};

@@ -7,7 +7,7 @@ use std::fmt::Write;
 
 use super::answer::{Answer, Best, Gain};
 use super::race::Fate;
-use crate::report::format::{header, sig3};
+use crate::report::{header, sig3};
 
 /// "+35.2 %" with its sign.
 fn pct(x: f64) -> String {

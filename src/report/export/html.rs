@@ -1,0 +1,355 @@
+//! `report.html`: one self-contained page (inline CSS and SVG, no network fetches) with the
+//! decision summary first, then the charts and the full provenance.
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+use super::exporter::{Destination, ExportError, Exporter};
+use crate::report::model::format::{header, legend, row_cells, value};
+use crate::report::model::report::Report;
+use crate::report::model::section::Mark;
+use crate::results::Measurement;
+
+mod across;
+mod answer;
+pub mod charts;
+pub mod curves;
+mod escape;
+mod figures;
+pub mod matrix;
+mod series;
+
+use escape::esc;
+
+/// Colour index per target, in order of first appearance, so a target keeps its colour.
+fn target_colors(r: &Report) -> BTreeMap<String, usize> {
+    let mut m = BTreeMap::new();
+    for s in &r.sections {
+        for row in &s.rows {
+            let n = m.len();
+            m.entry(row.target.clone()).or_insert(n);
+        }
+    }
+    m
+}
+
+/// A two-column grid of charts at 1280 px (one on a narrow screen); each SVG scales to its
+/// cell. The relative-view toggle is pure CSS, so it works with scripts off.
+const STYLE: &str = "body{font-family:system-ui,sans-serif;margin:1.5em auto;max-width:1240px;padding:0 16px;color:#222}\
+h1{font-size:1.6em}h2{border-bottom:1px solid #ccc;padding-bottom:.2em;margin-top:2em}\
+table{border-collapse:collapse;margin:.5em 0 1em;font-size:.9em}td,th{border:1px solid #ddd;padding:3px 8px;text-align:right}\
+td{white-space:nowrap}td.wrap{white-space:normal}.scroll{overflow-x:auto;max-width:100%}\
+.answer{display:flex;flex-wrap:wrap;gap:8px 20px;align-items:flex-start}.matrix-box{flex:0 1 auto;min-width:0;max-width:100%;overflow-x:auto}\
+.forest-box{flex:1 1 540px;min-width:0;max-width:760px}.forest-box svg{width:100%;height:auto;display:block}\
+.matrix{margin:0 0 .3em}.matrix th{font-weight:600}.matrix th small{font-weight:normal;color:#555}.matrix td.metric{text-align:left;color:#444}\
+.matrix td.cell{min-width:4.5em}.matrix .ref1{border-left:3px double #999}\
+.matrix th{white-space:nowrap}.matrix .better,.key .better{background:#d6e9f8}.matrix .worse,.key .worse{background:#fbdcc8}.matrix .equivalent,.key .equivalent{background:#e4e4e4}\
+.matrix .undecided,.key .undecided{background:#fff;outline:1px dashed #999;outline-offset:-3px}.matrix .untested{color:#666}.matrix td.baseline{background:#f6f6f6;font-style:italic}.matrix .missing{color:#999}\
+@media (max-width:600px){.matrix tbody th{white-space:normal;min-width:8em}.matrix td.metric{white-space:normal}}\
+.key{font-size:.85em;color:#333;margin:.3em 0}.key span{padding:0 .35em;white-space:nowrap}#compared{font-size:1.05em}\
+td:first-child,th:first-child{text-align:left}.best{color:#1a7f37;font-weight:bold}.worst{color:#b42318}\
+.incomplete{background:#fff3cd;border:1px solid #e0b000;padding:.6em 1em}\
+.charts{display:grid;grid-template-columns:repeat(auto-fill,minmax(min(520px,100%),1fr));gap:14px;margin-top:.6em}\
+.charts>div{min-width:0}.charts svg{width:100%;height:auto;display:block}\
+#relative:checked~.charts .abs,#relative:not(:checked)~.charts .rel{display:none}\
+label[for=relative]{margin-left:.3em;cursor:pointer}\
+.warn{color:#8a5300;font-size:.85em}#warnings li{margin:.3em 0}#warnings .places{color:#555;font-size:.9em}code{background:#f4f4f4;padding:0 3px}svg{background:#fff;border:1px solid #eee}";
+
+/// Runs in the page: `?only=ID` shows one section (for sharing it, and for the browser
+/// test's per-section screenshots), `?view=relative` turns the toggle on. Then a self-check
+/// a test can read from the DOM: charts and marks drawn, text labels that overlap (any two
+/// level labels of one chart whose boxes intersect), each visible chart's box, any script
+/// error; where the decision matrix and the forest plot start, and the elements that reach
+/// past the viewport's right edge outside a scrolling container (none may, on a phone).
+const SCRIPT: &str = "window.addEventListener('error',function(e){document.body.dataset.error=String(e.message)});\
+var q=new URLSearchParams(location.search),only=q.get('only');\
+if(only){document.querySelectorAll('body>section,body>p,body>h1').forEach(function(s){if(s.id!==only)s.style.display='none'})}\
+if(q.get('view')==='relative'){document.getElementById('relative').checked=true}\
+var d=document.body.dataset,svgs=[].slice.call(document.querySelectorAll('svg.chart'));\
+d.charts=svgs.length;d.marks=document.querySelectorAll('svg .bar, svg .line').length;\
+var over=[],boxes=[];svgs.forEach(function(svg,k){var b=svg.getBoundingClientRect();if(b.width===0)return;\
+boxes.push([k,Math.round(b.left+scrollX),Math.round(b.top+scrollY),Math.round(b.width),Math.round(b.height)]);\
+var t=[].slice.call(svg.querySelectorAll('text:not([transform])')).map(function(e){return [e,e.getBoundingClientRect()]}).filter(function(p){return p[1].width>0});\
+for(var i=0;i<t.length;i++)for(var j=i+1;j<t.length;j++){var a=t[i][1],c=t[j][1];\
+if(a.left<c.right-.5&&c.left<a.right-.5&&a.top<c.bottom-.5&&c.top<a.bottom-.5)over.push(t[i][0].textContent+'|'+t[j][0].textContent)}});\
+d.overlaps=over.length;d.overlapping=over.slice(0,5).join(';');d.boxes=JSON.stringify(boxes);\
+d.height=document.documentElement.scrollHeight;\
+function ptop(q){var e=document.querySelector(q);return e?Math.round(e.getBoundingClientRect().top+scrollY):-1}\
+d.matrixtop=ptop('table.matrix');d.foresttop=ptop('svg.forest');\
+var vw=document.documentElement.clientWidth,wide=[];document.querySelectorAll('body *').forEach(function(e){if(e.closest('.scroll'))return;\
+var b=e.getBoundingClientRect();if(b.width>0&&b.right>vw+1)wide.push(e.tagName+(e.id?'#'+e.id:''))});\
+d.viewport=vw;d.overflow=wide.length;d.overflowing=wide.slice(0,5).join(' ');d.scrollwidth=document.documentElement.scrollWidth;";
+
+/// The page's file in a results directory, which the terminal report names at its end.
+pub const FILE: &str = "report.html";
+
+/// `report.html`, written into the results directory only.
+pub struct Html;
+
+impl Exporter for Html {
+    fn name(&self) -> &'static str {
+        "html"
+    }
+
+    fn file(&self) -> Option<&'static str> {
+        Some(FILE)
+    }
+
+    fn serialize(&self, r: &Report, _to: Destination) -> Result<String, ExportError> {
+        Ok(render(r))
+    }
+}
+
+/// Renders the page.
+pub fn render(r: &Report) -> String {
+    let colors = target_colors(r);
+    let mut h = String::new();
+    let _ = write!(
+        h,
+        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>fsarena report</title><style>{STYLE}</style></head><body>"
+    );
+    h.push_str("<h1>fsarena report</h1>");
+    answer::render(&mut h, r);
+    let _ = write!(h, "<p>Kernel {} · {} CPUs ({}) · {} memory · fsarena {} · baseline <b>{}</b> · {} · 95&nbsp;% intervals (FCR-adjusted when called) · {}</p>",
+        esc(&r.host.kernel), r.host.cpus, esc(&r.host.cpu_model), value("x_bytes", r.host.mem_total_bytes as f64), esc(&r.host.fsarena_version), esc(&r.baseline), esc(&condition_text(&r.condition)), esc(&legend(r)));
+    if let Some(sizes) = &r.file_systems {
+        let _ = write!(h, "<p id=\"file-systems\">{}</p>", esc(sizes));
+    }
+    if let Some(cpus) = &r.cpus {
+        let _ = write!(h, "<p id=\"cpus\">{}</p>", esc(cpus));
+    }
+    if let Some(why) = &r.incomplete {
+        let _ = write!(
+            h,
+            "<p class=\"incomplete\" id=\"incomplete\"><b>Incomplete:</b> {}</p>",
+            esc(why)
+        );
+    }
+    if let Some(size) = crate::report::model::scales::size_line(&r.sizes, r.host.mem_total_bytes) {
+        let _ = write!(h, "<p id=\"size\">Data set: {}.</p>", esc(&size));
+    }
+    if let Some(s) = super::text::notes::steadiness_text(r) {
+        let _ = write!(h, "<p id=\"steadiness\">{}.</p>", esc(&s));
+    }
+    if let Some(s) = &r.set_aside {
+        let line = crate::report::model::set_aside::line(s);
+        let _ = write!(h, "<p id=\"set-aside\">{}.</p>", esc(&line));
+    }
+    warnings(&mut h, r);
+    summary(&mut h, r);
+    figures::bar_charts(&mut h, r, &colors);
+    figures::scaling(&mut h, r, &colors);
+    across::render(&mut h, r, &colors);
+    super::html::curves::render(&mut h, &r.measurements, &colors);
+    series::render(&mut h, &r.measurements, &colors);
+    amplification(&mut h, r);
+    provenance(&mut h, r);
+    let _ = write!(h, "<script>{SCRIPT}</script>");
+    h.push_str("</body></html>\n");
+    h
+}
+
+fn summary(h: &mut String, r: &Report) {
+    h.push_str("<section id=\"summary\"><h2>Decision summary</h2><ul>");
+    for s in &r.sections {
+        let _ = write!(
+            h,
+            "<li><b>{}</b>: {}</li>",
+            esc(&s.title()),
+            esc(&s.decision)
+        );
+    }
+    h.push_str("</ul>");
+    for s in &r.sections {
+        let key = &s.key_metric;
+        let cols: Vec<&String> = s.columns.iter().filter(|c| *c != key).collect();
+        let _ = write!(h, "<h3>{}</h3><div class=\"scroll\"><table><tr><th>target</th><th>runs</th><th>{} ({})</th><th>CV</th><th>vs {}</th>",
+            esc(&s.title()), esc(&header(key)), if s.higher_is_better { "higher is better" } else { "lower is better" }, esc(&r.baseline));
+        for c in &cols {
+            let _ = write!(h, "<th>{}</th>", esc(&header(c)));
+        }
+        h.push_str("</tr>");
+        for row in &s.rows {
+            let c = row_cells(row, key, &r.baseline);
+            let cls = match row.mark {
+                Some(Mark::Best) => "best",
+                Some(Mark::Worst) => "worst",
+                None => "",
+            };
+            let _ = write!(
+                h,
+                "<tr><td>{}</td><td>{}</td><td class=\"{cls}\">{}{}</td><td>{}</td><td>{}</td>",
+                esc(&c.target),
+                c.runs,
+                esc(&c.key),
+                c.mark,
+                c.cv,
+                esc(&c.vs)
+            );
+            for c in &cols {
+                let _ = write!(
+                    h,
+                    "<td>{}</td>",
+                    esc(&row
+                        .shown_value(c)
+                        .map(|v| value(c, v))
+                        .unwrap_or_else(|| "—".into()))
+                );
+            }
+            h.push_str("</tr>");
+        }
+        h.push_str("</table></div>");
+        for why in s.rows.iter().filter_map(|r| r.why.as_ref()) {
+            let _ = write!(h, "<p class=\"why\">why: {}</p>", esc(why));
+        }
+    }
+    h.push_str("</section>");
+}
+
+/// Every warning once, with the cells it concerns ([`super::text::notes::warning_groups`], as the
+/// terminal lists them), and every failed repetition: one list per report, not a paragraph
+/// under each table.
+fn warnings(h: &mut String, r: &Report) {
+    let mut groups = super::text::notes::warning_groups(r);
+    for s in &r.sections {
+        for row in &s.rows {
+            for (rep, st, err) in &row.failed {
+                let text = st.with_error(err.as_deref());
+                let place = format!("{} repetition {} in {}", row.target, rep + 1, s.title());
+                match groups.iter_mut().find(|(t, _)| *t == text) {
+                    Some((_, places)) => places.push(place),
+                    None => groups.push((text, vec![place])),
+                }
+            }
+        }
+    }
+    if groups.is_empty() {
+        return;
+    }
+    h.push_str("<section id=\"warnings\"><h2>Warnings</h2><ul>");
+    for (text, places) in groups {
+        let _ = write!(
+            h,
+            "<li class=\"warn\">{} <span class=\"places\">[{}]</span></li>",
+            esc(&text),
+            esc(&places.join("; "))
+        );
+    }
+    h.push_str("</ul></section>");
+}
+
+fn amplification(h: &mut String, r: &Report) {
+    h.push_str("<section id=\"amplification\"><h2>Amplification and memory</h2><p>Write amplification = bytes the device wrote ÷ bytes the workload wrote (the phase ends with syncfs). Space amplification = growth of used space ÷ bytes written.</p><div class=\"scroll\"><table><tr><th>workload</th><th>target</th><th>logical written</th><th>device written</th><th>write amp</th><th>space amp</th><th>peak cache</th><th>peak dirty</th></tr>");
+    for s in &r.sections {
+        for row in &s.rows {
+            let f = |k: &str| {
+                row.shown_value(k)
+                    .map(|v| value(k, v))
+                    .unwrap_or_else(|| "—".into())
+            };
+            let _ = write!(h, "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                esc(&s.title()), esc(&row.target), f("logical_write_bytes"), f("device_write_bytes"), f("write_amplification"), f("space_amplification"), f("peak_cached_bytes"), f("peak_dirty_bytes"));
+        }
+    }
+    h.push_str("</table></div></section>");
+}
+
+/// The page's words for how the file systems started.
+fn condition_text(condition: &str) -> String {
+    if condition == "fresh" {
+        "a fresh file system for every repetition".into()
+    } else {
+        format!("file systems {condition} (one aged image per target, a copy per repetition)")
+    }
+}
+
+/// One line per aged image of the run: what the aging reached and how fragmented it left
+/// the file system (the model's [`Report::aging`], from the records' provenance).
+fn aging_lines(r: &Report) -> Vec<String> {
+    r.aging
+        .iter()
+        .map(|a| {
+            format!(
+                "{}: {}",
+                a.target,
+                crate::provision::aging::summary(&a.aging)
+            )
+        })
+        .collect()
+}
+
+fn provenance(h: &mut String, r: &Report) {
+    h.push_str("<section id=\"provenance\"><h2>Provenance</h2><div class=\"scroll\"><table>");
+    let hf = &r.host;
+    for (k, v) in [
+        ("command line", hf.command_line.join(" ")),
+        ("fsarena", hf.fsarena_version.clone()),
+        ("kernel", hf.kernel.clone()),
+        ("CPU", format!("{} × {}", hf.cpus, hf.cpu_model)),
+        ("memory", value("x_bytes", hf.mem_total_bytes as f64)),
+        ("work device", hf.work_device.clone().unwrap_or_default()),
+        ("file systems", {
+            let mut t = condition_text(&r.condition);
+            for l in aging_lines(r) {
+                t.push_str("; ");
+                t.push_str(&l);
+            }
+            t
+        }),
+        (
+            "data set zstd ratio",
+            hf.dataset_zstd_ratio
+                .map_or("—".into(), |z| format!("{z:.2}× (zstd -3 over a sample)")),
+        ),
+    ] {
+        let _ = write!(
+            h,
+            "<tr><th>{k}</th><td class=\"wrap\" style=\"text-align:left\"><code>{}</code></td></tr>",
+            esc(&v)
+        );
+    }
+    h.push_str("</table></div>");
+    for (w, why) in &hf.skipped_workloads {
+        let _ = write!(
+            h,
+            "<p class=\"warn\">workload {} skipped: {}</p>",
+            esc(w),
+            esc(why)
+        );
+    }
+    for (t, why) in &hf.skipped_targets {
+        let _ = write!(
+            h,
+            "<p class=\"warn\">target {} skipped: {}</p>",
+            esc(t),
+            esc(why)
+        );
+    }
+    h.push_str("<div class=\"scroll\"><table><tr><th>target</th><th>fs type</th><th>mkfs</th><th>mkfs version</th><th>mount options in effect</th><th>image</th><th>loop direct I/O</th><th>health checks</th></tr>");
+    let mut seen: Vec<&str> = Vec::new();
+    for m in &r.measurements {
+        if seen.contains(&m.target.as_str()) || m.provenance.location.is_empty() {
+            continue;
+        }
+        seen.push(&m.target);
+        let p = &m.provenance;
+        let checks: Vec<&Measurement> = r
+            .measurements
+            .iter()
+            .filter(|x| x.target == m.target && x.health.is_some())
+            .collect();
+        let passed = checks
+            .iter()
+            .filter(|x| x.health.as_ref().is_some_and(|h| h.passed))
+            .count();
+        let _ = write!(h, "<tr><td>{}</td><td>{}</td><td><code>{}</code></td><td>{}</td><td><code>{}</code></td><td>{}</td><td>{}</td><td>{} of {} passed</td></tr>",
+            esc(&m.target), esc(&p.fs_type),
+            esc(&p.mkfs_command.as_ref().map(|c| c.join(" ")).unwrap_or_else(|| "—".into())),
+            esc(p.mkfs_version.as_deref().unwrap_or("—")),
+            esc(p.mount_options.as_deref().unwrap_or("—")),
+            p.image_bytes.map(|b| value("x_bytes", b as f64)).unwrap_or_else(|| "—".into()),
+            p.loop_direct_io.map_or("—", |d| if d { "granted" } else { "refused" }),
+            passed, checks.len());
+    }
+    h.push_str("</table></div></section>");
+}
