@@ -18,9 +18,9 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+use super::error::ProvisionError;
 use super::image_copy::copy_image;
 use super::journal::{Journal, Kind, Op};
-use super::ProvisionError;
 use crate::plan::{FsKind, TargetConfig};
 use crate::sys::{ignore_missing, steps};
 
