@@ -27,6 +27,7 @@ pub mod mounts;
 pub mod planned;
 pub mod removals;
 pub mod reuse;
+mod teardown;
 mod undo;
 pub mod workdir;
 pub mod write_trace;
