@@ -136,8 +136,10 @@ pub fn examine(work_root: &Path) -> Doctor {
             tools.push(tool(prog, fs.version_args(), fs.package().unwrap_or("?")));
         }
     }
-    tools.push(tool("ntfs-3g", &["--version"], "ntfs-3g"));
-    tools.push(tool("mount.exfat-fuse", &["-V"], "exfat-fuse"));
+    for fuse in FsKind::PROVISIONABLE.into_iter().filter_map(FsKind::fuse) {
+        let (program, args) = fuse.version;
+        tools.push(tool(program, args, fuse.package));
+    }
     tools.push(tool("fio", &["--version"], "fio"));
     tools.push(tool("losetup", &["--version"], "util-linux"));
     tools.push(tool("wipefs", &["--version"], "util-linux"));

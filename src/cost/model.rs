@@ -2,7 +2,6 @@
 //! earlier run here timed it, from the rate the development machine created files, with
 //! weights fitted to the default run's cells.
 
-use crate::golden::populate::create_rate;
 use crate::plan::FsKind;
 
 /// What the coarse model charges every cell: attaching, mounting, checking and restoring its
@@ -27,13 +26,13 @@ pub fn model_cell(kind: FsKind, files: f64, lays_down: bool) -> f64 {
     } else {
         MODEL_ON_COPY
     };
-    MODEL_CELL_S + share * files / create_rate(kind)
+    MODEL_CELL_S + share * files / kind.create_rate()
 }
 
 /// The coarse model for one populated image: creating the data set's files, then its check
 /// and first copy.
 pub fn model_image(kind: FsKind, files: f64) -> f64 {
-    MODEL_IMAGE * files / create_rate(kind)
+    MODEL_IMAGE * files / kind.create_rate()
 }
 
 #[cfg(test)]

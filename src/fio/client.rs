@@ -26,9 +26,10 @@ use std::process::{Child, Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use super::error::FioError;
+use super::job::FioJob;
 use super::report::{parse_client_output, ClientReport};
 use super::run::{join_reader, read_all, spawn_and_wait, tail};
-use super::{FioError, FioJob};
 
 /// fio's default server port (`fio --server` without one).
 pub const DEFAULT_PORT: u16 = 8765;

@@ -10,8 +10,9 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::thread;
 use std::time::Duration;
 
+use super::error::FioError;
+use super::job::FioJob;
 use super::report::{parse_output, FioReport};
-use super::{FioError, FioJob};
 
 /// A finished fio process: its parsed report and what it said on stderr.
 #[derive(Debug, Clone)]

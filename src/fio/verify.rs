@@ -3,7 +3,11 @@
 
 use std::io;
 
-use super::{ClientRun, FioError, FioJob, FioReport, FioRun, Rw};
+use super::client::ClientRun;
+use super::error::FioError;
+use super::job::{FioJob, Rw};
+use super::report::FioReport;
+use super::run::FioRun;
 
 /// Checks fio's own accounting of a finished job and says what was checked.
 ///

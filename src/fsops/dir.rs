@@ -18,8 +18,8 @@ use std::time::Instant;
 
 use rustix::fs::{AtFlags, FileType, Mode, OFlags, RawDir, StatxFlags};
 
+use super::error::FsError;
 use super::totals::Totals;
-use super::FsError;
 
 /// Size of each worker's `getdents64` buffer.
 const DENTS_BUF: usize = 64 * 1024;

@@ -6,8 +6,8 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use super::dir::{Dir, Kind, Need};
+use super::error::FsError;
 use super::walk::{walk_with, WalkOptions};
-use super::FsError;
 
 /// An owned entry, for callers that want a sorted list rather than a visitor.
 #[derive(Debug, Clone, PartialEq, Eq)]

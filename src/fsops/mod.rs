@@ -12,6 +12,7 @@
 pub mod cached;
 pub mod copy;
 pub mod dir;
+mod error;
 pub mod extents;
 pub mod hash;
 pub mod latency;
@@ -21,10 +22,8 @@ pub mod remove;
 pub mod totals;
 pub mod walk;
 
-use std::io;
-use std::path::{Path, PathBuf};
-
 pub use dir::{ext_of, is_empty_dir, Dir, Dirent, Kind, Meta, Need, WalkStats};
+pub use error::FsError;
 pub use hash::{hash_at, hash_fd, hash_path, Hashed, HASH_BUF};
 pub use latency::{percentile, LatencyLog};
 pub use list::{list, Entry};
@@ -32,25 +31,3 @@ pub use pool::pool;
 pub use remove::remove_tree;
 pub use totals::Totals;
 pub use walk::{walk, walk_with, WalkOptions};
-
-/// An OS error with the operation and path it happened on. The `source` keeps its raw OS
-/// error, so ENOSPC and EIO are still recognisable after wrapping.
-#[derive(Debug, thiserror::Error)]
-#[error("{op} {}: {source}", path.display())]
-pub struct FsError {
-    pub op: &'static str,
-    pub path: PathBuf,
-    #[source]
-    pub source: io::Error,
-}
-
-impl FsError {
-    /// `op` failed on `path` with `source`.
-    pub fn new(op: &'static str, path: &Path, source: io::Error) -> Self {
-        FsError {
-            op,
-            path: path.to_path_buf(),
-            source,
-        }
-    }
-}

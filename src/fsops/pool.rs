@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use super::FsError;
+use super::error::FsError;
 
 /// Builds a rayon pool of exactly `threads` threads (at least one).
 pub fn pool(threads: usize) -> Result<rayon::ThreadPool, FsError> {

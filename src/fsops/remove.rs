@@ -5,7 +5,10 @@ use std::path::{Path, PathBuf};
 use rayon::prelude::*;
 use rustix::fs::{AtFlags, Mode, OFlags};
 
-use super::{pool, walk_with, FsError, Kind, Need, WalkOptions};
+use super::dir::{Kind, Need};
+use super::error::FsError;
+use super::pool::pool;
+use super::walk::{walk_with, WalkOptions};
 
 /// Removes `root` and everything under it (symbolic links are removed, never followed),
 /// `threads` at a time: every non-directory by the parallel walker, then the directories,

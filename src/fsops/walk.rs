@@ -17,9 +17,9 @@ use std::sync::Mutex;
 use rustix::fs::{Mode, OFlags};
 
 use super::dir::{Dir, DirBuf, Need, ReadHow, WalkStats};
+use super::error::FsError;
 use super::pool::pool;
 use super::totals::Totals;
-use super::FsError;
 
 /// How to walk.
 #[derive(Debug, Clone, Copy)]

@@ -11,7 +11,7 @@ use super::failure::Failure;
 use super::layout::{populate_master_as, Layout};
 /// What [`Masters::for_cell`] answers, named where the callers find the images.
 pub use super::source::Source;
-use crate::plan::{FsKind, Plan};
+use crate::plan::Plan;
 use crate::provision::master::{clonable, SpareCopy};
 use crate::provision::{InstanceSpec, MasterImage, WorkDir};
 use crate::results::Status;
@@ -171,7 +171,12 @@ impl<'r> Masters<'r> {
         }
         // The slowest file systems first, so that the last image sealed is not a long one
         // started late (longest-first keeps the CPUs busy to the end).
-        jobs.sort_by(|a, b| create_rate(a.1.target.fs).total_cmp(&create_rate(b.1.target.fs)));
+        jobs.sort_by(|a, b| {
+            a.1.target
+                .fs
+                .create_rate()
+                .total_cmp(&b.1.target.fs.create_rate())
+        });
         // Made once here, not raced for by the workers' first mounts.
         let _ = self.work.subdir("mnt");
         // One more than the CPUs: a populate also waits on its writeback part of the time.
@@ -248,16 +253,4 @@ fn populate(
         return None;
     }
     Some(made)
-}
-
-/// Files per second a file system is assumed to create (dev machine, loop devices on an
-/// ext4 host, default run at scale 0.01): orders the builds slowest first here, and the
-/// cost model's coarse estimate prices a cell or an image from it.
-pub fn create_rate(kind: FsKind) -> f64 {
-    match kind {
-        FsKind::Tmpfs => 40_000.0,
-        FsKind::Ext4 | FsKind::Xfs => 11_000.0,
-        FsKind::Btrfs | FsKind::F2fs => 3_300.0,
-        _ => 3_500.0,
-    }
 }

@@ -13,7 +13,7 @@ use std::time::Instant;
 use super::cpu::{self, CpuTimes};
 use super::diskstats::{self, DiskCounters};
 use super::meminfo::{self, MemInfo};
-use super::{DeviceDelta, MonitorReport, Sample};
+use super::report::{DeviceDelta, MonitorReport, Sample};
 use crate::sys::DevId;
 
 const DISKSTATS: &str = "/proc/diskstats";

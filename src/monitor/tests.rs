@@ -1,4 +1,5 @@
 use super::*;
+use std::collections::BTreeMap;
 use std::io::Write;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 

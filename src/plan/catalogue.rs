@@ -174,11 +174,7 @@ fn build(e: &Entry) -> TargetConfig {
         fs,
         mkfs_args: mkfs.iter().map(|s| s.to_string()).collect(),
         mount_options: mount.iter().map(|s| s.to_string()).collect(),
-        location: if fs == FsKind::Tmpfs {
-            Location::Memory
-        } else {
-            Location::Loop
-        },
+        location: Location::default_for(fs),
         size: None,
         description: description.to_string(),
     }

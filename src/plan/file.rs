@@ -165,10 +165,7 @@ pub fn custom_target(t: &TargetTable) -> Result<TargetConfig, PlanError> {
                 fs: kind,
                 mkfs_args: vec![],
                 mount_options: vec![],
-                location: match kind {
-                    FsKind::Tmpfs => Location::Memory,
-                    _ => Location::Loop,
-                },
+                location: Location::default_for(kind),
                 size: None,
                 description: String::new(),
             }

@@ -4,6 +4,7 @@
 pub mod catalogue;
 pub mod cpus;
 pub mod file;
+pub mod fs_kind;
 pub mod fs_size;
 pub mod io_hosts;
 pub mod resolve;

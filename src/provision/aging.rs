@@ -17,8 +17,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
+use super::error::ProvisionError;
 use super::fragment::{lay_carriers, probe, punch, Pattern, CARRIER_DIR};
-use super::ProvisionError;
 use crate::dataset::churn::{Churn, ChurnSpec, Op};
 use crate::dataset::{fill_content, DatasetSpec};
 use crate::fsops::extents::{extents, fragments};

@@ -18,18 +18,11 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+use super::error::ProvisionError;
 use super::image_copy::copy_image;
 use super::journal::{Journal, Kind, Op};
-use super::ProvisionError;
-use crate::plan::{FsKind, TargetConfig};
+use crate::plan::TargetConfig;
 use crate::sys::{ignore_missing, steps};
-
-/// Whether fresh file systems of kind `fs` are copied from a blank: only where mkfs writes
-/// enough that a copy of its result is cheaper (ntfs's `$LogFile`); the others' mkfs is
-/// already a few hundredths of a second on a sparse image.
-pub fn copied_from_blank(fs: FsKind) -> bool {
-    fs == FsKind::Ntfs
-}
 
 /// A kept image of a fresh file system, and how mkfs made it (for the copies' provenance).
 #[derive(Debug, Clone)]
@@ -82,7 +75,7 @@ impl Blanks {
         let Some((name, seq)) = stem.as_deref().and_then(|s| s.rsplit_once('-')) else {
             return;
         };
-        if !copied_from_blank(t.fs) || self.get(&t.name, size).is_some() {
+        if !t.fs.copied_from_blank() || self.get(&t.name, size).is_some() {
             return;
         }
         let blank = Blank {

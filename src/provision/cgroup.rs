@@ -18,9 +18,9 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use super::error::ProvisionError;
 use super::journal::{Journal, Kind, Op};
 use super::workdir::OWNER_FILE;
-use super::ProvisionError;
 
 /// Which cgroup interface a memory cgroup is made through.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -3,7 +3,7 @@
 
 use std::process::Stdio;
 
-use super::ProvisionError;
+use super::error::ProvisionError;
 use crate::sys::cpus::CpuList;
 
 /// A command line, printable and runnable.

@@ -8,23 +8,14 @@ use std::path::Path;
 
 use super::command::{meaningful, Cmd};
 use super::mkfs::mkfs_cmd;
-use crate::plan::{FsKind, TargetConfig};
-
-/// The flag that turns the tool's run into a dry one.
-fn dry_flag(fs: FsKind) -> Option<&'static str> {
-    match fs {
-        FsKind::Ext4 => Some("-n"),
-        FsKind::Xfs => Some("-N"),
-        _ => None,
-    }
-}
+use crate::plan::TargetConfig;
 
 /// Runs the target's mkfs in its dry mode on a sparse scratch file of `size` bytes in
 /// `dir` (removed after). `Ok` when there is nothing to check (catalogue options are
 /// known good, or the tool has no dry mode) or the tool accepts the options; `Err` with
 /// the tool's meaningful lines otherwise.
 pub fn check(t: &TargetConfig, size: u64, dir: &Path) -> Result<(), String> {
-    let Some(flag) = dry_flag(t.fs) else {
+    let Some(flag) = t.fs.mkfs_dry_run_flag() else {
         return Ok(());
     };
     if t.mkfs_args.is_empty() {

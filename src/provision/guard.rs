@@ -11,7 +11,8 @@ use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use super::command::Cmd;
-use super::{mounts, ProvisionError};
+use super::error::ProvisionError;
+use super::mounts;
 use crate::sys::DevId;
 
 /// What the guard found about a device.

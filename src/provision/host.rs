@@ -54,12 +54,15 @@ pub fn which(program: &str) -> Option<PathBuf> {
 }
 
 /// The `mount -t` type for a file system on this host.
+/// A FUSE kind whose format the running kernel also has a driver for is mounted by the
+/// kernel.
 pub fn mount_type(fs: FsKind) -> &'static str {
-    match fs {
-        FsKind::Ntfs => "ntfs-3g",
-        FsKind::Exfat if kernel_has("exfat") => "exfat",
-        FsKind::Exfat => "exfat-fuse",
-        other => other.name(),
+    match fs.fuse() {
+        Some(f) => match f.kernel_driver.filter(|k| kernel_has(k)) {
+            Some(kernel) => kernel,
+            None => f.mount_type,
+        },
+        None => fs.name(),
     }
 }
 
@@ -94,11 +97,10 @@ pub fn support(t: &TargetConfig) -> Result<(), String> {
             ));
         }
     }
-    let helper = match mount_type(t.fs) {
-        "ntfs-3g" => Some("mount.ntfs-3g"),
-        "exfat-fuse" => Some("mount.exfat-fuse"),
-        _ => None,
-    };
+    let helper =
+        t.fs.fuse()
+            .filter(|f| mount_type(t.fs) == f.mount_type)
+            .map(|f| f.helper);
     if let Some(h) = helper {
         if which(h).is_none() {
             return Err(format!(

@@ -17,7 +17,7 @@ use std::time::Instant;
 use rustix::fs::SeekFrom;
 use rustix::io::Errno;
 
-use super::ProvisionError;
+use super::error::ProvisionError;
 
 /// How a copy of an image was made.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -138,11 +138,13 @@ impl Gate {
     /// [`creating`] through this gate.
     pub fn creating<T>(
         &self,
-        make: impl FnOnce() -> Result<T, super::ProvisionError>,
-    ) -> Result<T, super::ProvisionError> {
+        make: impl FnOnce() -> Result<T, super::error::ProvisionError>,
+    ) -> Result<T, super::error::ProvisionError> {
         let _span = self.spans.read().unwrap_or_else(|e| e.into_inner());
         if self.closed.load(Ordering::SeqCst) {
-            return Err(super::ProvisionError::Unsupported(CLOSED_MESSAGE.into()));
+            return Err(super::error::ProvisionError::Unsupported(
+                CLOSED_MESSAGE.into(),
+            ));
         }
         let outer = IN_SPAN.replace(true);
         let made = make();
@@ -178,8 +180,8 @@ impl Default for Gate {
 /// refused. Before, the run's own thread could attach a loop device after the sweep had
 /// read the journal and the attached devices, and the device stayed (issue 39).
 pub fn creating<T>(
-    make: impl FnOnce() -> Result<T, super::ProvisionError>,
-) -> Result<T, super::ProvisionError> {
+    make: impl FnOnce() -> Result<T, super::error::ProvisionError>,
+) -> Result<T, super::error::ProvisionError> {
     GATE.creating(make)
 }
 

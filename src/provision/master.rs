@@ -24,12 +24,13 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::clone_trace::CloneTrace;
+use super::error::ProvisionError;
 use super::image_copy::{self, copy_image, CopyKind};
-use super::instance::{image_path, sanitize, Instance, InstanceSpec, Undo};
+use super::instance::{image_path, sanitize, Instance, InstanceSpec};
 use super::journal::{Journal, Kind, Op};
 use super::reuse::{self, Reuse, Spare};
+use super::undo::Undo;
 use super::workdir::WorkDir;
-use super::ProvisionError;
 use crate::plan::Location;
 use crate::results::{CloneOrigin, Health};
 use crate::sys::{ignore_missing, steps};

@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::command::Cmd;
-use super::ProvisionError;
+use super::error::ProvisionError;
 use crate::sys::DevId;
 
 /// One mount.

@@ -8,9 +8,9 @@ use std::sync::Arc;
 
 use super::blank::Blanks;
 use super::clone_trace::IdleTraces;
+use super::error::ProvisionError;
 use super::journal::Journal;
 use super::removals::Removals;
-use super::ProvisionError;
 
 /// Where run directories go unless `--work-dir` says otherwise. /var/tmp, not /tmp: /tmp
 /// is often a tmpfs, and loop images there would eat memory and skew the results.

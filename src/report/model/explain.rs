@@ -16,6 +16,7 @@
 use super::call_types;
 use super::section::{Row, Section};
 use super::shown::median_of;
+use crate::plan::FsKind;
 use crate::stats::{self, Decision, ALPHA};
 
 /// How far a figure must move (as a ratio of the baseline's) to count as a cause.
@@ -92,7 +93,7 @@ const RULES: &[Rule] = &[
         values: system_cpu_seconds,
         floor: 0.05,
         show: cpu,
-        hint: |fs| matches!(fs, "ntfs" | "exfat").then_some("FUSE"),
+        hint: |fs| FsKind::parse(fs).and_then(FsKind::fuse).map(|_| "FUSE"),
     },
     Rule {
         what: "the device write I/Os",
