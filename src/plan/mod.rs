@@ -6,6 +6,7 @@ pub mod cpus;
 pub mod file;
 pub mod fs_size;
 pub mod io_hosts;
+pub mod placement;
 pub mod resolve;
 pub mod series;
 pub mod settings;
