@@ -13,6 +13,7 @@
 pub mod assemble;
 pub mod budget;
 pub mod cell;
+pub mod deadline;
 pub mod dry_run;
 pub mod failure;
 pub mod fs_sizes;
@@ -38,10 +39,10 @@ use crate::plan::Plan;
 use crate::provision::WorkDir;
 use crate::results::store::Store;
 use crate::workload::Workload;
+pub use deadline::{Deadline, CLOSING};
 pub use dry_run::dry_run;
 pub use preflight::usable_targets;
 use recording::DoneKey;
-pub use rounds::CLOSING;
 pub use terms::{RunError, RunOptions, RunSummary};
 
 /// Runs the plan. Returns once every cell ran or `cancel` was raised; the results file

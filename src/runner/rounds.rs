@@ -9,11 +9,6 @@ use super::budget::{Group, Round};
 use super::recording::DoneKey;
 use super::schedule::Cell;
 
-/// What a run keeps of its budget for its start, before the budget's clock, and its end:
-/// the populated images removed and the report written (3.7 s after the last cell of the
-/// default run on 2026-11-27, where 3 s were kept).
-pub const CLOSING: std::time::Duration = std::time::Duration::from_secs(4);
-
 /// The repetition each of `groups` goes on with: after the last one `done` holds (a
 /// resumed run's included), and never below the plan's `minimum`.
 pub fn next_repetitions(

@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use super::budget::{self, BudgetError, Group};
 use super::cell::{self, CellOutput, CellRun};
+use super::deadline::Deadline;
 use super::progress::Progress;
 use super::recording::{self, DoneKey, Recorder, Tally};
 use super::schedule::{self, Cell};
@@ -196,7 +197,7 @@ impl<'a> Walk<'a> {
         }
         let mut eta = Duration::from_secs_f64(secs);
         if let Runs::Auto { budget, .. } = self.inputs.plan.runs {
-            eta = eta.max(budget.saturating_sub(self.started.elapsed()));
+            eta = eta.max(Deadline::new(budget, self.started).until_end());
         }
         Some(eta)
     }
@@ -435,11 +436,11 @@ impl<'a> Walk<'a> {
     fn spend_budget(&mut self, max: u32, budget: Duration) -> Result<(), BudgetError> {
         // The run's own start (before this clock) and end (images removed, report
         // written) come out of the same budget: a 5-minute budget means 5 minutes of wall.
-        let budget = budget.saturating_sub(rounds::CLOSING);
+        let deadline = Deadline::new(budget, self.started);
         let mut next_rep =
             rounds::next_repetitions(self.groups(), &self.done, self.inputs.plan.runs.min());
         for round in 1.. {
-            let remaining = budget.saturating_sub(self.started.elapsed()).as_secs_f64();
+            let remaining = deadline.left_s();
             // The root (which holds the results) decides the round; every process runs it.
             let decided = self
                 .inputs
@@ -453,9 +454,9 @@ impl<'a> Walk<'a> {
             // Ranks run every cell of the round: one that left a cell out on its own clock
             // would wait for ever at the others' barriers.
             let limit = if self.inputs.team.is_alone() {
-                budget
+                deadline
             } else {
-                Duration::MAX
+                Deadline::never(self.started)
             };
             if self
                 .run_round(round, &groups, &mut next_rep, limit)
@@ -525,13 +526,13 @@ impl<'a> Walk<'a> {
     }
 
     /// One budget round: a further repetition of each of `groups`, each cell started only
-    /// while it fits in the `budget`.
+    /// while it fits before the `deadline`.
     fn run_round(
         &mut self,
         round: usize,
         groups: &[Group],
         next_rep: &mut HashMap<Group, u32>,
-        budget: Duration,
+        deadline: Deadline,
     ) -> ControlFlow<()> {
         self.progress.grow(groups.len() as u64);
         let mut cells: Vec<Cell> = groups
@@ -542,7 +543,7 @@ impl<'a> Walk<'a> {
         for (i, cell) in cells.iter().enumerate() {
             // A round is planned from cells' average costs; a cell whose group's longest
             // would no longer fit in what is left of the budget is not started.
-            let left = budget.saturating_sub(self.started.elapsed()).as_secs_f64();
+            let left = deadline.left_s();
             let cost = self.costs.longest(&self.group(cell));
             if cost > left {
                 self.progress

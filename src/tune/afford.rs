@@ -58,7 +58,7 @@ impl Afforded {
 /// How many of `asked` candidates the `budget` pays for when each one's minimum costs
 /// `candidate_s` seconds: at least [`FEWEST`], at most `asked`.
 pub fn affordable(asked: usize, budget: Duration, candidate_s: f64) -> usize {
-    let budget = budget.saturating_sub(crate::runner::CLOSING).as_secs_f64();
+    let budget = crate::runner::Deadline::spendable(budget).as_secs_f64();
     let paid = if candidate_s > 0.0 {
         (budget / candidate_s).floor() as usize
     } else {
