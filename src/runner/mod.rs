@@ -37,12 +37,12 @@ use std::sync::Arc;
 
 use crate::plan::Plan;
 use crate::provision::WorkDir;
+use crate::results::record::CellId;
 use crate::results::store::Store;
 use crate::workload::Workload;
 pub use deadline::{Deadline, CLOSING};
 pub use dry_run::dry_run;
 pub use preflight::usable_targets;
-use recording::DoneKey;
 pub use terms::{RunError, RunOptions, RunSummary};
 
 /// Runs the plan. Returns once every cell ran or `cancel` was raised; the results file
@@ -252,7 +252,7 @@ fn incomplete(
                             .as_ref()
                             .map(|l| format!(" on {l}"))
                             .unwrap_or_default();
-                        let k = DoneKey {
+                        let k = CellId {
                             target: t.to_string(),
                             workload: workloads[w].name().to_string(),
                             threads: th as u32,

@@ -6,14 +6,14 @@
 use std::collections::{HashMap, HashSet};
 
 use super::budget::{Group, Round};
-use super::recording::DoneKey;
 use super::schedule::Cell;
+use crate::results::record::CellId;
 
 /// The repetition each of `groups` goes on with: after the last one `done` holds (a
 /// resumed run's included), and never below the plan's `minimum`.
 pub fn next_repetitions(
     groups: impl IntoIterator<Item = Group>,
-    done: &HashSet<DoneKey>,
+    done: &HashSet<CellId>,
     minimum: u32,
 ) -> HashMap<Group, u32> {
     groups
@@ -21,7 +21,7 @@ pub fn next_repetitions(
         .map(|g| {
             let recorded = done
                 .iter()
-                .filter(|k| k.is_of(&g))
+                .filter(|k| g.holds(k))
                 .map(|k| k.repetition + 1)
                 .max()
                 .unwrap_or(0);

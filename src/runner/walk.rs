@@ -13,7 +13,7 @@ use super::budget::{self, BudgetError, Group};
 use super::cell::{self, CellOutput, CellRun};
 use super::deadline::Deadline;
 use super::progress::Progress;
-use super::recording::{self, DoneKey, Recorder, Tally};
+use super::recording::{self, Recorder, Tally};
 use super::schedule::{self, Cell};
 use super::set_aside::{self, SetAside};
 use super::team::Team;
@@ -25,7 +25,7 @@ use crate::golden::populate;
 use crate::plan::fs_size;
 use crate::plan::{Plan, Runs, TargetConfig};
 use crate::provision::{InstanceSpec, WorkDir};
-use crate::results::record::CellKey;
+use crate::results::record::{CellId, CellKey};
 use crate::results::store::{Loaded, Store};
 use crate::results::{Measurement, Status};
 use crate::workload::Workload;
@@ -54,7 +54,7 @@ pub struct Inputs<'a> {
 /// A run in progress: what every cell needs, and what the run has recorded so far.
 pub struct Walk<'a> {
     inputs: Inputs<'a>,
-    done: HashSet<DoneKey>,
+    done: HashSet<CellId>,
     /// Points of cells cut short that are recorded in final form (`--resume`).
     points: HashSet<CellKey>,
     /// What the results file holds, kept in memory as each record is appended: what the
@@ -203,8 +203,8 @@ impl<'a> Walk<'a> {
     }
 
     /// What the results file calls `cell` once it is recorded (`--resume` skips those).
-    fn done_key(&self, cell: &Cell) -> DoneKey {
-        DoneKey {
+    fn cell_id(&self, cell: &Cell) -> CellId {
+        CellId {
             target: self.inputs.plan.targets[self.inputs.usable[cell.target]]
                 .name
                 .clone(),
@@ -245,7 +245,7 @@ impl<'a> Walk<'a> {
     fn build_images_ahead(&mut self, cells: &[Cell]) {
         let wanted: Vec<_> = cells
             .iter()
-            .filter(|c| !self.done.contains(&self.done_key(c)))
+            .filter(|c| !self.done.contains(&self.cell_id(c)))
             .map(|c| {
                 let spec = self.spec_for(&self.inputs.targets[self.inputs.usable[c.target]]);
                 (
@@ -296,7 +296,7 @@ impl<'a> Walk<'a> {
         };
         self.progress
             .start_cell(&target.name, &shown, cell.repetition + 1, cell.threads);
-        if self.done.contains(&self.done_key(cell)) {
+        if self.done.contains(&self.cell_id(cell)) {
             return Some("already recorded");
         }
         if self.stopped.contains_key(&target.name) {

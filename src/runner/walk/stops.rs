@@ -47,7 +47,7 @@ impl Walk<'_> {
         }
         let Some(first) = rest
             .first()
-            .filter(|c| !self.done.contains(&self.done_key(c)))
+            .filter(|c| !self.done.contains(&self.cell_id(c)))
         else {
             return false;
         };
@@ -58,7 +58,7 @@ impl Walk<'_> {
         }
         let baseline = &self.inputs.plan.baseline;
         let left_out: Vec<Cell> = (rest.iter())
-            .filter(|c| !self.done.contains(&self.done_key(c)))
+            .filter(|c| !self.done.contains(&self.cell_id(c)))
             .filter(|c| self.group(c).target != *baseline)
             .cloned()
             .collect();
