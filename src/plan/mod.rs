@@ -2,6 +2,7 @@
 //! an optional TOML plan file and command-line flags, in that order of precedence (flags win).
 
 pub mod catalogue;
+pub mod cells;
 pub mod cpus;
 pub mod file;
 pub mod fs_size;

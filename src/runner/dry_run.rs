@@ -60,8 +60,8 @@ struct Preview<'p> {
     opts: &'p RunOptions,
     checked: &'p Checked,
     sized: &'p Sized,
-    /// Per workload, its thread counts ([`schedule::thread_lists`]).
-    wl: Vec<(usize, Vec<usize>)>,
+    /// Per workload, whether it takes `--threads` ([`schedule::takes_threads`]).
+    takes_threads: Vec<bool>,
     datasets: usize,
     /// Every cell of the minimum repetitions: (target index, data set index, workload).
     minimum: Vec<Priced<'static>>,
@@ -72,10 +72,10 @@ struct Preview<'p> {
 impl<'p> Preview<'p> {
     /// Lays the minimum repetitions out as a run would.
     fn new(plan: &'p Plan, opts: &'p RunOptions, checked: &'p Checked, sized: &'p Sized) -> Self {
-        let wl = schedule::thread_lists(plan, &checked.workloads);
+        let takes_threads = schedule::takes_threads(&checked.workloads);
         let datasets = plan.dataset_count();
-        let minimum = (0..plan.runs.min())
-            .flat_map(|rep| schedule::repetition(rep, checked.usable.len(), datasets, &wl))
+        let minimum = (plan.cells(0..plan.runs.min(), checked.usable.len(), &takes_threads))
+            .into_iter()
             .map(|c| {
                 (
                     checked.usable[c.target],
@@ -89,7 +89,7 @@ impl<'p> Preview<'p> {
             opts,
             checked,
             sized,
-            wl,
+            takes_threads,
             datasets,
             minimum,
             run_dir: opts.work_root.join("run-<time>-<pid>"),
@@ -110,14 +110,10 @@ impl<'p> Preview<'p> {
     fn cells(&self, s: &mut String) {
         let (plan, checked) = (self.plan, self.checked);
         let datasets = self.datasets;
-        let points: usize = datasets * self.wl.iter().map(|(_, t)| t.len()).sum::<usize>();
+        let points = plan.cells(0..1, 1, &self.takes_threads).len();
         let min_runs = plan.runs.min();
         let targets = self.targets();
-        let ignoring = checked
-            .workloads
-            .iter()
-            .filter(|w| !w.uses_threads())
-            .count();
+        let ignoring = self.takes_threads.iter().filter(|&&t| !t).count();
         let _ = writeln!(
             s,
             "dry run: nothing is created, formatted or mounted.\n\
@@ -301,32 +297,35 @@ impl<'p> Preview<'p> {
     fn commands(&self, s: &mut String) {
         let (plan, opts, checked) = (self.plan, self.opts, self.checked);
         let mut seq = 0;
-        for rep in 0..plan.runs.min() {
-            for cell in schedule::repetition(rep, checked.usable.len(), self.datasets, &self.wl) {
-                seq += 1;
-                let t = &plan.targets[checked.usable[cell.target]];
-                let spec = InstanceSpec {
-                    target: t,
-                    seq,
-                    size: crate::plan::fs_size::for_target(t, self.sized.image, self.sized.memory),
-                    allow_device: opts.allow_device,
-                    wipe: opts.wipe,
-                    daemon_cpus: None,
-                };
-                let _ = writeln!(
-                    s,
-                    "cell {seq}: repetition {} target {} workload {}{} threads {}",
-                    rep + 1,
-                    t.name,
-                    checked.workloads[cell.workload].name(),
-                    plan.dataset_label(cell.dataset)
-                        .map(|l| format!(" on {l}"))
-                        .unwrap_or_default(),
-                    cell.threads
-                );
-                for c in planned_commands(&spec, &self.run_dir) {
-                    let _ = writeln!(s, "    {c}");
-                }
+        let cells = plan.cells(
+            0..plan.runs.min(),
+            checked.usable.len(),
+            &self.takes_threads,
+        );
+        for cell in cells {
+            seq += 1;
+            let t = &plan.targets[checked.usable[cell.target]];
+            let spec = InstanceSpec {
+                target: t,
+                seq,
+                size: crate::plan::fs_size::for_target(t, self.sized.image, self.sized.memory),
+                allow_device: opts.allow_device,
+                wipe: opts.wipe,
+                daemon_cpus: None,
+            };
+            let _ = writeln!(
+                s,
+                "cell {seq}: repetition {} target {} workload {}{} threads {}",
+                cell.repetition + 1,
+                t.name,
+                checked.workloads[cell.workload].name(),
+                plan.dataset_label(cell.dataset)
+                    .map(|l| format!(" on {l}"))
+                    .unwrap_or_default(),
+                cell.threads
+            );
+            for c in planned_commands(&spec, &self.run_dir) {
+                let _ = writeln!(s, "    {c}");
             }
         }
     }

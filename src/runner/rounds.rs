@@ -6,7 +6,7 @@
 use std::collections::{HashMap, HashSet};
 
 use super::budget::{Group, Round};
-use super::schedule::Cell;
+use crate::plan::cells::Cell;
 use crate::results::record::CellId;
 
 /// The repetition each of `groups` goes on with: after the last one `done` holds (a

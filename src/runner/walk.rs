@@ -14,7 +14,7 @@ use super::cell::{self, CellOutput, CellRun};
 use super::deadline::Deadline;
 use super::progress::Progress;
 use super::recording::{self, Recorder, Tally};
-use super::schedule::{self, Cell};
+use super::schedule;
 use super::set_aside::{self, SetAside};
 use super::team::Team;
 use super::terms::{RunOptions, RunSummary};
@@ -22,6 +22,7 @@ use super::{preflight, rounds};
 
 mod stops;
 use crate::golden::populate;
+use crate::plan::cells::Cell;
 use crate::plan::fs_size;
 use crate::plan::{Plan, Runs, TargetConfig};
 use crate::provision::{InstanceSpec, WorkDir};
@@ -77,11 +78,8 @@ pub struct Walk<'a> {
 /// The cells of the plan's minimum repetitions on the `usable` targets, in the order they
 /// run.
 fn minimum(plan: &Plan, workloads: &[Box<dyn Workload>], usable: &[usize]) -> Vec<Cell> {
-    let wl = schedule::thread_lists(plan, workloads);
-    let datasets = plan.dataset_count();
-    (0..plan.runs.min())
-        .flat_map(|rep| schedule::repetition(rep, usable.len(), datasets, &wl))
-        .collect()
+    let takes_threads = schedule::takes_threads(workloads);
+    plan.cells(0..plan.runs.min(), usable.len(), &takes_threads)
 }
 
 /// The records of cell `this` from where its file systems come (`source`): its points
@@ -470,24 +468,14 @@ impl<'a> Walk<'a> {
 
     /// Every group of the plan on the targets that can run here.
     fn groups(&self) -> Vec<Group> {
-        let wl = schedule::thread_lists(self.inputs.plan, self.inputs.workloads);
-        let mut groups = Vec::new();
-        for target in 0..self.inputs.usable.len() {
-            for (w, threads) in &wl {
-                for &threads in threads {
-                    for dataset in 0..self.inputs.plan.dataset_count() {
-                        groups.push(self.group(&Cell {
-                            repetition: 0,
-                            target,
-                            dataset,
-                            workload: *w,
-                            threads,
-                        }));
-                    }
-                }
-            }
-        }
-        groups
+        let takes_threads = schedule::takes_threads(self.inputs.workloads);
+        (self
+            .inputs
+            .plan
+            .cells(0..1, self.inputs.usable.len(), &takes_threads)
+            .iter())
+        .map(|c| self.group(c))
+        .collect()
     }
 
     /// The groups of round `round`, from the comparisons still open in what the run has

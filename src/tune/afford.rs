@@ -72,17 +72,13 @@ pub fn affordable(asked: usize, budget: Duration, candidate_s: f64) -> usize {
 /// what that rests on.
 pub fn candidate_cost(plan: &Plan, min_runs: u32, history: &History) -> (f64, String) {
     let datasets = plan.datasets();
-    let mut cells: Vec<Priced> = Vec::new();
-    for d in 0..datasets.len() {
-        for name in &plan.workloads {
-            let points = match crate::workload::by_name(name) {
-                Some(w) if w.uses_threads() => plan.threads.len().max(1),
-                _ => 1,
-            };
-            let n = points * min_runs as usize;
-            cells.extend(std::iter::repeat((0, d, name.as_str())).take(n));
-        }
-    }
+    let takes_threads: Vec<bool> = (plan.workloads.iter())
+        .map(|name| crate::workload::by_name(name).is_some_and(|w| w.uses_threads()))
+        .collect();
+    // The one target's cells (the plan has no other).
+    let cells: Vec<Priced> = (plan.cells(0..min_runs, 1, &takes_threads).iter())
+        .map(|c| (0, c.dataset, plan.workloads[c.workload].as_str()))
+        .collect();
     let starts = Starts::of(plan);
     // What the cells of each scale start from: the most files of a data set at it.
     let mut each = vec![0u64; plan.scales().len()];
