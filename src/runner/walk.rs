@@ -21,6 +21,7 @@ use super::terms::{RunOptions, RunSummary};
 use super::{preflight, rounds};
 
 mod stops;
+use crate::dataset::DatasetSpec;
 use crate::golden::populate;
 use crate::plan::cells::Cell;
 use crate::plan::fs_size;
@@ -55,6 +56,10 @@ pub struct Inputs<'a> {
 /// A run in progress: what every cell needs, and what the run has recorded so far.
 pub struct Walk<'a> {
     inputs: Inputs<'a>,
+    /// The plan's data sets as this process works with them ([`Team::dataset`]), and the
+    /// labels their records carry: resolved once for the run, not once a cell.
+    datasets: Vec<DatasetSpec>,
+    labels: Vec<Option<String>>,
     done: HashSet<CellId>,
     /// Points of cells cut short that are recorded in final form (`--resume`).
     points: HashSet<CellKey>,
@@ -132,8 +137,16 @@ impl<'a> Walk<'a> {
         let (plan, work, cancel) = (inputs.plan, inputs.work, inputs.cancel);
         let cells = minimum(plan, inputs.workloads, inputs.usable).len() as u64;
         let quiet = inputs.opts.quiet;
+        let datasets = (plan.datasets().into_iter())
+            .map(|d| inputs.team.dataset(d))
+            .collect();
+        let labels = (0..plan.dataset_count())
+            .map(|d| plan.dataset_label(d))
+            .collect();
         Walk {
             inputs,
+            datasets,
+            labels,
             done: tally.done,
             points: tally.points,
             state,
@@ -200,6 +213,11 @@ impl<'a> Walk<'a> {
         Some(eta)
     }
 
+    /// The label the records of data set `d` carry (none for a plan of one data set).
+    fn label(&self, d: usize) -> Option<String> {
+        self.labels.get(d).cloned().flatten()
+    }
+
     /// What the results file calls `cell` once it is recorded (`--resume` skips those).
     fn cell_id(&self, cell: &Cell) -> CellId {
         CellId {
@@ -209,7 +227,7 @@ impl<'a> Walk<'a> {
             workload: self.inputs.workloads[cell.workload].name().to_string(),
             threads: cell.threads as u32,
             repetition: cell.repetition,
-            dataset: self.inputs.plan.dataset_label(cell.dataset),
+            dataset: self.label(cell.dataset),
         }
     }
 
@@ -220,7 +238,7 @@ impl<'a> Walk<'a> {
                 .name
                 .clone(),
             workload: self.inputs.workloads[cell.workload].name().to_string(),
-            dataset: self.inputs.plan.dataset_label(cell.dataset),
+            dataset: self.label(cell.dataset),
             threads: cell.threads as u32,
         }
     }
@@ -288,7 +306,7 @@ impl<'a> Walk<'a> {
     fn skipped(&mut self, cell: &Cell) -> Option<&'static str> {
         let target = &self.inputs.targets[self.inputs.usable[cell.target]];
         let w = self.inputs.workloads[cell.workload].as_ref();
-        let shown = match self.inputs.plan.dataset_label(cell.dataset) {
+        let shown = match self.label(cell.dataset) {
             Some(l) => format!("{} · {l}", w.name()),
             None => w.name().to_string(),
         };
@@ -315,9 +333,6 @@ impl<'a> Walk<'a> {
         let ahead = self
             .masters
             .take_ahead_seconds(w, cell.target, cell.dataset, &spec);
-        let datasets: Vec<_> = (self.inputs.plan.datasets().into_iter())
-            .map(|d| self.inputs.team.dataset(d))
-            .collect();
         // Each point is appended the moment it is checked (a kill -9 in a long sweep
         // keeps the points already finished).
         let cpus = self.state.host.cpus;
@@ -352,7 +367,7 @@ impl<'a> Walk<'a> {
             spec: &spec,
             workload: w,
             cell,
-            dataset: &datasets[cell.dataset.min(datasets.len() - 1)],
+            dataset: &self.datasets[cell.dataset.min(self.datasets.len() - 1)],
             work: self.inputs.work,
             cancel: self.inputs.cancel,
             master: None,
