@@ -13,7 +13,8 @@ use super::exit::{EXIT_FAILED, EXIT_OK};
 use super::output::{emit, OutputArgs};
 use super::{out_dir, signals};
 use crate::plan::settings::Settings;
-use crate::plan::{resolve, FsKind, Runs};
+use crate::plan::value::Budget;
+use crate::plan::{resolve, FsKind, Runs, DEFAULT_TUNE_BUDGET};
 use crate::provision::workdir;
 use crate::runner::{self, RunOptions};
 use crate::tune::{self, setup, Request, Setup};
@@ -65,9 +66,6 @@ pub struct TuneArgs {
     pub output: OutputArgs,
 }
 
-/// The race's default wall time.
-const DEFAULT_BUDGET: std::time::Duration = std::time::Duration::from_secs(15 * 60);
-
 /// The setup of a new tune from the flags, into `dir` (earlier runs beside it price the
 /// candidates).
 fn new_setup(args: &TuneArgs, given: &[String], dir: &std::path::Path) -> Result<Setup> {
@@ -93,8 +91,12 @@ fn new_setup(args: &TuneArgs, given: &[String], dir: &std::path::Path) -> Result
         })?;
     let mut flags = args.settings.clone();
     flags.targets = vec![fs.name().to_string()];
+    // The race's budget is the run option `--budget`, resolved as `run` resolves it, over
+    // the race's own default.
+    flags.budget = flags.budget.or(Some(Budget(DEFAULT_TUNE_BUDGET)));
     let names = crate::workload::names();
     let base = resolve::resolve(None, &flags, &names, &|_| true)?;
+    let budget = base.runs.budget().unwrap_or(DEFAULT_TUNE_BUDGET);
     let req = Request {
         fs,
         space_file: args.space.clone(),
@@ -103,7 +105,7 @@ fn new_setup(args: &TuneArgs, given: &[String], dir: &std::path::Path) -> Result
             .candidates
             .map_or(setup::DEFAULT_CANDIDATES, |n| n as usize),
         seed: args.sample_seed,
-        budget: args.settings.budget.map_or(DEFAULT_BUDGET, |b| b.0),
+        budget,
         base,
         history: crate::cost::history::History::beside(dir, 20),
     };

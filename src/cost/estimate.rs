@@ -27,13 +27,20 @@ pub fn copied_layout(plan: &Plan, t: usize, w: &str) -> Option<Layout> {
         .and_then(|w| Layout::copied_by(w.as_ref()))
 }
 
-/// Prices `cells` (target index into `plan.targets`, workload name): history first, else
-/// the model. `files` is what a workload's cells start from, in files (the data set's, or
-/// its own state's: `workload::initial`); a target's images grow with the largest.
+/// One cell to price: the target (an index into `plan.targets`), the data set (an index
+/// into [`Plan::datasets`]) and the workload's name.
+pub type Priced<'w> = (usize, usize, &'w str);
+
+/// Prices `cells`: history first, else the model. `files` is what a workload's cells start
+/// from at a scale of the series ([`Plan::scale_index`]), in files (the largest data set's
+/// at that scale, or the workload's own state's: `workload::initial`); a target's images
+/// grow with the largest. Each scale of a `--scale` series is priced as a plan of that
+/// scale alone would be, and the series as their sum: every scale has its own cells and its
+/// own images, so pricing them all at one scale misprices a series.
 pub fn estimate(
     plan: &Plan,
-    cells: &[(usize, &str)],
-    files: &dyn Fn(&str) -> f64,
+    cells: &[Priced],
+    files: &dyn Fn(&str, usize) -> f64,
     history: &History,
 ) -> Estimate {
     let mut e = Estimate {
@@ -41,28 +48,37 @@ pub fn estimate(
         from_history: 0,
         from_model: 0,
     };
-    // Each target's images once: as earlier runs priced them apart from their cells, else
-    // one model image per layout the target's cells copy.
-    let mut imaged: Vec<(usize, Layout, u64)> = cells
-        .iter()
-        .filter_map(|&(t, w)| copied_layout(plan, t, w).map(|l| (t, l, files(w) as u64)))
-        .collect();
-    imaged.sort_unstable();
-    imaged.dedup_by_key(|i| (i.0, i.1));
-    let mut priced: Vec<usize> = Vec::new();
-    for &(t, _, _) in &imaged {
-        if priced.contains(&t) {
+    for (s, scale) in plan.scales().into_iter().enumerate() {
+        let of_s: Vec<(usize, &str)> = (cells.iter())
+            .filter(|c| plan.scale_index(c.1) == s)
+            .map(|&(t, _, w)| (t, w))
+            .collect();
+        if of_s.is_empty() {
             continue;
         }
-        priced.push(t);
-        let target = &plan.targets[t];
-        let layouts = imaged.iter().filter(|i| i.0 == t);
-        let largest = layouts.clone().map(|i| i.2).max().unwrap_or(0) as f64;
-        e.minimum_s += match history.images(&target.name, largest) {
-            Some(s) => s,
-            None => layouts.map(|i| model_image(target.fs, i.2 as f64)).sum(),
-        };
+        let one = one_scale(plan, &of_s, &|w| files(w, s), scale, history);
+        e.minimum_s += one.minimum_s;
+        e.from_history += one.from_history;
+        e.from_model += one.from_model;
     }
+    e
+}
+
+/// Prices the `cells` (target index, workload name) of one scale, `scale`, whose
+/// workloads start from `files` files.
+fn one_scale(
+    plan: &Plan,
+    cells: &[(usize, &str)],
+    files: &dyn Fn(&str) -> f64,
+    scale: f64,
+    history: &History,
+) -> Estimate {
+    let mut e = Estimate {
+        minimum_s: 0.0,
+        from_history: 0,
+        from_model: 0,
+    };
+    e.minimum_s += images(plan, cells, files, history);
     for &(t, w) in cells {
         let target = &plan.targets[t];
         let files = files(w);
@@ -73,7 +89,8 @@ pub fn estimate(
             }
             None => {
                 let lays_down = copied_layout(plan, t, w).is_none();
-                e.minimum_s += model_cell(target.fs, files, lays_down) + fixed_seconds(plan, w);
+                e.minimum_s +=
+                    model_cell(target.fs, files, lays_down) + fixed_seconds(plan, w, scale);
                 e.from_model += 1;
             }
         }
@@ -81,14 +98,46 @@ pub fn estimate(
     e
 }
 
-/// What `plan`'s options for `w` fix of its cells' length ([`Workload::fixed_seconds`]),
+/// Seconds each target's images take, once: as earlier runs priced them apart from their
+/// cells, else one model image per layout the target's cells copy.
+fn images(
+    plan: &Plan,
+    cells: &[(usize, &str)],
+    files: &dyn Fn(&str) -> f64,
+    history: &History,
+) -> f64 {
+    let mut imaged: Vec<(usize, Layout, u64)> = cells
+        .iter()
+        .filter_map(|&(t, w)| copied_layout(plan, t, w).map(|l| (t, l, files(w) as u64)))
+        .collect();
+    imaged.sort_unstable();
+    imaged.dedup_by_key(|i| (i.0, i.1));
+    let mut priced: Vec<usize> = Vec::new();
+    let mut seconds = 0.0;
+    for &(t, _, _) in &imaged {
+        if priced.contains(&t) {
+            continue;
+        }
+        priced.push(t);
+        let target = &plan.targets[t];
+        let layouts = imaged.iter().filter(|i| i.0 == t);
+        let largest = layouts.clone().map(|i| i.2).max().unwrap_or(0) as f64;
+        seconds += match history.images(&target.name, largest) {
+            Some(s) => s,
+            None => layouts.map(|i| model_image(target.fs, i.2 as f64)).sum(),
+        };
+    }
+    seconds
+}
+
+/// What `plan`'s options for `w` fix of its cells' length on a data set at `scale` ([`Workload::fixed_seconds`]),
 /// which the model's file count does not see.
 ///
 /// [`Workload::fixed_seconds`]: crate::workload::Workload::fixed_seconds
-fn fixed_seconds(plan: &Plan, w: &str) -> f64 {
+fn fixed_seconds(plan: &Plan, w: &str, scale: f64) -> f64 {
     let empty = toml::Table::new();
     let options = plan.workload_options.get(w).unwrap_or(&empty);
-    crate::workload::by_name(w).map_or(0.0, |wl| wl.fixed_seconds(options, plan.dataset.scale))
+    crate::workload::by_name(w).map_or(0.0, |wl| wl.fixed_seconds(options, scale))
 }
 
 #[cfg(test)]
@@ -116,8 +165,8 @@ mod tests {
         // A plan of three touch cells on ext4 pays for the image once.
         let ext4 = crate::plan::catalogue::get("ext4").unwrap();
         let plan = Plan::of(vec![ext4], &["touch"], Default::default());
-        let cells = [(0, "touch"), (0, "touch"), (0, "touch")];
-        let e = estimate(&plan, &cells, &|_| files, &h);
+        let cells = [(0, 0, "touch"), (0, 0, "touch"), (0, 0, "touch")];
+        let e = estimate(&plan, &cells, &|_, _| files, &h);
         assert_eq!(e.minimum_s, 4.0 + 3.0);
     }
 
@@ -128,8 +177,13 @@ mod tests {
         let ext4 = crate::plan::catalogue::get("ext4").unwrap();
         let plan = Plan::of(vec![ext4], &["create", "touch", "copy"], Default::default());
         let files = 11_000.0; // one second of creating at ext4's model rate
-        let cells = [(0, "create"), (0, "touch"), (0, "touch"), (0, "copy")];
-        let e = estimate(&plan, &cells, &|_| files, &History::default());
+        let cells = [
+            (0, 0, "create"),
+            (0, 0, "touch"),
+            (0, 0, "touch"),
+            (0, 0, "copy"),
+        ];
+        let e = estimate(&plan, &cells, &|_, _| files, &History::default());
         let lays_down = model_cell(FsKind::Ext4, files, true);
         let on_copy = model_cell(FsKind::Ext4, files, false);
         // touch copies the data set's image, copy the dated one's: two images.
@@ -152,7 +206,7 @@ mod tests {
             let mut plan = Plan::of(vec![ext4.clone()], &["db"], Default::default());
             plan.workload_options
                 .insert("db".into(), toml::from_str(options).unwrap());
-            estimate(&plan, &[(0, "db")], &|_| 1000.0, &History::default()).minimum_s
+            estimate(&plan, &[(0, 0, "db")], &|_, _| 1000.0, &History::default()).minimum_s
         };
         let one = with("threads = 16\nduration = 1");
         // Two counts, each also with maintenance: four points of 10 s.
@@ -161,5 +215,40 @@ mod tests {
         // An auto-tuned count searches 1, 2, 4 … 32 clients for a second each first.
         let auto = with("threads = \"auto\"\nduration = 1\nauto_max_threads = 32");
         assert!((auto - one - 6.0).abs() < 1e-9, "{auto} - {one}");
+    }
+
+    /// A `--scale` series was priced at one scale: each of its data sets has its own cells
+    /// and its own images, so the series costs what its scales cost one by one.
+    #[test]
+    fn a_scale_series_is_priced_at_every_scale() {
+        let ext4 = crate::plan::catalogue::get("ext4").unwrap();
+        let scales = [0.001, 0.01, 0.1];
+        let mut series = Plan::of(vec![ext4], &["create", "scan", "db"], Default::default());
+        series.dataset.scale = scales[0];
+        series.extra_scales = scales[1..].to_vec();
+        let files = |d: usize| 1000.0 * 10f64.powi(d as i32);
+        let cells = |d: usize| [(0, d, "create"), (0, d, "scan"), (0, d, "db")];
+        let all: Vec<Priced> = (0..3).flat_map(cells).collect();
+        let whole = estimate(&series, &all, &|_, d| files(d), &History::default());
+        let mut sum = 0.0;
+        for (d, &scale) in scales.iter().enumerate() {
+            let mut one = series.clone();
+            one.dataset.scale = scale;
+            one.extra_scales.clear();
+            let e = estimate(&one, &cells(0), &|_, _| files(d), &History::default());
+            assert!(e.minimum_s > 0.0);
+            sum += e.minimum_s;
+        }
+        assert!(
+            (whole.minimum_s - sum).abs() < 1e-9,
+            "{} != {sum}",
+            whole.minimum_s
+        );
+        assert_eq!(whole.from_model, 9);
+        let first = estimate(&series, &all[..3], &|_, _| files(0), &History::default());
+        assert!(
+            whole.minimum_s > 3.0 * first.minimum_s,
+            "the larger scales cost more"
+        );
     }
 }

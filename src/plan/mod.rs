@@ -2,11 +2,13 @@
 //! an optional TOML plan file and command-line flags, in that order of precedence (flags win).
 
 pub mod catalogue;
+pub mod cells;
 pub mod cpus;
 pub mod file;
 pub mod fs_kind;
 pub mod fs_size;
 pub mod io_hosts;
+pub mod placement;
 pub mod resolve;
 pub mod series;
 pub mod settings;
@@ -172,6 +174,13 @@ impl Runs {
             Runs::Auto { max, .. } => max,
         }
     }
+    /// The wall-time budget of `auto`; `None` for a fixed count.
+    pub fn budget(self) -> Option<Duration> {
+        match self {
+            Runs::Fixed(_) => None,
+            Runs::Auto { budget, .. } => Some(budget),
+        }
+    }
     /// The repetitions always run.
     pub fn min(self) -> u32 {
         match self {
@@ -201,6 +210,9 @@ pub const DEFAULT_RUNS: u32 = 3;
 pub const MAX_AUTO_RUNS: u32 = 30;
 /// The time budget of an `auto` run when none is given: the whole default run's wall time.
 pub const DEFAULT_BUDGET: Duration = Duration::from_secs(300);
+/// The time budget of `fsarena tune` when none is given: a race of the default 16
+/// candidates at their minimum runs.
+pub const DEFAULT_TUNE_BUDGET: Duration = Duration::from_secs(15 * 60);
 /// The shortest measured phase a key metric may come from (`--phase-floor`).
 pub const DEFAULT_PHASE_FLOOR: Duration = Duration::from_millis(500);
 /// Data-set scale when neither flag nor file says: small enough for a first run.

@@ -38,6 +38,11 @@ impl Plan {
             .collect()
     }
 
+    /// Which of [`Plan::scales`] data set `i` of [`Plan::datasets`] is at.
+    pub fn scale_index(&self, i: usize) -> usize {
+        i % (1 + self.extra_scales.len())
+    }
+
     /// How many data sets every cell runs on.
     pub fn dataset_count(&self) -> usize {
         (1 + self.extra_profiles.len()) * (1 + self.extra_scales.len())

@@ -189,7 +189,19 @@ fn fmt_pct(p: f64) -> String {
 }
 
 impl Measurement {
-    /// The identity used by `--resume` to know a cell is already recorded.
+    /// The cell this record belongs to.
+    pub fn cell_id(&self) -> CellId {
+        CellId {
+            target: self.target.clone(),
+            workload: self.workload.clone(),
+            threads: self.threads,
+            repetition: self.repetition,
+            dataset: self.dataset.clone(),
+        }
+    }
+
+    /// The point of a cell this record measured (`--resume` measures again only the
+    /// points a cell cut short is missing).
     pub fn key(&self) -> CellKey {
         CellKey {
             target: self.target.clone(),
@@ -202,7 +214,21 @@ impl Measurement {
     }
 }
 
-/// Identity of a measurement cell.
+/// One cell by the names its records carry: a target × workload × thread count ×
+/// repetition, on a data set of the series. The one identity the run skips, counts and
+/// resumes by (its points together, unlike the per-point [`CellKey`]). Ordered by its
+/// fields in this order: the order cells cut short are listed in.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct CellId {
+    pub target: String,
+    pub workload: String,
+    pub threads: u32,
+    pub repetition: u32,
+    /// The data set's label, when the run has several ([`crate::plan::Plan::dataset_label`]).
+    pub dataset: Option<String>,
+}
+
+/// Identity of one point of a measurement cell (its `variant`).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct CellKey {
     pub target: String,

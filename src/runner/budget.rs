@@ -25,6 +25,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use crate::plan::Plan;
 use crate::report::key_metric;
+use crate::results::record::CellId;
 use crate::results::store::Loaded;
 use crate::stats::sequential::Looks;
 use crate::stats::verdicts::{self, Point};
@@ -38,6 +39,16 @@ pub struct Group {
     /// The data set's profile, when the run has several.
     pub dataset: Option<String>,
     pub threads: u32,
+}
+
+impl Group {
+    /// Whether `cell` is one of this group's repetitions.
+    pub fn holds(&self, cell: &CellId) -> bool {
+        self.target == cell.target
+            && self.workload == cell.workload
+            && self.threads == cell.threads
+            && self.dataset == cell.dataset
+    }
 }
 
 /// An undecided comparison of a disk target with the baseline.

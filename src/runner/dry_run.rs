@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use super::preflight::{self, Checked, Sized};
 use super::schedule;
 use super::terms::{RunError, RunOptions};
-use crate::cost::estimate::{copied_layout, estimate};
+use crate::cost::estimate::{copied_layout, estimate, Priced};
 use crate::cost::history::History;
 use crate::plan::size::human_bytes;
 use crate::plan::{Location, Plan, Runs};
@@ -60,11 +60,11 @@ struct Preview<'p> {
     opts: &'p RunOptions,
     checked: &'p Checked,
     sized: &'p Sized,
-    /// Per workload, its thread counts ([`schedule::thread_lists`]).
-    wl: Vec<(usize, Vec<usize>)>,
+    /// Per workload, whether it takes `--threads` ([`schedule::takes_threads`]).
+    takes_threads: Vec<bool>,
     datasets: usize,
-    /// Every cell of the minimum repetitions: (target index, workload, threads).
-    minimum: Vec<(usize, &'static str, usize)>,
+    /// Every cell of the minimum repetitions: (target index, data set index, workload).
+    minimum: Vec<Priced<'static>>,
     /// The work directory a run would make, its time and process id left as placeholders.
     run_dir: PathBuf,
 }
@@ -72,15 +72,15 @@ struct Preview<'p> {
 impl<'p> Preview<'p> {
     /// Lays the minimum repetitions out as a run would.
     fn new(plan: &'p Plan, opts: &'p RunOptions, checked: &'p Checked, sized: &'p Sized) -> Self {
-        let wl = schedule::thread_lists(plan, &checked.workloads);
+        let takes_threads = schedule::takes_threads(&checked.workloads);
         let datasets = plan.dataset_count();
-        let minimum = (0..plan.runs.min())
-            .flat_map(|rep| schedule::repetition(rep, checked.usable.len(), datasets, &wl))
+        let minimum = (plan.cells(0..plan.runs.min(), checked.usable.len(), &takes_threads))
+            .into_iter()
             .map(|c| {
                 (
                     checked.usable[c.target],
+                    c.dataset,
                     checked.workloads[c.workload].spec().name,
-                    c.threads,
                 )
             })
             .collect();
@@ -89,7 +89,7 @@ impl<'p> Preview<'p> {
             opts,
             checked,
             sized,
-            wl,
+            takes_threads,
             datasets,
             minimum,
             run_dir: opts.work_root.join("run-<time>-<pid>"),
@@ -110,14 +110,10 @@ impl<'p> Preview<'p> {
     fn cells(&self, s: &mut String) {
         let (plan, checked) = (self.plan, self.checked);
         let datasets = self.datasets;
-        let points: usize = datasets * self.wl.iter().map(|(_, t)| t.len()).sum::<usize>();
+        let points = plan.cells(0..1, 1, &self.takes_threads).len();
         let min_runs = plan.runs.min();
         let targets = self.targets();
-        let ignoring = checked
-            .workloads
-            .iter()
-            .filter(|w| !w.spec().uses_threads)
-            .count();
+        let ignoring = self.takes_threads.iter().filter(|&&t| !t).count();
         let _ = writeln!(
             s,
             "dry run: nothing is created, formatted or mounted.\n\
@@ -264,10 +260,12 @@ impl<'p> Preview<'p> {
     /// (else the coarse model), and whether an `auto` budget leaves room after it.
     fn estimate(&self, s: &mut String) {
         let history = History::beside(&self.opts.out, 20);
-        let priced: Vec<(usize, &str)> = self.minimum.iter().map(|&(t, w, _)| (t, w)).collect();
-        let (starts, data_files) = (&self.sized.starts, self.sized.files as u64);
-        let files = |w: &str| starts.files_of(w, data_files).unwrap_or(data_files) as f64;
-        let e = estimate(self.plan, &priced, &files, &history);
+        let (starts, each) = (&self.sized.starts, &self.sized.scale_files);
+        let files = |w: &str, s: usize| {
+            let data_files = each.get(s).copied().unwrap_or(self.sized.files) as u64;
+            starts.files_of(w, data_files).unwrap_or(data_files) as f64
+        };
+        let e = estimate(self.plan, &self.minimum, &files, &history);
         let basis = match (e.from_history, e.from_model) {
             (_, 0) => "priced from earlier runs on this host".to_string(),
             (0, _) => "a coarse model: no earlier run of these targets here".to_string(),
@@ -299,32 +297,35 @@ impl<'p> Preview<'p> {
     fn commands(&self, s: &mut String) {
         let (plan, opts, checked) = (self.plan, self.opts, self.checked);
         let mut seq = 0;
-        for rep in 0..plan.runs.min() {
-            for cell in schedule::repetition(rep, checked.usable.len(), self.datasets, &self.wl) {
-                seq += 1;
-                let t = &plan.targets[checked.usable[cell.target]];
-                let spec = InstanceSpec {
-                    target: t,
-                    seq,
-                    size: crate::plan::fs_size::for_target(t, self.sized.image, self.sized.memory),
-                    allow_device: opts.allow_device,
-                    wipe: opts.wipe,
-                    daemon_cpus: None,
-                };
-                let _ = writeln!(
-                    s,
-                    "cell {seq}: repetition {} target {} workload {}{} threads {}",
-                    rep + 1,
-                    t.name,
-                    checked.workloads[cell.workload].spec().name,
-                    plan.dataset_label(cell.dataset)
-                        .map(|l| format!(" on {l}"))
-                        .unwrap_or_default(),
-                    cell.threads
-                );
-                for c in planned_commands(&spec, &self.run_dir) {
-                    let _ = writeln!(s, "    {c}");
-                }
+        let cells = plan.cells(
+            0..plan.runs.min(),
+            checked.usable.len(),
+            &self.takes_threads,
+        );
+        for cell in cells {
+            seq += 1;
+            let t = &plan.targets[checked.usable[cell.target]];
+            let spec = InstanceSpec {
+                target: t,
+                seq,
+                size: crate::plan::fs_size::for_target(t, self.sized.image, self.sized.memory),
+                allow_device: opts.allow_device,
+                wipe: opts.wipe,
+                daemon_cpus: None,
+            };
+            let _ = writeln!(
+                s,
+                "cell {seq}: repetition {} target {} workload {}{} threads {}",
+                cell.repetition + 1,
+                t.name,
+                checked.workloads[cell.workload].spec().name,
+                plan.dataset_label(cell.dataset)
+                    .map(|l| format!(" on {l}"))
+                    .unwrap_or_default(),
+                cell.threads
+            );
+            for c in planned_commands(&spec, &self.run_dir) {
+                let _ = writeln!(s, "    {c}");
             }
         }
     }
@@ -333,12 +334,12 @@ impl<'p> Preview<'p> {
 /// What the plan's loop images are: one written with the data set per target and layout
 /// (dated or not), copied for the cells that start from it and made equal to it again between
 /// them, and a fresh one for each cell that starts from an empty file system.
-fn images_line(plan: &Plan, cells: &[(usize, &str, usize)], size: u64) -> String {
+fn images_line(plan: &Plan, cells: &[Priced], size: u64) -> String {
     use crate::golden::layout::Layout;
     let on_loop: Vec<(usize, Option<Layout>)> = cells
         .iter()
         .filter(|(t, _, _)| matches!(plan.targets[*t].location, Location::Loop))
-        .map(|&(t, w, _)| (t, copied_layout(plan, t, w)))
+        .map(|&(t, _, w)| (t, copied_layout(plan, t, w)))
         .collect();
     if on_loop.is_empty() {
         return "none (no target on a loop image)".into();
@@ -403,10 +404,10 @@ mod tests {
             Default::default(),
         );
         let cells = [
-            (0, "create", 0),
-            (0, "scan", 0),
-            (1, "scan", 0),
-            (1, "scan", 0),
+            (0, 0, "create"),
+            (0, 0, "scan"),
+            (1, 0, "scan"),
+            (1, 0, "scan"),
         ];
         let line = images_line(&plan, &cells, 1 << 30);
         assert!(
@@ -423,7 +424,7 @@ mod tests {
         assert!(!scan_only.contains("fresh"), "{scan_only}");
         // copy's `within` point starts from the dated data set: a second image of ext4.
         let plan = Plan::of(vec![get("ext4")], &["copy", "scan"], Default::default());
-        let line = images_line(&plan, &[(0, "copy", 0), (0, "scan", 0)], 1 << 30);
+        let line = images_line(&plan, &[(0, 0, "copy"), (0, 0, "scan")], 1 << 30);
         assert!(line.contains("2 written once"), "{line}");
     }
 }

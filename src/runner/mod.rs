@@ -4,8 +4,8 @@
 //!
 //! Read top-down, a run is a pipeline: the plan checked ([`preflight`]) and its processes
 //! joined ([`ranks`]: alone, or the ranks of an MPI job, one [`team::Team`] either way);
-//! the results store opened ([`recording`]); the plan walked in its order ([`schedule`]),
-//! then the budget's rounds ([`rounds`], [`budget`]) by [`walk`]; each cell measured
+//! the results store opened ([`recording`]); the plan's cells walked in their order
+//! ([`crate::plan::Plan::cells`]), then the budget's rounds ([`rounds`], [`budget`]) by [`walk`]; each cell measured
 //! ([`cell`]: its file systems, its points under the [`harness`], each checked) and its
 //! records kept. This module holds [`run`]; the run's inputs, outcome and errors are in
 //! [`terms`], below every step that reads them.
@@ -13,6 +13,7 @@
 pub mod assemble;
 pub mod budget;
 pub mod cell;
+pub mod deadline;
 pub mod dry_run;
 pub mod failure;
 pub mod fs_sizes;
@@ -34,14 +35,15 @@ pub mod walk;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
+use crate::plan::cells::Cell;
 use crate::plan::Plan;
 use crate::provision::WorkDir;
+use crate::results::record::CellId;
 use crate::results::store::Store;
 use crate::workload::Workload;
+pub use deadline::{Deadline, CLOSING};
 pub use dry_run::dry_run;
 pub use preflight::usable_targets;
-use recording::DoneKey;
-pub use rounds::CLOSING;
 pub use terms::{RunError, RunOptions, RunSummary};
 
 /// Runs the plan. Returns once every cell ran or `cancel` was raised; the results file
@@ -238,40 +240,32 @@ fn incomplete(
         Ok(l) => recording::tally(&l).done,
         Err(e) => return vec![format!("the results cannot be read back: {e}")],
     };
-    let mut missing = Vec::new();
-    let mut total = 0;
-    for (w, threads) in schedule::thread_lists(plan, workloads) {
-        for t in targets {
-            for &th in &threads {
-                for d in 0..plan.dataset_count() {
-                    for rep in 0..plan.runs.min() {
-                        total += 1;
-                        let label = plan.dataset_label(d);
-                        let on = label
-                            .as_ref()
-                            .map(|l| format!(" on {l}"))
-                            .unwrap_or_default();
-                        let k = DoneKey {
-                            target: t.to_string(),
-                            workload: workloads[w].spec().name.to_string(),
-                            threads: th as u32,
-                            repetition: rep,
-                            dataset: label,
-                        };
-                        if !done.contains(&k) {
-                            missing.push(format!(
-                                "{} {}{on} threads {} repetition {}",
-                                k.target,
-                                k.workload,
-                                k.threads,
-                                rep + 1
-                            ));
-                        }
-                    }
-                }
-            }
-        }
-    }
+    let takes_threads = schedule::takes_threads(workloads);
+    let cells = plan.cells(0..plan.runs.min(), targets.len(), &takes_threads);
+    let total = cells.len();
+    let mut missing: Vec<(&Cell, CellId)> = (cells.iter())
+        .map(|c| (c, cell_id(plan, c, targets, workloads)))
+        .filter(|(_, k)| !done.contains(k))
+        .collect();
+    // Listed workload first, then target, thread count (in the plan's order), data set
+    // and repetition.
+    missing.sort_by_key(|&(c, _)| {
+        let thread =
+            (plan.threads_of(&takes_threads, c.workload).iter()).position(|&t| t == c.threads);
+        (c.workload, c.target, thread, c.dataset, c.repetition)
+    });
+    let missing: Vec<String> = (missing.iter())
+        .map(|(_, k)| {
+            let on = (k.dataset.as_ref())
+                .map(|l| format!(" on {l}"))
+                .unwrap_or_default();
+            let rep = k.repetition + 1;
+            format!(
+                "{} {}{on} threads {} repetition {rep}",
+                k.target, k.workload, k.threads
+            )
+        })
+        .collect();
     if missing.is_empty() {
         return Vec::new();
     }
@@ -281,6 +275,17 @@ fn incomplete(
         missing[0],
         out.display()
     )]
+}
+
+/// What the results file calls `cell` of the plan's minimum on `targets`.
+fn cell_id(plan: &Plan, cell: &Cell, targets: &[&str], workloads: &[Box<dyn Workload>]) -> CellId {
+    CellId {
+        target: targets[cell.target].to_string(),
+        workload: workloads[cell.workload].spec().name.to_string(),
+        threads: cell.threads as u32,
+        repetition: cell.repetition,
+        dataset: plan.dataset_label(cell.dataset),
+    }
 }
 
 /// The work directory goes when the run ends, unless `--keep`; mounts and loop devices

@@ -36,7 +36,11 @@ pub struct Sized {
     /// The size of a tmpfs target that sets none ([`fs_size::memory_size`]).
     pub memory: u64,
     pub data_bytes: u64,
+    /// The files of the largest data set.
     pub files: usize,
+    /// The files of the largest data set at each of [`Plan::scales`] (what the estimate
+    /// prices the cells of that scale at).
+    pub scale_files: Vec<usize>,
     /// The most disk the run's work directory holds at once (see [`disk_need`]).
     pub disk_bytes: u64,
     /// The data set's measured zstd ratio (`None` for a user's own directory).
@@ -97,6 +101,12 @@ pub fn size(plan: &Plan, opts: &RunOptions) -> Result<Sized, RunError> {
     let largest = largest_dataset(plan);
     let manifest = largest.plan()?;
     let data_bytes = manifest.total_bytes();
+    let scale_files = match plan.scales().len() {
+        1 => vec![manifest.files.len()],
+        n => (0..n)
+            .map(|s| largest_at_scale(plan, s).plan().map(|m| m.files.len()))
+            .collect::<Result<_, _>>()?,
+    };
     let held = Held::new(starts.bytes_to_hold(data_bytes), &each);
     let image = size_check(plan, held, &opts.work_root, opts.space_check)?;
     check_mkfs_options(plan, image, &opts.work_root)?;
@@ -105,6 +115,7 @@ pub fn size(plan: &Plan, opts: &RunOptions) -> Result<Sized, RunError> {
         memory: fs_size::memory_size(held.largest),
         data_bytes,
         files: manifest.files.len(),
+        scale_files,
         disk_bytes: disk_need(plan, held),
         // Said of the data set only where a workload reads it.
         zstd_ratio: starts
@@ -361,9 +372,23 @@ fn estimate(plan: &Plan) -> Result<u64, RunError> {
 
 /// The plan's data set with the most bytes (the one the images are sized for).
 fn largest_dataset(plan: &Plan) -> crate::dataset::DatasetSpec {
+    largest(plan, plan.datasets().into_iter())
+}
+
+/// The data set with the most bytes among those at scale `s` of the series.
+fn largest_at_scale(plan: &Plan, s: usize) -> crate::dataset::DatasetSpec {
+    let datasets = plan.datasets().into_iter().enumerate();
+    let at = datasets.filter(|(i, _)| plan.scale_index(*i) == s);
+    largest(plan, at.map(|(_, d)| d))
+}
+
+/// Of `datasets`, the one with the most bytes (the plan's first if there is none).
+fn largest(
+    plan: &Plan,
+    datasets: impl Iterator<Item = crate::dataset::DatasetSpec>,
+) -> crate::dataset::DatasetSpec {
     let bytes = |d: &crate::dataset::DatasetSpec| crate::dataset::sizing::bytes(d).unwrap_or(0.0);
-    plan.datasets()
-        .into_iter()
+    datasets
         .max_by(|a, b| bytes(a).total_cmp(&bytes(b)))
         .unwrap_or_else(|| plan.dataset.clone())
 }

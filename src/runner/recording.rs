@@ -6,62 +6,27 @@ use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
-use super::budget::Group;
 use super::host_facts;
 use super::set_aside::SetAside;
 use super::team::Team;
 use super::terms::{RunError, RunOptions};
 use crate::plan::Plan;
 use crate::report;
-use crate::results::record::CellKey;
+use crate::results::record::{CellId, CellKey};
 use crate::results::store::{self, Loaded, Store};
 use crate::results::{Measurement, Status};
 use crate::workload::Workload;
-
-/// A cell as `--resume` skips it: all its points together, unlike the per-point
-/// [`crate::results::CellKey`]. Ordered by its fields in this order (the order cells cut
-/// short are listed in).
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct DoneKey {
-    pub target: String,
-    pub workload: String,
-    pub threads: u32,
-    pub repetition: u32,
-    /// The data set's profile, when the run has several.
-    pub dataset: Option<String>,
-}
-
-impl DoneKey {
-    /// The cell a record belongs to.
-    pub fn of(m: &Measurement) -> DoneKey {
-        DoneKey {
-            target: m.target.clone(),
-            workload: m.workload.clone(),
-            threads: m.threads,
-            repetition: m.repetition,
-            dataset: m.dataset.clone(),
-        }
-    }
-
-    /// Whether this cell is one of the repetitions of group `g`.
-    pub fn is_of(&self, g: &Group) -> bool {
-        self.target == g.target
-            && self.workload == g.workload
-            && self.threads == g.threads
-            && self.dataset == g.dataset
-    }
-}
 
 /// What a results file holds, counted by cell.
 #[derive(Debug, Default)]
 pub struct Tally {
     /// Cells every point of which is recorded in final form.
-    pub done: HashSet<DoneKey>,
+    pub done: HashSet<CellId>,
     /// Final records of cells cut short (a kill -9 between the points of a sweep, a torn
     /// last line): kept, and only the missing points are measured again.
     pub points: HashSet<CellKey>,
     /// Cells cut short: (cell, points recorded, points it has).
-    pub partial: Vec<(DoneKey, usize, u32)>,
+    pub partial: Vec<(CellId, usize, u32)>,
     /// Final records that did not end `ok`, as summary lines.
     pub failures: Vec<String>,
 }
@@ -69,9 +34,9 @@ pub struct Tally {
 /// Counts what `loaded` holds: a cell is done when none of its records is unfinished and
 /// it has as many final records as it has points (records carry the count).
 pub fn tally(loaded: &Loaded) -> Tally {
-    let mut by_cell: HashMap<DoneKey, Vec<&Measurement>> = HashMap::new();
+    let mut by_cell: HashMap<CellId, Vec<&Measurement>> = HashMap::new();
     for m in &loaded.measurements {
-        by_cell.entry(DoneKey::of(m)).or_default().push(m);
+        by_cell.entry(m.cell_id()).or_default().push(m);
     }
     let mut t = Tally::default();
     for (k, mut ms) in by_cell {

@@ -6,19 +6,14 @@
 use std::collections::{HashMap, HashSet};
 
 use super::budget::{Group, Round};
-use super::recording::DoneKey;
-use super::schedule::Cell;
-
-/// What a run keeps of its budget for its start, before the budget's clock, and its end:
-/// the populated images removed and the report written (3.7 s after the last cell of the
-/// default run on 2026-11-27, where 3 s were kept).
-pub const CLOSING: std::time::Duration = std::time::Duration::from_secs(4);
+use crate::plan::cells::Cell;
+use crate::results::record::CellId;
 
 /// The repetition each of `groups` goes on with: after the last one `done` holds (a
 /// resumed run's included), and never below the plan's `minimum`.
 pub fn next_repetitions(
     groups: impl IntoIterator<Item = Group>,
-    done: &HashSet<DoneKey>,
+    done: &HashSet<CellId>,
     minimum: u32,
 ) -> HashMap<Group, u32> {
     groups
@@ -26,7 +21,7 @@ pub fn next_repetitions(
         .map(|g| {
             let recorded = done
                 .iter()
-                .filter(|k| k.is_of(&g))
+                .filter(|k| g.holds(k))
                 .map(|k| k.repetition + 1)
                 .max()
                 .unwrap_or(0);

@@ -6,7 +6,7 @@
 //! however disturbed, marked so, and the report says how many.
 
 use super::budget::Group;
-use super::schedule::Cell;
+use crate::plan::cells::Cell;
 use crate::results::record::CellKey;
 use crate::results::store;
 use crate::results::{Measurement, Status};

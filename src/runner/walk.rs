@@ -11,20 +11,23 @@ use std::time::{Duration, Instant};
 
 use super::budget::{self, BudgetError, Group};
 use super::cell::{self, CellOutput, CellRun};
+use super::deadline::Deadline;
 use super::progress::Progress;
-use super::recording::{self, DoneKey, Recorder, Tally};
-use super::schedule::{self, Cell};
+use super::recording::{self, Recorder, Tally};
+use super::schedule;
 use super::set_aside::{self, SetAside};
 use super::team::Team;
 use super::terms::{RunOptions, RunSummary};
 use super::{preflight, rounds};
 
 mod stops;
+use crate::dataset::DatasetSpec;
 use crate::golden::populate;
+use crate::plan::cells::Cell;
 use crate::plan::fs_size;
 use crate::plan::{Plan, Runs, TargetConfig};
 use crate::provision::{InstanceSpec, WorkDir};
-use crate::results::record::CellKey;
+use crate::results::record::{CellId, CellKey};
 use crate::results::store::{Loaded, Store};
 use crate::results::{Measurement, Status};
 use crate::workload::Workload;
@@ -53,7 +56,11 @@ pub struct Inputs<'a> {
 /// A run in progress: what every cell needs, and what the run has recorded so far.
 pub struct Walk<'a> {
     inputs: Inputs<'a>,
-    done: HashSet<DoneKey>,
+    /// The plan's data sets as this process works with them ([`Team::dataset`]), and the
+    /// labels their records carry: resolved once for the run, not once a cell.
+    datasets: Vec<DatasetSpec>,
+    labels: Vec<Option<String>>,
+    done: HashSet<CellId>,
     /// Points of cells cut short that are recorded in final form (`--resume`).
     points: HashSet<CellKey>,
     /// What the results file holds, kept in memory as each record is appended: what the
@@ -76,11 +83,8 @@ pub struct Walk<'a> {
 /// The cells of the plan's minimum repetitions on the `usable` targets, in the order they
 /// run.
 fn minimum(plan: &Plan, workloads: &[Box<dyn Workload>], usable: &[usize]) -> Vec<Cell> {
-    let wl = schedule::thread_lists(plan, workloads);
-    let datasets = plan.dataset_count();
-    (0..plan.runs.min())
-        .flat_map(|rep| schedule::repetition(rep, usable.len(), datasets, &wl))
-        .collect()
+    let takes_threads = schedule::takes_threads(workloads);
+    plan.cells(0..plan.runs.min(), usable.len(), &takes_threads)
 }
 
 /// The records of cell `this` from where its file systems come (`source`): its points
@@ -133,8 +137,16 @@ impl<'a> Walk<'a> {
         let (plan, work, cancel) = (inputs.plan, inputs.work, inputs.cancel);
         let cells = minimum(plan, inputs.workloads, inputs.usable).len() as u64;
         let quiet = inputs.opts.quiet;
+        let datasets = (plan.datasets().into_iter())
+            .map(|d| inputs.team.dataset(d))
+            .collect();
+        let labels = (0..plan.dataset_count())
+            .map(|d| plan.dataset_label(d))
+            .collect();
         Walk {
             inputs,
+            datasets,
+            labels,
             done: tally.done,
             points: tally.points,
             state,
@@ -196,21 +208,26 @@ impl<'a> Walk<'a> {
         }
         let mut eta = Duration::from_secs_f64(secs);
         if let Runs::Auto { budget, .. } = self.inputs.plan.runs {
-            eta = eta.max(budget.saturating_sub(self.started.elapsed()));
+            eta = eta.max(Deadline::new(budget, self.started).until_end());
         }
         Some(eta)
     }
 
+    /// The label the records of data set `d` carry (none for a plan of one data set).
+    fn label(&self, d: usize) -> Option<String> {
+        self.labels.get(d).cloned().flatten()
+    }
+
     /// What the results file calls `cell` once it is recorded (`--resume` skips those).
-    fn done_key(&self, cell: &Cell) -> DoneKey {
-        DoneKey {
+    fn cell_id(&self, cell: &Cell) -> CellId {
+        CellId {
             target: self.inputs.plan.targets[self.inputs.usable[cell.target]]
                 .name
                 .clone(),
             workload: self.inputs.workloads[cell.workload].spec().name.to_string(),
             threads: cell.threads as u32,
             repetition: cell.repetition,
-            dataset: self.inputs.plan.dataset_label(cell.dataset),
+            dataset: self.label(cell.dataset),
         }
     }
 
@@ -221,7 +238,7 @@ impl<'a> Walk<'a> {
                 .name
                 .clone(),
             workload: self.inputs.workloads[cell.workload].spec().name.to_string(),
-            dataset: self.inputs.plan.dataset_label(cell.dataset),
+            dataset: self.label(cell.dataset),
             threads: cell.threads as u32,
         }
     }
@@ -244,7 +261,7 @@ impl<'a> Walk<'a> {
     fn build_images_ahead(&mut self, cells: &[Cell]) {
         let wanted: Vec<_> = cells
             .iter()
-            .filter(|c| !self.done.contains(&self.done_key(c)))
+            .filter(|c| !self.done.contains(&self.cell_id(c)))
             .map(|c| {
                 let spec = self.spec_for(&self.inputs.targets[self.inputs.usable[c.target]]);
                 (
@@ -289,13 +306,13 @@ impl<'a> Walk<'a> {
     fn skipped(&mut self, cell: &Cell) -> Option<&'static str> {
         let target = &self.inputs.targets[self.inputs.usable[cell.target]];
         let w = self.inputs.workloads[cell.workload].as_ref();
-        let shown = match self.inputs.plan.dataset_label(cell.dataset) {
+        let shown = match self.label(cell.dataset) {
             Some(l) => format!("{} · {l}", w.spec().name),
             None => w.spec().name.to_string(),
         };
         self.progress
             .start_cell(&target.name, &shown, cell.repetition + 1, cell.threads);
-        if self.done.contains(&self.done_key(cell)) {
+        if self.done.contains(&self.cell_id(cell)) {
             return Some("already recorded");
         }
         if self.stopped.contains_key(&target.name) {
@@ -316,9 +333,6 @@ impl<'a> Walk<'a> {
         let ahead = self
             .masters
             .take_ahead_seconds(w, cell.target, cell.dataset, &spec);
-        let datasets: Vec<_> = (self.inputs.plan.datasets().into_iter())
-            .map(|d| self.inputs.team.dataset(d))
-            .collect();
         // Each point is appended the moment it is checked (a kill -9 in a long sweep
         // keeps the points already finished).
         let cpus = self.state.host.cpus;
@@ -353,7 +367,7 @@ impl<'a> Walk<'a> {
             spec: &spec,
             workload: w,
             cell,
-            dataset: &datasets[cell.dataset.min(datasets.len() - 1)],
+            dataset: &self.datasets[cell.dataset.min(self.datasets.len() - 1)],
             work: self.inputs.work,
             cancel: self.inputs.cancel,
             master: None,
@@ -435,11 +449,11 @@ impl<'a> Walk<'a> {
     fn spend_budget(&mut self, max: u32, budget: Duration) -> Result<(), BudgetError> {
         // The run's own start (before this clock) and end (images removed, report
         // written) come out of the same budget: a 5-minute budget means 5 minutes of wall.
-        let budget = budget.saturating_sub(rounds::CLOSING);
+        let deadline = Deadline::new(budget, self.started);
         let mut next_rep =
             rounds::next_repetitions(self.groups(), &self.done, self.inputs.plan.runs.min());
         for round in 1.. {
-            let remaining = budget.saturating_sub(self.started.elapsed()).as_secs_f64();
+            let remaining = deadline.left_s();
             // The root (which holds the results) decides the round; every process runs it.
             let decided = self
                 .inputs
@@ -453,9 +467,9 @@ impl<'a> Walk<'a> {
             // Ranks run every cell of the round: one that left a cell out on its own clock
             // would wait for ever at the others' barriers.
             let limit = if self.inputs.team.is_alone() {
-                budget
+                deadline
             } else {
-                Duration::MAX
+                Deadline::never(self.started)
             };
             if self
                 .run_round(round, &groups, &mut next_rep, limit)
@@ -469,24 +483,14 @@ impl<'a> Walk<'a> {
 
     /// Every group of the plan on the targets that can run here.
     fn groups(&self) -> Vec<Group> {
-        let wl = schedule::thread_lists(self.inputs.plan, self.inputs.workloads);
-        let mut groups = Vec::new();
-        for target in 0..self.inputs.usable.len() {
-            for (w, threads) in &wl {
-                for &threads in threads {
-                    for dataset in 0..self.inputs.plan.dataset_count() {
-                        groups.push(self.group(&Cell {
-                            repetition: 0,
-                            target,
-                            dataset,
-                            workload: *w,
-                            threads,
-                        }));
-                    }
-                }
-            }
-        }
-        groups
+        let takes_threads = schedule::takes_threads(self.inputs.workloads);
+        (self
+            .inputs
+            .plan
+            .cells(0..1, self.inputs.usable.len(), &takes_threads)
+            .iter())
+        .map(|c| self.group(c))
+        .collect()
     }
 
     /// The groups of round `round`, from the comparisons still open in what the run has
@@ -525,13 +529,13 @@ impl<'a> Walk<'a> {
     }
 
     /// One budget round: a further repetition of each of `groups`, each cell started only
-    /// while it fits in the `budget`.
+    /// while it fits before the `deadline`.
     fn run_round(
         &mut self,
         round: usize,
         groups: &[Group],
         next_rep: &mut HashMap<Group, u32>,
-        budget: Duration,
+        deadline: Deadline,
     ) -> ControlFlow<()> {
         self.progress.grow(groups.len() as u64);
         let mut cells: Vec<Cell> = groups
@@ -542,7 +546,7 @@ impl<'a> Walk<'a> {
         for (i, cell) in cells.iter().enumerate() {
             // A round is planned from cells' average costs; a cell whose group's longest
             // would no longer fit in what is left of the budget is not started.
-            let left = budget.saturating_sub(self.started.elapsed()).as_secs_f64();
+            let left = deadline.left_s();
             let cost = self.costs.longest(&self.group(cell));
             if cost > left {
                 self.progress

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::cost::estimate::estimate;
+use crate::cost::estimate::{estimate, Priced};
 use crate::cost::history::History;
 use crate::plan::Plan;
 use crate::workload::initial::Starts;
@@ -58,7 +58,7 @@ impl Afforded {
 /// How many of `asked` candidates the `budget` pays for when each one's minimum costs
 /// `candidate_s` seconds: at least [`FEWEST`], at most `asked`.
 pub fn affordable(asked: usize, budget: Duration, candidate_s: f64) -> usize {
-    let budget = budget.saturating_sub(crate::runner::CLOSING).as_secs_f64();
+    let budget = crate::runner::Deadline::spendable(budget).as_secs_f64();
     let paid = if candidate_s > 0.0 {
         (budget / candidate_s).floor() as usize
     } else {
@@ -71,24 +71,26 @@ pub fn affordable(asked: usize, budget: Duration, candidate_s: f64) -> usize {
 /// defaults, as `fsarena run --target FS` names it, so earlier runs of it price it), and
 /// what that rests on.
 pub fn candidate_cost(plan: &Plan, min_runs: u32, history: &History) -> (f64, String) {
-    let mut cells: Vec<(usize, &str)> = Vec::new();
-    for name in &plan.workloads {
-        let points = match crate::workload::by_name(name) {
-            Some(w) if w.spec().uses_threads => plan.threads.len().max(1),
-            _ => 1,
-        };
-        let n = points * plan.dataset_count().max(1) * min_runs as usize;
-        cells.extend(std::iter::repeat((0, name.as_str())).take(n));
-    }
+    let datasets = plan.datasets();
+    let takes_threads: Vec<bool> = (plan.workloads.iter())
+        .map(|name| crate::workload::by_name(name).is_some_and(|w| w.spec().uses_threads))
+        .collect();
+    // The one target's cells (the plan has no other).
+    let cells: Vec<Priced> = (plan.cells(0..min_runs, 1, &takes_threads).iter())
+        .map(|c| (0, c.dataset, plan.workloads[c.workload].as_str()))
+        .collect();
     let starts = Starts::of(plan);
-    let data_files = plan
-        .datasets()
-        .iter()
-        .filter_map(|d| d.plan().ok())
-        .map(|m| m.files.len() as u64)
-        .max()
-        .unwrap_or(0);
-    let files = |w: &str| starts.files_of(w, data_files).unwrap_or(data_files) as f64;
+    // What the cells of each scale start from: the most files of a data set at it.
+    let mut each = vec![0u64; plan.scales().len()];
+    for (d, spec) in datasets.iter().enumerate() {
+        let files = spec.plan().map_or(0, |m| m.files.len() as u64);
+        let most = &mut each[plan.scale_index(d)];
+        *most = (*most).max(files);
+    }
+    let files = |w: &str, s: usize| {
+        let data_files = each.get(s).copied().unwrap_or(0);
+        starts.files_of(w, data_files).unwrap_or(data_files) as f64
+    };
     let e = estimate(plan, &cells, &files, history);
     let basis = match (e.from_history, e.from_model) {
         (_, 0) => "earlier runs on this host",

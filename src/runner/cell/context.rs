@@ -3,6 +3,7 @@
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
+use crate::plan::cells::Cell;
 use crate::plan::cpus::Placement;
 use crate::plan::Plan;
 use crate::provision::{InstanceSpec, MasterImage, WorkDir};
@@ -10,7 +11,6 @@ use crate::results::record::CellKey;
 use crate::results::Measurement;
 use crate::runner::failure::Failure;
 use crate::runner::host_facts;
-use crate::runner::schedule::Cell;
 use crate::runner::team::Team;
 use crate::workload::{Point, Workload};
 

@@ -5,6 +5,7 @@
 use super::{cell, rounds, Cell, Walk};
 use crate::plan::Runs;
 use crate::results::Measurement;
+use crate::runner::deadline::Deadline;
 
 impl Walk<'_> {
     /// A target whose first cell could not even make its file system (mkfs or mount
@@ -46,19 +47,18 @@ impl Walk<'_> {
         }
         let Some(first) = rest
             .first()
-            .filter(|c| !self.done.contains(&self.done_key(c)))
+            .filter(|c| !self.done.contains(&self.cell_id(c)))
         else {
             return false;
         };
-        let budget = budget.saturating_sub(rounds::CLOSING);
-        let left = budget.saturating_sub(self.started.elapsed()).as_secs_f64();
+        let left = Deadline::new(budget, self.started).left_s();
         let cost = self.costs.estimate(&self.group(first));
         if cost <= left {
             return false;
         }
         let baseline = &self.inputs.plan.baseline;
         let left_out: Vec<Cell> = (rest.iter())
-            .filter(|c| !self.done.contains(&self.done_key(c)))
+            .filter(|c| !self.done.contains(&self.cell_id(c)))
             .filter(|c| self.group(c).target != *baseline)
             .cloned()
             .collect();
