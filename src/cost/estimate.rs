@@ -8,7 +8,7 @@ use crate::golden::layout::Layout;
 use crate::plan::Plan;
 
 /// The estimate and what it rests on.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct Estimate {
     /// Seconds the minimum repetitions take.
     pub minimum_s: f64,
@@ -43,11 +43,7 @@ pub fn estimate(
     files: &dyn Fn(&str, usize) -> f64,
     history: &History,
 ) -> Estimate {
-    let mut e = Estimate {
-        minimum_s: 0.0,
-        from_history: 0,
-        from_model: 0,
-    };
+    let mut e = Estimate::default();
     for (s, scale) in plan.scales().into_iter().enumerate() {
         let of_s: Vec<(usize, &str)> = (cells.iter())
             .filter(|c| plan.scale_index(c.1) == s)
@@ -73,11 +69,7 @@ fn one_scale(
     scale: f64,
     history: &History,
 ) -> Estimate {
-    let mut e = Estimate {
-        minimum_s: 0.0,
-        from_history: 0,
-        from_model: 0,
-    };
+    let mut e = Estimate::default();
     e.minimum_s += images(plan, cells, files, history);
     for &(t, w) in cells {
         let target = &plan.targets[t];

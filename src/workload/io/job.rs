@@ -12,8 +12,17 @@ use super::metrics;
 /// Runs `job` in the work directory, stopping fio as soon as the run is cancelled or past
 /// its deadline; the stop comes back as the reason (`Interrupted` or `Timeout`).
 pub(super) fn run_fio(ctx: &Ctx, job: &FioJob) -> Result<FioRun, WorkloadError> {
+    until_stopped(ctx, |stop| fio::run(ctx.root, job, stop))
+}
+
+/// Runs `run` with a stop hook that asks `ctx` whether the run was cancelled or is past its
+/// deadline; fio's `Cancelled` comes back as that reason (`Interrupted` or `Timeout`).
+fn until_stopped<T>(
+    ctx: &Ctx,
+    run: impl FnOnce(&mut dyn FnMut() -> bool) -> Result<T, FioError>,
+) -> Result<T, WorkloadError> {
     let mut why = None;
-    let result = fio::run(ctx.root, job, &mut || match ctx.check() {
+    let result = run(&mut || match ctx.check() {
         Ok(()) => false,
         Err(e) => {
             why = Some(e);
@@ -38,18 +47,10 @@ pub(super) fn run_job(ctx: &Ctx, hosts: &[Server], job: &FioJob) -> Result<Ran, 
     if hosts.is_empty() {
         return run_fio(ctx, job).map(Ran::Local);
     }
-    let mut why = None;
-    let result = fio::client::run_clients(ctx.root, job, hosts, &mut || match ctx.check() {
-        Ok(()) => false,
-        Err(e) => {
-            why = Some(e);
-            true
-        }
-    });
-    match result {
-        Err(FioError::Cancelled) => Err(why.unwrap_or(WorkloadError::Interrupted)),
-        other => Ok(Ran::Clients(other?)),
-    }
+    until_stopped(ctx, |stop| {
+        fio::client::run_clients(ctx.root, job, hosts, stop)
+    })
+    .map(Ran::Clients)
 }
 
 impl Ran {
