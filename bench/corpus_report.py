@@ -21,7 +21,7 @@ def header(out, timings):
     unsettled = sum(c["unsettled"] for c in chunks)
     when = ", ".join(sorted({c["when"] for c in chunks}))
     return [f"quiet: {'yes' if load <= 0.5 else 'no'} (load average at start up to {load:.2f}; "
-            f"{unsettled} waits for an idle disk gave up after 10 s); measured {when}",
+            f"{unsettled} waits for an idle disk gave up after 5 s); measured {when}",
             f"medians of each program's repetitions; ratio = file system's time / {BASE}'s; "
             f"error = |replay ratio / program ratio - 1|; replay timings: {', '.join(timings)}",
             ""]
@@ -75,7 +75,10 @@ def report(out, programs, timings):
     totals = {t: [] for t in timings}
     closeness = {t: [] for t in timings}
     for name, runs, errors, state in summary:
-        cells = [name, str(runs), f"{state['trace_bytes'] / 1e6:.2f} MB"]
+        counts = [f"{t} {sum(t in r['replay'] for r in state['reps'])}" for t in timings
+                  if not state.get("failed", {}).get(t)]
+        cells = [name, f"{runs}" + (f" (replays: {', '.join(counts)})" if counts else ""),
+                 f"{state['trace_bytes'] / 1e6:.2f} MB"]
         for t in timings:
             e = errors[t]
             if e is None or not e:

@@ -236,6 +236,11 @@ def main():
     if not a.report:
         if os.geteuid() != 0:
             sys.exit("replay_corpus: run as root (losetup, mkfs, mount, drop_caches)")
+        chunks_file = os.path.join(a.out, "machine.json")
+        chunks = json.load(open(chunks_file)) if os.path.exists(chunks_file) else []
+        chunk = {"load_at_start": load, "unsettled": 0, "programs": [p.name for p in chosen],
+                 "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
+        chunks.append(chunk)
         work = tempfile.mkdtemp(prefix="fsarena-corpus-", dir="/var/tmp")
         os.chmod(work, 0o755)
         try:
@@ -244,6 +249,9 @@ def main():
                   f"{load:.2f} at start)", file=sys.stderr)
             for prog in chosen:
                 corpus.program(prog)
+                chunk["unsettled"] = corpus.unsettled
+                with open(chunks_file, "w") as f:
+                    json.dump(chunks, f, indent=1)
         finally:
             subprocess.run(["umount", os.path.join(work, "mnt")], check=False,
                            stderr=subprocess.DEVNULL)
@@ -251,13 +259,6 @@ def main():
             subprocess.run([rf.FSARENA, "cleanup", "--work-dir", os.path.join(work, "fsarena")],
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             shutil.rmtree(work, ignore_errors=True)
-        chunks_file = os.path.join(a.out, "machine.json")
-        chunks = json.load(open(chunks_file)) if os.path.exists(chunks_file) else []
-        chunks.append({"load_at_start": load, "unsettled": corpus.unsettled,
-                       "programs": [p.name for p in chosen],
-                       "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())})
-        with open(chunks_file, "w") as f:
-            json.dump(chunks, f, indent=1)
     text = report(a.out, PROGRAMS, a.timings)
     with open(os.path.join(a.out, "fidelity.md"), "w") as f:
         f.write(text)

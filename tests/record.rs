@@ -562,10 +562,13 @@ fn every_shipped_trace_is_read_small_and_listed_in_the_readme() {
         let bytes = std::fs::metadata(&path).unwrap().len();
         assert!(bytes <= 3 << 20, "{name}: {bytes} bytes");
         let file = std::fs::File::open(&path).unwrap();
-        let trace = format::read(std::io::BufReader::new(file))
-            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        let trace =
+            format::read(std::io::BufReader::new(file)).unwrap_or_else(|e| panic!("{name}: {e}"));
         assert!(!trace.calls.is_empty(), "{name} holds no calls");
-        assert!(readme.contains(&format!("`{name}`")), "{name} not in the README");
+        assert!(
+            readme.contains(&format!("`{name}`")),
+            "{name} not in the README"
+        );
         shipped.insert(name);
     }
     // The table's rows: `| `NAME.fstrace` | what was recorded |`.
