@@ -80,7 +80,8 @@ def commands(fs, work):
         check=True, capture_output=True, text=True, env={**os.environ, "COLUMNS": "1000"},
     ).stdout
     lines = [l.strip() for l in dry.splitlines()]
-    mkfs = next(l for l in lines if l.startswith("mkfs"))
+    # The format command is the line after `losetup` (mkfs.ext4, mkntfs, ...).
+    mkfs = lines[next(i for i, l in enumerate(lines) if l.startswith("losetup")) + 1]
     mount = next(l for l in lines if l.startswith("mount "))
     return mkfs.split()[:-1], mount.split(" /dev/loopN ")[0].split()
 
@@ -88,7 +89,9 @@ def commands(fs, work):
 class Fresh:
     """A fresh file system of `fs` mounted at `mnt` (tmpfs: a tmpfs mount)."""
 
-    def __init__(self, fs, work, size, cmds):
+    def __init__(self, fs, work, size, cmds, pin=()):
+        # `pin` prefixes the mount command (`taskset -c N`): a FUSE daemon then runs on the
+        # CPU the program is pinned to, as in fsarena's cells.
         self.fs, self.mnt, self.loop = fs, os.path.join(work, "mnt"), None
         os.makedirs(self.mnt, exist_ok=True)
         if fs == "tmpfs":
@@ -100,8 +103,9 @@ class Fresh:
         self.img = img
         self.loop = subprocess.run(["losetup", "--find", "--show", "--direct-io=on", img],
                                    check=True, capture_output=True, text=True).stdout.strip()
-        mkfs, self.mount = cmds
-        sh(*mkfs, self.loop, stdout=subprocess.DEVNULL)
+        mkfs, mount = cmds
+        self.mount = [*pin, *mount]
+        sh(*mkfs, self.loop, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         sh(*self.mount, self.loop, self.mnt)
 
     def cold(self):

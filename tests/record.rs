@@ -544,3 +544,40 @@ fn kill_9_of_record_leaves_an_existing_out_file_as_it_was_and_cleanup_removes_th
     assert_eq!(trace.header.command, vec!["true".to_string()]);
     assert_eq!(beside(tmp.path()), vec!["kept.fstrace".to_string()]);
 }
+
+/// The traces shipped in `traces/` to start from (issue 56): every one is read by the
+/// format's reader, holds calls, is small enough to ship (≤ 3 MB), and is a row of the table
+/// in traces/README.md (which says what was recorded); every trace the table lists is there.
+#[test]
+fn every_shipped_trace_is_read_small_and_listed_in_the_readme() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("traces");
+    let readme = std::fs::read_to_string(dir.join("README.md")).unwrap();
+    let mut shipped = BTreeSet::new();
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().and_then(|x| x.to_str()) != Some("fstrace") {
+            continue;
+        }
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        let bytes = std::fs::metadata(&path).unwrap().len();
+        assert!(bytes <= 3 << 20, "{name}: {bytes} bytes");
+        let file = std::fs::File::open(&path).unwrap();
+        let trace =
+            format::read(std::io::BufReader::new(file)).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert!(!trace.calls.is_empty(), "{name} holds no calls");
+        assert!(
+            readme.contains(&format!("`{name}`")),
+            "{name} not in the README"
+        );
+        shipped.insert(name);
+    }
+    // The table's rows: `| `NAME.fstrace` | what was recorded |`.
+    let listed: BTreeSet<String> = readme
+        .lines()
+        .filter_map(|l| l.strip_prefix("| `")?.split('`').next())
+        .filter(|name| name.ends_with(".fstrace"))
+        .map(str::to_string)
+        .collect();
+    assert_eq!(listed, shipped, "the README's traces and the files differ");
+    assert!(shipped.len() >= 7, "{shipped:?}");
+}

@@ -1,0 +1,112 @@
+"""The table of bench/replay_corpus.py, from the JSON files its runs leave in --out."""
+
+import json
+import os
+import statistics
+
+BASE = "ext4"
+TARGET, PAIR_CAP = 10.0, 20.0  # per-program mean error, any one pair (percent)
+
+
+def median_of(reps, kind, fs, timing=None):
+    xs = [r[kind][timing][fs] if timing else r[kind][fs] for r in reps
+          if (r[kind].get(timing, {}) if timing else r[kind]).get(fs) is not None]
+    return statistics.median(xs) if xs else None
+
+
+def header(out, timings):
+    chunks = json.load(open(os.path.join(out, "machine.json"))) if os.path.exists(
+        os.path.join(out, "machine.json")) else []
+    load = max((c["load_at_start"] for c in chunks), default=0.0)
+    unsettled = sum(c["unsettled"] for c in chunks)
+    when = ", ".join(sorted({c["when"] for c in chunks}))
+    return [f"quiet: {'yes' if load <= 0.5 else 'no'} (load average at start up to {load:.2f}; "
+            f"{unsettled} waits for an idle disk gave up after 5 s); measured {when}",
+            f"medians of each program's repetitions; ratio = file system's time / {BASE}'s; "
+            f"error = |replay ratio / program ratio - 1|; replay timings: {', '.join(timings)}",
+            ""]
+
+
+def program_rows(name, state, timings):
+    """The table's rows for one program, and its errors per timing (None when not reproduced)."""
+    reps = state["reps"]
+    fss = [fs for fs in reps[0]["real"] if fs != BASE] if reps else []
+    failed = state.get("failed", {})
+    rows, errors = [], {t: [] for t in timings}
+    for fs in fss:
+        real = median_of(reps, "real", fs) / median_of(reps, "real", BASE)
+        cells = [f"{real:.3f}"]
+        for t in timings:
+            if failed.get(t):
+                cells += ["—", "—"]
+                continue
+            rep = median_of(reps, "replay", fs, t) / median_of(reps, "replay", BASE, t)
+            err = abs(rep / real - 1) * 100
+            errors[t].append(err)
+            cells += [f"{rep:.3f}", f"{err:.1f} %"]
+        rows.append(f"| {name} | {fs}/{BASE} | " + " | ".join(cells) + " |")
+    for t in timings:
+        if failed.get(t):
+            rows.append(f"| {name} | not reproduced ({t}) | {failed[t]} |")
+            errors[t] = None
+    if state.get("real_failed"):
+        rows.append(f"| {name} | the real program failed | {state['real_failed']} |")
+    return rows, errors
+
+
+def report(out, programs, timings):
+    lines = header(out, timings)
+    cols = "".join(f" replay ratio ({t}) | error ({t}) |" for t in timings)
+    lines += [f"| program | pair | program ratio |{cols}", "|---|---|---|" + "---|---|" * len(
+        timings)]
+    summary, absolute, states = [], [], {}
+    for prog in programs:
+        path = os.path.join(out, prog.name + ".json")
+        if not os.path.exists(path):
+            continue
+        state = states[prog.name] = json.load(open(path))
+        rows, errors = program_rows(prog.name, state, timings)
+        lines += rows
+        summary.append((prog.name, len(state["reps"]), errors, state))
+    lines += ["", "| program | runs | trace | " + " | ".join(
+        f"mean error ({t}) | worst pair ({t})" for t in timings) + f" | {BASE} s: program | "
+        + " | ".join(f"replay ({t})" for t in timings) + " |",
+        "|---|---|---|" + "---|---|" * len(timings) + "---|" + "---|" * len(timings)]
+    totals = {t: [] for t in timings}
+    closeness = {t: [] for t in timings}
+    for name, runs, errors, state in summary:
+        counts = [f"{t} {sum(t in r['replay'] for r in state['reps'])}" for t in timings
+                  if not state.get("failed", {}).get(t)]
+        cells = [name, f"{runs}" + (f" (replays: {', '.join(counts)})" if counts else ""),
+                 f"{state['trace_bytes'] / 1e6:.2f} MB"]
+        for t in timings:
+            e = errors[t]
+            if e is None or not e:
+                cells += ["not reproduced", "—"]
+                continue
+            mean = sum(e) / len(e)
+            totals[t].append(mean)
+            ok = mean <= TARGET and max(e) <= PAIR_CAP
+            cells += [f"{mean:.1f} %{'' if ok else ' (over target)'}", f"{max(e):.1f} %"]
+        real = median_of(state["reps"], "real", BASE)
+        if real is None:
+            lines.append("| " + " | ".join(cells) + " | no complete repetition |")
+            continue
+        cells.append(f"{real:.3f}")
+        for t in timings:
+            rep = None if state.get("failed", {}).get(t) else median_of(
+                state["reps"], "replay", BASE, t)
+            cells.append("—" if rep is None else f"{rep:.3f}")
+            if rep is not None:
+                closeness[t].append(abs(rep / real - 1) * 100)
+        lines.append("| " + " | ".join(cells) + " |")
+    lines.append("")
+    for t in timings:
+        m = totals[t]
+        c = closeness[t]
+        if m:
+            lines.append(f"timing {t}: {len(m)} programs reproduced; mean ratio error "
+                         f"{sum(m) / len(m):.1f} % over them; {sum(x <= TARGET for x in m)} "
+                         f"within {TARGET:.0f} %; the replay's {BASE} time is "
+                         f"{statistics.median(c):.0f} % from the program's (median over programs)")
+    return "\n".join(lines) + "\n"
