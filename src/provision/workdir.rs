@@ -141,7 +141,7 @@ impl WorkDir {
 
 /// `path` as the kernel names it in /proc/mounts and losetup: absolute, its existing part
 /// resolved (`..`, symbolic links), the rest appended with `.` and `..` taken out. A
-/// lexically absolute `../../tmp/w` (`/cwd/../../tmp/w`, what `std::path::absolute`
+/// lexically absolute `../../w` (`CWD/../../w`, what `std::path::absolute`
 /// gives) matched no mount: every mount "succeeded but nothing is mounted" (issue 57.5).
 /// Unchanged if the current directory cannot be read.
 pub fn absolute(path: &Path) -> PathBuf {
