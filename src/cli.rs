@@ -1,6 +1,6 @@
 //! The command line: clap types turned into plain values, then handed to the library.
 //! Exit codes: 0 all measured, 1 some measurements failed (or the run was interrupted),
-//! 2 bad input or refused.
+//! 2 bad input or refused, 3 a regression gate that could not decide (see [`exit`]).
 
 use std::path::PathBuf;
 
@@ -11,18 +11,21 @@ use crate::plan::settings::Settings;
 use crate::plan::value::Margin;
 use crate::provision::workdir;
 
+mod aftermath;
 mod commands;
+mod compare;
 mod exit;
 mod generate;
 mod out_dir;
 pub mod output;
 mod record;
 mod run;
+mod same_plan;
 mod signals;
 mod tune;
 
 use commands::OpArgs;
-pub use exit::{EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK};
+pub use exit::{EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, EXIT_UNDECIDED};
 use output::{is_closed_pipe, one_line, OutputArgs};
 pub use run::RunArgs;
 
@@ -35,7 +38,8 @@ pub use run::RunArgs;
 Exit codes: 0 every measurement of the plan ok; 1 some measurement failed, the plan is \
 incomplete, a target or workload of the plan was skipped (this host cannot run it), or the run was interrupted (finish it with --resume), or `compare --fail-if-worse` \
 found a comparison worse by more than its margin or a point of A with no ok run in B; 2 bad input or a refusal, \
-nothing provisioned; 130 / 143 a second Ctrl-C / SIGTERM tore everything down at once; \
+nothing provisioned (compare: runs of different plans); 3 `compare --fail-if-worse` found nothing worse but could \
+not decide some comparison (too few runs; each named); 130 / 143 a second Ctrl-C / SIGTERM tore everything down at once; \
 101 a panic, never intended (please report it)."
 )]
 pub struct Cli {
@@ -83,6 +87,11 @@ pub enum Command {
         /// (they fail the gate otherwise); each is still named on stderr.
         #[arg(long, requires = "fail_if_worse")]
         allow_missing: bool,
+        /// Compare runs of different plans (workloads, targets, data set, a workload's
+        /// options such as the replayed trace): only the points both ran alike are
+        /// compared, the differences named on stderr (refused otherwise, exit 2).
+        #[arg(long)]
+        allow_different_plans: bool,
         #[command(flatten)]
         output: OutputArgs,
     },
@@ -133,19 +142,11 @@ pub enum Command {
 
 /// Entry point; returns the process exit code.
 pub fn main() -> i32 {
+    aftermath::install();
     let (cli, given) = match parse() {
         Ok(p) => p,
         Err(e) if e.use_stderr() => {
-            // One line, like every other refusal: clap's first line says what is wrong.
-            let text = e.render().to_string();
-            let first = text
-                .lines()
-                .find(|l| !l.trim().is_empty())
-                .unwrap_or("bad arguments");
-            eprintln!(
-                "fsarena: {} (see fsarena --help)",
-                first.trim_start_matches("error: ")
-            );
+            eprintln!("fsarena: {} (see fsarena --help)", clap_line(&e));
             return EXIT_BAD_INPUT;
         }
         Err(e) => {
@@ -166,7 +167,28 @@ pub fn main() -> i32 {
             EXIT_BAD_INPUT
         }
     };
+    aftermath::say_leftovers(code);
     signals::exit_code(code)
+}
+
+/// One line, like every other refusal: clap's first paragraph, whose indented lines are
+/// part of the sentence (the missing arguments after "were not provided:", issue 57.5).
+fn clap_line(e: &clap::Error) -> String {
+    let text = e.render().to_string();
+    let paragraph: Vec<&str> = text
+        .lines()
+        .skip_while(|l| l.trim().is_empty())
+        .take_while(|l| !l.trim().is_empty())
+        .map(str::trim)
+        .collect();
+    let Some((first, rest)) = paragraph.split_first() else {
+        return "bad arguments".to_string();
+    };
+    let first = first.trim_start_matches("error: ");
+    match rest {
+        [] => first.to_string(),
+        _ => format!("{first} {}", rest.join(", ")),
+    }
 }
 
 /// The command line, and the run options it names (see [`Settings::given_flags`]).
@@ -198,10 +220,12 @@ fn dispatch(cli: Cli, given: &[String]) -> Result<i32> {
             margin,
             fail_if_worse,
             allow_missing,
+            allow_different_plans,
             output,
         } => {
-            let gate = fail_if_worse.map(|pct| commands::Gate { pct, allow_missing });
-            commands::compare(&dir_a, &dir_b, margin.map(|m| m.0), gate, &output)
+            let gate = fail_if_worse.map(|pct| compare::Gate { pct, allow_missing });
+            let margin = margin.map(|m| m.0);
+            compare::compare(&dir_a, &dir_b, margin, gate, allow_different_plans, &output)
         }
         Command::Completions { shell } => {
             generate::completions(shell, Cli::command()).map(|()| EXIT_OK)

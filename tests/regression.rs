@@ -1756,3 +1756,244 @@ fn direct_read_points_reuse_the_laid_out_file_instead_of_laying_it_out_again() {
     }
     assert_no_leftovers(&root.path);
 }
+
+/// `path` relative to the current directory (`../..` up to `/`, then `path`): the form of a
+/// `--work-dir wd` a user types.
+fn relative_to_cwd(path: &Path) -> PathBuf {
+    let cwd = std::env::current_dir().unwrap();
+    let ups = cwd.components().count() - 1;
+    let mut rel = PathBuf::new();
+    for _ in 0..ups {
+        rel.push("..");
+    }
+    rel.join(path.strip_prefix("/").unwrap())
+}
+
+/// Issue 57.5 / 57.6: `fsarena cleanup --work-dir wd` (a relative path) matched nothing the
+/// journal names (absolute paths): a dead run's `scratch` (and images, mount points) were
+/// "not in the run's journal" and left, and the journal itself was removed with them.
+#[test]
+fn cleanup_with_a_relative_work_dir_removes_what_the_journal_names() {
+    use fsarena::provision::journal::{Journal, Kind, Op};
+    let root = common::var_tmp_dir();
+    let work = root.path().join("work");
+    let run = work.join("run-1-4000000");
+    std::fs::create_dir_all(run.join("scratch/1-0")).unwrap();
+    std::fs::write(run.join("scratch/1-0/f"), "x").unwrap();
+    // A pid with another start time: a dead owner.
+    std::fs::write(
+        run.join(fsarena::provision::workdir::OWNER_FILE),
+        "pid=4000000\nstart=1\n",
+    )
+    .unwrap();
+    let journal = Journal::open(&run.join(Journal::FILE_NAME)).unwrap();
+    journal
+        .record(Op::Create, Kind::Dir, &run.join("scratch"), Some("tree"))
+        .unwrap();
+    let o = Command::new(bin())
+        .args(["cleanup", "--work-dir"])
+        .arg(relative_to_cwd(&work))
+        .output()
+        .unwrap();
+    assert_exit(&o, 0);
+    let said = String::from_utf8_lossy(&o.stdout);
+    assert!(!said.contains("not in the run's journal"), "{said}");
+    assert!(!run.exists(), "{said}");
+}
+
+/// Issue 57.5: `tune --budget 1s` ran ~9 s (the race started nothing and still ran its
+/// closing); a budget that cannot pay for a race is refused up front in one line.
+#[test]
+fn tune_with_a_budget_below_its_minimum_is_refused_up_front() {
+    require_root();
+    let root = TestRoot::new("tune-budget");
+    let (out, work) = root.out_work();
+    let o = fsarena(
+        &[
+            "tune",
+            "ext4",
+            "--workload",
+            "create",
+            "--budget",
+            "1s",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        &work,
+    );
+    refused(
+        &o,
+        &["--budget 1s does not pay for a race", "give --budget"],
+    );
+    assert!(!out.exists() && !work.exists());
+}
+
+/// Issue 57.6: an abort (and a panic) printed neither where the results were nor how to
+/// remove what the run left; with a relative `--work-dir`, that cleanup then finds it all.
+#[test]
+fn an_abort_says_where_the_results_are_and_how_to_clean_up() {
+    require_root();
+    let root = TestRoot::new("abort");
+    let (out, work) = root.out_work();
+    let rel = relative_to_cwd(&work);
+    let args = common::tiny_create("ext4", "3");
+    let mut child = common::start(&args, &out, &rel, std::process::Stdio::piped());
+    wait_for_lines(&mut child, &out, 2, 120);
+    common::signal(&child, rustix::process::Signal::ABORT);
+    let o = child.wait_with_output().unwrap();
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(o.status.signal(), Some(6), "{o:?}");
+    let err = String::from_utf8_lossy(&o.stderr);
+    let line = err
+        .lines()
+        .find(|l| l.contains("fsarena cleanup"))
+        .unwrap_or("");
+    assert!(
+        line.contains(&format!("fsarena cleanup --work-dir {}", work.display())),
+        "{err}"
+    );
+    assert!(line.contains(&out.display().to_string()), "{err}");
+    let c = Command::new(bin())
+        .args(["cleanup", "--work-dir"])
+        .arg(&rel)
+        .output()
+        .unwrap();
+    assert_exit(&c, 0);
+    let said = String::from_utf8_lossy(&c.stdout);
+    assert!(!said.contains("left alone"), "{said}");
+    assert_no_leftovers(&root.path);
+    assert!(common::run_ids(&work).is_empty(), "{said}");
+}
+
+/// The fixture's results in `dir` with its recorded plan changed by `f`.
+fn fixture_with_plan(dir: &Path, f: impl Fn(&mut serde_json::Value)) {
+    common::fixture::write(dir, true);
+    let path = dir.join(store::FILE_NAME);
+    let text = std::fs::read_to_string(&path).unwrap();
+    let mut out = String::new();
+    for line in text.lines() {
+        let mut v: serde_json::Value = serde_json::from_str(line).unwrap();
+        if v["record"] == "host" {
+            f(&mut v["plan"]);
+        }
+        out.push_str(&serde_json::to_string(&v).unwrap());
+        out.push('\n');
+    }
+    std::fs::write(path, out).unwrap();
+}
+
+/// Issue 57.7: `compare` of a run replaying a git trace against one replaying a SQLite
+/// trace passed `--fail-if-worse` (exit 0): runs of different plans are refused, exit 2,
+/// unless `--allow-different-plans`, which leaves the unlike workload out and names it.
+#[test]
+fn compare_refuses_results_of_different_replay_traces() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+    let with_trace = |trace: &'static str| {
+        move |plan: &mut serde_json::Value| {
+            plan["workloads"] = serde_json::json!(["create", "io-sweep", "replay"]);
+            plan["workload_options"] = serde_json::json!({"replay": {"trace": trace}});
+        }
+    };
+    fixture_with_plan(&a, with_trace("/nonexistent/git-commit.fstrace"));
+    fixture_with_plan(&b, with_trace("/nonexistent/sqlite3-transactions.fstrace"));
+    let compare = |extra: &[&str]| {
+        Command::new(bin())
+            .arg("compare")
+            .args([&a, &b])
+            .args(["--fail-if-worse", "5"])
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    refused(&compare(&[]), &["ran different plans", "another trace"]);
+    let o = compare(&["--allow-different-plans"]);
+    assert_exit(&o, 0);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("not compared: replay"), "{err}");
+}
+
+/// Issue 57.7: a gate over rows with "too few runs" passed (exit 0) without a word; it now
+/// names each and exits 3: it neither passed nor failed.
+#[test]
+fn a_gate_that_cannot_decide_says_so_and_exits_3() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+    common::fixture::write(&a, true);
+    common::fixture::write(&b, true);
+    // One repetition of each point left in B: nothing can be decided.
+    common::fixture::edit(&b, |m| m["repetition"] == 0);
+    let o = Command::new(bin())
+        .arg("compare")
+        .args([&a, &b])
+        .args(["--fail-if-worse", "5"])
+        .output()
+        .unwrap();
+    assert_exit(&o, fsarena::cli::EXIT_UNDECIDED);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("cannot decide (too few runs)"), "{err}");
+    assert!(err.contains("the gate could not decide"), "{err}");
+}
+
+/// Issue 57.8: `--fs-size 100T` (ext4) or `17T` (xfs) failed with "File too large" after the
+/// results directory was made; sizes beyond the kind's limit, or beyond the largest file of
+/// the work directory's file system, are refused up front.
+#[test]
+fn an_fs_size_beyond_the_kinds_or_the_hosts_limit_is_refused_up_front() {
+    require_root();
+    let root = TestRoot::new("fs-size-limit");
+    let (out, work) = root.out_work();
+    let o = |target: &str, size: &str| {
+        fsarena(
+            &[
+                "run",
+                "--target",
+                target,
+                "--fs-size",
+                size,
+                "--out",
+                out.to_str().unwrap(),
+            ],
+            &work,
+        )
+    };
+    refused(&o("f2fs", "17T"), &["f2fs holds at most 16.0 TiB"]);
+    // ext4's largest file with 4 KiB blocks is 16 TiB; other hosts allow larger files.
+    let host_ext4 = rustix::fs::statfs("/var/tmp").unwrap().f_type == 0xEF53;
+    if host_ext4 {
+        refused(&o("xfs", "17T"), &["cannot be made in", "largest file"]);
+    }
+    assert!(!out.exists(), "the results directory was made");
+}
+
+/// Issue 57.9: a busy unmount fell back to `umount -l`, which takes the mount out of the
+/// tree but leaves its file system live (and writing) until its last user lets go; the
+/// teardown then ran e2fsck -f -n on the device and detached it at once, checking a file
+/// system in mid-write. The unmount now returns only once the device is released.
+#[test]
+fn a_lazy_unmount_returns_only_once_its_file_system_has_let_go_of_the_device() {
+    require_root();
+    let dir = common::var_tmp_dir();
+    let img = dir.path().join("lazy.img");
+    common::sparse_file(&img, 64 << 20);
+    let mut made = Made::default();
+    let dev = made.attach(&img);
+    sh(Command::new("mkfs.ext4").args(["-q", &dev]));
+    let mnt = dir.path().join("mnt");
+    made.mount(&[&dev], &mnt);
+    // A user of the file system that stays past the unmount's retries (about 3 s).
+    let held = std::fs::File::create(mnt.join("held")).unwrap();
+    let t0 = std::time::Instant::now();
+    let holder = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_secs(5));
+        drop(held);
+    });
+    fsarena::provision::mounts::unmount(&mnt).unwrap();
+    let returned = t0.elapsed();
+    holder.join().unwrap();
+    assert!(
+        returned >= std::time::Duration::from_secs(5),
+        "unmount returned after {returned:?}, while the file system still held {dev}"
+    );
+    sh(Command::new("e2fsck").args(["-f", "-n", &dev]));
+}

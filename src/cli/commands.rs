@@ -1,5 +1,5 @@
-//! The commands other than `run`: `list`, `doctor`, `cleanup`, `report`, `compare`,
-//! `dataset`, `op`. Their text goes through
+//! The commands other than `run`, `tune`, `compare` and `record`: `list`, `doctor`,
+//! `cleanup`, `report`, `dataset`, `op`. Their text goes through
 //! [`super::output::emit`] (a closed pipe ends them quietly), wrapped to the output width.
 
 use std::path::{Path, PathBuf};
@@ -10,7 +10,6 @@ use clap::Args;
 use super::exit::{EXIT_FAILED, EXIT_OK};
 use super::output::{emit, OutputArgs};
 use crate::provision::{cleanup, host, workdir};
-use crate::report::model::section::{threads_phrase, threads_told};
 use crate::report::{output_width, wrap_lines};
 
 /// Where a list entry's text starts: two spaces, an 18-column name, a space.
@@ -194,59 +193,6 @@ pub fn report(dir: &Path, margin: Option<f64>, output: &OutputArgs) -> Result<i3
     let text = crate::report::report_text(dir, margin, output.format(), output.color())?;
     emit(&text)?;
     Ok(EXIT_OK)
-}
-
-/// `compare --fail-if-worse PCT [--allow-missing]`: the regression gate's settings.
-#[derive(Debug, Clone, Copy)]
-pub struct Gate {
-    pub pct: f64,
-    /// Points A measured that B has no `ok` figure for pass (named on stderr all the same).
-    pub allow_missing: bool,
-}
-
-/// `fsarena compare A B`: the comparison on stdout; with a [`Gate`], exit 1 and one stderr
-/// line per key metric worse by more than its PCT %, and per point of A that B lacks or has
-/// no `ok` run of (unless `allow_missing`: then each is said to be ignored).
-pub fn compare(
-    dir_a: &Path,
-    dir_b: &Path,
-    margin: Option<f64>,
-    gate: Option<Gate>,
-    output: &OutputArgs,
-) -> Result<i32> {
-    let (text, c) =
-        crate::report::compare_text(dir_a, dir_b, margin, output.format(), output.color())?;
-    emit(&text)?;
-    let Some(Gate { pct, allow_missing }) = gate else {
-        return Ok(EXIT_OK);
-    };
-    let worse = crate::report::model::compare::worse_than(&c, pct);
-    for r in &worse {
-        eprintln!(
-            "fsarena: worse by more than {pct} %: {}{}, {}: {} {:+.1} %",
-            r.point(),
-            threads_phrase(threads_told(&r.workload, r.threads)),
-            r.target,
-            r.metric,
-            r.pct_diff.unwrap_or(f64::NAN)
-        );
-    }
-    let said = if allow_missing {
-        "ignored (--allow-missing)"
-    } else {
-        "no figure in B"
-    };
-    for m in &c.missing {
-        eprintln!("fsarena: {said}: {}", m.line());
-    }
-    if worse.is_empty() && (allow_missing || c.missing.is_empty()) {
-        return Ok(EXIT_OK);
-    }
-    // Beside the failures, so a gate's log shows when the machine moved too.
-    for n in c.host_notes() {
-        eprintln!("fsarena: note: {n}");
-    }
-    Ok(EXIT_FAILED)
 }
 
 /// `fsarena dataset DIR`: the generated data set written into a new or empty `dir`, and

@@ -120,7 +120,7 @@ fn run_plan(args: RunArgs, given: &[String]) -> Result<i32> {
         out,
         // Absolute: mounts are checked against /proc/mounts, which names absolute paths (a
         // relative `--work-dir` made mounts that the run then failed to find and left behind).
-        work_root: std::path::absolute(&args.work_dir).unwrap_or_else(|_| args.work_dir.clone()),
+        work_root: workdir::absolute(&args.work_dir),
         keep: args.keep,
         quiet: args.quiet,
         allow_device: args.allow_device,
@@ -135,6 +135,7 @@ fn run_plan(args: RunArgs, given: &[String]) -> Result<i32> {
         emit(&crate::report::wrap_lines(&text, width, 2))?;
         return Ok(EXIT_OK);
     }
+    super::aftermath::set_run(&opts.out, &opts.work_root);
     let cancel = Arc::new(AtomicBool::new(false));
     signals::install(
         Arc::clone(&cancel),

@@ -55,18 +55,7 @@ pub fn install(cancel: Arc<AtomicBool>, work_root: PathBuf, out: PathBuf) -> Res
             // thread used to attach one after the sweep had looked (the suite saw one left,
             // and a second sweep half a second later was the stopgap).
             journal::close(std::time::Duration::from_secs(5));
-            let me = std::process::id().to_string();
-            let owned: Vec<PathBuf> = std::fs::read_dir(&work_root)
-                .into_iter()
-                .flatten()
-                .flatten()
-                .map(|e| e.path())
-                .filter(|p| {
-                    std::fs::read_to_string(p.join(workdir::OWNER_FILE))
-                        .is_ok_and(|t| t.lines().any(|l| l == format!("pid={me}")))
-                })
-                .collect();
-            for run in &owned {
+            for run in &workdir::made_by_this_process(&work_root) {
                 cleanup::cleanup_run(run, &mut cleanup::CleanupReport::default());
             }
             std::process::exit(128 + sig);

@@ -45,3 +45,15 @@ fn cli_parses_the_fixed_interface() {
     assert!(Cli::try_parse_from(["fsarena", "cleanup", "--work-dir", "/w"]).is_ok());
     assert!(Cli::try_parse_from(["fsarena", "compare", "a", "b"]).is_ok());
 }
+
+/// Issue 57.5: `tune` without a file system said "required arguments were not provided:"
+/// and stopped there, without naming the argument.
+#[test]
+fn a_missing_argument_is_named_in_the_one_line() {
+    let e = Cli::try_parse_from(["fsarena", "tune", "--workload", "create"]).unwrap_err();
+    let line = clap_line(&e);
+    assert!(line.contains("<FS>"), "{line}");
+    assert!(!line.contains('\n'), "{line}");
+    let e = Cli::try_parse_from(["fsarena", "compare", "a"]).unwrap_err();
+    assert!(clap_line(&e).contains("<DIR_B>"), "{}", clap_line(&e));
+}

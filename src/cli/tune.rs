@@ -97,19 +97,51 @@ fn new_setup(args: &TuneArgs, given: &[String], dir: &std::path::Path) -> Result
     let names = crate::workload::names();
     let base = resolve::resolve(None, &flags, &names, &|_| true)?;
     let budget = base.runs.budget().unwrap_or(DEFAULT_TUNE_BUDGET);
+    let candidates = args
+        .candidates
+        .map_or(setup::DEFAULT_CANDIDATES, |n| n as usize);
+    let history = crate::cost::history::History::beside(dir, 20);
+    check_budget(&tune::afford::afford(
+        &base,
+        candidates,
+        setup::MIN_RUNS,
+        budget,
+        &history,
+    ))?;
     let req = Request {
         fs,
         space_file: args.space.clone(),
         safe_only: args.safe_only,
-        candidates: args
-            .candidates
-            .map_or(setup::DEFAULT_CANDIDATES, |n| n as usize),
+        candidates,
         seed: args.sample_seed,
         budget,
         base,
-        history: crate::cost::history::History::beside(dir, 20),
+        history,
     };
     Ok(tune::set_up(req, &args.work_dir)?)
+}
+
+/// Refuses, before anything is made, a budget that cannot pay for a race: the defaults
+/// and one candidate at their minimum runs, plus what the run keeps for its start and end.
+/// Such a budget started no cell and still ran for its closing and more (`--budget 1s` ran
+/// ~9 s, issue 57.5); hyperfine and fio refuse a run they cannot do rather than pretend.
+fn check_budget(a: &tune::afford::Afforded) -> Result<()> {
+    use crate::runner::{Deadline, CLOSING};
+    let budget = std::time::Duration::from_secs_f64(a.budget_s);
+    let spendable = Deadline::spendable(budget).as_secs_f64();
+    let least = tune::afford::FEWEST as f64 * a.candidate_s;
+    if spendable > 0.0 && spendable >= least {
+        return Ok(());
+    }
+    let need = (CLOSING.as_secs_f64() + least)
+        .ceil()
+        .max(CLOSING.as_secs_f64() + 1.0);
+    bail!(
+        "--budget {} does not pay for a race: the defaults and one candidate take ~{least:.0} s at their minimum runs (from {}), and a tune keeps {} s for its start and end; give --budget {need:.0}s or more",
+        humantime::format_duration(budget),
+        a.basis,
+        CLOSING.as_secs()
+    )
 }
 
 /// The setup of the tune in `dir`, with only `--budget` over it.
@@ -144,7 +176,8 @@ pub fn tune(args: TuneArgs, given: &[String]) -> Result<i32> {
     };
     let opts = RunOptions {
         out: dir.join(setup::RUNS_DIR),
-        work_root: args.work_dir.clone(),
+        // Absolute, as for `run`: a relative one made mounts the race could not find (57.5).
+        work_root: workdir::absolute(&args.work_dir),
         keep: args.keep,
         quiet: args.quiet,
         allow_device: false,
@@ -163,6 +196,7 @@ pub fn tune(args: TuneArgs, given: &[String]) -> Result<i32> {
             dir.display()
         );
     }
+    super::aftermath::set_run(&dir, &opts.work_root);
     let cancel = Arc::new(AtomicBool::new(false));
     signals::install(Arc::clone(&cancel), opts.work_root.clone(), dir.clone())?;
     let tuned = tune::run(&setup, &dir, opts, &cancel)?;

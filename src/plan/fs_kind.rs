@@ -55,11 +55,15 @@ pub struct Facts {
     pub package: Option<&'static str>,
     pub in_memory: bool,
     pub min_size: Option<u64>,
+    pub max_size: Option<u64>,
     pub fresh_from_blank: bool,
     pub create_rate: f64,
 }
 
 const MIB: u64 = 1 << 20;
+const TIB: u64 = 1 << 40;
+const PIB: u64 = 1 << 50;
+const EIB: u64 = 1 << 60;
 
 /// One entry per kind, in the order of the enum's variants (a test holds them to it).
 pub const FACTS: [Facts; 8] = [
@@ -85,6 +89,7 @@ pub const FACTS: [Facts; 8] = [
         package: Some("e2fsprogs"),
         in_memory: false,
         min_size: Some(2 * MIB),
+        max_size: Some(EIB),
         fresh_from_blank: false,
         create_rate: 11_000.0,
     },
@@ -102,6 +107,7 @@ pub const FACTS: [Facts; 8] = [
         package: Some("xfsprogs"),
         in_memory: false,
         min_size: Some(300 * MIB),
+        max_size: Some(8 * EIB - 1),
         fresh_from_blank: false,
         create_rate: 11_000.0,
     },
@@ -119,6 +125,7 @@ pub const FACTS: [Facts; 8] = [
         package: Some("btrfs-progs"),
         in_memory: false,
         min_size: Some(109 * MIB),
+        max_size: None,
         fresh_from_blank: false,
         create_rate: 3_300.0,
     },
@@ -143,6 +150,7 @@ pub const FACTS: [Facts; 8] = [
         package: Some("ntfs-3g"),
         in_memory: false,
         min_size: Some(2 * MIB),
+        max_size: Some(256 * TIB),
         // mkntfs writes its `$LogFile` in full: ~2 s per fresh cell on a sparse image.
         fresh_from_blank: true,
         create_rate: 3_500.0,
@@ -167,6 +175,7 @@ pub const FACTS: [Facts; 8] = [
         package: Some("exfatprogs and exfat-fuse"),
         in_memory: false,
         min_size: Some(3 * MIB),
+        max_size: Some(128 * PIB),
         fresh_from_blank: false,
         create_rate: 3_500.0,
     },
@@ -184,6 +193,7 @@ pub const FACTS: [Facts; 8] = [
         package: Some("f2fs-tools"),
         in_memory: false,
         min_size: Some(52 * MIB),
+        max_size: Some(16 * TIB),
         fresh_from_blank: false,
         create_rate: 3_300.0,
     },
@@ -201,6 +211,7 @@ pub const FACTS: [Facts; 8] = [
         package: None,
         in_memory: true,
         min_size: None,
+        max_size: None,
         fresh_from_blank: false,
         create_rate: 40_000.0,
     },
@@ -218,6 +229,7 @@ pub const FACTS: [Facts; 8] = [
         package: None,
         in_memory: false,
         min_size: None,
+        max_size: None,
         fresh_from_blank: false,
         create_rate: 3_500.0,
     },
@@ -323,6 +335,17 @@ impl FsKind {
     /// there is no mkfs.
     pub fn min_size(self) -> Option<u64> {
         self.facts().min_size
+    }
+
+    /// The largest file system of the kind as the catalogue makes it (4 KiB blocks or
+    /// clusters), from the format's own limits: ext4 with `64bit` (on by default since
+    /// e2fsprogs 1.43) 1 EiB, xfs 8 EiB, ntfs 2^32 clusters of at most 64 KiB (256 TiB),
+    /// exFAT 128 PiB, f2fs 16 TiB; `None` where only the host's largest file bounds it
+    /// (btrfs's 16 EiB is beyond any file offset). A larger `--fs-size` is refused up
+    /// front; the image must also fit in a file of the work directory's file system, which
+    /// the run checks there.
+    pub fn max_size(self) -> Option<u64> {
+        self.facts().max_size
     }
 
     /// Whether the file system needs a block device (and so a loop image by default).

@@ -182,7 +182,7 @@ fn targets(
         return Err(PlanError::NoTargets);
     }
     for t in &targets {
-        check_min_size(t, t.size)?;
+        check_size_limits(t, t.size)?;
     }
     let mut seen = HashSet::new();
     for t in &targets {
@@ -232,14 +232,30 @@ fn fs_size(size: Option<u64>, targets: &[TargetConfig]) -> Result<Option<u64>, P
         .iter()
         .filter(|t| t.location == super::Location::Loop && t.size.is_none())
     {
-        check_min_size(t, size)?;
+        check_size_limits(t, size)?;
     }
     Ok(size)
 }
 
-/// A size below what the target's mkfs accepts is refused now, not by mkfs mid-run.
-fn check_min_size(t: &TargetConfig, size: Option<u64>) -> Result<(), PlanError> {
-    let (Some(size), Some(min)) = (size, t.fs.min_size()) else {
+/// A size below what the target's mkfs accepts, or above the largest file system of its
+/// kind, is refused now, not by mkfs mid-run (issue 57.8).
+fn check_size_limits(t: &TargetConfig, size: Option<u64>) -> Result<(), PlanError> {
+    let Some(size) = size else {
+        return Ok(());
+    };
+    if let Some(max) = t.fs.max_size().filter(|&max| size > max) {
+        return Err(PlanError::Invalid {
+            what: "size",
+            value: super::size::human_bytes(size),
+            why: format!(
+                "{} holds at most {} (target {})",
+                t.fs.name(),
+                super::size::human_bytes(max),
+                t.name
+            ),
+        });
+    }
+    let Some(min) = t.fs.min_size() else {
         return Ok(());
     };
     if size < min {

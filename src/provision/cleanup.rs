@@ -240,6 +240,9 @@ pub fn cleanup(root: &Path) -> CleanupReport {
 /// takes only its own earlier run's, [`super::workdir::runs_for`]).
 pub fn cleanup_matching(root: &Path, wanted: impl Fn(&Path) -> bool) -> CleanupReport {
     let mut report = CleanupReport::default();
+    // The journal names absolute paths, and so do /proc/mounts and losetup: a relative
+    // `--work-dir` matched none of them and left a run's mount and loop device (57.5).
+    let root = &super::workdir::absolute(root);
     let Ok(rd) = fs::read_dir(root) else {
         return report;
     };

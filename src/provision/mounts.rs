@@ -125,10 +125,57 @@ pub fn unmount(target: &Path) -> Result<(), ProvisionError> {
     let lazy = Cmd::new("umount")
         .arg("-l")
         .arg(target.display().to_string());
-    if find(target).is_some() && lazy.output("util-linux").is_ok_and(|r| r.success) {
-        return Ok(());
+    let dev = find(target).map(|m| m.dev);
+    if dev.is_some() && lazy.output("util-linux").is_ok_and(|r| r.success) {
+        return dev.map_or(Ok(()), |dev| wait_released(dev, target, RELEASE_WAIT));
     }
     Err(last.unwrap_or_else(|| ProvisionError::Unsupported("umount failed".into())))
+}
+
+/// How long a lazily unmounted file system gets to be let go by whoever still uses it.
+const RELEASE_WAIT: Duration = Duration::from_secs(30);
+
+/// Waits until the block device `dev` of a lazily unmounted file system is no longer held
+/// by it (an exclusive open succeeds: a mounted file system holds its device exclusively).
+/// `umount -l` only takes the mount out of the tree: the file system lives on, and writes,
+/// until its last user lets go, so checking the device (e2fsck -f -n) or detaching its loop
+/// device before then reads a file system in mid-write, which can fail its check though
+/// nothing is wrong with it (issue 57.9). An error when it is still held after `wait`, so
+/// the teardown neither checks nor calls it fresh. A device with no block node (tmpfs,
+/// FUSE) is not waited for.
+pub fn wait_released(dev: DevId, target: &Path, wait: Duration) -> Result<(), ProvisionError> {
+    use rustix::fs::{open, Mode, OFlags};
+    let Some(node) = block_node(dev) else {
+        return Ok(());
+    };
+    let t0 = std::time::Instant::now();
+    loop {
+        match open(&node, OFlags::RDONLY | OFlags::EXCL | OFlags::CLOEXEC, Mode::empty()) {
+            Ok(_) => return Ok(()),
+            Err(rustix::io::Errno::BUSY) if t0.elapsed() < wait => {
+                std::thread::sleep(Duration::from_millis(50))
+            }
+            Err(rustix::io::Errno::BUSY) => {
+                return Err(ProvisionError::Unsupported(format!(
+                    "{} was unmounted lazily (it was busy) and its file system on {} is still in use {} s later; it is neither checked nor reused",
+                    target.display(),
+                    node.display(),
+                    wait.as_secs()
+                )))
+            }
+            // Gone, or not a device we may open: nothing holds it that we could wait for.
+            Err(_) => return Ok(()),
+        }
+    }
+}
+
+/// `/dev/NAME` of the block device `dev`, from sysfs; `None` for an anonymous device.
+fn block_node(dev: DevId) -> Option<PathBuf> {
+    let uevent =
+        std::fs::read_to_string(format!("/sys/dev/block/{}:{}/uevent", dev.major, dev.minor))
+            .ok()?;
+    let name = uevent.lines().find_map(|l| l.strip_prefix("DEVNAME="))?;
+    Some(PathBuf::from("/dev").join(name.trim()))
 }
 
 #[cfg(test)]

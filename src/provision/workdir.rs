@@ -53,6 +53,10 @@ impl WorkDir {
     /// `--resume` of that results directory finds what this run left if it is killed
     /// ([`runs_for`]).
     pub fn create_for(root: &Path, out: Option<&Path>) -> Result<WorkDir, ProvisionError> {
+        // Absolute, whatever the caller passed: the journal, /proc/mounts and losetup name
+        // absolute paths, and a relative root made mounts the run could not find (`tune
+        // --work-dir wd`, issue 57.5) and a journal `fsarena cleanup` could not match.
+        let root = &absolute(root);
         fs::create_dir_all(root)
             .map_err(|e| ProvisionError::io(format!("cannot create {}", root.display()), e))?;
         let stamp = std::time::SystemTime::now()
@@ -135,6 +139,53 @@ impl WorkDir {
     }
 }
 
+/// `path` as the kernel names it in /proc/mounts and losetup: absolute, its existing part
+/// resolved (`..`, symbolic links), the rest appended with `.` and `..` taken out. A
+/// lexically absolute `../../w` (`CWD/../../w`, what `std::path::absolute`
+/// gives) matched no mount: every mount "succeeded but nothing is mounted" (issue 57.5).
+/// Unchanged if the current directory cannot be read.
+pub fn absolute(path: &Path) -> PathBuf {
+    let Ok(abs) = std::path::absolute(path) else {
+        return path.to_path_buf();
+    };
+    let Some((base, real)) = abs
+        .ancestors()
+        .find_map(|a| fs::canonicalize(a).ok().map(|r| (a, r)))
+    else {
+        return abs;
+    };
+    let mut out = real;
+    for c in abs
+        .strip_prefix(base)
+        .into_iter()
+        .flat_map(Path::components)
+    {
+        match c {
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            std::path::Component::Normal(n) => out.push(n),
+            _ => {}
+        }
+    }
+    out
+}
+
+/// The run directories under `root` this process made (their marker names its pid): what
+/// it would leave behind if it ended now.
+pub fn made_by_this_process(root: &Path) -> Vec<PathBuf> {
+    let me = format!("pid={}", std::process::id());
+    fs::read_dir(root)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            fs::read_to_string(p.join(OWNER_FILE)).is_ok_and(|t| t.lines().any(|l| l == me))
+        })
+        .collect()
+}
+
 /// The marker's line naming the results directory the run recorded into.
 const OUT_FIELD: &str = "out=";
 
@@ -171,6 +222,29 @@ pub fn free_bytes(path: &Path) -> io::Result<u64> {
     Ok(s.f_bavail.saturating_mul(s.f_frsize))
 }
 
+/// Why a sparse image of `size` bytes cannot be made under `root` (the work directory,
+/// which may not exist yet: its nearest existing ancestor is asked), or `None` when it
+/// can. The host's file system bounds a file's size below the target's own limit (ext4
+/// with 4 KiB blocks: 16 TiB, whatever the image will hold), and only a real file shows
+/// it: a sparse probe file is sized to `size` and removed, writing nothing. Any other
+/// error is left to the checks that own it (an unwritable or full directory).
+pub fn image_too_large(root: &Path, size: u64) -> Option<String> {
+    let dir = root.ancestors().find(|p| p.is_dir())?;
+    let probe = dir.join(format!(".fsarena-size-probe-{}", std::process::id()));
+    let made = fs::File::create(&probe).and_then(|f| f.set_len(size));
+    let _ = fs::remove_file(&probe);
+    match made {
+        Err(e) if e.raw_os_error() == Some(rustix::io::Errno::FBIG.raw_os_error()) => {
+            Some(format!(
+                "an image of {} cannot be made in {}: its file system's largest file is smaller ({e}); give a smaller --fs-size or a --work-dir on a file system with larger files (xfs, btrfs)",
+                crate::plan::size::human_bytes(size),
+                dir.display()
+            ))
+        }
+        _ => None,
+    }
+}
+
 /// This process's start time in clock ticks since boot (field 22 of /proc/self/stat), so a
 /// recycled pid is not mistaken for a live run.
 pub fn process_start_time() -> u64 {
@@ -183,4 +257,21 @@ pub fn start_time_of(pid: &str) -> Option<u64> {
     // The command name may contain spaces and parentheses: split after the last ')'.
     let rest = &stat[stat.rfind(')')? + 1..];
     rest.split_whitespace().nth(19)?.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 57.5: a relative work directory with `..` in it was kept as `/cwd/../x`, which
+    /// no mount in /proc/mounts is named: the run's mounts looked absent and were left.
+    #[test]
+    fn a_relative_work_dir_becomes_the_path_the_kernel_names() {
+        let cwd = std::env::current_dir().unwrap();
+        let ups = "../".repeat(cwd.components().count() - 1);
+        let rel = PathBuf::from(format!("{ups}var/tmp/./fsarena-not-made/run/../x"));
+        let got = absolute(&rel);
+        let var_tmp = fs::canonicalize("/var/tmp").unwrap();
+        assert_eq!(got, var_tmp.join("fsarena-not-made/x"));
+    }
 }

@@ -67,7 +67,20 @@ pub fn compare_text(
     format: Format,
     color: bool,
 ) -> Result<(String, Comparison)> {
-    let c = model::compare::build(a, b, margin_pct)?;
+    compare_text_leaving_out(a, b, margin_pct, format, color, &[])
+}
+
+/// [`compare_text`] without the points of the workloads `left_out`
+/// ([`model::compare::build_leaving_out`]).
+pub fn compare_text_leaving_out(
+    a: &Path,
+    b: &Path,
+    margin_pct: Option<f64>,
+    format: Format,
+    color: bool,
+    left_out: &[String],
+) -> Result<(String, Comparison)> {
+    let c = model::compare::build_leaving_out(a, b, margin_pct, left_out)?;
     let text = format
         .exporter()
         .serialize_comparison(&c, color)

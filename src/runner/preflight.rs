@@ -134,7 +134,25 @@ fn size_check(plan: &Plan, held: Held, work_root: &Path, enforce: bool) -> Resul
     check_host_space(plan, held, work_root, enforce)?;
     fs_sizes::check(plan, data_bytes, image)?;
     check_memory(plan, data_bytes)?;
+    check_image_files(plan, image, work_root)?;
     Ok(image)
+}
+
+/// Every loop image of the plan must be a file the work directory's file system can hold
+/// (`--fs-size 17T` on an ext4 host failed with "File too large" after the results
+/// directory was made, issue 57.8).
+fn check_image_files(plan: &Plan, image: u64, work_root: &Path) -> Result<(), RunError> {
+    let largest = (plan.targets.iter())
+        .filter(|t| t.location == crate::plan::Location::Loop)
+        .map(|t| t.size.unwrap_or(image))
+        .max();
+    match largest {
+        Some(largest) => match crate::provision::workdir::image_too_large(work_root, largest) {
+            Some(why) => Err(RunError::Refused(why)),
+            None => Ok(()),
+        },
+        None => Ok(()),
+    }
 }
 
 /// What the file systems hold, per data set of the plan: the largest, which sizes every

@@ -184,13 +184,30 @@ impl CompareRow {
 
 /// Matches and decides every key metric the two directories share.
 pub fn build(a: &Path, b: &Path, margin_pct: Option<f64>) -> Result<Comparison> {
+    build_leaving_out(a, b, margin_pct, &[])
+}
+
+/// [`build`] without the points of the workloads `left_out` (ones the two plans ran with
+/// other options, `compare --allow-different-plans`), before any row is decided: they are
+/// no part of the family the p-values are adjusted over.
+pub fn build_leaving_out(
+    a: &Path,
+    b: &Path,
+    margin_pct: Option<f64>,
+    left_out: &[String],
+) -> Result<Comparison> {
     let (la, lb) = (store::load(a)?, store::load(b)?);
     let (ra, rb) = (
         report::build(&la, margin_pct),
         report::build(&lb, margin_pct),
     );
     let margin = ra.margin_pct;
-    let (mut rows, raws, missing) = matched(&ra, &rb);
+    let (rows, raws, mut missing) = matched(&ra, &rb);
+    let kept = |w: &String| !left_out.contains(w);
+    let (mut rows, raws): (Vec<CompareRow>, Vec<Samples>) = (rows.into_iter().zip(raws))
+        .filter(|(r, _)| kept(&r.workload))
+        .unzip();
+    missing.retain(|m| kept(&m.workload));
     // A B that ran the plan and failed every point still compares (and fails the gate);
     // one that shares nothing with A is another plan.
     if rows.is_empty() && !missing.iter().any(|m| m.recorded_in_b) {
