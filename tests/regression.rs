@@ -1756,3 +1756,25 @@ fn direct_read_points_reuse_the_laid_out_file_instead_of_laying_it_out_again() {
     }
     assert_no_leftovers(&root.path);
 }
+
+/// Issue 60: at 100 columns, 36 of a file-management study's tables kept their write and
+/// space amplification and left "vs ext4" out, so the headline above a table named a
+/// difference the table did not show. The answer — target, key metric, the difference
+/// against the baseline and the decision — stays in every table at every width; the
+/// amplifications go with the other secondary columns.
+#[test]
+fn the_difference_against_the_baseline_stays_when_the_terminal_narrows() {
+    let dir = tempfile::tempdir().unwrap();
+    common::fixture::write(dir.path(), true);
+    let r = fsarena::report::build(&store::load(dir.path()).unwrap(), None);
+    for width in [60, 80, 100] {
+        let text = fsarena::report::export::terminal::render_width(&r, false, width);
+        let headers: Vec<&str> = text.lines().filter(|l| l.starts_with("target ")).collect();
+        assert!(headers.len() >= 5, "{text}");
+        for h in headers {
+            for col in ["vs ext4", "decision"] {
+                assert!(h.contains(col), "{width} columns lost {col:?}: {h}\n{text}");
+            }
+        }
+    }
+}
