@@ -231,11 +231,7 @@ fn columns(s: &Section, baseline: &str, color: bool) -> (Vec<Col>, bool) {
                     .unwrap_or_else(|| "—".into())
             })
             .collect();
-        cols.push(
-            Col::new(header(c), values)
-                .numeric()
-                .drop_rank(Some(rank)),
-        );
+        cols.push(Col::new(header(c), values).numeric().drop_rank(Some(rank)));
     }
     (cols, wide)
 }
