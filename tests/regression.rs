@@ -1996,4 +1996,101 @@ fn a_lazy_unmount_returns_only_once_its_file_system_has_let_go_of_the_device() {
         "unmount returned after {returned:?}, while the file system still held {dev}"
     );
     sh(Command::new("e2fsck").args(["-f", "-n", &dev]));
+
+/// Issue 60: at 100 columns, 36 of a file-management study's tables kept their write and
+/// space amplification and left "vs ext4" out, so the headline above a table named a
+/// difference the table did not show. The answer — target, key metric, the difference
+/// against the baseline and the decision — stays in every table at every width; the
+/// amplifications go with the other secondary columns.
+#[test]
+fn the_difference_against_the_baseline_stays_when_the_terminal_narrows() {
+    let dir = tempfile::tempdir().unwrap();
+    common::fixture::write(dir.path(), true);
+    let r = fsarena::report::build(&store::load(dir.path()).unwrap(), None);
+    for width in [60, 80, 100] {
+        let text = fsarena::report::export::terminal::render_width(&r, false, width);
+        let headers: Vec<&str> = text.lines().filter(|l| l.starts_with("target ")).collect();
+        assert!(headers.len() >= 5, "{text}");
+        for h in headers {
+            for col in ["vs ext4", "decision"] {
+                assert!(h.contains(col), "{width} columns lost {col:?}: {h}\n{text}");
+            }
+        }
+    }
+}
+
+/// The fixture's report rendered as HTML, with the measurements `keep` accepts.
+fn fixture_html(keep: impl Fn(&serde_json::Value) -> bool) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    common::fixture::write(dir.path(), true);
+    common::fixture::edit(dir.path(), |m| keep(m));
+    let r = fsarena::report::build(&store::load(dir.path()).unwrap(), None);
+    fsarena::report::export::html::render(&r)
+}
+
+/// The fill of the first bar drawn for `target` (`<rect class="bar" … fill="C"><title>T: …`).
+fn bar_fill<'h>(html: &'h str, target: &str) -> Option<&'h str> {
+    html.split("<rect class=\"bar\"").skip(1).find_map(|bar| {
+        let (attrs, rest) = bar.split_once('>')?;
+        rest.starts_with(&format!("<title>{target}: "))
+            .then(|| attrs.split("fill=\"").nth(1)?.split('"').next())
+            .flatten()
+    })
+}
+
+/// Issue 60: a target's colour followed its position among the report's targets, so ntfs
+/// was orange in one report and teal in another. A catalogue target keeps its own colour
+/// whichever other targets a report holds.
+#[test]
+fn a_file_system_keeps_its_colour_whatever_else_the_report_holds() {
+    let all = fixture_html(|_| true);
+    let without_xfs = fixture_html(|m| m["target"] != "xfs");
+    let btrfs = bar_fill(&all, "btrfs").expect("a btrfs bar");
+    assert_eq!(bar_fill(&without_xfs, "btrfs"), Some(btrfs));
+    assert_ne!(bar_fill(&all, "ext4"), Some(btrfs));
+    assert_eq!(
+        bar_fill(&without_xfs, "ext4"),
+        bar_fill(&all, "ext4"),
+        "ext4 keeps its colour too"
+    );
+}
+
+/// Issue 60: the HTML report had no ranking while the terminal and summary.md end with one,
+/// no table of contents, and the per-point tables unfolded. The ranking, a link to every
+/// section and the folded tables are there.
+#[test]
+fn the_html_report_has_contents_a_ranking_and_folded_tables() {
+    let html = fixture_html(|_| true);
+    assert!(
+        html.contains("<section id=\"ranking\"><h2>Ranking</h2>"),
+        "{html}"
+    );
+    let ranking = html.split("<section id=\"ranking\">").nth(1).unwrap();
+    assert!(ranking.contains("1.00× (baseline)"), "{ranking}");
+    let nav = html.split("<nav id=\"contents\">").nth(1).unwrap();
+    let nav = nav.split("</nav>").next().unwrap();
+    for id in html
+        .split("<section id=\"")
+        .skip(1)
+        .filter_map(|s| s.split('"').next())
+    {
+        assert!(
+            nav.contains(&format!("href=\"#{id}\"")),
+            "no link to {id}: {nav}"
+        );
+    }
+    let summary = html.split("<section id=\"summary\">").nth(1).unwrap();
+    assert!(summary.contains("<details><summary>Show the"), "{summary}");
+    // One set of marks: ✓/✗ for better/worse, words for best/worst, × only for ratios.
+    assert!(!html.contains('√'));
+    assert!(html.contains("(worst)") || html.contains("(best)"));
+}
+
+/// Issue 60: a block size read `bs=524288` and a p99 latency `80,000` µs in the charts'
+/// titles and axes. Block sizes read as fio writes them; latencies past 10,000 µs in ms.
+#[test]
+fn chart_titles_and_axes_use_human_units() {
+    let html = fixture_html(|_| true);
+    assert!(!html.contains("bs=4096"), "bs in bytes");
+    assert!(html.contains("bs=4k"), "no bs=4k in the charts' titles");
 }

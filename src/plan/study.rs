@@ -28,7 +28,7 @@ const STUDIES: &[Study] = &[
     },
     Study {
         name: "database",
-        description: "seeds 001 + 003 (one plan): db (SQLite) at 16, 8 and auto-tuned threads and pg (PostgreSQL), with maintenance and logs on their own volumes; integrity, encryption, both",
+        description: "seeds 001 + 003 (one plan): db (SQLite) at 16, 12, 8 and auto-tuned threads and pg (PostgreSQL), with maintenance and logs on their own volumes; integrity, encryption, both",
         plan: include_str!("studies/database.toml"),
     },
     Study {
@@ -112,11 +112,11 @@ mod tests {
         let has = |s: &Settings, t: &str| s.targets.iter().any(|x| x == t);
         let db = plan("database");
         let threads: toml::Value =
-            toml::from_str::<toml::Table>("t = [16, 8, \"auto\"]").unwrap()["t"].clone();
+            toml::from_str::<toml::Table>("t = [16, 12, 8, \"auto\"]").unwrap()["t"].clone();
         assert_eq!(
             option(&db, "db", "threads"),
             threads,
-            "001: 16, 8, autotune"
+            "001: 16, 8, autotune; 003: 12"
         );
         for w in ["db", "pg"] {
             assert_eq!(

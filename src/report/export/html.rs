@@ -1,5 +1,8 @@
-//! `report.html`: one self-contained page (inline CSS and SVG, no network fetches) with the
-//! decision summary first, then the charts and the full provenance.
+//! `report.html`: one self-contained page (inline CSS and SVG, no network fetches): a table
+//! of contents, the answer first (the decision matrix and forest plot, then the ranking),
+//! then each workload's own figure, and below them, folded, what a reader looks up rather
+//! than reads: the per-point tables, the other charts, the warnings' places and the
+//! provenance. A study of 720 cells is then a page to scroll, not 180 screens (issue 60).
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -21,13 +24,51 @@ mod series;
 
 use escape::esc;
 
-/// Colour index per target, in order of first appearance, so a target keeps its colour.
+/// The palette slot of each catalogue target, fixed, so a file system has one colour in
+/// every report of a run, a study or a history (issue 60: by position, ntfs was orange in
+/// one report and teal in another). The first ten are the targets the default run and the
+/// studies compare.
+const COLOR_SLOTS: [&str; 19] = [
+    "ext4",
+    "xfs",
+    "btrfs",
+    "ntfs",
+    "exfat",
+    "tmpfs",
+    "ext4-bigalloc64k",
+    "btrfs-nodatasum",
+    "ext4-fscrypt",
+    "ext4-nocsum-fscrypt",
+    "btrfs-zstd",
+    "ext4-nocsum",
+    "xfs-noreflink",
+    "ext4-journal",
+    "ext4-noatime",
+    "btrfs-nodesize64k",
+    "ntfs-64k",
+    "exfat-64k",
+    "f2fs",
+];
+
+/// Colour index per target: a catalogue target's own slot; any other (a `dir:` or a plan's
+/// own target) the first slot no target of this report holds, in order of first appearance.
 fn target_colors(r: &Report) -> BTreeMap<String, usize> {
-    let mut m = BTreeMap::new();
-    for s in &r.sections {
-        for row in &s.rows {
-            let n = m.len();
-            m.entry(row.target.clone()).or_insert(n);
+    let names: Vec<&String> = r
+        .sections
+        .iter()
+        .flat_map(|s| &s.rows)
+        .map(|row| &row.target)
+        .collect();
+    let slot = |n: &str| COLOR_SLOTS.iter().position(|s| *s == n);
+    let mut m: BTreeMap<String, usize> = names
+        .iter()
+        .filter_map(|n| slot(n).map(|i| ((*n).clone(), i)))
+        .collect();
+    for n in names {
+        if !m.contains_key(n) {
+            let taken: Vec<usize> = m.values().copied().collect();
+            let free = (0..charts::PALETTE.len()).find(|i| !taken.contains(i));
+            m.insert(n.clone(), free.unwrap_or(m.len()));
         }
     }
     m
@@ -53,21 +94,24 @@ td:first-child,th:first-child{text-align:left}.best{color:#1a7f37;font-weight:bo
 .charts>div{min-width:0}.charts svg{width:100%;height:auto;display:block}\
 #relative:checked~.charts .abs,#relative:not(:checked)~.charts .rel{display:none}\
 label[for=relative]{margin-left:.3em;cursor:pointer}\
-.warn{color:#8a5300;font-size:.85em}#warnings li{margin:.3em 0}#warnings .places{color:#555;font-size:.9em}code{background:#f4f4f4;padding:0 3px}svg{background:#fff;border:1px solid #eee}";
+.warn{color:#8a5300;font-size:.85em}#warnings li{margin:.3em 0}#warnings .places{color:#555;font-size:.9em}code{background:#f4f4f4;padding:0 3px}\
+nav#contents{position:sticky;top:0;background:#fff;border-bottom:1px solid #ddd;padding:.4em 0;z-index:1;font-size:.9em}nav#contents a{margin:0 .2em}\
+details>summary{cursor:pointer;color:#0b5cad;margin:.4em 0}pre.ranking{font-size:.95em;background:#f8f8f8;padding:.5em 1em}#warnings details.places{display:inline}svg{background:#fff;border:1px solid #eee}";
 
 /// Runs in the page: `?only=ID` shows one section (for sharing it, and for the browser
 /// test's per-section screenshots), `?view=relative` turns the toggle on. Then a self-check
 /// a test can read from the DOM: charts and marks drawn, text labels that overlap (any two
-/// level labels of one chart whose boxes intersect), each visible chart's box, any script
-/// error; where the decision matrix and the forest plot start, and the elements that reach
+/// level labels of one chart whose boxes intersect), each visible chart's box (none in a
+/// closed `<details>`, which Chromium lays out all the same), any script error; where the decision matrix and the forest plot start, and the elements that reach
 /// past the viewport's right edge outside a scrolling container (none may, on a phone).
 const SCRIPT: &str = "window.addEventListener('error',function(e){document.body.dataset.error=String(e.message)});\
 var q=new URLSearchParams(location.search),only=q.get('only');\
-if(only){document.querySelectorAll('body>section,body>p,body>h1').forEach(function(s){if(s.id!==only)s.style.display='none'})}\
+if(only){document.querySelectorAll('body>section,body>p,body>h1,body>nav').forEach(function(s){if(s.id!==only)s.style.display='none'});\
+document.querySelectorAll('section[id=\"'+only+'\"] details').forEach(function(e){e.open=true})}\
 if(q.get('view')==='relative'){document.getElementById('relative').checked=true}\
 var d=document.body.dataset,svgs=[].slice.call(document.querySelectorAll('svg.chart'));\
 d.charts=svgs.length;d.marks=document.querySelectorAll('svg .bar, svg .line').length;\
-var over=[],boxes=[];svgs.forEach(function(svg,k){var b=svg.getBoundingClientRect();if(b.width===0)return;\
+var over=[],boxes=[];svgs.forEach(function(svg,k){if(svg.closest('details:not([open])'))return;var b=svg.getBoundingClientRect();if(b.width===0)return;\
 boxes.push([k,Math.round(b.left+scrollX),Math.round(b.top+scrollY),Math.round(b.width),Math.round(b.height)]);\
 var t=[].slice.call(svg.querySelectorAll('text:not([transform])')).map(function(e){return [e,e.getBoundingClientRect()]}).filter(function(p){return p[1].width>0});\
 for(var i=0;i<t.length;i++)for(var j=i+1;j<t.length;j++){var a=t[i][1],c=t[j][1];\
@@ -109,6 +153,7 @@ pub fn render(r: &Report) -> String {
         "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>fsarena report</title><style>{STYLE}</style></head><body>"
     );
     h.push_str("<h1>fsarena report</h1>");
+    h.push_str(CONTENTS_MARK);
     answer::render(&mut h, r);
     let _ = write!(h, "<p>Kernel {} · {} CPUs ({}) · {} memory · fsarena {} · baseline <b>{}</b> · {} · 95&nbsp;% intervals (FCR-adjusted when called) · {}</p>",
         esc(&r.host.kernel), r.host.cpus, esc(&r.host.cpu_model), value("x_bytes", r.host.mem_total_bytes as f64), esc(&r.host.fsarena_version), esc(&r.baseline), esc(&condition_text(&r.condition)), esc(&legend(r)));
@@ -135,22 +180,116 @@ pub fn render(r: &Report) -> String {
         let line = crate::report::model::set_aside::line(s);
         let _ = write!(h, "<p id=\"set-aside\">{}.</p>", esc(&line));
     }
-    warnings(&mut h, r);
-    summary(&mut h, r);
-    figures::bar_charts(&mut h, r, &colors);
-    figures::scaling(&mut h, r, &colors);
-    across::render(&mut h, r, &colors);
-    super::html::curves::render(&mut h, &r.measurements, &colors);
-    series::render(&mut h, &r.measurements, &colors);
-    amplification(&mut h, r);
-    provenance(&mut h, r);
+    ranking(&mut h, r);
+    let mut rest = String::new();
+    super::html::curves::render(&mut rest, &r.measurements, &colors);
+    summary(&mut rest, r);
+    let mut charts = String::new();
+    figures::bar_charts(&mut charts, r, &colors);
+    rest.push_str(&fold_large(&charts));
+    figures::scaling(&mut rest, r, &colors);
+    across::render(&mut rest, r, &colors);
+    let mut more = String::new();
+    series::render(&mut more, &r.measurements, &colors);
+    amplification(&mut more, r);
+    rest.push_str(&fold_large(&more));
+    warnings(&mut rest, r);
+    provenance(&mut rest, r);
+    h.push_str(&rest);
+    let mut h = h.replacen(CONTENTS_MARK, &contents(&h), 1);
     let _ = write!(h, "<script>{SCRIPT}</script>");
     h.push_str("</body></html>\n");
     h
 }
 
+/// Where the table of contents goes, filled in once the page's sections are known.
+const CONTENTS_MARK: &str = "<!--contents-->";
+
+/// A section holding more charts than this is folded under its heading: a study's hundreds
+/// of bar charts are looked up, not read.
+const FOLD_CHARTS: usize = 24;
+/// The same for a section's table rows.
+const FOLD_ROWS: usize = 40;
+
+/// The table of contents: an in-page link to every section of `page`, by its heading.
+fn contents(page: &str) -> String {
+    let mut nav = String::from("<nav id=\"contents\"><b>Contents:</b> ");
+    let mut first = true;
+    for part in page.split("<section id=\"").skip(1) {
+        let Some((id, rest)) = part.split_once('"') else {
+            continue;
+        };
+        let title = rest
+            .split_once("<h2>")
+            .and_then(|(_, t)| t.split_once("</h2>"))
+            .map_or(id, |(t, _)| t);
+        let title = if id == "answer" { "Answer" } else { title };
+        if !std::mem::take(&mut first) {
+            nav.push_str(" · ");
+        }
+        let _ = write!(nav, "<a href=\"#{id}\">{title}</a>");
+    }
+    nav.push_str("</nav>");
+    nav
+}
+
+/// The sections of `html` (each `<section id=…><h2>…</h2>…</section>`) that hold more than
+/// [`FOLD_CHARTS`] charts or [`FOLD_ROWS`] table rows, folded under their heading in a
+/// `<details>` that says what it holds (a fio study's amplification table has 720 rows).
+fn fold_large(html: &str) -> String {
+    let mut out = String::new();
+    for part in html.split_inclusive("</section>") {
+        let (svgs, rows) = (part.matches("<svg").count(), part.matches("<tr>").count());
+        let what = if svgs > FOLD_CHARTS {
+            format!("{svgs} charts")
+        } else if rows > FOLD_ROWS {
+            format!("a table of {rows} rows")
+        } else {
+            String::new()
+        };
+        match (part.split_once("</h2>"), part.strip_suffix("</section>")) {
+            (Some((head, _)), Some(body)) if !what.is_empty() => {
+                let inner = &body[head.len() + "</h2>".len()..];
+                let _ = write!(
+                    out,
+                    "{head}</h2><details><summary>Show {what}</summary>{inner}</details></section>"
+                );
+            }
+            _ => out.push_str(part),
+        }
+    }
+    out
+}
+
+/// The ranking, as the terminal and summary.md end with it (issue 60: the HTML had none):
+/// the geometric mean of each target's key-metric ratios to the baseline, best first, in the
+/// terminal's own lines.
+fn ranking(h: &mut String, r: &Report) {
+    let text = super::text::notes::ranking(r, 100_000);
+    let mut lines = text.lines().filter(|l| !l.trim().is_empty());
+    let Some(head) = lines.next() else {
+        return;
+    };
+    let body: Vec<&str> = lines.collect();
+    let _ = write!(
+        h,
+        "<section id=\"ranking\"><h2>Ranking</h2><p>{}:</p><pre class=\"ranking\">{}</pre></section>",
+        esc(head.trim_end_matches(':')),
+        esc(&body.join("\n"))
+    );
+}
+
 fn summary(h: &mut String, r: &Report) {
-    h.push_str("<section id=\"summary\"><h2>Decision summary</h2><ul>");
+    h.push_str("<section id=\"summary\"><h2>Decision summary</h2>");
+    let long = r.sections.len() > FOLD_CHARTS;
+    if long {
+        let _ = write!(
+            h,
+            "<details><summary>Show the decision of each of the {} points</summary>",
+            r.sections.len()
+        );
+    }
+    h.push_str("<ul>");
     for s in &r.sections {
         let _ = write!(
             h,
@@ -160,6 +299,14 @@ fn summary(h: &mut String, r: &Report) {
         );
     }
     h.push_str("</ul>");
+    if long {
+        h.push_str("</details>");
+    }
+    let _ = write!(
+        h,
+        "<details><summary>Show the {} per-point tables</summary>",
+        r.sections.len()
+    );
     for s in &r.sections {
         let key = &s.key_metric;
         let cols: Vec<&String> = s.columns.iter().filter(|c| *c != key).collect();
@@ -171,10 +318,11 @@ fn summary(h: &mut String, r: &Report) {
         h.push_str("</tr>");
         for row in &s.rows {
             let c = row_cells(row, key, &r.baseline);
-            let cls = match row.mark {
-                Some(Mark::Best) => "best",
-                Some(Mark::Worst) => "worst",
-                None => "",
+            // Words, not ✓/✗: the page keeps ✓/✗ for better/worse than the baseline.
+            let (cls, mark) = match row.mark {
+                Some(Mark::Best) => ("best", " (best)"),
+                Some(Mark::Worst) => ("worst", " (worst)"),
+                None => ("", ""),
             };
             let _ = write!(
                 h,
@@ -182,7 +330,7 @@ fn summary(h: &mut String, r: &Report) {
                 esc(&c.target),
                 c.runs,
                 esc(&c.key),
-                c.mark,
+                mark,
                 c.cv,
                 esc(&c.vs)
             );
@@ -203,12 +351,14 @@ fn summary(h: &mut String, r: &Report) {
             let _ = write!(h, "<p class=\"why\">why: {}</p>", esc(why));
         }
     }
-    h.push_str("</section>");
+    h.push_str("</details></section>");
 }
 
-/// Every warning once, with the cells it concerns ([`super::text::notes::warning_groups`], as the
-/// terminal lists them), and every failed repetition: one list per report, not a paragraph
-/// under each table.
+/// Every warning once, grouped by kind with how many places it concerns, the places folded
+/// under it ([`super::text::notes::warning_groups`], as the terminal lists them), and every
+/// failed repetition. A caution about the plan's own choice is said once, without places:
+/// when every point ran the same few runs, the plan fixed them (issue 60: one item listed
+/// all 720 cells of a study whose plan ran 2).
 fn warnings(h: &mut String, r: &Report) {
     let mut groups = super::text::notes::warning_groups(r);
     for s in &r.sections {
@@ -226,16 +376,46 @@ fn warnings(h: &mut String, r: &Report) {
     if groups.is_empty() {
         return;
     }
+    let planned = planned_runs(r);
     h.push_str("<section id=\"warnings\"><h2>Warnings</h2><ul>");
     for (text, places) in groups {
+        if planned.as_deref().is_some_and(|p| text.starts_with(p)) {
+            let _ = write!(
+                h,
+                "<li class=\"warn\">{} <span class=\"places\">(every point: the plan ran this many)</span></li>",
+                esc(&text)
+            );
+            continue;
+        }
         let _ = write!(
             h,
-            "<li class=\"warn\">{} <span class=\"places\">[{}]</span></li>",
+            "<li class=\"warn\">{} <details class=\"places\"><summary>{} place{}</summary>{}</details></li>",
             esc(&text),
+            places.len(),
+            if places.len() == 1 { "" } else { "s" },
             esc(&places.join("; "))
         );
     }
     h.push_str("</ul></section>");
+}
+
+/// The start of the too-few-runs caution ("only 2 successful runs") when every row of the
+/// report ran that many: then the plan chose it, and no place is worth listing.
+fn planned_runs(r: &Report) -> Option<String> {
+    let mut oks = r
+        .sections
+        .iter()
+        .flat_map(|s| s.rows.iter().map(|row| row.ok));
+    let n = oks.next()?;
+    let every = oks.all(|k| k == n) && n > 0 && n < crate::stats::warnings::MIN_USEFUL_RUNS;
+    every.then(|| {
+        crate::stats::warnings::Warning::TooFewRuns { n }
+            .to_string()
+            .split(" — ")
+            .next()
+            .unwrap_or_default()
+            .to_string()
+    })
 }
 
 fn amplification(h: &mut String, r: &Report) {

@@ -147,7 +147,10 @@ fn closing(r: &Report, width: usize) -> String {
 
 /// The columns of a section, in display order, with the ones no row has a value for left
 /// out (a workload that wrote nothing has no amplification to show). Secondary columns are
-/// ranked to go rightmost first, then CV, the run counts, and the difference.
+/// ranked to go rightmost first, the amplifications after the other extras, then CV and the
+/// run counts. The answer never goes: target, key metric, the difference against the
+/// baseline and the decision stay, and fold if they must (issue 60: at 100 columns 36 of a
+/// file-management study's tables had kept their amplifications and lost "vs ext4").
 fn columns(s: &Section, baseline: &str, color: bool) -> (Vec<Col>, bool) {
     let key = &s.key_metric;
     let cells: Vec<_> = s.rows.iter().map(|r| row_cells(r, key, baseline)).collect();
@@ -193,20 +196,32 @@ fn columns(s: &Section, baseline: &str, color: bool) -> (Vec<Col>, bool) {
         Col::new("CV", pick(|c| c.cv.clone()))
             .numeric()
             .drop_rank(Some(n_extra)),
-        Col::new(format!("vs {baseline}"), pick(|c| c.pct.clone()))
-            .numeric()
-            .drop_rank(Some(n_extra + 2)),
+        Col::new(format!("vs {baseline}"), pick(|c| c.pct.clone())).numeric(),
         Col::new("decision", pick(|c| c.decision.clone())),
     ];
     // A column of dashes says nothing (one run has no CV and no comparison).
+    let vs = format!("vs {baseline}");
     cols.retain(|c| {
-        c.drop_rank.is_none()
+        (c.drop_rank.is_none() && c.header != vs)
             || c.cells
                 .iter()
                 .any(|x| !matches!(x.content().as_str(), "" | "—"))
     });
-    for (i, c) in extras.iter().enumerate() {
+    // The other extras go first (rightmost first), then the amplifications.
+    let n_amp = extras
+        .iter()
+        .filter(|c| c.ends_with("amplification"))
+        .count();
+    let (mut other_rank, mut amp_rank) = (n_extra - n_amp, n_extra);
+    for c in &extras {
         let amplification = c.ends_with("amplification");
+        let rank = if amplification {
+            amp_rank -= 1;
+            amp_rank
+        } else {
+            other_rank -= 1;
+            other_rank
+        };
         let values = s
             .rows
             .iter()
@@ -216,11 +231,7 @@ fn columns(s: &Section, baseline: &str, color: bool) -> (Vec<Col>, bool) {
                     .unwrap_or_else(|| "—".into())
             })
             .collect();
-        cols.push(
-            Col::new(header(c), values)
-                .numeric()
-                .drop_rank((!amplification).then_some(n_extra - 1 - i)),
-        );
+        cols.push(Col::new(header(c), values).numeric().drop_rank(Some(rank)));
     }
     (cols, wide)
 }

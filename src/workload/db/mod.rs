@@ -46,6 +46,13 @@ const MAINTAINED: &str = " + maintenance";
 /// checkpoints can outgrow it.
 const WAL_SLACK: u64 = 256 << 20;
 
+/// What a point costs beyond its measured phase and search: building its SQLite database
+/// (64 MiB by default) and checking the engine's work. The study:database run of 2026-11-27
+/// (bench/results/findings-20261127/database, 6 targets, 108 db points) spent 93.8 s a cell
+/// where the phases and searches alone priced 74.8 s: 3.2 s a point. Without it the dry run
+/// said 36 min for a study that took 45.
+const POINT_SETUP_S: f64 = 3.0;
+
 impl Workload for Db {
     fn spec(&self) -> WorkloadSpec {
         WorkloadSpec {
@@ -104,7 +111,8 @@ impl Workload for Db {
         }
     }
 
-    /// Each point's `duration`, after its search where the thread count is auto-tuned.
+    /// Each point's `duration`, after its search where the thread count is auto-tuned, plus
+    /// what a point costs around its phase ([`POINT_SETUP_S`]).
     fn fixed_seconds(&self, options: &toml::Table, scale: f64) -> f64 {
         let Ok(cfg) = options::config(options, scale) else {
             return 0.0;
@@ -119,7 +127,7 @@ impl Workload for Db {
         let each = cfg.duration.as_secs_f64();
         searches
             .iter()
-            .map(|search| variants * (each + search))
+            .map(|search| variants * (each + search + POINT_SETUP_S))
             .sum()
     }
 

@@ -68,6 +68,12 @@ impl IoWorkload {
     }
 }
 
+/// What a point costs beyond fio's ramp and runtime: starting fio, and for a write point a
+/// fresh file system and the file laid out again. The fio-sweep study's runs (576 points on
+/// ext4 and xfs, 2,303 s, bench/results/findings-20261127; 1,440 points on five file systems,
+/// 5,840 s, bench/results/findings-20261128-fio5) spent 1.5 s a point beyond it.
+const POINT_SETUP_S: f64 = 1.5;
+
 impl Workload for IoWorkload {
     fn spec(&self) -> WorkloadSpec {
         let (name, description) = match self.preset {
@@ -165,7 +171,8 @@ impl Workload for IoWorkload {
         })
     }
 
-    /// Every point's `ramp_time` and `runtime` (none without a runtime: size-based jobs).
+    /// Every point's `ramp_time` and `runtime` (none without a runtime: size-based jobs), plus
+    /// what a point costs around fio's run ([`POINT_SETUP_S`]).
     fn fixed_seconds(&self, options: &toml::Table, _scale: f64) -> f64 {
         let Ok(cfg) = Config::from_options(self.preset, options, self.spec().name) else {
             return 0.0;
@@ -178,7 +185,7 @@ impl Workload for IoWorkload {
             * cfg.numjobs.len()
             * cfg.direct.len()
             * cfg.ioengine.len();
-        points as f64 * (runtime + cfg.ramp_time).as_secs_f64()
+        points as f64 * ((runtime + cfg.ramp_time).as_secs_f64() + POINT_SETUP_S)
     }
 
     /// A direct-I/O read point on the file system of the direct-I/O read point before it,

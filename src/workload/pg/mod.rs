@@ -49,6 +49,12 @@ pub const WAL_PEAK_BYTES: u64 = 2 << 30;
 /// The `pg` workload.
 pub struct Pg;
 
+/// What a point costs beyond its pgbench run and search: loading the pgbench database and
+/// the checkpoint and cache drop before the run. The study:database run of 2026-11-27
+/// (bench/results/findings-20261127/database, 72 pg points) spent 55.6 s a cell where the
+/// runs and searches alone priced 45.3 s: 2.6 s a point.
+const POINT_SETUP_S: f64 = 2.5;
+
 impl Workload for Pg {
     fn spec(&self) -> WorkloadSpec {
         WorkloadSpec {
@@ -113,14 +119,15 @@ impl Workload for Pg {
         }
     }
 
-    /// Each point's pgbench `seconds`, after its search where the clients are auto-tuned.
+    /// Each point's pgbench `seconds`, after its search where the clients are auto-tuned,
+    /// plus what a point costs around its phase ([`POINT_SETUP_S`]).
     fn fixed_seconds(&self, options: &toml::Table, scale: f64) -> f64 {
         let Ok(cfg) = options::config(options, scale) else {
             return 0.0;
         };
         let search = cfg.threads.map_or(0.0, |t| t.search_seconds());
         let variants = if cfg.maintenance.is_some() { 2.0 } else { 1.0 };
-        cfg.modes.len() as f64 * variants * (cfg.seconds + search)
+        cfg.modes.len() as f64 * variants * (cfg.seconds + search + POINT_SETUP_S)
     }
 
     /// One point per pgbench mode.

@@ -58,7 +58,7 @@ fn matrix_legend(h: &mut String, r: &Report) {
     let _ = write!(
         h,
         "<p class=\"key\">Each cell: the key metric against {b} (its geometric mean for {b} itself). \
-         <span class=\"better\">√ better</span> <span class=\"worse\">× worse</span> \
+         <span class=\"better\">✓ better</span> <span class=\"worse\">✗ worse</span> \
          <span class=\"equivalent\">= equivalent (within ±{m} %)</span> \
          <span class=\"undecided\">undecided: neither yet</span> · ↑ higher is better, ↓ lower \
          is better.</p>",
@@ -113,6 +113,9 @@ fn table(h: &mut String, m: &Matrix) {
     h.push_str("</tbody></table>");
 }
 
+/// Matrices with more rows than this fold their forest plot.
+const FOLD_FOREST_ROWS: usize = 40;
+
 /// The first screen: the compared line, the matrix and the forest plot.
 pub(super) fn render(h: &mut String, r: &Report) {
     let m = matrix::build(r);
@@ -124,8 +127,21 @@ pub(super) fn render(h: &mut String, r: &Report) {
     table(h, &m);
     h.push_str("</div>");
     let svg = forest(&m);
-    if let Some(svg) = &svg {
-        let _ = write!(h, "<div class=\"forest-box\">{svg}</div>");
+    match &svg {
+        // A study's forest (a line per comparison: 576 in a five-target fio sweep) is
+        // twenty thousand pixels tall; the matrix beside it says the same per cell.
+        Some(svg) if m.rows.len() > FOLD_FOREST_ROWS => {
+            let _ = write!(
+                h,
+                "<div class=\"forest-box\"><details><summary>Show the forest plot of the {} points \
+                 (every difference with its interval)</summary>{svg}</details></div>",
+                m.rows.len()
+            );
+        }
+        Some(svg) => {
+            let _ = write!(h, "<div class=\"forest-box\">{svg}</div>");
+        }
+        None => {}
     }
     h.push_str("</div>");
     matrix_legend(h, r);

@@ -13,4 +13,5 @@ mod frame;
 mod lines;
 
 pub use bars::{bar_chart, bars, Bar, BarGroup, BarOpts};
+pub use frame::PALETTE;
 pub use lines::{lines, Line, XAxis};

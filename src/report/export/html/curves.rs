@@ -93,6 +93,10 @@ fn workload_charts(
     let groups = groups(ms, x, curves);
     let (fixed, varying) = split_keys(&groups);
     let mut lines_html = String::new();
+    // The key metric's charts are the answer (the seed's own figure: IOPS against queue
+    // depth); the other metrics' are folded under them.
+    let mut more_html = String::new();
+    let mut more = 0;
     let mut single: Vec<(&GroupKey, &Vec<Samples>)> = Vec::new();
     for (key, per_curve) in &groups {
         let drawn = per_curve
@@ -104,15 +108,23 @@ fn workload_charts(
         }
         let title = title(name, &only(key, &varying));
         for (c, samples) in curves.iter().zip(per_curve) {
+            let mut drawn = lines(samples, c.key, colors);
+            let y_label = in_ms(c.y_label, &mut drawn);
+            let into = if c.key {
+                &mut lines_html
+            } else {
+                more += 1;
+                &mut more_html
+            };
             let _ = write!(
-                lines_html,
+                into,
                 "<div>{}</div>",
                 charts::lines(
                     &format!("{title}: {}", header(c.metric)),
                     c.x_label,
-                    c.y_label,
+                    &y_label,
                     if c.log_x { XAxis::Log2 } else { XAxis::Linear },
-                    &lines(samples, c.key, colors),
+                    &drawn,
                 )
             );
         }
@@ -149,7 +161,7 @@ fn workload_charts(
             );
         }
     }
-    if lines_html.is_empty() && bars_html.is_empty() {
+    if lines_html.is_empty() && bars_html.is_empty() && more_html.is_empty() {
         return;
     }
     let _ = write!(body, "<h3>{}</h3>", esc(name));
@@ -161,6 +173,20 @@ fn workload_charts(
         );
     }
     let _ = write!(body, "<div class=\"charts\">{lines_html}{bars_html}</div>");
+    if !more_html.is_empty() {
+        let others: Vec<String> = curves
+            .iter()
+            .filter(|c| !c.key)
+            .map(|c| header(c.metric))
+            .collect();
+        let _ = write!(
+            body,
+            "<details><summary>{} against {}: {more} more chart{}</summary><div class=\"charts\">{more_html}</div></details>",
+            esc(&others.join(", ")),
+            esc(curves.first().map_or(x, |c| c.x_label)),
+            if more == 1 { "" } else { "s" }
+        );
+    }
 }
 
 /// The group keys' parameters split into those with one value in every group (said once)
@@ -357,15 +383,48 @@ fn labels(ms: &[&Measurement], k: &str, x: &str) -> bool {
     x_to_k.len() > 1
 }
 
-/// A parameter's value as a chart title shows it: strings bare, byte counts readable.
+/// A parameter's value as a chart title shows it: strings bare, byte counts readable, a
+/// block size as fio writes it (`512k`, not `524288`).
 fn shown(name: &str, v: &Value) -> String {
     match v {
         Value::String(s) => s.clone(),
+        Value::Number(n) if name == "bs" => {
+            n.as_u64().map(fio_size).unwrap_or_else(|| n.to_string())
+        }
         Value::Number(n) if name.ends_with("_bytes") => {
             n.as_u64().map(human_bytes).unwrap_or_else(|| n.to_string())
         }
         other => other.to_string(),
     }
+}
+
+/// A byte count as fio's options write it: the largest binary unit it is a whole multiple
+/// of (`4k`, `512k`, `1m`), else the bytes.
+fn fio_size(n: u64) -> String {
+    for (shift, unit) in [(30, "g"), (20, "m"), (10, "k")] {
+        if n > 0 && n % (1 << shift) == 0 {
+            return format!("{}{unit}", n >> shift);
+        }
+    }
+    n.to_string()
+}
+
+/// A latency axis in milliseconds once its values pass 10,000 µs (issue 60: p99 read
+/// `80,000` µs): the label's unit and the values both change.
+fn in_ms(y_label: &str, lines: &mut [Line]) -> String {
+    let top = lines
+        .iter()
+        .flat_map(|l| l.points.iter().map(|p| p.1))
+        .fold(0.0f64, f64::max);
+    if !y_label.contains("(µs)") || top <= 10_000.0 {
+        return y_label.to_string();
+    }
+    for l in lines.iter_mut() {
+        for p in &mut l.points {
+            p.1 /= 1000.0;
+        }
+    }
+    y_label.replace("(µs)", "(ms)")
 }
 
 /// "workload k=v k=v": the workload and the parameters its chart holds fixed.

@@ -63,11 +63,12 @@ pub struct Cell {
 }
 
 impl Cell {
-    /// The seeds' marks: √ for better, × for worse; = for equivalent.
+    /// The page's one set of marks: ✓ for better, ✗ for worse, = for equivalent (the seeds
+    /// wrote √ and ×, but × is the page's ratio sign: 1.5×).
     pub fn mark(&self) -> &'static str {
         match self.state {
-            State::Decided(Decision::Better) => "√",
-            State::Decided(Decision::Worse) => "×",
+            State::Decided(Decision::Better) => "✓",
+            State::Decided(Decision::Worse) => "✗",
             State::Decided(Decision::Equivalent) => "=",
             _ => "",
         }

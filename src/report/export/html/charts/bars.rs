@@ -1,7 +1,10 @@
 //! Bar charts: the mean as a bar with its value written over it, every repetition as a dot,
 //! and the whole 95 % interval as an error bar. The axis starts at 0 and reaches below it
 //! when an interval or a repetition does: cutting an interval at zero would draw it
-//! narrower than it is.
+//! narrower than it is. The axis follows the bars and their repetitions; an interval may
+//! widen it by at most the bars' own span each way, and one that reaches further is drawn to
+//! the edge with an open arrowhead (issue 60: the 2-run intervals of a fio sweep drew bars of
+//! 11.8k–78.5k on an axis to 1.5M).
 
 use std::fmt::Write;
 
@@ -49,12 +52,19 @@ pub fn bars(title: &str, y_label: &str, data: Vec<Bar>, opts: &BarOpts) -> Strin
 
 /// A bar chart of groups of bars.
 pub fn bar_chart(title: &str, y_label: &str, groups: &[BarGroup], opts: &BarOpts) -> String {
-    let all = groups.iter().flat_map(|g| g.bars.iter());
-    let extent = all.flat_map(|b| {
+    let all = || groups.iter().flat_map(|g| g.bars.iter());
+    let data = YAxis::covering(
+        all()
+            .flat_map(|b| std::iter::once(b.value).chain(b.reps.iter().copied()))
+            .chain(opts.reference),
+    );
+    let span = data.hi - data.lo;
+    let (floor, ceiling) = (data.lo - span, data.hi + span);
+    let extent = all().flat_map(|b| {
         let (lo, hi) = b.ci.unwrap_or((b.value, b.value));
-        [b.value, lo, hi].into_iter().chain(b.reps.iter().copied())
+        [lo.max(floor), hi.min(ceiling)]
     });
-    let ax = YAxis::covering(extent.chain(opts.reference));
+    let ax = YAxis::covering(extent.chain([data.lo, data.hi]));
     let grouped = groups.iter().any(|g| g.bars.len() > 1);
     let right = if grouped { W - R - LEGEND } else { W - R };
     let mut s = header(title, "bars");
@@ -105,19 +115,36 @@ fn draw_bar(s: &mut String, ax: &YAxis, b: &Bar, x0: f64, bw: f64, suffix: &str)
     let mut highest = b.value;
     if let Some((lo, hi)) = b.ci {
         let cap = (w * 0.3).min(6.0);
+        let (vlo, vhi) = (lo.max(ax.lo), hi.min(ax.hi));
+        let (ylo, yhi) = (ax.y(vlo), ax.y(vhi));
+        // A cap where the interval ends on the chart; an open arrowhead where it goes on.
+        let end = |y: f64, clipped: bool, dir: f64| {
+            if clipped {
+                format!(
+                    "M{:.1},{:.1}L{cx:.1},{y:.1}L{:.1},{:.1}",
+                    cx - cap,
+                    y + dir * cap,
+                    cx + cap,
+                    y + dir * cap
+                )
+            } else {
+                format!("M{:.1},{y:.1}H{:.1}", cx - cap, cx + cap)
+            }
+        };
         let _ = write!(
             s,
-            r##"<path class="errbar" d="M{cx:.1},{ylo:.1}V{yhi:.1}M{:.1},{yhi:.1}H{:.1}M{:.1},{ylo:.1}H{:.1}" stroke="#222" stroke-width="1.5" fill="none"><title>95 % interval {} to {}</title></path>"##,
-            cx - cap,
-            cx + cap,
-            cx - cap,
-            cx + cap,
+            r##"<path class="errbar" d="M{cx:.1},{ylo:.1}V{yhi:.1}{}{}" stroke="#222" stroke-width="1.5" fill="none"><title>95 % interval {} to {}{}</title></path>"##,
+            end(yhi, hi > vhi, 1.0),
+            end(ylo, lo < vlo, -1.0),
             sig3(lo),
             sig3(hi),
-            ylo = ax.y(lo),
-            yhi = ax.y(hi),
+            if hi > vhi || lo < vlo {
+                " (beyond the axis: drawn to its edge)"
+            } else {
+                ""
+            },
         );
-        highest = highest.max(hi);
+        highest = highest.max(vhi);
     }
     // Repetitions spread sideways a little so equal values stay distinguishable.
     let n = b.reps.len();
@@ -259,6 +286,35 @@ mod tests {
         let c = bar_chart("t", "IOPS", &groups, &BarOpts::default());
         assert!(!c.contains("rotate(-30"), "{c}");
         assert_eq!(c.matches("<tspan").count(), 7, "{c}");
+    }
+
+    /// Regression (issue 60): a 2-run interval set the axis, dwarfing the bars; it now
+    /// stops at the edge of an axis the bars set, with an arrowhead.
+    #[test]
+    fn an_interval_far_beyond_the_bars_is_clipped_with_a_mark() {
+        let b = bars(
+            "t",
+            "IOPS",
+            vec![
+                bar(
+                    "a",
+                    11_800.0,
+                    Some((0.0, 1_500_000.0)),
+                    &[11_000.0, 12_600.0],
+                ),
+                bar(
+                    "b",
+                    78_500.0,
+                    Some((70_000.0, 87_000.0)),
+                    &[77_000.0, 80_000.0],
+                ),
+            ],
+            &BarOpts::default(),
+        );
+        // The axis reaches twice the tallest bar's neighbourhood, not the interval's 1.5M.
+        assert!(!b.contains("M</text>"), "{b}");
+        assert!(b.contains("beyond the axis"), "{b}");
+        assert_eq!(b.matches("beyond the axis").count(), 1, "{b}");
     }
 
     /// Regression (issue 14): an interval reaching below zero was cut at the axis.

@@ -6,10 +6,12 @@ use std::fmt::Write;
 
 use super::super::escape::esc;
 
-/// The same colour for the same target everywhere (Tableau 10).
-pub const PALETTE: [&str; 10] = [
+/// The colours a target may take (Tableau 10, then the lighter or darker tones of Tableau
+/// 20): enough for every catalogue target to keep one of its own in every report.
+pub const PALETTE: [&str; 20] = [
     "#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7",
-    "#9c755f", "#bab0ac",
+    "#9c755f", "#bab0ac", "#a0cbe8", "#ffbe7d", "#8cd17d", "#b6992d", "#499894", "#86bcb6",
+    "#d37295", "#fabfd2", "#79706e", "#d4a6c8",
 ];
 
 pub fn color(i: usize) -> &'static str {

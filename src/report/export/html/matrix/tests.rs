@@ -69,16 +69,16 @@ fn each_cell_says_its_difference_its_mark_and_its_decision_class() {
     let base = cell(&m, 0, "ext4");
     assert_eq!((base.class(), base.text.as_str()), ("baseline", "1000"));
     let xfs = cell(&m, 0, "xfs");
-    assert_eq!((xfs.class(), xfs.text.as_str()), ("better", "+50.0 % √"));
+    assert_eq!((xfs.class(), xfs.text.as_str()), ("better", "+50.0 % ✓"));
     assert!(matches!(xfs.interval, Interval::Bounded(lo, hi) if lo < 50.0 && hi > 50.0));
     let btrfs = cell(&m, 0, "btrfs");
-    assert_eq!((btrfs.class(), btrfs.text.as_str()), ("worse", "-50.0 % ×"));
+    assert_eq!((btrfs.class(), btrfs.text.as_str()), ("worse", "-50.0 % ✗"));
     let f2fs = cell(&m, 0, "f2fs");
     assert_eq!(f2fs.class(), "equivalent");
     assert!(f2fs.text.ends_with(" ="), "{}", f2fs.text);
     let nilfs = cell(&m, 0, "nilfs");
     assert_eq!(nilfs.class(), "undecided");
-    assert!(!nilfs.text.contains(['√', '×', '=']), "{}", nilfs.text);
+    assert!(!nilfs.text.contains(['✓', '✗', '=']), "{}", nilfs.text);
     assert!(nilfs.title.contains("undecided"), "{}", nilfs.title);
     // The reference is decided like any target, in its own column.
     assert_eq!(cell(&m, 0, "tmpfs").class(), "better");
