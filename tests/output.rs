@@ -193,7 +193,7 @@ fn machine_formats_parse() {
     let (pa, pb) = (a.path().to_str().unwrap(), b.path().to_str().unwrap());
     let json = fsarena(&["report", pa, "--format", "json"]);
     let v: serde_json::Value = serde_json::from_slice(&json.stdout).expect("report json");
-    assert_eq!(v["schema_version"], 1);
+    assert_eq!(v["schema_version"], 2);
     assert!(v["ranking"].as_array().is_some_and(|r| r.len() == 3), "{v}");
     let csv_out = fsarena(&["report", pa, "--format", "csv"]);
     let mut rd = csv::Reader::from_reader(&csv_out.stdout[..]);

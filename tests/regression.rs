@@ -2093,4 +2093,109 @@ fn chart_titles_and_axes_use_human_units() {
     let html = fixture_html(|_| true);
     assert!(!html.contains("bs=4096"), "bs in bytes");
     assert!(html.contains("bs=4k"), "no bs=4k in the charts' titles");
+
+/// Every results directory under `bench/results`, its records decompressed into `tmp` when
+/// they are stored as `results.jsonl.xz` (the studies' records).
+fn recorded_results(tmp: &Path) -> Vec<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("bench/results");
+    let mut found = Vec::new();
+    let mut stack = vec![root.clone()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.file_name().is_some_and(|n| n == "results.jsonl") {
+                found.push(d.clone());
+            } else if p.file_name().is_some_and(|n| n == "results.jsonl.xz") {
+                let name = d.strip_prefix(&root).unwrap().to_string_lossy();
+                let copy = tmp.join(name.replace('/', "_"));
+                std::fs::create_dir_all(&copy).unwrap();
+                let out = Command::new("xz").arg("-dc").arg(&p).output().unwrap();
+                assert!(out.status.success(), "xz -dc {}", p.display());
+                std::fs::write(copy.join("results.jsonl"), out.stdout).unwrap();
+                found.push(copy);
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
+/// Defect: 34 headlines of the study records named the wrong leader ("xfs leads ext4 by
+/// 11 %" above xfs "+11.3 %", slower): the leader came from the raw geometric means and the
+/// % from the difference at equal CPU steal, and the figures beside that % were raw. Over
+/// every recorded results directory: a headline's leader shows the better key figure, and
+/// where one side is the baseline the other's % against it points the same way.
+#[test]
+#[ignore = "unfinished: findings-20261128-fio5's io-sweep [randwrite-bs512k-j1-qd32-large-direct] \
+            (2 runs a side) shows its key figures at no steal while its % stayed raw"]
+fn no_headline_contradicts_its_own_rows() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dirs = recorded_results(tmp.path());
+    assert!(dirs.len() >= 90, "{} results directories", dirs.len());
+    let mut checked = 0;
+    for dir in dirs {
+        let report = fsarena::report::build(&store::load(&dir).unwrap(), None);
+        for s in &report.sections {
+            let words: Vec<&str> = s.decision.split_whitespace().collect();
+            let (lead, trail) = match words.as_slice() {
+                [a, "leads", b, "by", ..] => (*a, *b),
+                // "B wins: A's seconds is 5 % higher than B's (worse, …)".
+                [a, "wins:", b, ..] if b.ends_with("'s") => (*a, b.trim_end_matches("'s")),
+                // "A wins: seconds 5 % lower than B (better, …)".
+                [a, "wins:", ..] => {
+                    let than = words.iter().position(|w| *w == "than");
+                    (
+                        *a,
+                        than.and_then(|i| words.get(i + 1)).copied().unwrap_or(""),
+                    )
+                }
+                _ => continue,
+            };
+            let row = |t: &str| s.rows.iter().find(|r| r.target == t);
+            let (Some(l), Some(t)) = (row(lead), row(trail)) else {
+                continue;
+            };
+            let key = &s.key_metric;
+            let at = format!("{}: {} — {}", dir.display(), s.title(), s.decision);
+            let cmp = |r: &fsarena::report::model::section::Row| r.metric(key)?.vs_baseline.clone();
+            // A rank test's % is its Hodges–Lehmann estimate, which need not order the
+            // geometric means as it does (docs/statistics.md); its direction is checked
+            // against the row below.
+            let ranked = [l, t]
+                .iter()
+                .any(|r| cmp(r).is_some_and(|c| c.test == fsarena::stats::Test::MannWhitney));
+            let (lv, tv) = (l.shown_value(key).unwrap(), t.shown_value(key).unwrap());
+            let ahead = if s.higher_is_better {
+                lv >= tv
+            } else {
+                lv <= tv
+            };
+            assert!(
+                ahead || ranked,
+                "{at}: {lead} shows {lv}, {trail} shows {tv}"
+            );
+            let pct = |r: &fsarena::report::model::section::Row| cmp(r).map(|c| c.pct_diff);
+            let better = |p: f64| {
+                if s.higher_is_better {
+                    p >= 0.0
+                } else {
+                    p <= 0.0
+                }
+            };
+            if t.target == report.baseline {
+                if let Some(p) = pct(l) {
+                    assert!(better(p), "{at}: {lead}'s row reads {p:+.1} %");
+                }
+            }
+            if l.target == report.baseline {
+                if let Some(p) = pct(t) {
+                    assert!(better(-p), "{at}: {trail}'s row reads {p:+.1} %");
+                }
+            }
+            checked += 1;
+        }
+    }
+    assert!(checked > 500, "only {checked} headlines checked");
 }

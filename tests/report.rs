@@ -121,7 +121,7 @@ fn an_interrupted_run_is_labelled_incomplete_everywhere() {
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.path().join("summary.json")).unwrap())
             .unwrap();
-    assert_eq!(json["schema_version"], 1);
+    assert_eq!(json["schema_version"], 2);
     assert!(json["incomplete"].as_str().unwrap().contains("missing"));
 }
 

@@ -36,6 +36,11 @@ pub struct MetricStats {
     /// workload, variant and threads. `None` for the baseline itself, when the baseline has
     /// no such group or metric, or when [`compare`] has no answer.
     pub vs_baseline: Option<Comparison>,
+    /// The key metric's runs at no CPU steal, `exp(ln y − β̂ x)`, when its point's
+    /// comparisons are adjusted for the stolen CPU time ([`crate::stats::steal`]): what the
+    /// adjusted % is a ratio of, so the figure shown beside it is taken from these.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at_no_steal: Option<Vec<f64>>,
 }
 
 /// All repetitions of one workload point on one target.
@@ -314,6 +319,7 @@ fn metric_stats(
                 raw: raw.clone(),
                 reps: cell.reps.get(metric).cloned().unwrap_or_default(),
                 vs_baseline,
+                at_no_steal: None,
             },
         );
     }

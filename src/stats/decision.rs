@@ -58,6 +58,17 @@ impl Decision {
     }
 }
 
+/// Where a comparison was found equivalent ([`super::verdicts::looks::Judged::equivalent`]).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Equivalence {
+    /// The interval of the difference, in % of the baseline, that lies inside the margin.
+    pub pct_ci: (f64, f64),
+    /// Its level: 1 − 2 × the look's share of α (0.90 for a fixed run).
+    pub ci_level: f64,
+    /// Runs per side of the look.
+    pub runs: usize,
+}
+
 /// A decided comparison: the word and the numbers it rests on.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Verdict {
@@ -70,7 +81,10 @@ pub struct Verdict {
     /// The equivalence margin in percent of the baseline.
     pub margin_pct: f64,
     /// For `undecided`: estimated further runs per target that would decide it; `None` when
-    /// decided, or when even [`MAX_RUNS_ESTIMATE`] runs would not.
+    /// decided, or when even [`MAX_RUNS_ESTIMATE`] runs would not. Written as null when
+    /// it is 0 (the estimate says the runs made would decide it, the family's adjustment
+    /// did not): an undecided comparison never reads "0 more runs".
+    #[serde(serialize_with = "zero_as_null")]
     pub runs_to_decide: Option<usize>,
     /// The sequential p-value the family adjusted: the best look's p over its share of α
     /// ([`super::sequential`]); the test's own p for a fixed-size run.
@@ -88,9 +102,20 @@ pub struct Verdict {
     /// estimate's own far limit ([`MAX_RUNS_ESTIMATE`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub runs_limit: Option<usize>,
+    /// For `equivalent`: the look whose two one-sided tests called it, with the interval
+    /// they rest on and its level ([`crate::stats::verdicts::looks::Judged::equivalent`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub equivalence: Option<Equivalence>,
     /// Set when the difference, interval and test are at equal CPU steal.
     #[serde(flatten)]
     pub steal: Option<super::steal::StealNote>,
+}
+
+fn zero_as_null<S: serde::Serializer>(n: &Option<usize>, s: S) -> Result<S::Ok, S::Error> {
+    match n {
+        Some(n) if *n > 0 => s.serialize_some(n),
+        _ => s.serialize_none(),
+    }
 }
 
 fn clean_p(x: f64) -> f64 {
@@ -353,9 +378,11 @@ pub fn runs_to_decide_at(
             if !(se > 0.0 && se.is_finite() && d.is_finite()) {
                 return false;
             }
-            let (Some(t_sig), Some(t_eq)) =
-                (t_quantile(1.0 - w * level / 2.0, df), t_quantile(0.95, df))
-            else {
+            // Equivalence is tested at the look's share of α too ([`Equivalence`]).
+            let (Some(t_sig), Some(t_eq)) = (
+                t_quantile(1.0 - w * level / 2.0, df),
+                t_quantile(1.0 - w * ALPHA, df),
+            ) else {
                 return false;
             };
             d - t_sig * se > 0.0 || d + t_eq * se < bound

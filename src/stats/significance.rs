@@ -25,6 +25,11 @@ use super::welch::{welch, WelchResult};
 pub enum Test {
     Welch,
     MannWhitney,
+    /// The paired t-test on the per-round differences (blocked by round,
+    /// [`super::verdicts::looks`]): chosen by the run's verdicts, never by [`compare`].
+    Paired,
+    /// No spread on either side: the difference is exact, no test was needed.
+    Exact,
 }
 
 impl Test {
@@ -32,6 +37,8 @@ impl Test {
         match self {
             Test::Welch => "Welch's t-test",
             Test::MannWhitney => "Mann–Whitney U",
+            Test::Paired => "paired t-test",
+            Test::Exact => "exact (no spread)",
         }
     }
 }
@@ -72,9 +79,14 @@ pub struct Comparison {
     /// Two-sided p-value of `test`.
     pub p_value: f64,
     pub test: Test,
+    /// The degrees of freedom of a t-test's statistic (Welch–Satterthwaite's, or a
+    /// moderated test's with what it borrowed); none for a rank test or an exact one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub df: Option<f64>,
     pub scale: Scale,
-    /// `p_value < alpha`, before any multiple-comparison control: the report's word is
-    /// `verdict.decision`, which is adjusted over the run (`verdict.adjustment` says how).
+    /// From [`compare`]: `p_value < alpha`, before any multiple-comparison control. Once
+    /// the run's verdict is set ([`super::verdicts`]): whether the run called the difference
+    /// (better or worse), so that it never reads `true` beside an `undecided`.
     pub significant: bool,
     /// The three-way decision, set by whoever knows the family of comparisons and the
     /// metric's direction (the report model, for key metrics); `None` from [`compare`].
@@ -138,7 +150,7 @@ pub fn compare(baseline: &[f64], candidate: &[f64], alpha: f64) -> Option<Compar
     };
     let test = choose_test(baseline, candidate);
     let (p_value, pct_diff, pct_ci95, pct_ci90) = match test {
-        Test::Welch => (
+        Test::Welch | Test::Paired | Test::Exact => (
             on.welch?.p,
             on.pct_diff,
             on.welch.map(|w| pct(w.ci95)),
@@ -160,6 +172,7 @@ pub fn compare(baseline: &[f64], candidate: &[f64], alpha: f64) -> Option<Compar
         pct_ci90,
         p_value,
         test,
+        df: on.welch.filter(|_| test == Test::Welch).map(|w| w.df),
         scale: on.scale,
         significant: p_value < alpha,
         verdict: None,
@@ -179,7 +192,8 @@ fn deterministic(mb: f64, mc: f64, alpha: f64) -> Option<Comparison> {
         pct_ci95: Some((pct_diff, pct_diff)),
         pct_ci90: Some((pct_diff, pct_diff)),
         p_value: 0.0,
-        test: Test::Welch,
+        test: Test::Exact,
+        df: None,
         scale: Scale::Difference,
         significant: 0.0 < alpha,
         verdict: None,

@@ -3,13 +3,16 @@
 //! the 90 % interval and `margin_pct` are filled for the key metric of each section, which is
 //! what the adjusted family covers; side metrics leave them empty. `shown` is the figure the
 //! tables print and `shown_statistic` which one it is (`report::shown`: the key metric's
-//! geometric mean, the other columns' medians).
+//! geometric mean, at no CPU steal where the point was adjusted for it, the other columns'
+//! medians). `pct_ci95_low`/`high` hold the interval at `ci_level` (0.95 unless the run
+//! called the difference: then its false-coverage-adjusted level); `test` is the test that
+//! decided and `df` its degrees of freedom; `steal_adjusted` whether the % is at equal steal.
 
 use super::exporter::{Destination, ExportError, Exporter};
 use crate::report::model::compare::Comparison;
 use crate::report::model::report::Report;
 
-pub const HEADER: [&str; 32] = [
+pub const HEADER: [&str; 35] = [
     "workload",
     "variant",
     "threads",
@@ -42,6 +45,9 @@ pub const HEADER: [&str; 32] = [
     "dataset",
     "shown",
     "shown_statistic",
+    "ci_level",
+    "df",
+    "steal_adjusted",
 ];
 
 pub fn render(r: &Report) -> Result<String, csv::Error> {
@@ -85,6 +91,7 @@ pub fn render(r: &Report) -> Result<String, csv::Error> {
                     num(v.and(c.and_then(|c| c.pct_ci90)).map(|x| x.1)),
                     num(v.map(|v| v.margin_pct)),
                     v.and_then(|v| v.runs_to_decide)
+                        .filter(|&n| n > 0)
                         .map(|n| n.to_string())
                         .unwrap_or_default(),
                     s.dataset.clone().unwrap_or_default(),
@@ -93,6 +100,9 @@ pub fn render(r: &Report) -> Result<String, csv::Error> {
                         .get(metric)
                         .map(|x| x.statistic.as_str().to_string())
                         .unwrap_or_default(),
+                    num(v.and_then(|v| v.ci_level)),
+                    num(c.and_then(|c| c.df)),
+                    v.map(|v| v.steal.is_some().to_string()).unwrap_or_default(),
                 ])?;
             }
         }

@@ -261,6 +261,7 @@ pub(super) mod tests {
             raw: v.to_vec(),
             reps: (0..v.len() as u32).collect(),
             vs_baseline: None,
+            at_no_steal: None,
         }
     }
 
@@ -304,6 +305,7 @@ pub(super) mod tests {
             look_runs: None,
             ci_level: None,
             runs_limit: None,
+            equivalence: None,
             steal: None,
         });
         c.vs_baseline = Some(cmp);

@@ -297,7 +297,7 @@ fn steal_note(sections: &[super::section::Section]) -> String {
     }
     format!(
         "; {adjusted} of {} differences adjusted for the CPU time the hypervisor stole \
-         (their % and test are at equal steal: summary.json `steal_adjusted`)",
+         (their %, test and key figures are at no steal: summary.json `steal_adjusted`)",
         verdicts.len()
     )
 }

@@ -10,11 +10,31 @@ use crate::stats::{self, Decision, Verdict};
 
 /// A p-value as a reader wants it: "p = 0.016", or "p < 0.001" rather than "p = 0.000"
 /// (and not "p = < 0.001").
+/// Near α it keeps the digits that show which side of α it is on: a call at 0.0496 reads
+/// "p = 0.0496", not "p = 0.050".
 pub fn p_text(p: f64) -> String {
     if p < 0.001 {
-        "p < 0.001".into()
-    } else {
-        format!("p = {p:.3}")
+        return "p < 0.001".into();
+    }
+    let alpha = stats::ALPHA;
+    let mut digits = 3;
+    while digits < 6 && ((round_to(p, digits) < alpha) != (p < alpha)) {
+        digits += 1;
+    }
+    format!("p = {p:.digits$}")
+}
+
+fn round_to(x: f64, digits: usize) -> f64 {
+    let f = 10f64.powi(digits as i32);
+    (x * f).round() / f
+}
+
+/// An interval's level in percent: "90", "98.1".
+fn level_text(level: f64) -> String {
+    let pct = level * 100.0;
+    match (pct - pct.round()).abs() < 0.05 {
+        true => format!("{pct:.0}"),
+        false => format!("{pct:.1}"),
     }
 }
 
@@ -96,20 +116,32 @@ pub fn headline(s: &Section, top: Option<&RankedPair>) -> String {
             )
         }
         Decision::Equivalent => {
-            let ci = c
-                .pct_ci90
-                .map(|(lo, hi)| format!(", 90 % CI {lo:+.1} % to {hi:+.1} %"))
-                .unwrap_or_default();
+            // The interval the equivalence test rests on, at its level (a later look's
+            // share of α makes it wider than 90 %).
+            let ci = match v.equivalence {
+                Some(e) => Some((e.pct_ci, e.ci_level)),
+                None => c.pct_ci90.map(|ci| (ci, 0.90)),
+            }
+            .map(|((lo, hi), level)| {
+                format!(", {} % CI {lo:+.1} % to {hi:+.1} %", level_text(level))
+            })
+            .unwrap_or_default();
             format!(
                 "{win} and {next} are equivalent: {key} within ±{} %{ci}",
                 v.margin_pct
             )
         }
-        Decision::Undecided => format!(
-            "{win} leads {next} by {by} %, undecided (adjusted {}): {}",
-            p_text(v.p_adjusted),
-            runs_phrase(v)
-        ),
+        Decision::Undecided => {
+            // The leader is the one the difference says leads: a rank test's estimate may
+            // point the other way from the runs' centres.
+            let behind = c.pct_diff != 0.0 && (c.pct_diff > 0.0) != s.higher_is_better;
+            let (lead, trail) = if behind { (next, win) } else { (win, next) };
+            format!(
+                "{lead} leads {trail} by {by} %, undecided (adjusted {}): {}",
+                p_text(v.p_adjusted),
+                runs_phrase(v)
+            )
+        }
     }
 }
 
@@ -121,6 +153,16 @@ mod tests {
     fn a_small_p_reads_p_below_not_p_equals_below() {
         assert_eq!(super::p_text(0.0004), "p < 0.001");
         assert_eq!(super::p_text(0.016), "p = 0.016");
+    }
+
+    /// Defect: a headline printed "adjusted p = 0.050" for a call at 0.0496, which reads as
+    /// not below α = 0.05.
+    #[test]
+    fn a_p_just_below_alpha_keeps_the_digits_that_show_it() {
+        assert_eq!(super::p_text(0.0496), "p = 0.0496");
+        assert_eq!(super::p_text(0.04999), "p = 0.04999");
+        assert_eq!(super::p_text(0.0504), "p = 0.050");
+        assert_eq!(super::p_text(0.0494), "p = 0.049");
     }
 
     #[test]
@@ -147,6 +189,7 @@ mod tests {
             look_runs: None,
             ci_level: None,
             runs_limit: Some(10),
+            equivalence: None,
             steal: None,
         };
         assert_eq!(

@@ -21,7 +21,7 @@ use crate::workload;
 /// The version of `summary.json`'s schema, which is this model's shape (docs/summary-schema.md).
 /// Bump it on any change to the model that could break a reader: a field removed, renamed or
 /// changed in meaning.
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// Below this median share of stolen CPU time the report does not mention the hypervisor:
 /// tick accounting rounds a short phase's few ticks, and bare metal reports none at all.

@@ -90,6 +90,7 @@ pub fn verdict(
         look_runs: None,
         ci_level: None,
         runs_limit: None,
+        equivalence: None,
         steal: None,
     }
 }
@@ -241,6 +242,37 @@ fn point_slope(p: &Point, n: usize) -> Option<Slope> {
         .map(|(y, x)| (y.as_slice(), x.as_slice()))
         .collect();
     fit(&groups)
+}
+
+/// Sets each group's key-metric runs at no steal ([`crate::stats::MetricStats::at_no_steal`])
+/// when the point's fit over every run adjusts its comparisons, as the latest test adjusts
+/// them ([`super::looks::test`]): only when every group with a key metric is in the fit and
+/// keeps a degree of freedom after paying its share of the slope's (else its tests fall
+/// back to the raw values), so a row never shows an adjusted figure beside an unadjusted %.
+fn mark_at_no_steal(p: &mut Point) {
+    let Some(slope) = point_slope(p, usize::MAX) else {
+        return;
+    };
+    let adjusted: Vec<Option<Vec<f64>>> = (0..p.groups.len())
+        .map(|g| {
+            let s = p.sample(g);
+            let logs = log_values(s.values).filter(|l| !l.is_empty())?;
+            let x = s.stolen()?;
+            let adjusted = slope.adjust(&logs, &x);
+            (slope.spread(&adjusted, &x).df > 0.0)
+                .then(|| adjusted.iter().map(|v| v.exp()).collect())
+        })
+        .collect();
+    let measured = |g: usize| !p.raw(g).is_empty();
+    if (0..p.groups.len()).any(|g| measured(g) && adjusted[g].is_none()) {
+        return;
+    }
+    let key = p.key.name.clone();
+    for (group, runs) in p.groups.iter_mut().zip(adjusted) {
+        if let Some(m) = group.metrics.get_mut(&key) {
+            m.at_no_steal = runs;
+        }
+    }
 }
 
 /// The spread of a group's first `n` log values, adjusted for steal by `slope` when it has
@@ -443,7 +475,6 @@ fn settle(c: &mut Comparison, m: Member, ph: f64, o: &Outcome, how: (bool, f64, 
     let (higher, margin_pct, looks) = how;
     if let Some(latest) = &m.judged.latest {
         c.p_value = latest.p;
-        c.significant = latest.p < ALPHA;
         c.pct_ci95 = latest.pct_interval(0.05);
         c.pct_ci90 = latest.pct_interval(0.10);
         if latest.steal.is_some() {
@@ -452,13 +483,27 @@ fn settle(c: &mut Comparison, m: Member, ph: f64, o: &Outcome, how: (bool, f64, 
         }
     }
     let direction = m.judged.at.as_ref().map_or(c.pct_diff, |(t, _)| t.pct);
-    let decision = decide(direction, c.pct_ci90, ph, ALPHA, margin_pct, higher);
+    let equivalence = m.judged.equivalent(margin_pct);
+    let inside = equivalence.map(|e| e.pct_ci);
+    let decision = decide(direction, inside, ph, ALPHA, margin_pct, higher);
     let mut v = verdict(c, (ph, o.adjustment), higher, margin_pct, || {
         runs_to_decide_at(&m.base, &m.cand, margin_pct, o.level, looks, m.prior)
     });
     v.decision = decision;
+    v.equivalence = equivalence.filter(|_| decision == Decision::Equivalent);
     v.p_sequential = Some(m.judged.p);
     v.ci_level = Some(0.95);
+    // Name what decided: the test of the look a call rests on, else of every run so far.
+    if let Some(t) = (m.judged.at.as_ref())
+        .filter(|_| matches!(decision, Decision::Better | Decision::Worse))
+        .map(|(t, _)| t)
+        .or(m.judged.latest.as_ref())
+    {
+        c.test = t.test;
+        c.df = t.df;
+    }
+    // `significant` is the run's word, not the test's own p beside an "undecided".
+    c.significant = matches!(decision, Decision::Better | Decision::Worse);
     if let (Decision::Better | Decision::Worse, Some((t, w))) = (decision, &m.judged.at) {
         let alpha = (w * o.fcr).min(ALPHA);
         if let Some(ci) = t.pct_interval(alpha) {
@@ -489,6 +534,7 @@ fn settle(c: &mut Comparison, m: Member, ph: f64, o: &Outcome, how: (bool, f64, 
 /// the ranking pairs, over one family.
 pub fn decide_points(points: &mut [Point], baseline: &str, margin_pct: f64, looks: &Looks) {
     for point in points.iter_mut() {
+        mark_at_no_steal(point);
         point.pairs = ranking_pairs(point, baseline);
     }
     let members = members(points, baseline, looks);

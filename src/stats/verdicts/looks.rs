@@ -18,7 +18,7 @@
 //! uncertainty added to the difference's variance and its degree of freedom paid by the
 //! groups ([`adjusted_test`]).
 
-use crate::stats::decision::ALPHA;
+use crate::stats::decision::{Equivalence, ALPHA};
 use crate::stats::estimators::{all_finite, log_values, mean, median};
 use crate::stats::mann_whitney::mann_whitney;
 use crate::stats::moderated::{
@@ -75,6 +75,11 @@ pub struct Tested {
     pub runs: usize,
     /// The difference in percent of the baseline, by the test's own estimate.
     pub pct: f64,
+    /// The test that gave `p` (Welch's, moderated or not; the paired one; the rank test;
+    /// exact), and its statistic's degrees of freedom for a t-test: what `summary.json`
+    /// names.
+    pub test: Test,
+    pub df: Option<f64>,
     how: How,
     /// When the test was adjusted for steal: the slope, and both sides' values adjusted to
     /// no steal (baseline, candidate), for the runs-to-decide estimate.
@@ -95,6 +100,25 @@ fn to_pct(x: f64, scale: Scale, mb: f64) -> f64 {
     match scale {
         Scale::Ratio => x.exp_m1() * 100.0,
         Scale::Difference => x / mb * 100.0,
+    }
+}
+
+impl How {
+    /// The unpaired test this is (a paired test is told by its caller).
+    fn test(&self) -> Test {
+        match self {
+            How::Welch(..) => Test::Welch,
+            How::Rank(..) => Test::MannWhitney,
+            How::Exact(_) => Test::Exact,
+        }
+    }
+
+    /// A t-test's degrees of freedom.
+    fn df(&self) -> Option<f64> {
+        match self {
+            How::Welch(m, ..) => Some(m.df),
+            _ => None,
+        }
     }
 }
 
@@ -139,6 +163,8 @@ pub fn test(bs: Sample, cs: Sample, priors: Priors) -> Option<Tested> {
             p: cmp.p_value,
             runs,
             pct: cmp.pct_diff,
+            test: cmp.test,
+            df: cmp.df,
             how: How::Exact(cmp.pct_diff),
             steal: None,
         });
@@ -167,13 +193,15 @@ pub fn test(bs: Sample, cs: Sample, priors: Priors) -> Option<Tested> {
             p: m.p,
             runs,
             pct: to_pct(m.diff, Scale::Ratio, mb),
+            test: Test::Paired,
+            df: Some(m.df),
             how,
             steal: None,
         });
     }
     let (p, pct, how) = match choose_test(b, c) {
         Test::MannWhitney => rank(lc, lb, scale, mb)?,
-        Test::Welch => {
+        _ => {
             let prior = priors.groups.filter(|_| scale == Scale::Ratio);
             let m = moderated_welch(&lb, &lc, prior)?;
             (m.p, to_pct(m.diff, scale, mb), How::Welch(m, scale, mb))
@@ -183,6 +211,8 @@ pub fn test(bs: Sample, cs: Sample, priors: Priors) -> Option<Tested> {
         p,
         runs,
         pct,
+        test: how.test(),
+        df: how.df(),
         how,
         steal: None,
     })
@@ -228,6 +258,10 @@ fn adjusted_test(
         let dx: Vec<f64> = xc.iter().zip(&xb).map(|(c, b)| c - b).collect();
         paired_of(mean(&d), slope.paired_spread(&d, &dx), Some(pr), extra)
     });
+    let test_of = |how: &How| match paired {
+        Some(_) => Test::Paired,
+        None => how.test(),
+    };
     let (p, pct, how) = match paired {
         Some(m) => (
             m.p,
@@ -236,7 +270,7 @@ fn adjusted_test(
         ),
         None => match choose_test(&exp(&ab), &exp(&ac)) {
             Test::MannWhitney => rank(ac, ab, Scale::Ratio, mb)?,
-            Test::Welch => {
+            _ => {
                 let sides = (slope.spread(&ab, &xb), slope.spread(&ac, &xc));
                 let m = welch_of(mean(&ac) - mean(&ab), sides, priors.groups, extra)?;
                 (
@@ -251,6 +285,8 @@ fn adjusted_test(
         p,
         runs,
         pct,
+        test: test_of(&how),
+        df: how.df(),
         how,
         steal,
     })
@@ -263,9 +299,32 @@ pub struct Judged {
     pub p: f64,
     /// The look that gave `p`, with its share of α.
     pub at: Option<(Tested, f64)>,
-    /// The test of every run so far: the interval of an uncalled comparison and its
-    /// equivalence test.
+    /// The test of every run so far: the interval of an uncalled comparison.
     pub latest: Option<Tested>,
+    /// The test at every look reached, with its share of α: where equivalence is tested
+    /// ([`Judged::equivalent`]).
+    pub looks: Vec<(Tested, f64)>,
+}
+
+impl Judged {
+    /// The first look whose two one-sided tests, each at the look's share of α, put the
+    /// difference inside ±`margin_pct` %: its (1 − 2·share·α) interval lies inside the
+    /// margin. Equivalence is its own family, tested at the looks with their shares like
+    /// better/worse ([`crate::stats::sequential`]): by the union bound a comparison whose
+    /// true difference is at the margin is called equivalent at most α of the time
+    /// however many looks the run makes (re-checked every round at the full α, 11.7 % of
+    /// such comparisons were). A fixed run's one look is the plain TOST, the 90 % interval.
+    pub fn equivalent(&self, margin_pct: f64) -> Option<Equivalence> {
+        self.looks.iter().find_map(|(t, w)| {
+            let alpha = 2.0 * w * ALPHA;
+            let ci = t.pct_interval(alpha)?;
+            (-margin_pct < ci.0 && ci.1 < margin_pct).then_some(Equivalence {
+                pct_ci: ci,
+                ci_level: 1.0 - alpha,
+                runs: t.runs,
+            })
+        })
+    }
 }
 
 /// `b` and `c` (in repetition order) judged at each look of `looks` they reached;
@@ -287,7 +346,8 @@ pub fn judge(
     let latest = test(b, c, prior_at(usize::MAX));
     Judged {
         p,
-        at: k.map(|k| at_looks.swap_remove(k)),
+        at: k.and_then(|k| at_looks.get(k).cloned()),
         latest,
+        looks: at_looks,
     }
 }

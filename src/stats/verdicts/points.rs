@@ -164,10 +164,15 @@ impl Point {
     /// The key metric's centre of group `i` as every table shows it: the geometric mean when
     /// every run is positive (the scale the comparisons work on), else the arithmetic mean.
     /// The ranking behind ✓ and ✗ follows it, so one run the machine slowed cannot make a
-    /// target "worst" while its row reads a smaller difference than another's.
+    /// target "worst" while its row reads a smaller difference than another's. At no CPU
+    /// steal when the point's comparisons are adjusted for it ([`MetricStats::at_no_steal`]):
+    /// the leader is then the one the adjusted % says leads.
+    ///
+    /// [`MetricStats::at_no_steal`]: crate::stats::MetricStats::at_no_steal
     pub fn centre(&self, i: usize) -> Option<f64> {
         let m = self.groups[i].metrics.get(&self.key.name)?;
-        match crate::stats::estimators::log_values(&m.raw) {
+        let runs = m.at_no_steal.as_deref().unwrap_or(&m.raw);
+        match crate::stats::estimators::log_values(runs) {
             Some(logs) if !logs.is_empty() => Some(crate::stats::estimators::mean(&logs).exp()),
             _ => Some(m.summary.mean),
         }
