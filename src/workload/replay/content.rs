@@ -34,7 +34,7 @@ pub fn pools(spec: &DatasetSpec, script: &Script) -> (Vec<Aligned>, Vec<usize>) 
         .calls
         .iter()
         .filter(|c| c.op == Op::Write)
-        .filter_map(|c| c.size)
+        .map(super::call::issued_len)
         .max()
         .unwrap_or(0);
     let len = (largest + BLOCK) as usize;

@@ -13,12 +13,14 @@
 //! higher is better like the other workloads' rates, and `replay_seconds` stands beside it
 //! for comparison with the recorded program's duration.
 
+mod attrs;
 mod call;
 mod check;
 mod content;
 pub mod deps;
 mod errno;
 pub mod expect;
+mod fidelity;
 mod issue;
 mod lay;
 pub mod options;
@@ -90,11 +92,21 @@ impl Workload for Replay {
             lay::lay_down(ctx, &trace)?;
         }
         let target = target(ctx, &script)?;
+        let fs_type = crate::sys::fs_name(ctx.root);
         ctx.check()?;
         let mut logs: Vec<ThreadLog> = Vec::new();
         let outcome = harness.measure(&mut || {
             let (done, seconds) = issue::replay(ctx, &target, &script, &waits, opts.timing)?;
-            let outcome = outcome(&trace, &script, &done, seconds, &waits);
+            let mut outcome = outcome(&trace, &script, &done, seconds, &waits);
+            let check = fidelity::Check {
+                trace: &trace,
+                script: &script,
+                logs: &done,
+                seconds,
+                timing: opts.timing,
+                fs_type: fs_type.clone(),
+            };
+            check.add_to(&mut outcome);
             logs = done;
             Ok(outcome)
         })?;
