@@ -306,7 +306,10 @@ impl Target {
                 return Err(libc::EFAULT);
             }
             let from = (at % crate::dataset::content::BLOCK) as usize;
-            done_bytes += bytes(rustix::io::pwrite(&fd, pool.slice(from, n), at))? as u64;
+            match bytes(rustix::io::pwrite(&fd, pool.slice(from, n), at))? {
+                0 => break,
+                w => done_bytes += w as u64,
+            }
         }
         if call.flags.iter().any(|f| f == "MS_SYNC") {
             rustix::fs::fdatasync(&fd).map_err(errno)?;
@@ -321,11 +324,14 @@ impl Target {
 /// recorded, never the length it asked for (a program may ask for anything: `cp` asks
 /// copy_file_range for 2^62 bytes). A read asks for the returned bytes rounded up to a
 /// block, at most what was asked, so a read at the end of a file still finds it there and
-/// an O_DIRECT read stays aligned. A failed call moves nothing; other calls use `size`.
+/// an O_DIRECT read stays aligned. A failed call moves nothing; an msync's range is
+/// written in pieces of at most a MiB (so the content pools, sized by this, stay small);
+/// other calls use `size`.
 pub fn issued_len(call: &Call) -> u64 {
     const BLOCK: u64 = 4096;
     let asked = call.size.unwrap_or(0);
     match (call.op, call.ret) {
+        (Op::Msync, _) => asked.min(1 << 20),
         (Op::Write, Some(n)) => n.max(0) as u64,
         (Op::Read, Some(n)) => asked.min((n.max(0) as u64).div_ceil(BLOCK).max(1) * BLOCK),
         (Op::Read | Op::Write, None) => asked.min(BLOCK),

@@ -33,7 +33,7 @@ pub fn pools(spec: &DatasetSpec, script: &Script) -> (Vec<Aligned>, Vec<usize>) 
     let largest = script
         .calls
         .iter()
-        .filter(|c| c.op == Op::Write)
+        .filter(|c| matches!(c.op, Op::Write | Op::Msync))
         .map(super::call::issued_len)
         .max()
         .unwrap_or(0);

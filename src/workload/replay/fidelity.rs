@@ -76,9 +76,13 @@ pub fn bytes(script: &Script, moved: impl Fn(usize) -> Option<i64>) -> Bytes {
     out
 }
 
-/// What the recorded call moved: its result when it succeeded.
+/// What the recorded call moved: its result when it succeeded; for an msync (whose result
+/// is 0), the range it wrote back.
 fn recorded(call: &Call) -> Option<i64> {
-    call.ret
+    match (call.op, call.ret) {
+        (Op::Msync, Some(_)) => call.size.and_then(|s| i64::try_from(s).ok()),
+        (_, r) => r,
+    }
 }
 
 /// The self-check of one replay: notes and metrics added to `out`.
