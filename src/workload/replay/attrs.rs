@@ -10,8 +10,10 @@ use std::path::Path;
 
 use rustix::fs::XattrFlags;
 
-use super::call::{Aligned, Returned};
 use crate::trace::format::{Call, Op};
+
+/// What a call returned: bytes, or the errno (`super::call::Returned`'s shape).
+type Returned = Result<i64, i32>;
 
 /// The one attribute name a replay uses, in the namespace every user may write.
 pub const NAME: &str = "user.fsarena";
@@ -24,36 +26,33 @@ fn returned(r: rustix::io::Result<usize>) -> Returned {
     r.map(|n| n as i64).map_err(|e| e.raw_os_error())
 }
 
-/// The value or buffer length of `call`, within what the kernel takes.
-fn len(call: &Call, buf: &mut Aligned) -> usize {
-    let n = (call.size.unwrap_or(0) as usize).min(MAX);
-    if buf.len() < n {
-        *buf = Aligned::new(n, |b| b.fill(b'x'));
-    }
-    n
+/// The value or buffer length of `call`, within what the kernel takes: the caller hands
+/// the functions below a buffer at least this long.
+pub fn len(call: &Call) -> usize {
+    (call.size.unwrap_or(0) as usize).min(MAX)
 }
 
 /// setxattr, getxattr, listxattr, removexattr and their `l` forms on `call.path`.
-pub fn on_path(root: &Path, call: &Call, buf: &mut Aligned) -> Returned {
+pub fn on_path(root: &Path, call: &Call, buf: &mut [u8]) -> Returned {
     let path = root.join(call.path.as_deref().unwrap_or_default());
-    let n = len(call, buf);
+    let n = len(call).min(buf.len());
     let nofollow = call.syscall.starts_with('l');
     let list = call.syscall.contains("list");
     let r = match (call.op, nofollow, list, n) {
         (Op::Setxattr, false, ..) => {
-            rustix::fs::setxattr(&path, NAME, buf.slice(0, n), XattrFlags::empty()).map(|_| 0)
+            rustix::fs::setxattr(&path, NAME, &buf[..n], XattrFlags::empty()).map(|_| 0)
         }
         (Op::Setxattr, true, ..) => {
-            rustix::fs::lsetxattr(&path, NAME, buf.slice(0, n), XattrFlags::empty()).map(|_| 0)
+            rustix::fs::lsetxattr(&path, NAME, &buf[..n], XattrFlags::empty()).map(|_| 0)
         }
         (Op::Getxattr, false, true, 0) => rustix::fs::listxattr_query(&path),
         (Op::Getxattr, true, true, 0) => rustix::fs::llistxattr_query(&path),
-        (Op::Getxattr, false, true, _) => rustix::fs::listxattr(&path, buf.slice_mut(n)),
-        (Op::Getxattr, true, true, _) => rustix::fs::llistxattr(&path, buf.slice_mut(n)),
+        (Op::Getxattr, false, true, _) => rustix::fs::listxattr(&path, &mut buf[..n]),
+        (Op::Getxattr, true, true, _) => rustix::fs::llistxattr(&path, &mut buf[..n]),
         (Op::Getxattr, false, false, 0) => rustix::fs::getxattr_query(&path, NAME),
         (Op::Getxattr, true, false, 0) => rustix::fs::lgetxattr_query(&path, NAME),
-        (Op::Getxattr, false, false, _) => rustix::fs::getxattr(&path, NAME, buf.slice_mut(n)),
-        (Op::Getxattr, true, false, _) => rustix::fs::lgetxattr(&path, NAME, buf.slice_mut(n)),
+        (Op::Getxattr, false, false, _) => rustix::fs::getxattr(&path, NAME, &mut buf[..n]),
+        (Op::Getxattr, true, false, _) => rustix::fs::lgetxattr(&path, NAME, &mut buf[..n]),
         (_, false, ..) => rustix::fs::removexattr(&path, NAME).map(|_| 0),
         (_, true, ..) => rustix::fs::lremovexattr(&path, NAME).map(|_| 0),
     };
@@ -61,17 +60,17 @@ pub fn on_path(root: &Path, call: &Call, buf: &mut Aligned) -> Returned {
 }
 
 /// fsetxattr, fgetxattr, flistxattr, fremovexattr.
-pub fn on_fd(fd: &OwnedFd, call: &Call, buf: &mut Aligned) -> Returned {
-    let n = len(call, buf);
+pub fn on_fd(fd: &OwnedFd, call: &Call, buf: &mut [u8]) -> Returned {
+    let n = len(call).min(buf.len());
     let list = call.syscall.contains("list");
     let r = match (call.op, list, n) {
         (Op::Setxattr, ..) => {
-            rustix::fs::fsetxattr(fd, NAME, buf.slice(0, n), XattrFlags::empty()).map(|_| 0)
+            rustix::fs::fsetxattr(fd, NAME, &buf[..n], XattrFlags::empty()).map(|_| 0)
         }
         (Op::Getxattr, true, 0) => rustix::fs::flistxattr_query(fd),
-        (Op::Getxattr, true, _) => rustix::fs::flistxattr(fd, buf.slice_mut(n)),
+        (Op::Getxattr, true, _) => rustix::fs::flistxattr(fd, &mut buf[..n]),
         (Op::Getxattr, false, 0) => rustix::fs::fgetxattr_query(fd, NAME),
-        (Op::Getxattr, false, _) => rustix::fs::fgetxattr(fd, NAME, buf.slice_mut(n)),
+        (Op::Getxattr, false, _) => rustix::fs::fgetxattr(fd, NAME, &mut buf[..n]),
         _ => rustix::fs::fremovexattr(fd, NAME).map(|_| 0),
     };
     returned(r)

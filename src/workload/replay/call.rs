@@ -154,7 +154,7 @@ impl Target {
             (Op::Sync, _) => done(rustix::fs::syncfs(&self.root)),
             (Op::Msync, _) => self.msync(call, path),
             (Op::Setxattr | Op::Getxattr | Op::Removexattr, None) => {
-                super::attrs::on_path(&self.root_path, call, buf)
+                super::attrs::on_path(&self.root_path, call, attr_buf(call, buf))
             }
             (_, Some(slot)) => self.on_fd(call, slot, buf),
             (_, None) => Err(libc::EBADF),
@@ -249,7 +249,9 @@ impl Target {
             )),
             Op::Getdents => getdents(&fd, buf.slice_mut(size)),
             Op::Syncfs => done(rustix::fs::syncfs(&*fd)),
-            Op::Setxattr | Op::Getxattr | Op::Removexattr => super::attrs::on_fd(&fd, call, buf),
+            Op::Setxattr | Op::Getxattr | Op::Removexattr => {
+                super::attrs::on_fd(&fd, call, attr_buf(call, buf))
+            }
             // An ordering point only (the waits keep the order around it): the replay's
             // threads are one process, where the recorded processes' locks cannot conflict.
             Op::Lock => Ok(0),
@@ -337,6 +339,15 @@ pub fn issued_len(call: &Call) -> u64 {
         (Op::Read | Op::Write, None) => asked.min(BLOCK),
         _ => asked,
     }
+}
+
+/// `buf`, grown to an attribute call's value or buffer length (its bytes a value's).
+fn attr_buf<'b>(call: &Call, buf: &'b mut Aligned) -> &'b mut [u8] {
+    let n = super::attrs::len(call);
+    if buf.len() < n {
+        *buf = Aligned::new(n, |b| b.fill(b'x'));
+    }
+    buf.slice_mut(n)
 }
 
 /// renameat2's flags by their names.

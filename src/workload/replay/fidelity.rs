@@ -16,6 +16,14 @@ use super::script::{has_flag, Script};
 use crate::trace::format::{Call, Op, Trace};
 use crate::workload::outcome::Outcome;
 
+/// An operation's name as the trace writes it (`sync_file_range`, …).
+pub fn op_name(op: Op) -> String {
+    serde_json::to_value(op)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_else(|| format!("{op:?}").to_lowercase())
+}
+
 /// Bytes by what happened to them, counted in recorded order.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct Bytes {
@@ -118,10 +126,10 @@ impl Check<'_> {
         });
         let m = &mut out.metrics;
         for (op, n) in &replayed {
-            m.insert(format!("replayed_{}_calls", super::op_name(*op)), *n as f64);
+            m.insert(format!("replayed_{}_calls", op_name(*op)), *n as f64);
         }
         for (op, n) in &skipped {
-            m.insert(format!("skipped_{}_calls", super::op_name(*op)), *n as f64);
+            m.insert(format!("skipped_{}_calls", op_name(*op)), *n as f64);
         }
         for (what, w, g) in [
             ("read", want.read, got.read),
@@ -193,7 +201,7 @@ fn by_kind(skipped: &BTreeMap<Op, u64>) -> String {
     }
     let parts: Vec<String> = skipped
         .iter()
-        .map(|(op, n)| format!("{n} {}", super::op_name(*op)))
+        .map(|(op, n)| format!("{n} {}", op_name(*op)))
         .collect();
     format!(" ({})", parts.join(", "))
 }

@@ -138,14 +138,6 @@ fn target(ctx: &Ctx, script: &script::Script) -> Result<Target, WorkloadError> {
     })
 }
 
-/// An operation's name as the trace writes it (`sync_file_range`, …).
-fn op_name(op: Op) -> String {
-    serde_json::to_value(op)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_string))
-        .unwrap_or_else(|| format!("{op:?}").to_lowercase())
-}
-
 /// The phase's figures: calls and their rate, per operation the count and latency, bytes
 /// moved, what was left out.
 fn outcome(
@@ -187,7 +179,7 @@ fn outcome(
     m.insert("calls_waiting_on_other_threads".into(), waiting as f64);
     m.insert("skipped_calls".into(), script.skipped.len() as f64);
     for (op, log) in by_op {
-        super::mix::add_latency(m, &op_name(op), log);
+        super::mix::add_latency(m, &fidelity::op_name(op), log);
     }
     out.notes.push(format!(
         "replayed {calls} calls of {} recorded threads from `{}` ({} waited on another thread)",
