@@ -269,18 +269,6 @@ fn cell_warnings(cell: &Cell, baseline: &str, no_baseline: bool) -> Vec<Warning>
             count: cached.len(),
         });
     }
-    let gap = cell
-        .raw
-        .get("replay_time_gap_pct")
-        .and_then(|g| summarize(g))
-        .map(|s| s.median)
-        .filter(|g| g.abs() > crate::stats::warnings::REPLAY_TIME_GAP_PCT);
-    if let Some(gap_pct) = gap {
-        warnings.push(Warning::ReplayTimeGap { gap_pct });
-    }
-    if let Some(short) = cell.raw.get("replay_incomplete").filter(|v| !v.is_empty()) {
-        warnings.push(Warning::ReplayIncomplete { count: short.len() });
-    }
     for (metric, &count) in &cell.non_finite {
         warnings.push(Warning::NonFinite {
             metric: metric.clone(),

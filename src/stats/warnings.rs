@@ -16,11 +16,6 @@ pub const WIDE_SPREAD_CV: f64 = 0.10;
 /// t-multiplier of a 95 % interval is 12.7, with 3 it is 4.3.
 pub const MIN_USEFUL_RUNS: usize = 3;
 
-/// A replay's time further than this (in percent) from the recorded program's, on the
-/// file-system type it was recorded on, makes [`Warning::ReplayTimeGap`] (issue #56's
-/// self-check: a quarter).
-pub const REPLAY_TIME_GAP_PCT: f64 = 25.0;
-
 /// [`Warning::ReadsFromMemory`] after its count of runs, and alone where the report lists
 /// it once for every table it concerns.
 pub const READS_FROM_MEMORY: &str = "read with direct I/O, yet the device read under a tenth \
@@ -56,12 +51,6 @@ pub enum Warning {
     /// Runs that read with O_DIRECT while the device read under a tenth of it (their
     /// records carry `reads_from_memory`): the figure is memory's, not the device's.
     ReadsFromMemory { count: usize },
-    /// Replays on the file-system type their trace was recorded on whose time differs from
-    /// the recorded program's by more than a quarter (median of the runs, in percent).
-    ReplayTimeGap { gap_pct: f64 },
-    /// Replays that left calls out, moved other bytes than the trace, or miss I/O the trace
-    /// could not hold (the run's self-check note says which).
-    ReplayIncomplete { count: usize },
 }
 
 impl fmt::Display for Warning {
@@ -136,20 +125,6 @@ impl fmt::Display for Warning {
                 "{} measured for only {seconds:.3} s (median), under the phase floor — timer \
                  and scheduler noise weigh on the figure; a larger --scale lengthens the phase",
                 runs(*count, "run was", "runs were")
-            ),
-            Warning::ReplayTimeGap { gap_pct } => write!(
-                f,
-                "the replay took {gap_pct:+.0} % against the recorded program's time on the \
-                 file-system type it was recorded on — the replay does not reproduce the \
-                 program's pace here; with the default fast timing the program's own time \
-                 between calls is left out (`--timing original` keeps it)"
-            ),
-            Warning::ReplayIncomplete { count } => write!(
-                f,
-                "{} did not do all the recorded program did (calls left out, other bytes \
-                 moved, or I/O strace could not see) — see the self-check note; the figure \
-                 measures less than the program",
-                runs(*count, "replay", "replays")
             ),
             Warning::ReadsFromMemory { count } => {
                 write!(f, "{} {READS_FROM_MEMORY}", runs(*count, "run", "runs"))

@@ -4,8 +4,11 @@
 //! could not hold (its header's `unseen`); and, on a file system of the type the program was
 //! recorded on, the replay's time against the program's own. A replay that moved other bytes
 //! than the trace, left calls out, misses unseen I/O, or took more than a quarter more or
-//! less time (`stats::warnings::REPLAY_TIME_GAP_PCT`) than the program where the two should agree, says so: a note with the figures,
-//! and a metric the statistics turn into a warning on the row.
+//! less time (`TIME_GAP_PCT`) than the program where the two should agree, says so: a note with the figures,
+//! and metrics on the row (`replay_time_gap_pct`, `replay_incomplete`, `replay_unseen_io`).
+
+/// The gap, in percent, past which the replay's time is said to differ from the program's.
+pub const TIME_GAP_PCT: f64 = 25.0;
 
 use std::collections::BTreeMap;
 
@@ -154,6 +157,12 @@ impl Check<'_> {
         let mut incomplete = !skipped.is_empty() || want != got;
         if let Some(gap) = self.time_gap() {
             m.insert("replay_time_gap_pct".into(), gap * 100.0);
+            if (gap * 100.0).abs() > TIME_GAP_PCT {
+                out.notes.push(format!(
+                    "fidelity warning: on the file-system type it was recorded on, the replay took {:+.0} % against the program's time (beyond {TIME_GAP_PCT} %)",
+                    gap * 100.0
+                ));
+            }
             note.push_str(&format!(
                 "; on {}, the type it was recorded on, the replay took {:.3} s against the program's {:.3} s ({:+.0} %{})",
                 self.fs_type.as_deref().unwrap_or_default(),
