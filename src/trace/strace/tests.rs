@@ -139,7 +139,7 @@ fn unknown_results_hex_results_and_other_lines() {
 fn sendfile_s_in_out_offset_gives_its_first_number() {
     // strace 6.1's form for sendfile: `[before] => [after]`.
     let call = one(
-        r#"13926 1795912874.010431 sendfile(4</tmp/rf/c>, 3</tmp/rf/b>, [0] => [8192], 1099511627776) = 8192 <0.002221>"#,
+        r#"13926 1795912874.010431 sendfile(4</r/c>, 3</r/b>, [0] => [8192], 1099511627776) = 8192 <0.002221>"#,
     );
     assert_eq!(call.args[2].offset(), Some(0));
     assert_eq!(call.args[3].int(), Some(1 << 40));
