@@ -100,6 +100,31 @@ fn fs_is_one_of(p: &Path, magics: &[i64]) -> bool {
     })
 }
 
+/// The name of the file system holding `p`, from `statfs`'s magic number (`ext4` for the
+/// ext2/3/4 family, `fuse` for any FUSE file system), or the number in hexadecimal for one
+/// this build does not name; `None` when `statfs` fails. A trace keeps it, so a replay on
+/// the same type can compare its time with the recorded program's.
+pub fn fs_name(p: &Path) -> Option<String> {
+    let s = rustix::fs::statfs(p).ok()?;
+    // `f_type`'s width differs between architectures.
+    #[allow(clippy::unnecessary_cast)]
+    let t = s.f_type as i64;
+    let name = match t {
+        EXT4_MAGIC => "ext4",
+        XFS_MAGIC => "xfs",
+        BTRFS_MAGIC => "btrfs",
+        TMPFS_MAGIC => "tmpfs",
+        RAMFS_MAGIC => "ramfs",
+        0x6573_5546 => "fuse",
+        0x794c_7630 => "overlay",
+        0x2011_BAB0 => "exfat",
+        0x5346_544e => "ntfs",
+        0xF2F5_2010 => "f2fs",
+        _ => return Some(format!("{t:#x}")),
+    };
+    Some(name.to_string())
+}
+
 /// Whether `p` is on a memory file system (tmpfs, ramfs): its page cache is the data
 /// itself, which no reclaim can evict.
 pub fn on_memory_fs(p: &Path) -> bool {

@@ -2198,4 +2198,51 @@ fn no_headline_contradicts_its_own_rows() {
         }
     }
     assert!(checked > 500, "only {checked} headlines checked");
+
+/// Defect (#56): `cp -a` asks copy_file_range for 2^62 bytes and copies what the file
+/// holds; record kept the length asked as the call's size, and the replay sized a buffer by
+/// it: "memory allocation of 9223372035781042176 bytes failed", exit 134, a mount and a loop
+/// device left behind. Record now keeps the bytes the call moved, and the replay issues
+/// what each call returned, so even a trace written before the fix (the size still 2^62
+/// here) replays the bytes copied.
+#[test]
+fn a_cp_copy_file_range_trace_replays_the_bytes_copied_instead_of_aborting() {
+    require_root();
+    let root = TestRoot::new("reg-copy-file-range");
+    let trace = root.path.join("cp.fstrace");
+    let lines = [
+        r#"{"fstrace":1,"command":["cp","-a","src","dst"],"anonymized":false,"threads":1,"duration_s":0.01,"initial":2,"calls":5,"outside_root":0,"file_mmaps":0}"#,
+        r#"{"initial":{"path":"src","kind":"dir"}}"#,
+        r#"{"initial":{"path":"src/a","kind":"file","size":200000}}"#,
+        r#"{"call":{"thread":0,"start":0.0,"dur":0.00001,"op":"open","syscall":"openat","path":"src/a","flags":["O_RDONLY"],"ret":3}}"#,
+        r#"{"call":{"thread":0,"start":0.001,"dur":0.00001,"op":"open","syscall":"openat","path":"a.copy","flags":["O_WRONLY","O_CREAT","O_EXCL"],"mode":420,"ret":4}}"#,
+        r#"{"call":{"thread":0,"start":0.002,"dur":0.00001,"op":"read","syscall":"copy_file_range","fd":3,"size":4611686018427387904,"ret":200000}}"#,
+        r#"{"call":{"thread":0,"start":0.002,"dur":0.00001,"op":"write","syscall":"copy_file_range","fd":4,"size":4611686018427387904,"ret":200000}}"#,
+        r#"{"call":{"thread":0,"start":0.003,"dur":0.00001,"op":"read","syscall":"copy_file_range","fd":3,"size":4611686018427387904,"ret":0}}"#,
+    ];
+    std::fs::write(&trace, lines.join("\n") + "\n").unwrap();
+    let out = root.path.join("out");
+    let o = Command::new(bin())
+        .args([
+            "run",
+            "--target",
+            "tmpfs",
+            "--workload",
+            "replay",
+            "--trace",
+        ])
+        .arg(&trace)
+        .args(["--runs", "1", "--scale", "0.001", "--quiet", "--out"])
+        .arg(&out)
+        .arg("--work-dir")
+        .arg(root.path.join("work"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    let ms = common::measurements(&out);
+    assert_eq!(ms.len(), 1, "{ms:?}");
+    assert_eq!(ms[0]["status"], "ok", "{}", ms[0]);
+    assert_eq!(ms[0]["metrics"]["logical_write_bytes"], 200000.0);
+    assert_no_leftovers(&root.path);
 }

@@ -563,3 +563,138 @@ fn a_replays_dry_run_describes_its_traces_initial_state_not_the_data_set() {
     assert!(out.contains(&state), "{out}");
     assert!(out.contains("data set: small at scale 0.1"), "{out}");
 }
+
+/// The calls issue #56 names beyond the first format's: the sync family with its flags,
+/// an msync'd shared mapping, attributes, locks, renameat2's flags, pwritev2's RWF_DSYNC, a
+/// splice into a file, a punched hole, O_APPEND and O_DSYNC. Each replays and ends as
+/// recorded on tmpfs, and the run's self-check counts the bytes as the trace does, times the
+/// replay against the program on the type it was recorded on, and warns of the io_uring
+/// calls the trace could not hold.
+#[test]
+fn calls_of_every_newer_kind_replay_verified_with_their_self_check() {
+    require_root();
+    let root = TestRoot::new("replay-newer");
+    let initial = vec![
+        entry(json!({"path": "db", "kind": "file", "size": 65_536})),
+        entry(json!({"path": "x", "kind": "file", "size": 10})),
+        entry(json!({"path": "y", "kind": "file", "size": 20})),
+    ];
+    let calls = [
+        (
+            0,
+            json!({"op": "open", "syscall": "openat", "path": "db", "flags": ["O_RDWR"], "ret": 3}),
+        ),
+        (
+            0,
+            json!({"op": "lock", "syscall": "fcntl", "fd": 3, "flags": ["F_SETLKW", "F_WRLCK"], "ret": 0}),
+        ),
+        (
+            0,
+            json!({"op": "write", "syscall": "pwritev2", "fd": 3, "size": 4096, "offset": 8192, "flags": ["RWF_DSYNC"], "ret": 4096}),
+        ),
+        (
+            0,
+            json!({"op": "msync", "syscall": "msync", "path": "db", "offset": 57_344, "size": 8192, "flags": ["MS_SYNC"], "ret": 0}),
+        ),
+        (
+            0,
+            json!({"op": "sync_file_range", "syscall": "sync_file_range", "fd": 3, "offset": 0, "size": 0, "flags": ["SYNC_FILE_RANGE_WAIT_BEFORE", "SYNC_FILE_RANGE_WRITE", "SYNC_FILE_RANGE_WAIT_AFTER"], "ret": 0}),
+        ),
+        (
+            0,
+            json!({"op": "fallocate", "syscall": "fallocate", "fd": 3, "offset": 0, "size": 4096, "mode": 3, "ret": 0}),
+        ),
+        (
+            0,
+            json!({"op": "setxattr", "syscall": "fsetxattr", "fd": 3, "size": 5, "ret": 0}),
+        ),
+        (
+            0,
+            json!({"op": "getxattr", "syscall": "fgetxattr", "fd": 3, "size": 128, "ret": 5}),
+        ),
+        (
+            0,
+            json!({"op": "getxattr", "syscall": "listxattr", "path": "db", "size": 0, "ret": 13}),
+        ),
+        (
+            0,
+            json!({"op": "removexattr", "syscall": "removexattr", "path": "db", "ret": 0}),
+        ),
+        (
+            0,
+            json!({"op": "lock", "syscall": "fcntl", "fd": 3, "flags": ["F_SETLK", "F_UNLCK"], "ret": 0}),
+        ),
+        (
+            0,
+            json!({"op": "syncfs", "syscall": "syncfs", "fd": 3, "ret": 0}),
+        ),
+        (
+            0,
+            json!({"op": "close", "syscall": "close", "fd": 3, "ret": 0}),
+        ),
+        (
+            1,
+            json!({"op": "open", "syscall": "openat", "path": "log", "flags": ["O_WRONLY", "O_CREAT", "O_APPEND", "O_DSYNC"], "mode": 420, "ret": 3}),
+        ),
+        (
+            1,
+            json!({"op": "lock", "syscall": "flock", "fd": 3, "flags": ["LOCK_EX"], "ret": 0}),
+        ),
+        (
+            1,
+            json!({"op": "write", "syscall": "write", "fd": 3, "size": 100, "ret": 100}),
+        ),
+        (
+            1,
+            json!({"op": "write", "syscall": "splice", "fd": 3, "size": 512, "ret": 512}),
+        ),
+        (
+            1,
+            json!({"op": "close", "syscall": "close", "fd": 3, "ret": 0}),
+        ),
+        (
+            1,
+            json!({"op": "rename", "syscall": "renameat2", "path": "x", "path2": "y", "flags": ["RENAME_EXCHANGE"], "ret": 0}),
+        ),
+        (
+            1,
+            json!({"op": "rename", "syscall": "renameat2", "path": "x", "path2": "y", "flags": ["RENAME_NOREPLACE"], "err": "EEXIST"}),
+        ),
+        (1, json!({"op": "sync", "syscall": "sync", "ret": 0})),
+    ];
+    let calls = calls
+        .into_iter()
+        .enumerate()
+        .map(|(n, (t, f))| call(t, n as f64 * 0.001, f))
+        .collect();
+    let mut t = trace(2, initial, calls);
+    t.header.fs_type = Some("tmpfs".into());
+    t.header.unseen.insert("io_uring_enter".into(), 2);
+    let t = save(&t, &root.path.join("newer.fstrace"));
+    let ms = replay_ok(&t, &["--target", "tmpfs"], &root.path, "out");
+    let m = &ms[0];
+    // 4096 + 8192 (the msync) + 100 + 512 written, all of it synced on the way.
+    for what in ["written", "synced"] {
+        assert_eq!(
+            metric(m, &format!("trace_{what}_bytes")),
+            12_900.0,
+            "{what}"
+        );
+        assert_eq!(
+            metric(m, &format!("replayed_{what}_bytes")),
+            12_900.0,
+            "{what}"
+        );
+    }
+    assert_eq!(metric(m, "replayed_lock_calls"), 3.0);
+    assert_eq!(metric(m, "replay_unseen_io"), 2.0);
+    assert_eq!(metric(m, "replay_incomplete"), 1.0);
+    assert!(metric(m, "replay_time_gap_pct").is_finite());
+    let notes = m["notes"].to_string();
+    assert!(
+        notes.contains("self-check: 21 calls replayed, 0 left out"),
+        "{notes}"
+    );
+    assert!(notes.contains("2 io_uring_enter calls"), "{notes}");
+    assert!(leftovers(&root.path).is_empty());
+}

@@ -217,6 +217,12 @@ left out: {} calls outside the root, {} on the root directory itself, {} on pipe
             c.file_mmaps
         ));
     }
+    if !h.unseen.is_empty() {
+        s.push_str(&format!(
+            "\n  I/O strace cannot see, not replayed (every replay warns of it): {}",
+            crate::trace::calls::unseen_text(&h.unseen)
+        ));
+    }
     if r.unreadable_lines > 0 || r.unreadable_dirs > 0 {
         s.push_str(&format!(
             "\n  not read: {} strace lines, {} directories of the root's snapshot",

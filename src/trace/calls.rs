@@ -5,11 +5,14 @@
 //! below the root), on pipes and sockets, and `mmap`s of files under the root. The
 //! descriptor and directory bookkeeping (`dup`, `chdir`, forks) feeds [`Procs`].
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use super::format::{Call, Op};
 use super::procs::Procs;
 use super::strace::{Arg, Fd, Ret, Syscall};
+use maps::{Mapping, Maps};
+
+mod maps;
 
 /// What record left out, for the header and the summary.
 #[derive(Debug, Default, Clone, PartialEq)]
@@ -24,6 +27,10 @@ pub struct Counts {
     pub no_result: u64,
     /// `mmap`s of files under the root.
     pub file_mmaps: u64,
+    /// `io_uring_enter` calls: what they submit is invisible to strace.
+    pub io_uring_enters: u64,
+    /// `io_submit` calls (Linux AIO): likewise.
+    pub aio_submits: u64,
 }
 
 /// What a call names.
@@ -31,6 +38,8 @@ enum Target {
     Path(Option<Fd>, String),
     Fd(Fd),
     TwoPaths(Option<Fd>, String, Option<Fd>, String),
+    /// Nothing: `sync`, which writes back every file system.
+    Nothing,
 }
 
 /// A call's operation and arguments, before its names are placed.
@@ -79,6 +88,8 @@ pub struct Converter {
     pub used: BTreeSet<String>,
     /// Directories under the root the program listed.
     pub listed: BTreeSet<String>,
+    /// Shared, writable mappings of files under the root.
+    maps: Maps,
 }
 
 impl Converter {
@@ -92,7 +103,22 @@ impl Converter {
             counts: Counts::default(),
             used: BTreeSet::new(),
             listed: BTreeSet::new(),
+            maps: Maps::default(),
         }
+    }
+
+    /// The file I/O strace could not see, by kind, for the trace's header: only kinds
+    /// that occurred.
+    pub fn unseen(&self) -> BTreeMap<String, u64> {
+        [
+            ("io_uring_enter", self.counts.io_uring_enters),
+            ("io_submit", self.counts.aio_submits),
+            ("shared_mappings_unsynced", self.maps.never_synced()),
+        ]
+        .into_iter()
+        .filter(|(_, n)| *n > 0)
+        .map(|(k, n)| (k.to_string(), n))
+        .collect()
     }
 
     /// Recorded threads, numbered in order of their first kept call.
@@ -102,7 +128,10 @@ impl Converter {
 
     /// One call of the recorded run.
     pub fn push(&mut self, sc: &Syscall) {
-        let shapes = describe(sc);
+        let shapes = match sc.name.as_str() {
+            "msync" => self.describe_msync(sc).into_iter().collect(),
+            _ => describe(sc),
+        };
         if !shapes.is_empty() && sc.ret == Ret::Unknown {
             self.counts.no_result += 1;
         } else {
@@ -130,9 +159,22 @@ impl Converter {
         self.place(abs.as_deref())
     }
 
+    /// An `msync` of a shared file mapping: the file range it wrote back.
+    fn describe_msync(&mut self, sc: &Syscall) -> Option<Shape> {
+        let addr = sc.args.first()?.int()? as u64;
+        let len = u64_at(sc, 1)?;
+        let synced = self.maps.msync(addr, len)?;
+        let mut shape = Shape::new(Op::Msync, Target::Path(None, synced.path));
+        shape.offset = Some(synced.offset);
+        shape.size = Some(synced.len);
+        shape.flags = sc.args.get(2).map(Arg::flags).unwrap_or_default();
+        Some(shape)
+    }
+
     fn keep(&mut self, sc: &Syscall, shape: Shape) {
         let tid = sc.tid;
         let (path, path2, fd) = match &shape.target {
+            Target::Nothing => return self.keep_named(sc, shape, Vec::new(), None),
             Target::Path(dir, p) => (self.place_path(tid, dir.as_ref(), p), None, None),
             Target::Fd(fd) => {
                 let abs = self.procs.fd_path(tid, fd);
@@ -152,6 +194,13 @@ impl Converter {
                 Place::NotFile => return self.counts.not_files += 1,
             }
         }
+        self.keep_named(sc, shape, names, fd)
+    }
+
+    /// Keeps a call whose names all lie under the root (`names`, relative; for a call on
+    /// a descriptor, the descriptor's file).
+    fn keep_named(&mut self, sc: &Syscall, shape: Shape, names: Vec<String>, fd: Option<i32>) {
+        let tid = sc.tid;
         let (ret, err) = match &sc.ret {
             Ret::Value(v, real) => {
                 if let Some(Place::Inside(rel)) = real.as_deref().map(|r| self.place(Some(r))) {
@@ -252,13 +301,58 @@ impl Converter {
             "mmap" | "mmap2" => {
                 let file = fd(4).filter(|f| f.num >= 0);
                 let abs = file.and_then(|f| self.procs.fd_path(tid, &f));
-                if matches!(self.place(abs.as_deref()), Place::Inside(_)) {
+                if let (Place::Inside(_), Some(path)) = (self.place(abs.as_deref()), abs) {
                     self.counts.file_mmaps += 1;
+                    self.map_shared(sc, *ret as u64, path);
                 }
             }
+            "munmap" => {
+                if let (Some(addr), Some(len)) = (arg(0).and_then(Arg::int), u64_at(sc, 1)) {
+                    self.maps.unmap(addr as u64, len);
+                }
+            }
+            "io_uring_enter" => self.counts.io_uring_enters += 1,
+            "io_submit" => self.counts.aio_submits += 1,
             _ => {}
         }
     }
+}
+
+impl Converter {
+    /// Notes a mapping of `path` at `addr` when it is shared and writable: its stores can
+    /// reach the file.
+    fn map_shared(&mut self, sc: &Syscall, addr: u64, path: String) {
+        let has = |i: usize, f: &str| {
+            sc.args
+                .get(i)
+                .is_some_and(|a| a.flags().iter().any(|x| x == f))
+        };
+        let shared = has(3, "MAP_SHARED") || has(3, "MAP_SHARED_VALIDATE");
+        if shared && has(2, "PROT_WRITE") {
+            let mapping = Mapping {
+                path,
+                offset: u64_at(sc, 5).unwrap_or(0),
+                len: u64_at(sc, 1).unwrap_or(0),
+                synced: false,
+            };
+            self.maps.map(addr, mapping);
+        }
+    }
+}
+
+/// A header's `unseen` in words: "12 io_uring_enter calls, 1 shared mapping never msync'd".
+pub fn unseen_text(unseen: &BTreeMap<String, u64>) -> String {
+    unseen
+        .iter()
+        .map(|(kind, n)| match kind.as_str() {
+            "shared_mappings_unsynced" => format!(
+                "{n} shared writable file mapping{} never msync'd (its stores reach the file unseen)",
+                if *n == 1 { "" } else { "s" }
+            ),
+            call => format!("{n} {call} call{}", if *n == 1 { "" } else { "s" }),
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// A clone's flags: `flags=…` of clone, the struct's `flags` of clone3.
@@ -280,8 +374,11 @@ fn describe(sc: &Syscall) -> Vec<Shape> {
     let name = sc.name.as_str();
     let shape = match name {
         "open" | "openat" | "openat2" | "creat" => describe_open(sc),
-        "copy_file_range" | "sendfile" | "sendfile64" => return describe_copy(sc),
-        _ => describe_io(sc).or_else(|| describe_names(sc)),
+        "copy_file_range" | "sendfile" | "sendfile64" | "splice" => return describe_copy(sc),
+        "sync" => Some(Shape::new(Op::Sync, Target::Nothing)),
+        _ => describe_io(sc)
+            .or_else(|| describe_names(sc))
+            .or_else(|| describe_attrs(sc)),
     };
     shape.into_iter().collect()
 }
@@ -345,24 +442,15 @@ fn describe_open(sc: &Syscall) -> Option<Shape> {
     Some(shape)
 }
 
-/// copy_file_range and sendfile: a read of one descriptor and a write of another.
+/// copy_file_range, sendfile and splice: a read of one descriptor and a write of another
+/// (a pipe's end, never a file, is left out as not a file). The size is the bytes the call
+/// moved: the length asked for may be anything (`cp` asks copy_file_range for 2^62).
 fn describe_copy(sc: &Syscall) -> Vec<Shape> {
-    let (input, in_off, output, out_off, len) = if sc.name == "copy_file_range" {
-        (
-            fd_at(sc, 0),
-            sc.args.get(1),
-            fd_at(sc, 2),
-            sc.args.get(3),
-            u64_at(sc, 4),
-        )
+    let len = moved(sc);
+    let (input, in_off, output, out_off) = if sc.name == "sendfile" || sc.name == "sendfile64" {
+        (fd_at(sc, 1), sc.args.get(2), fd_at(sc, 0), None)
     } else {
-        (
-            fd_at(sc, 1),
-            sc.args.get(2),
-            fd_at(sc, 0),
-            None,
-            u64_at(sc, 3),
-        )
+        (fd_at(sc, 0), sc.args.get(1), fd_at(sc, 2), sc.args.get(3))
     };
     let mut shapes = Vec::new();
     for (op, fd, offset) in [(Op::Read, input, in_off), (Op::Write, output, out_off)] {
@@ -383,11 +471,27 @@ fn describe_io(sc: &Syscall) -> Option<Shape> {
         "read" | "write" => (rw(name), u64_at(sc, 2), None),
         "pread64" | "pwrite64" => (rw(name), u64_at(sc, 2), u64_at(sc, 3)),
         "readv" | "writev" => (rw(name), moved(sc), None),
-        "preadv" | "pwritev" | "preadv2" | "pwritev2" => (rw(name), moved(sc), u64_at(sc, 3)),
+        "preadv" | "pwritev" => (rw(name), moved(sc), u64_at(sc, 3)),
+        // RWF_DSYNC, RWF_SYNC, RWF_APPEND… change what the call does: kept as its flags.
+        "preadv2" | "pwritev2" => {
+            let mut shape = Shape::new(rw(name), Target::Fd(fd_at(sc, 0)?));
+            shape.size = moved(sc);
+            shape.offset = u64_at(sc, 3);
+            shape.flags = sc.args.get(4).map(Arg::flags).unwrap_or_default();
+            shape.flags.retain(|f| f != "0");
+            return Some(shape);
+        }
         "close" => (Op::Close, None, None),
         "fsync" => (Op::Fsync, None, None),
         "fdatasync" => (Op::Fdatasync, None, None),
-        "sync_file_range" => (Op::SyncFileRange, u64_at(sc, 2), u64_at(sc, 1)),
+        "sync_file_range" => {
+            let mut shape = Shape::new(Op::SyncFileRange, Target::Fd(fd_at(sc, 0)?));
+            shape.offset = u64_at(sc, 1);
+            shape.size = u64_at(sc, 2);
+            shape.flags = sc.args.get(3).map(Arg::flags).unwrap_or_default();
+            return Some(shape);
+        }
+        "syncfs" => (Op::Syncfs, None, None),
         "fstat" | "fstat64" => (Op::Stat, None, None),
         "getdents" | "getdents64" => (Op::Getdents, u64_at(sc, 2), None),
         "ftruncate" | "ftruncate64" => (Op::Truncate, u64_at(sc, 1), None),
@@ -463,7 +567,13 @@ fn describe_names(sc: &Syscall) -> Option<Shape> {
         "renameat" | "renameat2" | "linkat" => {
             let target =
                 Target::TwoPaths(Some(fd_at(sc, 0)?), path(1)?, Some(fd_at(sc, 2)?), path(3)?);
-            (two_op(sc), target)
+            let mut shape = Shape::new(two_op(sc), target);
+            // RENAME_NOREPLACE, RENAME_EXCHANGE, RENAME_WHITEOUT change the rename's effect.
+            if sc.name == "renameat2" {
+                shape.flags = flags_at(4);
+                shape.flags.retain(|f| f != "0");
+            }
+            return Some(shape);
         }
         "symlink" | "symlinkat" => {
             let target = if sc.name == "symlink" {
@@ -499,6 +609,51 @@ fn describe_names(sc: &Syscall) -> Option<Shape> {
         }
         _ => {}
     }
+    Some(shape)
+}
+
+/// Extended attributes and advisory locks. strace's `-s 0` hides an attribute's name (it
+/// prints it as a string, not a path), so a trace holds its value's size and not its name.
+fn describe_attrs(sc: &Syscall) -> Option<Shape> {
+    let name = sc.name.as_str();
+    let on = |i: usize| -> Option<Target> {
+        if name.starts_with('f') {
+            Some(Target::Fd(fd_at(sc, i)?))
+        } else {
+            Some(Target::Path(None, string_at(sc, i)?))
+        }
+    };
+    let (op, size) = match name {
+        "setxattr" | "lsetxattr" | "fsetxattr" => (Op::Setxattr, u64_at(sc, 3)),
+        "getxattr" | "lgetxattr" | "fgetxattr" => (Op::Getxattr, u64_at(sc, 3)),
+        "listxattr" | "llistxattr" | "flistxattr" => (Op::Getxattr, u64_at(sc, 2)),
+        "removexattr" | "lremovexattr" | "fremovexattr" => (Op::Removexattr, None),
+        "flock" => {
+            let mut shape = Shape::new(Op::Lock, Target::Fd(fd_at(sc, 0)?));
+            shape.flags = sc.args.get(1)?.flags();
+            return Some(shape);
+        }
+        "fcntl" | "fcntl64" => return describe_fcntl_lock(sc),
+        _ => return None,
+    };
+    let mut shape = Shape::new(op, on(0)?);
+    shape.size = size;
+    Some(shape)
+}
+
+/// fcntl's record locks (`F_SETLK`, `F_SETLKW`, `F_OFD_SETLK*`): the command and the
+/// lock's type (`F_WRLCK`, `F_RDLCK`, `F_UNLCK`). Other fcntl commands are no file I/O.
+fn describe_fcntl_lock(sc: &Syscall) -> Option<Shape> {
+    let cmd = sc.args.get(1)?.0.clone();
+    if !matches!(
+        cmd.as_str(),
+        "F_SETLK" | "F_SETLKW" | "F_SETLK64" | "F_SETLKW64" | "F_OFD_SETLK" | "F_OFD_SETLKW"
+    ) {
+        return None;
+    }
+    let mut shape = Shape::new(Op::Lock, Target::Fd(fd_at(sc, 0)?));
+    let kind = sc.args.get(2).and_then(|a| a.field("l_type"));
+    shape.flags = std::iter::once(cmd).chain(kind.map(|k| k.0)).collect();
     Some(shape)
 }
 

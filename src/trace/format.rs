@@ -38,6 +38,16 @@ pub struct Header {
     /// (`trace::overhead`); absent in a trace stamped with strace's own clock.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub strace_overhead: Option<StraceOverhead>,
+    /// The type of the file system the root was on when recorded (`ext4`, `xfs`…), so a
+    /// replay on the same type can compare its time with the program's own; absent in
+    /// traces recorded before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fs_type: Option<String>,
+    /// File I/O strace could not see, by kind (`io_uring_enter`, `shared_mappings_unsynced`
+    /// …), with how many calls or mappings: said at record time and as a fidelity warning
+    /// by every replay of the trace.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub unseen: std::collections::BTreeMap<String, u64>,
 }
 
 /// What strace added per traced call when the trace was recorded, in seconds.
@@ -122,6 +132,27 @@ pub enum Op {
     Truncate,
     /// fallocate: `fd`, `offset`, `size`, `mode`.
     Fallocate,
+    /// syncfs: `fd` (the file system holding it is written back).
+    Syncfs,
+    /// sync: no argument; replayed as a syncfs of the target, the only file system it has.
+    Sync,
+    /// msync of a shared, writable mapping of a file: `path` (the file mapped), `offset`
+    /// and `size` of the range in the file, `flags` (`MS_SYNC`, `MS_ASYNC`…). Replayed as a
+    /// write of the range (as far as the file reaches) and, for `MS_SYNC`, an fdatasync.
+    Msync,
+    /// setxattr, lsetxattr, fsetxattr: `path` or `fd`, the attribute's name in `target`,
+    /// the value's bytes in `size`.
+    Setxattr,
+    /// getxattr, lgetxattr, fgetxattr, listxattr, llistxattr, flistxattr: `path` or `fd`,
+    /// the name in `target` (get only), the buffer's bytes in `size`; `ret` bytes.
+    Getxattr,
+    /// removexattr, lremovexattr, fremovexattr: `path` or `fd`, the name in `target`.
+    Removexattr,
+    /// flock, and fcntl's `F_SETLK`, `F_SETLKW`, `F_OFD_SETLK*`: `fd`, the lock asked for
+    /// in `flags` (`LOCK_EX`, `F_WRLCK`, `LOCK_UN`…). An ordering point: the replay keeps
+    /// the recorded order of every call on the file around it, and takes no lock (its
+    /// threads are one process, where POSIX locks never conflict).
+    Lock,
 }
 
 /// One recorded call and how it ended.
@@ -197,6 +228,8 @@ impl Trace {
                 outside_root: 0,
                 file_mmaps: 0,
                 strace_overhead: None,
+                fs_type: None,
+                unseen: std::collections::BTreeMap::new(),
             },
             initial,
             calls,

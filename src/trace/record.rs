@@ -13,14 +13,17 @@ use super::initial::Snapshot;
 use super::overhead::Clock;
 use super::strace::Joiner;
 
-/// The system calls strace is asked for: those the trace holds, and those record follows
-/// descriptors, directories, processes and mmaps with.
+/// The system calls strace is asked for: those the trace holds, those record follows
+/// descriptors, directories, processes and shared mappings with, and those whose I/O it
+/// cannot see (`io_uring_enter`, `io_submit`), counted in the header's `unseen`.
 const TRACED: &str = "open,openat,openat2,creat,close,read,pread64,readv,preadv,preadv2,\
 write,pwrite64,writev,pwritev,pwritev2,copy_file_range,sendfile,fsync,fdatasync,\
 sync_file_range,stat,lstat,newfstatat,statx,fstat,access,faccessat,faccessat2,getdents,\
 getdents64,mkdir,mkdirat,rmdir,unlink,unlinkat,rename,renameat,renameat2,link,linkat,\
-symlink,symlinkat,truncate,ftruncate,fallocate,chdir,fchdir,dup,dup2,dup3,fcntl,clone,\
-clone3,fork,vfork,mmap";
+symlink,symlinkat,truncate,ftruncate,fallocate,splice,syncfs,sync,msync,setxattr,lsetxattr,\
+fsetxattr,getxattr,lgetxattr,fgetxattr,listxattr,llistxattr,flistxattr,removexattr,\
+lremovexattr,fremovexattr,flock,chdir,fchdir,dup,dup2,dup3,fcntl,clone,clone3,fork,vfork,\
+mmap,munmap,io_uring_enter,io_submit";
 
 /// strace's flags for a recording (and its calibration, `super::overhead`): every thread
 /// and child, absolute start times and durations, descriptors' paths, no buffer contents, no
@@ -259,6 +262,7 @@ pub fn record(options: &Options) -> Result<Recorded, RecordError> {
     );
     let clock = Clock::new(&spans, overhead.as_ref());
     let initial = snapshot.initial(&converter.used, &converter.listed);
+    let unseen = converter.unseen();
     let mut trace = assemble(
         options,
         converter.threads(),
@@ -270,6 +274,8 @@ pub fn record(options: &Options) -> Result<Recorded, RecordError> {
     trace.header.strace_overhead = overhead;
     trace.header.outside_root = converter.counts.outside_root;
     trace.header.file_mmaps = converter.counts.file_mmaps;
+    trace.header.unseen = unseen;
+    trace.header.fs_type = crate::sys::fs_name(&root);
     if options.anonymize {
         super::anonymize::trace(&mut trace);
     }

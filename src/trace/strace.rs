@@ -298,12 +298,12 @@ impl Arg {
         })
     }
 
-    /// The first number of an in/out offset: `[4096]`, `[0 => 4096]`; `None` for `NULL`.
+    /// The first number of an in/out offset: `[4096]`, `[0 => 4096]` (copy_file_range),
+    /// `[0] => [8192]` (sendfile); `None` for `NULL`.
     pub fn offset(&self) -> Option<u64> {
-        let inner = self.0.strip_prefix('[')?.strip_suffix(']')?;
-        parse_int(inner.split(" =>").next()?.trim())?
-            .try_into()
-            .ok()
+        let inner = self.0.strip_prefix('[')?;
+        let end = inner.find([']', ' '])?;
+        parse_int(&inner[..end])?.try_into().ok()
     }
 }
 

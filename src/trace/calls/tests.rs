@@ -61,6 +61,8 @@ fn calls_outside_the_root_are_counted_not_kept() {
         not_files: 1,
         no_result: 0,
         file_mmaps: 1,
+        io_uring_enters: 0,
+        aio_submits: 0,
     };
     assert_eq!(c.counts, counts);
     assert_eq!(c.threads(), 0);
@@ -157,4 +159,144 @@ fn vector_positional_and_copy_calls_carry_sizes_and_offsets() {
     assert!(c.listed.contains("d"));
     assert_eq!(got.len(), 6);
     assert_eq!(c.counts.no_result, 1);
+}
+
+// The lines below are strace 6.1's own (`-f -qq -ttt -T -y -s 0`), from Python and coreutils
+// programs run on this kind of machine, with their root renamed to /r.
+
+#[test]
+fn copy_file_range_s_size_is_the_bytes_it_copied_not_the_2_62_asked() {
+    // Defect (#56): cp -a asks copy_file_range for 2^62 bytes; the trace said so, and the
+    // replay sized a buffer by it and aborted.
+    let c = convert(&[
+        r#"13926 1795912874.010348 copy_file_range(3</r/b>, NULL, 4</r/c>, NULL, 4611686018427387904, 0) = 8192 <0.000044>"#,
+        r#"13926 1795912874.010431 sendfile(4</r/c>, 3</r/b>, [0] => [8192], 1099511627776) = 8192 <0.002221>"#,
+        r#"7 1.0 splice(5<pipe:[77]>, NULL, 6</r/out>, [4096], 65536, SPLICE_F_MOVE) = 512 <0.00001>"#,
+    ]);
+    let got = calls(&c);
+    let shape = |i: usize| (got[i].op, got[i].fd, got[i].size, got[i].offset, got[i].ret);
+    assert_eq!(shape(0), (Op::Read, Some(3), Some(8192), None, Some(8192)));
+    assert_eq!(shape(1), (Op::Write, Some(4), Some(8192), None, Some(8192)));
+    // sendfile: out first, then in with its offset.
+    assert_eq!(
+        shape(2),
+        (Op::Read, Some(3), Some(8192), Some(0), Some(8192))
+    );
+    assert_eq!(shape(3), (Op::Write, Some(4), Some(8192), None, Some(8192)));
+    // splice from a pipe: the pipe's end is not a file; the file's end is a write.
+    assert_eq!(
+        shape(4),
+        (Op::Write, Some(6), Some(512), Some(4096), Some(512))
+    );
+    assert_eq!((got.len(), c.counts.not_files), (5, 1));
+}
+
+#[test]
+fn the_sync_family_keeps_each_call_and_its_flags() {
+    let c = convert(&[
+        r#"13926 1795912873.969055 fsync(3</r/b>) = 0 <0.001294>"#,
+        r#"13926 1795912873.970423 sync()          = 0 <0.039559>"#,
+        r#"7 1.0 syncfs(3</r/b>) = 0 <0.00001>"#,
+        r#"7 1.1 sync_file_range(3</r/b>, 0, 8192, SYNC_FILE_RANGE_WAIT_BEFORE|SYNC_FILE_RANGE_WRITE|SYNC_FILE_RANGE_WAIT_AFTER) = 0 <0.0001>"#,
+        r#"7 1.2 fdatasync(3</r/b>) = 0 <0.00001>"#,
+        r#"13926 1795912874.012774 pwritev2(3</r/b>, [...], 2, 4, RWF_DSYNC) = 4 <0.007694>"#,
+        r#"7 1.3 preadv2(3</r/b>, [...], 1, 0, 0) = 10 <0.00001>"#,
+    ]);
+    let got = calls(&c);
+    let ops: Vec<Op> = got.iter().map(|c| c.op).collect();
+    let want = [
+        Op::Fsync,
+        Op::Sync,
+        Op::Syncfs,
+        Op::SyncFileRange,
+        Op::Fdatasync,
+        Op::Write,
+        Op::Read,
+    ];
+    assert_eq!(ops, want);
+    assert_eq!((got[1].fd, got[1].path.as_deref()), (None, None));
+    assert_eq!(got[3].flags.len(), 3);
+    assert_eq!((got[3].offset, got[3].size), (Some(0), Some(8192)));
+    assert_eq!(got[5].flags, ["RWF_DSYNC"]);
+    assert_eq!((got[5].size, got[5].offset), (Some(4), Some(4)));
+    assert!(got[6].flags.is_empty());
+}
+
+#[test]
+fn an_msync_of_a_shared_mapping_is_a_write_back_of_its_file_range() {
+    let c = convert(&[
+        r#"13926 1795912873.959042 mmap(NULL, 8192, PROT_READ|PROT_WRITE, MAP_SHARED, 3</r/b>, 0x1000) = 0x7f4d6f1ba000 <0.000019>"#,
+        r#"13926 1795912873.959104 msync(0x7f4d6f1bb000, 4096, MS_SYNC) = 0 <0.009591>"#,
+        r#"13926 1795912873.968906 munmap(0x7f4d6f1ba000, 8192) = 0 <0.000032>"#,
+        // A private mapping's msync reaches no file: nothing kept.
+        r#"13926 1795912873.97 mmap(NULL, 8192, PROT_READ|PROT_WRITE, MAP_PRIVATE, 3</r/b>, 0) = 0x7f0000000000 <0.00001>"#,
+        r#"13926 1795912873.98 msync(0x7f0000000000, 4096, MS_SYNC) = 0 <0.00001>"#,
+        // A shared writable mapping never synced (SQLite's -shm) is counted as unseen.
+        r#"13926 1795912873.99 mmap(NULL, 32768, PROT_READ|PROT_WRITE, MAP_SHARED, 4</r/db-shm>, 0) = 0x7f1000000000 <0.00001>"#,
+        r#"13926 1795912874.00 io_uring_enter(5<anon_inode:[io_uring]>, 1, 0, 0, NULL, 8) = 1 <0.00001>"#,
+    ]);
+    let got = calls(&c);
+    assert_eq!(got.len(), 1);
+    let m = got[0];
+    assert_eq!(
+        (
+            m.op,
+            m.path.as_deref(),
+            m.offset,
+            m.size,
+            m.flags.as_slice()
+        ),
+        (
+            Op::Msync,
+            Some("b"),
+            Some(8192),
+            Some(4096),
+            &["MS_SYNC".to_string()][..]
+        )
+    );
+    assert_eq!(c.counts.file_mmaps, 3);
+    let unseen = c.unseen();
+    assert_eq!(unseen.get("shared_mappings_unsynced"), Some(&1));
+    assert_eq!(unseen.get("io_uring_enter"), Some(&1));
+    assert!(unseen_text(&unseen).contains("1 io_uring_enter call,"));
+}
+
+#[test]
+fn rename_flags_xattrs_and_locks_are_kept() {
+    let c = convert(&[
+        r#"14163 1795912879.474509 renameat2(AT_FDCWD</r>, "e", AT_FDCWD</r>, "d", RENAME_EXCHANGE) = 0 <0.000034>"#,
+        r#"14163 1795912879.423321 setxattr("/r/a", ""..., ""..., 5, 0) = 0 <0.000039>"#,
+        r#"14163 1795912879.423426 getxattr("/r/a", ""..., ""..., 128) = 5 <0.000016>"#,
+        r#"14163 1795912879.423484 listxattr("/r/a", ""..., 256) = 7 <0.000012>"#,
+        r#"14163 1795912879.423589 fsetxattr(3</r/a>, ""..., ""..., 1, 0) = 0 <0.000015>"#,
+        r#"14163 1795912879.423645 removexattr("/r/a", ""...) = 0 <0.000015>"#,
+        r#"14163 1795912879.425745 flock(3</r/a>, LOCK_EX) = 0 <0.000159>"#,
+        r#"13926 1795912873.968983 fcntl(3</r/a>, F_SETLKW, {l_type=F_WRLCK, l_whence=SEEK_SET, l_start=0, l_len=0}) = 0 <0.000013>"#,
+        r#"13926 1795912873.969 fcntl(3</r/a>, F_GETFD) = 0x1 (flags FD_CLOEXEC) <0.000100>"#,
+    ]);
+    let got = calls(&c);
+    assert_eq!(got.len(), 8, "{got:?}");
+    assert_eq!(
+        (got[0].op, got[0].flags.as_slice()),
+        (Op::Rename, &["RENAME_EXCHANGE".to_string()][..])
+    );
+    let attr = |i: usize| {
+        (
+            got[i].op,
+            got[i].path.as_deref(),
+            got[i].fd,
+            got[i].size,
+            got[i].ret,
+        )
+    };
+    assert_eq!(attr(1), (Op::Setxattr, Some("a"), None, Some(5), Some(0)));
+    assert_eq!(attr(2), (Op::Getxattr, Some("a"), None, Some(128), Some(5)));
+    assert_eq!(attr(3), (Op::Getxattr, Some("a"), None, Some(256), Some(7)));
+    assert_eq!(attr(4), (Op::Setxattr, None, Some(3), Some(1), Some(0)));
+    assert_eq!(attr(5), (Op::Removexattr, Some("a"), None, None, Some(0)));
+    assert_eq!(
+        (got[6].op, got[6].flags.as_slice()),
+        (Op::Lock, &["LOCK_EX".to_string()][..])
+    );
+    assert_eq!(got[7].flags, ["F_SETLKW", "F_WRLCK"]);
 }

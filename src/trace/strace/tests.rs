@@ -134,3 +134,21 @@ fn unknown_results_hex_results_and_other_lines() {
     assert!(joiner.push("garbage").is_none());
     assert_eq!(joiner.unreadable, 1);
 }
+
+#[test]
+fn sendfile_s_in_out_offset_gives_its_first_number() {
+    // strace 6.1's form for sendfile: `[before] => [after]`.
+    let call = one(
+        r#"13926 1795912874.010431 sendfile(4</r/c>, 3</r/b>, [0] => [8192], 1099511627776) = 8192 <0.002221>"#,
+    );
+    assert_eq!(call.args[2].offset(), Some(0));
+    assert_eq!(call.args[3].int(), Some(1 << 40));
+    assert_eq!(call.ret, Ret::Value(8192, None));
+}
+
+#[test]
+fn a_call_without_arguments_and_padded_before_its_result_is_read() {
+    let call = one("13926 1795912873.970423 sync()          = 0 <0.039559>");
+    assert_eq!((call.name.as_str(), call.args.len()), ("sync", 0));
+    assert_eq!(call.ret, Ret::Value(0, None));
+}

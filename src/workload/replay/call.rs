@@ -7,7 +7,10 @@ use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-use rustix::fs::{Access, AtFlags, FallocateFlags, Mode, OFlags};
+use std::io::{IoSlice, IoSliceMut};
+
+use rustix::fs::{Access, AtFlags, FallocateFlags, Mode, OFlags, RenameFlags};
+use rustix::io::ReadWriteFlags;
 
 use crate::trace::format::{Call, Op};
 
@@ -127,11 +130,12 @@ impl Target {
             )),
             (Op::Rmdir, _) => done(rustix::fs::unlinkat(&self.root, path, AtFlags::REMOVEDIR)),
             (Op::Unlink, _) => done(rustix::fs::unlinkat(&self.root, path, AtFlags::empty())),
-            (Op::Rename, _) => done(rustix::fs::renameat(
+            (Op::Rename, _) => done(rustix::fs::renameat_with(
                 &self.root,
                 path,
                 &self.root,
                 call.path2.as_deref().unwrap_or_default(),
+                rename_flags(&call.flags),
             )),
             (Op::Link, _) => done(rustix::fs::linkat(
                 &self.root,
@@ -147,6 +151,11 @@ impl Target {
             )),
             (Op::Stat, None) => self.stat(call, path),
             (Op::Truncate, None) => self.truncate_path(path, call.size.unwrap_or(0)),
+            (Op::Sync, _) => done(rustix::fs::syncfs(&self.root)),
+            (Op::Msync, _) => self.msync(call, path),
+            (Op::Setxattr | Op::Getxattr | Op::Removexattr, None) => {
+                super::attrs::on_path(&self.root_path, call, attr_buf(call, buf))
+            }
             (_, Some(slot)) => self.on_fd(call, slot, buf),
             (_, None) => Err(libc::EBADF),
         }
@@ -204,7 +213,7 @@ impl Target {
             return taken.map(drop).map(|_| 0).ok_or(libc::EBADF);
         }
         let fd = self.fd(slot)?;
-        let size = call.size.unwrap_or(0) as usize;
+        let size = issued_len(call) as usize;
         match call.op {
             Op::Read | Op::Getdents if buf.len() < size => {
                 *buf = Aligned::new(size, |_| {});
@@ -212,6 +221,16 @@ impl Target {
             _ => {}
         }
         match call.op {
+            Op::Read if !rwf(&call.flags).is_empty() => {
+                let off = call.offset.unwrap_or(0);
+                let r = rustix::io::preadv2(
+                    &*fd,
+                    &mut [IoSliceMut::new(buf.slice_mut(size))],
+                    off,
+                    rwf(&call.flags),
+                );
+                bytes(r)
+            }
             Op::Read => match call.offset {
                 Some(off) => bytes(rustix::io::pread(&*fd, buf.slice_mut(size), off)),
                 None => bytes(rustix::io::read(&*fd, buf.slice_mut(size))),
@@ -219,7 +238,7 @@ impl Target {
             Op::Write => self.write(&fd, call, slot, size),
             Op::Fsync => done(rustix::fs::fsync(&*fd)),
             Op::Fdatasync => done(rustix::fs::fdatasync(&*fd)),
-            Op::SyncFileRange => sync_range(&fd, call),
+            Op::SyncFileRange => sync_file_range(&fd, call),
             Op::Stat => done(rustix::fs::fstat(&*fd).map(|_| ())),
             Op::Truncate => done(rustix::fs::ftruncate(&*fd, call.size.unwrap_or(0))),
             Op::Fallocate => done(rustix::fs::fallocate(
@@ -229,6 +248,13 @@ impl Target {
                 call.size.unwrap_or(0),
             )),
             Op::Getdents => getdents(&fd, buf.slice_mut(size)),
+            Op::Syncfs => done(rustix::fs::syncfs(&*fd)),
+            Op::Setxattr | Op::Getxattr | Op::Removexattr => {
+                super::attrs::on_fd(&fd, call, attr_buf(call, buf))
+            }
+            // An ordering point only (the waits keep the order around it): the replay's
+            // threads are one process, where the recorded processes' locks cannot conflict.
+            Op::Lock => Ok(0),
             _ => Err(libc::EBADF),
         }
     }
@@ -243,22 +269,140 @@ impl Target {
         }
         let data = pool.slice(from, size);
         match call.offset {
+            Some(off) if !rwf(&call.flags).is_empty() => bytes(rustix::io::pwritev2(
+                fd,
+                &[IoSlice::new(data)],
+                off,
+                rwf(&call.flags),
+            )),
             Some(off) => bytes(rustix::io::pwrite(fd, data, off)),
             None => bytes(rustix::io::write(fd, data)),
         }
     }
+
+    /// An msync'd range of a shared mapping: the bytes it wrote back, as a write of the range
+    /// as far as the file reaches (a mapping's stores never grow a file), then the
+    /// write-back itself: `MS_SYNC` waits for it (an fdatasync), `MS_ASYNC` starts it.
+    fn msync(&self, call: &Call, path: &str) -> Returned {
+        let fd = rustix::fs::openat(
+            &self.root,
+            path,
+            OFlags::WRONLY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(errno)?;
+        let size = rustix::fs::fstat(&fd).map_err(errno)?.st_size.max(0) as u64;
+        let off = call.offset.unwrap_or(0);
+        let len = call.size.unwrap_or(0).min(size.saturating_sub(off));
+        let pool = self
+            .pools
+            .iter()
+            .max_by_key(|p| p.len())
+            .ok_or(libc::EFAULT)?;
+        let chunk = (pool.len() as u64).saturating_sub(crate::dataset::content::BLOCK);
+        let mut done_bytes = 0;
+        while done_bytes < len {
+            let at = off + done_bytes;
+            let n = chunk.min(len - done_bytes) as usize;
+            if n == 0 {
+                return Err(libc::EFAULT);
+            }
+            let from = (at % crate::dataset::content::BLOCK) as usize;
+            match bytes(rustix::io::pwrite(&fd, pool.slice(from, n), at))? {
+                0 => break,
+                w => done_bytes += w as u64,
+            }
+        }
+        if call.flags.iter().any(|f| f == "MS_SYNC") {
+            rustix::fs::fdatasync(&fd).map_err(errno)?;
+        } else if call.flags.iter().any(|f| f == "MS_ASYNC") {
+            sync_range(&fd, off, len, libc::SYNC_FILE_RANGE_WRITE)?;
+        }
+        Ok(done_bytes as i64)
+    }
 }
 
-/// `sync_file_range` asking for the range's write-out (the flags are not recorded).
-fn sync_range(fd: &OwnedFd, call: &Call) -> Returned {
-    let (off, len) = (call.offset.unwrap_or(0), call.size.unwrap_or(0));
+/// The bytes a read or write of `call` moves in the replay: what the call returned when
+/// recorded, never the length it asked for (a program may ask for anything: `cp` asks
+/// copy_file_range for 2^62 bytes). A read asks for the returned bytes rounded up to a
+/// block, at most what was asked, so a read at the end of a file still finds it there and
+/// an O_DIRECT read stays aligned. A failed call moves nothing; an msync's range is
+/// written in pieces of at most a MiB (so the content pools, sized by this, stay small);
+/// other calls use `size`.
+pub fn issued_len(call: &Call) -> u64 {
+    const BLOCK: u64 = 4096;
+    let asked = call.size.unwrap_or(0);
+    match (call.op, call.ret) {
+        (Op::Msync, _) => asked.min(1 << 20),
+        (Op::Write, Some(n)) => n.max(0) as u64,
+        (Op::Read, Some(n)) => asked.min((n.max(0) as u64).div_ceil(BLOCK).max(1) * BLOCK),
+        (Op::Read | Op::Write, None) => asked.min(BLOCK),
+        _ => asked,
+    }
+}
+
+/// `buf`, grown to an attribute call's value or buffer length (its bytes a value's).
+fn attr_buf<'b>(call: &Call, buf: &'b mut Aligned) -> &'b mut [u8] {
+    let n = super::attrs::len(call);
+    if buf.len() < n {
+        *buf = Aligned::new(n, |b| b.fill(b'x'));
+    }
+    buf.slice_mut(n)
+}
+
+/// renameat2's flags by their names.
+fn rename_flags(names: &[String]) -> RenameFlags {
+    names.iter().fold(RenameFlags::empty(), |acc, n| {
+        acc | match n.as_str() {
+            "RENAME_NOREPLACE" => RenameFlags::NOREPLACE,
+            "RENAME_EXCHANGE" => RenameFlags::EXCHANGE,
+            "RENAME_WHITEOUT" => RenameFlags::WHITEOUT,
+            _ => RenameFlags::empty(),
+        }
+    })
+}
+
+/// preadv2's and pwritev2's flags by their names.
+fn rwf(names: &[String]) -> ReadWriteFlags {
+    names.iter().fold(ReadWriteFlags::empty(), |acc, n| {
+        acc | match n.as_str() {
+            "RWF_DSYNC" => ReadWriteFlags::DSYNC,
+            "RWF_SYNC" => ReadWriteFlags::SYNC,
+            "RWF_HIPRI" => ReadWriteFlags::HIPRI,
+            "RWF_NOWAIT" => ReadWriteFlags::NOWAIT,
+            "RWF_APPEND" => ReadWriteFlags::APPEND,
+            _ => ReadWriteFlags::empty(),
+        }
+    })
+}
+
+/// `sync_file_range` with the recorded flags (a trace recorded before they were kept asks
+/// for the range's write-out).
+fn sync_file_range(fd: &OwnedFd, call: &Call) -> Returned {
+    let flags = call.flags.iter().fold(0, |acc, n| {
+        acc | match n.as_str() {
+            "SYNC_FILE_RANGE_WAIT_BEFORE" => libc::SYNC_FILE_RANGE_WAIT_BEFORE,
+            "SYNC_FILE_RANGE_WRITE" => libc::SYNC_FILE_RANGE_WRITE,
+            "SYNC_FILE_RANGE_WAIT_AFTER" => libc::SYNC_FILE_RANGE_WAIT_AFTER,
+            _ => 0,
+        }
+    });
+    let flags = if call.flags.is_empty() {
+        libc::SYNC_FILE_RANGE_WRITE
+    } else {
+        flags
+    };
+    sync_range(fd, call.offset.unwrap_or(0), call.size.unwrap_or(0), flags)
+}
+
+fn sync_range(fd: &impl AsFd, off: u64, len: u64, flags: libc::c_uint) -> Returned {
     // SAFETY: a valid descriptor and plain integers.
     let r = unsafe {
         libc::sync_file_range(
             fd.as_fd().as_raw_fd(),
             off as libc::off64_t,
             len as libc::off64_t,
-            libc::SYNC_FILE_RANGE_WRITE,
+            flags,
         )
     };
     libc_result(r as i64)

@@ -33,8 +33,8 @@ pub fn pools(spec: &DatasetSpec, script: &Script) -> (Vec<Aligned>, Vec<usize>) 
     let largest = script
         .calls
         .iter()
-        .filter(|c| c.op == Op::Write)
-        .filter_map(|c| c.size)
+        .filter(|c| matches!(c.op, Op::Write | Op::Msync))
+        .map(super::call::issued_len)
         .max()
         .unwrap_or(0);
     let len = (largest + BLOCK) as usize;

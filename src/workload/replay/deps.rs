@@ -43,9 +43,20 @@ fn changes_target(call: &Call) -> bool {
         | Op::Unlink
         | Op::Rename
         | Op::Link
-        | Op::Symlink => true,
+        | Op::Symlink
+        | Op::Msync
+        | Op::Setxattr
+        | Op::Removexattr
+        | Op::Lock => true,
         _ => false,
     }
+}
+
+/// Whether the call writes back every file (`sync`, `syncfs`): it waits for every call
+/// of every other thread that started before it, as the kernel's write-back takes what
+/// they did.
+fn is_barrier(call: &Call) -> bool {
+    matches!(call.op, Op::Sync | Op::Syncfs)
 }
 
 /// Whether the call adds or removes entries of the directory holding its path(s).
@@ -114,9 +125,16 @@ pub fn waits(script: &Script) -> Vec<Vec<Wait>> {
     }
     let mut state: HashMap<String, State> = HashMap::new();
     let mut out = Vec::with_capacity(calls.len());
+    let mut last_of_thread: Vec<Option<usize>> = vec![None; script.by_thread.len()];
     for i in 0..calls.len() {
         let touched = touches(script, i);
         let mut before: Vec<usize> = Vec::new();
+        if is_barrier(&calls[i]) {
+            before.extend(last_of_thread.iter().flatten());
+        }
+        if let Some(last) = last_of_thread.get_mut(calls[i].thread as usize) {
+            *last = Some(i);
+        }
         for t in &touched {
             if let Some(s) = state.get(&t.resource) {
                 before.extend(s.changed_by);

@@ -132,6 +132,14 @@ impl Tree {
             .collect()
     }
 
+    /// Swaps `a` and `b` (and what lies under each), as `RENAME_EXCHANGE` does.
+    fn exchange(&mut self, a: &str, b: &str) {
+        let parked = format!("{a}\u{0}exchange");
+        self.rename(a, &parked);
+        self.rename(b, a);
+        self.rename(&parked, b);
+    }
+
     /// Moves `from` (and, for a directory, everything under it) to `to`, replacing `to`.
     fn rename(&mut self, from: &str, to: &str) {
         if from == to {
@@ -269,7 +277,15 @@ fn namespace(tree: &mut Tree, call: &Call) {
         (Op::Rmdir | Op::Unlink, _) => {
             tree.names.remove(path);
         }
-        (Op::Rename, Some(to)) => tree.rename(path, to),
+        (Op::Rename, Some(to)) if has_flag(call, "RENAME_EXCHANGE") => tree.exchange(path, to),
+        (Op::Rename, Some(to)) => {
+            tree.rename(path, to);
+            // A whiteout (an overlay's "deleted here") is a device node left at the old
+            // name: the replay's tree reads it as an empty file.
+            if has_flag(call, "RENAME_WHITEOUT") {
+                tree.add_file(path, 0);
+            }
+        }
         (Op::Link, Some(new)) => {
             if let Some(node) = tree.names.get(path).cloned() {
                 tree.names.insert(new.to_string(), node);

@@ -13,12 +13,14 @@
 //! higher is better like the other workloads' rates, and `replay_seconds` stands beside it
 //! for comparison with the recorded program's duration.
 
+mod attrs;
 mod call;
 mod check;
 mod content;
 pub mod deps;
 mod errno;
 pub mod expect;
+mod fidelity;
 mod issue;
 mod lay;
 pub mod options;
@@ -90,11 +92,21 @@ impl Workload for Replay {
             lay::lay_down(ctx, &trace)?;
         }
         let target = target(ctx, &script)?;
+        let fs_type = crate::sys::fs_name(ctx.root);
         ctx.check()?;
         let mut logs: Vec<ThreadLog> = Vec::new();
         let outcome = harness.measure(&mut || {
             let (done, seconds) = issue::replay(ctx, &target, &script, &waits, opts.timing)?;
-            let outcome = outcome(&trace, &script, &done, seconds, &waits);
+            let mut outcome = outcome(&trace, &script, &done, seconds, &waits);
+            let check = fidelity::Check {
+                trace: &trace,
+                script: &script,
+                logs: &done,
+                seconds,
+                timing: opts.timing,
+                fs_type: fs_type.clone(),
+            };
+            check.add_to(&mut outcome);
             logs = done;
             Ok(outcome)
         })?;
@@ -124,14 +136,6 @@ fn target(ctx: &Ctx, script: &script::Script) -> Result<Target, WorkloadError> {
         pool_of,
         pools,
     })
-}
-
-/// An operation's name as the trace writes it (`sync_file_range`, …).
-fn op_name(op: Op) -> String {
-    serde_json::to_value(op)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_string))
-        .unwrap_or_else(|| format!("{op:?}").to_lowercase())
 }
 
 /// The phase's figures: calls and their rate, per operation the count and latency, bytes
@@ -175,7 +179,7 @@ fn outcome(
     m.insert("calls_waiting_on_other_threads".into(), waiting as f64);
     m.insert("skipped_calls".into(), script.skipped.len() as f64);
     for (op, log) in by_op {
-        super::mix::add_latency(m, &op_name(op), log);
+        super::mix::add_latency(m, &fidelity::op_name(op), log);
     }
     out.notes.push(format!(
         "replayed {calls} calls of {} recorded threads from `{}` ({} waited on another thread)",

@@ -36,8 +36,12 @@ pub fn on_descriptor(call: &Call) -> bool {
         | Op::Fdatasync
         | Op::SyncFileRange
         | Op::Getdents
-        | Op::Fallocate => true,
-        Op::Stat | Op::Truncate => call.path.is_none() && call.fd.is_some(),
+        | Op::Fallocate
+        | Op::Syncfs
+        | Op::Lock => true,
+        Op::Stat | Op::Truncate | Op::Setxattr | Op::Getxattr | Op::Removexattr => {
+            call.path.is_none() && call.fd.is_some()
+        }
         _ => false,
     }
 }

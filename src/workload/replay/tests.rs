@@ -287,3 +287,90 @@ fn an_escaping_symlink_no_call_follows_replays() {
         );
     }
 }
+
+#[test]
+fn a_read_or_write_moves_what_it_returned_not_what_it_asked() {
+    use super::call::issued_len;
+    // cp's copy_file_range as main's record wrote it: 2^62 asked, 8192 copied.
+    let copy = on_fd(0, Op::Write, "copy_file_range", 4, Some(1 << 62), 8192);
+    assert_eq!(issued_len(&copy), 8192);
+    // A read at the end of a file asks for a block around what it got, never more than
+    // it asked; one that got nothing still asks (and finds the end).
+    let read = |asked, got| issued_len(&on_fd(0, Op::Read, "read", 3, Some(asked), got));
+    assert_eq!(read(1 << 40, 12), 4096);
+    assert_eq!(read(131_072, 0), 4096);
+    assert_eq!(read(100, 50), 100);
+    assert_eq!(read(1 << 20, 8192), 8192);
+    let failed_write = failed(on_fd(0, Op::Write, "write", 3, Some(1 << 50), 0), "EBADF");
+    assert_eq!(issued_len(&failed_write), 4096);
+}
+
+#[test]
+fn a_sync_waits_for_every_earlier_call_of_the_other_threads() {
+    let t = trace(
+        3,
+        vec![],
+        vec![
+            open(0, "a", &["O_WRONLY", "O_CREAT"], 3),
+            on_fd(0, Op::Write, "write", 3, Some(10), 10),
+            open(1, "b", &["O_WRONLY", "O_CREAT"], 3),
+            call(2, Op::Sync, "sync", 0),
+            on_fd(1, Op::Write, "write", 3, Some(10), 10),
+        ],
+    );
+    let script = resolve(&t);
+    let w = waits(&script);
+    assert_eq!(
+        w[3],
+        [Wait { thread: 0, pos: 1 }, Wait { thread: 1, pos: 0 }]
+    );
+    // A lock is an ordering point: the next call on its file waits for it.
+    let t = trace(
+        2,
+        vec![],
+        vec![
+            open(0, "db", &["O_RDWR"], 3),
+            on_fd(0, Op::Lock, "flock", 3, None, 0),
+            open(1, "db", &["O_RDWR"], 3),
+            on_fd(1, Op::Lock, "flock", 3, None, 0),
+        ],
+    );
+    let script = resolve(&t);
+    assert_eq!(waits(&script)[3], [Wait { thread: 0, pos: 1 }]);
+}
+
+#[test]
+fn rename_exchange_swaps_and_whiteout_leaves_a_node() {
+    let mut exchange = on_path(0, Op::Rename, "renameat2", "a", Some("d/b"));
+    exchange.flags = vec!["RENAME_EXCHANGE".into()];
+    let mut whiteout = on_path(0, Op::Rename, "renameat2", "c", Some("e"));
+    whiteout.flags = vec!["RENAME_WHITEOUT".into()];
+    let t = trace(
+        1,
+        vec![
+            initial("a", Kind::File, Some(1)),
+            initial("d", Kind::Dir, None),
+            initial("d/b", Kind::File, Some(2)),
+            initial("c", Kind::File, Some(3)),
+        ],
+        vec![exchange, whiteout],
+    );
+    let e = simulate(&t, &resolve(&t)).expected();
+    assert_eq!(e["a"], Expected::File { size: 2 });
+    assert_eq!(e["d/b"], Expected::File { size: 1 });
+    assert_eq!(e["e"], Expected::File { size: 3 });
+    assert_eq!(e["c"], Expected::File { size: 0 });
+}
+
+#[test]
+fn an_attribute_get_or_remove_takes_success_or_enodata_alike() {
+    use super::check::same;
+    let get = on_path(0, Op::Getxattr, "getxattr", "a", None);
+    assert!(same(&get, &Ok(5)));
+    assert!(same(&get, &Err(libc::ENODATA)));
+    assert!(!same(&get, &Err(libc::ENOENT)));
+    let missing = failed(get.clone(), "ENODATA");
+    assert!(same(&missing, &Ok(12)));
+    let set = on_path(0, Op::Setxattr, "setxattr", "a", None);
+    assert!(!same(&set, &Err(libc::EOPNOTSUPP)));
+}

@@ -1,0 +1,290 @@
+//! The self-check every replay run carries: how far the replay did what the recorded
+//! program did. Calls replayed and left out, by kind; bytes read, written and synced,
+//! counted the same way from the trace's results and from the replay's; the I/O the trace
+//! could not hold (its header's `unseen`); and, on a file system of the type the program was
+//! recorded on, the replay's time against the program's own. A replay that moved other bytes
+//! than the trace, left calls out, misses unseen I/O, or took more than a quarter more or
+//! less time (`TIME_GAP_PCT`) than the program where the two should agree, says so: a note with the figures,
+//! and metrics on the row (`replay_time_gap_pct`, `replay_incomplete`, `replay_unseen_io`).
+
+/// The gap, in percent, past which the replay's time is said to differ from the program's.
+pub const TIME_GAP_PCT: f64 = 25.0;
+
+use std::collections::BTreeMap;
+
+use super::call::Returned;
+use super::issue::ThreadLog;
+use super::options::Timing;
+use super::script::{has_flag, Script};
+use crate::trace::format::{Call, Op, Trace};
+use crate::workload::outcome::Outcome;
+
+/// An operation's name as the trace writes it (`sync_file_range`, …).
+pub fn op_name(op: Op) -> String {
+    serde_json::to_value(op)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_else(|| format!("{op:?}").to_lowercase())
+}
+
+/// Bytes by what happened to them, counted in recorded order.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Bytes {
+    pub read: u64,
+    pub written: u64,
+    /// Written bytes a later fsync, fdatasync, sync_file_range, msync, syncfs or sync wrote
+    /// back (or that an `O_SYNC`/`O_DSYNC` descriptor or `RWF_*SYNC` wrote through).
+    pub synced: u64,
+}
+
+/// Counts `script`'s bytes, taking each call's bytes from `moved` (`None`: the call failed
+/// or was not issued, so it moved nothing).
+pub fn bytes(script: &Script, moved: impl Fn(usize) -> Option<i64>) -> Bytes {
+    let mut out = Bytes::default();
+    // Per file, the bytes written since its last write-back.
+    let mut dirty: BTreeMap<&str, u64> = BTreeMap::new();
+    let mut sync_open = vec![false; script.slot_path.len()];
+    for (i, call) in script.calls.iter().enumerate() {
+        let slot = script.slot[i];
+        let file = match (slot, call.op) {
+            (Some(s), op) if op != Op::Open => script.slot_path[s].as_str(),
+            _ => call.path.as_deref().unwrap_or_default(),
+        };
+        let Some(n) = moved(i) else { continue };
+        let n = n.max(0) as u64;
+        match call.op {
+            Op::Open => {
+                if let Some(s) = slot.and_then(|s| sync_open.get_mut(s)) {
+                    *s = has_flag(call, "O_SYNC") || has_flag(call, "O_DSYNC");
+                }
+            }
+            Op::Read => out.read += n,
+            Op::Write => {
+                out.written += n;
+                let through = slot.is_some_and(|s| sync_open[s])
+                    || has_flag(call, "RWF_DSYNC")
+                    || has_flag(call, "RWF_SYNC");
+                if through {
+                    out.synced += n;
+                } else {
+                    *dirty.entry(file).or_default() += n;
+                }
+            }
+            Op::Msync => {
+                out.written += n;
+                out.synced += n;
+            }
+            Op::Fsync | Op::Fdatasync | Op::SyncFileRange => {
+                out.synced += dirty.remove(file).unwrap_or(0);
+            }
+            Op::Sync | Op::Syncfs => {
+                out.synced += dirty.values().sum::<u64>();
+                dirty.clear();
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// What the recorded call moved: its result when it succeeded; for an msync (whose result
+/// is 0), the range it wrote back.
+fn recorded(call: &Call) -> Option<i64> {
+    match (call.op, call.ret) {
+        (Op::Msync, Some(_)) => call.size.and_then(|s| i64::try_from(s).ok()),
+        (_, r) => r,
+    }
+}
+
+/// The self-check of one replay: notes and metrics added to `out`.
+pub struct Check<'a> {
+    pub trace: &'a Trace,
+    pub script: &'a Script<'a>,
+    pub logs: &'a [ThreadLog],
+    pub seconds: f64,
+    pub timing: Timing,
+    /// The replayed file system's type (`crate::sys::fs_name`).
+    pub fs_type: Option<String>,
+}
+
+impl Check<'_> {
+    /// Adds the self-check's figures, its note, and its warnings' metrics to `out`.
+    pub fn add_to(&self, out: &mut Outcome) {
+        let mut results: Vec<Option<&Returned>> = vec![None; self.trace.calls.len()];
+        let mut replayed: BTreeMap<Op, u64> = BTreeMap::new();
+        let mut skipped: BTreeMap<Op, u64> = BTreeMap::new();
+        for (i, r, _) in self.logs.iter().flat_map(|l| &l.calls) {
+            let op = self.trace.calls[*i].op;
+            match r {
+                Some(r) => {
+                    results[*i] = Some(r);
+                    *replayed.entry(op).or_default() += 1;
+                }
+                None => *skipped.entry(op).or_default() += 1,
+            }
+        }
+        let want = bytes(self.script, |i| recorded(&self.script.calls[i]));
+        let got = bytes(self.script, |i| {
+            results[i].and_then(|r| r.as_ref().ok().copied())
+        });
+        let m = &mut out.metrics;
+        for (op, n) in &replayed {
+            m.insert(format!("replayed_{}_calls", op_name(*op)), *n as f64);
+        }
+        for (op, n) in &skipped {
+            m.insert(format!("skipped_{}_calls", op_name(*op)), *n as f64);
+        }
+        for (what, w, g) in [
+            ("read", want.read, got.read),
+            ("written", want.written, got.written),
+            ("synced", want.synced, got.synced),
+        ] {
+            m.insert(format!("trace_{what}_bytes"), w as f64);
+            m.insert(format!("replayed_{what}_bytes"), g as f64);
+        }
+        let mut note = format!(
+            "self-check: {} calls replayed, {} left out{}; bytes read / written / synced {} / {} / {} (the trace's {} / {} / {})",
+            replayed.values().sum::<u64>(),
+            skipped.values().sum::<u64>(),
+            by_kind(&skipped),
+            got.read,
+            got.written,
+            got.synced,
+            want.read,
+            want.written,
+            want.synced,
+        );
+        let mut incomplete = !skipped.is_empty() || want != got;
+        if let Some(gap) = self.time_gap() {
+            m.insert("replay_time_gap_pct".into(), gap * 100.0);
+            if (gap * 100.0).abs() > TIME_GAP_PCT {
+                out.notes.push(format!(
+                    "fidelity warning: on the file-system type it was recorded on, the replay took {:+.0} % against the program's time (beyond {TIME_GAP_PCT} %)",
+                    gap * 100.0
+                ));
+            }
+            note.push_str(&format!(
+                "; on {}, the type it was recorded on, the replay took {:.3} s against the program's {:.3} s ({:+.0} %{})",
+                self.fs_type.as_deref().unwrap_or_default(),
+                self.seconds,
+                self.trace.header.duration_s,
+                gap * 100.0,
+                match self.timing {
+                    Timing::Fast => ", without the program's own time between calls",
+                    Timing::Original => "",
+                }
+            ));
+        }
+        let unseen = &self.trace.header.unseen;
+        if !unseen.is_empty() {
+            incomplete = true;
+            m.insert(
+                "replay_unseen_io".into(),
+                unseen.values().sum::<u64>() as f64,
+            );
+            out.notes.push(format!(
+                "fidelity: the trace could not hold some of the program's I/O, so the replay does not do it: {}",
+                crate::trace::calls::unseen_text(unseen)
+            ));
+        }
+        if incomplete {
+            m.insert("replay_incomplete".into(), 1.0);
+        }
+        out.notes.push(note);
+    }
+
+    /// The replay's time against the program's, as a fraction (+0.3: 30 % longer), when
+    /// the two ran on the same file-system type and the program's time is known.
+    fn time_gap(&self) -> Option<f64> {
+        let recorded_on = self.trace.header.fs_type.as_deref()?;
+        let program = self.trace.header.duration_s;
+        (self.fs_type.as_deref() == Some(recorded_on) && program > 0.0 && self.seconds > 0.0)
+            .then(|| self.seconds / program - 1.0)
+    }
+}
+
+/// " (3 read, 1 write)" for the calls left out by kind; empty when none were.
+fn by_kind(skipped: &BTreeMap<Op, u64>) -> String {
+    if skipped.is_empty() {
+        return String::new();
+    }
+    let parts: Vec<String> = skipped
+        .iter()
+        .map(|(op, n)| format!("{n} {}", op_name(*op)))
+        .collect();
+    format!(" ({})", parts.join(", "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::format::Call;
+
+    fn call(op: Op, fd: Option<i32>, path: Option<&str>, ret: i64) -> Call {
+        Call {
+            thread: 0,
+            start: 0.0,
+            dur: 0.0,
+            op,
+            syscall: String::new(),
+            path: path.map(str::to_string),
+            path2: None,
+            target: None,
+            fd,
+            flags: vec![],
+            mode: None,
+            size: None,
+            offset: None,
+            ret: Some(ret),
+            err: None,
+        }
+    }
+
+    #[test]
+    fn written_bytes_count_as_synced_once_their_file_is_written_back() {
+        let mut dsync = call(Op::Open, None, Some("log"), 4);
+        dsync.flags = vec!["O_WRONLY".into(), "O_DSYNC".into()];
+        let mut calls = vec![
+            call(Op::Open, None, Some("db"), 3),
+            call(Op::Write, Some(3), None, 100),
+            call(Op::Write, Some(3), None, 50),
+            call(Op::Fdatasync, Some(3), None, 0),
+            call(Op::Write, Some(3), None, 7),
+            dsync,
+            call(Op::Write, Some(4), None, 10),
+            call(Op::Read, Some(3), None, 20),
+            call(Op::Msync, None, Some("db"), 4096),
+        ];
+        calls[8].size = Some(4096);
+        let trace = Trace::new(vec!["t".into()], 1, 1.0, vec![], calls);
+        let script = crate::workload::replay::script::resolve(&trace);
+        let got = bytes(&script, |i| script.calls[i].ret);
+        // 150 by the fdatasync, 10 through O_DSYNC, 4096 by the msync; the 7 stay dirty.
+        let want = Bytes {
+            read: 20,
+            written: 100 + 50 + 7 + 10 + 4096,
+            synced: 150 + 10 + 4096,
+        };
+        assert_eq!(got, want);
+        // A replay that wrote nothing for the second write moves the figures.
+        let short = bytes(&script, |i| if i == 2 { None } else { script.calls[i].ret });
+        assert_eq!(
+            (short.written, short.synced),
+            (want.written - 50, want.synced - 50)
+        );
+    }
+
+    #[test]
+    fn a_sync_writes_back_every_file() {
+        let calls = vec![
+            call(Op::Open, None, Some("a"), 3),
+            call(Op::Open, None, Some("b"), 4),
+            call(Op::Write, Some(3), None, 10),
+            call(Op::Write, Some(4), None, 20),
+            call(Op::Sync, None, None, 0),
+        ];
+        let trace = Trace::new(vec!["t".into()], 1, 1.0, vec![], calls);
+        let script = crate::workload::replay::script::resolve(&trace);
+        assert_eq!(bytes(&script, |i| script.calls[i].ret).synced, 30);
+    }
+}
