@@ -9,6 +9,8 @@ use std::path::{Component, Path};
 
 use serde::{Deserialize, Serialize};
 
+use super::bounds::{self, Limits, Lines};
+
 /// The one format version this build reads and writes.
 pub const VERSION: u32 = 1;
 
@@ -122,6 +124,10 @@ pub enum Op {
     Truncate,
     /// fallocate: `fd`, `offset`, `size`, `mode`.
     Fallocate,
+    /// dup, dup2, dup3, fcntl with `F_DUPFD`/`F_DUPFD_CLOEXEC`: `fd` the descriptor copied,
+    /// `ret` the new number, another name of the same open file (`dd of=F` writes to
+    /// descriptor 1 after `dup2`).
+    Dup,
 }
 
 /// One recorded call and how it ended.
@@ -226,21 +232,31 @@ pub enum TraceError {
 }
 
 /// Reads a trace and checks it: the version, every line, the counts the header announces,
-/// initial entries before calls, threads in range, one result per call, and every path
+/// initial entries before calls, threads in range, one result per call, every path
 /// relative and inside the root (no absolute path, no `..`), so a replay can never reach
-/// outside the file system it is given.
+/// outside the file system it is given, and every number within what a recording can hold
+/// (`super::bounds`). Lines are bounded by [`bounds::MAX_LINE`]; a trace of any length is
+/// taken, for one this build wrote itself.
 pub fn read(input: impl BufRead) -> Result<Trace, TraceError> {
-    let mut lines = input.lines();
-    let first = lines.next().ok_or(TraceError::Empty)??;
+    read_with(input, &Limits::default())
+}
+
+/// [`read`] taking at most `limits` of `input`: what a replay does with a trace it is
+/// given, so a file larger than the host's memory, or one endless line, is refused after a
+/// bounded read.
+pub fn read_with(input: impl BufRead, limits: &Limits) -> Result<Trace, TraceError> {
+    let mut lines = Lines::new(input, *limits);
+    let first = lines.next_line()?.ok_or(TraceError::Empty)?;
     let header = read_header(&first)?;
+    bounds::check_header(&header, limits)?;
     let mut trace = Trace {
         header,
         initial: Vec::new(),
         calls: Vec::new(),
     };
-    for (index, line) in lines.enumerate() {
-        let line_no = index as u64 + 2;
-        let entry: Entry = serde_json::from_str(&line?).map_err(|e| TraceError::Syntax {
+    while let Some(line) = lines.next_line()? {
+        let line_no = lines.line_no;
+        let entry: Entry = serde_json::from_str(&line).map_err(|e| TraceError::Syntax {
             line: line_no,
             message: e.to_string(),
         })?;
@@ -250,6 +266,7 @@ pub fn read(input: impl BufRead) -> Result<Trace, TraceError> {
             }
             Entry::Initial(initial) => {
                 check_path(line_no, &initial.path)?;
+                bounds::check_initial_size(line_no, initial.size)?;
                 trace.initial.push(initial);
             }
             Entry::Call(call) => {
@@ -321,9 +338,7 @@ fn check_call(line: u64, call: &Call, threads: u32) -> Result<(), TraceError> {
     if call.ret.is_some() == call.err.is_some() {
         return Err(invalid(line, "a call needs exactly one of `ret` and `err`"));
     }
-    if !(call.start.is_finite() && call.start >= 0.0 && call.dur.is_finite() && call.dur >= 0.0) {
-        return Err(invalid(line, "`start` and `dur` must be seconds ≥ 0"));
-    }
+    bounds::check_call(line, call)?;
     for path in [&call.path, &call.path2].into_iter().flatten() {
         check_path(line, path)?;
     }
