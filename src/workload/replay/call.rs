@@ -204,7 +204,11 @@ impl Target {
             return taken.map(drop).map(|_| 0).ok_or(libc::EBADF);
         }
         let fd = self.fd(slot)?;
-        let size = call.size.unwrap_or(0) as usize;
+        // Buffers are sized by what the call moved when recorded, never by its request.
+        let size = match call.op {
+            Op::Write => super::content::write_len(call),
+            _ => super::content::read_len(call),
+        };
         match call.op {
             Op::Read | Op::Getdents if buf.len() < size => {
                 *buf = Aligned::new(size, |_| {});
@@ -229,6 +233,8 @@ impl Target {
                 call.size.unwrap_or(0),
             )),
             Op::Getdents => getdents(&fd, buf.slice_mut(size)),
+            // Another name of the slot's open file (`super::script`): nothing to issue.
+            Op::Dup => Ok(fd.as_raw_fd() as i64),
             _ => Err(libc::EBADF),
         }
     }
