@@ -213,7 +213,7 @@ pub fn check_call(line: u64, call: &Call) -> Result<(), TraceError> {
         _ => call.size.unwrap_or(0),
     };
     if let Some(off) = call.offset {
-        if off.checked_add(moved).is_none_or(|end| end > MAX_OFFSET) {
+        if !matches!(off.checked_add(moved), Some(end) if end <= MAX_OFFSET) {
             return Err(invalid(
                 line,
                 format!("`offset` {off} + {moved} bytes: past the largest file offset (2^63 - 1)"),

@@ -91,7 +91,8 @@ pub fn resolve(trace: &Trace) -> Script<'_> {
         match (call.op, resolved, call.fd, call.ret) {
             (Op::Dup, Some(s), _, Some(new)) => tables.bind(t, new as i32, s),
             (Op::Close, Some(s), Some(fd), Some(_)) => {
-                if tables.close(fd, s) {
+                let named_elsewhere = tables.close(fd, s);
+                if named_elsewhere {
                     keeps_open.insert(i);
                 }
             }
