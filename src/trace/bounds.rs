@@ -8,8 +8,6 @@
 
 use std::io::{BufRead, Read};
 
-use super::format::{Call, Header, Op, TraceError};
-
 /// The longest line a reader takes. A call's line holds at most two paths and a link's
 /// text (`PATH_MAX`, 4 KiB each) and a few numbers; the header holds the recorded command,
 /// whose arguments Linux caps at 2 MiB (a quarter of the default 8 MiB stack).
@@ -32,7 +30,28 @@ pub const MAX_THREADS: u32 = 32_768;
 
 /// The fewest bytes an entry's line takes (`{"call":{…}}` with its required fields is
 /// longer): bounds the counts a header may announce by the bytes a reader will take.
-const MIN_ENTRY_LINE: u64 = 32;
+pub const MIN_ENTRY_LINE: u64 = 32;
+
+/// Why a trace cannot be replayed; each names the line, for the one-line refusal.
+#[derive(Debug, thiserror::Error)]
+pub enum TraceError {
+    #[error("cannot read the trace: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("line {line}: not an fstrace record: {message}")]
+    Syntax { line: u64, message: String },
+    #[error("fstrace version {found} is not one this fsarena reads (it reads version {reads})")]
+    Version { found: u32, reads: u32 },
+    #[error("the trace is empty: no header line")]
+    Empty,
+    #[error("the trace is cut short: its header announces {expected} {what}, it holds {found}")]
+    Truncated {
+        what: &'static str,
+        expected: u64,
+        found: u64,
+    },
+    #[error("line {line}: {what}")]
+    Invalid { line: u64, what: String },
+}
 
 /// How much of a trace a reader takes.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -112,115 +131,6 @@ impl<R: BufRead> Lines<R> {
                 message: "not UTF-8 text".into(),
             })
     }
-}
-
-fn invalid(line: u64, what: String) -> TraceError {
-    TraceError::Invalid { line, what }
-}
-
-/// Seconds a trace gives: finite, not negative, at most [`MAX_SECONDS`].
-fn seconds(line: u64, field: &str, s: f64) -> Result<(), TraceError> {
-    if s.is_finite() && (0.0..=MAX_SECONDS).contains(&s) {
-        Ok(())
-    } else {
-        Err(invalid(
-            line,
-            format!("`{field}` {s}: seconds must be finite, not negative and at most {MAX_SECONDS} (30 days)"),
-        ))
-    }
-}
-
-/// The header's counts and times, before any entry is read.
-pub fn check_header(h: &Header, limits: &Limits) -> Result<(), TraceError> {
-    seconds(1, "duration_s", h.duration_s)?;
-    if h.threads > MAX_THREADS {
-        return Err(invalid(
-            1,
-            format!(
-                "`threads` {}: a replay runs at most {MAX_THREADS} recorded threads",
-                h.threads
-            ),
-        ));
-    }
-    if u64::from(h.threads) > h.calls {
-        return Err(invalid(
-            1,
-            format!(
-                "`threads` {}: more than the trace's {} calls (every recorded thread made one)",
-                h.threads, h.calls
-            ),
-        ));
-    }
-    let most = limits.total / MIN_ENTRY_LINE;
-    for (field, n) in [("initial", h.initial), ("calls", h.calls)] {
-        if n > most {
-            return Err(invalid(
-                1,
-                format!("`{field}` {n}: more entries than a trace this host can hold ({most})"),
-            ));
-        }
-    }
-    Ok(())
-}
-
-/// A file's size in the initial state: at most [`MAX_OFFSET`] (the file system's own size
-/// is checked against the whole state before provisioning).
-pub fn check_initial_size(line: u64, size: Option<u64>) -> Result<(), TraceError> {
-    match size {
-        Some(s) if s > MAX_OFFSET => Err(invalid(
-            line,
-            format!("`size` {s}: larger than any file Linux can hold (2^63 - 1)"),
-        )),
-        _ => Ok(()),
-    }
-}
-
-/// A call's times and numbers. A request (`size` of a read or write) may be anything the
-/// kernel accepts — `cp` asks copy_file_range for 2^63 bytes and gets what the file holds
-/// — but what a call moved (`ret`) is at most [`MAX_RW_COUNT`], ranges end within
-/// [`MAX_OFFSET`], and a descriptor is a non-negative `int`.
-pub fn check_call(line: u64, call: &Call) -> Result<(), TraceError> {
-    seconds(line, "start", call.start)?;
-    seconds(line, "dur", call.dur)?;
-    for (field, v) in [("size", call.size), ("offset", call.offset)] {
-        if let Some(v) = v.filter(|v| *v > MAX_OFFSET) {
-            return Err(invalid(
-                line,
-                format!("`{field}` {v}: larger than any file offset Linux takes (2^63 - 1)"),
-            ));
-        }
-    }
-    if let Some(fd) = call.fd.filter(|fd| *fd < 0) {
-        return Err(invalid(line, format!("`fd` {fd}: not a descriptor")));
-    }
-    let Some(ret) = call.ret else { return Ok(()) };
-    let most = match call.op {
-        Op::Read | Op::Write | Op::Getdents => MAX_RW_COUNT,
-        Op::Open => i32::MAX as u64,
-        _ => MAX_OFFSET,
-    };
-    if ret < 0 || ret as u64 > most {
-        return Err(invalid(
-            line,
-            format!(
-                "`ret` {ret} of {}: a successful call returns 0 to {most}",
-                call.syscall
-            ),
-        ));
-    }
-    let moved = match call.op {
-        Op::Read | Op::Write => ret as u64,
-        _ => call.size.unwrap_or(0),
-    };
-    if let Some(off) = call.offset {
-        if !matches!(off.checked_add(moved), Some(end) if end <= MAX_OFFSET) {
-            return Err(invalid(
-                line,
-                format!("`offset` {off} + {moved} bytes: past the largest file offset (2^63 - 1)"),
-            ));
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]

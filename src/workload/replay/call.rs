@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex};
 
 use rustix::fs::{Access, AtFlags, FallocateFlags, Mode, OFlags};
 
+use crate::trace::bounds::MAX_RW_COUNT;
 use crate::trace::format::{Call, Op};
 
 /// What a call returned: bytes moved, a descriptor or 0 — or the errno.
@@ -56,6 +57,35 @@ pub struct Target {
     /// block: a write at offset `o` takes its bytes from `o % BLOCK` on.
     pub pools: Vec<Aligned>,
 }
+
+/// The bytes a replayed read asks for: what the recorded call moved, rounded up to a page
+/// (so an `O_DIRECT` read stays aligned), and never more than it asked. A read that asked
+/// for 2^40 bytes and got 12 reads into 4 KiB: the request is the program's, the buffer it
+/// needs is what the file held; the kernel clamps a request to [`MAX_RW_COUNT`] anyway.
+pub fn read_len(call: &Call) -> usize {
+    let asked = call.size.unwrap_or(0).min(MAX_RW_COUNT);
+    let got = call.ret.unwrap_or(0).clamp(0, MAX_RW_COUNT as i64) as u64;
+    asked.min(got.div_ceil(PAGE).max(1) * PAGE) as usize
+}
+
+/// The bytes a replayed write issues: what the recorded write moved (a short write's count,
+/// a copy's bytes copied, never `cp`'s 2^63-byte copy_file_range request); a failed write
+/// its request, up to [`FAILED_WRITE`].
+pub fn write_len(call: &Call) -> usize {
+    let asked = call.size.unwrap_or(0);
+    let len = match call.ret {
+        Some(got) => asked.min(got.max(0) as u64),
+        None => asked.min(FAILED_WRITE),
+    };
+    len.min(MAX_RW_COUNT) as usize
+}
+
+/// A page, the alignment of an `O_DIRECT` buffer.
+const PAGE: u64 = 4096;
+
+/// The most a failed write's replay issues: it fails as recorded (a bad descriptor, a full
+/// file system) without a buffer as large as a request nobody moved.
+const FAILED_WRITE: u64 = 1 << 20;
 
 /// The open flags a trace names, as the kernel's bits (names this build does not know,
 /// such as `O_LARGEFILE`, implicit on 64-bit, add nothing).
@@ -206,8 +236,8 @@ impl Target {
         let fd = self.fd(slot)?;
         // Buffers are sized by what the call moved when recorded, never by its request.
         let size = match call.op {
-            Op::Write => super::content::write_len(call),
-            _ => super::content::read_len(call),
+            Op::Write => write_len(call),
+            _ => read_len(call),
         };
         match call.op {
             Op::Read | Op::Getdents if buf.len() < size => {

@@ -3,13 +3,12 @@
 //! its extension's, as in a generated data set, so a compressing file system sees the
 //! kind of bytes the program wrote; the seed and compressibility are the run's.
 
-use super::call::Aligned;
+use super::call::{read_len, write_len, Aligned};
 use super::script::Script;
 use crate::dataset::content::Kind;
 use crate::dataset::content::BLOCK;
 use crate::dataset::{fill_content, ContentId, DatasetSpec};
-use crate::trace::bounds::MAX_RW_COUNT;
-use crate::trace::format::{Call, Op};
+use crate::trace::format::Op;
 
 /// The kinds content is generated in, in pool order.
 const KINDS: [Kind; 3] = [Kind::Text, Kind::Binary, Kind::Compressed];
@@ -26,35 +25,6 @@ pub fn content_id(path: &str) -> u64 {
     let n = xxhash_rust::xxh3::xxh3_64(path.as_bytes()) % (1 << 40) + 1;
     ContentId::plain(n, kind_of(path))
 }
-
-/// The bytes a replayed read asks for: what the recorded call moved, rounded up to a page
-/// (so an `O_DIRECT` read stays aligned), and never more than it asked. A read that asked
-/// for 2^40 bytes and got 12 reads into 4 KiB: the request is the program's, the buffer it
-/// needs is what the file held; the kernel clamps a request to [`MAX_RW_COUNT`] anyway.
-pub fn read_len(call: &Call) -> usize {
-    let asked = call.size.unwrap_or(0).min(MAX_RW_COUNT);
-    let got = call.ret.unwrap_or(0).clamp(0, MAX_RW_COUNT as i64) as u64;
-    asked.min(got.div_ceil(PAGE).max(1) * PAGE) as usize
-}
-
-/// The bytes a replayed write issues: what the recorded write moved (a short write's count,
-/// a copy's bytes copied, never `cp`'s 2^63-byte copy_file_range request); a failed write
-/// its request, up to [`FAILED_WRITE`].
-pub fn write_len(call: &Call) -> usize {
-    let asked = call.size.unwrap_or(0);
-    let len = match call.ret {
-        Some(got) => asked.min(got.max(0) as u64),
-        None => asked.min(FAILED_WRITE),
-    };
-    len.min(MAX_RW_COUNT) as usize
-}
-
-/// A page, the alignment of an `O_DIRECT` buffer.
-const PAGE: u64 = 4096;
-
-/// The most a failed write's replay issues: it fails as recorded (a bad descriptor, a full
-/// file system) without a buffer as large as a request nobody moved.
-const FAILED_WRITE: u64 = 1 << 20;
 
 /// The memory a replay of `script` takes for its buffers: the content pools (one per kind
 /// a written file has, each the largest write plus a block) and each recorded thread's read
