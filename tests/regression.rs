@@ -2246,3 +2246,335 @@ fn a_cp_copy_file_range_trace_replays_the_bytes_copied_instead_of_aborting() {
     assert_eq!(ms[0]["metrics"]["logical_write_bytes"], 200000.0);
     assert_no_leftovers(&root.path);
 }
+
+/// The header of a hand-edited trace of one thread: `initial` and `calls` counts, and
+/// `extra` header fields (`"duration_s":…` replaces the default).
+fn trace_header(threads: u64, initial: usize, calls: usize, duration_s: &str) -> String {
+    format!(
+        "{{\"fstrace\":1,\"command\":[\"edited\"],\"anonymized\":false,\"threads\":{threads},\
+         \"duration_s\":{duration_s},\"initial\":{initial},\"calls\":{calls},\
+         \"outside_root\":0,\"file_mmaps\":0}}"
+    )
+}
+
+/// A call line of thread 0 at `start` seconds: `fields` are the rest of its JSON object.
+fn trace_call(start: &str, fields: &str) -> String {
+    format!("{{\"call\":{{\"thread\":0,\"start\":{start},\"dur\":0.0,{fields}}}}}")
+}
+
+/// A trace that opens `f` (12 bytes), makes `middle`'s calls on its descriptor 3, closes
+/// it: written to `dir/NAME.fstrace`, its header edited by `threads` and `duration_s`.
+fn edited_trace(
+    dir: &Path,
+    name: &str,
+    threads: u64,
+    duration_s: &str,
+    middle: &[String],
+) -> PathBuf {
+    let mut lines = vec![
+        "{\"initial\":{\"path\":\"f\",\"kind\":\"file\",\"size\":12}}".to_string(),
+        trace_call(
+            "0.0",
+            "\"op\":\"open\",\"syscall\":\"openat\",\"path\":\"f\",\"flags\":[\"O_RDWR\"],\"ret\":3",
+        ),
+    ];
+    lines.extend(middle.iter().cloned());
+    lines.push(trace_call(
+        "0.001",
+        "\"op\":\"close\",\"syscall\":\"close\",\"fd\":3,\"ret\":0",
+    ));
+    let header = trace_header(threads, 1, lines.len() - 1, duration_s);
+    let path = dir.join(format!("{name}.fstrace"));
+    let text: String = std::iter::once(header)
+        .chain(lines)
+        .map(|l| l + "\n")
+        .collect();
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// `fsarena run --workload replay --trace TRACE --target tmpfs ARGS`, tiny and quiet.
+fn replay_on_tmpfs(root: &TestRoot, trace: &Path, args: &[&str]) -> std::process::Output {
+    let (out, work) = root.out_work();
+    let mut all = vec![
+        "--workload",
+        "replay",
+        "--trace",
+        trace.to_str().unwrap(),
+        "--target",
+        "tmpfs",
+        "--runs",
+        "1",
+        "--scale",
+        "0.001",
+    ];
+    all.extend_from_slice(args);
+    run_quiet(&all, &out, &work)
+}
+
+/// The one record of a replay run that exited 0, checked `ok` (every call ended as
+/// recorded, the tree is the one implied) and that nothing was left.
+fn replayed_ok(root: &TestRoot, trace: &Path) -> fsarena::results::Measurement {
+    let run = replay_on_tmpfs(root, trace, &[]);
+    assert_exit(&run, 0);
+    let mut records = store::load(&root.out_work().0).unwrap().measurements;
+    assert_eq!(records.len(), 1);
+    let m = records.remove(0);
+    assert_eq!(m.status, Status::Ok, "{:?}", m.error);
+    assert_no_leftovers(&root.path);
+    m
+}
+
+/// Defect (issue 57): `--trace /dev/zero` was read as one endless line: fsarena reached
+/// 24 GB before the OOM killer ended it. A device is refused before it is read, and a
+/// regular file whose first line never ends after a bounded read, both before anything is
+/// provisioned.
+#[test]
+fn a_trace_that_is_one_endless_line_is_refused_without_filling_memory() {
+    let root = TestRoot::new("reg-trace-zero");
+    let (out, work) = root.out_work();
+    let zero = [
+        "--workload",
+        "replay",
+        "--trace",
+        "/dev/zero",
+        "--target",
+        "tmpfs",
+    ];
+    refused(
+        &run_quiet(&zero, &out, &work),
+        &["/dev/zero", "not a regular file"],
+    );
+    let long = root.path.join("zeros.fstrace");
+    common::sparse_file(&long, 64 << 20);
+    let args = [
+        "--workload",
+        "replay",
+        "--trace",
+        long.to_str().unwrap(),
+        "--target",
+        "tmpfs",
+    ];
+    refused(&run_quiet(&args, &out, &work), &["line 1", "longer than"]);
+    assert!(!out.exists() && !work.exists(), "something was made");
+}
+
+/// Defect (issue 57): a read asking for 2^40 bytes (of a 12-byte file) sized a 1 TiB
+/// buffer: abort 134 after the file systems were made, two mounts and a loop device left.
+/// A read's buffer is what it moved, rounded to a page.
+#[test]
+fn a_read_asking_for_2_pow_40_bytes_replays_with_a_buffer_of_what_it_read() {
+    require_root();
+    let root = TestRoot::new("reg-trace-read40");
+    let read = trace_call(
+        "0.0005",
+        "\"op\":\"read\",\"syscall\":\"read\",\"fd\":3,\"size\":1099511627776,\"ret\":12",
+    );
+    let trace = edited_trace(&root.path, "read", 1, "0.01", &[read]);
+    replayed_ok(&root, &trace);
+}
+
+/// Defect (issue 57): a header of `threads: 1000000000` made the replay allocate 48 GB
+/// (abort 134) after provisioning. It is refused in one line naming the field and line 1.
+#[test]
+fn a_header_of_a_billion_threads_is_refused_before_provisioning() {
+    let root = TestRoot::new("reg-trace-threads");
+    let (out, work) = root.out_work();
+    let trace = edited_trace(&root.path, "threads", 1_000_000_000, "0.01", &[]);
+    let args = [
+        "--workload",
+        "replay",
+        "--trace",
+        trace.to_str().unwrap(),
+        "--target",
+        "tmpfs",
+    ];
+    refused(
+        &run_quiet(&args, &out, &work),
+        &["line 1", "`threads` 1000000000"],
+    );
+    assert!(!out.exists() && !work.exists(), "something was made");
+}
+
+/// Defect (issue 57): a write asking for 2^63 − 1 bytes panicked ("capacity overflow")
+/// sizing the replay's content. The write's request is the program's; what it moved (its
+/// `ret`) is what the replay writes and what its buffer holds.
+#[test]
+fn a_write_asking_for_2_pow_63_bytes_replays_what_it_wrote() {
+    require_root();
+    let root = TestRoot::new("reg-trace-write63");
+    let write = trace_call(
+        "0.0005",
+        "\"op\":\"write\",\"syscall\":\"write\",\"fd\":3,\"size\":9223372036854775807,\"ret\":5000",
+    );
+    let trace = edited_trace(&root.path, "write", 1, "0.01", &[write]);
+    let m = replayed_ok(&root, &trace);
+    assert_eq!(m.metrics["logical_write_bytes"], 5000.0);
+}
+
+/// Defect (issue 57): a call at `start: 1e300` was accepted and a replay thread panicked
+/// (the measurement recorded as `error`). Times are bounded when the trace is read.
+#[test]
+fn a_call_starting_at_1e300_seconds_is_refused_before_provisioning() {
+    let root = TestRoot::new("reg-trace-start");
+    let (out, work) = root.out_work();
+    let stat = trace_call(
+        "1e300",
+        "\"op\":\"stat\",\"syscall\":\"fstat\",\"fd\":3,\"ret\":0",
+    );
+    let trace = edited_trace(&root.path, "start", 1, "0.01", &[stat]);
+    let args = [
+        "--workload",
+        "replay",
+        "--trace",
+        trace.to_str().unwrap(),
+        "--target",
+        "tmpfs",
+    ];
+    refused(&run_quiet(&args, &out, &work), &["line 4", "`start`"]);
+    assert!(!out.exists() && !work.exists(), "something was made");
+}
+
+/// Defect (issue 57): a header with a negative `duration_s` was accepted.
+#[test]
+fn a_negative_recorded_duration_is_refused_before_provisioning() {
+    let root = TestRoot::new("reg-trace-duration");
+    let (out, work) = root.out_work();
+    let trace = edited_trace(&root.path, "duration", 1, "-3.5", &[]);
+    let args = [
+        "--workload",
+        "replay",
+        "--trace",
+        trace.to_str().unwrap(),
+        "--target",
+        "tmpfs",
+    ];
+    refused(
+        &run_quiet(&args, &out, &work),
+        &["line 1", "`duration_s` -3.5"],
+    );
+    assert!(!out.exists() && !work.exists(), "something was made");
+}
+
+/// Defect (issue 57): with `--timing original` a call recorded at `start: 1e6` slept in one
+/// piece: `--timeout 5` was ignored, the first SIGTERM too (10 minutes watched). A trace
+/// whose recorded pauses outlast `--timeout` is refused before provisioning; a pause the
+/// timeout allows ends at the first SIGTERM.
+#[test]
+fn a_replay_paced_to_a_call_far_in_its_future_is_refused_or_stopped_by_sigterm() {
+    require_root();
+    let root = TestRoot::new("reg-trace-pace");
+    let stat = |start: &str| {
+        trace_call(
+            start,
+            "\"op\":\"stat\",\"syscall\":\"fstat\",\"fd\":3,\"ret\":0",
+        )
+    };
+    let far = edited_trace(&root.path, "far", 1, "1000000.5", &[stat("1e6")]);
+    let t0 = std::time::Instant::now();
+    let run = replay_on_tmpfs(&root, &far, &["--timing", "original", "--timeout", "5"]);
+    refused(&run, &["--timeout 5", "1000000"]);
+    assert!(t0.elapsed().as_secs() < 30, "took {:?}", t0.elapsed());
+    assert!(!root.out_work().1.exists(), "something was provisioned");
+    // A pause of 300 s under a 600 s timeout: the first SIGTERM ends it.
+    let near = edited_trace(&root.path, "near", 1, "300.5", &[stat("300")]);
+    let (out, work) = root.out_work();
+    let t = near.to_str().unwrap();
+    let args = [
+        "--workload",
+        "replay",
+        "--trace",
+        t,
+        "--target",
+        "tmpfs",
+        "--runs",
+        "1",
+        "--scale",
+        "0.001",
+        "--timing",
+        "original",
+        "--timeout",
+        "600",
+    ];
+    let mut child = common::start(&args, &out, &work, std::process::Stdio::null());
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    let pid = rustix::process::Pid::from_raw(child.id() as i32).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
+    assert!(
+        common::wait_for(20, || matches!(child.try_wait(), Ok(Some(_)))),
+        "still running 20 s after SIGTERM"
+    );
+    assert_no_leftovers(&root.path);
+}
+
+/// Defect (issue 56): `cp` asks copy_file_range for ~2^63 bytes and gets what the file
+/// holds; the replay sized its content by the request and aborted ("memory allocation of
+/// 9223372035781042176 bytes failed"), leaving a mount and a loop device. The copy's read
+/// and write are replayed by the bytes they moved.
+#[test]
+fn a_copy_file_range_asking_for_2_pow_63_bytes_replays_without_aborting() {
+    require_root();
+    let root = TestRoot::new("reg-trace-cfr");
+    let ask = 9_223_372_035_781_042_176u64;
+    let copy = |op: &str, fd: u32, ret: u64| {
+        trace_call(
+            "0.0005",
+            &format!("\"op\":\"{op}\",\"syscall\":\"copy_file_range\",\"fd\":{fd},\"size\":{ask},\"ret\":{ret}"),
+        )
+    };
+    let middle = vec![
+        trace_call(
+            "0.0002",
+            "\"op\":\"open\",\"syscall\":\"openat\",\"path\":\"g\",\"flags\":[\"O_WRONLY\",\"O_CREAT\",\"O_TRUNC\"],\"mode\":420,\"ret\":4",
+        ),
+        copy("read", 3, 12),
+        copy("write", 4, 12),
+        copy("read", 3, 0),
+        copy("write", 4, 0),
+        trace_call("0.0008", "\"op\":\"close\",\"syscall\":\"close\",\"fd\":4,\"ret\":0"),
+    ];
+    let trace = edited_trace(&root.path, "cfr", 1, "0.01", &middle);
+    let m = replayed_ok(&root, &trace);
+    assert_eq!(m.metrics["logical_write_bytes"], 12.0);
+}
+
+/// Defect (issue 57): `dd … oflag=direct` moves its output to descriptor 1 with `dup2`;
+/// the replay knew no open of descriptor 1, issued 2 of its 11 calls and none of the
+/// 8 MiB, and said `ok`. The trace keeps the dup, and the replay writes all 8 MiB.
+#[test]
+fn dd_s_writes_through_a_dup2_ed_descriptor_are_replayed() {
+    require_root();
+    let root = TestRoot::new("reg-trace-dd");
+    let rec = root.path.join("rec");
+    std::fs::create_dir_all(&rec).unwrap();
+    let trace = root.path.join("dd.fstrace");
+    let o = Command::new(bin())
+        .current_dir(&rec)
+        .args(["record", "--out"])
+        .arg(&trace)
+        .args([
+            "--",
+            "dd",
+            "if=/dev/zero",
+            "of=out.bin",
+            "bs=1M",
+            "count=8",
+            "oflag=direct",
+        ])
+        .output()
+        .unwrap();
+    assert_exit(&o, 0);
+    let file = std::fs::File::open(&trace).unwrap();
+    let t = fsarena::trace::format::read(std::io::BufReader::new(file)).unwrap();
+    use fsarena::trace::format::Op;
+    let dups: Vec<_> = t.calls.iter().filter(|c| c.op == Op::Dup).collect();
+    assert!(dups.iter().any(|c| c.ret == Some(1)), "{:?}", t.calls);
+    let writes: Vec<_> = t.calls.iter().filter(|c| c.op == Op::Write).collect();
+    assert_eq!(writes.len(), 8, "{:?}", t.calls);
+    assert!(writes
+        .iter()
+        .all(|c| c.fd == Some(1) && c.ret == Some(1 << 20)));
+    let m = replayed_ok(&root, &trace);
+    assert_eq!(m.metrics["logical_write_bytes"], (8u64 << 20) as f64);
+    assert_eq!(m.metrics["skipped_calls"], 0.0);
+}

@@ -583,6 +583,8 @@ fn resolve_workloads(plan: &Plan) -> Result<Vec<Box<dyn Workload>>, RunError> {
             ))
         })?;
         w.check_options(table).map_err(RunError::Refused)?;
+        w.check_timeout(table, plan.timeout)
+            .map_err(RunError::Refused)?;
     }
     let empty = toml::Table::new();
     plan.workloads

@@ -376,6 +376,9 @@ fn describe(sc: &Syscall) -> Vec<Shape> {
         "open" | "openat" | "openat2" | "creat" => describe_open(sc),
         "copy_file_range" | "sendfile" | "sendfile64" | "splice" => return describe_copy(sc),
         "sync" => Some(Shape::new(Op::Sync, Target::Nothing)),
+        "dup" | "dup2" | "dup3" => describe_dup(sc),
+        // fcntl both copies descriptors (F_DUPFD*) and takes record locks (F_SETLK*).
+        "fcntl" | "fcntl64" => describe_dup(sc).or_else(|| describe_attrs(sc)),
         _ => describe_io(sc)
             .or_else(|| describe_names(sc))
             .or_else(|| describe_attrs(sc)),
@@ -401,6 +404,17 @@ fn moved(sc: &Syscall) -> Option<u64> {
         Ret::Value(v, _) => v.try_into().ok(),
         _ => None,
     }
+}
+
+/// A copy of a descriptor, kept so that a replay knows the new number names the file the
+/// old one does; an `fcntl` that does not copy one is not a trace's.
+fn describe_dup(sc: &Syscall) -> Option<Shape> {
+    let copies =
+        sc.name.starts_with("dup") || sc.args.get(1).is_some_and(|a| a.0.starts_with("F_DUPFD"));
+    if !copies {
+        return None;
+    }
+    Some(Shape::new(Op::Dup, Target::Fd(fd_at(sc, 0)?)))
 }
 
 fn describe_open(sc: &Syscall) -> Option<Shape> {

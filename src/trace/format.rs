@@ -9,6 +9,11 @@ use std::path::{Component, Path};
 
 use serde::{Deserialize, Serialize};
 
+pub use super::bounds::TraceError;
+use super::bounds::{
+    Limits, Lines, MAX_OFFSET, MAX_RW_COUNT, MAX_SECONDS, MAX_THREADS, MIN_ENTRY_LINE,
+};
+
 /// The one format version this build reads and writes.
 pub const VERSION: u32 = 1;
 
@@ -153,6 +158,10 @@ pub enum Op {
     /// the recorded order of every call on the file around it, and takes no lock (its
     /// threads are one process, where POSIX locks never conflict).
     Lock,
+    /// dup, dup2, dup3, fcntl with `F_DUPFD`/`F_DUPFD_CLOEXEC`: `fd` the descriptor copied,
+    /// `ret` the new number, another name of the same open file (`dd of=F` writes to
+    /// descriptor 1 after `dup2`).
+    Dup,
 }
 
 /// One recorded call and how it ended.
@@ -237,43 +246,32 @@ impl Trace {
     }
 }
 
-/// Why a trace cannot be replayed; each names the line, for the one-line refusal.
-#[derive(Debug, thiserror::Error)]
-pub enum TraceError {
-    #[error("cannot read the trace: {0}")]
-    Io(#[from] std::io::Error),
-    #[error("line {line}: not an fstrace record: {message}")]
-    Syntax { line: u64, message: String },
-    #[error("fstrace version {found} is not one this fsarena reads (it reads version {VERSION})")]
-    Version { found: u32 },
-    #[error("the trace is empty: no header line")]
-    Empty,
-    #[error("the trace is cut short: its header announces {expected} {what}, it holds {found}")]
-    Truncated {
-        what: &'static str,
-        expected: u64,
-        found: u64,
-    },
-    #[error("line {line}: {what}")]
-    Invalid { line: u64, what: String },
+/// Reads a trace and checks it: the version, every line, the counts the header announces,
+/// initial entries before calls, threads in range, one result per call, every path
+/// relative and inside the root (no absolute path, no `..`), so a replay can never reach
+/// outside the file system it is given, and every number within what a recording can hold
+/// (`super::bounds`). Lines are bounded by [`bounds::MAX_LINE`]; a trace of any length is
+/// taken, for one this build wrote itself.
+pub fn read(input: impl BufRead) -> Result<Trace, TraceError> {
+    read_with(input, &Limits::default())
 }
 
-/// Reads a trace and checks it: the version, every line, the counts the header announces,
-/// initial entries before calls, threads in range, one result per call, and every path
-/// relative and inside the root (no absolute path, no `..`), so a replay can never reach
-/// outside the file system it is given.
-pub fn read(input: impl BufRead) -> Result<Trace, TraceError> {
-    let mut lines = input.lines();
-    let first = lines.next().ok_or(TraceError::Empty)??;
+/// [`read`] taking at most `limits` of `input`: what a replay does with a trace it is
+/// given, so a file larger than the host's memory, or one endless line, is refused after a
+/// bounded read.
+pub fn read_with(input: impl BufRead, limits: &Limits) -> Result<Trace, TraceError> {
+    let mut lines = Lines::new(input, *limits);
+    let first = lines.next_line()?.ok_or(TraceError::Empty)?;
     let header = read_header(&first)?;
+    check_header_bounds(&header, limits)?;
     let mut trace = Trace {
         header,
         initial: Vec::new(),
         calls: Vec::new(),
     };
-    for (index, line) in lines.enumerate() {
-        let line_no = index as u64 + 2;
-        let entry: Entry = serde_json::from_str(&line?).map_err(|e| TraceError::Syntax {
+    while let Some(line) = lines.next_line()? {
+        let line_no = lines.line_no;
+        let entry: Entry = serde_json::from_str(&line).map_err(|e| TraceError::Syntax {
             line: line_no,
             message: e.to_string(),
         })?;
@@ -283,6 +281,7 @@ pub fn read(input: impl BufRead) -> Result<Trace, TraceError> {
             }
             Entry::Initial(initial) => {
                 check_path(line_no, &initial.path)?;
+                check_initial_size(line_no, initial.size)?;
                 trace.initial.push(initial);
             }
             Entry::Call(call) => {
@@ -330,6 +329,7 @@ fn read_header(line: &str) -> Result<Header, TraceError> {
     if version.fstrace != VERSION {
         return Err(TraceError::Version {
             found: version.fstrace,
+            reads: VERSION,
         });
     }
     let header: Header = serde_json::from_str(line).map_err(syntax)?;
@@ -354,9 +354,7 @@ fn check_call(line: u64, call: &Call, threads: u32) -> Result<(), TraceError> {
     if call.ret.is_some() == call.err.is_some() {
         return Err(invalid(line, "a call needs exactly one of `ret` and `err`"));
     }
-    if !(call.start.is_finite() && call.start >= 0.0 && call.dur.is_finite() && call.dur >= 0.0) {
-        return Err(invalid(line, "`start` and `dur` must be seconds ≥ 0"));
-    }
+    check_call_bounds(line, call)?;
     for path in [&call.path, &call.path2].into_iter().flatten() {
         check_path(line, path)?;
     }
@@ -405,6 +403,117 @@ fn invalid(line: u64, what: &str) -> TraceError {
         line,
         what: what.to_string(),
     }
+}
+
+// What a trace may ask of the host (`super::bounds` says why each bound is what it is).
+
+fn bound_error(line: u64, what: String) -> TraceError {
+    TraceError::Invalid { line, what }
+}
+
+/// Seconds a trace gives: finite, not negative, at most [`MAX_SECONDS`].
+fn seconds(line: u64, field: &str, s: f64) -> Result<(), TraceError> {
+    if s.is_finite() && (0.0..=MAX_SECONDS).contains(&s) {
+        Ok(())
+    } else {
+        Err(bound_error(
+            line,
+            format!("`{field}` {s}: seconds must be finite, not negative and at most {MAX_SECONDS} (30 days)"),
+        ))
+    }
+}
+
+/// The header's counts and times, before any entry is read.
+fn check_header_bounds(h: &Header, limits: &Limits) -> Result<(), TraceError> {
+    seconds(1, "duration_s", h.duration_s)?;
+    if h.threads > MAX_THREADS {
+        return Err(bound_error(
+            1,
+            format!(
+                "`threads` {}: a replay runs at most {MAX_THREADS} recorded threads",
+                h.threads
+            ),
+        ));
+    }
+    if u64::from(h.threads) > h.calls {
+        return Err(bound_error(
+            1,
+            format!(
+                "`threads` {}: more than the trace's {} calls (every recorded thread made one)",
+                h.threads, h.calls
+            ),
+        ));
+    }
+    let most = limits.total / MIN_ENTRY_LINE;
+    for (field, n) in [("initial", h.initial), ("calls", h.calls)] {
+        if n > most {
+            return Err(bound_error(
+                1,
+                format!("`{field}` {n}: more entries than a trace this host can hold ({most})"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// A file's size in the initial state: at most [`MAX_OFFSET`] (the file system's own size
+/// is checked against the whole state before provisioning).
+fn check_initial_size(line: u64, size: Option<u64>) -> Result<(), TraceError> {
+    match size {
+        Some(s) if s > MAX_OFFSET => Err(bound_error(
+            line,
+            format!("`size` {s}: larger than any file Linux can hold (2^63 - 1)"),
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// A call's times and numbers. A request (`size` of a read or write) may be anything the
+/// kernel accepts — `cp` asks copy_file_range for 2^63 bytes and gets what the file holds
+/// — but what a call moved (`ret`) is at most [`MAX_RW_COUNT`], ranges end within
+/// [`MAX_OFFSET`], and a descriptor is a non-negative `int`.
+fn check_call_bounds(line: u64, call: &Call) -> Result<(), TraceError> {
+    seconds(line, "start", call.start)?;
+    seconds(line, "dur", call.dur)?;
+    for (field, v) in [("size", call.size), ("offset", call.offset)] {
+        if let Some(v) = v.filter(|v| *v > MAX_OFFSET) {
+            return Err(bound_error(
+                line,
+                format!("`{field}` {v}: larger than any file offset Linux takes (2^63 - 1)"),
+            ));
+        }
+    }
+    if let Some(fd) = call.fd.filter(|fd| *fd < 0) {
+        return Err(bound_error(line, format!("`fd` {fd}: not a descriptor")));
+    }
+    let Some(ret) = call.ret else { return Ok(()) };
+    let most = match call.op {
+        Op::Read | Op::Write | Op::Getdents => MAX_RW_COUNT,
+        Op::Open => i32::MAX as u64,
+        _ => MAX_OFFSET,
+    };
+    if ret < 0 || ret as u64 > most {
+        return Err(bound_error(
+            line,
+            format!(
+                "`ret` {ret} of {}: a successful call returns 0 to {most}",
+                call.syscall
+            ),
+        ));
+    }
+    let moved = match call.op {
+        Op::Read | Op::Write => ret as u64,
+        _ => call.size.unwrap_or(0),
+    };
+    if let Some(off) = call.offset {
+        if !matches!(off.checked_add(moved), Some(end) if end <= MAX_OFFSET) {
+            return Err(bound_error(
+                line,
+                format!("`offset` {off} + {moved} bytes: past the largest file offset (2^63 - 1)"),
+            ));
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -1,6 +1,7 @@
 //! A program's file-system calls, recorded once and replayed on every candidate file system:
 //! the versioned `.fstrace` format (`format`: its records, reading with every check a trace
-//! must pass before anything is provisioned, and writing). `docs/trace-format.md` documents
+//! must pass before anything is provisioned, and writing; `bounds`: what a trace may ask of
+//! the host — line length, counts, sizes, times — checked as it is read). `docs/trace-format.md` documents
 //! every field; `fsarena record` writes traces and the `replay` workload reads them.
 //! Recording: `strace` reads strace's lines into whole calls, `procs` follows each recorded
 //! process's descriptors and working directory, `calls` turns calls into trace records,
@@ -8,6 +9,7 @@
 //! and `record` runs the command under strace and puts the trace together.
 
 pub mod anonymize;
+pub mod bounds;
 pub mod calls;
 pub mod format;
 pub mod initial;

@@ -80,6 +80,16 @@ pub trait Workload: Send + Sync {
     fn fixed_seconds(&self, _options: &toml::Table, _scale: f64) -> f64 {
         0.0
     }
+    /// Refuses, before anything is provisioned, a per-measurement `timeout` that a
+    /// measurement under `options` cannot fit whatever the file system (a replay at its
+    /// recorded pace waits for the recorded pauses): one line saying both figures.
+    fn check_timeout(
+        &self,
+        _options: &toml::Table,
+        _timeout: std::time::Duration,
+    ) -> Result<(), String> {
+        Ok(())
+    }
     /// The points to measure; the default is one point.
     fn points(&self, _ctx: &Ctx) -> Result<Vec<Point>, WorkloadError> {
         Ok(vec![Point::default()])

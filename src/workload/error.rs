@@ -42,6 +42,18 @@ impl WorkloadError {
         }
     }
 
+    /// A panic caught in a workload (its own thread, or a worker it started) as the cell's
+    /// error, with the panic's message: the run goes on to its normal cleanup (mounts,
+    /// loop devices, tracefs instances removed) instead of the process ending there.
+    pub fn from_panic(what: &str, payload: Box<dyn std::any::Any + Send>) -> Self {
+        let message = payload
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "no message".into());
+        WorkloadError::Tool(format!("{what} panicked: {message}"))
+    }
+
     /// The status this error is recorded with.
     pub fn status(&self) -> Status {
         match self {

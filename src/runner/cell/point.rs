@@ -33,7 +33,12 @@ pub fn measure_point(c: &CellRun, ctx: &Ctx, p: &Point, index: usize, f: &Fresh)
     let started_unix = host_facts::now_unix();
     let before = steps::take();
     let t0 = Instant::now();
-    let result = c.workload.run(ctx, p, &mut h);
+    // A panic in the workload (its own code, or a worker's it passes on) is this point's
+    // error: the cell then tears down as after any failure, and the run goes on.
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        c.workload.run(ctx, p, &mut h)
+    }))
+    .unwrap_or_else(|payload| Err(WorkloadError::from_panic("the workload", payload)));
     let ran = t0.elapsed().as_secs_f64();
     if h.observed.measured == 0 {
         let why = match &result {

@@ -118,11 +118,16 @@ fn chdir_forks_threads_and_dups_follow_the_kernel() {
     ]);
     let got = calls(&c);
     assert_eq!(got[0].path.as_deref(), Some("sub/f"));
+    // The dup is kept (a replay learns that 7 names what 3 does).
+    assert_eq!(
+        (got[1].op, got[1].fd, got[1].ret),
+        (Op::Dup, Some(3), Some(7))
+    );
     // The fork's read of the dup'd descriptor is of sub/f; the thread shares /r/sub.
-    assert_eq!((got[1].thread, got[1].fd), (1, Some(7)));
+    assert_eq!((got[2].thread, got[2].fd), (1, Some(7)));
     assert!(c.used.contains("sub/f"));
-    assert_eq!((got[2].thread, got[2].path.as_deref()), (2, Some("sub/g")));
-    assert_eq!(got[3].path.as_deref(), Some("sub/h"));
+    assert_eq!((got[3].thread, got[3].path.as_deref()), (2, Some("sub/g")));
+    assert_eq!(got[4].path.as_deref(), Some("sub/h"));
     assert_eq!(c.threads(), 3);
 }
 

@@ -12,6 +12,7 @@ use std::io::{IoSlice, IoSliceMut};
 use rustix::fs::{Access, AtFlags, FallocateFlags, Mode, OFlags, RenameFlags};
 use rustix::io::ReadWriteFlags;
 
+use crate::trace::bounds::MAX_RW_COUNT;
 use crate::trace::format::{Call, Op};
 
 /// What a call returned: bytes moved, a descriptor or 0 — or the errno.
@@ -58,6 +59,19 @@ pub struct Target {
     /// Generated content, one pool per kind, at least as long as the largest write plus a
     /// block: a write at offset `o` takes its bytes from `o % BLOCK` on.
     pub pools: Vec<Aligned>,
+}
+
+/// The bytes a replayed read asks for ([`issued_len`]), never more than the kernel's
+/// per-call maximum: the buffer is what the file held when recorded, not the request.
+pub fn read_len(call: &Call) -> usize {
+    issued_len(call).min(MAX_RW_COUNT) as usize
+}
+
+/// The bytes a replayed write issues ([`issued_len`]): what the recorded write moved (a
+/// short write's count, a copy's bytes copied, never `cp`'s 2^63-byte copy_file_range
+/// request), at most the kernel's per-call maximum.
+pub fn write_len(call: &Call) -> usize {
+    issued_len(call).min(MAX_RW_COUNT) as usize
 }
 
 /// The open flags a trace names, as the kernel's bits (names this build does not know,
@@ -213,7 +227,11 @@ impl Target {
             return taken.map(drop).map(|_| 0).ok_or(libc::EBADF);
         }
         let fd = self.fd(slot)?;
-        let size = issued_len(call) as usize;
+        // Buffers are sized by what the call moved when recorded, never by its request.
+        let size = match call.op {
+            Op::Write => write_len(call),
+            _ => read_len(call),
+        };
         match call.op {
             Op::Read | Op::Getdents if buf.len() < size => {
                 *buf = Aligned::new(size, |_| {});
@@ -255,6 +273,8 @@ impl Target {
             // An ordering point only (the waits keep the order around it): the replay's
             // threads are one process, where the recorded processes' locks cannot conflict.
             Op::Lock => Ok(0),
+            // Another name of the slot's open file (`super::script`): nothing to issue.
+            Op::Dup => Ok(fd.as_raw_fd() as i64),
             _ => Err(libc::EBADF),
         }
     }

@@ -152,7 +152,7 @@ pub fn replay(
             .into_iter()
             .map(|h| {
                 h.join()
-                    .unwrap_or(Err(WorkloadError::Tool("a replay thread panicked".into())))
+                    .unwrap_or_else(|p| Err(WorkloadError::from_panic("a replay thread", p)))
             })
             .collect();
         (logs, t0.elapsed().as_secs_f64())
@@ -197,16 +197,24 @@ impl Thread<'_> {
             }
             let call = &self.script.calls[i];
             if !self.anchors.is_empty() {
-                pace::until(match anchor {
+                // The trace's times are bounded when it is read (`trace::bounds`), so these
+                // durations exist; the wait itself ends with the run's stop or deadline.
+                let due = match anchor {
                     Some(a) => {
                         let ended = self.ends[a.call].load(Ordering::SeqCst);
                         t0 + Duration::from_nanos(ended) + Duration::from_secs_f64(a.think)
                     }
                     None => t0 + Duration::from_secs_f64(call.start),
-                });
+                };
+                if !pace::until(due, give_up) {
+                    return Err(self.ctx.check().err().unwrap_or(WorkloadError::Interrupted));
+                }
             }
             if self.skipped.contains(&i) {
                 log.calls.push((i, None, 0));
+            } else if self.script.keeps_open.contains(&i) {
+                // One of several names of a file closed: the kernel does no I/O for it.
+                log.calls.push((i, Some(Ok(0)), 0));
             } else {
                 let c0 = Instant::now();
                 let r = self.target.issue(call, self.script.slot[i], &mut buf);

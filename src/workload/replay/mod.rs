@@ -31,6 +31,7 @@ mod tests;
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;
+use std::time::Duration;
 
 use self::call::Target;
 use self::issue::ThreadLog;
@@ -66,6 +67,22 @@ impl Workload for Replay {
     }
     fn check_options(&self, table: &toml::Table) -> Result<(), String> {
         options::load(table).map(|_| ())
+    }
+    /// At the recorded pace a replay lasts at least its longest chain of recorded pauses.
+    fn check_timeout(&self, table: &toml::Table, timeout: Duration) -> Result<(), String> {
+        let (o, trace) = options::load(table)?;
+        if o.timing != options::Timing::Original {
+            return Ok(());
+        }
+        let least = pace::least_seconds(&script::resolve(&trace));
+        if least > timeout.as_secs_f64() {
+            return Err(format!(
+                "trace {}: at its recorded pace (--timing original) a replay takes at least {least:.1} s, longer than --timeout {} s: raise --timeout or use --timing fast",
+                o.trace.display(),
+                timeout.as_secs_f64()
+            ));
+        }
+        Ok(())
     }
     /// The trace's initial state, and what its calls may add to it.
     fn initial_state(&self, options: &toml::Table, _scale: f64) -> Start {
@@ -138,6 +155,20 @@ fn target(ctx: &Ctx, script: &script::Script) -> Result<Target, WorkloadError> {
     })
 }
 
+/// The calls left out of the replay, by operation: how many, and the bytes they moved when
+/// recorded. A replay that leaves out most of a program's writes must say so by kind, not
+/// only as one count.
+fn skipped_by_op(trace: &Trace, script: &script::Script) -> BTreeMap<Op, (u64, u64)> {
+    let mut by_op: BTreeMap<Op, (u64, u64)> = BTreeMap::new();
+    for &i in &script.skipped {
+        let call = &trace.calls[i];
+        let e = by_op.entry(call.op).or_default();
+        e.0 += 1;
+        e.1 += call.ret.unwrap_or(0).max(0) as u64;
+    }
+    by_op
+}
+
 /// The phase's figures: calls and their rate, per operation the count and latency, bytes
 /// moved, what was left out.
 fn outcome(
@@ -178,6 +209,8 @@ fn outcome(
     let waiting = waits.iter().filter(|w| !w.is_empty()).count();
     m.insert("calls_waiting_on_other_threads".into(), waiting as f64);
     m.insert("skipped_calls".into(), script.skipped.len() as f64);
+    // Per kind, `skipped_<op>_calls` is the self-check's (`fidelity`); the note below says why.
+    let skipped = skipped_by_op(trace, script);
     for (op, log) in by_op {
         super::mix::add_latency(m, &fidelity::op_name(op), log);
     }
@@ -188,9 +221,18 @@ fn outcome(
         waiting
     ));
     if !script.skipped.is_empty() {
+        let kinds: Vec<String> = skipped
+            .iter()
+            .map(|(op, (n, bytes))| match op {
+                Op::Read | Op::Write => format!("{n} {} ({bytes} bytes)", fidelity::op_name(*op)),
+                _ => format!("{n} {}", fidelity::op_name(*op)),
+            })
+            .collect();
         out.notes.push(format!(
-            "{} calls on descriptors no recorded open made (stdin, a dup) were left out",
-            script.skipped.len()
+            "{} of {} recorded calls were not replayed: their descriptors were made by no recorded open (stdin, a pipe): {}",
+            script.skipped.len(),
+            trace.calls.len(),
+            kinds.join(", ")
         ));
     }
     if trace.header.file_mmaps > 0 {

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+use crate::trace::bounds::Limits;
 use crate::trace::format::{self, Trace};
 use crate::workload::options;
 
@@ -44,22 +45,59 @@ pub fn load(table: &toml::Table) -> Result<(ReplayOptions, Trace), String> {
     let o: ReplayOptions = options::parse("replay", table)?;
     let trace = read_trace(&o.trace)?;
     check_symlinks(&trace).map_err(|e| format!("trace {}: {e}", o.trace.display()))?;
+    check_buffers(&trace, &o.trace)?;
     Ok((o, trace))
 }
 
-/// Reads and checks the trace at `path`; the error is one line naming the file.
+/// Reads and checks the trace at `path`; the error is one line naming the file. Only a
+/// regular file is read (a device such as `/dev/zero` never ends, a pipe is gone after the
+/// first of the several reads a run makes), and no more of it than a quarter of the host's
+/// available memory: the trace is held whole while it is replayed.
 pub fn read_trace(path: &Path) -> Result<Trace, String> {
-    let file = std::fs::File::open(path)
-        .map_err(|e| format!("trace {}: cannot open it: {e}", path.display()))?;
-    let trace = format::read(std::io::BufReader::new(file))
-        .map_err(|e| format!("trace {}: {e}", path.display()))?;
+    let refuse = |e: &dyn std::fmt::Display| format!("trace {}: {e}", path.display());
+    // Asked before opening: opening a named pipe waits for a writer.
+    let meta = std::fs::metadata(path).map_err(|e| refuse(&format!("cannot open it: {e}")))?;
+    if !meta.is_file() {
+        return Err(refuse(
+            &"not a regular file (a device, a pipe or a directory): give a file `fsarena record` wrote",
+        ));
+    }
+    let file = std::fs::File::open(path).map_err(|e| refuse(&format!("cannot open it: {e}")))?;
+    let limits = Limits {
+        total: memory_for_traces(),
+        ..Limits::default()
+    };
+    let trace =
+        format::read_with(std::io::BufReader::new(file), &limits).map_err(|e| refuse(&e))?;
     if trace.calls.is_empty() {
+        return Err(refuse(&"it holds no calls, so there is nothing to replay"));
+    }
+    Ok(trace)
+}
+
+/// A quarter of the host's available memory (what a trace and the replay's buffers may
+/// take); 1 GiB when `/proc/meminfo` cannot be read.
+fn memory_for_traces() -> u64 {
+    std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|t| crate::monitor::meminfo::parse(&t).ok())
+        .map_or(1 << 30, |m| m.available / 4)
+}
+
+/// Refuses a trace whose replay buffers (the content its writes take, each thread's read
+/// buffer, sized by what the calls moved) would not fit in a quarter of the host's
+/// available memory.
+pub fn check_buffers(trace: &Trace, path: &Path) -> Result<(), String> {
+    let script = super::script::resolve(trace);
+    let need = super::content::buffer_bytes(&script);
+    let have = memory_for_traces();
+    if need > have {
         return Err(format!(
-            "trace {}: it holds no calls, so there is nothing to replay",
+            "trace {}: its replay needs {need} bytes of buffers (its largest writes and reads), more than the {have} this host can spare",
             path.display()
         ));
     }
-    Ok(trace)
+    Ok(())
 }
 
 /// Refuses a trace in which a call would follow a symlink whose stored text is absolute or

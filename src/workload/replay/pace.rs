@@ -59,17 +59,41 @@ pub fn anchors(script: &Script) -> Vec<Option<Anchor>> {
         .collect()
 }
 
+/// The least seconds a replay at the recorded pace takes on any file system: the longest
+/// chain of recorded pauses (a call with no anchor waits for its recorded start; one with an
+/// anchor for the anchor, then its think time), the calls themselves taken as instant.
+pub fn least_seconds(script: &Script) -> f64 {
+    let anchors = anchors(script);
+    let mut least = vec![0.0f64; anchors.len()];
+    for (i, a) in anchors.iter().enumerate() {
+        // Anchors point back in the trace's order, so `least[a.call]` is known.
+        least[i] = match a {
+            Some(a) if a.call < i => least[a.call] + a.think,
+            _ => script.calls[i].start,
+        };
+    }
+    least.into_iter().fold(0.0, f64::max)
+}
+
 /// Below this, a pause is spun rather than slept.
 const SPIN: Duration = Duration::from_micros(200);
 
+/// The longest single sleep: how late a stop (the first Ctrl-C, `--timeout`) is noticed.
+const SLICE: Duration = Duration::from_millis(20);
+
 /// Returns at `due` (at once if it has passed): sleeps while far from it, spins the rest.
-pub fn until(due: Instant) {
+/// A recorded pause can be as long as the recording, so the sleep is cut into slices and
+/// `stopped` is asked between them; returns false, early, once it says so.
+pub fn until(due: Instant, stopped: impl Fn() -> bool) -> bool {
     loop {
         let Some(left) = due.checked_duration_since(Instant::now()) else {
-            return;
+            return true;
         };
         if left > SPIN {
-            std::thread::sleep(left - SPIN);
+            if stopped() {
+                return false;
+            }
+            std::thread::sleep((left - SPIN).min(SLICE));
         } else {
             std::hint::spin_loop();
         }
@@ -116,6 +140,7 @@ mod tests {
             slot_path: vec![],
             by_thread: vec![vec![0, 3], vec![1, 2]],
             skipped: vec![],
+            keeps_open: Default::default(),
         };
         let a = anchors(&script);
         assert_eq!(a[0], None);
@@ -124,6 +149,20 @@ mod tests {
         assert_eq!(anchor(2), Some((1, 1, 0, 0.5)));
         // Thread 0's second call follows the child's last, not its own first call.
         assert_eq!(anchor(3), Some((2, 1, 1, 1.0)));
+        // The pauses of the longest chain: 1 s, 0.5 s, 1 s.
+        assert_eq!(least_seconds(&script), 2.5);
+    }
+
+    /// Defect (issue 57): a call recorded at `start: 1e6` slept in one piece under
+    /// `--timing original`; neither Ctrl-C nor `--timeout` ended the sleep. A stop asked
+    /// for while a pause sleeps ends it within a slice.
+    #[test]
+    fn a_long_recorded_pause_ends_when_the_run_is_stopped() {
+        let asked = Instant::now() + Duration::from_millis(100);
+        let t0 = Instant::now();
+        let due = t0 + Duration::from_secs(1_000_000);
+        assert!(!until(due, || Instant::now() > asked));
+        assert!(t0.elapsed() < Duration::from_secs(2), "{:?}", t0.elapsed());
     }
 
     #[test]
@@ -133,7 +172,7 @@ mod tests {
         let late = (0..20)
             .map(|_| {
                 let due = Instant::now() + Duration::from_micros(30);
-                until(due);
+                assert!(until(due, || false));
                 Instant::now().duration_since(due)
             })
             .min()

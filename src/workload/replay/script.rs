@@ -5,10 +5,14 @@
 //! Descriptor numbers belong to a process, and the trace numbers threads, not processes:
 //! a thread's own open of a number wins; failing that, the most recent open of that number
 //! by any thread still open (a child, or another thread of the process, using a descriptor
-//! it did not open). A descriptor no recorded open made (stdin, a `dup`) cannot be
-//! replayed: those calls are counted and said, never issued.
+//! it did not open). A `dup` makes its new number another name of the same slot, as the
+//! kernel makes it another name of the same open file (offset shared): `dd of=F` writes to
+//! descriptor 1 after `dup2(3, 1)`. Closing one of several names of a slot closes nothing
+//! in the replay; the last name's close closes it. A descriptor no recorded open made
+//! (stdin, a pipe) cannot be replayed: those calls are counted by kind and said, never
+//! issued.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap, HashSet};
 
 use crate::trace::format::{Call, Op, Trace};
 
@@ -24,6 +28,9 @@ pub struct Script<'t> {
     pub by_thread: Vec<Vec<usize>>,
     /// Calls on descriptors no recorded open made: left out of the replay.
     pub skipped: Vec<usize>,
+    /// Closes of one of several names of a slot (a `dup`'s or the original): the slot
+    /// stays open for the other names, so the replay issues nothing for them.
+    pub keeps_open: HashSet<usize>,
 }
 
 /// Whether `call` acts on a descriptor rather than a path.
@@ -38,7 +45,8 @@ pub fn on_descriptor(call: &Call) -> bool {
         | Op::Getdents
         | Op::Fallocate
         | Op::Syncfs
-        | Op::Lock => true,
+        | Op::Lock
+        | Op::Dup => true,
         Op::Stat | Op::Truncate | Op::Setxattr | Op::Getxattr | Op::Removexattr => {
             call.path.is_none() && call.fd.is_some()
         }
@@ -55,11 +63,15 @@ pub fn has_flag(call: &Call, flag: &str) -> bool {
 pub fn resolve(trace: &Trace) -> Script<'_> {
     let threads = trace.header.threads as usize;
     let mut by_thread = vec![Vec::new(); threads];
-    let mut own: Vec<HashMap<i32, usize>> = vec![HashMap::new(); threads];
-    let mut latest: HashMap<i32, usize> = HashMap::new();
+    let mut tables = Tables {
+        own: vec![HashMap::new(); threads],
+        latest: HashMap::new(),
+        names: Vec::new(),
+    };
     let mut slot = Vec::with_capacity(trace.calls.len());
     let mut slot_path = Vec::new();
     let mut skipped = Vec::new();
+    let mut keeps_open = HashSet::new();
     for (i, call) in trace.calls.iter().enumerate() {
         let t = call.thread as usize;
         by_thread[t].push(i);
@@ -67,15 +79,12 @@ pub fn resolve(trace: &Trace) -> Script<'_> {
             (Op::Open, Some(fd), Some(path)) => {
                 let s = slot_path.len();
                 slot_path.push(path.clone());
-                let fd = fd as i32;
-                own[t].insert(fd, s);
-                latest.insert(fd, s);
+                tables.names.push(BTreeSet::new());
+                tables.bind(t, fd as i32, s);
                 Some(s)
             }
             _ if on_descriptor(call) => {
-                let found = call
-                    .fd
-                    .and_then(|fd| own[t].get(&fd).or_else(|| latest.get(&fd)).copied());
+                let found = call.fd.and_then(|fd| tables.find(t, fd));
                 if found.is_none() {
                     skipped.push(i);
                 }
@@ -83,12 +92,15 @@ pub fn resolve(trace: &Trace) -> Script<'_> {
             }
             _ => None,
         };
-        if let (Op::Close, Some(s), Some(fd), Some(_)) = (call.op, resolved, call.fd, call.ret) {
-            for table in own.iter_mut().chain(std::iter::once(&mut latest)) {
-                if table.get(&fd) == Some(&s) {
-                    table.remove(&fd);
+        match (call.op, resolved, call.fd, call.ret) {
+            (Op::Dup, Some(s), _, Some(new)) => tables.bind(t, new as i32, s),
+            (Op::Close, Some(s), Some(fd), Some(_)) => {
+                let named_elsewhere = tables.close(fd, s);
+                if named_elsewhere {
+                    keeps_open.insert(i);
                 }
             }
+            _ => {}
         }
         slot.push(resolved);
     }
@@ -98,5 +110,44 @@ pub fn resolve(trace: &Trace) -> Script<'_> {
         slot_path,
         by_thread,
         skipped,
+        keeps_open,
+    }
+}
+
+/// Which slot each descriptor number names: per thread, and the latest of any thread;
+/// per slot, the numbers that name it.
+struct Tables {
+    own: Vec<HashMap<i32, usize>>,
+    latest: HashMap<i32, usize>,
+    names: Vec<BTreeSet<i32>>,
+}
+
+impl Tables {
+    fn find(&self, t: usize, fd: i32) -> Option<usize> {
+        self.own[t]
+            .get(&fd)
+            .or_else(|| self.latest.get(&fd))
+            .copied()
+    }
+
+    /// `fd` of thread `t` names slot `s` from now on (an open, or a dup onto it: a number a
+    /// dup2 reuses stops naming what it named).
+    fn bind(&mut self, t: usize, fd: i32, s: usize) {
+        if let Some(before) = self.own[t].insert(fd, s) {
+            self.names[before].remove(&fd);
+        }
+        self.latest.insert(fd, s);
+        self.names[s].insert(fd);
+    }
+
+    /// `fd`, naming slot `s`, is closed; true when another number still names `s`.
+    fn close(&mut self, fd: i32, s: usize) -> bool {
+        for table in self.own.iter_mut().chain(std::iter::once(&mut self.latest)) {
+            if table.get(&fd) == Some(&s) {
+                table.remove(&fd);
+            }
+        }
+        self.names[s].remove(&fd);
+        !self.names[s].is_empty()
     }
 }

@@ -161,6 +161,31 @@ fn descriptors_resolve_to_their_open_and_unknown_ones_are_skipped() {
     assert_eq!(s.skipped, vec![2, 4]);
 }
 
+/// `dd of=out.bin`: open as 3, `dup2(3, 1)`, close 3, write to 1, close 1. Descriptor 1
+/// names the open's slot; closing 3 leaves it open, closing 1 closes it.
+#[test]
+fn a_dup_names_the_same_open_file_until_its_last_name_is_closed() {
+    let t = trace(
+        1,
+        vec![],
+        vec![
+            open(0, "out.bin", &["O_WRONLY", "O_CREAT"], 3),
+            on_fd(0, Op::Dup, "dup2", 3, None, 1),
+            on_fd(0, Op::Close, "close", 3, None, 0),
+            on_fd(0, Op::Write, "write", 1, Some(4096), 4096),
+            on_fd(0, Op::Close, "close", 1, None, 0),
+        ],
+    );
+    let s = resolve(&t);
+    assert_eq!(s.slot, vec![Some(0); 5]);
+    assert!(s.skipped.is_empty());
+    assert_eq!(s.keeps_open, [2].into_iter().collect());
+    assert_eq!(
+        simulate(&t, &s).expected().get("out.bin"),
+        Some(&Expected::File { size: 4096 })
+    );
+}
+
 #[test]
 fn the_expected_tree_follows_every_recorded_success() {
     let t = trace(
