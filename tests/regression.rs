@@ -1996,6 +1996,7 @@ fn a_lazy_unmount_returns_only_once_its_file_system_has_let_go_of_the_device() {
         "unmount returned after {returned:?}, while the file system still held {dev}"
     );
     sh(Command::new("e2fsck").args(["-f", "-n", &dev]));
+}
 
 /// Issue 60: at 100 columns, 36 of a file-management study's tables kept their write and
 /// space amplification and left "vs ext4" out, so the headline above a table named a
@@ -2093,6 +2094,7 @@ fn chart_titles_and_axes_use_human_units() {
     let html = fixture_html(|_| true);
     assert!(!html.contains("bs=4096"), "bs in bytes");
     assert!(html.contains("bs=4k"), "no bs=4k in the charts' titles");
+}
 
 /// Every results directory under `bench/results`, its records decompressed into `tmp` when
 /// they are stored as `results.jsonl.xz` (the studies' records).
@@ -2198,6 +2200,7 @@ fn no_headline_contradicts_its_own_rows() {
         }
     }
     assert!(checked > 500, "only {checked} headlines checked");
+}
 
 /// Defect (#56): `cp -a` asks copy_file_range for 2^62 bytes and copies what the file
 /// holds; record kept the length asked as the call's size, and the replay sized a buffer by
