@@ -267,3 +267,16 @@ fn the_sqlite_and_postgresql_stores_give_the_same_answers() {
         assert_eq!(a, b);
     }
 }
+
+/// Tests never write the user's history: every process cargo starts has its history under
+/// target/ (`.cargo/config.toml`), whatever the developer's environment names.
+#[test]
+fn tests_keep_their_history_under_target() {
+    for var in ["XDG_DATA_HOME", "FSARENA_HISTORY"] {
+        let v = std::env::var(var).unwrap_or_default();
+        assert!(
+            v.starts_with(env!("CARGO_MANIFEST_DIR")) && v.contains("/target/test-data"),
+            "{var}={v}"
+        );
+    }
+}

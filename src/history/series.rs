@@ -56,6 +56,10 @@ pub struct Series {
     pub runs: Vec<RunPoint>,
 }
 
+/// A series' repetitions by run index: (repetition, value) of the `ok` ones, and how many
+/// did not end `ok`.
+type PerRun = BTreeMap<usize, (Vec<(u32, f64)>, usize)>;
+
 /// The series `values` make, their runs ordered as `runs` are (oldest first). Values of a
 /// run not in `runs` are left out.
 pub fn build(runs: &[RunEntry], values: &[Value]) -> Vec<Series> {
@@ -64,9 +68,7 @@ pub fn build(runs: &[RunEntry], values: &[Value]) -> Vec<Series> {
         .enumerate()
         .map(|(i, r)| (r.id.as_str(), (i, r)))
         .collect();
-    // Series key → run index → (values, failed).
-    let mut by: BTreeMap<SeriesKey, (bool, BTreeMap<usize, (Vec<(u32, f64)>, usize)>)> =
-        BTreeMap::new();
+    let mut by: BTreeMap<SeriesKey, (bool, PerRun)> = BTreeMap::new();
     for v in values {
         let Some(&(i, run)) = order.get(v.run_id.as_str()) else {
             continue;

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use super::entry::{RunEntry, Value};
-use super::series::{build, center};
+use super::series::{build, center, Series};
 
 /// What the x axis is.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -173,29 +173,7 @@ pub fn trend(runs: &[RunEntry], values: &[Value], by: &By) -> Trend {
                 point.hosts.last_mut().expect("just pushed")
             }
         };
-        let mut steps: Vec<Step> = Vec::new();
-        for rp in &s.runs {
-            let Some(run) = by_id.get(rp.run_id.as_str()) else {
-                continue;
-            };
-            let x = by.step(run);
-            match steps.iter_mut().find(|st| st.x == x) {
-                Some(st) => {
-                    st.runs.push(rp.run_id.clone());
-                    st.values.extend(&rp.values);
-                }
-                None => steps.push(Step {
-                    x,
-                    runs: vec![rp.run_id.clone()],
-                    values: rp.values.clone(),
-                    center: None,
-                    ci95: None,
-                }),
-            }
-        }
-        for st in &mut steps {
-            (st.center, st.ci95) = center(&st.values);
-        }
+        let steps = steps(&s, &by_id, by);
         cell.targets.push(TargetLine {
             target: s.key.target.clone(),
             steps,
@@ -205,4 +183,33 @@ pub fn trend(runs: &[RunEntry], values: &[Value], by: &By) -> Trend {
         by: by.name(),
         plans: plans.into_values().collect(),
     }
+}
+
+/// One series' runs placed on the axis: runs that share a step pooled into it, in the order
+/// the steps are first met (oldest run first).
+fn steps(s: &Series, by_id: &BTreeMap<&str, &RunEntry>, by: &By) -> Vec<Step> {
+    let mut steps: Vec<Step> = Vec::new();
+    for rp in &s.runs {
+        let Some(run) = by_id.get(rp.run_id.as_str()) else {
+            continue;
+        };
+        let x = by.step(run);
+        match steps.iter_mut().find(|st| st.x == x) {
+            Some(st) => {
+                st.runs.push(rp.run_id.clone());
+                st.values.extend(&rp.values);
+            }
+            None => steps.push(Step {
+                x,
+                runs: vec![rp.run_id.clone()],
+                values: rp.values.clone(),
+                center: None,
+                ci95: None,
+            }),
+        }
+    }
+    for st in &mut steps {
+        (st.center, st.ci95) = center(&st.values);
+    }
+    steps
 }

@@ -32,7 +32,7 @@ pub fn run(a: &ListArgs) -> Result<i32> {
     for r in &runs {
         let labels: Vec<String> = r.labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
         s.push_str(&format!(
-            "{}  {}  host {}  plan {}  kernel {}  fsarena {}{}  {} ok, {} not ok{}\n    {}\n    {}\n",
+            "{}  {}  host {}  plan {}  kernel {}  fsarena {}{}  {} ok, {} not ok{}\n    {}\n    {}{}\n",
             r.id,
             date(r.started_unix),
             r.host_key,
@@ -45,6 +45,8 @@ pub fn run(a: &ListArgs) -> Result<i32> {
             if labels.is_empty() { String::new() } else { format!("  {}", labels.join(" ")) },
             r.plan_name,
             r.results_path,
+            // Retention: the history outlives the directory, and says so.
+            if std::path::Path::new(&r.results_path).exists() { "" } else { " (deleted)" },
         ));
     }
     s.push_str(&format!(
