@@ -16,8 +16,10 @@ mod commands;
 mod compare;
 mod exit;
 mod generate;
+mod history;
 mod out_dir;
 pub mod output;
+mod pct;
 mod record;
 mod run;
 mod same_plan;
@@ -81,7 +83,7 @@ pub enum Command {
         /// Exit 1 when any key metric is significantly worse in B (decided `worse` after
         /// plain Benjamini–Hochberg over the compared rows) by more than PCT % of A; for
         /// scripts and CI.
-        #[arg(long, value_name = "PCT", value_parser = parse_pct)]
+        #[arg(long, value_name = "PCT", value_parser = pct::parse_pct)]
         fail_if_worse: Option<f64>,
         /// With --fail-if-worse: pass points A measured that B lacks or has no ok run of
         /// (they fail the gate otherwise); each is still named on stderr.
@@ -138,6 +140,9 @@ pub enum Command {
     /// Run a command under strace and write its file-system calls under a root as a
     /// trace the `replay` workload replays (docs/trace-format.md).
     Record(record::RecordArgs),
+    /// Results over time: every run is kept in a history (list, add, report, check,
+    /// prune).
+    History(Box<history::HistoryArgs>),
 }
 
 /// Entry point; returns the process exit code.
@@ -258,14 +263,7 @@ fn dispatch(cli: Cli, given: &[String]) -> Result<i32> {
         Command::Op(a) => commands::op(a),
         Command::List => commands::list(),
         Command::Record(args) => record::run(args),
-    }
-}
-
-/// `--fail-if-worse PCT`: a finite percentage of 0 or more.
-fn parse_pct(s: &str) -> Result<f64, String> {
-    match s.trim().trim_end_matches('%').parse::<f64>() {
-        Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
-        _ => Err(format!("`{s}` is not a percentage of 0 or more")),
+        Command::History(args) => history::run(*args),
     }
 }
 

@@ -13,6 +13,7 @@ pub mod doctor;
 pub mod fio;
 pub mod fsops;
 pub mod golden;
+pub mod history;
 pub mod monitor;
 pub mod plan;
 pub mod provision;

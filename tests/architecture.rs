@@ -36,6 +36,7 @@ const LAYERS: &[&str] = &[
     "cost",
     "stats",
     "report",
+    "history",
     "runner",
     "tune",
     "doctor",

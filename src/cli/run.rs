@@ -48,6 +48,9 @@ pub struct RunArgs {
     /// No progress output.
     #[arg(long, short)]
     pub quiet: bool,
+    /// Where the run is kept in the history, and its labels.
+    #[command(flatten)]
+    pub registration: super::history::place::Registration,
     /// Allow formatting block devices named as NAME@/dev/DEVICE.
     #[arg(long)]
     pub allow_device: bool,
@@ -146,6 +149,8 @@ fn run_plan(args: RunArgs, given: &[String]) -> Result<i32> {
     if crate::cluster::world().is_root() {
         // Only rank 0 reports; the others' exit code still says how the run went.
         tell(&summary, &args.output);
+        // After the report: the history is a copy of what the results file holds.
+        args.registration.register(&summary.out);
     }
     Ok(exit_code(&summary))
 }

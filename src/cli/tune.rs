@@ -62,6 +62,9 @@ pub struct TuneArgs {
     /// No progress output.
     #[arg(long, short)]
     pub quiet: bool,
+    /// Where the race's runs are kept in the history, and their labels.
+    #[command(flatten)]
+    pub registration: super::history::place::Registration,
     #[command(flatten)]
     pub output: OutputArgs,
 }
@@ -200,6 +203,7 @@ pub fn tune(args: TuneArgs, given: &[String]) -> Result<i32> {
     let cancel = Arc::new(AtomicBool::new(false));
     signals::install(Arc::clone(&cancel), opts.work_root.clone(), dir.clone())?;
     let tuned = tune::run(&setup, &dir, opts, &cancel)?;
+    args.registration.register(&dir.join(setup::RUNS_DIR));
     match args.output.format().name() {
         "json" => emit(&(serde_json::to_string_pretty(&tuned.answer)? + "\n"))?,
         _ => emit(&tuned.text)?,

@@ -17,7 +17,7 @@ mod across;
 mod answer;
 pub mod charts;
 pub mod curves;
-mod escape;
+pub mod escape;
 mod figures;
 pub mod matrix;
 mod series;
@@ -76,7 +76,7 @@ fn target_colors(r: &Report) -> BTreeMap<String, usize> {
 
 /// A two-column grid of charts at 1280 px (one on a narrow screen); each SVG scales to its
 /// cell. The relative-view toggle is pure CSS, so it works with scripts off.
-const STYLE: &str = "body{font-family:system-ui,sans-serif;margin:1.5em auto;max-width:1240px;padding:0 16px;color:#222}\
+pub const STYLE: &str = "body{font-family:system-ui,sans-serif;margin:1.5em auto;max-width:1240px;padding:0 16px;color:#222}\
 h1{font-size:1.6em}h2{border-bottom:1px solid #ccc;padding-bottom:.2em;margin-top:2em}\
 table{border-collapse:collapse;margin:.5em 0 1em;font-size:.9em}td,th{border:1px solid #ddd;padding:3px 8px;text-align:right}\
 td{white-space:nowrap}td.wrap{white-space:normal}.scroll{overflow-x:auto;max-width:100%}\
