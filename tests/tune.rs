@@ -269,10 +269,12 @@ fn sixteen() -> String {
 }
 
 /// The defect: every candidate's 2 minimum runs came first, whatever the budget, so 16
-/// candidates of a 3-second budget ran 32 cells (0.3-0.5 s each here). Now the budget pays
-/// for the candidates drawn (the coarse model: 2 of the 16 asked, said in one line, in the
-/// dry run too), the minimum itself stops when its next cell no longer fits, and the answer
-/// names the candidates it did not race.
+/// candidates of a 3-second budget ran 32 cells (0.3-0.5 s each here). Now a budget that
+/// pays for no race is refused up front (issue 57.5: `tune_with_a_budget_below_its_minimum_is_refused_up_front`
+/// in tests/regression.rs), and the least budget that pays for one (8 s: the defaults and one
+/// candidate at the coarse model's ~1.7 s a cell, plus the 4 s a tune keeps for its start
+/// and end) races the candidates it pays for — 2 of the 16 asked, said in one line, in the
+/// dry run too — and ends near the budget, not after 32 cells.
 #[test]
 fn the_minimum_runs_of_many_candidates_no_longer_overrun_a_small_budget() {
     require_root();
@@ -280,7 +282,7 @@ fn the_minimum_runs_of_many_candidates_no_longer_overrun_a_small_budget() {
     let (work, dir) = (root.path.join("work"), root.path.join("tune"));
     let space = root.path.join("sixteen.toml");
     std::fs::write(&space, sixteen()).unwrap();
-    let budget = 3.0;
+    let budget = 8.0;
     let args = |extra: &[&'static str]| -> Vec<String> {
         let mut a: Vec<String> = [
             "tune",
@@ -292,7 +294,7 @@ fn the_minimum_runs_of_many_candidates_no_longer_overrun_a_small_budget() {
             "--fs-size",
             "1G",
             "--budget",
-            "3s",
+            "8s",
             "--candidates",
             "16",
             "--space",
@@ -340,31 +342,18 @@ fn the_minimum_runs_of_many_candidates_no_longer_overrun_a_small_budget() {
     assert_eq!(a["candidates"].as_array().unwrap().len(), 2, "{a}");
     assert_eq!(a["afforded"]["asked"], 16, "{a}");
     assert_eq!(a["afforded"]["drawn"], 2, "{a}");
-    // The budget less 3 s for the run's closing leaves nothing for the cells: after the
-    // first, the minimum stops and says so (the defaults' second run still runs, the others
-    // are compared with them); the answer names what it left out.
-    assert!(err.contains("of the minimum repetitions left out"), "{err}");
-    let not_raced = a["not_raced"].as_array().unwrap();
-    assert!(!not_raced.is_empty(), "{a}");
-    assert_eq!(a["ended"], "budget spent", "{a}");
     let defaults = &a["candidates"][0];
     assert_eq!(defaults["name"], "defaults", "{a}");
-    assert_eq!(
-        defaults["runs"], 2,
+    assert!(
+        defaults["runs"].as_u64().unwrap() >= 2,
         "the defaults' minimum always runs: {a}"
     );
-    for n in not_raced {
-        let row = a["candidates"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|c| c["name"] == *n)
-            .unwrap();
-        assert_eq!(row["fate"], "not raced", "{row}");
-    }
-    let shown = std::fs::read_to_string(dir.join("search.html")).unwrap();
-    assert!(shown.contains("not raced: "), "{shown}");
-    // Near the budget (measured: 1-2 s, as the walk's clock starts after the space's checks
+    let ended = a["ended"].as_str().unwrap();
+    assert!(
+        ended == "budget spent" || ended.starts_with("the most runs reached"),
+        "{a}"
+    );
+    // Near the budget (measured: 2.5 s, as the walk's clock starts after the space's checks
     // and the data set): one cell over it at most, not the 32 cells of before.
     assert!(
         wall < budget + 4.0,

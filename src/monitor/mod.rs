@@ -80,9 +80,19 @@ impl Monitor {
         let interval = interval.max(MIN_INTERVAL);
         let sampler = Sampler::new(devices)?;
         let (tx, rx) = mpsc::channel::<Cmd>();
+        let (started_tx, started) = mpsc::sync_channel::<()>(1);
         let thread = std::thread::Builder::new()
             .name("fsarena-monitor".into())
-            .spawn(move || run(sampler, interval, rx))?;
+            .spawn(move || {
+                let _ = started_tx.send(());
+                run(sampler, interval, rx)
+            })?;
+        // Returns only once the thread runs its own code. A thread still starting holds the
+        // standard library's lock on its registry of threads; a workload that forks right
+        // after the monitor starts (the db engine's confined child) would inherit that lock
+        // held, and every thread the child spawns would wait for it forever (seen: all
+        // twelve db workers of a child stuck in `set_current_info`).
+        let _ = started.recv();
         aside.attach(tx.clone());
         Ok(Monitor {
             devices: devices.to_vec(),

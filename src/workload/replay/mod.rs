@@ -21,6 +21,8 @@ pub mod deps;
 mod errno;
 pub mod expect;
 mod fidelity;
+#[cfg(test)]
+mod fuzz;
 mod issue;
 mod lay;
 pub mod options;
