@@ -2581,3 +2581,30 @@ fn dd_s_writes_through_a_dup2_ed_descriptor_are_replayed() {
     assert_eq!(m.metrics["logical_write_bytes"], (8u64 << 20) as f64);
     assert_eq!(m.metrics["skipped_calls"], 0.0);
 }
+
+/// Defect (#56): lseek was not recorded, so `make` of a C project diverged: the assembler
+/// writes its object file, seeks back to the start and reads it, and the replay read at the
+/// file's end (0 bytes where 4,096 were recorded). A seek is now kept and replayed to the
+/// position it returned.
+#[test]
+fn a_read_after_a_seek_back_replays_the_bytes_the_program_read() {
+    require_root();
+    let root = TestRoot::new("reg-trace-seek");
+    let calls = [
+        trace_call(
+            "0.0002",
+            "\"op\":\"write\",\"syscall\":\"write\",\"fd\":3,\"size\":4096,\"ret\":4096",
+        ),
+        trace_call(
+            "0.0003",
+            "\"op\":\"seek\",\"syscall\":\"lseek\",\"fd\":3,\"offset\":0,\"flags\":[\"SEEK_SET\"],\"ret\":0",
+        ),
+        trace_call(
+            "0.0004",
+            "\"op\":\"read\",\"syscall\":\"read\",\"fd\":3,\"size\":8192,\"ret\":4096",
+        ),
+    ];
+    let trace = edited_trace(&root.path, "seek", 1, "0.01", &calls);
+    let m = replayed_ok(&root, &trace);
+    assert_eq!(m.metrics["logical_read_bytes"], 4096.0);
+}

@@ -506,6 +506,12 @@ fn describe_io(sc: &Syscall) -> Option<Shape> {
             return Some(shape);
         }
         "syncfs" => (Op::Syncfs, None, None),
+        "lseek" => {
+            let mut shape = Shape::new(Op::Seek, Target::Fd(fd_at(sc, 0)?));
+            shape.offset = u64_at(sc, 1);
+            shape.flags = sc.args.get(2).map(Arg::flags).unwrap_or_default();
+            return Some(shape);
+        }
         "fstat" | "fstat64" => (Op::Stat, None, None),
         "getdents" | "getdents64" => (Op::Getdents, u64_at(sc, 2), None),
         "ftruncate" | "ftruncate64" => (Op::Truncate, u64_at(sc, 1), None),

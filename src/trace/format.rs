@@ -137,6 +137,12 @@ pub enum Op {
     Truncate,
     /// fallocate: `fd`, `offset`, `size`, `mode`.
     Fallocate,
+    /// lseek: `fd`, the recorded `offset` argument where it is not negative, the whence in
+    /// `flags` (`SEEK_SET`, `SEEK_CUR`, `SEEK_END`, `SEEK_DATA`, `SEEK_HOLE`), and the
+    /// position it returned in `ret`. Replayed as a seek to that position from the start, so
+    /// a later `read` or `write` (which carry no offset) moves the bytes the program moved
+    /// there: an assembler reading back the object file it wrote read 0 bytes at its end.
+    Seek,
     /// syncfs: `fd` (the file system holding it is written back).
     Syncfs,
     /// sync: no argument; replayed as a syncfs of the target, the only file system it has.

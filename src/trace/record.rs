@@ -22,7 +22,7 @@ sync_file_range,stat,lstat,newfstatat,statx,fstat,access,faccessat,faccessat2,ge
 getdents64,mkdir,mkdirat,rmdir,unlink,unlinkat,rename,renameat,renameat2,link,linkat,\
 symlink,symlinkat,truncate,ftruncate,fallocate,splice,syncfs,sync,msync,setxattr,lsetxattr,\
 fsetxattr,getxattr,lgetxattr,fgetxattr,listxattr,llistxattr,flistxattr,removexattr,\
-lremovexattr,fremovexattr,flock,chdir,fchdir,dup,dup2,dup3,fcntl,clone,clone3,fork,vfork,\
+lremovexattr,fremovexattr,flock,lseek,chdir,fchdir,dup,dup2,dup3,fcntl,clone,clone3,fork,vfork,\
 mmap,munmap,io_uring_enter,io_submit";
 
 /// strace's flags for a recording (and its calibration, `super::overhead`): every thread

@@ -305,3 +305,20 @@ fn rename_flags_xattrs_and_locks_are_kept() {
     );
     assert_eq!(got[7].flags, ["F_SETLKW", "F_WRLCK"]);
 }
+
+#[test]
+fn lseek_is_kept_with_its_whence_and_the_position_it_returned() {
+    // Defect (#56): lseek was not recorded, so an assembler that writes its object file,
+    // seeks back and reads it replayed its read at the file's end and got 0 bytes.
+    let c = convert(&[
+        r#"13926 1795912874.010348 lseek(3</r/a.o>, 0, SEEK_SET) = 0 <0.000004>"#,
+        r#"13926 1795912874.010349 lseek(3</r/a.o>, -16, SEEK_END) = 4080 <0.000004>"#,
+    ]);
+    let got = calls(&c);
+    let shape = |i: usize| (got[i].op, got[i].fd, got[i].offset, got[i].ret);
+    assert_eq!(shape(0), (Op::Seek, Some(3), Some(0), Some(0)));
+    assert_eq!(got[0].flags, vec!["SEEK_SET".to_string()]);
+    // A negative offset is no `offset`; the position it returned is what the replay seeks to.
+    assert_eq!(shape(1), (Op::Seek, Some(3), None, Some(4080)));
+    assert_eq!(got[1].flags, vec!["SEEK_END".to_string()]);
+}

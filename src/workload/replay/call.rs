@@ -114,6 +114,23 @@ fn bytes(r: rustix::io::Result<usize>) -> Returned {
     r.map(|n| n as i64).map_err(errno)
 }
 
+/// A recorded lseek: to the position it returned, from the start (what SEEK_CUR, SEEK_END
+/// or SEEK_DATA found then is where the program's next read or write began); a seek that
+/// failed is issued as recorded, where its offset was not negative, so it fails alike.
+fn seek(fd: &OwnedFd, call: &Call) -> Returned {
+    use rustix::fs::SeekFrom;
+    let has_flag = |name: &str| call.flags.iter().any(|f| f == name);
+    let to = match (call.ret, call.offset) {
+        (Some(p), _) => SeekFrom::Start(p.max(0) as u64),
+        (None, Some(off)) if has_flag("SEEK_DATA") => SeekFrom::Data(off),
+        (None, Some(off)) if has_flag("SEEK_HOLE") => SeekFrom::Hole(off),
+        (None, Some(off)) if has_flag("SEEK_END") => SeekFrom::End(off as i64),
+        (None, Some(off)) => SeekFrom::Start(off),
+        (None, None) => SeekFrom::Current(0),
+    };
+    rustix::fs::seek(fd, to).map(|p| p as i64).map_err(errno)
+}
+
 /// A libc call's result: -1 means the errno.
 fn libc_result(r: i64) -> Returned {
     if r < 0 {
@@ -267,6 +284,7 @@ impl Target {
             )),
             Op::Getdents => getdents(&fd, buf.slice_mut(size)),
             Op::Syncfs => done(rustix::fs::syncfs(&*fd)),
+            Op::Seek => seek(&fd, call),
             Op::Setxattr | Op::Getxattr | Op::Removexattr => {
                 super::attrs::on_fd(&fd, call, attr_buf(call, buf))
             }

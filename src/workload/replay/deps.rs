@@ -47,7 +47,10 @@ fn changes_target(call: &Call) -> bool {
         | Op::Msync
         | Op::Setxattr
         | Op::Removexattr
-        | Op::Lock => true,
+        | Op::Lock
+        // A seek moves the position every name of the open file shares: the reads and
+        // writes around it must keep their recorded order.
+        | Op::Seek => true,
         _ => false,
     }
 }

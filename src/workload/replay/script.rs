@@ -46,6 +46,7 @@ pub fn on_descriptor(call: &Call) -> bool {
         | Op::Fallocate
         | Op::Syncfs
         | Op::Lock
+        | Op::Seek
         | Op::Dup => true,
         Op::Stat | Op::Truncate | Op::Setxattr | Op::Getxattr | Op::Removexattr => {
             call.path.is_none() && call.fd.is_some()
