@@ -587,7 +587,7 @@ fn a_restored_clone_is_byte_identical_to_its_master() {
             .run("util-linux");
         mounts::unmount(&mnt).unwrap();
         let written = trace.finish().unwrap_or_else(|e| panic!("{name}: {e}"));
-        loopdev::detach(&lo.path).unwrap_or_else(|e| panic!("{name}: {e}"));
+        loopdev::detach(&lo.path, &copy).unwrap_or_else(|e| panic!("{name}: {e}"));
         assert!(!written.is_empty(), "{name}: the cell's writes were traced");
         assert!(
             !same_bytes(master.path(), &copy),

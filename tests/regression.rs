@@ -2608,3 +2608,69 @@ fn a_read_after_a_seek_back_replays_the_bytes_the_program_read() {
     let m = replayed_ok(&root, &trace);
     assert_eq!(m.metrics["logical_read_bytes"], 4096.0);
 }
+
+/// Loop devices bound to images under `root`, detached (whatever they are bound to now) when
+/// dropped, so a failed assertion leaves none.
+struct OwnLoops<'a> {
+    root: &'a Path,
+}
+
+impl Drop for OwnLoops<'_> {
+    fn drop(&mut self) {
+        for (dev, backing) in fsarena::provision::loopdev::attached() {
+            if backing.starts_with(self.root) {
+                let _ = Command::new("losetup").arg("-d").arg(&dev).status();
+            }
+        }
+    }
+}
+
+/// Defect (#57 item 9): a fresh file system failed its check after kill -9 and `--resume`
+/// in the suite ("invalid (the file system failed its check after the measurement (e2fsck
+/// -f -n /dev/loop0))"). A cleaner (a second Ctrl-C's sweep, `fsarena cleanup`, a resume's
+/// sweep) that listed `/dev/loopN` as a dead run's retried `losetup -d /dev/loopN` for ten
+/// seconds once that run's own teardown had detached it; when another run bound a new image
+/// to the device meanwhile, the detach marked *that* device to clear itself, and it did at
+/// the cell's unmount, so its check ran on a device with nothing behind it. A detach now
+/// takes a device only while it is bound to the image it was asked to detach.
+#[test]
+fn a_detach_never_takes_a_loop_device_bound_since_to_another_image() {
+    use fsarena::provision::loopdev;
+    require_root();
+    let root = TestRoot::new("reg-rebound-loop");
+    let _loops = OwnLoops { root: &root.path };
+    let (a, b) = (root.path.join("a.img"), root.path.join("b.img"));
+    for img in [&a, &b] {
+        std::fs::File::create(img)
+            .unwrap()
+            .set_len(64 << 20)
+            .unwrap();
+    }
+    let losetup = |args: &[&std::ffi::OsStr]| Command::new("losetup").args(args).status();
+    // The dead run's device, detached by its own teardown and bound to another image at
+    // once (by the same device name; another process may take a free device first: retry).
+    let mut rebound = None;
+    for _ in 0..10 {
+        let lo = loopdev::attach(&a, None).unwrap();
+        assert!(losetup(&["-d".as_ref(), lo.path.as_ref()])
+            .unwrap()
+            .success());
+        if losetup(&[lo.path.as_ref(), b.as_ref()]).unwrap().success() {
+            rebound = Some(lo.path);
+            break;
+        }
+    }
+    let dev = rebound.expect("no loop device could be bound again by name in 10 tries");
+    assert!(loopdev::backed_by(&dev, &b));
+    // The cleaner's late detach of the dead run's device.
+    loopdev::detach(&dev, &a).unwrap();
+    let name = dev.file_name().unwrap().to_string_lossy().into_owned();
+    let autoclear = std::fs::read_to_string(format!("/sys/block/{name}/loop/autoclear")).unwrap();
+    assert!(
+        loopdev::backed_by(&dev, &b) && autoclear.trim() == "0",
+        "the detach of a.img took {} bound to b.img (autoclear {autoclear})",
+        dev.display()
+    );
+    loopdev::detach(&dev, &b).unwrap();
+    assert!(!loopdev::backed_by(&dev, &b), "b.img is still attached");
+}

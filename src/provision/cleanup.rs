@@ -339,24 +339,25 @@ pub fn cleanup_run(run: &Path, report: &mut CleanupReport) {
     // 3. Loop devices whose backing file is one of this run's images. One still held open
     //    may be under a mount a helper finished after step 1 looked (it was between fork
     //    and exec when the run died): unmount again, and it lets go (`losetup -d` left it
-    //    to clear itself once free).
+    //    to clear itself once free). Each only while still bound to that image: another
+    //    run may have bound it since it was listed (`loopdev::detach`).
     let mut busy = Vec::new();
     for (dev, backing) in loopdev::attached() {
         let b = PathBuf::from(backing.to_string_lossy().trim_end_matches(" (deleted)"));
         let journaled = live.iter().any(|e| e.kind != Kind::Mount && e.path == b);
         if b.starts_with(run) || journaled {
-            match loopdev::detach(&dev) {
+            match loopdev::detach(&dev, &b) {
                 Ok(()) => report.detached.push(dev),
-                Err(_) => busy.push(dev),
+                Err(_) => busy.push((dev, b)),
             }
         }
     }
     if !busy.is_empty() {
         settle_helpers(run, HELPER_GRACE);
         unmount_all(&live, report);
-        for dev in busy {
-            let gone = || !loopdev::attached().iter().any(|(d, _)| *d == dev);
-            match loopdev::detach(&dev) {
+        for (dev, b) in busy {
+            let gone = || !loopdev::backed_by(&dev, &b);
+            match loopdev::detach(&dev, &b) {
                 Ok(()) => report.detached.push(dev),
                 Err(_) if gone() => report.detached.push(dev),
                 Err(e) => report.errors.push(format!("{}: {e}", dev.display())),

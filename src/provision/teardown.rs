@@ -124,7 +124,7 @@ impl Instance {
                 }
                 (r, Kind::Mount, p)
             }
-            Undo::Detach { dev, image } => (loopdev::detach(&dev), Kind::Loop, image),
+            Undo::Detach { dev, image } => (loopdev::detach(&dev, &image), Kind::Loop, image),
             Undo::RemoveKey { mnt, id } => {
                 let r = fscrypt::remove_key(&mnt, &id).map(|_| ()).map_err(|e| {
                     ProvisionError::io(
