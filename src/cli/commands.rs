@@ -113,6 +113,13 @@ pub fn cleanup(work_dir: &Path) -> Result<i32> {
             p.display()
         ));
     }
+    for p in &r.kept {
+        s.push_str(&format!(
+            "kept, with its run's journal (it holds what the journal does not name; move that \
+             and run `fsarena cleanup` again): {}\n",
+            p.display()
+        ));
+    }
     if r.unmounted.is_empty() && r.detached.is_empty() && r.removed.is_empty() {
         s.push_str(&format!("nothing to clean up in {}\n", work_dir.display()));
     }

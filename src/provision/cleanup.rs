@@ -23,6 +23,10 @@ pub struct CleanupReport {
     /// Things found in a run directory that its journal does not name (a file someone put
     /// there, a bind mount): reported and left where they are.
     pub foreign: Vec<PathBuf>,
+    /// What a run's journal names that was left because it holds something foreign (a
+    /// directory with a file or a mount of someone else's in it). The run's journal and
+    /// marker stay while any is there, so a later `fsarena cleanup` still finds it.
+    pub kept: Vec<PathBuf>,
     pub errors: Vec<String>,
 }
 
@@ -405,8 +409,9 @@ fn not_empty(e: &std::io::Error) -> bool {
 }
 
 /// Removes the journaled images and directories inside `run`, then, when nothing it
-/// tried to take down failed since `errors_before`, fsarena's marker and journal, then `run`
-/// if nothing else is in it. Never removes a tree with a mount in it.
+/// tried to take down failed since `errors_before` and nothing it names was left for
+/// holding something foreign, fsarena's marker and journal, then `run` if nothing else is
+/// in it. Never removes a tree with a mount in it.
 fn remove_journaled(
     run: &Path,
     live: &[journal::Entry],
@@ -419,6 +424,7 @@ fn remove_journaled(
         .filter(|t| !journaled_mount(live, t))
         .collect();
     report.foreign.extend(foreign_mounts);
+    let kept_before = report.kept.len();
     remove_images(run, live, report);
     remove_dirs(run, live, report);
     // Something the journal names could not be removed: the journal stays, so the next
@@ -431,7 +437,11 @@ fn remove_journaled(
         ));
         return;
     }
-    remove_run_dir(run, report);
+    // Something it names holds what is not ours: the journal stays (dropped, it left
+    // that directory nobody's to remove).
+    if report.kept.len() == kept_before {
+        remove_run_dir(run, report);
+    }
 }
 
 /// Whether the journal names a mount at `p` (a mount it does not name is someone else's).
@@ -473,6 +483,8 @@ fn remove_dirs(run: &Path, live: &[journal::Entry], report: &mut CleanupReport) 
                     e.path.display(),
                     m.display()
                 ));
+            } else {
+                keep_holder(&e.path, report);
             }
             continue;
         }
@@ -483,8 +495,23 @@ fn remove_dirs(run: &Path, live: &[journal::Entry], report: &mut CleanupReport) 
         };
         match r {
             Ok(()) => report.removed.push(e.path.clone()),
-            Err(err) if not_empty(&err) => report.foreign.push(e.path.clone()),
+            Err(err) if not_empty(&err) => keep_holder(&e.path, report),
             Err(err) => report.errors.push(format!("{}: {err}", e.path.display())),
+        }
+    }
+}
+
+/// Keeps the journaled directory `dir` (and its journal), which holds something foreign:
+/// what is in it and not reported yet is.
+fn keep_holder(dir: &Path, report: &mut CleanupReport) {
+    if !report.kept.iter().any(|k| k == dir) {
+        report.kept.push(dir.to_path_buf());
+    }
+    for e in fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        let known = |f: &PathBuf| f.starts_with(&p) || p.starts_with(f);
+        if !report.foreign.iter().any(known) && !report.kept.iter().any(|k| *k == p) {
+            report.foreign.push(p);
         }
     }
 }
@@ -569,25 +596,5 @@ fn stop_servers(live: &[journal::Entry], report: &mut CleanupReport) {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn helper_arguments_match_only_the_runs_own_paths_and_devices() {
-        let run = "/var/tmp/fsarena/run-1-2";
-        let loops = vec!["/dev/loop1".to_string()];
-        assert!(names_run("/var/tmp/fsarena/run-1-2/mnt/xfs-4", run, &loops));
-        assert!(names_run(run, run, &loops));
-        assert!(names_run("/dev/loop1", run, &loops));
-        assert!(names_run("--filename=/dev/loop1", run, &loops));
-        assert!(names_run(
-            "--directory=/var/tmp/fsarena/run-1-2/mnt/a",
-            run,
-            &loops
-        ));
-        assert!(!names_run("/dev/loop10", run, &loops));
-        assert!(!names_run("/var/tmp/fsarena/run-1-23/mnt", run, &loops));
-        assert!(!names_run("/var/tmp/fsarena", run, &loops));
-        assert!(!names_run("-n", run, &loops));
-    }
-}
+#[path = "cleanup_tests.rs"]
+mod tests;
