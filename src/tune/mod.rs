@@ -63,7 +63,8 @@ pub struct Request {
 }
 
 /// The race's setup: the space read and checked (every mkfs value through the tool's dry
-/// run, in `work_root`'s nearest existing directory), the candidates drawn, and each
+/// run, in `work_root`'s nearest existing directory; a value that does not fit the file
+/// system's size is left out, with one line on stderr), the candidates drawn, and each
 /// candidate's own mkfs options checked the same way (a combination the tool refuses is
 /// left out, with one line on stderr). Only as many candidates are drawn as the budget
 /// pays for at their minimum runs ([`afford`]; one line on stderr when that cuts them).
@@ -96,15 +97,24 @@ pub fn set_up(req: Request, work_root: &Path) -> Result<Setup, TuneError> {
     if let Some(line) = afforded.line() {
         eprintln!("fsarena: tune: {line}");
     }
-    let (levels, design) = sample::candidates(&space, afforded.drawn, req.seed);
     let defaults = setup::target(
         &space,
         &setup::Candidate {
             name: setup::DEFAULTS.into(),
-            levels: levels[0].clone(),
+            levels: space.params.iter().map(|p| p.default_index()).collect(),
         },
     );
-    space::check_mkfs_values(&space, &defaults, size, &dir)?;
+    for line in space::fit_mkfs_values(&mut space, &defaults, size, &dir)? {
+        eprintln!("fsarena: tune: {line}");
+    }
+    if space.params.is_empty() {
+        return Err(TuneError::Refused(format!(
+            "no parameter of the {} space has two values that fit a {} file system",
+            req.fs.name(),
+            crate::plan::size::human_bytes(size)
+        )));
+    }
+    let (levels, design) = sample::candidates(&space, afforded.drawn, req.seed);
     let mut kept = Vec::new();
     for (i, l) in levels.into_iter().enumerate() {
         let c = setup::Candidate {

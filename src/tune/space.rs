@@ -12,6 +12,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::plan::file::parse_plan_file_as;
+use crate::plan::fs_size::DEFAULT_FS_SIZE;
 use crate::plan::{FsKind, TargetConfig};
 
 /// Whether a parameter is given to mkfs or to mount.
@@ -279,41 +280,117 @@ pub fn safe_only(space: &mut Space) -> Result<(), SpaceError> {
 }
 
 /// Every mkfs value put through the tool's dry run (`provision::dry_mkfs`) on a target of
-/// the defaults plus that value: the first one refused is named with the tool's words.
-pub fn check_mkfs_values(
-    space: &Space,
+/// the defaults plus that value, on a file system of `size` bytes. A value refused at this
+/// size that the tool takes on a file system of the default size does not fit it (`-J
+/// size=1024`, a 1 GiB journal, on a 1 GiB file system): it is left out of the space, and
+/// each one left out is said in one line of the result (a parameter left with one value is
+/// left out too). A value refused at any size, or a default refused at this one, is an
+/// error naming it, the size and the tool's words: nothing to race without it.
+pub fn fit_mkfs_values(
+    space: &mut Space,
     defaults: &TargetConfig,
     size: u64,
     dir: &Path,
-) -> Result<(), SpaceError> {
+) -> Result<Vec<String>, SpaceError> {
+    let shown = crate::plan::size::human_bytes(size);
+    let mut dropped = Vec::new();
     for p in space.params.iter().filter(|p| p.kind == Kind::Mkfs) {
         for i in 0..p.values.len() {
-            let mut t = defaults.clone();
-            t.mkfs_args = space
-                .params
-                .iter()
-                .filter(|q| q.kind == Kind::Mkfs)
-                .flat_map(|q| {
-                    q.args(if q.name == p.name {
-                        i
-                    } else {
-                        q.default_index()
-                    })
-                })
-                .collect();
-            crate::provision::dry_mkfs::check(&t, size, dir).map_err(|why| SpaceError::Param {
+            let t = with_mkfs_value(space, defaults, &p.name, i);
+            let Err(why) = crate::provision::dry_mkfs::check(&t, size, dir) else {
+                continue;
+            };
+            let refused = |why: String| SpaceError::Param {
                 file: "space".into(),
                 param: p.name.clone(),
-                why: format!("value `{}` is refused by mkfs: {why}", p.values[i]),
-            })?;
+                why,
+            };
+            let fits_larger = size < DEFAULT_FS_SIZE
+                && crate::provision::dry_mkfs::check(&t, DEFAULT_FS_SIZE, dir).is_ok();
+            if !fits_larger {
+                let v = &p.values[i];
+                return Err(refused(format!("value `{v}` is refused by mkfs: {why}")));
+            }
+            if i == p.default_index() {
+                return Err(refused(format!(
+                    "its default `{}` does not fit a {shown} file system (--fs-size): {why}",
+                    p.values[i]
+                )));
+            }
+            dropped.push((p.name.clone(), p.values[i].clone(), why));
         }
     }
-    Ok(())
+    let mut lines = Vec::new();
+    for (param, value, why) in dropped {
+        if let Some(p) = space.params.iter_mut().find(|p| p.name == param) {
+            p.values.retain(|v| *v != value);
+            p.unsafe_.remove(&value);
+        }
+        lines.push(format!(
+            "parameter `{param}`: value `{value}` is left out, it does not fit a {shown} file system (--fs-size): {why}"
+        ));
+    }
+    space.params.retain(|p| p.values.len() > 1);
+    Ok(lines)
+}
+
+/// The target of `defaults` with the mkfs arguments of every parameter's default, except
+/// `param`'s value `i`.
+fn with_mkfs_value(space: &Space, defaults: &TargetConfig, param: &str, i: usize) -> TargetConfig {
+    let mut t = defaults.clone();
+    t.mkfs_args = space
+        .params
+        .iter()
+        .filter(|q| q.kind == Kind::Mkfs)
+        .flat_map(|q| {
+            q.args(if q.name == param {
+                i
+            } else {
+                q.default_index()
+            })
+        })
+        .collect();
+    t
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `fsarena tune ext4 --fs-size 1G` exited 2: the space's `-J size=1024` (a 1 GiB
+    /// journal) cannot be made on a 1 GiB file system, and one value refused stopped the
+    /// tune. Now that value is left out, said in one line, and the rest is raced.
+    #[test]
+    fn tune_at_1g_leaves_out_the_journal_that_does_not_fit() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = load(FsKind::Ext4, None).unwrap();
+        let before = s.clone();
+        let defaults = crate::plan::catalogue::get("ext4").unwrap();
+        let lines = fit_mkfs_values(&mut s, &defaults, 1 << 30, dir.path()).unwrap();
+        assert_eq!(lines.len(), 1, "{lines:?}");
+        assert!(
+            lines[0].contains("`-J size=1024`") && lines[0].contains("1.0 GiB"),
+            "{lines:?}"
+        );
+        let journal = s.params.iter().find(|p| p.name == "journal-size").unwrap();
+        assert_eq!(journal.values, ["", "-J size=64"]);
+        let others = |x: &Space| -> Vec<Param> {
+            x.params
+                .iter()
+                .filter(|p| p.name != "journal-size")
+                .cloned()
+                .collect()
+        };
+        assert_eq!(others(&s), others(&before));
+        // At the default size every value fits.
+        let mut full = before.clone();
+        assert!(
+            fit_mkfs_values(&mut full, &defaults, DEFAULT_FS_SIZE, dir.path())
+                .unwrap()
+                .is_empty()
+        );
+        assert_eq!(full, before);
+    }
 
     #[test]
     fn every_builtin_space_reads_and_checks() {
