@@ -2609,17 +2609,18 @@ fn a_read_after_a_seek_back_replays_the_bytes_the_program_read() {
     assert_eq!(m.metrics["logical_read_bytes"], 4096.0);
 }
 
-/// Loop devices bound to images under `root`, detached (whatever they are bound to now) when
-/// dropped, so a failed assertion leaves none.
+/// Loop devices bound to images under `root`, detached when dropped, so a failed assertion
+/// leaves none.
 struct OwnLoops<'a> {
     root: &'a Path,
 }
 
 impl Drop for OwnLoops<'_> {
     fn drop(&mut self) {
-        for (dev, backing) in fsarena::provision::loopdev::attached() {
+        use fsarena::provision::loopdev;
+        for (dev, backing) in loopdev::attached() {
             if backing.starts_with(self.root) {
-                let _ = Command::new("losetup").arg("-d").arg(&dev).status();
+                let _ = loopdev::detach(&dev, &backing);
             }
         }
     }
