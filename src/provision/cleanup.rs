@@ -510,7 +510,7 @@ fn keep_holder(dir: &Path, report: &mut CleanupReport) {
     for e in fs::read_dir(dir).into_iter().flatten().flatten() {
         let p = e.path();
         let known = |f: &PathBuf| f.starts_with(&p) || p.starts_with(f);
-        if !report.foreign.iter().any(known) && !report.kept.iter().any(|k| *k == p) {
+        if !report.foreign.iter().any(known) && !report.kept.contains(&p) {
             report.foreign.push(p);
         }
     }
