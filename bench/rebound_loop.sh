@@ -53,4 +53,6 @@ wait $beside
 echo "victim runs: $v ($((v * 9)) cells), records that failed their check: $bad"
 "$BIN" cleanup --work-dir "$ROOT/i/work" >/dev/null 2>&1
 "$BIN" cleanup --work-dir "$ROOT/v/work" >/dev/null 2>&1
+# The results are kept only when a victim's record failed its check, for a look at it.
+[ "$bad" = 0 ] && rm -rf "$ROOT"
 [ "$bad" = 0 ]
