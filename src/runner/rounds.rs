@@ -62,8 +62,6 @@ pub enum Beyond {
         seconds: f64,
         left: f64,
     },
-    /// No look up to the plan's maximum is expected to decide it.
-    NoLook,
     /// One of its groups made the most runs the plan allows.
     Maximum,
 }
@@ -188,7 +186,6 @@ pub fn beyond_reason(why: &Beyond) -> String {
             duration(seconds),
             duration(left.max(0.0))
         ),
-        Beyond::NoLook => "no look up to the run's most runs is expected to decide it".into(),
         Beyond::Maximum => "made the most runs the run allows".into(),
     }
 }

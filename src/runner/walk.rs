@@ -523,7 +523,8 @@ impl<'a> Walk<'a> {
             &|g| costs.estimate(g),
             remaining,
         );
-        for s in &r.stopped {
+        // With nothing left (the minimum spent the budget), the closing line says it all.
+        for s in r.stopped.iter().filter(|_| remaining > 0.0) {
             if self.beyond.insert((s.group.clone(), s.variant.clone())) {
                 self.progress.println(&rounds::stopped_line(s));
             }
