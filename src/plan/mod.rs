@@ -123,8 +123,9 @@ impl RankDirs {
 pub const MAX_AGE_PCT: f64 = 95.0;
 
 /// How many repetitions: fixed, or `auto`: `min` for every group, then further runs for
-/// the comparisons still undecided, closest to a decision first, until each is decided,
-/// a group reaches `max`, or the run's wall time reaches `budget`.
+/// the comparisons still undecided, cheapest decision first, until each is decided or
+/// beyond the budget (it would cost more than is left, or a group reached `max`), or the
+/// run's wall time reaches `budget`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Runs {

@@ -70,7 +70,7 @@ pub struct Settings {
     #[arg(long, value_name = "LIST")]
     pub threads: Option<ThreadList>,
     /// Repetitions per target, or `auto` (the default): 3, then more runs for the
-    /// comparisons still undecided, closest to a decision first, within --budget.
+    /// comparisons still undecided, cheapest decision first, within --budget.
     #[arg(long, value_name = "N|auto")]
     pub runs: Option<RunCount>,
     /// Wall time an `auto` run may spend, e.g. 5m, 90s, 1h (default 5m).

@@ -1,13 +1,70 @@
 //! `--runs auto` after the minimum repetitions: what a round is, apart from walking it.
 //! Rounds give one more repetition to the groups of the comparisons still undecided,
-//! closest first, while the budget lasts (what to repeat is decided in [`super::budget`];
-//! [`super::walk`] runs the chosen cells).
+//! cheapest decision first, while the budget lasts (what to repeat is decided in
+//! [`super::budget`]; [`super::walk`] runs the chosen cells). Here: what a round is made
+//! of ([`Group`], [`Round`], and the comparisons it [`Stopped`]), the repetition each group
+//! goes on with, the order of a round's cells, the lines the budget prints, and what cells
+//! have cost so far ([`Costs`], what rounds are priced from).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
-use super::budget::{Group, Round};
 use crate::plan::cells::Cell;
 use crate::results::record::CellId;
+
+/// One (target, workload, thread count): the unit a round repeats.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Group {
+    pub target: String,
+    pub workload: String,
+    /// The data set's profile, when the run has several.
+    pub dataset: Option<String>,
+    pub threads: u32,
+}
+
+impl Group {
+    /// Whether `cell` is one of this group's repetitions.
+    pub fn holds(&self, cell: &CellId) -> bool {
+        self.target == cell.target
+            && self.workload == cell.workload
+            && self.threads == cell.threads
+            && self.dataset == cell.dataset
+    }
+}
+
+/// What one round will repeat, and why.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Round {
+    /// The groups to give one more repetition, in the order their questions were chosen.
+    pub groups: Vec<Group>,
+    /// Estimated seconds the round costs, and the undecided comparisons it works on.
+    pub cost_s: f64,
+    pub questions: usize,
+    /// The comparisons the budget no longer pays for, and why.
+    pub stopped: Vec<Stopped>,
+}
+
+/// An undecided comparison the budget gives no further runs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Stopped {
+    /// The candidate's group.
+    pub group: Group,
+    /// The point within the workload (`cold`, `within`, …).
+    pub variant: String,
+    pub why: Beyond,
+}
+
+/// Why a comparison is beyond the budget.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Beyond {
+    /// Its estimated runs per target to a decision cost more seconds than are left.
+    Budget {
+        runs: usize,
+        seconds: f64,
+        left: f64,
+    },
+    /// One of its groups made the most runs the plan allows.
+    Maximum,
+}
 
 /// The repetition each of `groups` goes on with: after the last one `done` holds (a
 /// resumed run's included), and never below the plan's `minimum`.
@@ -44,10 +101,15 @@ pub fn interleave(cells: &mut [Cell], round: usize, targets: usize) {
     });
 }
 
-/// The line that starts round `round`, which works on `r` of the `open` comparisons.
+/// The line that starts round `round`, which works on `r` of the `open` comparisons (and
+/// says how many the budget stopped).
 pub fn round_line(round: usize, open: usize, r: &Round, remaining: f64) -> String {
+    let stopped = match r.stopped.len() {
+        0 => String::new(),
+        n => format!(", {n} beyond the budget"),
+    };
     format!(
-        "budget round {round}: {open} undecided, repeating {} group{} for {} of them \
+        "budget round {round}: {open} undecided{stopped}, repeating {} group{} for {} of them \
          (~{:.0} s of {:.0} s left)",
         r.groups.len(),
         if r.groups.len() == 1 { "" } else { "s" },
@@ -57,11 +119,12 @@ pub fn round_line(round: usize, open: usize, r: &Round, remaining: f64) -> Strin
     )
 }
 
-/// The line that ends the budget with `open` comparisons still undecided.
-pub fn no_further_round(open: usize, remaining: f64) -> String {
+/// The line that ends the budget with `open` comparisons still undecided, `stopped` of
+/// them beyond it.
+pub fn no_further_round(open: usize, stopped: usize, remaining: f64) -> String {
     format!(
-        "budget: {open} comparison{} still undecided; {remaining:.0} s left, which pays for no \
-         further round (or their groups reached the most runs allowed)",
+        "budget: {open} comparison{} still undecided, {stopped} beyond the budget; \
+         {remaining:.0} s left, which pays for no further round",
         if open == 1 { "" } else { "s" },
     )
 }
@@ -82,4 +145,176 @@ pub fn minimum_left_out(left_out: usize, cost: f64, left: f64) -> String {
         "budget: {left_out} cell{} of the minimum repetitions left out (the baseline's still run): ~{cost:.0} s the next, {left:.0} s left",
         if left_out == 1 { "" } else { "s" },
     )
+}
+
+/// The line that says the budget stopped giving runs to a comparison, and why:
+/// "budget: no more runs for xfs cold-read (2 threads): needs ~14 more runs (~6 min),
+/// beyond the 2 min left of the budget".
+pub fn stopped_line(s: &Stopped) -> String {
+    let g = &s.group;
+    let point: Vec<&str> = [g.workload.as_str(), s.variant.as_str()]
+        .into_iter()
+        .filter(|p| !p.is_empty())
+        .collect();
+    let threads = match g.threads {
+        1 => "1 thread".to_string(),
+        n => format!("{n} threads"),
+    };
+    let data = g
+        .dataset
+        .as_ref()
+        .map_or(String::new(), |d| format!(", {d}"));
+    format!(
+        "budget: no more runs for {} {} ({threads}{data}): {}",
+        g.target,
+        point.join(" "),
+        beyond_reason(&s.why)
+    )
+}
+
+/// Why a comparison is beyond the budget, in words: "needs ~14 more runs (~6 min), beyond
+/// the 2 min left of the budget".
+pub fn beyond_reason(why: &Beyond) -> String {
+    match *why {
+        Beyond::Budget {
+            runs,
+            seconds,
+            left,
+        } => format!(
+            "needs ~{runs} more run{} (~{}), beyond the {} left of the budget",
+            if runs == 1 { "" } else { "s" },
+            duration(seconds),
+            duration(left.max(0.0))
+        ),
+        Beyond::Maximum => "made the most runs the run allows".into(),
+    }
+}
+
+/// Seconds in words: "40 s" below a minute and a half, "6 min" from there.
+fn duration(seconds: f64) -> String {
+    match seconds < 90.0 {
+        true => format!("{seconds:.0} s"),
+        false => format!("{:.0} min", seconds / 60.0),
+    }
+}
+
+/// What cells have cost so far, per group, for the budget and the progress ETA.
+#[derive(Debug, Default, Clone)]
+pub struct Costs {
+    per_group: BTreeMap<Group, Spent>,
+}
+
+/// What one group's finished cells took.
+#[derive(Debug, Default, Clone, Copy)]
+struct Spent {
+    seconds: f64,
+    cells: u32,
+    longest: f64,
+}
+
+impl Costs {
+    /// Records one finished cell's wall seconds.
+    pub fn add(&mut self, g: Group, seconds: f64) {
+        let e = self.per_group.entry(g).or_default();
+        e.seconds += seconds;
+        e.cells += 1;
+        e.longest = e.longest.max(seconds);
+    }
+
+    /// The mean cost of `g`'s cells; else of the target's cells; else of all cells; else 0.
+    /// What a round is planned from.
+    pub fn estimate(&self, g: &Group) -> f64 {
+        let spent = self.known(g);
+        let cells: u32 = spent.iter().map(|s| s.cells).sum();
+        match cells {
+            0 => 0.0,
+            n => spent.iter().map(|s| s.seconds).sum::<f64>() / f64::from(n),
+        }
+    }
+
+    /// The longest of `g`'s cells, with the same fallbacks: what must still be left of the
+    /// budget to start one, so that the last cells of a run do not overrun it (with the
+    /// mean, the default run's last round ended 2.8 s past its budget).
+    pub fn longest(&self, g: &Group) -> f64 {
+        self.known(g).iter().map(|s| s.longest).fold(0.0, f64::max)
+    }
+
+    /// What is known of `g`'s cost: its own cells; else its target's; else every group's.
+    fn known(&self, g: &Group) -> Vec<Spent> {
+        if let Some(s) = self.per_group.get(g) {
+            return vec![*s];
+        }
+        let target: Vec<Spent> = self
+            .per_group
+            .iter()
+            .filter(|(k, _)| k.target == g.target)
+            .map(|(_, s)| *s)
+            .collect();
+        match target.is_empty() {
+            false => target,
+            true => self.per_group.values().copied().collect(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn g(t: &str, w: &str) -> Group {
+        Group {
+            target: t.into(),
+            workload: w.into(),
+            dataset: None,
+            threads: 1,
+        }
+    }
+
+    #[test]
+    fn costs_fall_back_from_group_to_target_to_all() {
+        let mut c = Costs::default();
+        assert_eq!(c.estimate(&g("ext4", "scan")), 0.0);
+        c.add(g("ext4", "scan"), 2.0);
+        c.add(g("ext4", "scan"), 4.0);
+        c.add(g("ntfs", "delete"), 10.0);
+        assert_eq!(c.estimate(&g("ext4", "scan")), 3.0);
+        assert_eq!(c.estimate(&g("ext4", "touch")), 3.0);
+        assert_eq!(c.estimate(&g("xfs", "touch")), 16.0 / 3.0);
+        assert_eq!(c.longest(&g("ext4", "scan")), 4.0);
+        assert_eq!(c.longest(&g("ext4", "touch")), 4.0);
+        assert_eq!(c.longest(&g("xfs", "touch")), 10.0);
+    }
+
+    #[test]
+    fn a_stopped_comparison_says_what_it_needs_and_what_is_left() {
+        let mut s = Stopped {
+            group: Group {
+                threads: 2,
+                ..g("xfs", "cold-read")
+            },
+            variant: "launch".into(),
+            why: Beyond::Budget {
+                runs: 14,
+                seconds: 364.0,
+                left: 100.0,
+            },
+        };
+        assert_eq!(
+            stopped_line(&s),
+            "budget: no more runs for xfs cold-read launch (2 threads): needs ~14 more runs \
+             (~6 min), beyond the 2 min left of the budget"
+        );
+        s.why = Beyond::Budget {
+            runs: 1,
+            seconds: 40.0,
+            left: 12.4,
+        };
+        s.variant.clear();
+        s.group.dataset = Some("medium".into());
+        assert_eq!(
+            stopped_line(&s),
+            "budget: no more runs for xfs cold-read (2 threads, medium): needs ~1 more run \
+             (~40 s), beyond the 12 s left of the budget"
+        );
+    }
 }

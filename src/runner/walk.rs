@@ -76,7 +76,10 @@ pub struct Walk<'a> {
     masters: populate::Masters<'a>,
     /// The number of the cell now being run (names its file systems).
     seq: u64,
-    costs: budget::Costs,
+    costs: rounds::Costs,
+    /// The comparisons (candidate's group, variant) the budget stopped and the run said so
+    /// of: each is said once.
+    beyond: HashSet<(Group, String)>,
     started: Instant,
 }
 
@@ -157,7 +160,8 @@ impl<'a> Walk<'a> {
             progress: Progress::new(cells, quiet),
             masters: populate::Masters::new(plan, work, cancel),
             seq: 0,
-            costs: budget::Costs::default(),
+            costs: rounds::Costs::default(),
+            beyond: HashSet::new(),
             started: Instant::now(),
         }
     }
@@ -444,7 +448,8 @@ impl<'a> Walk<'a> {
     }
 
     /// `--runs auto` after the minimum: rounds of one more repetition for the groups of
-    /// the comparisons still undecided, closest first, while the budget lasts ([`budget`]).
+    /// the comparisons still undecided, cheapest decision first, while the budget lasts
+    /// ([`budget`]).
     /// `Err` when what is still open cannot be told.
     fn spend_budget(&mut self, max: u32, budget: Duration) -> Result<(), BudgetError> {
         // The run's own start (before this clock) and end (images removed, report
@@ -497,7 +502,7 @@ impl<'a> Walk<'a> {
     /// recorded, and what is left of the budget; none when the budget is done, with the
     /// line that says why.
     fn decide_round(
-        &self,
+        &mut self,
         round: usize,
         next_rep: &HashMap<Group, u32>,
         max: u32,
@@ -518,9 +523,18 @@ impl<'a> Walk<'a> {
             &|g| costs.estimate(g),
             remaining,
         );
+        // With nothing left (the minimum spent the budget), the closing line says it all.
+        for s in r.stopped.iter().filter(|_| remaining > 0.0) {
+            if self.beyond.insert((s.group.clone(), s.variant.clone())) {
+                self.progress.println(&rounds::stopped_line(s));
+            }
+        }
         if r.groups.is_empty() {
-            self.progress
-                .println(&rounds::no_further_round(open.len(), remaining));
+            self.progress.println(&rounds::no_further_round(
+                open.len(),
+                r.stopped.len(),
+                remaining,
+            ));
             return Ok(Vec::new());
         }
         self.progress
