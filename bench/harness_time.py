@@ -2,7 +2,7 @@
 """Where a run's wall time went (issue 61, item 1): the harness's efficiency (measured seconds
 ÷ the run's wall seconds) and the time split per step, from the records' `harness_seconds`.
 
-Usage: python3 bench/harness_time.py DIR [--wall SECONDS] [--by-target]
+Usage: python3 bench/harness_time.py DIR [--wall SECONDS] [--by-target] [--by-repetition]
 
 Reads DIR/results.jsonl only (standard library). The run's wall time is `--wall` when given
 (e.g. from `/usr/bin/time`), else from the host record's start to the newest file in DIR
@@ -63,15 +63,15 @@ def cell_key(r):
     return (r["target"], r["workload"], r.get("dataset"), r["threads"], r["repetition"])
 
 
-def split(records):
-    """Seconds per column by target, and per step over the run."""
+def split(records, row_of=lambda key: key[0]):
+    """Seconds per column by row (target, unless `row_of` says otherwise), and per step."""
     cols = defaultdict(lambda: defaultdict(float))
     steps = defaultdict(float)
     cells = defaultdict(list)
     for r in records:
         cells[cell_key(r)].append(r)  # a cell's records are appended in order
     for key, rs in cells.items():
-        c = cols[key[0]]
+        c = cols[row_of(key)]
         named = 0.0
         for r in rs:
             m = (r.get("metrics") or {}).get("seconds", 0.0)
@@ -102,6 +102,9 @@ def main():
     ap.add_argument("dir")
     ap.add_argument("--wall", type=float, help="the run's wall seconds (default: from DIR)")
     ap.add_argument("--by-target", action="store_true", help="a row per target")
+    ap.add_argument("--by-repetition", action="store_true",
+                    help="a row per repetition, with the cells' own efficiency (measured / "
+                         "their seconds): the first repetition's cells follow the run's start")
     a = ap.parse_args()
     host, records = read(a.dir)
     if host is None:
@@ -127,8 +130,22 @@ def main():
     print(f"before the first cell (data set, populated images, their first copies): "
           f"{before:.1f} s; the cells: {total['cells']:.1f} s; after them and between "
           f"(reports, cleanup, bookkeeping): {after:.1f} s")
+    if a.by_repetition:
+        reps, _ = split(records, lambda key: key[4])
+        print("| repetition | measure | cells | measure / cells | " + " | ".join(COLUMNS[1:]) + " |")
+        print("|" + "---|" * (3 + len(COLUMNS)))
+        for rep in sorted(reps):
+            c = reps[rep]
+            print(f"| {rep + 1} | {c['measure']:.1f} | {c['cells']:.1f} | "
+                  f"{100 * c['measure'] / c['cells']:.1f} % | "
+                  + " | ".join(f"{c[k]:.1f}" for k in COLUMNS[1:]) + " |")
     shares = [(k, total[k]) for k in COLUMNS] + [("before", before), ("rest", after)]
     print("shares of the wall: " + ", ".join(f"{k} {100 * v / wall:.1f} %" for k, v in shares))
+    single = sorted(((s, f"{r['target']} {r['workload']} {r['repetition'] + 1} {step}")
+                     for r in records for step, s in (r.get("harness_seconds") or {}).items()),
+                    reverse=True)[:5]
+    print("largest single steps (target workload repetition step): "
+          + ", ".join(f"{name} {s:.1f}" for s, name in single))
     print("steps, largest first: " + ", ".join(
         f"{k} {v:.1f}" for k, v in sorted(steps.items(), key=lambda kv: -kv[1])))
 
