@@ -4,9 +4,11 @@
 
 Usage: python3 bench/harness_time.py DIR [--wall SECONDS] [--by-target] [--by-repetition]
 
-Reads DIR/results.jsonl only (standard library). The run's wall time is `--wall` when given
-(e.g. from `/usr/bin/time`), else from the host record's start to the newest file in DIR
-(results.jsonl is appended as each point is checked, the report files are written last).
+Reads DIR/results.jsonl only (standard library), or DIR itself when it is a .jsonl file. The
+run's wall time is `--wall` when given (e.g. from `/usr/bin/time`), else from the host
+record's start to the newest file in DIR (results.jsonl is appended as each point is
+checked, the report files are written last); a file kept in git has lost those times, so
+give it `--wall`.
 
 Columns, seconds summed over every cell's records, by target:
   measure   the measured phases (`metrics.seconds`, which hold the phase's final syncfs)
@@ -49,7 +51,8 @@ def group_of(step):
 
 def read(path):
     host, records = None, []
-    with open(os.path.join(path, "results.jsonl")) as f:
+    name = path if path.endswith(".jsonl") else os.path.join(path, "results.jsonl")
+    with open(name) as f:
         for line in f:
             r = json.loads(line)
             if r.get("record") == "host":
@@ -108,7 +111,9 @@ def main():
     a = ap.parse_args()
     host, records = read(a.dir)
     if host is None:
-        raise SystemExit(f"{a.dir}/results.jsonl has no host record")
+        raise SystemExit(f"{a.dir}: no host record")
+    if a.wall is None and a.dir.endswith(".jsonl"):
+        raise SystemExit(f"{a.dir}: a results file alone does not say its run's end: give --wall")
     wall = a.wall if a.wall is not None else wall_of(a.dir, host)
     cols, steps = split(records)
     total = defaultdict(float)
