@@ -142,7 +142,7 @@ def main():
         for rep in sorted(reps):
             c = reps[rep]
             print(f"| {rep + 1} | {c['measure']:.1f} | {c['cells']:.1f} | "
-                  f"{100 * c['measure'] / c['cells']:.1f} % | "
+                  f"{100 * c['measure'] / max(c['cells'], 1e-9):.1f} % | "
                   + " | ".join(f"{c[k]:.1f}" for k in COLUMNS[1:]) + " |")
     shares = [(k, total[k]) for k in COLUMNS] + [("before", before), ("rest", after)]
     print("shares of the wall: " + ", ".join(f"{k} {100 * v / wall:.1f} %" for k, v in shares))
