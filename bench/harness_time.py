@@ -13,8 +13,9 @@ give it `--wall`.
 Columns, seconds summed over every cell's records, by target:
   measure   the measured phases (`metrics.seconds`, which hold the phase's final syncfs)
   setup     making a cell's file system: mkfs, a blank's or a clone's copy, losetup, the
-            write trace's start, the eviction, mount, the sync before a clone's phase, the
-            wait for earlier images' removal, the host probe and the monitor's start
+            write trace's start, the eviction, mount, the write-back before a clone's phase
+            (`writeback`: its own file system and device; `sync`, the whole machine, before
+            2026-11-29), the wait for earlier images' removal, the host probe and the monitor's start
   workload  the workload's own work outside its phase (`workload_unmeasured`: preparation,
             its check of its work) and what the phase set aside (`phase_aside`)
   check     the read-only check after each cell
@@ -33,7 +34,7 @@ from collections import defaultdict
 
 GROUPS = {
     "setup": {"mkfs", "blank_copy", "blank_keep", "clone", "losetup", "trace_start", "evict",
-              "mount", "sync", "wait_removals", "monitor", "probe"},
+              "mount", "sync", "writeback", "wait_removals", "monitor", "probe"},
     "workload": {"workload_unmeasured", "phase_aside"},
     "check": {"check"},
     "teardown": {"unmount", "detach", "trace_end", "remove_image", "remove_dir", "unclaim",
