@@ -2675,3 +2675,42 @@ fn a_detach_never_takes_a_loop_device_bound_since_to_another_image() {
     loopdev::detach(&dev, &b).unwrap();
     assert!(!loopdev::backed_by(&dev, &b), "b.img is still attached");
 }
+
+/// Issue 60: the terminal and summary.md listed every place of a too-few-runs caution one
+/// by one, even where the plan itself chose the runs (a study's 720 cells at 2 runs). Each
+/// caution is now said once with how many places it concerns; one that every point shares
+/// because the plan ran that many names none.
+#[test]
+fn too_few_runs_are_grouped_with_a_count_and_the_plans_own_choice_names_no_place() {
+    use fsarena::report::{self, export};
+    let said = |keep: fn(&serde_json::Value) -> bool| {
+        let dir = tempfile::tempdir().unwrap();
+        common::fixture::write(dir.path(), true);
+        common::fixture::edit(dir.path(), |m| keep(m));
+        let r = report::build(&store::load(dir.path()).unwrap(), None);
+        let terminal = export::terminal::render_width(&r, false, 100);
+        let markdown = export::markdown::render(&r);
+        (terminal, markdown)
+    };
+    // Every point ran 2: the plan's choice.
+    let (terminal, markdown) = said(|m| m["repetition"].as_u64().is_some_and(|r| r < 2));
+    for text in [&terminal, &markdown] {
+        let line = (text.lines())
+            .find(|l| l.contains("only 2 successful runs"))
+            .unwrap_or_else(|| panic!("{text}"));
+        assert!(
+            line.contains("every point: the plan ran this many"),
+            "{line}"
+        );
+        assert!(!line.contains(" in create"), "{line}");
+    }
+    // Only xfs ran 2: its places, counted.
+    let (terminal, markdown) = said(|m| m["target"] != "xfs" || m["repetition"] != 2);
+    for text in [&terminal, &markdown] {
+        let line = (text.lines())
+            .find(|l| l.contains("only 2 successful runs"))
+            .unwrap_or_else(|| panic!("{text}"));
+        assert!(line.contains(" places: xfs in "), "{line}");
+        assert!(!line.contains("ext4 in"), "{line}");
+    }
+}

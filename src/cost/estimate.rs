@@ -3,7 +3,7 @@
 //! target's populated images priced once, however many cells copy them.
 
 use super::history::History;
-use super::model::{model_cell, model_image};
+use super::model::{model_bytes, model_cell, model_image};
 use crate::golden::layout::Layout;
 use crate::plan::Plan;
 
@@ -27,20 +27,28 @@ pub fn copied_layout(plan: &Plan, t: usize, w: &str) -> Option<Layout> {
         .and_then(|w| Layout::copied_by(w.as_ref()))
 }
 
+/// What a workload's cells start from at one scale: its files (what most cells' cost grows
+/// with) and its bytes (what a copy's grows with: [`model_bytes`]).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Size {
+    pub files: f64,
+    pub bytes: f64,
+}
+
 /// One cell to price: the target (an index into `plan.targets`), the data set (an index
 /// into [`Plan::datasets`]) and the workload's name.
 pub type Priced<'w> = (usize, usize, &'w str);
 
-/// Prices `cells`: history first, else the model. `files` is what a workload's cells start
-/// from at a scale of the series ([`Plan::scale_index`]), in files (the largest data set's
-/// at that scale, or the workload's own state's: `workload::initial`); a target's images
-/// grow with the largest. Each scale of a `--scale` series is priced as a plan of that
+/// Prices `cells`: history first, else the model. `sizes` is what a workload's cells start
+/// from at a scale of the series ([`Plan::scale_index`]), in files and bytes (the largest
+/// data set's at that scale, or the workload's own state's: `workload::initial`); a
+/// target's images grow with the largest. Each scale of a `--scale` series is priced as a plan of that
 /// scale alone would be, and the series as their sum: every scale has its own cells and its
 /// own images, so pricing them all at one scale misprices a series.
 pub fn estimate(
     plan: &Plan,
     cells: &[Priced],
-    files: &dyn Fn(&str, usize) -> f64,
+    sizes: &dyn Fn(&str, usize) -> Size,
     history: &History,
 ) -> Estimate {
     let mut e = Estimate::default();
@@ -52,7 +60,7 @@ pub fn estimate(
         if of_s.is_empty() {
             continue;
         }
-        let one = one_scale(plan, &of_s, &|w| files(w, s), scale, history);
+        let one = one_scale(plan, &of_s, &|w| sizes(w, s), scale, history);
         e.minimum_s += one.minimum_s;
         e.from_history += one.from_history;
         e.from_model += one.from_model;
@@ -61,19 +69,19 @@ pub fn estimate(
 }
 
 /// Prices the `cells` (target index, workload name) of one scale, `scale`, whose
-/// workloads start from `files` files.
+/// workloads start from `sizes`.
 fn one_scale(
     plan: &Plan,
     cells: &[(usize, &str)],
-    files: &dyn Fn(&str) -> f64,
+    sizes: &dyn Fn(&str) -> Size,
     scale: f64,
     history: &History,
 ) -> Estimate {
     let mut e = Estimate::default();
-    e.minimum_s += images(plan, cells, files, history);
+    e.minimum_s += images(plan, cells, &|w| sizes(w).files, history);
     for &(t, w) in cells {
         let target = &plan.targets[t];
-        let files = files(w);
+        let Size { files, bytes } = sizes(w);
         match history.cell(&target.name, w, files) {
             Some(s) => {
                 e.minimum_s += s;
@@ -81,8 +89,9 @@ fn one_scale(
             }
             None => {
                 let lays_down = copied_layout(plan, t, w).is_none();
-                e.minimum_s +=
-                    model_cell(target.fs, files, lays_down) + fixed_seconds(plan, w, scale);
+                e.minimum_s += model_cell(target.fs, files, lays_down)
+                    + model_bytes(target.fs, bytes, byte_passes(plan, w))
+                    + fixed_seconds(plan, w, scale);
                 e.from_model += 1;
             }
         }
@@ -132,11 +141,25 @@ fn fixed_seconds(plan: &Plan, w: &str, scale: f64) -> f64 {
     crate::workload::by_name(w).map_or(0.0, |wl| wl.fixed_seconds(options, scale))
 }
 
+/// How many times `plan`'s cells of `w` move their starting bytes ([`Workload::byte_passes`]).
+///
+/// [`Workload::byte_passes`]: crate::workload::Workload::byte_passes
+fn byte_passes(plan: &Plan, w: &str) -> f64 {
+    let empty = toml::Table::new();
+    let options = plan.workload_options.get(w).unwrap_or(&empty);
+    crate::workload::by_name(w).map_or(0.0, |wl| wl.byte_passes(options))
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::history::tests::{files_of, past_run};
     use super::*;
     use crate::plan::FsKind;
+
+    /// `files` files of no bytes worth pricing.
+    fn of(files: f64) -> Size {
+        Size { files, bytes: 0.0 }
+    }
 
     #[test]
     fn an_image_is_priced_once_per_target_not_inside_the_cell_that_built_it() {
@@ -158,7 +181,7 @@ mod tests {
         let ext4 = crate::plan::catalogue::get("ext4").unwrap();
         let plan = Plan::of(vec![ext4], &["touch"], Default::default());
         let cells = [(0, 0, "touch"), (0, 0, "touch"), (0, 0, "touch")];
-        let e = estimate(&plan, &cells, &|_, _| files, &h);
+        let e = estimate(&plan, &cells, &|_, _| of(files), &h);
         assert_eq!(e.minimum_s, 4.0 + 3.0);
     }
 
@@ -175,7 +198,7 @@ mod tests {
             (0, 0, "touch"),
             (0, 0, "copy"),
         ];
-        let e = estimate(&plan, &cells, &|_, _| files, &History::default());
+        let e = estimate(&plan, &cells, &|_, _| of(files), &History::default());
         let lays_down = model_cell(FsKind::Ext4, files, true);
         let on_copy = model_cell(FsKind::Ext4, files, false);
         // touch copies the data set's image, copy the dated one's: two images.
@@ -198,7 +221,13 @@ mod tests {
             let mut plan = Plan::of(vec![ext4.clone()], &["db"], Default::default());
             plan.workload_options
                 .insert("db".into(), toml::from_str(options).unwrap());
-            estimate(&plan, &[(0, 0, "db")], &|_, _| 1000.0, &History::default()).minimum_s
+            estimate(
+                &plan,
+                &[(0, 0, "db")],
+                &|_, _| of(1000.0),
+                &History::default(),
+            )
+            .minimum_s
         };
         let one = with("threads = 16\nduration = 1");
         // Two counts, each also with maintenance: four points of 10 s, each with its 3 s of
@@ -222,13 +251,13 @@ mod tests {
         let files = |d: usize| 1000.0 * 10f64.powi(d as i32);
         let cells = |d: usize| [(0, d, "create"), (0, d, "scan"), (0, d, "db")];
         let all: Vec<Priced> = (0..3).flat_map(cells).collect();
-        let whole = estimate(&series, &all, &|_, d| files(d), &History::default());
+        let whole = estimate(&series, &all, &|_, d| of(files(d)), &History::default());
         let mut sum = 0.0;
         for (d, &scale) in scales.iter().enumerate() {
             let mut one = series.clone();
             one.dataset.scale = scale;
             one.extra_scales.clear();
-            let e = estimate(&one, &cells(0), &|_, _| files(d), &History::default());
+            let e = estimate(&one, &cells(0), &|_, _| of(files(d)), &History::default());
             assert!(e.minimum_s > 0.0);
             sum += e.minimum_s;
         }
@@ -238,10 +267,44 @@ mod tests {
             whole.minimum_s
         );
         assert_eq!(whole.from_model, 9);
-        let first = estimate(&series, &all[..3], &|_, _| files(0), &History::default());
+        let first = estimate(
+            &series,
+            &all[..3],
+            &|_, _| of(files(0)),
+            &History::default(),
+        );
         assert!(
             whole.minimum_s > 3.0 * first.minimum_s,
             "the larger scales cost more"
         );
+    }
+
+    /// Defect (issue 60): the dry run priced copy-verify at ten times its default size at
+    /// 0.23 of what it took, from the file count alone. At the same file count, a plan of
+    /// copy-verify over ten times the bytes costs more by ten times the first's byte term;
+    /// a workload that moves no bytes (`touch`) costs the same.
+    #[test]
+    fn a_copy_is_priced_by_its_bytes_as_well_as_its_files() {
+        let ext4 = crate::plan::catalogue::get("ext4").unwrap();
+        let plan = Plan::of(vec![ext4], &["copy-verify", "touch"], Default::default());
+        let price = |w: &str, bytes: f64| {
+            let size = Size {
+                files: 10_000.0,
+                bytes,
+            };
+            estimate(&plan, &[(0, 0, w)], &|_, _| size, &History::default()).minimum_s
+        };
+        let gib = (1u64 << 30) as f64;
+        let (none, one, ten) = (
+            price("copy-verify", 0.0),
+            price("copy-verify", gib),
+            price("copy-verify", 10.0 * gib),
+        );
+        assert!(one > none, "{one} > {none}");
+        assert!(
+            ((ten - none) - 10.0 * (one - none)).abs() < 1e-6,
+            "{none} {one} {ten}"
+        );
+        assert_eq!(price("touch", 10.0 * gib), price("touch", 0.0));
     }
 }

@@ -14,6 +14,11 @@
 //! on a copy of an image 0.8 s plus 0.4× that. Either way it is an estimate; the progress
 //! bar's ETA corrects it as cells are timed.
 //!
+//! A workload whose time grows with the bytes it moves rather than its files (copy-verify,
+//! cold-read: `Workload::byte_passes`) is charged, in the model, each pass over its starting
+//! bytes at a rate per file system ([`model::model_bytes`]): a folder of a few large files
+//! costs what its bytes cost, which a file count does not see.
+//!
 //! A phase that repeated its pass to the floor (`passes` > 1) does not grow with the data
 //! set: it lasts the floor until one pass alone is longer. Its part of the cell is priced
 //! as `max(phase, one pass × files_now / files_then)`, the rest as above.

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use super::preflight::{self, Checked, Sized};
 use super::schedule;
 use super::terms::{RunError, RunOptions};
-use crate::cost::estimate::{copied_layout, estimate, Priced};
+use crate::cost::estimate::{copied_layout, estimate, Priced, Size};
 use crate::cost::history::History;
 use crate::plan::size::human_bytes;
 use crate::plan::{Location, Plan, Runs};
@@ -65,6 +65,8 @@ struct Preview<'p> {
     datasets: usize,
     /// Every cell of the minimum repetitions: (target index, data set index, workload).
     minimum: Vec<Priced<'static>>,
+    /// Per data set, per workload: the points a cell measures ([`cell_points`]).
+    points: Vec<Vec<Result<Vec<String>, String>>>,
     /// The work directory a run would make, its time and process id left as placeholders.
     run_dir: PathBuf,
 }
@@ -84,6 +86,13 @@ impl<'p> Preview<'p> {
                 )
             })
             .collect();
+        let points = (plan.datasets().iter())
+            .map(|d| {
+                (checked.workloads.iter())
+                    .map(|w| cell_points(plan, w.as_ref(), d, &opts.work_root))
+                    .collect()
+            })
+            .collect();
         Preview {
             plan,
             opts,
@@ -92,6 +101,7 @@ impl<'p> Preview<'p> {
             takes_threads,
             datasets,
             minimum,
+            points,
             run_dir: opts.work_root.join("run-<time>-<pid>"),
         }
     }
@@ -105,28 +115,37 @@ impl<'p> Preview<'p> {
             .collect()
     }
 
-    /// How many cells the minimum makes, and of what: first, because it is what a reader
-    /// weighs before anything else (and what changes with every option).
+    /// How many cells the minimum makes, and of what, and the points those cells measure:
+    /// first, because it is what a reader weighs before anything else (and what changes with
+    /// every option). A cell measures every point of its workload (a database's thread counts
+    /// and maintenance variants, fio's shapes, scan's cold and warm walks) one after another.
     fn cells(&self, s: &mut String) {
         let (plan, checked) = (self.plan, self.checked);
         let datasets = self.datasets;
-        let points = plan.cells(0..1, 1, &self.takes_threads).len();
+        let per_target = plan.cells(0..1, 1, &self.takes_threads).len();
         let min_runs = plan.runs.min();
         let targets = self.targets();
         let ignoring = self.takes_threads.iter().filter(|&&t| !t).count();
+        let points: usize = (self.minimum.iter())
+            .map(|&(_, d, name)| {
+                let w = (checked.workloads.iter()).position(|w| w.spec().name == name);
+                w.map_or(1, |w| self.points_of(d, w).map_or(1, Vec::len))
+            })
+            .sum();
         let _ = writeln!(
             s,
             "dry run: nothing is created, formatted or mounted.\n\
-             cells: {} target{} × {points} workload point{} × {min_runs} repetition{} = {} cells",
+             cells: {} target{} × {per_target} cell{} each × {min_runs} repetition{} = {} cells, \
+             {points} points measured",
             targets.len(),
             plural(targets.len()),
-            plural(points),
+            plural(per_target),
             plural(min_runs as usize),
             self.minimum.len()
         );
         let _ = writeln!(
             s,
-            "  workload points: {}{} workload{} × threads {}{}",
+            "  a target's cells in a repetition: {}{} workload{} × threads {}{}",
             if datasets > 1 {
                 format!("{datasets} data sets × ")
             } else {
@@ -141,6 +160,25 @@ impl<'p> Preview<'p> {
                 String::new()
             }
         );
+        let each: Vec<String> = (checked.workloads.iter().enumerate())
+            .map(|(w, wl)| {
+                let name = wl.spec().name;
+                match self.points_of(0, w) {
+                    Ok(labels) => format!("{name} {}{}", labels.len(), labelled(labels)),
+                    Err(why) => format!("{name} ? (its points are known once it runs: {why})"),
+                }
+            })
+            .collect();
+        let _ = writeln!(s, "  points a cell measures: {}", each.join(", "));
+    }
+
+    /// The points a cell of workload `w` measures on data set `d`.
+    fn points_of(&self, d: usize, w: usize) -> Result<&Vec<String>, &String> {
+        match self.points.get(d).and_then(|p| p.get(w)) {
+            Some(Ok(labels)) => Ok(labels),
+            Some(Err(why)) => Err(why),
+            None => unreachable!("a point list per data set and workload"),
+        }
     }
 
     /// The targets and workloads measured, what this host cannot run (and why), and how
@@ -260,12 +298,20 @@ impl<'p> Preview<'p> {
     /// (else the coarse model), and whether an `auto` budget leaves room after it.
     fn estimate(&self, s: &mut String) {
         let history = History::beside(&self.opts.out, 20);
-        let (starts, each) = (&self.sized.starts, &self.sized.scale_files);
-        let files = |w: &str, s: usize| {
-            let data_files = each.get(s).copied().unwrap_or(self.sized.files) as u64;
-            starts.files_of(w, data_files).unwrap_or(data_files) as f64
+        let (starts, sized) = (&self.sized.starts, self.sized);
+        let sizes = |w: &str, s: usize| {
+            let data_files = sized.scale_files.get(s).copied().unwrap_or(sized.files) as u64;
+            let data_bytes = sized
+                .scale_bytes
+                .get(s)
+                .copied()
+                .unwrap_or(sized.data_bytes);
+            Size {
+                files: starts.files_of(w, data_files).unwrap_or(data_files) as f64,
+                bytes: starts.bytes_of(w, data_bytes).unwrap_or(data_bytes) as f64,
+            }
         };
-        let e = estimate(self.plan, &self.minimum, &files, &history);
+        let e = estimate(self.plan, &self.minimum, &sizes, &history);
         let basis = match (e.from_history, e.from_model) {
             (_, 0) => "priced from earlier runs on this host".to_string(),
             (0, _) => "a coarse model: no earlier run of these targets here".to_string(),
@@ -329,6 +375,64 @@ impl<'p> Preview<'p> {
             }
         }
     }
+}
+
+/// The most point names the summary lists for one workload before "and N more".
+const LISTED_POINTS: usize = 4;
+
+/// " (a, b, c and 5 more)" of a cell's point names, the unnamed one "default"; nothing for
+/// one unnamed point.
+fn labelled(labels: &[String]) -> String {
+    if labels.len() <= 1 && labels.iter().all(String::is_empty) {
+        return String::new();
+    }
+    let named = labels.iter().map(|l| match l.as_str() {
+        "" => "default",
+        l => l,
+    });
+    let shown = list(named.take(LISTED_POINTS));
+    match labels.len().saturating_sub(LISTED_POINTS) {
+        0 => format!(" ({shown})"),
+        more => format!(" ({shown} and {more} more)"),
+    }
+}
+
+/// The points a cell of `workload` measures on `dataset` under the plan's options, named,
+/// as the run asks for them ([`Workload::points`]), so the count cannot drift from what a
+/// run does. Nothing is created: the workload reads its options, and fio's `large` file
+/// the free space under the nearest existing directory of `work_root` (the run sizes it
+/// on the target instead). An error (a block size larger than its file) is the reason.
+///
+/// [`Workload::points`]: crate::workload::Workload::points
+fn cell_points(
+    plan: &Plan,
+    workload: &dyn crate::workload::Workload,
+    dataset: &crate::dataset::DatasetSpec,
+    work_root: &std::path::Path,
+) -> Result<Vec<String>, String> {
+    let empty = toml::Table::new();
+    let options = (plan.workload_options)
+        .get(workload.spec().name)
+        .unwrap_or(&empty);
+    let existing = work_root
+        .ancestors()
+        .find(|p| p.is_dir())
+        .unwrap_or(std::path::Path::new("/"));
+    let cancel = std::sync::atomic::AtomicBool::new(false);
+    let ctx = crate::workload::Ctx {
+        root: existing,
+        scratch: existing,
+        sources: None,
+        threads: plan.threads.first().copied().unwrap_or(1),
+        dataset,
+        options,
+        cancel: &cancel,
+        deadline: None,
+        populated: false,
+        log_root: None,
+    };
+    let points = workload.points(&ctx).map_err(|e| e.to_string())?;
+    Ok(points.into_iter().map(|p| p.variant).collect())
 }
 
 /// What the plan's loop images are: one written with the data set per target and layout
@@ -426,5 +530,41 @@ mod tests {
         let plan = Plan::of(vec![get("ext4")], &["copy", "scan"], Default::default());
         let line = images_line(&plan, &[(0, 0, "copy"), (0, 0, "scan")], 1 << 30);
         assert!(line.contains("2 written once"), "{line}");
+    }
+
+    /// Defect (issue 60): the database study's dry run said "2 workload points × threads 1"
+    /// of cells that measure db at four thread counts, each also with maintenance, and pg's
+    /// two modes each with maintenance. A cell's points are counted as the run asks for them.
+    #[test]
+    fn a_cells_own_thread_counts_and_maintenance_points_are_counted() {
+        let ext4 = crate::plan::catalogue::get("ext4").unwrap();
+        let mut plan = Plan::of(vec![ext4], &["db", "scan", "create"], Default::default());
+        plan.workload_options.insert(
+            "db".into(),
+            toml::from_str("threads = [16, 12, 8, \"auto\"]\nmaintenance = true").unwrap(),
+        );
+        let dataset = &plan.datasets()[0];
+        let points = |w: &str| {
+            let w = crate::workload::by_name(w).unwrap();
+            cell_points(
+                &plan,
+                w.as_ref(),
+                dataset,
+                std::path::Path::new("/nonexistent/w"),
+            )
+            .unwrap()
+        };
+        let db = points("db");
+        assert_eq!(db.len(), 8, "{db:?}");
+        assert!(db.iter().filter(|p| p.contains("maintenance")).count() == 4);
+        assert_eq!(
+            labelled(&db),
+            " (16 threads, 16 threads + maintenance, 12 threads, 12 threads + maintenance \
+             and 4 more)"
+        );
+        assert_eq!(points("scan"), ["cold", "warm"]);
+        let create = points("create");
+        assert_eq!(create.len(), 1);
+        assert_eq!(labelled(&create), "");
     }
 }

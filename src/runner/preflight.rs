@@ -38,9 +38,10 @@ pub struct Sized {
     pub data_bytes: u64,
     /// The files of the largest data set.
     pub files: usize,
-    /// The files of the largest data set at each of [`Plan::scales`] (what the estimate
-    /// prices the cells of that scale at).
+    /// The files and bytes of the largest data set at each of [`Plan::scales`] (what the
+    /// estimate prices the cells of that scale at).
     pub scale_files: Vec<usize>,
+    pub scale_bytes: Vec<u64>,
     /// The most disk the run's work directory holds at once (see [`disk_need`]).
     pub disk_bytes: u64,
     /// The data set's measured zstd ratio (`None` for a user's own directory).
@@ -101,11 +102,13 @@ pub fn size(plan: &Plan, opts: &RunOptions) -> Result<Sized, RunError> {
     let largest = largest_dataset(plan);
     let manifest = largest.plan()?;
     let data_bytes = manifest.total_bytes();
-    let scale_files = match plan.scales().len() {
-        1 => vec![manifest.files.len()],
+    let (scale_files, scale_bytes) = match plan.scales().len() {
+        1 => (vec![manifest.files.len()], vec![data_bytes]),
         n => (0..n)
-            .map(|s| largest_at_scale(plan, s).plan().map(|m| m.files.len()))
-            .collect::<Result<_, _>>()?,
+            .map(|s| (largest_at_scale(plan, s).plan()).map(|m| (m.files.len(), m.total_bytes())))
+            .collect::<Result<Vec<_>, _>>()?
+            .into_iter()
+            .unzip(),
     };
     let held = Held::new(starts.bytes_to_hold(data_bytes), &each);
     let image = size_check(plan, held, &opts.work_root, opts.space_check)?;
@@ -116,6 +119,7 @@ pub fn size(plan: &Plan, opts: &RunOptions) -> Result<Sized, RunError> {
         data_bytes,
         files: manifest.files.len(),
         scale_files,
+        scale_bytes,
         disk_bytes: disk_need(plan, held),
         // Said of the data set only where a workload reads it.
         zstd_ratio: starts

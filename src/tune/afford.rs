@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::cost::estimate::{estimate, Priced};
+use crate::cost::estimate::{estimate, Priced, Size};
 use crate::cost::history::History;
 use crate::plan::Plan;
 use crate::workload::initial::Starts;
@@ -80,18 +80,23 @@ pub fn candidate_cost(plan: &Plan, min_runs: u32, history: &History) -> (f64, St
         .map(|c| (0, c.dataset, plan.workloads[c.workload].as_str()))
         .collect();
     let starts = Starts::of(plan);
-    // What the cells of each scale start from: the most files of a data set at it.
-    let mut each = vec![0u64; plan.scales().len()];
+    // What the cells of each scale start from: the most files and bytes of a data set at it.
+    let mut each = vec![(0u64, 0u64); plan.scales().len()];
     for (d, spec) in datasets.iter().enumerate() {
-        let files = spec.plan().map_or(0, |m| m.files.len() as u64);
+        let (files, bytes) = spec
+            .plan()
+            .map_or((0, 0), |m| (m.files.len() as u64, m.total_bytes()));
         let most = &mut each[plan.scale_index(d)];
-        *most = (*most).max(files);
+        *most = (most.0.max(files), most.1.max(bytes));
     }
-    let files = |w: &str, s: usize| {
-        let data_files = each.get(s).copied().unwrap_or(0);
-        starts.files_of(w, data_files).unwrap_or(data_files) as f64
+    let sizes = |w: &str, s: usize| {
+        let (data_files, data_bytes) = each.get(s).copied().unwrap_or((0, 0));
+        Size {
+            files: starts.files_of(w, data_files).unwrap_or(data_files) as f64,
+            bytes: starts.bytes_of(w, data_bytes).unwrap_or(data_bytes) as f64,
+        }
     };
-    let e = estimate(plan, &cells, &files, history);
+    let e = estimate(plan, &cells, &sizes, history);
     let basis = match (e.from_history, e.from_model) {
         (_, 0) => "earlier runs on this host",
         (0, _) => "a coarse model: no earlier run of the defaults here",

@@ -167,6 +167,11 @@ impl Workload for ColdRead {
         Some("every point: a cold read is what it measures")
     }
 
+    /// Each of its two points writes the install and loads it back from a cold cache.
+    fn byte_passes(&self, _options: &toml::Table) -> f64 {
+        4.0
+    }
+
     fn points(&self, _ctx: &Ctx) -> Result<Vec<Point>, WorkloadError> {
         Ok(vec![
             Point::default(),

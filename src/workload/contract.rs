@@ -80,6 +80,14 @@ pub trait Workload: Send + Sync {
     fn fixed_seconds(&self, _options: &toml::Table, _scale: f64) -> f64 {
         0.0
     }
+    /// How many times a cell moves the bytes it starts from through the target in phases
+    /// whose length the bytes set, not the file count (written, or read back from a cold
+    /// cache): the dry run's coarse model prices each such pass from the bytes
+    /// ([`crate::cost::model::model_bytes`]), since a tree of a few large files costs what its
+    /// bytes cost. The default, none: the file count prices the cell.
+    fn byte_passes(&self, _options: &toml::Table) -> f64 {
+        0.0
+    }
     /// Refuses, before anything is provisioned, a per-measurement `timeout` that a
     /// measurement under `options` cannot fit whatever the file system (a replay at its
     /// recorded pace waits for the recorded pauses): one line saying both figures.

@@ -205,6 +205,10 @@ impl Workload for CopyVerify {
     fn check_options(&self, table: &toml::Table) -> Result<(), String> {
         CopyVerifyOptions::from_table(table).map(drop)
     }
+    /// The copy writes the tree onto the target and the verify reads it back.
+    fn byte_passes(&self, _options: &toml::Table) -> f64 {
+        2.0
+    }
     fn drops_caches(&self, options: &toml::Table) -> Option<&'static str> {
         CopyVerifyOptions::from_table(options)
             .is_ok_and(|o| o.verify_cold)

@@ -80,6 +80,16 @@ impl Starts {
         }
     }
 
+    /// The bytes workload `name` starts from, given the data set's (what a copy's cost grows
+    /// with); `None` for a state that cannot be read.
+    pub fn bytes_of(&self, name: &str, data_bytes: u64) -> Option<u64> {
+        match self.own.iter().find(|(n, _)| *n == name) {
+            None => Some(data_bytes),
+            Some((_, Start::Own(o))) => Some(o.bytes),
+            Some(_) => None,
+        }
+    }
+
     /// The files the run's largest start holds: what its images grow with.
     pub fn largest_files(&self, data_files: u64) -> u64 {
         let own = self.known().filter_map(|(_, o)| o.files).max().unwrap_or(0);

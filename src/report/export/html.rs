@@ -355,67 +355,44 @@ fn summary(h: &mut String, r: &Report) {
 }
 
 /// Every warning once, grouped by kind with how many places it concerns, the places folded
-/// under it ([`super::text::notes::warning_groups`], as the terminal lists them), and every
-/// failed repetition. A caution about the plan's own choice is said once, without places:
-/// when every point ran the same few runs, the plan fixed them (issue 60: one item listed
-/// all 720 cells of a study whose plan ran 2).
+/// under it ([`super::text::notes::warning_groups`], as the terminal and summary.md group
+/// them), and every failed repetition. A caution about the plan's own choice is said once,
+/// without places.
 fn warnings(h: &mut String, r: &Report) {
-    let mut groups = super::text::notes::warning_groups(r);
+    use super::text::notes::{add_place, warning_groups};
+    let mut groups = warning_groups(r);
     for s in &r.sections {
         for row in &s.rows {
             for (rep, st, err) in &row.failed {
                 let text = st.with_error(err.as_deref());
                 let place = format!("{} repetition {} in {}", row.target, rep + 1, s.title());
-                match groups.iter_mut().find(|(t, _)| *t == text) {
-                    Some((_, places)) => places.push(place),
-                    None => groups.push((text, vec![place])),
-                }
+                add_place(&mut groups, text, place);
             }
         }
     }
     if groups.is_empty() {
         return;
     }
-    let planned = planned_runs(r);
     h.push_str("<section id=\"warnings\"><h2>Warnings</h2><ul>");
-    for (text, places) in groups {
-        if planned.as_deref().is_some_and(|p| text.starts_with(p)) {
+    for g in groups {
+        if g.planned {
             let _ = write!(
                 h,
-                "<li class=\"warn\">{} <span class=\"places\">(every point: the plan ran this many)</span></li>",
-                esc(&text)
+                "<li class=\"warn\">{} <span class=\"places\">({})</span></li>",
+                esc(&g.text),
+                esc(&g.reach())
             );
             continue;
         }
         let _ = write!(
             h,
-            "<li class=\"warn\">{} <details class=\"places\"><summary>{} place{}</summary>{}</details></li>",
-            esc(&text),
-            places.len(),
-            if places.len() == 1 { "" } else { "s" },
-            esc(&places.join("; "))
+            "<li class=\"warn\">{} <details class=\"places\"><summary>{}</summary>{}</details></li>",
+            esc(&g.text),
+            esc(&g.reach()),
+            esc(&g.places.join("; "))
         );
     }
     h.push_str("</ul></section>");
-}
-
-/// The start of the too-few-runs caution ("only 2 successful runs") when every row of the
-/// report ran that many: then the plan chose it, and no place is worth listing.
-fn planned_runs(r: &Report) -> Option<String> {
-    let mut oks = r
-        .sections
-        .iter()
-        .flat_map(|s| s.rows.iter().map(|row| row.ok));
-    let n = oks.next()?;
-    let every = oks.all(|k| k == n) && n > 0 && n < crate::stats::warnings::MIN_USEFUL_RUNS;
-    every.then(|| {
-        crate::stats::warnings::Warning::TooFewRuns { n }
-            .to_string()
-            .split(" — ")
-            .next()
-            .unwrap_or_default()
-            .to_string()
-    })
 }
 
 fn amplification(h: &mut String, r: &Report) {

@@ -119,8 +119,13 @@ pub fn markdown(r: &Report) -> String {
         for line in machine {
             out.push_str(&format!("- {line}\n"));
         }
-        for (text, places) in groups {
-            out.push_str(&format!("- {text} [{}]\n", places.join("; ")));
+        for g in groups {
+            if g.planned {
+                out.push_str(&format!("- {} ({})\n", g.text, g.reach()));
+            } else {
+                let places = g.places.join("; ");
+                out.push_str(&format!("- {} ({}: {places})\n", g.text, g.reach()));
+            }
         }
     }
     out

@@ -46,10 +46,33 @@ fn generic(w: &Warning) -> (String, Option<String>) {
     }
 }
 
-/// Every warning of the report once, each with every place it concerns ("ext4 in create,
-/// 1 thread (72 %)"), in the order first met: what the terminal and the HTML page list.
-pub fn warning_groups(r: &Report) -> Vec<(String, Vec<String>)> {
-    let mut groups: Vec<(String, Vec<String>)> = Vec::new();
+/// One kind of caution and every place it concerns ("ext4 in create, 1 thread (72 %)").
+#[derive(Debug, Clone, PartialEq)]
+pub struct WarningGroup {
+    pub text: String,
+    pub places: Vec<String>,
+    /// Every point of the report ran the same too few runs: the plan chose them, so the
+    /// caution is said once and no place is worth listing (issue 60: one item listed all 720
+    /// cells of a study whose plan ran 2).
+    pub planned: bool,
+}
+
+impl WarningGroup {
+    /// Where it applies, in words: "12 places", or that the plan ran this many everywhere.
+    pub fn reach(&self) -> String {
+        match (self.planned, self.places.len()) {
+            (true, _) => "every point: the plan ran this many".to_string(),
+            (false, 1) => "1 place".to_string(),
+            (false, n) => format!("{n} places"),
+        }
+    }
+}
+
+/// Every warning of the report once, grouped by kind with every place it concerns, in the
+/// order first met: what the terminal, summary.md and the HTML page list.
+pub fn warning_groups(r: &Report) -> Vec<WarningGroup> {
+    let planned = planned_runs(r);
+    let mut groups: Vec<WarningGroup> = Vec::new();
     for s in &r.sections {
         for row in &s.rows {
             for w in &row.warnings {
@@ -58,40 +81,88 @@ pub fn warning_groups(r: &Report) -> Vec<(String, Vec<String>)> {
                     Some(d) => format!("{} in {} ({d})", row.target, s.title()),
                     None => format!("{} in {}", row.target, s.title()),
                 };
-                match groups.iter_mut().find(|(t, _)| *t == text) {
-                    Some((_, places)) => places.push(place),
-                    None => groups.push((text, vec![place])),
-                }
+                add_place(&mut groups, text, place);
             }
         }
+    }
+    for g in &mut groups {
+        g.planned = planned.as_deref().is_some_and(|p| g.text.starts_with(p));
     }
     groups
 }
 
-/// Every warning of the report once, folded to one line each: the caution and where it
-/// applies, cut with "…" at the terminal's width (summary.md and report.html list every
-/// place in full), so the warnings never push the answer off the screen.
+/// Adds `place` to the group of `text`, or starts one.
+pub fn add_place(groups: &mut Vec<WarningGroup>, text: String, place: String) {
+    match groups.iter_mut().find(|g| g.text == text) {
+        Some(g) => g.places.push(place),
+        None => groups.push(WarningGroup {
+            text,
+            places: vec![place],
+            planned: false,
+        }),
+    }
+}
+
+/// The start of the too-few-runs caution ("only 2 successful runs") when every row of the
+/// report ran that many: then the plan chose it, and no place is worth listing.
+fn planned_runs(r: &Report) -> Option<String> {
+    let mut oks = r
+        .sections
+        .iter()
+        .flat_map(|s| s.rows.iter().map(|row| row.ok));
+    let n = oks.next()?;
+    let every = oks.all(|k| k == n) && n > 0 && n < crate::stats::warnings::MIN_USEFUL_RUNS;
+    every.then(|| {
+        Warning::TooFewRuns { n }
+            .to_string()
+            .split(" — ")
+            .next()
+            .unwrap_or_default()
+            .to_string()
+    })
+}
+
+/// Every warning of the report once, folded to one line each: the caution, how many places
+/// it concerns and the first of them, cut with "…" at the terminal's width (summary.md and
+/// report.html list every place in full), so the warnings never push the answer off the
+/// screen; a caution about what the plan itself chose names no place.
 pub fn warnings(r: &Report, width: usize) -> String {
     let groups = warning_groups(r);
     if groups.is_empty() {
         return String::new();
     }
     let mut out = String::from("\nwarnings (each in full in summary.md):\n");
-    for (text, places) in groups {
-        let mut where_ = places
-            .iter()
-            .take(MAX_PLACES)
-            .cloned()
-            .collect::<Vec<_>>()
-            .join("; ");
-        if places.len() > MAX_PLACES {
-            let _ = write!(where_, "; and {} more", places.len() - MAX_PLACES);
-        }
+    for g in groups {
         // The caution's first clause (what, not its advice), so the places fit the line.
-        let text = text.split(" — ").next().unwrap_or(&text);
+        let text = g.text.split(" — ").next().unwrap_or(&g.text);
         let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
-        out.push_str(&fold(&format!("- {text} [{where_}]"), width));
+        let line = if g.planned || g.places.len() == 1 {
+            let only = if g.planned { "" } else { g.places[0].as_str() };
+            match only {
+                "" => format!("- {text} ({})", g.reach()),
+                place => format!("- {text} ({place})"),
+            }
+        } else {
+            let mut where_ = list_places(&g.places, MAX_PLACES);
+            where_.insert_str(0, &format!("{}: ", g.reach()));
+            format!("- {text} ({where_})")
+        };
+        out.push_str(&fold(&line, width));
         out.push('\n');
+    }
+    out
+}
+
+/// The first `most` of `places`, "; and N more" after them.
+fn list_places(places: &[String], most: usize) -> String {
+    let mut out = places
+        .iter()
+        .take(most)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join("; ");
+    if places.len() > most {
+        let _ = write!(out, "; and {} more", places.len() - most);
     }
     out
 }
