@@ -274,6 +274,11 @@ fn cell_warnings(cell: &Cell, baseline: &str, no_baseline: bool) -> Vec<Warning>
             count: cached.len(),
         });
     }
+    if let Some(absorbed) = cell.raw.get("writes_absorbed").filter(|v| !v.is_empty()) {
+        warnings.push(Warning::WritesAbsorbed {
+            count: absorbed.len(),
+        });
+    }
     for (metric, &count) in &cell.non_finite {
         warnings.push(Warning::NonFinite {
             metric: metric.clone(),

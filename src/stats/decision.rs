@@ -102,6 +102,11 @@ pub struct Verdict {
     /// estimate's own far limit ([`MAX_RUNS_ESTIMATE`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub runs_limit: Option<usize>,
+    /// For `undecided`: the interval of the difference, in % of the baseline, that the runs
+    /// so far still allow (`pct_ci95`, at `ci_level`): "undecided: within −8 % to +3 %"
+    /// tells a reader there is no larger difference without more runs (issue 61).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub within_pct: Option<(f64, f64)>,
     /// For `equivalent`: the look whose two one-sided tests called it, with the interval
     /// they rest on and its level ([`crate::stats::verdicts::looks::Judged::equivalent`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -23,6 +23,12 @@ pub const READS_FROM_MEMORY: &str = "read with direct I/O, yet the device read u
      device), so the figure is not the device's; only a file larger than RAM reads from the \
      device";
 
+/// [`Warning::WritesAbsorbed`] after its count of runs.
+pub const WRITES_ABSORBED: &str = "wrote with direct I/O, yet the device wrote under nine \
+     tenths of it — the writes were absorbed by a cache beneath the file system (a FUSE \
+     daemon caches its device) and its syncs did not reach the device, so the figure is not \
+     the device's";
+
 /// Something a reader should know before trusting a group's numbers. `Display` gives the
 /// explanation and what to do about it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -51,6 +57,9 @@ pub enum Warning {
     /// Runs that read with O_DIRECT while the device read under a tenth of it (their
     /// records carry `reads_from_memory`): the figure is memory's, not the device's.
     ReadsFromMemory { count: usize },
+    /// Runs that wrote with O_DIRECT while the device wrote under nine tenths of it (their
+    /// records carry `writes_absorbed`): the figure is a cache's, not the device's.
+    WritesAbsorbed { count: usize },
 }
 
 impl fmt::Display for Warning {
@@ -128,6 +137,9 @@ impl fmt::Display for Warning {
             ),
             Warning::ReadsFromMemory { count } => {
                 write!(f, "{} {READS_FROM_MEMORY}", runs(*count, "run", "runs"))
+            }
+            Warning::WritesAbsorbed { count } => {
+                write!(f, "{} {WRITES_ABSORBED}", runs(*count, "run", "runs"))
             }
         }
     }

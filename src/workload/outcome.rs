@@ -22,4 +22,8 @@ pub struct Outcome {
     /// read next to nothing, something beneath the file (a FUSE daemon's cache of its block
     /// device) served them from memory, and the runner says so beside the figure.
     pub direct_reads: bool,
+    /// The phase wrote with O_DIRECT, so every byte it wrote should reach the device before
+    /// it ends: when the device wrote far less, a cache beneath the file (a FUSE daemon's
+    /// cache of its block device) absorbed the writes, and the runner says so.
+    pub synced_writes: bool,
 }

@@ -305,6 +305,7 @@ pub(super) mod tests {
             look_runs: None,
             ci_level: None,
             runs_limit: None,
+            within_pct: None,
             equivalence: None,
             steal: None,
         });

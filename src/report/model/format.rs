@@ -227,24 +227,53 @@ fn plus_minus(d: f64, (lo, hi): (f64, f64)) -> Option<f64> {
 }
 
 /// The decision word of a comparison, short enough for a narrow column: "worse",
-/// "undecided, ~4 runs".
+/// "undecided: within -8.5 to +3.1 %, ~4 more".
 pub fn decision_text(c: &Comparison) -> String {
     match &c.verdict {
         None => String::new(),
-        Some(v) if v.decision == Decision::Undecided => match v.runs_to_decide {
-            Some(n) if n > 0 => format!("undecided, ~{n} more"),
-            _ => "undecided".into(),
-        },
+        Some(v) if v.decision == Decision::Undecided => {
+            let mut out = "undecided".to_string();
+            if let Some((lo, hi)) = v.within_pct {
+                out.push_str(&format!(
+                    ": within {} to {} %",
+                    pct_words(lo),
+                    pct_words(hi)
+                ));
+            }
+            if let Some(n) = v.runs_to_decide.filter(|&n| n > 0) {
+                out.push_str(&format!(", ~{n} more"));
+            }
+            out
+        }
         Some(v) => v.decision.as_str().into(),
     }
 }
 
+/// What an undecided comparison still allows: "within -8.5 % to +3.1 %" (its 95 %
+/// interval, [`crate::stats::Verdict::within_pct`]), so "undecided" also says how large a
+/// difference the runs have ruled out; empty when it has no interval.
+pub fn within_text(v: &crate::stats::Verdict) -> String {
+    v.within_pct.map_or_else(String::new, |(lo, hi)| {
+        format!("within {} % to {} %", pct_words(lo), pct_words(hi))
+    })
+}
+
+/// A signed percentage in words: whole numbers from 10 % up, one decimal below, so that a
+/// small difference and an interval ending near zero read "+3.4" and "-0.3", not "+3" and
+/// "-0".
+pub fn pct_words(x: f64) -> String {
+    match x.abs() < 9.95 {
+        true => format!("{x:+.1}"),
+        false => format!("{x:+.0}"),
+    }
+}
+
 /// The % difference against the baseline and its decision: "-74.8 % ±6.9 worse",
-/// "+0.5 % equivalent", "-2.0 % ±6.7 undecided (~7 more runs)", "-3.3 % [-29.8, -0.0]
-/// worse" (a lopsided interval, [`interval_beside`]), "+444.1 % ±? worse" (the interval says
-/// nothing, [`pct_interval_meaningless`]): the difference written by [`pct_text`], the one
-/// rule every output shares (summary.md once printed "(±114.4)" where the terminal said
-/// "±?").
+/// "+0.5 % equivalent", "-2.0 % ±6.7 undecided: within -8.5 % to +4.7 % (~7 more runs)",
+/// "-3.3 % [-29.8, -0.0] worse" (a lopsided interval, [`interval_beside`]), "+444.1 % ±?
+/// worse" (the interval says nothing, [`pct_interval_meaningless`]): the difference written
+/// by [`pct_text`], the one rule every output shares (summary.md once printed "(±114.4)"
+/// where the terminal said "±?").
 pub fn vs_baseline(c: Option<&Comparison>, candidate_runs: usize) -> String {
     let Some(c) = c else {
         return String::new();
@@ -252,10 +281,17 @@ pub fn vs_baseline(c: Option<&Comparison>, candidate_runs: usize) -> String {
     let pct = pct_text(c, candidate_runs);
     match &c.verdict {
         None => pct,
-        Some(v) if v.decision == Decision::Undecided => match v.runs_to_decide {
-            Some(n) if n > 0 => format!("{pct} undecided (~{n} more runs)"),
-            _ => format!("{pct} undecided"),
-        },
+        Some(v) if v.decision == Decision::Undecided => {
+            let mut out = format!("{pct} undecided");
+            let within = within_text(v);
+            if !within.is_empty() {
+                out.push_str(&format!(": {within}"));
+            }
+            if let Some(n) = v.runs_to_decide.filter(|&n| n > 0) {
+                out.push_str(&format!(" (~{n} more runs)"));
+            }
+            out
+        }
         Some(v) => format!("{pct} {}", v.decision.as_str()),
     }
 }

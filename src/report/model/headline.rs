@@ -189,6 +189,7 @@ mod tests {
             look_runs: None,
             ci_level: None,
             runs_limit: Some(10),
+            within_pct: None,
             equivalence: None,
             steal: None,
         };

@@ -9,7 +9,8 @@
 //! of k log ratios has the sum of their variances over k². An approximate 95 % interval;
 //! none when any ratio rests on a single run. Memory targets (tmpfs) are listed, never ranked.
 //! A result whose target's or baseline's row read from memory where it asked for the device
-//! (`Warning::ReadsFromMemory`: a FUSE daemon's cache) is left out and counted: its ratio
+//! (`Warning::ReadsFromMemory`: a FUSE daemon's cache), or whose direct writes a cache beneath
+//! the file system absorbed (`Warning::WritesAbsorbed`), is left out and counted: its ratio
 //! compares memory with a device, which would rank a FUSE file system on its cache.
 
 use serde::Serialize;
@@ -58,9 +59,15 @@ fn log_mean(row: &Row, key: &str) -> Option<(f64, Option<f64>)> {
     Some((mean.ln(), var))
 }
 
-/// Whether a row's figure came from memory where it asked for the device.
+/// Whether a row's figure came from memory where it asked for the device: reads served
+/// from it, or writes it absorbed (`Warning::WritesAbsorbed`).
 fn read_from_memory(row: &Row) -> bool {
-    (row.warnings.iter()).any(|w| matches!(w, Warning::ReadsFromMemory { .. }))
+    (row.warnings.iter()).any(|w| {
+        matches!(
+            w,
+            Warning::ReadsFromMemory { .. } | Warning::WritesAbsorbed { .. }
+        )
+    })
 }
 
 /// Ranks every target measured beside the baseline; best first, references last.

@@ -103,6 +103,9 @@ fn measured(c: &CellRun, m: &mut Measurement, outcome: &Outcome, h: &mut Monitor
     if let Some(note) = assemble::reads_from_memory(&mut m.metrics, outcome) {
         m.notes.push(note);
     }
+    if let Some(note) = assemble::writes_absorbed(&mut m.metrics, outcome) {
+        m.notes.push(note);
+    }
     m.notes.extend(outcome.notes.iter().cloned());
     m.series = h
         .observed

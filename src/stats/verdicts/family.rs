@@ -5,7 +5,7 @@
 //! them. `fsarena compare` builds its own family with plain Benjamini–Hochberg
 //! ([`Family::new`]); each verdict says which procedure adjusted it.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use super::looks::{judge, round_differences, Judged, Priors};
 use super::points::{Point, RankedPair, Sample};
@@ -14,7 +14,7 @@ use crate::stats::decision::{
     Verdict, ALPHA,
 };
 use crate::stats::estimators::log_values;
-use crate::stats::moderated::{prior_of, Prior, Spread};
+use crate::stats::moderated::{alike, prior_of, Prior, Spread};
 use crate::stats::sequential::Looks;
 use crate::stats::significance::{compare, Comparison};
 use crate::stats::steal::{fit, Slope};
@@ -90,6 +90,9 @@ pub fn verdict(
         look_runs: None,
         ci_level: None,
         runs_limit: None,
+        within_pct: (decision == Decision::Undecided)
+            .then_some(c.pct_ci95)
+            .flatten(),
         equivalence: None,
         steal: None,
     }
@@ -175,10 +178,12 @@ struct Pools<'a> {
     cache: HashMap<(usize, usize), Priors>,
     /// Each point's steal fit per look ([`point_slope`]).
     slopes: HashMap<(usize, usize), Option<Slope>>,
+    /// The points judged on their raw figures whatever their fit ([`decide_points`]).
+    raw: &'a HashSet<usize>,
 }
 
 impl<'a> Pools<'a> {
-    fn new(points: &'a [Point], baseline: &'a str) -> Pools<'a> {
+    fn new(points: &'a [Point], baseline: &'a str, raw: &'a HashSet<usize>) -> Pools<'a> {
         let mut keys: Vec<(&str, Option<&str>, &str)> = Vec::new();
         let pool_of = points
             .iter()
@@ -200,6 +205,7 @@ impl<'a> Pools<'a> {
             pool_of,
             cache: HashMap::new(),
             slopes: HashMap::new(),
+            raw,
         }
     }
 
@@ -209,20 +215,20 @@ impl<'a> Pools<'a> {
     /// has a fit ([`point_slope`]); and point `pi`'s own fit.
     fn priors(&mut self, pi: usize, n: usize) -> Priors {
         let pool = self.pool_of[pi];
-        let (points, pool_of, baseline) = (self.points, &self.pool_of, self.baseline);
+        let (points, pool_of, baseline, raw) =
+            (self.points, &self.pool_of, self.baseline, self.raw);
         let shared = *self.cache.entry((pool, n)).or_insert_with(|| {
-            let in_pool: Vec<&Point> = points
-                .iter()
+            let in_pool: Vec<(&Point, bool)> = (points.iter().enumerate())
                 .zip(pool_of)
                 .filter(|(_, &q)| q == pool)
-                .map(|(p, _)| p)
+                .map(|((i, p), _)| (p, raw.contains(&i)))
                 .collect();
             pool_priors(&in_pool, baseline, n)
         });
         let slope = *self
             .slopes
             .entry((pi, n))
-            .or_insert_with(|| point_slope(&points[pi], n));
+            .or_insert_with(|| point_slope(&points[pi], n).filter(|_| !raw.contains(&pi)));
         Priors { slope, ..shared }
     }
 }
@@ -275,6 +281,16 @@ fn mark_at_no_steal(p: &mut Point) {
     }
 }
 
+/// Shows point `p`'s figures raw again ([`decide_points`]).
+fn clear_at_no_steal(p: &mut Point) {
+    let key = p.key.name.clone();
+    for group in p.groups.iter_mut() {
+        if let Some(m) = group.metrics.get_mut(&key) {
+            m.at_no_steal = None;
+        }
+    }
+}
+
 /// The spread of a group's first `n` log values, adjusted for steal by `slope` when it has
 /// a steal figure for each.
 fn group_spread(s: Sample, slope: Option<Slope>) -> Option<Spread> {
@@ -305,14 +321,36 @@ fn pair_spread(b: Sample, c: Sample, slope: Option<Slope>) -> Option<(Vec<f64>, 
 
 /// The priors of a pool's points from the first `n` runs of each group (the slope left to
 /// each point: [`Pools::priors`]).
-fn pool_priors(in_pool: &[&Point], baseline: &str, n: usize) -> Priors {
-    let slopes: Vec<Option<Slope>> = in_pool.iter().map(|p| point_slope(p, n)).collect();
-    let groups: Vec<Spread> = in_pool
+fn pool_priors(in_pool: &[(&Point, bool)], baseline: &str, n: usize) -> Priors {
+    let slopes: Vec<Option<Slope>> = (in_pool.iter())
+        .map(|&(p, raw)| point_slope(p, n).filter(|_| !raw))
+        .collect();
+    let in_pool: Vec<&Point> = in_pool.iter().map(|&(p, _)| p).collect();
+    let spreads: Vec<(&str, Spread)> = in_pool
         .iter()
         .zip(&slopes)
-        .flat_map(|(p, &sl)| (0..p.groups.len()).map(move |g| (p.sample(g).first(n), sl)))
-        .filter_map(|(s, sl)| group_spread(s, sl))
+        .flat_map(|(p, &sl)| (0..p.groups.len()).map(move |g| (p, g, sl)))
+        .filter_map(|(p, g, sl)| {
+            let spread = group_spread(p.sample(g).first(n), sl)?;
+            Some((p.groups[g].key.target.as_str(), spread))
+        })
         .collect();
+    // Borrow only between targets whose spreads are alike ([`alike`]).
+    let mut targets: Vec<&str> = spreads.iter().map(|(t, _)| *t).collect();
+    targets.sort_unstable();
+    targets.dedup();
+    let per_target: Vec<Spread> = (targets.iter())
+        .filter_map(|t| {
+            let own: Vec<Spread> = (spreads.iter().filter(|(u, _)| u == t))
+                .map(|(_, s)| *s)
+                .collect();
+            Spread::pooled(&own)
+        })
+        .collect();
+    if !alike(&per_target) {
+        return Priors::default();
+    }
+    let groups: Vec<Spread> = spreads.into_iter().map(|(_, s)| s).collect();
     // Per point, its paired differences (one per candidate), all sharing the baseline's
     // runs ([`lent_df`]).
     let per_point: Vec<Vec<(Vec<f64>, Spread)>> = in_pool
@@ -371,8 +409,8 @@ fn lent_df(per_point: &[Vec<Vec<f64>>]) -> f64 {
 
 /// Every comparison of the run judged over its looks: per point, its comparisons with the
 /// baseline, then its ranking pairs (a pair holding the baseline shares that group's place).
-fn members(points: &[Point], baseline: &str, looks: &Looks) -> Vec<Member> {
-    let mut pools = Pools::new(points, baseline);
+fn members(points: &[Point], baseline: &str, looks: &Looks, raw: &HashSet<usize>) -> Vec<Member> {
+    let mut pools = Pools::new(points, baseline, raw);
     let mut out = Vec::new();
     for (pi, point) in points.iter().enumerate() {
         let base_index = point.baseline_index(baseline);
@@ -515,6 +553,10 @@ fn settle(c: &mut Comparison, m: Member, ph: f64, o: &Outcome, how: (bool, f64, 
     if decision != Decision::Undecided {
         v.runs_to_decide = None;
     }
+    // The interval of every run so far, at 95 %, as `pct_ci95` shows it.
+    v.within_pct = (decision == Decision::Undecided)
+        .then_some(c.pct_ci95)
+        .flatten();
     v.runs_limit = looks.last();
     let rests_on = match decision {
         Decision::Better | Decision::Worse => m.judged.at.as_ref().map(|(t, _)| t),
@@ -529,16 +571,56 @@ fn settle(c: &mut Comparison, m: Member, ph: f64, o: &Outcome, how: (bool, f64, 
     c.verdict = Some(v);
 }
 
+/// The points whose figures and tests disagree on the stolen CPU time: a row shows its
+/// figures at no steal ([`mark_at_no_steal`]) while a test its decision or % rests on fell
+/// back to the raw values (a look too early for the point's fit, a side whose adjusted
+/// spread had no degree of freedom left), or the other way round. Such a headline once named
+/// the leader of the raw test above figures at no steal that ranked the other way.
+fn mixed_points(points: &[Point], members: &[Member], o: &Outcome) -> HashSet<usize> {
+    let mut mixed = HashSet::new();
+    for (m, &ph) in members.iter().zip(&o.adjusted) {
+        let (Slot::Group(pi, _) | Slot::Pair(pi, _)) = m.slot;
+        let shown = points[pi].groups.iter().any(|g| {
+            g.metrics
+                .get(&points[pi].key.name)
+                .is_some_and(|k| k.at_no_steal.is_some())
+        });
+        // No test of every run leaves the comparison's raw figures in place.
+        let latest = m.judged.latest.as_ref().is_some_and(|t| t.steal.is_some());
+        let called = (ph < ALPHA).then_some(m.judged.at.as_ref()).flatten();
+        if latest != shown || called.is_some_and(|(t, _)| t.steal.is_some() != shown) {
+            mixed.insert(pi);
+        }
+    }
+    mixed
+}
+
 /// Decides every point of a run against `baseline` within ±`margin_pct` %, looking at the
 /// repetitions as `looks` says: sets the verdicts on the key metrics' `vs_baseline` and on
 /// the ranking pairs, over one family.
+///
+/// One source for every figure printed: a point's decisions, its %, its ranking and the
+/// figures its rows show are all at no CPU steal or all raw. A point whose tests and
+/// figures would disagree ([`mixed_points`]) is judged again on its raw values, and the
+/// family with it, until none does (a raw point stays raw, so this ends).
 pub fn decide_points(points: &mut [Point], baseline: &str, margin_pct: f64, looks: &Looks) {
-    for point in points.iter_mut() {
-        mark_at_no_steal(point);
-        point.pairs = ranking_pairs(point, baseline);
-    }
-    let members = members(points, baseline, looks);
-    let o = outcome(&members);
+    let mut raw = HashSet::new();
+    let (members, o) = loop {
+        for (pi, point) in points.iter_mut().enumerate() {
+            match raw.contains(&pi) {
+                true => clear_at_no_steal(point),
+                false => mark_at_no_steal(point),
+            }
+            point.pairs = ranking_pairs(point, baseline);
+        }
+        let members = members(points, baseline, looks, &raw);
+        let o = outcome(&members);
+        let mixed = mixed_points(points, &members, &o);
+        if mixed.is_subset(&raw) {
+            break (members, o);
+        }
+        raw.extend(mixed);
+    };
     for (i, m) in members.into_iter().enumerate() {
         let (Slot::Group(pi, _) | Slot::Pair(pi, _)) = m.slot;
         let higher = points[pi].key.higher_is_better;

@@ -327,6 +327,7 @@ impl Workload for IoWorkload {
         outcome.notes.extend(notes);
         // Only this host's device is watched: a client run's reads are the servers'.
         outcome.direct_reads = spec.direct && cfg.hosts.is_empty();
+        outcome.synced_writes = spec.direct && spec.rw.writes() && cfg.hosts.is_empty();
         Ok(outcome)
     }
 }

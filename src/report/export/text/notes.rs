@@ -8,7 +8,7 @@ use crate::plan::size::human_bytes;
 use crate::report::model::format::value;
 use crate::report::model::report::{Report, STOLEN_NOTED_PCT};
 use crate::stats::steadiness::UNSTEADY_CV;
-use crate::stats::warnings::{READS_FROM_MEMORY, WIDE_SPREAD_CV};
+use crate::stats::warnings::{READS_FROM_MEMORY, WIDE_SPREAD_CV, WRITES_ABSORBED};
 use crate::stats::Warning;
 
 /// The most places a warning lists before it says "and N more".
@@ -41,6 +41,9 @@ fn generic(w: &Warning) -> (String, Option<String>) {
         ),
         Warning::ReadsFromMemory { count } => {
             (READS_FROM_MEMORY.to_string(), Some(format!("{count}×")))
+        }
+        Warning::WritesAbsorbed { count } => {
+            (WRITES_ABSORBED.to_string(), Some(format!("{count}×")))
         }
         other => (other.to_string(), None),
     }
