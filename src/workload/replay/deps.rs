@@ -5,7 +5,8 @@
 //! recorded start order, a call waits for the last call that changed each resource it
 //! touches, and a call that changes one also waits for every call that read it since:
 //! a creation, rename or unlink before a later use of the name, a file's writes before
-//! another thread's read, a directory's new entries before its listing. Readers do not
+//! another thread's read, a directory's new entries before its listing, an open before
+//! another thread's use of its descriptor and that use before the descriptor's last close. Readers do not
 //! wait for one another. Order within a thread is the thread's own; only waits on other
 //! threads are kept, the latest per thread (a thread completes its calls in order).
 
@@ -109,7 +110,20 @@ pub fn touches(script: &Script, i: usize) -> Vec<Touch> {
             add(parent(path), true);
         }
     }
+    // The open file itself: its open makes it and its last close ends it, so a call on it
+    // in another thread (a child that inherited the descriptor) waits for the open, and the
+    // close waits for every such call since.
+    if let Some(s) = script.slot[i] {
+        let ends = call.op == Op::Close && !script.keeps_open.contains(&i);
+        add(&slot_resource(s), call.op == Op::Open || ends);
+    }
     out
+}
+
+/// The resource that stands for the replay's open file in slot `s`: no path can name it
+/// (no file name holds a NUL).
+fn slot_resource(s: usize) -> String {
+    format!("\u{0}slot {s}")
 }
 
 /// Per call, the calls of other threads it waits for.

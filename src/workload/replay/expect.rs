@@ -2,7 +2,7 @@
 //! when recorded applied to it, in recorded order — names, kinds, file sizes and link
 //! targets. Hard links share an inode (a write through one name grows the other), an open
 //! file keeps its inode through a rename or unlink, and a descriptor's implicit offset moves
-//! by what each read and write moved, as the kernel's does.
+//! by what each read and write moved and to where each seek went, as the kernel's does.
 
 use std::collections::BTreeMap;
 
@@ -188,6 +188,13 @@ pub fn simulate(trace: &Trace, script: &Script) -> Tree {
             Op::Read | Op::Write => {
                 if let Some(o) = slot.and_then(|s| opens.get_mut(s)) {
                     moved(&mut tree, o, call);
+                }
+            }
+            // The replay seeks to the position the call returned: the writes after it
+            // land there, not where the last read or write ended.
+            Op::Seek => {
+                if let (Some(o), Some(pos)) = (slot.and_then(|s| opens.get_mut(s)), call.ret) {
+                    o.offset = pos.max(0) as u64;
                 }
             }
             Op::Truncate | Op::Fallocate => {

@@ -8,9 +8,18 @@
 //! it did not open). A `dup` makes its new number another name of the same slot, as the
 //! kernel makes it another name of the same open file (offset shared): `dd of=F` writes to
 //! descriptor 1 after `dup2(3, 1)`. Closing one of several names of a slot closes nothing
-//! in the replay; the last name's close closes it. A descriptor no recorded open made
-//! (stdin, a pipe) cannot be replayed: those calls are counted by kind and said, never
-//! issued.
+//! in the replay; the last name's close closes it.
+//!
+//! A thread that uses a number it neither opened nor dup'ed onto got it from another thread:
+//! a child forked after the open (`dpkg-deb`'s `tar` reads the package its parent opened,
+//! and goes on reading after the parent closed its own copy), or another thread of the same
+//! process. It becomes an heir of that slot: the parent's close leaves the slot open for it,
+//! and the number goes on naming the slot in that thread until it closes it or another open
+//! takes the number. The trace numbers threads, not processes, so an heir's number is looked
+//! up after the thread's own and the latest open's: a thread of one process that reuses a
+//! number another thread closed and opened again reaches the new file, as the kernel's shared
+//! table would. A descriptor no recorded open made (stdin, a pipe) cannot be replayed: those
+//! calls are counted by kind and said, never issued.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 
@@ -67,7 +76,9 @@ pub fn resolve(trace: &Trace) -> Script<'_> {
     let mut tables = Tables {
         own: vec![HashMap::new(); threads],
         latest: HashMap::new(),
+        inherited: vec![HashMap::new(); threads],
         names: Vec::new(),
+        heirs: Vec::new(),
     };
     let mut slot = Vec::with_capacity(trace.calls.len());
     let mut slot_path = Vec::new();
@@ -81,6 +92,7 @@ pub fn resolve(trace: &Trace) -> Script<'_> {
                 let s = slot_path.len();
                 slot_path.push(path.clone());
                 tables.names.push(BTreeSet::new());
+                tables.heirs.push(BTreeSet::new());
                 tables.bind(t, fd as i32, s);
                 Some(s)
             }
@@ -96,7 +108,7 @@ pub fn resolve(trace: &Trace) -> Script<'_> {
         match (call.op, resolved, call.fd, call.ret) {
             (Op::Dup, Some(s), _, Some(new)) => tables.bind(t, new as i32, s),
             (Op::Close, Some(s), Some(fd), Some(_)) => {
-                let named_elsewhere = tables.close(fd, s);
+                let named_elsewhere = tables.close(t, fd, s);
                 if named_elsewhere {
                     keeps_open.insert(i);
                 }
@@ -115,40 +127,62 @@ pub fn resolve(trace: &Trace) -> Script<'_> {
     }
 }
 
-/// Which slot each descriptor number names: per thread, and the latest of any thread;
-/// per slot, the numbers that name it.
+/// Which slot each descriptor number names: per thread, the latest of any thread, and per
+/// thread what it inherited; per slot, the numbers that name it and the heirs that hold it.
 struct Tables {
     own: Vec<HashMap<i32, usize>>,
     latest: HashMap<i32, usize>,
+    inherited: Vec<HashMap<i32, usize>>,
     names: Vec<BTreeSet<i32>>,
+    heirs: Vec<BTreeSet<(usize, i32)>>,
 }
 
 impl Tables {
-    fn find(&self, t: usize, fd: i32) -> Option<usize> {
-        self.own[t]
-            .get(&fd)
-            .or_else(|| self.latest.get(&fd))
-            .copied()
+    /// The slot `fd` names in thread `t`; a number found through another thread's open makes
+    /// `t` an heir of it.
+    fn find(&mut self, t: usize, fd: i32) -> Option<usize> {
+        if let Some(&s) = self.own[t].get(&fd) {
+            return Some(s);
+        }
+        if let Some(&s) = self.latest.get(&fd) {
+            if self.inherited[t].insert(fd, s) != Some(s) {
+                self.heirs[s].insert((t, fd));
+            }
+            return Some(s);
+        }
+        self.inherited[t].get(&fd).copied()
     }
 
     /// `fd` of thread `t` names slot `s` from now on (an open, or a dup onto it: a number a
-    /// dup2 reuses stops naming what it named).
+    /// dup2 reuses stops naming what it named, and what the thread inherited under it).
     fn bind(&mut self, t: usize, fd: i32, s: usize) {
         if let Some(before) = self.own[t].insert(fd, s) {
             self.names[before].remove(&fd);
+        }
+        if let Some(before) = self.inherited[t].remove(&fd) {
+            self.heirs[before].remove(&(t, fd));
         }
         self.latest.insert(fd, s);
         self.names[s].insert(fd);
     }
 
-    /// `fd`, naming slot `s`, is closed; true when another number still names `s`.
-    fn close(&mut self, fd: i32, s: usize) -> bool {
-        for table in self.own.iter_mut().chain(std::iter::once(&mut self.latest)) {
-            if table.get(&fd) == Some(&s) {
-                table.remove(&fd);
+    /// Thread `t` closes `fd`, naming slot `s`; true when another number or an heir still
+    /// holds `s`.
+    fn close(&mut self, t: usize, fd: i32, s: usize) -> bool {
+        if self.own[t].get(&fd) != Some(&s) && self.heirs[s].remove(&(t, fd)) {
+            // An heir closing its copy: the others' names stay.
+            self.inherited[t].remove(&fd);
+        } else {
+            for table in self.own.iter_mut().chain(std::iter::once(&mut self.latest)) {
+                if table.get(&fd) == Some(&s) {
+                    table.remove(&fd);
+                }
+            }
+            self.names[s].remove(&fd);
+            if self.heirs[s].remove(&(t, fd)) {
+                self.inherited[t].remove(&fd);
             }
         }
-        self.names[s].remove(&fd);
-        !self.names[s].is_empty()
+        !self.names[s].is_empty() || !self.heirs[s].is_empty()
     }
 }
