@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use super::significance::{compare, Comparison};
 use super::summary::{summarize, Summary};
-use super::warnings::{Warning, MIN_USEFUL_RUNS, WIDE_SPREAD_CV};
+use super::warnings::{Warning, MIN_USEFUL_RUNS, REPLAY_TIME_GAP_PCT, WIDE_SPREAD_CV};
 use crate::results::{Measurement, Status};
 
 /// What identifies a group of repetitions.
@@ -278,6 +278,18 @@ fn cell_warnings(cell: &Cell, baseline: &str, no_baseline: bool) -> Vec<Warning>
         warnings.push(Warning::WritesAbsorbed {
             count: absorbed.len(),
         });
+    }
+    if let Some(gaps) = cell.raw.get("replay_time_gap_pct") {
+        let beyond = gaps
+            .iter()
+            .filter(|g| g.abs() > REPLAY_TIME_GAP_PCT)
+            .count();
+        if beyond > 0 {
+            warnings.push(Warning::ReplayTimeGap {
+                count: beyond,
+                pct: summarize(gaps).map_or(0.0, |s| s.median),
+            });
+        }
     }
     for (metric, &count) in &cell.non_finite {
         warnings.push(Warning::NonFinite {

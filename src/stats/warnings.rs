@@ -29,6 +29,16 @@ pub const WRITES_ABSORBED: &str = "wrote with direct I/O, yet the device wrote u
      daemon caches its device) and its syncs did not reach the device, so the figure is not \
      the device's";
 
+/// The replay's self-check: beyond this gap (in %) between the replay's time and the
+/// program's own, on the file-system type it was recorded on, the row is warned about.
+pub use crate::workload::replay::TIME_GAP_PCT as REPLAY_TIME_GAP_PCT;
+
+/// [`Warning::ReplayTimeGap`] after its count of runs and the gap.
+pub const REPLAY_TIME_GAP: &str = "on the file-system type the trace was recorded on, the \
+     replay's time strayed from the program's own — it does not reproduce \
+     this program's timing, so read its differences with care (the self-check note has the \
+     figures; `--timing original` keeps the program's own time between calls)";
+
 /// Something a reader should know before trusting a group's numbers. `Display` gives the
 /// explanation and what to do about it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -60,6 +70,10 @@ pub enum Warning {
     /// Runs that wrote with O_DIRECT while the device wrote under nine tenths of it (their
     /// records carry `writes_absorbed`): the figure is a cache's, not the device's.
     WritesAbsorbed { count: usize },
+    /// Replay runs whose time, on the file-system type the trace was recorded on, strayed
+    /// from the program's own by more than [`REPLAY_TIME_GAP_PCT`] (their records carry
+    /// `replay_time_gap_pct`); `pct` is the median gap of the group's runs.
+    ReplayTimeGap { count: usize, pct: f64 },
 }
 
 impl fmt::Display for Warning {
@@ -141,6 +155,11 @@ impl fmt::Display for Warning {
             Warning::WritesAbsorbed { count } => {
                 write!(f, "{} {WRITES_ABSORBED}", runs(*count, "run", "runs"))
             }
+            Warning::ReplayTimeGap { count, pct } => write!(
+                f,
+                "{} (median {pct:+.0} %, beyond ±{REPLAY_TIME_GAP_PCT:.0} %): {REPLAY_TIME_GAP}",
+                runs(*count, "run", "runs")
+            ),
         }
     }
 }

@@ -21,6 +21,10 @@ pub mod deps;
 mod errno;
 pub mod expect;
 mod fidelity;
+
+/// How far (in %) a replay's time on the recorded file-system type may stray from the
+/// program's own before its row is warned about (the report reads it too).
+pub use fidelity::TIME_GAP_PCT;
 #[cfg(test)]
 mod fuzz;
 mod issue;

@@ -8,7 +8,9 @@ use crate::plan::size::human_bytes;
 use crate::report::model::format::value;
 use crate::report::model::report::{Report, STOLEN_NOTED_PCT};
 use crate::stats::steadiness::UNSTEADY_CV;
-use crate::stats::warnings::{READS_FROM_MEMORY, WIDE_SPREAD_CV, WRITES_ABSORBED};
+use crate::stats::warnings::{
+    READS_FROM_MEMORY, REPLAY_TIME_GAP, REPLAY_TIME_GAP_PCT, WIDE_SPREAD_CV, WRITES_ABSORBED,
+};
 use crate::stats::Warning;
 
 /// The most places a warning lists before it says "and N more".
@@ -45,6 +47,12 @@ fn generic(w: &Warning) -> (String, Option<String>) {
         Warning::WritesAbsorbed { count } => {
             (WRITES_ABSORBED.to_string(), Some(format!("{count}×")))
         }
+        Warning::ReplayTimeGap { count, pct } => (
+            REPLAY_TIME_GAP.to_string(),
+            Some(format!(
+                "{count}× {pct:+.0} % (beyond ±{REPLAY_TIME_GAP_PCT:.0} %)"
+            )),
+        ),
         other => (other.to_string(), None),
     }
 }
