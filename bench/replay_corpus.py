@@ -22,7 +22,7 @@ request in flight and wrote under 1 MiB in half a second. The ratio of each file
 time to ext4's is compared between the replay and the program: the error is
 |replay ratio / program ratio - 1|.
 
-Usage: sudo bench/replay_corpus.py [--runs N] [--programs a,b] [--timings fast,original]
+Usage: sudo bench/replay_corpus.py [--runs N] [--programs a,b] [--timings fast,think,original]
                                    [--size SIZE] [--out DIR] [--report]
 Resumable: with the same --out it keeps the traces and the repetitions already measured and
 measures only what is missing, so a long run can be done in chunks (--programs). --report
@@ -224,12 +224,14 @@ def main():
     ap.add_argument("--size", default="64G")
     ap.add_argument("--programs", default=",".join(p.name for p in PROGRAMS),
                     help="which programs, comma-separated (default: all)")
-    ap.add_argument("--timings", default="fast,original",
+    ap.add_argument("--timings", default="fast,think",
                     help="the replay's timings to measure, comma-separated")
     ap.add_argument("--out", default=os.path.join(rf.REPO, "bench", "results", "replay-corpus"))
     ap.add_argument("--report", action="store_true", help="only print the table from --out")
     a = ap.parse_args()
     a.timings = [t for t in a.timings.split(",") if t]
+    # The replays run in other directories: a relative --out would name another place there.
+    a.out = os.path.abspath(a.out)
     chosen = [p for p in PROGRAMS if p.name in a.programs.split(",")]
     os.makedirs(a.out, exist_ok=True)
     load = os.getloadavg()[0]

@@ -92,8 +92,9 @@ pub struct Settings {
     #[arg(long, value_name = "FILE")]
     pub trace: Option<PathBuf>,
     /// How the replay workload paces its calls: fast (as fast as their order allows, the
-    /// default) or original (the recorded gaps kept).
-    #[arg(long, value_name = "fast|original", value_parser = ["fast", "original"])]
+    /// default), think (fast, but the program's pauses of 1 ms or more kept: its computing)
+    /// or original (every recorded gap kept).
+    #[arg(long, value_name = "fast|think|original", value_parser = ["fast", "think", "original"])]
     pub timing: Option<String>,
     /// Shrinks the data sets (1 = full size: 250,000 × 16 KiB for `small`); several,
     /// comma-separated (0.01,0.1), run every cell at each and check each verdict across them.

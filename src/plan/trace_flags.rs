@@ -1,4 +1,4 @@
-//! `--trace FILE` / `--timing fast|original` (or `trace = …`, `timing = …` at the top of a
+//! `--trace FILE` / `--timing fast|think|original` (or `trace = …`, `timing = …` at the top of a
 //! plan): handed to the `replay` workload as its `trace` and `timing` options, so the
 //! record's plan names the trace and the workload reads it like any option (and checks
 //! it, before anything is provisioned). A relative trace path is made absolute here, so a

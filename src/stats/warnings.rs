@@ -37,7 +37,7 @@ pub use crate::workload::replay::TIME_GAP_PCT as REPLAY_TIME_GAP_PCT;
 pub const REPLAY_TIME_GAP: &str = "the replay's time strayed from the program's own on the \
      file-system type the trace was recorded on — it does not reproduce this program's \
      timing, so read its differences with care (the self-check note has the figures; \
-     `--timing original` keeps the program's own time between calls)";
+     `--timing think` keeps the program's own computing between calls)";
 
 /// Something a reader should know before trusting a group's numbers. `Display` gives the
 /// explanation and what to do about it.

@@ -171,6 +171,7 @@ impl Check<'_> {
                 gap * 100.0,
                 match self.timing {
                     Timing::Fast => ", without the program's own time between calls",
+                    Timing::Think => ", with the program's pauses of 1 ms or more",
                     Timing::Original => "",
                 }
             ));

@@ -11,6 +11,7 @@ use super::content::buffer_bytes;
 use super::deps::waits;
 use super::expect::simulate;
 use super::options::check_symlinks;
+use super::options::Timing;
 use super::pace::least_seconds;
 use super::script::resolve;
 use crate::trace::bounds::Limits;
@@ -75,11 +76,13 @@ fn derive(trace: &Trace) {
     let _ = waits(&script);
     let _ = simulate(trace, &script);
     let _ = check_symlinks(trace);
-    let seconds = least_seconds(&script);
-    assert!(
-        seconds.is_finite() && seconds >= 0.0,
-        "pauses of {seconds} s"
-    );
+    for timing in [Timing::Think, Timing::Original] {
+        let seconds = least_seconds(&script, timing);
+        assert!(
+            seconds.is_finite() && seconds >= 0.0,
+            "pauses of {seconds} s"
+        );
+    }
     // The buffers an accepted trace asks for are what its calls moved (at most the kernel's
     // per-call maximum each), never a request: a few GiB at most, whatever the edit.
     let need = buffer_bytes(&script);

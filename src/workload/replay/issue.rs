@@ -110,10 +110,7 @@ pub fn replay(
         stop: AtomicBool::new(false),
     };
     let skipped: std::collections::HashSet<usize> = script.skipped.iter().copied().collect();
-    let anchors = match timing {
-        Timing::Original => pace::anchors(script),
-        Timing::Fast => Vec::new(),
-    };
+    let anchors = pace::kept(script, timing);
     let ends: Vec<AtomicU64> = (0..script.calls.len()).map(|_| AtomicU64::new(0)).collect();
     let (anchors, ends) = (&anchors, &ends);
     let start = Barrier::new(threads + 1);
@@ -134,6 +131,7 @@ pub fn replay(
                         script,
                         waits,
                         anchors,
+                        timing,
                         ends,
                         progress,
                         skipped,
@@ -167,8 +165,11 @@ struct Thread<'a> {
     target: &'a Target,
     script: &'a Script<'a>,
     waits: &'a [Vec<Wait>],
-    /// Per call, where its pause counts from; empty unless `timing = "original"`.
+    /// Per call, where its pause counts from (`pace::kept`); empty under `timing = "fast"`.
     anchors: &'a [Option<Anchor>],
+    /// Under `original` a call with no anchor waits for its recorded start; under `think`
+    /// it does not wait.
+    timing: Timing,
     /// Per call, nanoseconds from the phase's start to its end in this replay (0: not yet).
     ends: &'a [AtomicU64],
     progress: &'a Progress,
@@ -202,11 +203,14 @@ impl Thread<'_> {
                 let due = match anchor {
                     Some(a) => {
                         let ended = self.ends[a.call].load(Ordering::SeqCst);
-                        t0 + Duration::from_nanos(ended) + Duration::from_secs_f64(a.think)
+                        Some(t0 + Duration::from_nanos(ended) + Duration::from_secs_f64(a.think))
                     }
-                    None => t0 + Duration::from_secs_f64(call.start),
+                    None if self.timing == Timing::Original => {
+                        Some(t0 + Duration::from_secs_f64(call.start))
+                    }
+                    None => None,
                 };
-                if !pace::until(due, give_up) {
+                if due.is_some_and(|due| !pace::until(due, give_up)) {
                     return Err(self.ctx.check().err().unwrap_or(WorkloadError::Interrupted));
                 }
             }

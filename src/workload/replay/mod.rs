@@ -77,14 +77,15 @@ impl Workload for Replay {
     /// At the recorded pace a replay lasts at least its longest chain of recorded pauses.
     fn check_timeout(&self, table: &toml::Table, timeout: Duration) -> Result<(), String> {
         let (o, trace) = options::load(table)?;
-        if o.timing != options::Timing::Original {
+        if o.timing == options::Timing::Fast {
             return Ok(());
         }
-        let least = pace::least_seconds(&script::resolve(&trace));
+        let least = pace::least_seconds(&script::resolve(&trace), o.timing);
         if least > timeout.as_secs_f64() {
             return Err(format!(
-                "trace {}: at its recorded pace (--timing original) a replay takes at least {least:.1} s, longer than --timeout {} s: raise --timeout or use --timing fast",
+                "trace {}: with the program's pauses (--timing {}) a replay takes at least {least:.1} s, longer than --timeout {} s: raise --timeout or use --timing fast",
                 o.trace.display(),
+                o.timing.name(),
                 timeout.as_secs_f64()
             ));
         }

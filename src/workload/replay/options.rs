@@ -18,9 +18,25 @@ pub enum Timing {
     /// allows, the default.
     #[default]
     Fast,
+    /// As `fast`, except that a call the program reached after computing for a while (a
+    /// recorded pause of at least [`super::pace::THINK_MIN`] since the call it follows)
+    /// also waits that pause: the program's own work kept, strace's cost and the
+    /// microseconds of bookkeeping between calls left out.
+    Think,
     /// Every call no earlier than its recorded start after the phase began: the program's
     /// own pauses (think time, CPU work between calls) kept.
     Original,
+}
+
+impl Timing {
+    /// The name `--timing` takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            Timing::Fast => "fast",
+            Timing::Think => "think",
+            Timing::Original => "original",
+        }
+    }
 }
 
 /// `[workload.replay]`.
@@ -29,7 +45,7 @@ pub enum Timing {
 pub struct ReplayOptions {
     /// The `.fstrace` file (`fsarena record` writes one; `--trace` sets it).
     pub trace: PathBuf,
-    /// `fast` (the default) or `original` (`--timing`).
+    /// `fast` (the default), `think` or `original` (`--timing`).
     #[serde(default)]
     pub timing: Timing,
 }

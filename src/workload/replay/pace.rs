@@ -13,7 +13,17 @@
 use std::time::{Duration, Instant};
 
 use super::deps::Wait;
+use super::options::Timing;
 use super::script::Script;
+
+/// The shortest recorded pause `timing = "think"` keeps, in seconds. strace's cost left in a
+/// pause after the calibrated correction is tens of microseconds (`trace::overhead`), and a
+/// program's bookkeeping between two calls (a loop, a buffer filled) a few more; a pause of a
+/// millisecond or more is the program computing (a compiler's pass, a script building a
+/// file), which the real program spends on every file system alike and which dilutes their
+/// differences. Over the traces in traces/ the pauses under it add up to at most 0.03 s per
+/// program, those above it to 0-12 s (a C build: its compiler).
+pub const THINK_MIN: f64 = 1e-3;
 
 /// Where a call's pause is counted from.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -59,17 +69,32 @@ pub fn anchors(script: &Script) -> Vec<Option<Anchor>> {
         .collect()
 }
 
-/// The least seconds a replay at the recorded pace takes on any file system: the longest
-/// chain of recorded pauses (a call with no anchor waits for its recorded start; one with an
-/// anchor for the anchor, then its think time), the calls themselves taken as instant.
-pub fn least_seconds(script: &Script) -> f64 {
-    let anchors = anchors(script);
+/// The anchors `timing` paces by: every call's under `original`, only those of the pauses
+/// `think` keeps (at least [`THINK_MIN`]), none under `fast` (an empty list).
+pub fn kept(script: &Script, timing: Timing) -> Vec<Option<Anchor>> {
+    match timing {
+        Timing::Fast => Vec::new(),
+        Timing::Original => anchors(script),
+        Timing::Think => anchors(script)
+            .into_iter()
+            .map(|a| a.filter(|a| a.think >= THINK_MIN))
+            .collect(),
+    }
+}
+
+/// The least seconds a replay at `timing`'s pace takes on any file system: the longest
+/// chain of the pauses it keeps (under `original` a call with no anchor waits for its
+/// recorded start; one with an anchor for the anchor, then its think time), the calls
+/// themselves taken as instant.
+pub fn least_seconds(script: &Script, timing: Timing) -> f64 {
+    let anchors = kept(script, timing);
     let mut least = vec![0.0f64; anchors.len()];
     for (i, a) in anchors.iter().enumerate() {
         // Anchors point back in the trace's order, so `least[a.call]` is known.
         least[i] = match a {
             Some(a) if a.call < i => least[a.call] + a.think,
-            _ => script.calls[i].start,
+            _ if timing == Timing::Original => script.calls[i].start,
+            _ => 0.0,
         };
     }
     least.into_iter().fold(0.0, f64::max)
@@ -150,7 +175,33 @@ mod tests {
         // Thread 0's second call follows the child's last, not its own first call.
         assert_eq!(anchor(3), Some((2, 1, 1, 1.0)));
         // The pauses of the longest chain: 1 s, 0.5 s, 1 s.
-        assert_eq!(least_seconds(&script), 2.5);
+        assert_eq!(least_seconds(&script, Timing::Original), 2.5);
+    }
+
+    #[test]
+    fn think_keeps_the_long_pauses_and_drops_the_short_ones() {
+        // Thread 0: a call, 50 µs of bookkeeping, a call, 2 s of computing, a call.
+        let calls = vec![
+            call(0, 0.0, 0.001),
+            call(0, 0.00105, 0.001),
+            call(0, 2.00205, 0.0),
+        ];
+        let script = Script {
+            calls: &calls,
+            slot: vec![None; 3],
+            slot_path: vec![],
+            by_thread: vec![vec![0, 1, 2]],
+            skipped: vec![],
+            keeps_open: Default::default(),
+        };
+        let think = kept(&script, Timing::Think);
+        assert_eq!(think[1], None, "a 50 µs pause is not kept");
+        assert_eq!(think[2].map(|a| a.call), Some(1));
+        assert!(kept(&script, Timing::Fast).is_empty());
+        assert!(kept(&script, Timing::Original)[1].is_some());
+        assert!((least_seconds(&script, Timing::Think) - 2.0).abs() < 1e-9);
+        assert!((least_seconds(&script, Timing::Original) - 2.00005).abs() < 1e-9);
+        assert_eq!(least_seconds(&script, Timing::Fast), 0.0);
     }
 
     /// Defect (issue 57): a call recorded at `start: 1e6` slept in one piece under
