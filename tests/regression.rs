@@ -2315,6 +2315,22 @@ fn replay_on_tmpfs(root: &TestRoot, trace: &Path, args: &[&str]) -> std::process
 
 /// The one record of a replay run that exited 0, checked `ok` (every call ended as
 /// recorded, the tree is the one implied) and that nothing was left.
+/// Runs a replay of `trace` on tmpfs and asserts it is refused in one line holding every
+/// one of `needles`, before anything is made.
+fn trace_refused(root: &TestRoot, trace: &str, needles: &[&str]) {
+    let (out, work) = root.out_work();
+    let args = [
+        "--workload",
+        "replay",
+        "--trace",
+        trace,
+        "--target",
+        "tmpfs",
+    ];
+    refused(&run_quiet(&args, &out, &work), needles);
+    assert!(!out.exists() && !work.exists(), "something was made");
+}
+
 fn replayed_ok(root: &TestRoot, trace: &Path) -> fsarena::results::Measurement {
     let run = replay_on_tmpfs(root, trace, &[]);
     assert_exit(&run, 0);
@@ -2333,31 +2349,10 @@ fn replayed_ok(root: &TestRoot, trace: &Path) -> fsarena::results::Measurement {
 #[test]
 fn a_trace_that_is_one_endless_line_is_refused_without_filling_memory() {
     let root = TestRoot::new("reg-trace-zero");
-    let (out, work) = root.out_work();
-    let zero = [
-        "--workload",
-        "replay",
-        "--trace",
-        "/dev/zero",
-        "--target",
-        "tmpfs",
-    ];
-    refused(
-        &run_quiet(&zero, &out, &work),
-        &["/dev/zero", "not a regular file"],
-    );
+    trace_refused(&root, "/dev/zero", &["/dev/zero", "not a regular file"]);
     let long = root.path.join("zeros.fstrace");
     common::sparse_file(&long, 64 << 20);
-    let args = [
-        "--workload",
-        "replay",
-        "--trace",
-        long.to_str().unwrap(),
-        "--target",
-        "tmpfs",
-    ];
-    refused(&run_quiet(&args, &out, &work), &["line 1", "longer than"]);
-    assert!(!out.exists() && !work.exists(), "something was made");
+    trace_refused(&root, long.to_str().unwrap(), &["line 1", "longer than"]);
 }
 
 /// Defect (issue 57): a read asking for 2^40 bytes (of a 12-byte file) sized a 1 TiB
@@ -2380,21 +2375,9 @@ fn a_read_asking_for_2_pow_40_bytes_replays_with_a_buffer_of_what_it_read() {
 #[test]
 fn a_header_of_a_billion_threads_is_refused_before_provisioning() {
     let root = TestRoot::new("reg-trace-threads");
-    let (out, work) = root.out_work();
     let trace = edited_trace(&root.path, "threads", 1_000_000_000, "0.01", &[]);
-    let args = [
-        "--workload",
-        "replay",
-        "--trace",
-        trace.to_str().unwrap(),
-        "--target",
-        "tmpfs",
-    ];
-    refused(
-        &run_quiet(&args, &out, &work),
-        &["line 1", "`threads` 1000000000"],
-    );
-    assert!(!out.exists() && !work.exists(), "something was made");
+    let needles = ["line 1", "`threads` 1000000000"];
+    trace_refused(&root, trace.to_str().unwrap(), &needles);
 }
 
 /// Defect (issue 57): a write asking for 2^63 − 1 bytes panicked ("capacity overflow")
@@ -2418,43 +2401,21 @@ fn a_write_asking_for_2_pow_63_bytes_replays_what_it_wrote() {
 #[test]
 fn a_call_starting_at_1e300_seconds_is_refused_before_provisioning() {
     let root = TestRoot::new("reg-trace-start");
-    let (out, work) = root.out_work();
     let stat = trace_call(
         "1e300",
         "\"op\":\"stat\",\"syscall\":\"fstat\",\"fd\":3,\"ret\":0",
     );
     let trace = edited_trace(&root.path, "start", 1, "0.01", &[stat]);
-    let args = [
-        "--workload",
-        "replay",
-        "--trace",
-        trace.to_str().unwrap(),
-        "--target",
-        "tmpfs",
-    ];
-    refused(&run_quiet(&args, &out, &work), &["line 4", "`start`"]);
-    assert!(!out.exists() && !work.exists(), "something was made");
+    trace_refused(&root, trace.to_str().unwrap(), &["line 4", "`start`"]);
 }
 
 /// Defect (issue 57): a header with a negative `duration_s` was accepted.
 #[test]
 fn a_negative_recorded_duration_is_refused_before_provisioning() {
     let root = TestRoot::new("reg-trace-duration");
-    let (out, work) = root.out_work();
     let trace = edited_trace(&root.path, "duration", 1, "-3.5", &[]);
-    let args = [
-        "--workload",
-        "replay",
-        "--trace",
-        trace.to_str().unwrap(),
-        "--target",
-        "tmpfs",
-    ];
-    refused(
-        &run_quiet(&args, &out, &work),
-        &["line 1", "`duration_s` -3.5"],
-    );
-    assert!(!out.exists() && !work.exists(), "something was made");
+    let needles = ["line 1", "`duration_s` -3.5"];
+    trace_refused(&root, trace.to_str().unwrap(), &needles);
 }
 
 /// Defect (issue 57): with `--timing original` a call recorded at `start: 1e6` slept in one
