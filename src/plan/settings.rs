@@ -91,9 +91,9 @@ pub struct Settings {
     /// The `.fstrace` the replay workload issues again (`fsarena record` writes one).
     #[arg(long, value_name = "FILE")]
     pub trace: Option<PathBuf>,
-    /// How the replay workload paces its calls: fast (as fast as their order allows, the
-    /// default), think (fast, but the program's pauses of 1 ms or more kept: its computing)
-    /// or original (every recorded gap kept).
+    /// How the replay workload paces its calls: think (as fast as their order allows, but
+    /// the program's pauses of 1 ms or more kept: its computing; the default), fast (no
+    /// pause kept) or original (every recorded gap kept).
     #[arg(long, value_name = "fast|think|original", value_parser = ["fast", "think", "original"])]
     pub timing: Option<String>,
     /// Shrinks the data sets (1 = full size: 250,000 × 16 KiB for `small`); several,

@@ -15,13 +15,17 @@ use crate::workload::options;
 #[serde(rename_all = "snake_case")]
 pub enum Timing {
     /// Every call as soon as the calls it depends on have completed: what the file system
-    /// allows, the default.
-    #[default]
+    /// allows. A program that computes between its calls for longer than they take (a
+    /// compiler) is replayed as its file calls alone, which exaggerates the file systems'
+    /// differences (a C build's ntfs/ext4 ratio of 1.1 replayed as 12).
     Fast,
-    /// As `fast`, except that a call the program reached after computing for a while (a
+    /// The default. As `fast`, except that a call the program reached after computing for a while (a
     /// recorded pause of at least [`super::pace::THINK_MIN`] since the call it follows)
     /// also waits that pause: the program's own work kept, strace's cost and the
-    /// microseconds of bookkeeping between calls left out.
+    /// microseconds of bookkeeping between calls left out. For a program that only moves
+    /// data it is `fast`; for one that computes it keeps what dilutes the file systems'
+    /// differences in the real program.
+    #[default]
     Think,
     /// Every call no earlier than its recorded start after the phase began: the program's
     /// own pauses (think time, CPU work between calls) kept.
@@ -45,7 +49,7 @@ impl Timing {
 pub struct ReplayOptions {
     /// The `.fstrace` file (`fsarena record` writes one; `--trace` sets it).
     pub trace: PathBuf,
-    /// `fast` (the default), `think` or `original` (`--timing`).
+    /// `think` (the default), `fast` or `original` (`--timing`).
     #[serde(default)]
     pub timing: Timing,
 }
