@@ -84,18 +84,26 @@ pub fn kept(script: &Script, timing: Timing) -> Vec<Option<Anchor>> {
 
 /// The least seconds a replay at `timing`'s pace takes on any file system: the longest
 /// chain of the pauses it keeps (under `original` a call with no anchor waits for its
-/// recorded start; one with an anchor for the anchor, then its think time), the calls
-/// themselves taken as instant.
+/// recorded start; one with an anchor for the anchor, then its think time; every call for
+/// the one before it on its thread), the calls themselves taken as instant.
 pub fn least_seconds(script: &Script, timing: Timing) -> f64 {
     let anchors = kept(script, timing);
-    let mut least = vec![0.0f64; anchors.len()];
-    for (i, a) in anchors.iter().enumerate() {
-        // Anchors point back in the trace's order, so `least[a.call]` is known.
-        least[i] = match a {
+    let mut before = vec![None; script.calls.len()];
+    for list in &script.by_thread {
+        for pair in list.windows(2) {
+            before[pair[1]] = Some(pair[0]);
+        }
+    }
+    let mut least = vec![0.0f64; script.calls.len()];
+    for i in 0..least.len() {
+        // Anchors and a thread's calls point back in the trace's order, so both are known.
+        let paced = match anchors.get(i).copied().flatten() {
             Some(a) if a.call < i => least[a.call] + a.think,
             _ if timing == Timing::Original => script.calls[i].start,
             _ => 0.0,
         };
+        let ordered = before[i].filter(|&b| b < i).map_or(0.0, |b| least[b]);
+        least[i] = paced.max(ordered);
     }
     least.into_iter().fold(0.0, f64::max)
 }
@@ -202,6 +210,17 @@ mod tests {
         assert!((least_seconds(&script, Timing::Think) - 2.0).abs() < 1e-9);
         assert!((least_seconds(&script, Timing::Original) - 2.00005).abs() < 1e-9);
         assert_eq!(least_seconds(&script, Timing::Fast), 0.0);
+        // A short pause between two long ones does not start the count again: 2 s + 2 s.
+        let mut more = calls.clone();
+        more.push(call(0, 2.00215, 0.0));
+        more.push(call(0, 4.00215, 0.0));
+        let script = Script {
+            calls: &more,
+            slot: vec![None; 5],
+            by_thread: vec![vec![0, 1, 2, 3, 4]],
+            ..script
+        };
+        assert!((least_seconds(&script, Timing::Think) - 4.0).abs() < 1e-9);
     }
 
     /// Defect (issue 57): a call recorded at `start: 1e6` slept in one piece under
