@@ -2829,3 +2829,35 @@ fn a_noisy_target_is_told_from_steady_ones_before_pooling() {
     let p = fsarena::stats::moderated::Spread::pooled(&[side(1.0), side(4.0)]).unwrap();
     assert!((p.var - 2.5).abs() < 1e-12 && p.df == 12.0 && p.n == 18.0);
 }
+
+/// Defect: the ranking said "N left out: read from memory" for results left out because a
+/// cache beneath the file system absorbed their direct writes. Each reason is counted and
+/// named apart.
+#[test]
+fn results_whose_writes_were_absorbed_are_not_said_to_be_read_from_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    common::fixture::write(dir.path(), true);
+    common::fixture::edit(dir.path(), |m| {
+        let variant = m["variant"].as_str().unwrap_or_default().to_string();
+        if m["target"] == "xfs" && variant.contains("-qd1-") {
+            m["metrics"]["writes_absorbed"] = serde_json::json!(1.0);
+        }
+        if m["target"] == "xfs" && variant.contains("-qd4-") {
+            m["metrics"]["reads_from_memory"] = serde_json::json!(1.0);
+        }
+        true
+    });
+    let r = fsarena::report::build(&store::load(dir.path()).unwrap(), None);
+    let xfs = r.ranking.iter().find(|s| s.target == "xfs").unwrap();
+    assert_eq!((xfs.writes_absorbed, xfs.from_memory), (1, 1), "{xfs:?}");
+    assert_eq!(xfs.sections, r.sections.len() - 2, "{xfs:?}");
+    let text = fsarena::report::export::terminal::render_width(&r, false, 200);
+    let line = (text.lines())
+        .find(|l| l.contains(" xfs ") && l.contains("left out"))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(line.contains("; 1 left out: read from memory"), "{line}");
+    assert!(
+        line.contains("; 1 left out: writes absorbed by a cache beneath the file system"),
+        "{line}"
+    );
+}
