@@ -2830,6 +2830,51 @@ fn a_noisy_target_is_told_from_steady_ones_before_pooling() {
     assert!((p.var - 2.5).abs() < 1e-12 && p.df == 12.0 && p.n == 18.0);
 }
 
+/// Defect: at 80 columns the terminal folded the decision cell, so 10 of the 15 undecided
+/// rows of the quiet default run of 2026-11-29 showed their range cut across two lines and
+/// 9 lost its upper bound ("undecided: within -25 to +7.9" over "%, ~23 more"). The cell
+/// sheds "~N more" first, then takes the compact range ("-25…+7.9 %"): at 80, 100 and 120
+/// columns every undecided row says its whole range on its own line, and no line is wider
+/// than the terminal.
+#[test]
+fn the_undecided_range_is_not_cut_at_80_columns() {
+    let tmp = tempfile::tempdir().unwrap();
+    let xz = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("bench/results/default-20261129-budget/quiet/results.jsonl.xz");
+    let out = Command::new("xz").arg("-dc").arg(&xz).output().unwrap();
+    assert!(out.status.success(), "xz -dc {}", xz.display());
+    std::fs::write(tmp.path().join("results.jsonl"), out.stdout).unwrap();
+    let r = fsarena::report::build(&store::load(tmp.path()).unwrap(), None);
+    // The ranges the model holds, as the terminal writes their ends.
+    let ranges: Vec<(String, String, String)> = (r.sections.iter())
+        .flat_map(|s| s.rows.iter().map(move |row| (row, &s.key_metric)))
+        .filter_map(|(row, key)| {
+            let v = row.metric(key)?.vs_baseline.as_ref()?.verdict.as_ref()?;
+            let (lo, hi) = v.within_pct?;
+            let w = fsarena::report::model::format::pct_words;
+            Some((row.target.clone(), w(lo), w(hi)))
+        })
+        .collect();
+    assert!(ranges.len() >= 10, "{ranges:?}");
+    for width in [80, 100, 120] {
+        let text = fsarena::report::export::terminal::render_width(&r, false, width);
+        assert!(
+            text.lines().all(|l| l.chars().count() <= width),
+            "{width}:\n{text}"
+        );
+        let rows: Vec<&str> = text.lines().filter(|l| l.contains("| undecided")).collect();
+        assert_eq!(rows.len(), ranges.len(), "{width}:\n{text}");
+        for row in rows {
+            let whole = ranges.iter().any(|(t, lo, hi)| {
+                row.starts_with(&format!("{t} "))
+                    && (row.contains(&format!("within {lo} to {hi} %"))
+                        || row.contains(&format!("{lo}…{hi} %")))
+            });
+            assert!(whole, "{width} columns cut the range: {row}\n{text}");
+        }
+    }
+}
+
 /// Defect: the ranking said "N left out: read from memory" for results left out because a
 /// cache beneath the file system absorbed their direct writes. Each reason is counted and
 /// named apart.

@@ -192,12 +192,15 @@ fn columns(s: &Section, baseline: &str, color: bool) -> (Vec<Col>, bool) {
             cells: key_cells,
             drop_rank: None,
             numeric: true,
+            shorter: Vec::new(),
         },
         Col::new("CV", pick(|c| c.cv.clone()))
             .numeric()
             .drop_rank(Some(n_extra)),
         Col::new(format!("vs {baseline}"), pick(|c| c.pct.clone())).numeric(),
-        Col::new("decision", pick(|c| c.decision.clone())),
+        Col::new("decision", pick(|c| c.decision.clone()))
+            .or_shorter(pick(|c| c.decision_shorter[0].clone()))
+            .or_shorter(pick(|c| c.decision_shorter[1].clone())),
     ];
     // A column of dashes says nothing (one run has no CV and no comparison).
     let vs = format!("vs {baseline}");
