@@ -2856,6 +2856,8 @@ fn the_undecided_range_is_not_cut_at_80_columns() {
         })
         .collect();
     assert!(ranges.len() >= 10, "{ranges:?}");
+    // Records from before the budget's stops were recorded carry none.
+    assert!((r.sections.iter()).all(|s| s.rows.iter().all(|row| row.budget_stop.is_none())));
     for width in [80, 100, 120] {
         let text = fsarena::report::export::terminal::render_width(&r, false, width);
         assert!(

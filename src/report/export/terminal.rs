@@ -268,6 +268,12 @@ fn section(s: &Section, baseline: &str, color: bool, width: usize) -> (String, V
         out.push_str(&wrap(&format!("why: {why}"), width, "  ", "    "));
     }
     for row in &s.rows {
+        if let Some(stop) = &row.budget_stop {
+            let line = format!("{}: {}", row.target, stop.words);
+            out.push_str(&wrap(&line, width, "  ", "    "));
+        }
+    }
+    for row in &s.rows {
         for (rep, status, err) in &row.failed {
             let line = format!(
                 "{} repetition {}: {}",

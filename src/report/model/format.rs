@@ -1,6 +1,7 @@
 //! How numbers read in every report: units from the metric's name, three significant digits,
 //! and the decision word (better / worse / equivalent / undecided) beside every difference.
 
+use super::section::StopShown;
 use super::shown::Shown;
 use crate::plan::size::human_bytes;
 use crate::stats::{Adjustment, Comparison, Decision, MetricStats};
@@ -298,6 +299,18 @@ pub fn pct_words(x: f64) -> String {
 /// by [`pct_text`], the one rule every output shares (summary.md once printed "(±114.4)"
 /// where the terminal said "±?").
 pub fn vs_baseline(c: Option<&Comparison>, candidate_runs: usize) -> String {
+    vs_baseline_with(c, candidate_runs, None)
+}
+
+/// [`vs_baseline`] of a comparison the budget may have stopped: a stopped one says why
+/// in place of the runs that would decide it, "-10.0 % ±16.4 undecided: within -25 % to
+/// +7.9 %; stopped by the budget: needs ~6 more runs (~15 s), beyond the 13 s left of the
+/// budget".
+pub fn vs_baseline_with(
+    c: Option<&Comparison>,
+    candidate_runs: usize,
+    stop: Option<&StopShown>,
+) -> String {
     let Some(c) = c else {
         return String::new();
     };
@@ -310,8 +323,10 @@ pub fn vs_baseline(c: Option<&Comparison>, candidate_runs: usize) -> String {
             if !within.is_empty() {
                 out.push_str(&format!(": {within}"));
             }
-            if let Some(n) = v.runs_to_decide.filter(|&n| n > 0) {
-                out.push_str(&format!(" (~{n} more runs)"));
+            match (stop, v.runs_to_decide.filter(|&n| n > 0)) {
+                (Some(stop), _) => out.push_str(&format!("; {}", stop.words)),
+                (None, Some(n)) => out.push_str(&format!(" (~{n} more runs)")),
+                (None, None) => {}
             }
             out
         }
@@ -429,7 +444,15 @@ pub fn row_cells(row: &super::section::Row, key: &str, baseline: &str) -> RowCel
         }
         Some(c) => (
             pct_text(c, row.metric(key).map_or(0, |m| m.summary.n)),
-            decision_text(c),
+            // A stopped comparison's "~N more" is what the budget would not pay for: its
+            // reason is said under the table instead.
+            decision_text_at(
+                c,
+                match row.budget_stop {
+                    Some(_) => Brevity::NoTail,
+                    None => Brevity::Full,
+                },
+            ),
             [
                 decision_text_at(c, Brevity::NoTail),
                 decision_text_at(c, Brevity::Compact),
