@@ -198,9 +198,7 @@ fn columns(s: &Section, baseline: &str, color: bool) -> (Vec<Col>, bool) {
             .numeric()
             .drop_rank(Some(n_extra)),
         Col::new(format!("vs {baseline}"), pick(|c| c.pct.clone())).numeric(),
-        Col::new("decision", pick(|c| c.decision.clone()))
-            .or_shorter(pick(|c| c.decision_shorter[0].clone()))
-            .or_shorter(pick(|c| c.decision_shorter[1].clone())),
+        decision_col(&cells),
     ];
     // A column of dashes says nothing (one run has no CV and no comparison).
     let vs = format!("vs {baseline}");
@@ -237,6 +235,16 @@ fn columns(s: &Section, baseline: &str, color: bool) -> (Vec<Col>, bool) {
         cols.push(Col::new(header(c), values).numeric().drop_rank(Some(rank)));
     }
     (cols, wide)
+}
+
+/// The decision column, with its shorter forms for a narrow terminal.
+fn decision_col(cells: &[crate::report::model::format::RowCells]) -> Col {
+    let form = |f: fn(&crate::report::model::format::RowCells) -> &String| {
+        cells.iter().map(|c| f(c).clone()).collect()
+    };
+    Col::new("decision", form(|c| &c.decision))
+        .or_shorter(form(|c| &c.decision_shorter[0]))
+        .or_shorter(form(|c| &c.decision_shorter[1]))
 }
 
 /// A section: title, decision, the fitted table and the lines about its rows. Returns the

@@ -418,6 +418,22 @@ pub struct RowCells {
     pub wide: bool,
 }
 
+/// A row's decision cell at every [`Brevity`]. A stopped comparison's "~N more" is what
+/// the budget would not pay for: its reason is said under the table instead.
+fn decision_cells(row: &super::section::Row, c: &Comparison) -> (String, [String; 2]) {
+    let full = match row.budget_stop {
+        Some(_) => Brevity::NoTail,
+        None => Brevity::Full,
+    };
+    (
+        decision_text_at(c, full),
+        [
+            decision_text_at(c, Brevity::NoTail),
+            decision_text_at(c, Brevity::Compact),
+        ],
+    )
+}
+
 pub fn row_cells(row: &super::section::Row, key: &str, baseline: &str) -> RowCells {
     use super::section::Mark;
     let (k, cv, vs) = match (row.metric(key), row.shown.get(key)) {
@@ -442,22 +458,11 @@ pub fn row_cells(row: &super::section::Row, key: &str, baseline: &str) -> RowCel
             let b = "baseline".to_string();
             (String::new(), b.clone(), [b.clone(), b])
         }
-        Some(c) => (
-            pct_text(c, row.metric(key).map_or(0, |m| m.summary.n)),
-            // A stopped comparison's "~N more" is what the budget would not pay for: its
-            // reason is said under the table instead.
-            decision_text_at(
-                c,
-                match row.budget_stop {
-                    Some(_) => Brevity::NoTail,
-                    None => Brevity::Full,
-                },
-            ),
-            [
-                decision_text_at(c, Brevity::NoTail),
-                decision_text_at(c, Brevity::Compact),
-            ],
-        ),
+        Some(c) => {
+            let (decision, shorter) = decision_cells(row, c);
+            let n = row.metric(key).map_or(0, |m| m.summary.n);
+            (pct_text(c, n), decision, shorter)
+        }
         None => (String::new(), String::new(), Default::default()),
     };
     let wide = row.shown.get(key).is_some_and(interval_meaningless) || pct.contains(WIDE_MARK);

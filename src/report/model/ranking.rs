@@ -107,16 +107,12 @@ pub fn rank(sections: &[Section], baseline: &str) -> Vec<Standing> {
             ) else {
                 continue;
             };
-            match left_out([b, t]) {
-                Some(LeftOut::ReadFromMemory) => {
-                    from_memory += 1;
-                    continue;
+            if let Some(why) = left_out([b, t]) {
+                match why {
+                    LeftOut::ReadFromMemory => from_memory += 1,
+                    LeftOut::WritesAbsorbed => writes_absorbed += 1,
                 }
-                Some(LeftOut::WritesAbsorbed) => {
-                    writes_absorbed += 1;
-                    continue;
-                }
-                None => {}
+                continue;
             }
             let (Some((lb, vb)), Some((lt, vt))) = (log_mean(b, key), log_mean(t, key)) else {
                 continue;
