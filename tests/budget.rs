@@ -238,3 +238,56 @@ fn a_run_killed_mid_budget_keeps_and_reports_what_it_measured() {
         .unwrap();
     assert!(most >= 4, "the report shows at most {most} runs of a group");
 }
+
+/// Issue 61: the budget said why it left a comparison undecided only on stderr. A run
+/// whose minimum spends its 2-second budget records the stop in results.jsonl, and
+/// summary.json's row, summary.csv and summary.md say why, in the same words.
+#[test]
+fn an_undecided_comparison_the_budget_stopped_says_why_in_every_output() {
+    require_root();
+    let root = TestRoot::new("budget-stop");
+    // Twins can come out "different" by chance after their 3 runs (5 % of the time), and
+    // then nothing is undecided: such a run is tried again, up to three times.
+    let mut attempt = 0;
+    let (out, err) = loop {
+        attempt += 1;
+        let (out, work) = (
+            root.path.join(format!("out{attempt}")),
+            root.path.join(format!("work{attempt}")),
+        );
+        let o = Command::new(bin())
+            .args(args(&root.path, &out, &work, "2s"))
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr).to_string();
+        assert_eq!(o.status.code(), Some(0), "{err}");
+        if attempt == 3 || err.contains("still undecided") {
+            break (out, err);
+        }
+    };
+    let stops = store::load(&out).unwrap().budget_stops;
+    assert_eq!(stops.len(), 1, "{stops:?}\n{err}");
+    assert_eq!(stops[0].target, "ext4-twin");
+    let words = stops[0].why.row_words();
+    assert!(words.starts_with("stopped by the budget: "), "{words}");
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    let row = &json["sections"][0]["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["target"] == "ext4-twin")
+        .cloned()
+        .unwrap();
+    assert_eq!(row["budget_stop"]["words"], words.as_str(), "{row}");
+    assert!(row["budget_stop"]["beyond"].is_string(), "{row}");
+    for file in ["summary.csv", "summary.md"] {
+        let text = std::fs::read_to_string(out.join(file)).unwrap();
+        assert!(text.contains(&words), "{file}: {text}");
+    }
+    assert!(
+        leftovers(&root.path).is_empty(),
+        "{:?}",
+        leftovers(&root.path)
+    );
+}

@@ -2790,3 +2790,82 @@ fn a_noisy_target_is_told_from_steady_ones_before_pooling() {
     let p = fsarena::stats::moderated::Spread::pooled(&[side(1.0), side(4.0)]).unwrap();
     assert!((p.var - 2.5).abs() < 1e-12 && p.df == 12.0 && p.n == 18.0);
 }
+
+/// Defect: at 80 columns the terminal folded the decision cell, so 10 of the 15 undecided
+/// rows of the quiet default run of 2026-11-29 showed their range cut across two lines and
+/// 9 lost its upper bound ("undecided: within -25 to +7.9" over "%, ~23 more"). The cell
+/// sheds "~N more" first, then takes the compact range ("-25…+7.9 %"): at 80, 100 and 120
+/// columns every undecided row says its whole range on its own line, and no line is wider
+/// than the terminal.
+#[test]
+fn the_undecided_range_is_not_cut_at_80_columns() {
+    let tmp = tempfile::tempdir().unwrap();
+    let xz = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("bench/results/default-20261129-budget/quiet/results.jsonl.xz");
+    let out = Command::new("xz").arg("-dc").arg(&xz).output().unwrap();
+    assert!(out.status.success(), "xz -dc {}", xz.display());
+    std::fs::write(tmp.path().join("results.jsonl"), out.stdout).unwrap();
+    let r = fsarena::report::build(&store::load(tmp.path()).unwrap(), None);
+    // The ranges the model holds, as the terminal writes their ends.
+    let ranges: Vec<(String, String, String)> = (r.sections.iter())
+        .flat_map(|s| s.rows.iter().map(move |row| (row, &s.key_metric)))
+        .filter_map(|(row, key)| {
+            let v = row.metric(key)?.vs_baseline.as_ref()?.verdict.as_ref()?;
+            let (lo, hi) = v.within_pct?;
+            let w = fsarena::report::model::format::pct_words;
+            Some((row.target.clone(), w(lo), w(hi)))
+        })
+        .collect();
+    assert!(ranges.len() >= 10, "{ranges:?}");
+    // Records from before the budget's stops were recorded carry none.
+    assert!((r.sections.iter()).all(|s| s.rows.iter().all(|row| row.budget_stop.is_none())));
+    for width in [80, 100, 120] {
+        let text = fsarena::report::export::terminal::render_width(&r, false, width);
+        assert!(
+            text.lines().all(|l| l.chars().count() <= width),
+            "{width}:\n{text}"
+        );
+        let rows: Vec<&str> = text.lines().filter(|l| l.contains("| undecided")).collect();
+        assert_eq!(rows.len(), ranges.len(), "{width}:\n{text}");
+        for row in rows {
+            let whole = ranges.iter().any(|(t, lo, hi)| {
+                row.starts_with(&format!("{t} "))
+                    && (row.contains(&format!("within {lo} to {hi} %"))
+                        || row.contains(&format!("{lo}…{hi} %")))
+            });
+            assert!(whole, "{width} columns cut the range: {row}\n{text}");
+        }
+    }
+}
+
+/// Defect: the ranking said "N left out: read from memory" for results left out because a
+/// cache beneath the file system absorbed their direct writes. Each reason is counted and
+/// named apart.
+#[test]
+fn results_whose_writes_were_absorbed_are_not_said_to_be_read_from_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    common::fixture::write(dir.path(), true);
+    common::fixture::edit(dir.path(), |m| {
+        let variant = m["variant"].as_str().unwrap_or_default().to_string();
+        if m["target"] == "xfs" && variant.contains("-qd1-") {
+            m["metrics"]["writes_absorbed"] = serde_json::json!(1.0);
+        }
+        if m["target"] == "xfs" && variant.contains("-qd4-") {
+            m["metrics"]["reads_from_memory"] = serde_json::json!(1.0);
+        }
+        true
+    });
+    let r = fsarena::report::build(&store::load(dir.path()).unwrap(), None);
+    let xfs = r.ranking.iter().find(|s| s.target == "xfs").unwrap();
+    assert_eq!((xfs.writes_absorbed, xfs.from_memory), (1, 1), "{xfs:?}");
+    assert_eq!(xfs.sections, r.sections.len() - 2, "{xfs:?}");
+    let text = fsarena::report::export::terminal::render_width(&r, false, 200);
+    let line = (text.lines())
+        .find(|l| l.contains(" xfs ") && l.contains("left out"))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(line.contains("; 1 left out: read from memory"), "{line}");
+    assert!(
+        line.contains("; 1 left out: writes absorbed by a cache beneath the file system"),
+        "{line}"
+    );
+}

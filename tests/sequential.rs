@@ -162,6 +162,7 @@ fn run_blocked(
         measurements: Vec::new(),
         skipped: Vec::new(),
         set_aside: Vec::new(),
+        budget_stops: Vec::new(),
     };
     let mut done: HashMap<Group, u32> = HashMap::new();
     let target_of = |name: &str| TARGETS.iter().position(|t| *t == name).unwrap();

@@ -66,6 +66,9 @@ impl Status {
 pub enum Record {
     Host(Box<HostFacts>),
     Measurement(Box<Measurement>),
+    /// A comparison `--runs auto` stopped giving runs ([`super::budget_stop`]); a file
+    /// from before it has none, and reads as before.
+    BudgetStop(Box<super::budget_stop::BudgetStop>),
 }
 
 /// Facts about the machine and the invocation, recorded once per run.

@@ -6,6 +6,7 @@ use std::fs::{File, OpenOptions};
 use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
+use super::budget_stop::BudgetStop;
 use super::record::{CellKey, HostFacts, Measurement, Record, Status};
 
 /// The results file's name inside a results directory.
@@ -187,6 +188,13 @@ impl Store {
         self.write(&Record::Measurement(Box::new(m.clone())))
     }
 
+    /// Appends the budget's stop of a comparison, durable before returning, under the same
+    /// check as a measurement.
+    pub fn append_stop(&mut self, s: &BudgetStop) -> io::Result<()> {
+        self.still_in_place()?;
+        self.write(&Record::BudgetStop(Box::new(s.clone())))
+    }
+
     /// Whether the path still leads to the file this store writes (same device and inode).
     fn still_in_place(&self) -> io::Result<()> {
         use std::os::unix::fs::MetadataExt;
@@ -226,6 +234,8 @@ pub struct Loaded {
     /// `disturbed` records a later record of the same cell replaced: set aside and
     /// measured again. Kept for the report, which says how many and why.
     pub set_aside: Vec<Measurement>,
+    /// The comparisons `--runs auto` stopped giving runs, in record order.
+    pub budget_stops: Vec<BudgetStop>,
 }
 
 impl Loaded {
@@ -291,6 +301,7 @@ pub fn load(dir: &Path) -> Result<Loaded, StoreError> {
         match serde_json::from_slice::<Record>(&line) {
             Ok(Record::Host(h)) if n == 1 => host = Some(*h),
             Ok(Record::Host(_)) => out.skipped.push((n, "a second host record".into())),
+            Ok(Record::BudgetStop(s)) => out.budget_stops.push(*s),
             Ok(Record::Measurement(m)) => {
                 let k = m.key();
                 if is_final(&m) {

@@ -102,19 +102,39 @@ const DIRECT_READS_MIN_BYTES: u64 = 16 << 20;
 /// returns the note that says so. O_DIRECT only skips the file's own cache; a FUSE daemon
 /// reads its block device through the page cache, so its "direct" reads come from memory.
 pub fn reads_from_memory(m: &mut BTreeMap<String, f64>, outcome: &Outcome) -> Option<String> {
-    let read = outcome.logical_read_bytes;
-    if !outcome.direct_reads || read < DIRECT_READS_MIN_BYTES {
-        return None;
-    }
-    let device = *m.get("device_read_bytes")?;
-    (device < DIRECT_READS_SEEN * read as f64).then(|| {
-        m.insert("reads_from_memory".into(), 1.0);
+    let asked = outcome.direct_reads.then_some(outcome.logical_read_bytes);
+    unseen(
+        m,
+        asked,
+        "device_read_bytes",
+        DIRECT_READS_SEEN,
+        "reads_from_memory",
+    )
+    .map(|(read, device)| {
         format!(
-            "read {} with direct I/O, yet the device read {}: the reads came from memory \
-             beneath the file system (a FUSE daemon's cache of its device), not from the device",
-            human_bytes(read),
-            human_bytes(device.max(0.0) as u64)
+            "read {read} with direct I/O, yet the device read {device}: the reads came from \
+             memory beneath the file system (a FUSE daemon's cache of its device), not from the \
+             device"
         )
+    })
+}
+
+/// The one rule of [`reads_from_memory`] and [`writes_absorbed`]: when the phase `asked`
+/// its device for that many bytes with direct I/O (at least [`DIRECT_READS_MIN_BYTES`]) and
+/// the device's `device_metric` shows under `least_share` of them, sets `flag` = 1 and
+/// returns both amounts in words.
+fn unseen(
+    m: &mut BTreeMap<String, f64>,
+    asked: Option<u64>,
+    device_metric: &str,
+    least_share: f64,
+    flag: &str,
+) -> Option<(String, String)> {
+    let asked = asked.filter(|&b| b >= DIRECT_READS_MIN_BYTES)?;
+    let device = *m.get(device_metric)?;
+    (device < least_share * asked as f64).then(|| {
+        m.insert(flag.into(), 1.0);
+        (human_bytes(asked), human_bytes(device.max(0.0) as u64))
     })
 }
 
@@ -131,19 +151,19 @@ pub const DIRECT_WRITES_SEEN: f64 = 0.9;
 /// FUSE daemon writes its block device through the page cache, so its "direct" writes and
 /// its syncs can end in memory; the note says that the syncs did not reach the device.
 pub fn writes_absorbed(m: &mut BTreeMap<String, f64>, outcome: &Outcome) -> Option<String> {
-    let wrote = outcome.logical_write_bytes;
-    if !outcome.synced_writes || wrote < DIRECT_READS_MIN_BYTES {
-        return None;
-    }
-    let device = *m.get("device_write_bytes")?;
-    (device < DIRECT_WRITES_SEEN * wrote as f64).then(|| {
-        m.insert("writes_absorbed".into(), 1.0);
+    let asked = outcome.synced_writes.then_some(outcome.logical_write_bytes);
+    unseen(
+        m,
+        asked,
+        "device_write_bytes",
+        DIRECT_WRITES_SEEN,
+        "writes_absorbed",
+    )
+    .map(|(wrote, device)| {
         format!(
-            "wrote {} with direct I/O, yet the device wrote {}: the writes were absorbed by a \
-             cache beneath the file system (a FUSE daemon's cache of its device), and its \
-             syncs did not reach the device either",
-            human_bytes(wrote),
-            human_bytes(device.max(0.0) as u64)
+            "wrote {wrote} with direct I/O, yet the device wrote {device}: the writes were \
+             absorbed by a cache beneath the file system (a FUSE daemon's cache of its device), \
+             and its syncs did not reach the device either"
         )
     })
 }

@@ -344,6 +344,7 @@ mod tests {
             measurements,
             skipped: Vec::new(),
             set_aside: Vec::new(),
+            budget_stops: Vec::new(),
         }
     }
 

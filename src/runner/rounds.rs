@@ -9,6 +9,8 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use crate::plan::cells::Cell;
+pub use crate::results::budget_stop::Beyond;
+use crate::results::budget_stop::BudgetStop;
 use crate::results::record::CellId;
 
 /// One (target, workload, thread count): the unit a round repeats.
@@ -51,19 +53,6 @@ pub struct Stopped {
     /// The point within the workload (`cold`, `within`, …).
     pub variant: String,
     pub why: Beyond,
-}
-
-/// Why a comparison is beyond the budget.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Beyond {
-    /// Its estimated runs per target to a decision cost more seconds than are left.
-    Budget {
-        runs: usize,
-        seconds: f64,
-        left: f64,
-    },
-    /// One of its groups made the most runs the plan allows.
-    Maximum,
 }
 
 /// The repetition each of `groups` goes on with: after the last one `done` holds (a
@@ -173,28 +162,22 @@ pub fn stopped_line(s: &Stopped) -> String {
 }
 
 /// Why a comparison is beyond the budget, in words: "needs ~14 more runs (~6 min), beyond
-/// the 2 min left of the budget".
+/// the 2 min left of the budget" ([`Beyond::words`], what the report's rows say too).
 pub fn beyond_reason(why: &Beyond) -> String {
-    match *why {
-        Beyond::Budget {
-            runs,
-            seconds,
-            left,
-        } => format!(
-            "needs ~{runs} more run{} (~{}), beyond the {} left of the budget",
-            if runs == 1 { "" } else { "s" },
-            duration(seconds),
-            duration(left.max(0.0))
-        ),
-        Beyond::Maximum => "made the most runs the run allows".into(),
-    }
+    why.words()
 }
 
-/// Seconds in words: "40 s" below a minute and a half, "6 min" from there.
-fn duration(seconds: f64) -> String {
-    match seconds < 90.0 {
-        true => format!("{seconds:.0} s"),
-        false => format!("{:.0} min", seconds / 60.0),
+impl Stopped {
+    /// The record `results.jsonl` keeps of the stop, for the report's rows.
+    pub fn record(&self) -> BudgetStop {
+        BudgetStop {
+            target: self.group.target.clone(),
+            workload: self.group.workload.clone(),
+            dataset: self.group.dataset.clone(),
+            variant: self.variant.clone(),
+            threads: self.group.threads,
+            why: self.why,
+        }
     }
 }
 

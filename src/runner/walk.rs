@@ -523,13 +523,9 @@ impl<'a> Walk<'a> {
             &|g| costs.estimate(g),
             remaining,
         );
-        // With nothing left (the minimum spent the budget), the closing line says it all.
-        for s in r.stopped.iter().filter(|_| remaining > 0.0) {
-            if self.beyond.insert((s.group.clone(), s.variant.clone())) {
-                self.progress.println(&rounds::stopped_line(s));
-            }
-        }
+        self.keep_stops(&r.stopped, remaining);
         if r.groups.is_empty() {
+            self.keep_spent(&open, remaining);
             self.progress.println(&rounds::no_further_round(
                 open.len(),
                 r.stopped.len(),

@@ -12,7 +12,7 @@ use super::exporter::{Destination, ExportError, Exporter};
 use crate::report::model::compare::Comparison;
 use crate::report::model::report::Report;
 
-pub const HEADER: [&str; 35] = [
+pub const HEADER: [&str; 36] = [
     "workload",
     "variant",
     "threads",
@@ -48,6 +48,7 @@ pub const HEADER: [&str; 35] = [
     "ci_level",
     "df",
     "steal_adjusted",
+    "budget_stop",
 ];
 
 pub fn render(r: &Report) -> Result<String, csv::Error> {
@@ -103,6 +104,9 @@ pub fn render(r: &Report) -> Result<String, csv::Error> {
                     num(v.and_then(|v| v.ci_level)),
                     num(c.and_then(|c| c.df)),
                     v.map(|v| v.steal.is_some().to_string()).unwrap_or_default(),
+                    (row.budget_stop.as_ref())
+                        .filter(|_| *metric == s.key_metric)
+                        .map_or_else(String::new, |stop| stop.words.clone()),
                 ])?;
             }
         }

@@ -192,12 +192,13 @@ fn columns(s: &Section, baseline: &str, color: bool) -> (Vec<Col>, bool) {
             cells: key_cells,
             drop_rank: None,
             numeric: true,
+            shorter: Vec::new(),
         },
         Col::new("CV", pick(|c| c.cv.clone()))
             .numeric()
             .drop_rank(Some(n_extra)),
         Col::new(format!("vs {baseline}"), pick(|c| c.pct.clone())).numeric(),
-        Col::new("decision", pick(|c| c.decision.clone())),
+        decision_col(&cells),
     ];
     // A column of dashes says nothing (one run has no CV and no comparison).
     let vs = format!("vs {baseline}");
@@ -236,6 +237,16 @@ fn columns(s: &Section, baseline: &str, color: bool) -> (Vec<Col>, bool) {
     (cols, wide)
 }
 
+/// The decision column, with its shorter forms for a narrow terminal.
+fn decision_col(cells: &[crate::report::model::format::RowCells]) -> Col {
+    let form = |f: fn(&crate::report::model::format::RowCells) -> &String| {
+        cells.iter().map(|c| f(c).clone()).collect()
+    };
+    Col::new("decision", form(|c| &c.decision))
+        .or_shorter(form(|c| &c.decision_shorter[0]))
+        .or_shorter(form(|c| &c.decision_shorter[1]))
+}
+
 /// A section: title, decision, the fitted table and the lines about its rows. Returns the
 /// text, the headers it left out, and whether an interval was left out as meaningless.
 fn section(s: &Section, baseline: &str, color: bool, width: usize) -> (String, Vec<String>, bool) {
@@ -263,6 +274,12 @@ fn section(s: &Section, baseline: &str, color: bool, width: usize) -> (String, V
     }
     for why in s.rows.iter().filter_map(|r| r.why.as_ref()) {
         out.push_str(&wrap(&format!("why: {why}"), width, "  ", "    "));
+    }
+    for row in &s.rows {
+        if let Some(stop) = &row.budget_stop {
+            let line = format!("{}: {}", row.target, stop.words);
+            out.push_str(&wrap(&line, width, "  ", "    "));
+        }
     }
     for row in &s.rows {
         for (rep, status, err) in &row.failed {

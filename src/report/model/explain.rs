@@ -286,6 +286,7 @@ pub(super) mod tests {
             metrics: m,
             warnings: vec![],
             why: None,
+            budget_stop: None,
         }
     }
 

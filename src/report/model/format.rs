@@ -1,6 +1,7 @@
 //! How numbers read in every report: units from the metric's name, three significant digits,
 //! and the decision word (better / worse / equivalent / undecided) beside every difference.
 
+use super::section::StopShown;
 use super::shown::Shown;
 use crate::plan::size::human_bytes;
 use crate::stats::{Adjustment, Comparison, Decision, MetricStats};
@@ -226,22 +227,45 @@ fn plus_minus(d: f64, (lo, hi): (f64, f64)) -> Option<f64> {
     (off <= half / 4.0 && same_side(implied_lo, lo) && same_side(implied_hi, hi)).then_some(half)
 }
 
+/// How much of an undecided decision a narrow column keeps: all of it, all but what would
+/// decide it ("~4 more"), or the range alone in its compact form ("-8.5…+3.1 %"). What the
+/// runs still allow is the last thing a narrow terminal gives up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Brevity {
+    Full,
+    NoTail,
+    Compact,
+}
+
 /// The decision word of a comparison, short enough for a narrow column: "worse",
 /// "undecided: within -8.5 to +3.1 %, ~4 more".
 pub fn decision_text(c: &Comparison) -> String {
+    decision_text_at(c, Brevity::Full)
+}
+
+/// [`decision_text`] at a [`Brevity`]: "undecided: within -8.5 to +3.1 %, ~4 more",
+/// "undecided: within -8.5 to +3.1 %", "undecided: -8.5…+3.1 %". A decided comparison
+/// reads the same at every brevity.
+pub fn decision_text_at(c: &Comparison, brevity: Brevity) -> String {
     match &c.verdict {
         None => String::new(),
         Some(v) if v.decision == Decision::Undecided => {
             let mut out = "undecided".to_string();
-            if let Some((lo, hi)) = v.within_pct {
-                out.push_str(&format!(
+            match (v.within_pct, brevity) {
+                (Some((lo, hi)), Brevity::Compact) => {
+                    out.push_str(&format!(": {}…{} %", pct_words(lo), pct_words(hi)));
+                }
+                (Some((lo, hi)), _) => out.push_str(&format!(
                     ": within {} to {} %",
                     pct_words(lo),
                     pct_words(hi)
-                ));
+                )),
+                (None, _) => {}
             }
-            if let Some(n) = v.runs_to_decide.filter(|&n| n > 0) {
-                out.push_str(&format!(", ~{n} more"));
+            if brevity == Brevity::Full {
+                if let Some(n) = v.runs_to_decide.filter(|&n| n > 0) {
+                    out.push_str(&format!(", ~{n} more"));
+                }
             }
             out
         }
@@ -275,6 +299,18 @@ pub fn pct_words(x: f64) -> String {
 /// by [`pct_text`], the one rule every output shares (summary.md once printed "(±114.4)"
 /// where the terminal said "±?").
 pub fn vs_baseline(c: Option<&Comparison>, candidate_runs: usize) -> String {
+    vs_baseline_with(c, candidate_runs, None)
+}
+
+/// [`vs_baseline`] of a comparison the budget may have stopped: a stopped one says why
+/// in place of the runs that would decide it, "-10.0 % ±16.4 undecided: within -25 % to
+/// +7.9 %; stopped by the budget: needs ~6 more runs (~15 s), beyond the 13 s left of the
+/// budget".
+pub fn vs_baseline_with(
+    c: Option<&Comparison>,
+    candidate_runs: usize,
+    stop: Option<&StopShown>,
+) -> String {
     let Some(c) = c else {
         return String::new();
     };
@@ -287,8 +323,10 @@ pub fn vs_baseline(c: Option<&Comparison>, candidate_runs: usize) -> String {
             if !within.is_empty() {
                 out.push_str(&format!(": {within}"));
             }
-            if let Some(n) = v.runs_to_decide.filter(|&n| n > 0) {
-                out.push_str(&format!(" (~{n} more runs)"));
+            match (stop, v.runs_to_decide.filter(|&n| n > 0)) {
+                (Some(stop), _) => out.push_str(&format!("; {}", stop.words)),
+                (None, Some(n)) => out.push_str(&format!(" (~{n} more runs)")),
+                (None, None) => {}
             }
             out
         }
@@ -373,9 +411,27 @@ pub struct RowCells {
     pub pct: String,
     /// The decision alone ("worse", "undecided, ~4 more runs").
     pub decision: String,
+    /// Its shorter forms, for a narrow table: [`Brevity::NoTail`], [`Brevity::Compact`].
+    pub decision_shorter: [String; 2],
     pub runs: String,
     /// The key metric's interval was left out as meaningless ([`WIDE_NOTE`]).
     pub wide: bool,
+}
+
+/// A row's decision cell at every [`Brevity`]. A stopped comparison's "~N more" is what
+/// the budget would not pay for: its reason is said under the table instead.
+fn decision_cells(row: &super::section::Row, c: &Comparison) -> (String, [String; 2]) {
+    let full = match row.budget_stop {
+        Some(_) => Brevity::NoTail,
+        None => Brevity::Full,
+    };
+    (
+        decision_text_at(c, full),
+        [
+            decision_text_at(c, Brevity::NoTail),
+            decision_text_at(c, Brevity::Compact),
+        ],
+    )
 }
 
 pub fn row_cells(row: &super::section::Row, key: &str, baseline: &str) -> RowCells {
@@ -387,19 +443,27 @@ pub fn row_cells(row: &super::section::Row, key: &str, baseline: &str) -> RowCel
             if row.target == baseline {
                 "baseline".to_string()
             } else {
-                vs_baseline(m.vs_baseline.as_ref(), m.summary.n)
+                vs_baseline_with(
+                    m.vs_baseline.as_ref(),
+                    m.summary.n,
+                    row.budget_stop.as_ref(),
+                )
             },
         ),
         _ => ("—".into(), String::new(), String::new()),
     };
     let cmp = row.metric(key).and_then(|m| m.vs_baseline.as_ref());
-    let (pct, decision) = match cmp {
-        _ if row.target == baseline => (String::new(), "baseline".to_string()),
-        Some(c) => (
-            pct_text(c, row.metric(key).map_or(0, |m| m.summary.n)),
-            decision_text(c),
-        ),
-        None => (String::new(), String::new()),
+    let (pct, decision, decision_shorter) = match cmp {
+        _ if row.target == baseline => {
+            let b = "baseline".to_string();
+            (String::new(), b.clone(), [b.clone(), b])
+        }
+        Some(c) => {
+            let (decision, shorter) = decision_cells(row, c);
+            let n = row.metric(key).map_or(0, |m| m.summary.n);
+            (pct_text(c, n), decision, shorter)
+        }
+        None => (String::new(), String::new(), Default::default()),
     };
     let wide = row.shown.get(key).is_some_and(interval_meaningless) || pct.contains(WIDE_MARK);
     RowCells {
@@ -418,6 +482,7 @@ pub fn row_cells(row: &super::section::Row, key: &str, baseline: &str) -> RowCel
         vs,
         pct,
         decision,
+        decision_shorter,
         wide,
         runs: {
             // A run an interrupt cut short is not a failure of the file system: counted

@@ -35,6 +35,9 @@ pub struct Standing {
     pub sections: usize,
     /// Sections left out because its row or the baseline's read from memory.
     pub from_memory: usize,
+    /// Sections left out because its row's or the baseline's direct writes were absorbed
+    /// by a cache beneath the file system (and none of the two read from memory).
+    pub writes_absorbed: usize,
     pub reference: bool,
 }
 
@@ -59,15 +62,26 @@ fn log_mean(row: &Row, key: &str) -> Option<(f64, Option<f64>)> {
     Some((mean.ln(), var))
 }
 
-/// Whether a row's figure came from memory where it asked for the device: reads served
-/// from it, or writes it absorbed (`Warning::WritesAbsorbed`).
-fn read_from_memory(row: &Row) -> bool {
-    (row.warnings.iter()).any(|w| {
-        matches!(
-            w,
-            Warning::ReadsFromMemory { .. } | Warning::WritesAbsorbed { .. }
-        )
-    })
+/// Why a section is left out of the ranking.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum LeftOut {
+    /// Reads served from memory where the device was asked for.
+    ReadFromMemory,
+    /// Direct writes a cache beneath the file system absorbed.
+    WritesAbsorbed,
+}
+
+/// Why the rows `rows` (a target's and the baseline's) leave their section out of the
+/// ranking, reads from memory first; `None` when their figures are the device's.
+fn left_out(rows: [&Row; 2]) -> Option<LeftOut> {
+    let has = |f: fn(&Warning) -> bool| rows.iter().any(|r| r.warnings.iter().any(f));
+    if has(|w| matches!(w, Warning::ReadsFromMemory { .. })) {
+        Some(LeftOut::ReadFromMemory)
+    } else if has(|w| matches!(w, Warning::WritesAbsorbed { .. })) {
+        Some(LeftOut::WritesAbsorbed)
+    } else {
+        None
+    }
 }
 
 /// Ranks every target measured beside the baseline; best first, references last.
@@ -84,7 +98,7 @@ pub fn rank(sections: &[Section], baseline: &str) -> Vec<Standing> {
     for (name, reference) in names {
         let mut logs = Vec::new();
         let mut vars: Option<Vec<f64>> = Some(Vec::new());
-        let mut from_memory = 0;
+        let (mut from_memory, mut writes_absorbed) = (0, 0);
         for s in sections {
             let key = &s.key_metric;
             let (Some(b), Some(t)) = (
@@ -93,8 +107,11 @@ pub fn rank(sections: &[Section], baseline: &str) -> Vec<Standing> {
             ) else {
                 continue;
             };
-            if read_from_memory(b) || read_from_memory(t) {
-                from_memory += 1;
+            if let Some(why) = left_out([b, t]) {
+                match why {
+                    LeftOut::ReadFromMemory => from_memory += 1,
+                    LeftOut::WritesAbsorbed => writes_absorbed += 1,
+                }
                 continue;
             }
             let (Some((lb, vb)), Some((lt, vt))) = (log_mean(b, key), log_mean(t, key)) else {
@@ -129,6 +146,7 @@ pub fn rank(sections: &[Section], baseline: &str) -> Vec<Standing> {
             ci95,
             sections: logs.len(),
             from_memory,
+            writes_absorbed,
             reference,
         });
     }

@@ -171,6 +171,7 @@ pub fn build(loaded: &Loaded, margin_pct: Option<f64>) -> Report {
     });
     let mut sections: Vec<Section> = points.into_iter().map(section).collect();
     explain_all(&mut sections, &baseline);
+    attach_stops(&mut sections, &loaded.budget_stops);
     let ranking = rank(&sections, &baseline);
     Report {
         adjustment: adjustment(&sections),
@@ -197,6 +198,33 @@ pub fn build(loaded: &Loaded, margin_pct: Option<f64>) -> Report {
         steadiness: steadiness(&loaded.measurements),
         set_aside: super::set_aside::of(loaded),
         measurements: loaded.measurements.clone(),
+    }
+}
+
+/// Puts each budget stop on the row of the comparison it stopped, when that comparison is
+/// still undecided (a stopped comparison is priced again each round and may have been
+/// decided since); the last record of a comparison wins.
+fn attach_stops(sections: &mut [Section], stops: &[crate::results::BudgetStop]) {
+    for stop in stops {
+        let Some(s) = sections.iter_mut().find(|s| {
+            s.workload == stop.workload
+                && s.dataset == stop.dataset
+                && s.variant == stop.variant
+                && s.threads == stop.threads
+        }) else {
+            continue;
+        };
+        let key = s.key_metric.clone();
+        let Some(row) = s.rows.iter_mut().find(|r| r.target == stop.target) else {
+            continue;
+        };
+        let undecided = row
+            .metric(&key)
+            .and_then(|m| m.vs_baseline.as_ref()?.verdict.as_ref())
+            .is_some_and(|v| v.decision == crate::stats::Decision::Undecided);
+        if undecided {
+            row.budget_stop = Some(super::section::StopShown::new(stop.why));
+        }
     }
 }
 
@@ -274,6 +302,7 @@ fn section(point: Point) -> Section {
             shown,
             warnings: key_warnings(g.warnings, &key),
             why: None,
+            budget_stop: None,
         });
     }
     if let Some(b) = best {

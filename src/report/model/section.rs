@@ -42,6 +42,29 @@ pub struct Row {
     /// the same cells (`report::explain`); absent when nothing measured explains it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub why: Option<String>,
+    /// Why `--runs auto` stopped giving runs to its undecided comparison with the baseline
+    /// ([`crate::results::BudgetStop`]); absent otherwise, and in results from before the
+    /// record.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub budget_stop: Option<StopShown>,
+}
+
+/// A budget's stop as the outputs show it: the record's reason and its words, said alike
+/// everywhere ([`crate::results::Beyond::row_words`]).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StopShown {
+    #[serde(flatten)]
+    pub why: crate::results::Beyond,
+    pub words: String,
+}
+
+impl StopShown {
+    pub fn new(why: crate::results::Beyond) -> StopShown {
+        StopShown {
+            words: why.row_words(),
+            why,
+        }
+    }
 }
 
 impl Row {

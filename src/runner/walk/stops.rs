@@ -2,12 +2,47 @@
 //! (every cell would fail the same way), or a minimum kept within the budget has no room
 //! left for them (`fsarena tune`, whose answer names the candidates left unraced).
 
-use super::{cell, rounds, Cell, Walk};
+use super::{budget, cell, rounds, Cell, Walk};
 use crate::plan::Runs;
 use crate::results::Measurement;
 use crate::runner::deadline::Deadline;
 
 impl Walk<'_> {
+    /// Says once of each comparison the budget stopped giving runs that it did, and why,
+    /// and records it, so the report's row says why it stayed undecided. With nothing left
+    /// (the minimum spent the budget) the closing line says it all; the record is kept
+    /// either way. A failed write costs only that sentence: the run goes on (its
+    /// measurements are what must not be lost) and says so.
+    pub(super) fn keep_stops(&mut self, stopped: &[rounds::Stopped], remaining: f64) {
+        for s in stopped {
+            if !self.beyond.insert((s.group.clone(), s.variant.clone())) {
+                continue;
+            }
+            if remaining > 0.0 && !matches!(s.why, rounds::Beyond::Spent { .. }) {
+                self.progress.println(&rounds::stopped_line(s));
+            }
+            let record = s.record();
+            match self.store.append_stop(&record) {
+                Ok(()) => self.state.budget_stops.push(record),
+                Err(e) => eprintln!("fsarena: cannot write {}: {e}", self.store.path().display()),
+            }
+        }
+    }
+
+    /// Records the comparisons still `open` when no further round fits in the `remaining`
+    /// seconds as stopped by the budget too (those it stopped before keep their reason);
+    /// the closing line says it for all of them.
+    pub(super) fn keep_spent(&mut self, open: &[budget::Open], remaining: f64) {
+        let spent: Vec<rounds::Stopped> = (open.iter())
+            .map(|o| rounds::Stopped {
+                group: o.group.clone(),
+                variant: o.variant.clone(),
+                why: rounds::Beyond::Spent { left: remaining },
+            })
+            .collect();
+        self.keep_stops(&spent, remaining);
+    }
+
     /// A target whose first cell could not even make its file system (mkfs or mount
     /// options the tool rejects, a size it refuses) would fail the same way in every cell:
     /// it is stopped with one line, and its other cells are not run.

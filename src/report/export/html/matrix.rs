@@ -5,7 +5,7 @@
 //! first screen says what the tables below it say; the HTML page draws it as a table and
 //! as a forest plot (`charts::forest`).
 
-use crate::report::model::format::{header, pct_interval_meaningless, value, vs_baseline};
+use crate::report::model::format::{header, pct_interval_meaningless, value, vs_baseline_with};
 use crate::report::model::report::Report;
 use crate::report::model::section::{Row, Section};
 use crate::stats::Decision;
@@ -254,7 +254,7 @@ fn cell(s: &Section, row: Option<&Row>, baseline: &str) -> Cell {
         title: format!(
             "{} vs {baseline}: {}",
             row.target,
-            vs_baseline(Some(c), m.summary.n)
+            vs_baseline_with(Some(c), m.summary.n, row.budget_stop.as_ref())
         ),
     };
     let mark = cell.mark();

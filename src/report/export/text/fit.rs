@@ -18,6 +18,9 @@ pub struct Col {
     pub drop_rank: Option<usize>,
     /// Right-aligned.
     pub numeric: bool,
+    /// Shorter forms of `cells`, each shorter than the one before, for a protected column
+    /// that would otherwise fold: the decision sheds "~N more" before its range is cut.
+    pub shorter: Vec<Vec<Cell>>,
 }
 
 impl Col {
@@ -27,6 +30,7 @@ impl Col {
             cells: cells.into_iter().map(Cell::new).collect(),
             drop_rank: None,
             numeric: false,
+            shorter: Vec::new(),
         }
     }
     pub fn numeric(mut self) -> Col {
@@ -37,9 +41,24 @@ impl Col {
         self.drop_rank = rank;
         self
     }
+    /// Adds a shorter form of every cell, tried after the longer ones.
+    pub fn or_shorter(mut self, cells: Vec<String>) -> Col {
+        self.shorter
+            .push(cells.into_iter().map(Cell::new).collect());
+        self
+    }
+    /// The cells at `level` of shortening: 0 the full form, then each shorter one; a
+    /// column with fewer forms keeps its shortest.
+    fn cells_at(&self, level: usize) -> &[Cell] {
+        match level.checked_sub(1) {
+            None => &self.cells,
+            Some(_) if self.shorter.is_empty() => &self.cells,
+            Some(i) => &self.shorter[i.min(self.shorter.len() - 1)],
+        }
+    }
 }
 
-fn build(cols: &[&Col], color: bool, width: usize) -> Table {
+fn build(cols: &[&Col], level: usize, color: bool, width: usize) -> Table {
     let mut t = Table::new();
     t.load_preset(if color { PLAIN_UTF8 } else { PLAIN });
     if color {
@@ -52,7 +71,7 @@ fn build(cols: &[&Col], color: bool, width: usize) -> Table {
     t.set_header(cols.iter().map(|c| Cell::new(&c.header)));
     let rows = cols.first().map_or(0, |c| c.cells.len());
     for ri in 0..rows {
-        t.add_row(cols.iter().map(|c| c.cells[ri].clone()));
+        t.add_row(cols.iter().map(|c| c.cells_at(level)[ri].clone()));
     }
     let last = cols.len().saturating_sub(1);
     for (i, column) in t.column_iter_mut().enumerate() {
@@ -69,12 +88,19 @@ fn lines(t: &Table) -> Vec<String> {
     t.lines().map(|l| l.trim_end().to_string()).collect()
 }
 
-/// Whether the table of `shown` fits `width`, and its lines (coloured if asked).
-fn attempt(shown: &[&Col], rows: usize, color: bool, width: usize) -> (bool, Vec<String>) {
-    let out = lines(&build(shown, color, width));
+/// Whether the table of `shown`, its cells at `level` of shortening, fits `width`, and its
+/// lines (coloured if asked).
+fn attempt(
+    shown: &[&Col],
+    level: usize,
+    rows: usize,
+    color: bool,
+    width: usize,
+) -> (bool, Vec<String>) {
+    let out = lines(&build(shown, level, color, width));
     // Colour codes take no columns: measure the plain rendering.
     let plain = if color {
-        lines(&build(shown, false, width))
+        lines(&build(shown, level, false, width))
     } else {
         out.clone()
     };
@@ -90,9 +116,11 @@ fn attempt(shown: &[&Col], rows: usize, color: bool, width: usize) -> (bool, Vec
 }
 
 /// The table fitted to `width`: its lines and the headers of the columns left out.
-/// Columns are left out in rank order until the table fits; then the most important of
-/// those left out are taken back where they still fit (a narrow one may, after a wide one
-/// had to go).
+/// Columns are left out in rank order until the table fits; when it still does not, the
+/// protected columns take their shorter forms, one step at a time, before anything folds
+/// (a folded decision cell once hid the upper end of "undecided: within -25 to +7.9 %" on
+/// a second line). Then the most important of the columns left out are taken back where
+/// they still fit (a narrow one may, after a wide one had to go).
 pub fn fit(cols: &[Col], color: bool, width: usize) -> (Vec<String>, Vec<String>) {
     let rows = cols.first().map_or(0, |c| c.cells.len());
     let mut order: Vec<usize> = (0..cols.len())
@@ -106,18 +134,24 @@ pub fn fit(cols: &[Col], color: bool, width: usize) -> (Vec<String>, Vec<String>
             .collect()
     };
     let mut out: Vec<usize> = Vec::new();
-    let (mut fits, mut text) = attempt(&pick(&out), rows, color, width);
+    let mut level = 0;
+    let (mut fits, mut text) = attempt(&pick(&out), level, rows, color, width);
     for &i in &order {
         if fits {
             break;
         }
         out.push(i);
-        (fits, text) = attempt(&pick(&out), rows, color, width);
+        (fits, text) = attempt(&pick(&out), level, rows, color, width);
+    }
+    let levels = cols.iter().map(|c| c.shorter.len()).max().unwrap_or(0);
+    while !fits && level < levels {
+        level += 1;
+        (fits, text) = attempt(&pick(&out), level, rows, color, width);
     }
     if fits {
         for i in out.clone().into_iter().rev() {
             let without: Vec<usize> = out.iter().copied().filter(|&j| j != i).collect();
-            let (ok, t) = attempt(&pick(&without), rows, color, width);
+            let (ok, t) = attempt(&pick(&without), level, rows, color, width);
             if ok {
                 out = without;
                 text = t;

@@ -230,6 +230,13 @@ pub fn ranking(r: &Report, width: usize) -> String {
         if s.from_memory > 0 {
             let _ = write!(extra, "; {} left out: read from memory", s.from_memory);
         }
+        if s.writes_absorbed > 0 {
+            let _ = write!(
+                extra,
+                "; {} left out: writes absorbed by a cache beneath the file system",
+                s.writes_absorbed
+            );
+        }
         if s.reference {
             extra.push_str(", memory reference: not ranked");
         }
