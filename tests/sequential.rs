@@ -209,6 +209,12 @@ fn run_blocked(
         let target = |i: usize| target_of(&p.groups[i].key.target);
         for i in 0..p.groups.len() {
             if let Some(v) = p.vs_baseline(i).and_then(|c| c.verdict.as_ref()) {
+                // An undecided range is at the level a call would need now, so it holds
+                // zero (issue 58: a plain 95 % interval could leave it out).
+                if let (Decision::Undecided, Some((lo, hi))) = (v.decision, v.within_pct) {
+                    let level = v.within_level.unwrap_or(0.0);
+                    assert!(lo <= 0.0 && 0.0 <= hi && level >= 0.95, "{v:?}");
+                }
                 decisions.push((target(i), v.decision));
                 calls += usize::from(called(v.decision));
                 false_calls += usize::from(is_false(lab, target(i), 0, v.decision));
