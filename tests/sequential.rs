@@ -592,7 +592,9 @@ fn adjusting_for_steal_finds_a_true_difference_with_fewer_runs() {
     }
     let ((budget_adj, _, m_adj, m_raw), (three_adj, three_raw, _, _)) = (shares[0], shares[1]);
     assert!(budget_adj >= 0.80 && m_adj < m_raw, "{shares:?}");
-    assert!(three_adj > three_raw + 0.2, "{shares:?}");
+    // 19.67 % against 0.00 % since Hsu's degrees of freedom where the homogeneity check
+    // rejects (issue 58); the bound was 20 points before that change.
+    assert!(three_adj > three_raw + 0.15, "{shares:?}");
 }
 
 /// Simulated runs behind each power figure with steal.
