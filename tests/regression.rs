@@ -2692,6 +2692,7 @@ fn an_undecided_comparison_states_the_difference_it_still_allows() {
         ci_level: Some(0.95),
         runs_limit: None,
         within_pct: Some((-8.24, 3.06)),
+        within_level: Some(0.95),
         equivalence: None,
         steal: None,
     });

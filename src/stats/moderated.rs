@@ -250,7 +250,7 @@ fn side(s: Spread, prior: Option<Prior>) -> (f64, f64) {
 pub type Extra = Option<(f64, f64)>;
 
 /// The t-test of `diff` with squared standard error `var` on `df` degrees of freedom.
-fn t_test(diff: f64, var: f64, df: f64) -> Option<Moderated> {
+pub fn t_test(diff: f64, var: f64, df: f64) -> Option<Moderated> {
     let se = var.sqrt();
     if !(se > 0.0 && se.is_finite() && diff.is_finite()) {
         return None;

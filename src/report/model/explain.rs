@@ -307,6 +307,7 @@ pub(super) mod tests {
             ci_level: None,
             runs_limit: None,
             within_pct: None,
+            within_level: None,
             equivalence: None,
             steal: None,
         });

@@ -190,6 +190,7 @@ mod tests {
             ci_level: None,
             runs_limit: Some(10),
             within_pct: None,
+            within_level: None,
             equivalence: None,
             steal: None,
         };

@@ -93,6 +93,7 @@ pub fn verdict(
         within_pct: (decision == Decision::Undecided)
             .then_some(c.pct_ci95)
             .flatten(),
+        within_level: (decision == Decision::Undecided && c.pct_ci95.is_some()).then_some(0.95),
         equivalence: None,
         steal: None,
     }
@@ -348,7 +349,10 @@ fn pool_priors(in_pool: &[(&Point, bool)], baseline: &str, n: usize) -> Priors {
         })
         .collect();
     if !alike(&per_target) {
-        return Priors::default();
+        return Priors {
+            unequal: true,
+            ..Priors::default()
+        };
     }
     let groups: Vec<Spread> = spreads.into_iter().map(|(_, s)| s).collect();
     // Per point, its paired differences (one per candidate), all sharing the baseline's
@@ -381,6 +385,7 @@ fn pool_priors(in_pool: &[(&Point, bool)], baseline: &str, n: usize) -> Priors {
     let points_paired = per_point.iter().filter(|d| !d.is_empty()).count();
     Priors {
         slope: None,
+        unequal: false,
         groups: prior_of(&groups, f64::INFINITY),
         pairs: (points_paired >= 2)
             .then(|| prior_of(&pairs, cap))
@@ -553,10 +558,9 @@ fn settle(c: &mut Comparison, m: Member, ph: f64, o: &Outcome, how: (bool, f64, 
     if decision != Decision::Undecided {
         v.runs_to_decide = None;
     }
-    // The interval of every run so far, at 95 %, as `pct_ci95` shows it.
-    v.within_pct = (decision == Decision::Undecided)
-        .then_some(c.pct_ci95)
-        .flatten();
+    if decision == Decision::Undecided {
+        (v.within_pct, v.within_level) = within(&m.judged, o.level).unzip();
+    }
     v.runs_limit = looks.last();
     let rests_on = match decision {
         Decision::Better | Decision::Worse => m.judged.at.as_ref().map(|(t, _)| t),
@@ -569,6 +573,22 @@ fn settle(c: &mut Comparison, m: Member, ph: f64, o: &Outcome, how: (bool, f64, 
         });
     }
     c.verdict = Some(v);
+}
+
+/// The range an undecided comparison still allows, and its level: its latest look's interval
+/// at the level it would have to pass to be called now, the look's share of the family's
+/// `level` (the p the step-up asks of the next comparison it would call,
+/// [`Family::level`]). An uncalled comparison's sequential p is at least `level`
+/// (`an_uncalled_p_is_never_below_the_next_level`), so every look's p is at least its
+/// share of it and the interval, the test's own, holds zero: the range never reads as a
+/// call the family did not make. Without a look, the test of every run so far at `level`.
+fn within(judged: &Judged, level: f64) -> Option<((f64, f64), f64)> {
+    let (t, w) = match judged.looks.last() {
+        Some((t, w)) => (t, *w),
+        None => (judged.latest.as_ref()?, 1.0),
+    };
+    let alpha = (w * level).min(ALPHA);
+    Some((t.pct_interval(alpha)?, 1.0 - alpha))
 }
 
 /// The points whose figures and tests disagree on the stolen CPU time: a row shows its
