@@ -339,7 +339,9 @@ pub fn vs_baseline_with(
 pub fn decision_words(margin_pct: f64, adjustment: Adjustment, over: &str) -> String {
     format!(
         "better/worse = significant at a 5 % false discovery rate over {over} (adjusted p: \
-         {}; ratio scale); equivalent = 90 % CI within ±{margin_pct} %; undecided = neither yet",
+         {}; ratio scale); equivalent = 90 % CI within ±{margin_pct} %; undecided = neither yet, \
+         \"within A to B\" the difference an interval at the level a call would need now \
+         (at least 95 %) still allows",
         adjustment.name()
     )
 }
