@@ -37,10 +37,12 @@ def program_rows(name, state, timings):
         real = median_of(reps, "real", fs) / median_of(reps, "real", BASE)
         cells = [f"{real:.3f}"]
         for t in timings:
-            if failed.get(t):
+            num, den = median_of(reps, "replay", fs, t), median_of(reps, "replay", BASE, t)
+            if failed.get(t) or num is None or den is None:
+                # Not reproduced, or this timing not measured for this program.
                 cells += ["—", "—"]
                 continue
-            rep = median_of(reps, "replay", fs, t) / median_of(reps, "replay", BASE, t)
+            rep = num / den
             err = abs(rep / real - 1) * 100
             errors[t].append(err)
             cells += [f"{rep:.3f}", f"{err:.1f} %"]
@@ -82,7 +84,7 @@ def report(out, programs, timings):
         for t in timings:
             e = errors[t]
             if e is None or not e:
-                cells += ["not reproduced", "—"]
+                cells += ["not reproduced" if e is None else "not measured", "—"]
                 continue
             mean = sum(e) / len(e)
             totals[t].append(mean)
