@@ -8,7 +8,9 @@
 //! another thread's read, a directory's new entries before its listing, an open before
 //! another thread's use of its descriptor and that use before the descriptor's last close. Readers do not
 //! wait for one another. Order within a thread is the thread's own; only waits on other
-//! threads are kept, the latest per thread (a thread completes its calls in order).
+//! threads are kept, the latest per thread (a thread completes its calls in order). "Recorded
+//! start order" is corrected where two threads' calls overlapped and their results show the
+//! kernel ran them the other way round (`super::order`).
 
 use std::collections::HashMap;
 
@@ -141,9 +143,9 @@ pub fn waits(script: &Script) -> Vec<Vec<Wait>> {
         read_since: Vec<usize>,
     }
     let mut state: HashMap<String, State> = HashMap::new();
-    let mut out = Vec::with_capacity(calls.len());
+    let mut out = vec![Vec::new(); calls.len()];
     let mut last_of_thread: Vec<Option<usize>> = vec![None; script.by_thread.len()];
-    for i in 0..calls.len() {
+    for i in super::order::order(script) {
         let touched = touches(script, i);
         let mut before: Vec<usize> = Vec::new();
         if is_barrier(&calls[i]) {
@@ -169,7 +171,7 @@ pub fn waits(script: &Script) -> Vec<Vec<Wait>> {
                 s.read_since.push(i);
             }
         }
-        out.push(latest_per_thread(calls, &pos, calls[i].thread, before));
+        out[i] = latest_per_thread(calls, &pos, calls[i].thread, before);
     }
     out
 }

@@ -30,6 +30,7 @@ mod fuzz;
 mod issue;
 mod lay;
 pub mod options;
+mod order;
 mod pace;
 pub mod script;
 #[cfg(test)]
