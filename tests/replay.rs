@@ -461,6 +461,40 @@ fn original_timing_keeps_the_think_time_not_the_recorded_call_times() {
     assert!((0.1..0.5).contains(&seconds), "{seconds}");
 }
 
+/// Defect (issue 56): PostgreSQL's recording diverged, with every timing, where two of its
+/// processes raced to create one directory: process 0's `mkdir(d)` is stamped first and
+/// succeeds; process 1's `mkdir(d/x)`, stamped while it ran, failed with `ENOENT`, then its
+/// `mkdir(d)` found `EEXIST`; both then made `d/x`, process 1 winning. Replayed by recorded
+/// start the replay made `d` first ("recorded ENOENT, replayed success"). Overlapping calls
+/// go in the order their results show.
+#[test]
+fn racing_mkdirs_of_two_processes_replay_in_the_order_their_results_show() {
+    require_root();
+    let root = TestRoot::new("replay-race");
+    let mkdir = |thread: u32, start: f64, dur: f64, path: &str, err: Option<&str>| {
+        let mut fields = json!({"op": "mkdir", "syscall": "mkdir", "path": path, "mode": 448});
+        match err {
+            Some(e) => fields["err"] = json!(e),
+            None => fields["ret"] = json!(0),
+        }
+        fields["dur"] = json!(dur);
+        call(thread, start, fields)
+    };
+    let calls = vec![
+        mkdir(0, 1.961810, 0.000669, "d", None),
+        mkdir(1, 1.961925, 0.0, "d/x", Some("ENOENT")),
+        mkdir(1, 1.961925, 0.000574, "d", Some("EEXIST")),
+        mkdir(0, 1.962508, 0.000028, "d/x", Some("EEXIST")),
+        mkdir(1, 1.962508, 0.000028, "d/x", None),
+    ];
+    let t = save(&trace(2, vec![], calls), &root.path.join("race.fstrace"));
+    for timing in ["fast", "think"] {
+        let args = ["--target", "tmpfs", "--timing", timing];
+        replay_ok(&t, &args, &root.path, timing);
+    }
+    assert!(leftovers(&root.path).is_empty());
+}
+
 /// Defect found at integration: git's shipped trace diverged at a `newfstatat` of the
 /// dangling symlink it makes to probe symlink support, since the trace did not say the call
 /// does not follow symlinks and the replay followed it (ENOENT). Every trace shipped in
