@@ -435,12 +435,7 @@ mod tests {
     }
 
     fn g(t: &str, w: &str) -> Group {
-        Group {
-            target: t.into(),
-            workload: w.into(),
-            dataset: None,
-            threads: 1,
-        }
+        Group::one_thread(t, w)
     }
 
     fn question(t: &str, w: &str, runs: Option<usize>) -> Open {

@@ -31,6 +31,18 @@ impl Group {
             && self.threads == cell.threads
             && self.dataset == cell.dataset
     }
+
+    /// A one-thread group of the run's only data set: what the tests of the rounds and of
+    /// the budget build their questions from.
+    #[cfg(test)]
+    pub fn one_thread(target: &str, workload: &str) -> Group {
+        Group {
+            target: target.into(),
+            workload: workload.into(),
+            dataset: None,
+            threads: 1,
+        }
+    }
 }
 
 /// What one round will repeat, and why.
@@ -245,12 +257,7 @@ mod tests {
     use super::*;
 
     fn g(t: &str, w: &str) -> Group {
-        Group {
-            target: t.into(),
-            workload: w.into(),
-            dataset: None,
-            threads: 1,
-        }
+        Group::one_thread(t, w)
     }
 
     #[test]

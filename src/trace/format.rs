@@ -210,6 +210,31 @@ pub struct Call {
     pub err: Option<String>,
 }
 
+impl Call {
+    /// A call on `path` that succeeded, with no descriptor, flags or size: what the replay's
+    /// unit tests of ordering and pacing build their traces from.
+    #[cfg(test)]
+    pub fn on_path(thread: u32, start: f64, dur: f64, op: Op, path: &str) -> Call {
+        Call {
+            thread,
+            start,
+            dur,
+            op,
+            syscall: format!("{op:?}").to_lowercase(),
+            path: Some(path.into()),
+            path2: None,
+            target: None,
+            fd: None,
+            flags: vec![],
+            mode: None,
+            size: None,
+            offset: None,
+            ret: Some(0),
+            err: None,
+        }
+    }
+}
+
 /// A whole trace in memory.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Trace {

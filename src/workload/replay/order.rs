@@ -114,21 +114,9 @@ mod tests {
 
     fn call(thread: u32, start: f64, dur: f64, op: Op, path: &str, err: Option<&str>) -> Call {
         Call {
-            thread,
-            start,
-            dur,
-            op,
-            syscall: format!("{op:?}").to_lowercase(),
-            path: Some(path.into()),
-            path2: None,
-            target: None,
-            fd: None,
-            flags: vec![],
-            mode: None,
-            size: None,
-            offset: None,
             ret: err.is_none().then_some(0),
             err: err.map(Into::into),
+            ..Call::on_path(thread, start, dur, op, path)
         }
     }
 

@@ -139,23 +139,7 @@ mod tests {
     use crate::trace::format::{Call, Op};
 
     fn call(thread: u32, start: f64, dur: f64) -> Call {
-        Call {
-            thread,
-            start,
-            dur,
-            op: Op::Stat,
-            syscall: "newfstatat".into(),
-            path: Some("a".into()),
-            path2: None,
-            target: None,
-            fd: None,
-            flags: vec![],
-            mode: None,
-            size: None,
-            offset: None,
-            ret: Some(0),
-            err: None,
-        }
+        Call::on_path(thread, start, dur, Op::Stat, "a")
     }
 
     #[test]
