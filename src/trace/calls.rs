@@ -457,8 +457,10 @@ fn describe_open(sc: &Syscall) -> Option<Shape> {
 }
 
 /// copy_file_range, sendfile and splice: a read of one descriptor and a write of another
-/// (a pipe's end, never a file, is left out as not a file). The size is the bytes the call
-/// moved: the length asked for may be anything (`cp` asks copy_file_range for 2^62).
+/// (a pipe's end, never a file, is left out as not a file), the read first, so the replay
+/// can issue a copy between two files as one call again (`workload::replay::script::copies`).
+/// The size is the bytes the call moved: the length asked for may be anything (`cp` asks
+/// copy_file_range for 2^62).
 fn describe_copy(sc: &Syscall) -> Vec<Shape> {
     let len = moved(sc);
     let (input, in_off, output, out_off) = if sc.name == "sendfile" || sc.name == "sendfile64" {

@@ -484,3 +484,31 @@ fn a_number_opened_again_names_the_new_file_for_every_thread() {
     let s = resolve(&t);
     assert_eq!(s.slot, vec![Some(0), Some(0), Some(0), Some(1), Some(1)]);
 }
+
+/// A copy between two files is one call in the replay; a copy with a pipe end (only its
+/// file's half recorded), or one whose source no recorded open made, stays a plain read or
+/// write, and so do a read and a write of other calls side by side.
+#[test]
+fn only_a_copy_between_two_recorded_files_is_paired() {
+    use super::script::copies;
+    let t = trace(
+        1,
+        vec![initial("a", Kind::File, Some(100))],
+        vec![
+            open(0, "a", &["O_RDONLY"], 3),
+            open(0, "b", &["O_WRONLY", "O_CREAT"], 4),
+            on_fd(0, Op::Read, "copy_file_range", 3, Some(100), 100),
+            on_fd(0, Op::Write, "copy_file_range", 4, Some(100), 100),
+            // splice from a pipe: only the file's end.
+            on_fd(0, Op::Write, "splice", 4, Some(10), 10),
+            // stdin's descriptor: no recorded open made it.
+            on_fd(0, Op::Read, "sendfile", 0, Some(10), 10),
+            on_fd(0, Op::Write, "sendfile", 4, Some(10), 10),
+            on_fd(0, Op::Read, "read", 3, Some(10), 0),
+            on_fd(0, Op::Write, "write", 4, Some(10), 10),
+        ],
+    );
+    let script = resolve(&t);
+    let pairs: Vec<(usize, usize)> = copies(&script).into_iter().collect();
+    assert_eq!(pairs, vec![(2, 3)]);
+}
