@@ -786,3 +786,55 @@ fn a_copy_file_range_replays_as_a_copy_so_xfs_shares_the_extents() {
     assert!(xfs < (SIZE / 4) as f64, "xfs wrote {xfs} bytes");
     assert!(leftovers(&root.path).is_empty());
 }
+
+/// Defect (issue #56): changes of mode, owner and times were neither recorded nor replayed
+/// (`cp -a` makes one per file). Each form replays on tmpfs and ends as recorded — a chmod
+/// of a missing file fails with ENOENT as it did — and the self-check counts them.
+#[test]
+fn changes_of_mode_owner_and_times_replay_as_recorded() {
+    require_root();
+    let root = TestRoot::new("replay-setattr");
+    let initial = vec![
+        entry(json!({"path": "d", "kind": "dir"})),
+        entry(json!({"path": "d/x", "kind": "file", "size": 100})),
+        entry(json!({"path": "l", "kind": "symlink", "target": "d/x"})),
+    ];
+    let setattr = |syscall: &str, at: serde_json::Value| {
+        let mut v = json!({"op": "setattr", "syscall": syscall, "ret": 0});
+        v.as_object_mut()
+            .unwrap()
+            .extend(at.as_object().unwrap().clone());
+        v
+    };
+    let calls = [
+        setattr(
+            "utimensat",
+            json!({"path": "l", "flags": ["AT_SYMLINK_NOFOLLOW"]}),
+        ),
+        setattr("fchmodat", json!({"path": "d/x", "mode": 0o600})),
+        setattr("fchownat", json!({"path": "d", "owner": [0, 0]})),
+        setattr(
+            "lchown",
+            json!({"path": "l", "owner": [1, -1], "flags": ["AT_SYMLINK_NOFOLLOW"]}),
+        ),
+        json!({"op": "open", "syscall": "openat", "path": "d/x", "flags": ["O_RDONLY"], "ret": 3}),
+        setattr("fchmod", json!({"fd": 3, "mode": 0o644})),
+        setattr("fchown", json!({"fd": 3, "owner": [-1, 1000]})),
+        setattr("utimensat", json!({"fd": 3})),
+        json!({"op": "setattr", "syscall": "chmod", "path": "y", "mode": 0o755, "err": "ENOENT"}),
+        json!({"op": "close", "syscall": "close", "fd": 3, "ret": 0}),
+    ];
+    let calls = calls
+        .into_iter()
+        .enumerate()
+        .map(|(n, f)| call(0, n as f64 * 0.001, f))
+        .collect();
+    let t = save(
+        &trace(1, initial, calls),
+        &root.path.join("setattr.fstrace"),
+    );
+    let args = ["--target", "tmpfs", "--timing", "fast"];
+    let ms = replay_ok(&t, &args, &root.path, "out");
+    assert_eq!(metric(&ms[0], "replayed_setattr_calls"), 8.0);
+    assert!(leftovers(&root.path).is_empty());
+}

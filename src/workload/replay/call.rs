@@ -187,6 +187,7 @@ impl Target {
             (Op::Setxattr | Op::Getxattr | Op::Removexattr, None) => {
                 super::attrs::on_path(&self.root_path, call, attr_buf(call, buf))
             }
+            (Op::Setattr, None) => super::setattr::on_path(&self.root, call, path),
             (_, Some(slot)) => self.on_fd(call, slot, buf),
             (_, None) => Err(libc::EBADF),
         }
@@ -288,6 +289,7 @@ impl Target {
             Op::Setxattr | Op::Getxattr | Op::Removexattr => {
                 super::attrs::on_fd(&fd, call, attr_buf(call, buf))
             }
+            Op::Setattr => super::setattr::on_fd(&fd, call),
             // An ordering point only (the waits keep the order around it): the replay's
             // threads are one process, where the recorded processes' locks cannot conflict.
             Op::Lock => Ok(0),

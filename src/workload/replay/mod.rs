@@ -33,6 +33,7 @@ pub mod options;
 mod order;
 mod pace;
 pub mod script;
+mod setattr;
 #[cfg(test)]
 mod tests;
 

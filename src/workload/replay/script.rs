@@ -60,7 +60,7 @@ pub fn on_descriptor(call: &Call) -> bool {
         | Op::Lock
         | Op::Seek
         | Op::Dup => true,
-        Op::Stat | Op::Truncate | Op::Setxattr | Op::Getxattr | Op::Removexattr => {
+        Op::Stat | Op::Truncate | Op::Setxattr | Op::Getxattr | Op::Removexattr | Op::Setattr => {
             call.path.is_none() && call.fd.is_some()
         }
         _ => false,

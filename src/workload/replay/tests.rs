@@ -20,6 +20,7 @@ fn call(thread: u32, op: Op, syscall: &str, ret: i64) -> Call {
         fd: None,
         flags: Vec::new(),
         mode: None,
+        owner: None,
         size: None,
         offset: None,
         ret: Some(ret),
