@@ -507,7 +507,10 @@ fn every_shipped_trace_replays_verified_on_tmpfs() {
     let mut names: Vec<PathBuf> = std::fs::read_dir(&shipped)
         .unwrap()
         .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "fstrace"))
+        .filter(|p| {
+            let name = p.to_string_lossy();
+            name.ends_with(".fstrace") || name.ends_with(".fstrace.zst")
+        })
         .collect();
     names.sort();
     assert!(names.len() >= 3, "{names:?}");

@@ -87,8 +87,8 @@ pub fn read_trace(path: &Path) -> Result<Trace, String> {
         total: memory_for_traces(),
         ..Limits::default()
     };
-    let trace =
-        format::read_with(std::io::BufReader::new(file), &limits).map_err(|e| refuse(&e))?;
+    let lines = format::lines_of(file).map_err(|e| refuse(&format!("cannot read it: {e}")))?;
+    let trace = format::read_with(lines, &limits).map_err(|e| refuse(&e))?;
     if trace.calls.is_empty() {
         return Err(refuse(&"it holds no calls, so there is nothing to replay"));
     }
