@@ -748,7 +748,8 @@ fn calls_of_every_newer_kind_replay_verified_with_their_self_check() {
 /// through itself. `cp -a` copies with copy_file_range, which xfs serves by sharing the
 /// extents, so its replay was twice as slow against ext4 as the program (0.88 against 0.48).
 /// Replayed as the copy it was, the 8 MiB copy writes next to nothing on xfs and the whole
-/// file on ext4, and every call still ends as recorded.
+/// file on ext4, a sendfile between two files is issued as one too, and every call still
+/// ends as recorded (the tree check sees both copies' sizes).
 #[test]
 fn a_copy_file_range_replays_as_a_copy_so_xfs_shares_the_extents() {
     require_root();
@@ -764,10 +765,17 @@ fn a_copy_file_range_replays_as_a_copy_so_xfs_shares_the_extents() {
         half("read", 3, 0),
         half("write", 4, 0),
         json!({"op": "close", "syscall": "close", "fd": 4, "ret": 0}),
+        // sendfile from a position in the source, which stays where it was.
+        json!({"op": "open", "syscall": "openat", "path": "part", "flags": ["O_WRONLY", "O_CREAT"], "mode": 420, "ret": 4}),
+        json!({"op": "read", "syscall": "sendfile", "fd": 3, "size": 4096, "offset": 8192, "ret": 4096}),
+        json!({"op": "write", "syscall": "sendfile", "fd": 4, "size": 4096, "ret": 4096}),
+        json!({"op": "close", "syscall": "close", "fd": 4, "ret": 0}),
         json!({"op": "close", "syscall": "close", "fd": 3, "ret": 0}),
     ];
     // The two halves of one call start together.
-    let starts = [0.0, 0.001, 0.002, 0.002, 0.003, 0.003, 0.004, 0.005];
+    let starts = [
+        0.0, 0.001, 0.002, 0.002, 0.003, 0.003, 0.004, 0.005, 0.006, 0.006, 0.007, 0.008,
+    ];
     let calls = calls
         .into_iter()
         .zip(starts)
@@ -778,10 +786,14 @@ fn a_copy_file_range_replays_as_a_copy_so_xfs_shares_the_extents() {
     let ms = replay_ok(&t, &args, &root.path, "out");
     let written = |fs: &str| {
         let m = ms.iter().find(|m| m["target"] == fs).expect(fs);
-        assert_eq!(metric(m, "logical_write_bytes"), SIZE as f64, "{m}");
-        assert_eq!(metric(m, "calls"), 8.0, "{m}");
+        assert_eq!(
+            metric(m, "logical_write_bytes"),
+            (SIZE + 4096) as f64,
+            "{m}"
+        );
+        assert_eq!(metric(m, "calls"), 12.0, "{m}");
         let notes = m["notes"].to_string();
-        assert!(notes.contains("2 copies between two files"), "{notes}");
+        assert!(notes.contains("3 copies between two files"), "{notes}");
         metric(m, "device_write_bytes")
     };
     let (ext4, xfs) = (written("ext4"), written("xfs"));
