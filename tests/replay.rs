@@ -853,3 +853,36 @@ fn changes_of_mode_owner_and_times_replay_as_recorded() {
     assert_eq!(metric(&ms[0], "replayed_setattr_calls"), 8.0);
     assert!(leftovers(&root.path).is_empty());
 }
+
+/// Defect (issue #56): exFAT keeps no extended attributes and no owners, so `cp -a`'s
+/// recorded `fsetxattr`s (EOPNOTSUPP there) and a chown to another owner (EPERM) made the
+/// replay a divergence, and no exFAT result at all. The program would have met the same
+/// refusals on exFAT; the replay ends `ok` and its self-check counts them.
+#[test]
+fn attributes_exfat_does_not_keep_are_counted_not_a_divergence() {
+    require_root();
+    let root = TestRoot::new("replay-not-kept");
+    let initial = vec![entry(json!({"path": "f", "kind": "file", "size": 100}))];
+    let calls = [
+        json!({"op": "open", "syscall": "openat", "path": "f", "flags": ["O_RDWR"], "ret": 3}),
+        json!({"op": "setxattr", "syscall": "fsetxattr", "fd": 3, "size": 28, "ret": 0}),
+        json!({"op": "setattr", "syscall": "fchown", "fd": 3, "owner": [1000, 1000], "ret": 0}),
+        json!({"op": "setattr", "syscall": "fchmod", "fd": 3, "mode": 0o600, "ret": 0}),
+        json!({"op": "close", "syscall": "close", "fd": 3, "ret": 0}),
+    ];
+    let calls = calls
+        .into_iter()
+        .enumerate()
+        .map(|(n, f)| call(0, n as f64 * 0.001, f))
+        .collect();
+    let t = save(&trace(1, initial, calls), &root.path.join("attrs.fstrace"));
+    let args = ["--target", "exfat", "--timing", "fast"];
+    let ms = replay_ok(&t, &args, &root.path, "out");
+    assert_eq!(metric(&ms[0], "replay_attrs_not_kept"), 2.0);
+    let notes = ms[0]["notes"].to_string();
+    assert!(
+        notes.contains("2 attribute calls (1 setxattr, 1 setattr)"),
+        "{notes}"
+    );
+    assert!(leftovers(&root.path).is_empty());
+}

@@ -113,12 +113,17 @@ impl Check<'_> {
         let mut results: Vec<Option<&Returned>> = vec![None; self.trace.calls.len()];
         let mut replayed: BTreeMap<Op, u64> = BTreeMap::new();
         let mut skipped: BTreeMap<Op, u64> = BTreeMap::new();
+        let mut not_kept: BTreeMap<Op, u64> = BTreeMap::new();
         for (i, r, _) in self.logs.iter().flat_map(|l| &l.calls) {
-            let op = self.trace.calls[*i].op;
+            let call = &self.trace.calls[*i];
+            let op = call.op;
             match r {
                 Some(r) => {
                     results[*i] = Some(r);
                     *replayed.entry(op).or_default() += 1;
+                    if call.ret.is_some() && super::check::not_kept(call, r) {
+                        *not_kept.entry(op).or_default() += 1;
+                    }
                 }
                 None => *skipped.entry(op).or_default() += 1,
             }
@@ -174,6 +179,17 @@ impl Check<'_> {
                     Timing::Think => ", with the program's pauses of 1 ms or more",
                     Timing::Original => "",
                 }
+            ));
+        }
+        if !not_kept.is_empty() {
+            m.insert(
+                "replay_attrs_not_kept".into(),
+                not_kept.values().sum::<u64>() as f64,
+            );
+            out.notes.push(format!(
+                "fidelity: {} attribute calls{} succeeded for the program and were refused here, as this file system keeps no such attributes (extended attributes, owners): the program would have met the same",
+                not_kept.values().sum::<u64>(),
+                by_kind(&not_kept)
             ));
         }
         let unseen = &self.trace.header.unseen;
