@@ -15,7 +15,7 @@
 use std::collections::HashMap;
 
 use super::script::{has_flag, Script};
-use crate::trace::format::{Call, Op};
+use crate::trace::format::{Call, Op, ROOT};
 
 /// A call to wait for: the `pos`-th call of recorded thread `thread` must have completed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -100,7 +100,10 @@ pub fn touches(script: &Script, i: usize) -> Vec<Touch> {
             .map(String::as_str)
             .collect(),
     };
-    for (n, path) in named.iter().enumerate() {
+    for (n, &path) in named.iter().enumerate() {
+        // The root itself (a directory sync of it) is the resource the changes of its
+        // entries mark: the parent of a name at the top.
+        let path = if path == ROOT { "" } else { path };
         let mut dir = parent(path);
         while !dir.is_empty() {
             add(dir, false);

@@ -484,3 +484,27 @@ fn a_number_opened_again_names_the_new_file_for_every_thread() {
     let s = resolve(&t);
     assert_eq!(s.slot, vec![Some(0), Some(0), Some(0), Some(1), Some(1)]);
 }
+
+/// The root's own calls (issue 56: SQLite's sync of the directory holding its database)
+/// replay on the root: a sync of it waits for the names another thread made in it, and it
+/// adds nothing to the tree the replay must leave.
+#[test]
+fn a_sync_of_the_root_waits_for_the_names_made_in_it() {
+    use crate::trace::format::ROOT;
+    let t = trace(
+        2,
+        vec![],
+        vec![
+            open(0, "db-journal", &["O_RDWR", "O_CREAT"], 3),
+            open(1, ROOT, &["O_RDONLY"], 4),
+            on_fd(1, Op::Fdatasync, "fdatasync", 4, None, 0),
+            on_fd(1, Op::Close, "close", 4, None, 0),
+        ],
+    );
+    let s = resolve(&t);
+    assert_eq!(s.slot_path, ["db-journal", ROOT]);
+    let w = waits(&s);
+    assert_eq!(w[1], [Wait { thread: 0, pos: 0 }]);
+    let names: Vec<String> = simulate(&t, &s).expected().into_keys().collect();
+    assert_eq!(names, ["db-journal"]);
+}
