@@ -508,3 +508,39 @@ fn a_sync_of_the_root_waits_for_the_names_made_in_it() {
     let names: Vec<String> = simulate(&t, &s).expected().into_keys().collect();
     assert_eq!(names, ["db-journal"]);
 }
+
+/// Defect (issue 56): `sh -c "git clone … && cd work && echo … >> f && git commit -a"`
+/// replayed the commit while the clone was still writing (on ntfs the commit's first calls
+/// came 0.16 s before the clone's last): the shell's wait for the clone is no file call, and
+/// the commit's first calls touch nothing the clone changed last. A thread's call that
+/// started after another thread's last call ended waits for it; threads that overlapped do
+/// not.
+#[test]
+fn a_process_that_started_after_another_ended_waits_for_its_end() {
+    let at = |c: Call, start: f64| Call {
+        start,
+        dur: 0.001,
+        ..c
+    };
+    let t = trace(
+        3,
+        vec![],
+        vec![
+            at(on_path(0, Op::Mkdir, "mkdir", "clone", None), 0.0),
+            at(on_path(2, Op::Stat, "newfstatat", "other", None), 0.0005),
+            at(on_path(0, Op::Mkdir, "mkdir", "clone/last", None), 1.0),
+            at(on_path(2, Op::Stat, "newfstatat", "other", None), 1.0005),
+            at(on_path(1, Op::Stat, "newfstatat", "config", None), 2.0),
+            at(on_path(1, Op::Stat, "newfstatat", "config", None), 2.1),
+        ],
+    );
+    let w = waits(&resolve(&t));
+    // The commit's first call waits for the clone's and the other thread's ends.
+    assert_eq!(
+        w[4],
+        [Wait { thread: 0, pos: 1 }, Wait { thread: 2, pos: 1 }]
+    );
+    assert!(w[5].is_empty(), "its next call follows it in its own order");
+    // Threads 0 and 2 overlapped: neither waits for the other.
+    assert!(w[..4].iter().all(|w| w.is_empty()), "{w:?}");
+}
