@@ -54,6 +54,7 @@ struct Shape {
     size: Option<u64>,
     offset: Option<u64>,
     link_text: Option<String>,
+    owner: Option<[i64; 2]>,
 }
 
 impl Shape {
@@ -66,6 +67,7 @@ impl Shape {
             size: None,
             offset: None,
             link_text: None,
+            owner: None,
         }
     }
 }
@@ -253,6 +255,7 @@ impl Converter {
             fd,
             flags: shape.flags,
             mode: shape.mode,
+            owner: shape.owner,
             size: shape.size,
             offset: shape.offset,
             ret,
@@ -392,6 +395,8 @@ fn describe(sc: &Syscall) -> Vec<Shape> {
         "copy_file_range" | "sendfile" | "sendfile64" | "splice" => return describe_copy(sc),
         "sync" => Some(Shape::new(Op::Sync, Target::Nothing)),
         "dup" | "dup2" | "dup3" => describe_dup(sc),
+        "chmod" | "fchmod" | "fchmodat" | "fchmodat2" | "chown" | "lchown" | "fchown"
+        | "fchownat" | "utime" | "utimes" | "futimesat" | "utimensat" => describe_setattr(sc),
         // fcntl both copies descriptors (F_DUPFD*) and takes record locks (F_SETLK*).
         "fcntl" | "fcntl64" => describe_dup(sc).or_else(|| describe_attrs(sc)),
         _ => describe_io(sc)
@@ -472,8 +477,10 @@ fn describe_open(sc: &Syscall) -> Option<Shape> {
 }
 
 /// copy_file_range, sendfile and splice: a read of one descriptor and a write of another
-/// (a pipe's end, never a file, is left out as not a file). The size is the bytes the call
-/// moved: the length asked for may be anything (`cp` asks copy_file_range for 2^62).
+/// (a pipe's end, never a file, is left out as not a file), the read first, so the replay
+/// can issue a copy between two files as one call again (`workload::replay::script::copies`).
+/// The size is the bytes the call moved: the length asked for may be anything (`cp` asks
+/// copy_file_range for 2^62).
 fn describe_copy(sc: &Syscall) -> Vec<Shape> {
     let len = moved(sc);
     let (input, in_off, output, out_off) = if sc.name == "sendfile" || sc.name == "sendfile64" {
@@ -689,6 +696,51 @@ fn describe_fcntl_lock(sc: &Syscall) -> Option<Shape> {
     let mut shape = Shape::new(Op::Lock, Target::Fd(fd_at(sc, 0)?));
     let kind = sc.args.get(2).and_then(|a| a.field("l_type"));
     shape.flags = std::iter::once(cmd).chain(kind.map(|k| k.0)).collect();
+    Some(shape)
+}
+
+/// A change of a file's mode, owner or times. The `…at` calls name a path against a
+/// directory descriptor, or (an empty path with `AT_EMPTY_PATH`, utimensat's `NULL`) the
+/// descriptor's own file; `f…` calls a descriptor; the others a path.
+fn describe_setattr(sc: &Syscall) -> Option<Shape> {
+    let name = sc.name.as_str();
+    let at = name.ends_with("at") || name == "fchmodat2";
+    let (target, args) = if at {
+        let path = sc.args.get(1)?;
+        let on_fd = path.0 == "NULL" || path.string().is_some_and(|p| p.is_empty());
+        let target = if on_fd {
+            Target::Fd(fd_at(sc, 0)?)
+        } else {
+            Target::Path(Some(fd_at(sc, 0)?), path.string()?)
+        };
+        (target, 2)
+    } else if name.starts_with('f') {
+        (Target::Fd(fd_at(sc, 0)?), 1)
+    } else {
+        (Target::Path(None, string_at(sc, 0)?), 1)
+    };
+    let mut shape = Shape::new(Op::Setattr, target);
+    if name.contains("chmod") {
+        shape.mode = sc.args.get(args)?.int()?.try_into().ok();
+    } else if name.contains("chown") {
+        let id = |i: usize| sc.args.get(i).and_then(Arg::int);
+        shape.owner = Some([id(args)?, id(args + 1)?]);
+    }
+    // The flags follow the mode (fchmodat2), the ids (fchownat) or the times (utimensat).
+    let flag_at = match name {
+        "fchmodat2" => Some(3),
+        "fchownat" => Some(4),
+        "utimensat" => Some(3),
+        _ => None,
+    };
+    shape.flags = flag_at
+        .and_then(|i| sc.args.get(i))
+        .map(Arg::flags)
+        .unwrap_or_default();
+    shape.flags.retain(|f| f == "AT_SYMLINK_NOFOLLOW");
+    if name == "lchown" {
+        shape.flags.push("AT_SYMLINK_NOFOLLOW".into());
+    }
     Some(shape)
 }
 

@@ -172,6 +172,12 @@ pub enum Op {
     /// `ret` the new number, another name of the same open file (`dd of=F` writes to
     /// descriptor 1 after `dup2`).
     Dup,
+    /// chmod, fchmod, fchmodat, fchmodat2, chown, lchown, fchown, fchownat, utime, utimes,
+    /// futimesat, utimensat: a change of a file's attributes, on `path` or `fd`; `mode` for a
+    /// chmod, `owner` for a chown, `flags` (`AT_SYMLINK_NOFOLLOW`). A change of times is
+    /// replayed as setting both to the replay's now: the file system's work (an inode
+    /// change) is the same, and no later call's result depends on the times.
+    Setattr,
 }
 
 /// One recorded call and how it ended.
@@ -201,6 +207,9 @@ pub struct Call {
     pub flags: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mode: Option<u32>,
+    /// A chown's user and group ids; -1 leaves one as it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<[i64; 2]>,
     /// Bytes asked for (read/write/getdents), the new length (truncate), or a range's length.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub size: Option<u64>,
@@ -231,6 +240,7 @@ impl Call {
             fd: None,
             flags: vec![],
             mode: None,
+            owner: None,
             size: None,
             offset: None,
             ret: Some(0),
@@ -570,6 +580,7 @@ mod tests {
             fd: None,
             flags: vec!["O_RDONLY".into()],
             mode: None,
+            owner: None,
             size: None,
             offset: None,
             ret: Some(3),

@@ -23,7 +23,8 @@ getdents64,mkdir,mkdirat,rmdir,unlink,unlinkat,rename,renameat,renameat2,link,li
 symlink,symlinkat,truncate,ftruncate,fallocate,splice,syncfs,sync,msync,setxattr,lsetxattr,\
 fsetxattr,getxattr,lgetxattr,fgetxattr,listxattr,llistxattr,flistxattr,removexattr,\
 lremovexattr,fremovexattr,flock,lseek,chdir,fchdir,dup,dup2,dup3,fcntl,clone,clone3,fork,vfork,\
-mmap,munmap,io_uring_enter,io_submit";
+mmap,munmap,io_uring_enter,io_submit,chmod,fchmod,fchmodat,chown,fchown,lchown,fchownat,\
+utime,utimes,futimesat,utimensat";
 
 /// strace's flags for a recording (and its calibration, `super::overhead`): every thread
 /// and child, absolute start times and durations, descriptors' paths, no buffer contents, no

@@ -358,3 +358,44 @@ fn lseek_is_kept_with_its_whence_and_the_position_it_returned() {
     assert_eq!(shape(1), (Op::Seek, Some(3), None, Some(4080)));
     assert_eq!(got[1].flags, vec!["SEEK_END".to_string()]);
 }
+
+/// Defect (issue #56): `cp -a`, `rsync -a`, `dpkg` and `tar` set each file's times, owner
+/// and mode, and record kept none of those calls, so a replay skipped an inode change per
+/// file (on a FUSE file system, a request each). Every form is kept as `setattr`, on the
+/// path or the descriptor it names, with the mode, the ids and whether it follows a link.
+#[test]
+fn changes_of_mode_owner_and_times_are_kept() {
+    let c = convert(&[
+        r#"10 1.0 utimensat(AT_FDCWD</r>, "x", NULL, AT_SYMLINK_NOFOLLOW) = 0 <0.00001>"#,
+        r#"10 1.1 fchmodat(AT_FDCWD</r>, "x", 0600) = 0 <0.00001>"#,
+        r#"10 1.2 fchownat(AT_FDCWD</r>, "d", 0, 0, AT_SYMLINK_NOFOLLOW) = 0 <0.00001>"#,
+        r#"10 1.3 fchmod(3</r/x>, 0644) = 0 <0.00001>"#,
+        r#"10 1.4 fchown(3</r/x>, -1, 1000) = 0 <0.00001>"#,
+        r#"10 1.5 utimensat(4</r/d/a.h>, NULL, [{tv_sec=1, tv_nsec=2} /* 1970-01-01T00:00:01+0000 */, {tv_sec=3, tv_nsec=0} /* 1970-01-01T00:00:03+0000 */], 0) = 0 <0.00001>"#,
+        r#"10 1.6 chmod("/r/y", 0755) = -1 ENOENT (No such file or directory) <0.00001>"#,
+        r#"10 1.7 lchown("y", 5, 6) = 0 <0.00001>"#,
+        r#"10 1.8 utimes("/r/x", [{tv_sec=1, tv_usec=0}, {tv_sec=2, tv_usec=0}]) = 0 <0.00001>"#,
+        r#"10 1.9 fchownat(3</r/d>, "", 7, 8, AT_EMPTY_PATH) = 0 <0.00001>"#,
+    ]);
+    let got = calls(&c);
+    assert_eq!(got.len(), 10, "{got:?}");
+    assert!(got.iter().all(|c| c.op == Op::Setattr), "{got:?}");
+    let nofollow = vec!["AT_SYMLINK_NOFOLLOW".to_string()];
+    let seen = |i: usize| {
+        let g = got[i];
+        (g.path.as_deref(), g.fd, g.mode, g.owner, g.flags.clone())
+    };
+    assert_eq!(seen(0), (Some("x"), None, None, None, nofollow.clone()));
+    assert_eq!(seen(1), (Some("x"), None, Some(0o600), None, vec![]));
+    assert_eq!(
+        seen(2),
+        (Some("d"), None, None, Some([0, 0]), nofollow.clone())
+    );
+    assert_eq!(seen(3), (None, Some(3), Some(0o644), None, vec![]));
+    assert_eq!(seen(4), (None, Some(3), None, Some([-1, 1000]), vec![]));
+    assert_eq!(seen(5), (None, Some(4), None, None, vec![]));
+    assert_eq!(got[6].err.as_deref(), Some("ENOENT"));
+    assert_eq!(seen(7), (Some("y"), None, None, Some([5, 6]), nofollow));
+    assert_eq!(seen(8), (Some("x"), None, None, None, vec![]));
+    assert_eq!(seen(9), (None, Some(3), None, Some([7, 8]), vec![]));
+}

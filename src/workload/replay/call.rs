@@ -187,6 +187,7 @@ impl Target {
             (Op::Setxattr | Op::Getxattr | Op::Removexattr, None) => {
                 super::attrs::on_path(&self.root_path, call, attr_buf(call, buf))
             }
+            (Op::Setattr, None) => super::setattr::on_path(&self.root, call, path),
             (_, Some(slot)) => self.on_fd(call, slot, buf),
             (_, None) => Err(libc::EBADF),
         }
@@ -288,6 +289,7 @@ impl Target {
             Op::Setxattr | Op::Getxattr | Op::Removexattr => {
                 super::attrs::on_fd(&fd, call, attr_buf(call, buf))
             }
+            Op::Setattr => super::setattr::on_fd(&fd, call),
             // An ordering point only (the waits keep the order around it): the replay's
             // threads are one process, where the recorded processes' locks cannot conflict.
             Op::Lock => Ok(0),
@@ -295,6 +297,29 @@ impl Target {
             Op::Dup => Ok(fd.as_raw_fd() as i64),
             _ => Err(libc::EBADF),
         }
+    }
+
+    /// A copy between two files, the pair of records `read` (on slot `from`) and `write` (on
+    /// slot `to`) of one `copy_file_range` or `sendfile`, issued as that call for the bytes it
+    /// copied: the kernel and the file system then do what they did for the program (xfs
+    /// and btrfs share the extents, ext4 copies in the kernel, a FUSE daemon gets the
+    /// request or the kernel's fallback), where a read and a write would move every byte
+    /// through the replay.
+    pub fn copy(&self, read: &Call, from: usize, write: &Call, to: usize) -> Returned {
+        let (src, dst) = (self.fd(from)?, self.fd(to)?);
+        let len = write_len(write);
+        let mut in_off = read.offset;
+        if write.syscall.starts_with("sendfile") {
+            return bytes(rustix::fs::sendfile(&*dst, &*src, in_off.as_mut(), len));
+        }
+        let mut out_off = write.offset;
+        bytes(rustix::fs::copy_file_range(
+            &*src,
+            in_off.as_mut(),
+            &*dst,
+            out_off.as_mut(),
+            len,
+        ))
     }
 
     fn write(&self, fd: &OwnedFd, call: &Call, slot: usize, size: usize) -> Returned {

@@ -52,6 +52,7 @@ fn changes_target(call: &Call) -> bool {
         | Op::Msync
         | Op::Setxattr
         | Op::Removexattr
+        | Op::Setattr
         | Op::Lock
         // A seek moves the position every name of the open file shares: the reads and
         // writes around it must keep their recorded order.

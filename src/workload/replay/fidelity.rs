@@ -234,6 +234,7 @@ mod tests {
             fd,
             flags: vec![],
             mode: None,
+            owner: None,
             size: None,
             offset: None,
             ret: Some(ret),

@@ -4,6 +4,7 @@
 //! time after it ([`super::pace`]). Only the call itself is timed; what each returned is kept
 //! for the check.
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Barrier, Condvar, Mutex};
 use std::time::{Duration, Instant};
@@ -110,6 +111,7 @@ pub fn replay(
         stop: AtomicBool::new(false),
     };
     let skipped: std::collections::HashSet<usize> = script.skipped.iter().copied().collect();
+    let copies = &super::script::copies(script);
     let anchors = pace::kept(script, timing);
     let ends: Vec<AtomicU64> = (0..script.calls.len()).map(|_| AtomicU64::new(0)).collect();
     let (anchors, ends) = (&anchors, &ends);
@@ -135,6 +137,7 @@ pub fn replay(
                         ends,
                         progress,
                         skipped,
+                        copies,
                     };
                     // Whatever ends this thread early (an error, a panic) frees its waiters.
                     let mut halt = HaltUnlessDone(progress, false);
@@ -174,6 +177,8 @@ struct Thread<'a> {
     ends: &'a [AtomicU64],
     progress: &'a Progress,
     skipped: &'a std::collections::HashSet<usize>,
+    /// The copies between two files, by their read half's index (`script::copies`).
+    copies: &'a HashMap<usize, usize>,
 }
 
 impl Thread<'_> {
@@ -181,6 +186,8 @@ impl Thread<'_> {
     fn calls(&self, t: usize, t0: Instant) -> Result<ThreadLog, WorkloadError> {
         let mut log = ThreadLog::default();
         let mut buf = Aligned::default();
+        // A copy's write half, and what the copy issued at its read half returned.
+        let mut copied: Option<(usize, Returned)> = None;
         for (n, &i) in self.script.by_thread[t].iter().enumerate() {
             if n % 64 == 0 {
                 self.ctx.check()?;
@@ -191,7 +198,13 @@ impl Thread<'_> {
                 None => &[],
             };
             let give_up = || self.ctx.check().is_err();
+            // A copy is issued at its read half, once its write half's waits are met too.
+            let partner: &[Wait] = match self.copies.get(&i) {
+                Some(&j) => &self.waits[j],
+                None => &[],
+            };
             if !(self.progress.wait_for(&self.waits[i], give_up)
+                && self.progress.wait_for(partner, give_up)
                 && self.progress.wait_for(after, give_up))
             {
                 return Err(self.ctx.check().err().unwrap_or(WorkloadError::Interrupted));
@@ -214,19 +227,45 @@ impl Thread<'_> {
                     return Err(self.ctx.check().err().unwrap_or(WorkloadError::Interrupted));
                 }
             }
-            if self.skipped.contains(&i) {
-                log.calls.push((i, None, 0));
-            } else if self.script.keeps_open.contains(&i) {
-                // One of several names of a file closed: the kernel does no I/O for it.
-                log.calls.push((i, Some(Ok(0)), 0));
-            } else {
-                let c0 = Instant::now();
-                let r = self.target.issue(call, self.script.slot[i], &mut buf);
-                log.calls.push((i, Some(r), c0.elapsed().as_nanos() as u64));
-            }
+            let (r, ns) = self.issue(i, &mut buf, &mut copied);
+            log.calls.push((i, r, ns));
             self.ends[i].store(t0.elapsed().as_nanos() as u64, Ordering::SeqCst);
             self.progress.advance(t);
         }
         Ok(log)
+    }
+
+    /// Issues call `i`: what it returned (`None`: skipped) and the nanoseconds it took. A
+    /// copy's read half issues the whole copy and leaves its result in `copied` for the
+    /// write half, which issues nothing and takes no time of its own.
+    fn issue(
+        &self,
+        i: usize,
+        buf: &mut Aligned,
+        copied: &mut Option<(usize, Returned)>,
+    ) -> (Option<Returned>, u64) {
+        let call = &self.script.calls[i];
+        let slot = self.script.slot[i];
+        if self.skipped.contains(&i) {
+            return (None, 0);
+        }
+        if self.script.keeps_open.contains(&i) {
+            // One of several names of a file closed: the kernel does no I/O for it.
+            return (Some(Ok(0)), 0);
+        }
+        if let Some((_, r)) = copied.take_if(|(j, _)| *j == i) {
+            return (Some(r), 0);
+        }
+        let c0 = Instant::now();
+        let r = match (self.copies.get(&i), slot) {
+            (Some(&j), Some(from)) => {
+                let to = self.script.slot[j].unwrap_or(usize::MAX);
+                let r = self.target.copy(call, from, &self.script.calls[j], to);
+                *copied = Some((j, r));
+                r
+            }
+            _ => self.target.issue(call, slot, buf),
+        };
+        (Some(r), c0.elapsed().as_nanos() as u64)
     }
 }

@@ -33,6 +33,7 @@ pub mod options;
 mod order;
 mod pace;
 pub mod script;
+mod setattr;
 #[cfg(test)]
 mod tests;
 
@@ -187,18 +188,23 @@ fn outcome(
     waits: &[Vec<deps::Wait>],
 ) -> Outcome {
     let mut by_op: BTreeMap<Op, LatencyLog> = BTreeMap::new();
-    let (mut read, mut written) = (0u64, 0u64);
+    let (mut read, mut written, mut calls) = (0u64, 0u64, 0usize);
+    // A copy's time is its read half's: its write half issued nothing of its own.
+    let copies = script::copies(script);
+    let copy_writes: std::collections::HashSet<usize> = copies.values().copied().collect();
     for (i, r, ns) in logs.iter().flat_map(|l| &l.calls) {
         let Some(r) = r else { continue };
         let op = trace.calls[*i].op;
-        by_op.entry(op).or_default().0.push(*ns);
+        calls += 1;
+        if !copy_writes.contains(i) {
+            by_op.entry(op).or_default().0.push(*ns);
+        }
         match (op, r) {
             (Op::Read, Ok(n)) => read += *n as u64,
             (Op::Write, Ok(n)) => written += *n as u64,
             _ => {}
         }
     }
-    let calls: usize = by_op.values().map(|l| l.0.len()).sum();
     let mut out = Outcome {
         seconds,
         logical_read_bytes: read,
@@ -228,6 +234,12 @@ fn outcome(
         trace.header.command.join(" "),
         waiting
     ));
+    if !copies.is_empty() {
+        out.notes.push(format!(
+            "{} copies between two files (copy_file_range, sendfile) were issued as the program issued them, one call for each copy's read and write records, so the file system could share extents as it did for the program",
+            copies.len()
+        ));
+    }
     if !script.skipped.is_empty() {
         let kinds: Vec<String> = skipped
             .iter()

@@ -42,6 +42,9 @@ pub struct Script<'t> {
     pub keeps_open: HashSet<usize>,
 }
 
+/// The system calls that copy from one file to another inside the kernel.
+const COPY_CALLS: [&str; 3] = ["copy_file_range", "sendfile", "sendfile64"];
+
 /// Whether `call` acts on a descriptor rather than a path.
 pub fn on_descriptor(call: &Call) -> bool {
     match call.op {
@@ -57,7 +60,7 @@ pub fn on_descriptor(call: &Call) -> bool {
         | Op::Lock
         | Op::Seek
         | Op::Dup => true,
-        Op::Stat | Op::Truncate | Op::Setxattr | Op::Getxattr | Op::Removexattr => {
+        Op::Stat | Op::Truncate | Op::Setxattr | Op::Getxattr | Op::Removexattr | Op::Setattr => {
             call.path.is_none() && call.fd.is_some()
         }
         _ => false,
@@ -125,6 +128,32 @@ pub fn resolve(trace: &Trace) -> Script<'_> {
         skipped,
         keeps_open,
     }
+}
+
+/// The copies between two files (`copy_file_range`, `sendfile`), which the trace holds as
+/// a read of one descriptor and, next in its thread, the write of the same call (same
+/// start) to another: each pair's read index mapped to its write's. The replay issues the
+/// call once for the pair, so a file system that copies by sharing extents (a reflink on
+/// xfs or btrfs) does so, as it did for the program. Both halves must be on descriptors a
+/// recorded open made; a copy with a pipe end holds one half only and stays a plain read or
+/// write.
+pub fn copies(script: &Script) -> HashMap<usize, usize> {
+    let calls = script.calls;
+    let half = |i: usize, op: Op| {
+        let c = &calls[i];
+        c.op == op && script.slot[i].is_some() && COPY_CALLS.contains(&c.syscall.as_str())
+    };
+    script
+        .by_thread
+        .iter()
+        .flat_map(|own| own.windows(2))
+        .filter(|w| half(w[0], Op::Read) && half(w[1], Op::Write))
+        .filter(|w| {
+            let (r, w) = (&calls[w[0]], &calls[w[1]]);
+            r.syscall == w.syscall && r.start == w.start
+        })
+        .map(|w| (w[0], w[1]))
+        .collect()
 }
 
 /// Which slot each descriptor number names: per thread, the latest of any thread, and per

@@ -20,6 +20,7 @@ fn call(thread: u32, op: Op, syscall: &str, ret: i64) -> Call {
         fd: None,
         flags: Vec::new(),
         mode: None,
+        owner: None,
         size: None,
         offset: None,
         ret: Some(ret),
@@ -543,4 +544,32 @@ fn a_process_that_started_after_another_ended_waits_for_its_end() {
     assert!(w[5].is_empty(), "its next call follows it in its own order");
     // Threads 0 and 2 overlapped: neither waits for the other.
     assert!(w[..4].iter().all(|w| w.is_empty()), "{w:?}");
+}
+
+/// A copy between two files is one call in the replay; a copy with a pipe end (only its
+/// file's half recorded), or one whose source no recorded open made, stays a plain read or
+/// write, and so do a read and a write of other calls side by side.
+#[test]
+fn only_a_copy_between_two_recorded_files_is_paired() {
+    use super::script::copies;
+    let t = trace(
+        1,
+        vec![initial("a", Kind::File, Some(100))],
+        vec![
+            open(0, "a", &["O_RDONLY"], 3),
+            open(0, "b", &["O_WRONLY", "O_CREAT"], 4),
+            on_fd(0, Op::Read, "copy_file_range", 3, Some(100), 100),
+            on_fd(0, Op::Write, "copy_file_range", 4, Some(100), 100),
+            // splice from a pipe: only the file's end.
+            on_fd(0, Op::Write, "splice", 4, Some(10), 10),
+            // stdin's descriptor: no recorded open made it.
+            on_fd(0, Op::Read, "sendfile", 0, Some(10), 10),
+            on_fd(0, Op::Write, "sendfile", 4, Some(10), 10),
+            on_fd(0, Op::Read, "read", 3, Some(10), 0),
+            on_fd(0, Op::Write, "write", 4, Some(10), 10),
+        ],
+    );
+    let script = resolve(&t);
+    let pairs: Vec<(usize, usize)> = copies(&script).into_iter().collect();
+    assert_eq!(pairs, vec![(2, 3)]);
 }
