@@ -198,7 +198,7 @@ fn summary(r: &record::Recorded, out: &std::path::Path) -> String {
     let c = &r.counts;
     let mut s = format!(
         "fsarena record: `{}` {ended} after {:.3} s under strace (~{:.3} s without it)\n  kept: {} calls of {} threads, {} initial entries → {}\n  \
-left out: {} calls outside the root, {} on the root directory itself, {} on pipes, sockets or unnamed descriptors, {} cut by the thread's end",
+left out: {} calls outside the root, {} making, removing or renaming the root itself, {} on pipes, sockets or unnamed descriptors, {} cut by the thread's end",
         h.command.join(" "),
         r.traced_s,
         h.duration_s,

@@ -1,13 +1,15 @@
 //! strace's calls into trace records: which operation each system call is, what it names
 //! (a path against its directory descriptor, or a descriptor), and whether that lies under
-//! the root. Calls under the root are kept with their paths made relative; calls outside it
-//! are counted, as are calls on the root directory itself (a trace's paths name what is
-//! below the root), on pipes and sockets, and `mmap`s of files under the root. The
+//! the root. Calls under the root are kept with their paths made relative, and so are calls
+//! on the root directory itself (as [`ROOT`]: SQLite syncs the directory holding its
+//! database, the root, after creating each journal, which costs btrfs real writes). Calls
+//! outside it are counted, as are changes of the root's own name, calls on pipes and
+//! sockets, and `mmap`s of files under the root. The
 //! descriptor and directory bookkeeping (`dup`, `chdir`, forks) feeds [`Procs`].
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use super::format::{Call, Op};
+use super::format::{Call, Op, ROOT};
 use super::procs::Procs;
 use super::strace::{Arg, Fd, Ret, Syscall};
 use maps::{Mapping, Maps};
@@ -19,7 +21,8 @@ mod maps;
 pub struct Counts {
     /// File-system calls on paths or descriptors outside the root.
     pub outside_root: u64,
-    /// Calls on the root directory itself (listing it, opening `.`).
+    /// Calls that would change the root directory's own name (make, remove or rename it):
+    /// the replay's root is not the program's to change. Other calls on the root are kept.
     pub on_root: u64,
     /// Calls on pipes, sockets, or descriptors no line named.
     pub not_files: u64,
@@ -67,6 +70,14 @@ impl Shape {
             owner: None,
         }
     }
+}
+
+/// Whether `op` makes, removes or renames the name it is given.
+fn changes_names(op: Op) -> bool {
+    matches!(
+        op,
+        Op::Mkdir | Op::Rmdir | Op::Unlink | Op::Rename | Op::Link | Op::Symlink
+    )
 }
 
 /// Where a name lies.
@@ -192,7 +203,8 @@ impl Converter {
             match place {
                 Place::Inside(rel) => names.push(rel),
                 Place::Outside => return self.counts.outside_root += 1,
-                Place::Root => return self.counts.on_root += 1,
+                Place::Root if changes_names(shape.op) => return self.counts.on_root += 1,
+                Place::Root => names.push(ROOT.to_string()),
                 Place::NotFile => return self.counts.not_files += 1,
             }
         }
@@ -219,12 +231,15 @@ impl Converter {
         } else {
             (names.next(), names.next())
         };
+        // The root is there in every replay: it is neither initial state nor listed into it.
+        let below = |n: &&String| n.as_str() != ROOT;
         if shape.op == Op::Getdents {
-            self.listed.extend(names.clone());
+            self.listed.extend(names.clone().filter(|n| below(&n)));
         }
-        self.used.extend(path.iter().chain(&path2).cloned());
+        self.used
+            .extend(path.iter().chain(&path2).filter(below).cloned());
         if fd.is_some() {
-            self.used.extend(names);
+            self.used.extend(names.filter(|n| below(&n)));
         }
         let next = self.thread_of.len() as u32;
         let thread = *self.thread_of.entry(tid).or_insert(next);

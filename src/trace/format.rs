@@ -17,6 +17,10 @@ use super::bounds::{
 /// The one format version this build reads and writes.
 pub const VERSION: u32 = 1;
 
+/// The path that names the root itself: a program that opens the directory it works in to
+/// sync it (SQLite syncs the database's directory after creating its journal) or lists it.
+pub const ROOT: &str = ".";
+
 /// What a trace says about itself, before its entries.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -420,12 +424,14 @@ fn check_call(line: u64, call: &Call, threads: u32) -> Result<(), TraceError> {
     Ok(())
 }
 
-/// A path a replay may use: relative, `/`-separated, without `..` or `.` parts.
+/// A path a replay may use: relative, `/`-separated, without `..` or `.` parts; or the root
+/// itself ([`ROOT`]).
 fn check_path(line: u64, path: &str) -> Result<(), TraceError> {
-    let fine = !path.is_empty()
-        && Path::new(path)
-            .components()
-            .all(|c| matches!(c, Component::Normal(_)));
+    let fine = path == ROOT
+        || !path.is_empty()
+            && Path::new(path)
+                .components()
+                .all(|c| matches!(c, Component::Normal(_)));
     if fine {
         Ok(())
     } else {

@@ -50,7 +50,7 @@ fn calls_outside_the_root_are_counted_not_kept() {
         r#"10 1.1 read(3</etc/ld.so.cache>, ""..., 832) = 832 <0.00001>"#,
         r#"10 1.2 newfstatat(AT_FDCWD</r>, "../rx/y", 0x7ffe, 0) = -1 ENOENT (No such file or directory) <0.00001>"#,
         r#"10 1.3 write(1<pipe:[1234]>, ""..., 5) = 5 <0.00001>"#,
-        r#"10 1.4 openat(AT_FDCWD</r>, ".", O_RDONLY|O_DIRECTORY) = 4</r> <0.00001>"#,
+        r#"10 1.4 rmdir("/r") = -1 EBUSY (Device or resource busy) <0.00001>"#,
         r#"10 1.5 mmap(NULL, 8192, PROT_READ, MAP_PRIVATE, 5</r/lib.so>, 0) = 0x7f00 <0.00001>"#,
         r#"10 1.6 mmap(NULL, 8192, PROT_READ, MAP_PRIVATE, 3</etc/ld.so.cache>, 0) = 0x7f00 <0.00001>"#,
     ]);
@@ -66,6 +66,42 @@ fn calls_outside_the_root_are_counted_not_kept() {
     };
     assert_eq!(c.counts, counts);
     assert_eq!(c.threads(), 0);
+}
+
+/// Defect (issue 56): SQLite with a rollback journal syncs the directory holding its
+/// database after creating each journal; that directory was the root, whose calls record
+/// left out, so the replay skipped 201 directory syncs of sqlite-rollback's 804 and btrfs
+/// wrote 23 % fewer blocks replaying it than running it. The root's own calls are kept, as
+/// `.`, and are no initial state; only a change of the root's name is left out.
+#[test]
+fn the_root_directory_s_own_open_and_sync_are_kept() {
+    let c = convert(&[
+        r#"10 1.0 openat(AT_FDCWD</r>, "j", O_RDWR|O_CREAT|O_CLOEXEC, 0644) = 4</r/j> <0.00001>"#,
+        r#"10 1.1 openat(AT_FDCWD</r>, "/r", O_RDONLY|O_CLOEXEC) = 5</r> <0.00001>"#,
+        r#"10 1.2 fdatasync(5</r>) = 0 <0.00010>"#,
+        r#"10 1.3 getdents64(5</r>, 0x5600 /* 3 entries */, 32768) = 72 <0.00001>"#,
+        r#"10 1.4 close(5</r>) = 0 <0.00001>"#,
+        r#"10 1.5 newfstatat(AT_FDCWD</r>, ".", 0x7ffe, 0) = 0 <0.00001>"#,
+    ]);
+    let got = calls(&c);
+    let kept: Vec<_> = got
+        .iter()
+        .map(|c| (c.op, c.path.as_deref(), c.fd))
+        .collect();
+    assert_eq!(
+        kept,
+        [
+            (Op::Open, Some("j"), None),
+            (Op::Open, Some(ROOT), None),
+            (Op::Fdatasync, None, Some(5)),
+            (Op::Getdents, None, Some(5)),
+            (Op::Close, None, Some(5)),
+            (Op::Stat, Some(ROOT), None),
+        ]
+    );
+    assert_eq!(c.counts.on_root, 0);
+    assert_eq!(c.used, BTreeSet::from(["j".to_string()]));
+    assert!(c.listed.is_empty());
 }
 
 #[test]

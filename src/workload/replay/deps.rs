@@ -7,7 +7,9 @@
 //! a creation, rename or unlink before a later use of the name, a file's writes before
 //! another thread's read, a directory's new entries before its listing, an open before
 //! another thread's use of its descriptor and that use before the descriptor's last close. Readers do not
-//! wait for one another. Order within a thread is the thread's own; only waits on other
+//! wait for one another. A call also waits for the last call of every thread that had made
+//! all its calls before it started ([`Exits`]): programs a shell runs one after another
+//! replay one after another. Order within a thread is the thread's own; only waits on other
 //! threads are kept, the latest per thread (a thread completes its calls in order). "Recorded
 //! start order" is corrected where two threads' calls overlapped and their results show the
 //! kernel ran them the other way round (`super::order`).
@@ -15,7 +17,7 @@
 use std::collections::HashMap;
 
 use super::script::{has_flag, Script};
-use crate::trace::format::{Call, Op};
+use crate::trace::format::{Call, Op, ROOT};
 
 /// A call to wait for: the `pos`-th call of recorded thread `thread` must have completed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -101,7 +103,10 @@ pub fn touches(script: &Script, i: usize) -> Vec<Touch> {
             .map(String::as_str)
             .collect(),
     };
-    for (n, path) in named.iter().enumerate() {
+    for (n, &path) in named.iter().enumerate() {
+        // The root itself (a directory sync of it) is the resource the changes of its
+        // entries mark: the parent of a name at the top.
+        let path = if path == ROOT { "" } else { path };
         let mut dir = parent(path);
         while !dir.is_empty() {
             add(dir, false);
@@ -146,9 +151,10 @@ pub fn waits(script: &Script) -> Vec<Vec<Wait>> {
     let mut state: HashMap<String, State> = HashMap::new();
     let mut out = vec![Vec::new(); calls.len()];
     let mut last_of_thread: Vec<Option<usize>> = vec![None; script.by_thread.len()];
+    let mut exits = Exits::new(script);
     for i in super::order::order(script) {
         let touched = touches(script, i);
-        let mut before: Vec<usize> = Vec::new();
+        let mut before: Vec<usize> = exits.before(script, i);
         if is_barrier(&calls[i]) {
             before.extend(last_of_thread.iter().flatten());
         }
@@ -175,6 +181,59 @@ pub fn waits(script: &Script) -> Vec<Vec<Wait>> {
         out[i] = latest_per_thread(calls, &pos, calls[i].thread, before);
     }
     out
+}
+
+/// The ends of the recorded threads, as order: a process that had made its last call before
+/// another thread's call began had ended by then as far as the trace can tell, and what came
+/// after may have waited for it in ways the trace cannot see (a shell runs `git commit` once
+/// `git clone` has exited; its `wait` is no file call). Resources alone let the commit start
+/// while the clone still wrote: its first calls touch nothing the clone was still changing.
+struct Exits {
+    /// Each thread's last call and its recorded end, earliest end first.
+    ends: Vec<(f64, usize)>,
+    /// Per thread, how many of `ends` its calls so far started after.
+    passed: Vec<usize>,
+    /// Per call, whether `waits` has taken it (a wait may only point back in its order).
+    taken: Vec<bool>,
+}
+
+impl Exits {
+    fn new(script: &Script) -> Exits {
+        let calls = script.calls;
+        let mut ends: Vec<(f64, usize)> = script
+            .by_thread
+            .iter()
+            .filter_map(|list| list.last())
+            .map(|&i| (calls[i].start + calls[i].dur, i))
+            .collect();
+        ends.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+        Exits {
+            ends,
+            passed: vec![0; script.by_thread.len()],
+            taken: vec![false; calls.len()],
+        }
+    }
+
+    /// The last calls of the threads that ended before call `i` started, not yet waited
+    /// for by an earlier call of its thread (whose calls start in order, so one pass each).
+    fn before(&mut self, script: &Script, i: usize) -> Vec<usize> {
+        let call = &script.calls[i];
+        let t = call.thread as usize;
+        let mut out = Vec::new();
+        while let Some(&(end, last)) = self.ends.get(self.passed[t]) {
+            if end >= call.start {
+                break;
+            }
+            self.passed[t] += 1;
+            // A last call `order` put after this one cannot be waited for: it would wait
+            // back, and a thread-order wait forward could close a cycle.
+            if self.taken[last] {
+                out.push(last);
+            }
+        }
+        self.taken[i] = true;
+        out
+    }
 }
 
 /// The waits on other threads than `own`, only the latest call of each.

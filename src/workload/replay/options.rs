@@ -172,7 +172,8 @@ fn may_follow(call: &format::Call, link: &str) -> bool {
         p.strip_prefix(link)
             .is_some_and(|rest| rest.starts_with('/'))
     };
-    let unplaced = |p: &str| p.split('/').any(|part| part == "." || part == "..");
+    let unplaced =
+        |p: &str| p != format::ROOT && p.split('/').any(|part| part == "." || part == "..");
     let follows_last = match call.op {
         Op::Open => !call
             .flags

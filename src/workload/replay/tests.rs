@@ -486,6 +486,66 @@ fn a_number_opened_again_names_the_new_file_for_every_thread() {
     assert_eq!(s.slot, vec![Some(0), Some(0), Some(0), Some(1), Some(1)]);
 }
 
+/// The root's own calls (issue 56: SQLite's sync of the directory holding its database)
+/// replay on the root: a sync of it waits for the names another thread made in it, and it
+/// adds nothing to the tree the replay must leave.
+#[test]
+fn a_sync_of_the_root_waits_for_the_names_made_in_it() {
+    use crate::trace::format::ROOT;
+    let t = trace(
+        2,
+        vec![],
+        vec![
+            open(0, "db-journal", &["O_RDWR", "O_CREAT"], 3),
+            open(1, ROOT, &["O_RDONLY"], 4),
+            on_fd(1, Op::Fdatasync, "fdatasync", 4, None, 0),
+            on_fd(1, Op::Close, "close", 4, None, 0),
+        ],
+    );
+    let s = resolve(&t);
+    assert_eq!(s.slot_path, ["db-journal", ROOT]);
+    let w = waits(&s);
+    assert_eq!(w[1], [Wait { thread: 0, pos: 0 }]);
+    let names: Vec<String> = simulate(&t, &s).expected().into_keys().collect();
+    assert_eq!(names, ["db-journal"]);
+}
+
+/// Defect (issue 56): `sh -c "git clone … && cd work && echo … >> f && git commit -a"`
+/// replayed the commit while the clone was still writing (on ntfs the commit's first calls
+/// came 0.16 s before the clone's last): the shell's wait for the clone is no file call, and
+/// the commit's first calls touch nothing the clone changed last. A thread's call that
+/// started after another thread's last call ended waits for it; threads that overlapped do
+/// not.
+#[test]
+fn a_process_that_started_after_another_ended_waits_for_its_end() {
+    let at = |c: Call, start: f64| Call {
+        start,
+        dur: 0.001,
+        ..c
+    };
+    let t = trace(
+        3,
+        vec![],
+        vec![
+            at(on_path(0, Op::Mkdir, "mkdir", "clone", None), 0.0),
+            at(on_path(2, Op::Stat, "newfstatat", "other", None), 0.0005),
+            at(on_path(0, Op::Mkdir, "mkdir", "clone/last", None), 1.0),
+            at(on_path(2, Op::Stat, "newfstatat", "other", None), 1.0005),
+            at(on_path(1, Op::Stat, "newfstatat", "config", None), 2.0),
+            at(on_path(1, Op::Stat, "newfstatat", "config", None), 2.1),
+        ],
+    );
+    let w = waits(&resolve(&t));
+    // The commit's first call waits for the clone's and the other thread's ends.
+    assert_eq!(
+        w[4],
+        [Wait { thread: 0, pos: 1 }, Wait { thread: 2, pos: 1 }]
+    );
+    assert!(w[5].is_empty(), "its next call follows it in its own order");
+    // Threads 0 and 2 overlapped: neither waits for the other.
+    assert!(w[..4].iter().all(|w| w.is_empty()), "{w:?}");
+}
+
 /// A copy between two files is one call in the replay; a copy with a pipe end (only its
 /// file's half recorded), or one whose source no recorded open made, stays a plain read or
 /// write, and so do a read and a write of other calls side by side.
