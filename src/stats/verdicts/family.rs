@@ -560,6 +560,12 @@ fn settle(c: &mut Comparison, m: Member, ph: f64, o: &Outcome, how: (bool, f64, 
     }
     if decision == Decision::Undecided {
         (v.within_pct, v.within_level) = within(&m.judged, o.level).unzip();
+        // The interval every output prints beside the % ("+5.0 % ±3.0") is that range
+        // too: a plain 95 % one could leave zero out beside "undecided".
+        if let Some(range) = v.within_pct {
+            c.pct_ci95 = Some(range);
+            v.ci_level = v.within_level;
+        }
     }
     v.runs_limit = looks.last();
     let rests_on = match decision {
