@@ -337,6 +337,13 @@ struct PoolPriors {
     own: HashMap<String, Prior>,
 }
 
+/// The spreads of target `t`'s groups among a pool's `spreads`.
+fn of_target(spreads: &[(&str, Spread)], t: &str) -> Vec<Spread> {
+    (spreads.iter().filter(|(u, _)| *u == t))
+        .map(|(_, s)| *s)
+        .collect()
+}
+
 /// The priors of a pool's points from the first `n` runs of each group (the slope left to
 /// each point: [`Pools::priors`]).
 fn pool_priors(in_pool: &[(&Point, bool)], baseline: &str, n: usize) -> PoolPriors {
@@ -358,20 +365,15 @@ fn pool_priors(in_pool: &[(&Point, bool)], baseline: &str, n: usize) -> PoolPrio
     targets.sort_unstable();
     targets.dedup();
     let per_target: Vec<Spread> = (targets.iter())
-        .filter_map(|t| {
-            let own: Vec<Spread> = (spreads.iter().filter(|(u, _)| u == t))
-                .map(|(_, s)| *s)
-                .collect();
-            Spread::pooled(&own)
-        })
+        .filter_map(|t| Spread::pooled(&of_target(&spreads, t)))
         .collect();
     if !alike(&per_target) {
         let own = (targets.iter())
             .filter_map(|t| {
-                let of_t: Vec<Spread> = (spreads.iter().filter(|(u, _)| u == t))
-                    .map(|(_, s)| *s)
-                    .collect();
-                Some((t.to_string(), prior_of(&of_t, f64::INFINITY)?))
+                Some((
+                    t.to_string(),
+                    prior_of(&of_target(&spreads, t), f64::INFINITY)?,
+                ))
             })
             .collect();
         return PoolPriors {
