@@ -214,8 +214,8 @@ fn machine_formats_parse() {
     let mut rd = csv::Reader::from_reader(&cc.stdout[..]);
     let columns = rd.headers().map(|h| h.len()).unwrap_or(0);
     assert_eq!(
-        columns, 12,
-        "compare csv: value_a, value_b and their statistic"
+        columns, 15,
+        "compare csv: value_a, value_b and their statistic; the interval of B vs A and its level"
     );
     assert!(rd.records().all(|r| r.is_ok_and(|r| r.len() == columns)));
     let cm = stdout(&fsarena(&["compare", pa, pb, "--format", "markdown"]));

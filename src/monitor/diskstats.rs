@@ -205,6 +205,12 @@ impl DiskCounters {
         self.fields = delta.fields;
     }
 
+    /// Whether the line had the flush counters (kernel 5.5+): before, `flushes` is a 0 that
+    /// was never counted.
+    pub fn counts_flushes(&self) -> bool {
+        usize::from(self.fields) >= FLUSH_FIELDS
+    }
+
     pub fn read_bytes(&self) -> u64 {
         self.read_sectors.saturating_mul(SECTOR_BYTES)
     }

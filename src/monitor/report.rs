@@ -44,6 +44,9 @@ pub struct DeviceDelta {
     /// Wall time with at least one I/O in flight.
     pub busy_ms: u64,
     pub discard_bytes: u64,
+    /// Cache flushes the device completed (an fsync that reaches a device with a write
+    /// cache sends one); `None` on kernels before 5.5, which do not count them.
+    pub flushes: Option<u64>,
     pub peak_in_flight: u64,
 }
 
@@ -60,6 +63,7 @@ impl DeviceDelta {
             write_ms: 0,
             busy_ms: 0,
             discard_bytes: 0,
+            flushes: None,
             peak_in_flight: 0,
         }
     }
@@ -119,6 +123,9 @@ impl DeviceDelta {
         put(&format!("{prefix}write_bytes"), self.write_bytes as f64);
         put(&format!("{prefix}read_ios"), self.read_ios as f64);
         put(&format!("{prefix}write_ios"), self.write_ios as f64);
+        if let Some(flushes) = self.flushes {
+            put(&format!("{prefix}flushes"), flushes as f64);
+        }
         if self.read_ios > 0 {
             put(
                 &format!("{prefix}read_latency_ms"),

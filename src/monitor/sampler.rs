@@ -356,6 +356,7 @@ impl Sampler {
                     write_ms: t.write_ms,
                     busy_ms: t.io_ms,
                     discard_bytes: t.discard_bytes(),
+                    flushes: t.counts_flushes().then_some(t.flushes),
                     peak_in_flight: self.peak_in_flight[i],
                 }
             })

@@ -224,6 +224,7 @@ fn sample_report() -> MonitorReport {
                 write_ms: 0,
                 busy_ms: 3,
                 discard_bytes: 0,
+                flushes: Some(4),
                 peak_in_flight: 1,
             },
             DeviceDelta {
@@ -259,6 +260,7 @@ fn add_metrics_computes_ratios_and_omits_undefined_ones() {
     assert_eq!(m["bytes_per_read"], 4096.0);
     assert_eq!(m["device_read_iops"], 1.0);
     assert_eq!(m["device_write_iops"], 0.0);
+    assert_eq!(m["device_flushes"], 4.0);
     assert!(
         !m.contains_key("device_write_latency_ms"),
         "no writes: no latency"

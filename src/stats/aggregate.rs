@@ -279,6 +279,11 @@ fn cell_warnings(cell: &Cell, baseline: &str, no_baseline: bool) -> Vec<Warning>
             count: absorbed.len(),
         });
     }
+    if let Some(unflushed) = cell.raw.get("fsyncs_unflushed").filter(|v| !v.is_empty()) {
+        warnings.push(Warning::FsyncsUnflushed {
+            count: unflushed.len(),
+        });
+    }
     if let Some(gaps) = cell.raw.get("replay_time_gap_pct") {
         let beyond = gaps
             .iter()

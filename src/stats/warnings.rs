@@ -29,6 +29,12 @@ pub const WRITES_ABSORBED: &str = "wrote with direct I/O, yet the device wrote u
      daemon caches its device) and its syncs did not reach the device, so the figure is not \
      the device's";
 
+/// [`Warning::FsyncsUnflushed`] after its count of runs.
+pub const FSYNCS_UNFLUSHED: &str = "made fsyncs the device never flushed (under one cache \
+     flush for ten fsyncs) — the FUSE daemon did not pass them on, so the synced data may \
+     still sit in a cache beneath the file system and the figure is not that of durable \
+     writes";
+
 /// The replay's self-check: beyond this gap (in %) between the replay's time and the
 /// program's own, on the file-system type it was recorded on, the row is warned about.
 pub use crate::workload::replay::TIME_GAP_PCT as REPLAY_TIME_GAP_PCT;
@@ -70,6 +76,9 @@ pub enum Warning {
     /// Runs that wrote with O_DIRECT while the device wrote under nine tenths of it (their
     /// records carry `writes_absorbed`): the figure is a cache's, not the device's.
     WritesAbsorbed { count: usize },
+    /// Runs on a FUSE file system whose fsyncs the device did not flush (their records
+    /// carry `fsyncs_unflushed`): the syncs ended in a cache, not on the device.
+    FsyncsUnflushed { count: usize },
     /// Replay runs whose time, on the file-system type the trace was recorded on, strayed
     /// from the program's own by more than [`REPLAY_TIME_GAP_PCT`] (their records carry
     /// `replay_time_gap_pct`); `pct` is the median gap of the group's runs.
@@ -154,6 +163,9 @@ impl fmt::Display for Warning {
             }
             Warning::WritesAbsorbed { count } => {
                 write!(f, "{} {WRITES_ABSORBED}", runs(*count, "run", "runs"))
+            }
+            Warning::FsyncsUnflushed { count } => {
+                write!(f, "{} {FSYNCS_UNFLUSHED}", runs(*count, "run", "runs"))
             }
             Warning::ReplayTimeGap { count, pct } => write!(
                 f,

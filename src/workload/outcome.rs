@@ -26,4 +26,7 @@ pub struct Outcome {
     /// it ends: when the device wrote far less, a cache beneath the file (a FUSE daemon's
     /// cache of its block device) absorbed the writes, and the runner says so.
     pub synced_writes: bool,
+    /// fsync and fdatasync calls the phase made: each should reach the device as a cache
+    /// flush, and on a FUSE target the runner says whether the device saw them.
+    pub fsyncs: u64,
 }

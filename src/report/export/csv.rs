@@ -131,6 +131,9 @@ pub fn render_comparison(c: &Comparison) -> Result<String, csv::Error> {
         "decision",
         "p_adjusted",
         "runs_to_decide",
+        "pct_ci_low",
+        "pct_ci_high",
+        "ci_level",
     ])?;
     let num = |v: Option<f64>| v.map(|x| format!("{x}")).unwrap_or_default();
     for r in &c.rows {
@@ -149,6 +152,9 @@ pub fn render_comparison(c: &Comparison) -> Result<String, csv::Error> {
                 .unwrap_or_default(),
             num(r.p_adjusted),
             r.runs_to_decide.map(|n| n.to_string()).unwrap_or_default(),
+            num(r.pct_ci.map(|x| x.0)),
+            num(r.pct_ci.map(|x| x.1)),
+            num(r.ci_level),
         ])?;
     }
     let bytes = w.into_inner().map_err(|e| e.into_error())?;

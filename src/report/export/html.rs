@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write;
 
 use super::exporter::{Destination, ExportError, Exporter};
-use crate::report::model::format::{header, legend, row_cells, value};
+use crate::report::model::format::{header, legend, row_cells, value, INTERVALS};
 use crate::report::model::report::Report;
 use crate::report::model::section::Mark;
 use crate::results::Measurement;
@@ -155,8 +155,8 @@ pub fn render(r: &Report) -> String {
     h.push_str("<h1>fsarena report</h1>");
     h.push_str(CONTENTS_MARK);
     answer::render(&mut h, r);
-    let _ = write!(h, "<p>Kernel {} · {} CPUs ({}) · {} memory · fsarena {} · baseline <b>{}</b> · {} · 95&nbsp;% intervals (FCR-adjusted when called) · {}</p>",
-        esc(&r.host.kernel), r.host.cpus, esc(&r.host.cpu_model), value("x_bytes", r.host.mem_total_bytes as f64), esc(&r.host.fsarena_version), esc(&r.baseline), esc(&condition_text(&r.condition)), esc(&legend(r)));
+    let _ = write!(h, "<p>Kernel {} · {} CPUs ({}) · {} memory · fsarena {} · baseline <b>{}</b> · {} · {} · {}</p>",
+        esc(&r.host.kernel), r.host.cpus, esc(&r.host.cpu_model), value("x_bytes", r.host.mem_total_bytes as f64), esc(&r.host.fsarena_version), esc(&r.baseline), esc(&condition_text(&r.condition)), esc(INTERVALS), esc(&legend(r)));
     if let Some(sizes) = &r.file_systems {
         let _ = write!(h, "<p id=\"file-systems\">{}</p>", esc(sizes));
     }

@@ -2,7 +2,7 @@
 
 use super::exporter::{Destination, ExportError, Exporter};
 use crate::report::model::compare::{legend as comparison_legend, p_header, Comparison};
-use crate::report::model::format::{header, legend, row_cells, value};
+use crate::report::model::format::{header, legend, row_cells, value, INTERVALS};
 use crate::report::model::report::Report;
 
 pub fn render(r: &Report) -> String {
@@ -13,7 +13,7 @@ pub fn render(r: &Report) -> String {
     out.push_str(&super::text::header::markdown(r));
     out.push('\n');
     out.push_str(&format!(
-        "Baseline **{}**; 95 % intervals (FCR-adjusted when called); {}.\n",
+        "Baseline **{}**; {INTERVALS}; {}.\n",
         r.baseline,
         legend(r)
     ));

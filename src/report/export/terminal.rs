@@ -14,7 +14,7 @@ use super::text::width::{output_width, wrap};
 use crate::report::model::compare::{
     legend as comparison_legend, p_header, CompareRow, Comparison,
 };
-use crate::report::model::format::{header, legend, row_cells, value, WIDE_NOTE};
+use crate::report::model::format::{header, legend, row_cells, value, INTERVALS, WIDE_NOTE};
 use crate::report::model::report::Report;
 use crate::report::model::section::{Mark, Section};
 use crate::stats::Decision;
@@ -69,7 +69,7 @@ pub fn render_width(r: &Report, color: bool, width: usize) -> String {
         )
     };
     let mut intro = format!(
-        "{start}; baseline {}; 95 % intervals (FCR-adjusted when called); {}",
+        "{start}; baseline {}; {INTERVALS}; {}",
         r.baseline,
         legend(r)
     );

@@ -12,13 +12,14 @@ use std::path::Path;
 use anyhow::Result;
 use serde::Serialize;
 
-use super::format::{decision_words, mean_ci};
+use super::format::{decision_words, mean_ci, pct_words};
 use super::report::{self, Report, STOLEN_NOTED_PCT};
 use super::section::{point_name, threads_phrase, threads_told, Row};
 use super::shown::Statistic;
 use crate::results::store;
 use crate::stats::decision::MAX_RUNS_ESTIMATE;
 use crate::stats::steadiness::Steadiness;
+use crate::stats::verdicts::fixed::decided_interval;
 use crate::stats::verdicts::{verdict, Family};
 use crate::stats::{self, runs_to_decide, Adjustment, Decision, ALPHA};
 
@@ -147,6 +148,12 @@ pub struct CompareRow {
     pub b_text: String,
     /// (B − A) / A in %, when both sides have runs enough to compare.
     pub pct_diff: Option<f64>,
+    /// The interval of `pct_diff` the decision rests on, at `ci_level`
+    /// ([`crate::stats::verdicts::fixed::decided_interval`]): a called row's
+    /// false-coverage-adjusted interval, an equivalent row's 90 % one, an undecided row's
+    /// range at the level a call would need now ("undecided: within A to B").
+    pub pct_ci: Option<(f64, f64)>,
+    pub ci_level: Option<f64>,
     /// better / worse / equivalent / undecided; `None` with too few runs.
     pub decision: Option<Decision>,
     /// The p-value adjusted over the matched rows by [`Comparison::adjustment`].
@@ -168,15 +175,27 @@ impl CompareRow {
             .map(|p| if self.higher_is_better { -p } else { p })
     }
 
-    /// The decision as the tables write it, with the runs that would likely decide it.
+    /// The decision as the tables write it: an undecided row with the range it still
+    /// allows (as a run's report writes it) and the runs that would likely decide it.
     pub fn decision_text(&self) -> String {
         match self.decision {
             None => "too few runs".into(),
-            Some(Decision::Undecided) => match self.runs_to_decide {
-                Some(n) if n > 0 => format!("undecided, ~{n} more"),
-                Some(_) => "undecided".into(),
-                None => format!("undecided, > {MAX_RUNS_ESTIMATE}"),
-            },
+            Some(Decision::Undecided) => {
+                let mut out = "undecided".to_string();
+                if let Some((lo, hi)) = self.pct_ci {
+                    out.push_str(&format!(
+                        ": within {} to {} %",
+                        pct_words(lo),
+                        pct_words(hi)
+                    ));
+                }
+                match self.runs_to_decide {
+                    Some(n) if n > 0 => out.push_str(&format!(", ~{n} more")),
+                    Some(_) => {}
+                    None => out.push_str(&format!(", > {MAX_RUNS_ESTIMATE} more")),
+                }
+                out
+            }
             Some(d) => d.as_str().into(),
         }
     }
@@ -291,6 +310,8 @@ fn matched(ra: &Report, rb: &Report) -> (Vec<CompareRow>, Vec<Samples>, Vec<Miss
                 a_text: mean_ci(key, &shown_a),
                 b_text: mean_ci(key, &shown_b),
                 pct_diff: None,
+                pct_ci: None,
+                ci_level: None,
                 decision: None,
                 p_adjusted: None,
                 runs_to_decide: None,
@@ -353,6 +374,7 @@ fn decide_rows(rows: &mut [CompareRow], raws: &[Samples], margin: f64) -> Adjust
             || runs_to_decide(ra_raw, rb_raw, margin, family.level),
         );
         r.pct_diff = Some(c.pct_diff);
+        (r.pct_ci, r.ci_level) = decided_interval(ra_raw, rb_raw, &c, v.decision, &family).unzip();
         r.decision = Some(v.decision);
         r.p_adjusted = Some(v.p_adjusted);
         r.runs_to_decide = v.runs_to_decide;
@@ -377,6 +399,54 @@ pub fn p_header(c: &Comparison) -> &'static str {
     }
 }
 
+/// The levels of the rows' intervals of B vs A, each named beside what it is the interval
+/// of: "; intervals of B vs A: an undecided row's range at 97.5 % (the level a call would
+/// need now), …". Every row of one
+/// decision shares its level (one family, one look), so the legend can say it once.
+fn interval_levels(c: &Comparison) -> String {
+    let level_of = |want: fn(Decision) -> bool| {
+        c.rows
+            .iter()
+            .filter(|r| r.decision.is_some_and(want))
+            .find_map(|r| r.ci_level)
+    };
+    let mut parts = Vec::new();
+    let words = [
+        (
+            level_of(|d| d == Decision::Undecided),
+            (
+                "an undecided row's range",
+                " (the level a call would need now)",
+            ),
+        ),
+        (
+            level_of(|d| matches!(d, Decision::Better | Decision::Worse)),
+            ("a called row's", " (false-coverage adjusted)"),
+        ),
+        (
+            level_of(|d| d == Decision::Equivalent),
+            ("an equivalent row's", ""),
+        ),
+    ];
+    for (level, (what, why)) in words {
+        if let Some(l) = level {
+            parts.push(format!("{what} at {}{why}", level_words(l)));
+        }
+    }
+    if parts.is_empty() {
+        return String::new();
+    }
+    format!("; intervals of B vs A: {} (ci_level)", parts.join(", "))
+}
+
+/// A confidence level in percent with the digits that tell it from its neighbours: "95 %",
+/// "97.5 %", "98.75 %".
+fn level_words(level: f64) -> String {
+    let pct = format!("{:.2}", level * 100.0);
+    let pct = pct.trim_end_matches('0').trim_end_matches('.');
+    format!("{pct} %")
+}
+
 /// The comparison's legend: the decision words named for the procedure that adjusted its
 /// rows (and that it is not the one a run's report uses, when it is not), and which
 /// statistic A and B show.
@@ -386,6 +456,7 @@ pub fn legend(c: &Comparison) -> String {
     if c.adjustment != crate::stats::verdicts::ADJUSTMENT {
         out.push_str(" (compare keeps plain BH, not the two-stage step-up of a run's report)");
     }
+    out.push_str(&interval_levels(c));
     let geometric = c
         .rows
         .iter()

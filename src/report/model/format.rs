@@ -334,6 +334,14 @@ pub fn vs_baseline_with(
     }
 }
 
+/// Which intervals the tables print, as every report's header says it: a key metric's and
+/// a difference's at 95 %, except a difference's that a decision rests on at that
+/// decision's level (`ci_level` in summary.json and summary.csv): a called difference's
+/// false-coverage-adjusted level, an undecided one's range at the level a call would need
+/// (so the interval beside "undecided" holds zero, as the range does).
+pub const INTERVALS: &str =
+    "95 % intervals (a difference's at its decision's level: FCR-adjusted when called, its range's when undecided)";
+
 /// What the decision words mean, with the procedure that adjusted the p-values named once
 /// (the headlines then say "adjusted p"); `over` is the family it adjusted over.
 pub fn decision_words(margin_pct: f64, adjustment: Adjustment, over: &str) -> String {

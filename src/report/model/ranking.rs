@@ -10,7 +10,8 @@
 //! none when any ratio rests on a single run. Memory targets (tmpfs) are listed, never ranked.
 //! A result whose target's or baseline's row read from memory where it asked for the device
 //! (`Warning::ReadsFromMemory`: a FUSE daemon's cache), or whose direct writes a cache beneath
-//! the file system absorbed (`Warning::WritesAbsorbed`), is left out and counted: its ratio
+//! the file system absorbed (`Warning::WritesAbsorbed`), or whose fsyncs the device never
+//! flushed (`Warning::FsyncsUnflushed`, counted with them), is left out and counted: its ratio
 //! compares memory with a device, which would rank a FUSE file system on its cache.
 
 use serde::Serialize;
@@ -67,7 +68,7 @@ fn log_mean(row: &Row, key: &str) -> Option<(f64, Option<f64>)> {
 enum LeftOut {
     /// Reads served from memory where the device was asked for.
     ReadFromMemory,
-    /// Direct writes a cache beneath the file system absorbed.
+    /// Direct or synced writes a cache beneath the file system absorbed.
     WritesAbsorbed,
 }
 
@@ -77,7 +78,12 @@ fn left_out(rows: [&Row; 2]) -> Option<LeftOut> {
     let has = |f: fn(&Warning) -> bool| rows.iter().any(|r| r.warnings.iter().any(f));
     if has(|w| matches!(w, Warning::ReadsFromMemory { .. })) {
         Some(LeftOut::ReadFromMemory)
-    } else if has(|w| matches!(w, Warning::WritesAbsorbed { .. })) {
+    } else if has(|w| {
+        matches!(
+            w,
+            Warning::WritesAbsorbed { .. } | Warning::FsyncsUnflushed { .. }
+        )
+    }) {
         Some(LeftOut::WritesAbsorbed)
     } else {
         None

@@ -106,6 +106,10 @@ fn measured(c: &CellRun, m: &mut Measurement, outcome: &Outcome, h: &mut Monitor
     if let Some(note) = assemble::writes_absorbed(&mut m.metrics, outcome) {
         m.notes.push(note);
     }
+    let fuse = m.provenance.fs_type.starts_with("fuse");
+    if let Some(note) = assemble::fsyncs_on_device(&mut m.metrics, outcome, fuse) {
+        m.notes.push(note);
+    }
     m.notes.extend(outcome.notes.iter().cloned());
     m.series = h
         .observed

@@ -176,7 +176,7 @@ struct Pools<'a> {
     points: &'a [Point],
     baseline: &'a str,
     pool_of: Vec<usize>,
-    cache: HashMap<(usize, usize), Priors>,
+    cache: HashMap<(usize, usize), PoolPriors>,
     /// Each point's steal fit per look ([`point_slope`]).
     slopes: HashMap<(usize, usize), Option<Slope>>,
     /// The points judged on their raw figures whatever their fit ([`decide_points`]).
@@ -214,11 +214,14 @@ impl<'a> Pools<'a> {
     /// groups' log values, and of the per-round differences of each group paired with its
     /// point's baseline ([`round_differences`]), each adjusted for steal where its point
     /// has a fit ([`point_slope`]); and point `pi`'s own fit.
-    fn priors(&mut self, pi: usize, n: usize) -> Priors {
+    ///
+    /// When the pool's targets' spreads differ, `sides` (the baseline's and the candidate's
+    /// targets) get their own targets' priors instead ([`PoolPriors::own`]).
+    fn priors(&mut self, pi: usize, n: usize, sides: (&str, &str)) -> Priors {
         let pool = self.pool_of[pi];
         let (points, pool_of, baseline, raw) =
             (self.points, &self.pool_of, self.baseline, self.raw);
-        let shared = *self.cache.entry((pool, n)).or_insert_with(|| {
+        let cached = self.cache.entry((pool, n)).or_insert_with(|| {
             let in_pool: Vec<(&Point, bool)> = (points.iter().enumerate())
                 .zip(pool_of)
                 .filter(|(_, &q)| q == pool)
@@ -226,6 +229,11 @@ impl<'a> Pools<'a> {
                 .collect();
             pool_priors(&in_pool, baseline, n)
         });
+        let own = |t: &str| cached.own.get(t).copied();
+        let shared = Priors {
+            own: (own(sides.0), own(sides.1)),
+            ..cached.shared
+        };
         let slope = *self
             .slopes
             .entry((pi, n))
@@ -320,9 +328,25 @@ fn pair_spread(b: Sample, c: Sample, slope: Option<Slope>) -> Option<(Vec<f64>, 
     })
 }
 
+/// What a pool lends at one look: the priors every comparison shares, and when its targets'
+/// spreads differ ([`alike`] rejects) each target's own prior, from its groups at the pool's
+/// thread counts and points: a target measured at three thread counts has its spread known
+/// from three groups, whatever its neighbours' spreads.
+struct PoolPriors {
+    shared: Priors,
+    own: HashMap<String, Prior>,
+}
+
+/// The spreads of target `t`'s groups among a pool's `spreads`.
+fn of_target(spreads: &[(&str, Spread)], t: &str) -> Vec<Spread> {
+    (spreads.iter().filter(|(u, _)| *u == t))
+        .map(|(_, s)| *s)
+        .collect()
+}
+
 /// The priors of a pool's points from the first `n` runs of each group (the slope left to
 /// each point: [`Pools::priors`]).
-fn pool_priors(in_pool: &[(&Point, bool)], baseline: &str, n: usize) -> Priors {
+fn pool_priors(in_pool: &[(&Point, bool)], baseline: &str, n: usize) -> PoolPriors {
     let slopes: Vec<Option<Slope>> = (in_pool.iter())
         .map(|&(p, raw)| point_slope(p, n).filter(|_| !raw))
         .collect();
@@ -341,17 +365,23 @@ fn pool_priors(in_pool: &[(&Point, bool)], baseline: &str, n: usize) -> Priors {
     targets.sort_unstable();
     targets.dedup();
     let per_target: Vec<Spread> = (targets.iter())
-        .filter_map(|t| {
-            let own: Vec<Spread> = (spreads.iter().filter(|(u, _)| u == t))
-                .map(|(_, s)| *s)
-                .collect();
-            Spread::pooled(&own)
-        })
+        .filter_map(|t| Spread::pooled(&of_target(&spreads, t)))
         .collect();
     if !alike(&per_target) {
-        return Priors {
-            unequal: true,
-            ..Priors::default()
+        let own = (targets.iter())
+            .filter_map(|t| {
+                Some((
+                    t.to_string(),
+                    prior_of(&of_target(&spreads, t), f64::INFINITY)?,
+                ))
+            })
+            .collect();
+        return PoolPriors {
+            shared: Priors {
+                unequal: true,
+                ..Priors::default()
+            },
+            own,
         };
     }
     let groups: Vec<Spread> = spreads.into_iter().map(|(_, s)| s).collect();
@@ -383,13 +413,15 @@ fn pool_priors(in_pool: &[(&Point, bool)], baseline: &str, n: usize) -> Priors {
     // the pool (one thread count) the paired differences share a single baseline and lend
     // little, and the unpaired test borrows from every target.
     let points_paired = per_point.iter().filter(|d| !d.is_empty()).count();
-    Priors {
-        slope: None,
-        unequal: false,
-        groups: prior_of(&groups, f64::INFINITY),
-        pairs: (points_paired >= 2)
-            .then(|| prior_of(&pairs, cap))
-            .flatten(),
+    PoolPriors {
+        shared: Priors {
+            groups: prior_of(&groups, f64::INFINITY),
+            pairs: (points_paired >= 2)
+                .then(|| prior_of(&pairs, cap))
+                .flatten(),
+            ..Priors::default()
+        },
+        own: HashMap::new(),
     }
 }
 
@@ -420,8 +452,13 @@ fn members(points: &[Point], baseline: &str, looks: &Looks, raw: &HashSet<usize>
     for (pi, point) in points.iter().enumerate() {
         let base_index = point.baseline_index(baseline);
         let mut group_member = HashMap::new();
-        let mut push = |slot, shares, base: Sample, cand: Sample, pools: &mut Pools| {
-            let judged = judge(base, cand, looks, &mut |n| pools.priors(pi, n));
+        let mut push = |slot, shares, (bi, ci): (usize, usize), pools: &mut Pools| {
+            let (base, cand) = (point.sample(bi), point.sample(ci));
+            let sides = (
+                point.groups[bi].key.target.as_str(),
+                point.groups[ci].key.target.as_str(),
+            );
+            let judged = judge(base, cand, looks, &mut |n| pools.priors(pi, n, sides));
             // The runs-to-decide estimate reads the values the test saw: adjusted for
             // steal when it was.
             let (base, cand) = match judged.latest.as_ref().and_then(|t| t.steal.as_ref()) {
@@ -434,14 +471,13 @@ fn members(points: &[Point], baseline: &str, looks: &Looks, raw: &HashSet<usize>
                 judged,
                 base,
                 cand,
-                prior: pools.priors(pi, usize::MAX).groups,
+                prior: pools.priors(pi, usize::MAX, sides).groups,
             });
             out.len() - 1
         };
         for gi in 0..point.groups.len() {
             if let (Some(_), Some(b)) = (point.vs_baseline(gi), base_index) {
-                let (base, cand) = (point.sample(b), point.sample(gi));
-                let m = push(Slot::Group(pi, gi), None, base, cand, &mut pools);
+                let m = push(Slot::Group(pi, gi), None, (b, gi), &mut pools);
                 group_member.insert(gi, m);
             }
         }
@@ -453,8 +489,12 @@ fn members(points: &[Point], baseline: &str, looks: &Looks, raw: &HashSet<usize>
             if pair.same_as.is_some() && shares.is_none() {
                 continue;
             }
-            let (next, win) = (point.sample(pair.next), point.sample(pair.win));
-            push(Slot::Pair(pi, ri), shares, next, win, &mut pools);
+            push(
+                Slot::Pair(pi, ri),
+                shares,
+                (pair.next, pair.win),
+                &mut pools,
+            );
         }
     }
     out
@@ -560,6 +600,12 @@ fn settle(c: &mut Comparison, m: Member, ph: f64, o: &Outcome, how: (bool, f64, 
     }
     if decision == Decision::Undecided {
         (v.within_pct, v.within_level) = within(&m.judged, o.level).unzip();
+        // The interval every output prints beside the % ("+5.0 % ±3.0") is that range
+        // too: a plain 95 % one could leave zero out beside "undecided".
+        if let Some(range) = v.within_pct {
+            c.pct_ci95 = Some(range);
+            v.ci_level = v.within_level;
+        }
     }
     v.runs_limit = looks.last();
     let rests_on = match decision {

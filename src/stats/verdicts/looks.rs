@@ -22,7 +22,7 @@ use crate::stats::decision::{Equivalence, ALPHA};
 use crate::stats::estimators::{all_finite, log_values, mean, median};
 use crate::stats::mann_whitney::mann_whitney;
 use crate::stats::moderated::{
-    moderated_paired, moderated_welch, paired_of, t_test, welch_of, Moderated, Prior,
+    hsu_welch, moderated_paired, moderated_welch, paired_of, t_test, welch_of, Moderated, Prior,
 };
 use crate::stats::sequential::{sequential_p, Looks};
 use crate::stats::shift::hodges_lehmann;
@@ -44,9 +44,14 @@ pub struct Priors {
     /// ([`moderated_paired`]).
     pub pairs: Option<Prior>,
     /// The pool's targets' spreads differ ([`crate::stats::moderated::alike`] rejects): no
-    /// prior is lent, and a comparison is Welch's with Hsu's conservative degrees of
-    /// freedom, never Mann–Whitney ([`unequal_welch`]).
+    /// shared prior is lent, and a comparison is Welch's with Hsu's conservative degrees of
+    /// freedom, each side moderated by its own target's prior (`own`), never Mann–Whitney
+    /// ([`crate::stats::moderated::hsu_welch`]; [`unequal_welch`] when adjusted for steal).
     pub unequal: bool,
+    /// Where `unequal`: the baseline's and the candidate's own targets' priors, from each
+    /// target's groups at the pool's other thread counts and points
+    /// ([`crate::stats::moderated::hsu_welch`]).
+    pub own: (Option<Prior>, Option<Prior>),
 }
 
 /// The per-round differences `ln c − ln b` when `b` and `c` hold the same repetitions
@@ -205,8 +210,11 @@ pub fn test(bs: Sample, cs: Sample, priors: Priors) -> Option<Tested> {
     }
     let (p, pct, how) = match choose_test(b, c) {
         _ if priors.unequal => {
-            let side_df = lb.len().min(lc.len()) as f64 - 1.0;
-            let m = unequal_welch(moderated_welch(&lb, &lc, None)?, side_df)?;
+            let own = match scale {
+                Scale::Ratio => priors.own,
+                Scale::Difference => (None, None),
+            };
+            let m = hsu_welch(&lb, &lc, own)?;
             (m.p, to_pct(m.diff, scale, mb), How::Welch(m, scale, mb))
         }
         Test::MannWhitney => rank(lc, lb, scale, mb)?,

@@ -14,6 +14,7 @@
 //! * [`scale_check`]: whether each verdict holds across the data-set sizes of a run.
 
 pub mod family;
+pub mod fixed;
 pub mod looks;
 pub mod points;
 pub mod scale_check;

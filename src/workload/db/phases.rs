@@ -393,6 +393,7 @@ fn confine(ctx: &Ctx, harness: &mut dyn Harness) -> Result<MemoryCgroup, Workloa
 fn phase_outcome(cfg: &Config, built: &Built, m: &mix::Measured) -> Result<Outcome, WorkloadError> {
     let mut o = outcome_of(cfg, built, &m.stats, &m.ckpt, m.seconds, m.wal_file_bytes);
     m.files.add_metrics(&mut o.metrics);
+    o.fsyncs = m.files.syncs();
     if cfg.maintain.is_some() {
         let x = &m.maint;
         let actions = x.checkpoints + x.vacuums;

@@ -95,6 +95,10 @@ impl Snapshot {
     fn get(&self, k: Kind, op: Op) -> Figures {
         self.0[k as usize * 3 + op as usize]
     }
+    /// Syncs of the database file and its log together: the phase's fsyncs.
+    pub(super) fn syncs(&self) -> u64 {
+        self.get(Kind::Db, Op::Sync).count + self.get(Kind::Wal, Op::Sync).count
+    }
     /// The figures as metrics, named like `pg`'s where it has the same figure
     /// (`db_read_latency_ms`, `db_read_bytes_per_io`, `wal_write_latency_ms`,
     /// `wal_sync_latency_ms`, `wal_bytes_per_write`).

@@ -37,6 +37,8 @@ pub struct Tally {
     pub log_appends: LatencyLog,
     /// The `fsync = "end"` flushes.
     pub final_fsyncs: LatencyLog,
+    /// Every fsync the workers made, whatever the policy that asked for it.
+    pub fsyncs: u64,
     /// Draws discarded because the operation had nothing to act on.
     pub redrawn: u64,
     /// Operations that still could not run as drawn after [`REDRAWS`] tries (a create with
@@ -55,6 +57,7 @@ impl Totals for Tally {
         }
         self.log_appends.add(o.log_appends);
         self.final_fsyncs.add(o.final_fsyncs);
+        self.fsyncs += o.fsyncs;
         self.substituted += o.substituted;
         self.redrawn += o.redrawn;
         self.read_bytes += o.read_bytes;
@@ -286,7 +289,7 @@ impl<'a> Worker<'a> {
             f.write_all(&self.buf[..n])
                 .map_err(|e| self.io_err("write", i, e))?;
             if fsync == Fsync::EachWrite {
-                f.sync_all().map_err(|e| self.io_err("fsync", i, e))?;
+                self.fsync(f, i)?;
             }
             off += n as u64;
         }
@@ -297,7 +300,7 @@ impl<'a> Worker<'a> {
         });
         self.tally.written_bytes += len;
         match fsync {
-            Fsync::EachFile => f.sync_all().map_err(|e| self.io_err("fsync", i, e))?,
+            Fsync::EachFile => self.fsync(f, i)?,
             Fsync::End => {
                 self.dirty.insert(i);
             }
@@ -360,12 +363,19 @@ impl<'a> Worker<'a> {
         Ok(())
     }
 
+    /// fsync of the file in local slot `i`, counted.
+    fn fsync(&mut self, f: &File, i: usize) -> Result<(), WorkloadError> {
+        f.sync_all().map_err(|e| self.io_err("fsync", i, e))?;
+        self.tally.fsyncs += 1;
+        Ok(())
+    }
+
     /// `fsync = "end"`: flushes every file still holding unsynced writes.
     fn flush_dirty(&mut self) -> Result<(), WorkloadError> {
         for i in std::mem::take(&mut self.dirty) {
             let f = self.open(i, OFlags::RDONLY)?;
             let t0 = Instant::now();
-            f.sync_all().map_err(|e| self.io_err("fsync", i, e))?;
+            self.fsync(&f, i)?;
             self.tally
                 .final_fsyncs
                 .0

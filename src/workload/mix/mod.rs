@@ -239,6 +239,7 @@ fn outcome(spec: &MixSpec, threads: usize, seconds: f64, tally: Tally) -> Outcom
         seconds,
         logical_read_bytes: tally.read_bytes,
         logical_write_bytes: tally.written_bytes,
+        fsyncs: tally.fsyncs,
         ..Outcome::default()
     };
     let m = &mut out.metrics;

@@ -9,7 +9,8 @@ use crate::report::model::format::value;
 use crate::report::model::report::{Report, STOLEN_NOTED_PCT};
 use crate::stats::steadiness::UNSTEADY_CV;
 use crate::stats::warnings::{
-    READS_FROM_MEMORY, REPLAY_TIME_GAP, REPLAY_TIME_GAP_PCT, WIDE_SPREAD_CV, WRITES_ABSORBED,
+    FSYNCS_UNFLUSHED, READS_FROM_MEMORY, REPLAY_TIME_GAP, REPLAY_TIME_GAP_PCT, WIDE_SPREAD_CV,
+    WRITES_ABSORBED,
 };
 use crate::stats::Warning;
 
@@ -46,6 +47,9 @@ fn generic(w: &Warning) -> (String, Option<String>) {
         }
         Warning::WritesAbsorbed { count } => {
             (WRITES_ABSORBED.to_string(), Some(format!("{count}×")))
+        }
+        Warning::FsyncsUnflushed { count } => {
+            (FSYNCS_UNFLUSHED.to_string(), Some(format!("{count}×")))
         }
         Warning::ReplayTimeGap { count, pct } => (
             REPLAY_TIME_GAP.to_string(),
