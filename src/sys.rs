@@ -8,6 +8,22 @@ use std::fs::File;
 use std::io::{self, Write};
 use std::path::Path;
 
+/// The signals fsarena stops its helpers and servers with, back to their default action in
+/// a child about to exec (call it from `pre_exec`; async-signal-safe). A shell starts a
+/// background job (`fsarena run … &`, a script, nohup) with SIGINT and SIGQUIT ignored, and
+/// an ignored disposition survives exec: a PostgreSQL server given up on while it started
+/// lost the SIGINT of its fast shutdown, ran until killed 30 s later, and left its shared
+/// memory on the host.
+pub fn stop_signals_default() -> io::Result<()> {
+    for signal in [libc::SIGINT, libc::SIGQUIT, libc::SIGTERM] {
+        // SAFETY: signal(2) with SIG_DFL changes only this process's disposition.
+        if unsafe { libc::signal(signal, libc::SIG_DFL) } == libc::SIG_ERR {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
 /// Makes `cmd` start a helper that dies with this process: `signal` reaches it when the
 /// thread that spawns it ends, which, since that thread waits for the helper, happens only
 /// when fsarena itself is killed (`kill -9`); an orphaned helper would otherwise go on
@@ -16,7 +32,8 @@ use std::path::Path;
 pub fn dies_with_parent(cmd: &mut std::process::Command, signal: libc::c_int) {
     use std::os::unix::process::CommandExt;
     let parent = std::process::id() as libc::pid_t;
-    // SAFETY: only async-signal-safe system calls (prctl, getppid) between fork and exec.
+    // SAFETY: only async-signal-safe system calls (prctl, getppid, signal) between fork and
+    // exec.
     unsafe {
         cmd.pre_exec(move || {
             if libc::prctl(libc::PR_SET_PDEATHSIG, signal as libc::c_ulong, 0, 0, 0) != 0 {
@@ -25,7 +42,7 @@ pub fn dies_with_parent(cmd: &mut std::process::Command, signal: libc::c_int) {
             if libc::getppid() != parent {
                 return Err(io::Error::from_raw_os_error(libc::ESRCH));
             }
-            Ok(())
+            stop_signals_default()
         });
     }
 }

@@ -112,7 +112,7 @@ fn command_dying_with(
             if libc::getppid() != parent {
                 return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
             }
-            Ok(())
+            crate::sys::stop_signals_default()
         });
     }
     // A group of its own: a terminal's Ctrl-C reaches fsarena only, which stops the server
@@ -456,6 +456,23 @@ pub fn check_wal_placement(data: &Path, waldir: &Path) -> Result<usize, Workload
 mod tests {
     use super::*;
 
+    /// SIGINT ignored in this process while it lives, as a shell starts a background job.
+    struct IgnoredSigint(libc::sighandler_t);
+
+    impl IgnoredSigint {
+        fn new() -> IgnoredSigint {
+            // SAFETY: a disposition change, undone on drop.
+            IgnoredSigint(unsafe { libc::signal(libc::SIGINT, libc::SIG_IGN) })
+        }
+    }
+
+    impl Drop for IgnoredSigint {
+        fn drop(&mut self) {
+            // SAFETY: the disposition saved on creation.
+            unsafe { libc::signal(libc::SIGINT, self.0) };
+        }
+    }
+
     /// What a server test needs: root, PostgreSQL's programs, a work directory its user can
     /// reach (0755), and that user.
     fn as_root_with_postgres() -> (Install, crate::workload::sync::testenv::Env, (u32, u32)) {
@@ -487,8 +504,12 @@ mod tests {
     /// Defect: the wait for a starting postmaster polled `SELECT 1` for up to 30 s whatever
     /// the run said, so a Ctrl-C or the cell's deadline while the server started waited
     /// that long. The wait now ends with the run, and the server it gave up on is stopped.
+    /// Defect: with fsarena started as a shell's background job (SIGINT ignored, which exec
+    /// keeps), the starting postmaster lost the SIGINT of its shutdown and ran until killed
+    /// 30 s later, leaving its shared memory; so this test runs with SIGINT ignored.
     #[test]
     fn a_starting_server_is_given_up_at_the_deadline_and_stopped() {
+        let _ignored = IgnoredSigint::new();
         let (install, env, user) = as_root_with_postgres();
         let data = env.root.path().join("pgdata");
         initdb(&env.ctx(), &install, &data, None, user).unwrap();
