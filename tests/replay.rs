@@ -22,6 +22,15 @@ fn call(thread: u32, start: f64, fields: serde_json::Value) -> Call {
     serde_json::from_value(v).expect("a call")
 }
 
+/// Calls of thread 0 from their JSON fields, 1 ms apart.
+fn one_thread(fields: impl IntoIterator<Item = serde_json::Value>) -> Vec<Call> {
+    fields
+        .into_iter()
+        .enumerate()
+        .map(|(n, f)| call(0, n as f64 * 0.001, f))
+        .collect()
+}
+
 fn entry(v: serde_json::Value) -> Initial {
     serde_json::from_value(v).expect("an initial entry")
 }
@@ -839,11 +848,7 @@ fn changes_of_mode_owner_and_times_replay_as_recorded() {
         json!({"op": "setattr", "syscall": "chmod", "path": "y", "mode": 0o755, "err": "ENOENT"}),
         json!({"op": "close", "syscall": "close", "fd": 3, "ret": 0}),
     ];
-    let calls = calls
-        .into_iter()
-        .enumerate()
-        .map(|(n, f)| call(0, n as f64 * 0.001, f))
-        .collect();
+    let calls = one_thread(calls);
     let t = save(
         &trace(1, initial, calls),
         &root.path.join("setattr.fstrace"),
@@ -870,11 +875,7 @@ fn attributes_exfat_does_not_keep_are_counted_not_a_divergence() {
         json!({"op": "setattr", "syscall": "fchmod", "fd": 3, "mode": 0o600, "ret": 0}),
         json!({"op": "close", "syscall": "close", "fd": 3, "ret": 0}),
     ];
-    let calls = calls
-        .into_iter()
-        .enumerate()
-        .map(|(n, f)| call(0, n as f64 * 0.001, f))
-        .collect();
+    let calls = one_thread(calls);
     let t = save(&trace(1, initial, calls), &root.path.join("attrs.fstrace"));
     let args = ["--target", "exfat", "--timing", "fast"];
     let ms = replay_ok(&t, &args, &root.path, "out");
