@@ -48,6 +48,7 @@ pub fn run(args: RecordArgs) -> Result<i32> {
         command: args.command.clone(),
         scratch: None,
         cgroup_procs: None,
+        cpu_cgroup: None,
     };
     record::check(&options)?;
     let out = &args.out;
@@ -61,6 +62,7 @@ pub fn run(args: RecordArgs) -> Result<i32> {
     };
     options.scratch = Some(run.scratch.clone());
     options.cgroup_procs = run.cgroup.as_ref().map(|c| c.procs_file());
+    options.cpu_cgroup = run.cpu.as_ref().map(|c| c.path.clone());
     let written = record::record(&options)
         .map_err(RecordFailed::Record)
         .and_then(|r| run.put(r, partial, out).map_err(RecordFailed::Write));
@@ -106,6 +108,9 @@ struct Journaled {
     /// None where no cgroup can be made (not root, no memory cgroup): strace still dies
     /// with fsarena, and the program with it only where strace has `--kill-on-exit`.
     cgroup: Option<cgroup::MemoryCgroup>,
+    /// A cgroup v2 the program alone runs in (strace stays out), for its CPU time
+    /// (`record::Options::cpu_cgroup`); None where there is no cgroup v2.
+    cpu: Option<cgroup::MemoryCgroup>,
 }
 
 impl Journaled {
@@ -120,10 +125,14 @@ impl Journaled {
         let cgroup = cgroup::parent().ok().and_then(|p| {
             cgroup::MemoryCgroup::holding(&p, "record", Some(work.journal.clone())).ok()
         });
+        let cpu = cgroup::accounting_parent().and_then(|p| {
+            cgroup::MemoryCgroup::holding(&p, "record-cpu", Some(work.journal.clone())).ok()
+        });
         let journaled = Journaled {
             work,
             scratch: PathBuf::new(),
             cgroup,
+            cpu,
         };
         let scratch = match scratch {
             Ok(s) => s,
@@ -180,7 +189,7 @@ impl Journaled {
     /// Kills what is left in the cgroup (the program's processes that outlived an
     /// interruption) and removes everything the journal names, then the run directory.
     fn finish(self) {
-        if let Some(cg) = self.cgroup {
+        for cg in [self.cgroup, self.cpu].into_iter().flatten() {
             let _ = cg.remove();
         }
         cleanup::cleanup_run(&self.work.run, &mut cleanup::CleanupReport::default());

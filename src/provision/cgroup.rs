@@ -64,14 +64,23 @@ pub fn parent() -> Result<Parent, ProvisionError> {
     })
 }
 
-/// The pure part of [`parent`]: from `/proc/self/mountinfo` and `/proc/self/cgroup`, the
-/// v1 memory hierarchy if there is one, else a v2 cgroup whose children get `memory`.
-fn locate(
-    mountinfo: &str,
-    own: &str,
-    is_dir: &dyn Fn(&Path) -> bool,
-    read: &dyn Fn(&Path) -> String,
-) -> Option<Parent> {
+/// Where this process may make a cgroup that only counts its processes' CPU time (cgroup
+/// v2's `cpu.stat`, kept in every v2 cgroup whatever controllers are enabled): its own v2
+/// cgroup, or `None` where there is no cgroup v2 (`fsarena record` then keeps no CPU time).
+pub fn accounting_parent() -> Option<Parent> {
+    let mountinfo = fs::read_to_string("/proc/self/mountinfo").ok()?;
+    let own = fs::read_to_string("/proc/self/cgroup").ok()?;
+    let dir = mounts(&mountinfo)
+        .1?
+        .join(own_path(&own, &|c: &str| c.is_empty())?);
+    dir.join("cpu.stat").is_file().then_some(Parent {
+        dir,
+        version: Version::V2,
+    })
+}
+
+/// The v1 `memory` hierarchy's mount point and cgroup v2's, from `/proc/self/mountinfo`.
+fn mounts(mountinfo: &str) -> (Option<PathBuf>, Option<PathBuf>) {
     let mut v1 = None;
     let mut v2 = None;
     for line in mountinfo.lines() {
@@ -89,15 +98,32 @@ fn locate(
             v2 = Some(PathBuf::from(mnt));
         }
     }
-    let own_path = |pick: &dyn Fn(&str) -> bool| {
-        own.lines().find_map(|l| {
-            let mut p = l.splitn(3, ':');
-            let (_, ctrl, path) = (p.next()?, p.next()?, p.next()?);
-            pick(ctrl).then(|| path.trim_start_matches('/').to_string())
-        })
-    };
-    if let (Some(mnt), Some(path)) = (v1, own_path(&|c: &str| c.split(',').any(|x| x == "memory")))
-    {
+    (v1, v2)
+}
+
+/// This process's cgroup path (relative) in the hierarchy whose controller list `pick`
+/// accepts, from `/proc/self/cgroup`.
+fn own_path(own: &str, pick: &dyn Fn(&str) -> bool) -> Option<String> {
+    own.lines().find_map(|l| {
+        let mut p = l.splitn(3, ':');
+        let (_, ctrl, path) = (p.next()?, p.next()?, p.next()?);
+        pick(ctrl).then(|| path.trim_start_matches('/').to_string())
+    })
+}
+
+/// The pure part of [`parent`]: from `/proc/self/mountinfo` and `/proc/self/cgroup`, the
+/// v1 memory hierarchy if there is one, else a v2 cgroup whose children get `memory`.
+fn locate(
+    mountinfo: &str,
+    own: &str,
+    is_dir: &dyn Fn(&Path) -> bool,
+    read: &dyn Fn(&Path) -> String,
+) -> Option<Parent> {
+    let (v1, v2) = mounts(mountinfo);
+    if let (Some(mnt), Some(path)) = (
+        v1,
+        own_path(own, &|c: &str| c.split(',').any(|x| x == "memory")),
+    ) {
         let dir = mnt.join(path);
         if is_dir(&dir) {
             return Some(Parent {
@@ -106,7 +132,7 @@ fn locate(
             });
         }
     }
-    let (mnt, path) = (v2?, own_path(&|c: &str| c.is_empty())?);
+    let (mnt, path) = (v2?, own_path(own, &|c: &str| c.is_empty())?);
     let dir = mnt.join(path);
     let has = |file: &str| {
         read(&dir.join(file))

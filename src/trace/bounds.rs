@@ -155,6 +155,22 @@ mod tests {
         assert!(read(text("1", "0.5", &call).as_bytes()).is_ok());
     }
 
+    /// The program's user CPU time (issue 56) paces a `think` replay: bounded like every
+    /// other time, and optional, so a trace recorded before it was kept still reads.
+    #[test]
+    fn the_program_s_user_cpu_time_is_optional_and_bounded_like_a_duration() {
+        let call = format!("{FINE},\"ret\":1");
+        let with = |user: &str| text("1", &format!("0.5,\"user_cpu_s\":{user}"), &call);
+        let old = read(text("1", "0.5", &call).as_bytes()).unwrap();
+        assert_eq!(old.header.user_cpu_s, None);
+        let t = read(with("0.25").as_bytes()).unwrap();
+        assert_eq!(t.header.user_cpu_s, Some(0.25));
+        for bad in ["-0.5", "1e300"] {
+            let e = read(with(bad).as_bytes()).unwrap_err().to_string();
+            assert!(e.contains("line 1: `user_cpu_s`"), "{bad}: {e}");
+        }
+    }
+
     #[test]
     fn an_endless_line_is_refused_after_a_bounded_read() {
         let limits = Limits {

@@ -52,6 +52,14 @@ pub struct Header {
     /// traces recorded before it was kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fs_type: Option<String>,
+    /// CPU seconds the recorded program's processes spent in user mode, from the kernel's
+    /// accounting of a cgroup that held them and not strace (`trace::record`): its
+    /// computing, which takes the same time on every file system and which the trace's
+    /// clock cannot measure where the program's pauses are shorter than strace's own cost.
+    /// A `think` replay gives the program this time back (`replay::pace`); absent in traces
+    /// recorded before it was kept, or where no cgroup v2 could be made.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user_cpu_s: Option<f64>,
     /// File I/O strace could not see, by kind (`io_uring_enter`, `shared_mappings_unsynced`
     /// …), with how many calls or mappings: said at record time and as a fidelity warning
     /// by every replay of the trace.
@@ -283,6 +291,7 @@ impl Trace {
                 file_mmaps: 0,
                 strace_overhead: None,
                 fs_type: None,
+                user_cpu_s: None,
                 unseen: std::collections::BTreeMap::new(),
             },
             initial,
@@ -491,6 +500,9 @@ fn seconds(line: u64, field: &str, s: f64) -> Result<(), TraceError> {
 /// The header's counts and times, before any entry is read.
 fn check_header_bounds(h: &Header, limits: &Limits) -> Result<(), TraceError> {
     seconds(1, "duration_s", h.duration_s)?;
+    if let Some(user) = h.user_cpu_s {
+        seconds(1, "user_cpu_s", user)?;
+    }
     if h.threads > MAX_THREADS {
         return Err(bound_error(
             1,

@@ -59,6 +59,10 @@ pub struct Options {
     /// program and every process it makes are in it: `fsarena cleanup` kills them all
     /// after a `kill -9` of fsarena, even those strace had let go.
     pub cgroup_procs: Option<PathBuf>,
+    /// A fresh cgroup v2 directory the program (not strace) is run in, so that its
+    /// `cpu.stat` counts the program's own CPU time alone (the header's `user_cpu_s`);
+    /// `None`: none is kept.
+    pub cpu_cgroup: Option<PathBuf>,
 }
 
 /// A recording: the trace, what was left out, and how the command ended.
@@ -232,9 +236,15 @@ pub fn record(options: &Options) -> Result<Recorded, RecordError> {
             .arg("-o")
             .arg(&out)
             .arg("--")
+            .args(joining(options.cpu_cgroup.as_deref()))
             .args(&options.command),
     )
     .and_then(wait);
+    let user_cpu_s = options
+        .cpu_cgroup
+        .as_deref()
+        .and_then(|cg| std::fs::read_to_string(cg.join("cpu.stat")).ok())
+        .and_then(|stat| user_seconds(&stat));
     let lines = std::fs::File::open(&out);
     let _ = std::fs::remove_file(&out);
     let status = match status.map_err(RecordError::Strace)? {
@@ -277,6 +287,7 @@ pub fn record(options: &Options) -> Result<Recorded, RecordError> {
     trace.header.file_mmaps = converter.counts.file_mmaps;
     trace.header.unseen = unseen;
     trace.header.fs_type = crate::sys::fs_name(&root);
+    trace.header.user_cpu_s = user_cpu_s;
     if options.anonymize {
         super::anonymize::trace(&mut trace);
     }
@@ -288,6 +299,39 @@ pub fn record(options: &Options) -> Result<Recorded, RecordError> {
         exit_code: status.code(),
         traced_s: micros(last - first),
     })
+}
+
+/// The words before the command that make it join the cgroup `cpu` (a cgroup v2 directory)
+/// and then become the command: a shell that moves itself in (`echo 0` into
+/// `cgroup.procs`) and `exec`s it, so the program and every process it makes are counted
+/// there and strace, which stays outside, is not. The shell's few calls are outside the
+/// root (counted in `outside_root`, not kept). Should the move fail the command runs all
+/// the same, and the cgroup, having counted nothing, gives no time ([`user_seconds`]).
+fn joining(cpu: Option<&Path>) -> Vec<std::ffi::OsString> {
+    let Some(cpu) = cpu else {
+        return Vec::new();
+    };
+    vec![
+        "sh".into(),
+        "-c".into(),
+        r#"echo 0 2>/dev/null >"$0"; exec "$@""#.into(),
+        cpu.join("cgroup.procs").into_os_string(),
+    ]
+}
+
+/// The user-mode CPU seconds in a cgroup v2 `cpu.stat`: `None` when it is not there or the
+/// cgroup counted no time at all (nothing ran in it). The kernel splits a task's time
+/// between user and system mode by sampling at its tick (4 ms at 250 Hz) and scales the two
+/// to the exactly measured total, so a short program's figure is good to a few ticks.
+fn user_seconds(cpu_stat: &str) -> Option<f64> {
+    let field = |name: &str| {
+        cpu_stat.lines().find_map(|l| {
+            let (key, value) = l.split_once(' ')?;
+            (key == name).then(|| value.trim().parse::<u64>().ok())?
+        })
+    };
+    let (usage, user) = (field("usage_usec")?, field("user_usec")?);
+    (usage > 0).then(|| micros(user as f64 / 1e6))
 }
 
 /// strace, made to die with fsarena: it gets SIGKILL when fsarena is killed (`kill -9`),
@@ -363,4 +407,27 @@ fn assemble(
         })
         .collect();
     Trace::new(options.command.clone(), threads, 0.0, initial, calls)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_user_time_is_read_from_cpu_stat_and_only_when_something_ran() {
+        let stat = "usage_usec 230000\nuser_usec 40123\nsystem_usec 189877\nnr_periods 0\n";
+        assert_eq!(user_seconds(stat), Some(0.040123));
+        // A cgroup the command never joined counted nothing: no figure, not zero.
+        let empty = "usage_usec 0\nuser_usec 0\nsystem_usec 0\n";
+        assert_eq!(user_seconds(empty), None);
+        assert_eq!(user_seconds("nr_periods 0\n"), None);
+    }
+
+    #[test]
+    fn the_command_joins_the_cgroup_through_a_shell_only_when_there_is_one() {
+        assert!(joining(None).is_empty());
+        let words = joining(Some(Path::new("/sys/fs/cgroup/unified/fsarena-x")));
+        assert_eq!(words[0], "sh");
+        assert_eq!(words[3], "/sys/fs/cgroup/unified/fsarena-x/cgroup.procs");
+    }
 }
