@@ -172,12 +172,15 @@ impl Check<'_> {
                 "; on {}, the type it was recorded on, the replay took {:.3} s against the program's {:.3} s ({:+.0} %{})",
                 self.fs_type.as_deref().unwrap_or_default(),
                 self.seconds,
-                self.trace.header.duration_s,
+                self.program_seconds(),
                 gap * 100.0,
-                match self.timing {
-                    Timing::Fast => ", without the program's own time between calls",
-                    Timing::Think => ", with the program's pauses of 1 ms or more",
-                    Timing::Original => "",
+                match (self.timing, self.trace.header.user_cpu_s) {
+                    (Timing::Fast, _) => ", without the program's own time between calls".into(),
+                    (Timing::Think, None) => ", with the program's pauses of 1 ms or more".into(),
+                    (Timing::Think, Some(user)) => format!(
+                        ", with the program's pauses of 1 ms or more and its computing ({user:.3} s of user CPU) between the calls"
+                    ),
+                    (Timing::Original, _) => String::new(),
                 }
             ));
         }
@@ -210,11 +213,16 @@ impl Check<'_> {
         out.notes.push(note);
     }
 
+    /// The program's time the replay is compared with (`pace::program_seconds`).
+    fn program_seconds(&self) -> f64 {
+        super::pace::program_seconds(self.script, self.trace.header.duration_s)
+    }
+
     /// The replay's time against the program's, as a fraction (+0.3: 30 % longer), when
     /// the two ran on the same file-system type and the program's time is known.
     fn time_gap(&self) -> Option<f64> {
         let recorded_on = self.trace.header.fs_type.as_deref()?;
-        let program = self.trace.header.duration_s;
+        let program = self.program_seconds();
         (self.fs_type.as_deref() == Some(recorded_on) && program > 0.0 && self.seconds > 0.0)
             .then(|| self.seconds / program - 1.0)
     }

@@ -128,6 +128,7 @@ mod tests {
             by_thread,
             skipped: vec![],
             keeps_open: Default::default(),
+            user_cpu_s: None,
         }
     }
 

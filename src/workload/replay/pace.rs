@@ -69,17 +69,91 @@ pub fn anchors(script: &Script) -> Vec<Option<Anchor>> {
         .collect()
 }
 
-/// The anchors `timing` paces by: every call's under `original`, only those of the pauses
-/// `think` keeps (at least [`THINK_MIN`]), none under `fast` (an empty list).
+/// The anchors `timing` paces by: every call's under `original`, none under `fast` (an
+/// empty list), and under `think` the pauses of at least [`THINK_MIN`] with, when the trace
+/// holds the program's user CPU time, the rest of its computing between them
+/// ([`computing`]).
 pub fn kept(script: &Script, timing: Timing) -> Vec<Option<Anchor>> {
     match timing {
         Timing::Fast => Vec::new(),
         Timing::Original => anchors(script),
-        Timing::Think => anchors(script)
-            .into_iter()
-            .map(|a| a.filter(|a| a.think >= THINK_MIN))
-            .collect(),
+        Timing::Think => {
+            let all = anchors(script);
+            match script.user_cpu_s {
+                Some(user) => computing(script, all, user),
+                None => all
+                    .into_iter()
+                    .map(|a| a.filter(|a| a.think >= THINK_MIN))
+                    .collect(),
+            }
+        }
     }
+}
+
+/// `think`'s anchors for a program that computed `user` CPU seconds (the kernel's count,
+/// which strace does not distort). The pauses of [`THINK_MIN`] or more are kept as
+/// recorded: the trace's clock measures them well. What the kernel counted beyond them is
+/// computing the trace's clock could not place exactly (pauses shorter than strace's own
+/// cost per call, the program's start before its first call under the root), so it is
+/// shared among the shorter pauses in proportion to their recorded lengths (evenly where
+/// all were recorded as zero), each counted from its own thread's previous call: a
+/// process's computing between two of its calls, which never waits for another thread.
+/// (A thread's first call keeps its anchor in whichever thread ran before it.)
+pub fn computing(script: &Script, anchors: Vec<Option<Anchor>>, user: f64) -> Vec<Option<Anchor>> {
+    let long: f64 = anchors
+        .iter()
+        .flatten()
+        .map(|a| a.think)
+        .filter(|&t| t >= THINK_MIN)
+        .sum();
+    let short: Vec<usize> = (0..anchors.len())
+        .filter(|&i| anchors[i].is_some_and(|a| a.think < THINK_MIN))
+        .collect();
+    let missing = (user - long).max(0.0);
+    let weight: f64 = short
+        .iter()
+        .filter_map(|&i| anchors[i])
+        .map(|a| a.think)
+        .sum();
+    let share = |a: Anchor| match weight > 0.0 {
+        true => missing * a.think / weight,
+        false => missing / short.len() as f64,
+    };
+    let mut previous = vec![None; script.calls.len()];
+    for list in &script.by_thread {
+        for (p, pair) in list.windows(2).enumerate() {
+            let thread = script.calls[pair[0]].thread;
+            previous[pair[1]] = Some((pair[0], Wait { thread, pos: p }));
+        }
+    }
+    let mut kept = anchors;
+    for &i in &short {
+        let Some(a) = kept[i] else { continue };
+        let think = share(a);
+        kept[i] = (think > 0.0).then(|| match previous[i] {
+            Some((call, wait)) if call < i => Anchor { call, wait, think },
+            _ => Anchor { think, ..a },
+        });
+    }
+    kept
+}
+
+/// The program's own time, which a replay on the file-system type it was recorded on should
+/// take: the trace's `duration_s` with its short pauses (under [`THINK_MIN`]) replaced by the
+/// computing [`computing`] gives them, so that neither side counts strace's cost in them.
+/// Without the program's user time, `duration_s` as it is.
+pub fn program_seconds(script: &Script, duration_s: f64) -> f64 {
+    let Some(user) = script.user_cpu_s else {
+        return duration_s;
+    };
+    let all = anchors(script);
+    let (long, short): (Vec<f64>, Vec<f64>) = all
+        .iter()
+        .flatten()
+        .map(|a| a.think)
+        .partition(|&t| t >= THINK_MIN);
+    let missing = (user - long.iter().sum::<f64>()).max(0.0);
+    (duration_s - short.iter().sum::<f64>()).max(0.0) + missing
 }
 
 /// The least seconds a replay at `timing`'s pace takes on any file system: the longest
@@ -158,6 +232,7 @@ mod tests {
             by_thread: vec![vec![0, 3], vec![1, 2]],
             skipped: vec![],
             keeps_open: Default::default(),
+            user_cpu_s: None,
         };
         let a = anchors(&script);
         assert_eq!(a[0], None);
@@ -185,6 +260,7 @@ mod tests {
             by_thread: vec![vec![0, 1, 2]],
             skipped: vec![],
             keeps_open: Default::default(),
+            user_cpu_s: None,
         };
         let think = kept(&script, Timing::Think);
         assert_eq!(think[1], None, "a 50 µs pause is not kept");
@@ -205,6 +281,87 @@ mod tests {
             ..script
         };
         assert!((least_seconds(&script, Timing::Think) - 4.0).abs() < 1e-9);
+    }
+
+    fn script_of(calls: &[Call], by_thread: Vec<Vec<usize>>, user: Option<f64>) -> Script<'_> {
+        Script {
+            calls,
+            slot: vec![None; calls.len()],
+            slot_path: vec![],
+            by_thread,
+            skipped: vec![],
+            keeps_open: Default::default(),
+            user_cpu_s: user,
+        }
+    }
+
+    /// Defect (issue 56): `think` dropped every pause under 1 ms, and with them the
+    /// program's computing that strace's cost hides (dpkg, rsync, git replayed 0.02-0.13 s
+    /// faster than they ran on the recording's file system). The kernel's count of the
+    /// program's user time gives it back: what the kept pauses do not hold is shared among
+    /// the short ones by their recorded lengths.
+    #[test]
+    fn the_program_s_computing_beyond_its_long_pauses_is_shared_among_the_short_ones() {
+        // One thread: pauses of 10 µs, 30 µs, then 2 ms, then 0.
+        let calls = vec![
+            call(0, 0.0, 0.0),
+            call(0, 0.00001, 0.0),
+            call(0, 0.00004, 0.0),
+            call(0, 0.00204, 0.0),
+            call(0, 0.00204, 0.0),
+        ];
+        let order = vec![vec![0, 1, 2, 3, 4]];
+        let think = |user| kept(&script_of(&calls, order.clone(), user), Timing::Think);
+        // A trace without the field (recorded before it was kept) replays as before.
+        let old = think(None);
+        assert_eq!(old.iter().flatten().count(), 1);
+        assert_eq!(old[3].map(|a| a.call), Some(2));
+        // 12.1 ms of computing: 2 ms in the long pause, 10.1 ms shared 1:3.
+        let new = think(Some(0.0121));
+        let pause = |i: usize| new[i].map_or(0.0, |a| a.think);
+        assert!((pause(1) - 0.002525).abs() < 1e-9, "{}", pause(1));
+        assert!((pause(2) - 0.007575).abs() < 1e-9, "{}", pause(2));
+        assert!((pause(3) - 0.002).abs() < 1e-12);
+        assert_eq!(
+            new[4], None,
+            "a pause recorded as zero gets none while others have length"
+        );
+        let script = script_of(&calls, order.clone(), Some(0.0121));
+        assert!((least_seconds(&script, Timing::Think) - 0.0121).abs() < 1e-9);
+        // Computing the long pauses already hold adds nothing; nor does a program that
+        // computed less than they hold lose them.
+        assert_eq!(think(Some(0.001))[..3], old[..3]);
+        assert_eq!(think(Some(0.001))[3], old[3]);
+        // Where every short pause was recorded as zero, the time is shared evenly.
+        let flat: Vec<Call> = (0..5).map(|_| call(0, 0.0, 0.0)).collect();
+        let even = kept(&script_of(&flat, order, Some(0.004)), Timing::Think);
+        assert!(even[1..]
+            .iter()
+            .all(|a| a.is_some_and(|a| (a.think - 0.001).abs() < 1e-12)));
+    }
+
+    #[test]
+    fn a_short_pause_counts_from_its_own_thread_never_waiting_for_another() {
+        // Threads 0 and 1 take turns, 20 µs apart: each call's anchor is the other thread's.
+        let calls: Vec<Call> = (0..6)
+            .map(|i| call(i % 2, i as f64 * 0.00002, 0.0))
+            .collect();
+        let order = vec![vec![0, 2, 4], vec![1, 3, 5]];
+        let script = script_of(&calls, order, Some(0.005));
+        let all = anchors(&script);
+        assert_eq!(all[3].map(|a| a.wait.thread), Some(0));
+        let think = kept(&script, Timing::Think);
+        for (i, a) in think.iter().enumerate().skip(2) {
+            let a = a.expect("every later call paced");
+            assert_eq!(
+                (a.call, a.wait.thread, a.wait.pos),
+                (i - 2, i as u32 % 2, i / 2 - 1)
+            );
+        }
+        // A thread's first call keeps the other thread's call as its anchor.
+        assert_eq!(think[1].map(|a| a.call), Some(0));
+        let shared: f64 = think.iter().flatten().map(|a| a.think).sum();
+        assert!((shared - 0.005).abs() < 1e-12, "{shared}");
     }
 
     /// Defect (issue 57): a call recorded at `start: 1e6` slept in one piece under

@@ -40,6 +40,9 @@ pub struct Script<'t> {
     /// Closes of one of several names of a slot (a `dup`'s or the original): the slot
     /// stays open for the other names, so the replay issues nothing for them.
     pub keeps_open: HashSet<usize>,
+    /// The program's user CPU seconds, from the trace's header (`user_cpu_s`): how much
+    /// computing a `think` replay gives back between the calls (`super::pace`).
+    pub user_cpu_s: Option<f64>,
 }
 
 /// The system calls that copy from one file to another inside the kernel.
@@ -127,6 +130,7 @@ pub fn resolve(trace: &Trace) -> Script<'_> {
         by_thread,
         skipped,
         keeps_open,
+        user_cpu_s: trace.header.user_cpu_s,
     }
 }
 
