@@ -331,6 +331,51 @@ fn anonymizing_is_stable_keeps_extensions_and_hides_names() {
     assert!(names(&traces[0]).iter().any(|p| p.ends_with(".md")));
 }
 
+/// The user CPU seconds of `command` run untraced in `dir`, from the kernel's count for that
+/// one child (`wait4`), so that other tests' children do not count.
+fn untraced_user_seconds(dir: &Path, command: &[&str]) -> f64 {
+    let child = Command::new(command[0])
+        .current_dir(dir)
+        .args(&command[1..])
+        .spawn()
+        .unwrap();
+    let mut status = 0;
+    // SAFETY: a zeroed rusage is a valid value for wait4 to fill.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let pid = unsafe { libc::wait4(child.id() as i32, &mut status, 0, &mut usage) };
+    assert_eq!(pid, child.id() as i32);
+    usage.ru_utime.tv_sec as f64 + usage.ru_utime.tv_usec as f64 / 1e6
+}
+
+/// Issue 56: the program's computing is measured outside strace. A shell loop (computing,
+/// no calls) and 16,000 one-byte writes (strace's work: its own user time grows with every
+/// stop, the program's hardly): the trace's `user_cpu_s` is the program's user time
+/// untraced, not strace's, nor the stops' system time.
+#[test]
+fn a_recording_keeps_the_program_s_user_time_and_not_strace_s() {
+    common::require_root();
+    let tmp = tempfile::tempdir().unwrap();
+    let root = fresh_root(&tmp, "computing");
+    let command = [
+        "sh",
+        "-c",
+        "i=0; while [ $i -lt 60000 ]; do i=$((i+1)); done; \
+         dd if=/dev/zero of=out bs=1 count=8000 status=none",
+    ];
+    let mut untraced: Vec<f64> = (0..3)
+        .map(|_| untraced_user_seconds(&root, &command))
+        .collect();
+    untraced.sort_by(f64::total_cmp);
+    let (_, trace) = record(&root, &[], &command);
+    let user = trace.header.user_cpu_s.expect("the program's user time");
+    // Within a quarter, and five ticks of the kernel's user/system split (4 ms at 250 Hz).
+    let slack = untraced[1] / 4.0 + 0.02;
+    assert!(
+        (user - untraced[1]).abs() <= slack,
+        "recorded {user} s of user time, untraced {untraced:?}"
+    );
+}
+
 #[test]
 fn calls_outside_the_root_are_counted_and_left_out() {
     let tmp = tempfile::tempdir().unwrap();
