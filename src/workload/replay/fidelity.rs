@@ -178,7 +178,7 @@ impl Check<'_> {
                     (Timing::Fast, _) => ", without the program's own time between calls".into(),
                     (Timing::Think, None) => ", with the program's pauses of 1 ms or more".into(),
                     (Timing::Think, Some(user)) => format!(
-                        ", with the program's pauses of 1 ms or more and its computing ({user:.3} s of user CPU) between the calls"
+                        ", with the program's pauses scaled to its computing ({user:.3} s of user CPU)"
                     ),
                     (Timing::Original, _) => String::new(),
                 }

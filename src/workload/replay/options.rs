@@ -22,10 +22,10 @@ pub enum Timing {
     /// The default. As `fast`, except that a call the program reached after computing for a while (a
     /// recorded pause of at least [`super::pace::THINK_MIN`] since the call it follows)
     /// also waits that pause: the program's own work kept, strace's cost left out. Where
-    /// the trace holds the program's user CPU time (`user_cpu_s`), what it computed beyond
-    /// those pauses is given back between its other calls (`super::pace::computing`); an
-    /// older trace drops the pauses under the threshold. It keeps what dilutes the file
-    /// systems' differences in the real program.
+    /// the trace holds the program's user CPU time (`user_cpu_s`), every pause is kept,
+    /// scaled so that they add up to it (`super::pace::computing`); an older trace drops
+    /// the pauses under the threshold. It keeps what dilutes the file systems' differences
+    /// in the real program.
     #[default]
     Think,
     /// Every call no earlier than its recorded start after the phase began: the program's

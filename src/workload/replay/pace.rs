@@ -22,7 +22,9 @@ use super::script::Script;
 /// millisecond or more is the program computing (a compiler's pass, a script building a
 /// file), which the real program spends on every file system alike and which dilutes their
 /// differences. Over the traces in traces/ the pauses under it add up to at most 0.03 s per
-/// program, those above it to 0-12 s (a C build: its compiler).
+/// program, those above it to 0-12 s (a C build: its compiler). With the program's user time
+/// in the trace every pause is kept, scaled ([`computing`]), and this threshold only chooses
+/// where a pause counts from.
 pub const THINK_MIN: f64 = 1e-3;
 
 /// Where a call's pause is counted from.
@@ -91,69 +93,58 @@ pub fn kept(script: &Script, timing: Timing) -> Vec<Option<Anchor>> {
 }
 
 /// `think`'s anchors for a program that computed `user` CPU seconds (the kernel's count,
-/// which strace does not distort). The pauses of [`THINK_MIN`] or more are kept as
-/// recorded: the trace's clock measures them well. What the kernel counted beyond them is
-/// computing the trace's clock could not place exactly (pauses shorter than strace's own
-/// cost per call, the program's start before its first call under the root), so it is
-/// shared among the shorter pauses in proportion to their recorded lengths (evenly where
-/// all were recorded as zero), each counted from its own thread's previous call: a
-/// process's computing between two of its calls, which never waits for another thread.
-/// (A thread's first call keeps its anchor in whichever thread ran before it.)
+/// which neither strace nor the machine's load distorts). The trace's pauses give the shape:
+/// where the program was between calls, and for how long relative to each other; the kernel
+/// gives the total. Every recorded pause is scaled by `user` over their sum, so that they
+/// add up to what the program computed: its computing between calls closer together than
+/// strace's cost per call is given back, and a recording on a busy machine, whose pauses
+/// hold the program's waits for a CPU (hundreds of milliseconds where it computed tens), is
+/// not replayed as if it had computed them. (Evenly, where every pause was recorded as zero.)
+/// A pause recorded as [`THINK_MIN`] or more keeps its anchor, in whichever thread ran
+/// before it; a shorter one counts from the previous call *of its own thread*: a process's
+/// computing between two of its calls does not wait for another process, and pacing every
+/// call from another thread's is what made `original` hand over between threads at every
+/// call. (A thread's first call keeps its anchor.)
 pub fn computing(script: &Script, anchors: Vec<Option<Anchor>>, user: f64) -> Vec<Option<Anchor>> {
-    let long: f64 = anchors
+    let (recorded, paused) = anchors
         .iter()
         .flatten()
-        .map(|a| a.think)
-        .filter(|&t| t >= THINK_MIN)
-        .sum();
-    let short: Vec<usize> = (0..anchors.len())
-        .filter(|&i| anchors[i].is_some_and(|a| a.think < THINK_MIN))
-        .collect();
-    let missing = (user - long).max(0.0);
-    let weight: f64 = short
-        .iter()
-        .filter_map(|&i| anchors[i])
-        .map(|a| a.think)
-        .sum();
-    let share = |a: Anchor| match weight > 0.0 {
-        true => missing * a.think / weight,
-        false => missing / short.len() as f64,
+        .fold((0.0, 0usize), |(sum, n), a| (sum + a.think, n + 1));
+    let scaled = |think: f64| match recorded > 0.0 {
+        true => user * think / recorded,
+        false => user / paused as f64,
     };
     let mut previous = vec![None; script.calls.len()];
-    for list in &script.by_thread {
+    for (t, list) in script.by_thread.iter().enumerate() {
         for (p, pair) in list.windows(2).enumerate() {
-            let thread = script.calls[pair[0]].thread;
-            previous[pair[1]] = Some((pair[0], Wait { thread, pos: p }));
+            let wait = Wait {
+                thread: t as u32,
+                pos: p,
+            };
+            previous[pair[1]] = Some((pair[0], wait));
         }
     }
-    let mut kept = anchors;
-    for &i in &short {
-        let Some(a) = kept[i] else { continue };
-        let think = share(a);
-        kept[i] = (think > 0.0).then(|| match previous[i] {
-            Some((call, wait)) if call < i => Anchor { call, wait, think },
+    let pace = |(i, a): (usize, Option<Anchor>)| {
+        let a = a?;
+        let think = scaled(a.think);
+        (think > 0.0).then(|| match previous[i] {
+            Some((call, wait)) if a.think < THINK_MIN && call < i => Anchor { call, wait, think },
             _ => Anchor { think, ..a },
-        });
-    }
-    kept
+        })
+    };
+    anchors.into_iter().enumerate().map(pace).collect()
 }
 
 /// The program's own time, which a replay on the file-system type it was recorded on should
-/// take: the trace's `duration_s` with its short pauses (under [`THINK_MIN`]) replaced by the
-/// computing [`computing`] gives them, so that neither side counts strace's cost in them.
-/// Without the program's user time, `duration_s` as it is.
+/// take: the trace's `duration_s` with its pauses replaced by the computing [`computing`]
+/// gives them (the program's user time), so that neither side counts what strace or the
+/// machine's load added to them. Without the program's user time, `duration_s` as it is.
 pub fn program_seconds(script: &Script, duration_s: f64) -> f64 {
     let Some(user) = script.user_cpu_s else {
         return duration_s;
     };
-    let all = anchors(script);
-    let (long, short): (Vec<f64>, Vec<f64>) = all
-        .iter()
-        .flatten()
-        .map(|a| a.think)
-        .partition(|&t| t >= THINK_MIN);
-    let missing = (user - long.iter().sum::<f64>()).max(0.0);
-    (duration_s - short.iter().sum::<f64>()).max(0.0) + missing
+    let recorded: f64 = anchors(script).iter().flatten().map(|a| a.think).sum();
+    (duration_s - recorded).max(0.0) + user
 }
 
 /// The least seconds a replay at `timing`'s pace takes on any file system: the longest
@@ -297,11 +288,11 @@ mod tests {
 
     /// Defect (issue 56): `think` dropped every pause under 1 ms, and with them the
     /// program's computing that strace's cost hides (dpkg, rsync, git replayed 0.02-0.13 s
-    /// faster than they ran on the recording's file system). The kernel's count of the
-    /// program's user time gives it back: what the kept pauses do not hold is shared among
-    /// the short ones by their recorded lengths.
+    /// faster than they ran on the recording's file system), and kept every longer one, a
+    /// busy machine's waits for a CPU included (rsync: 0.5 s of them for 0.04 s computed).
+    /// The kernel's count of the program's user time sets their sum; the trace their shape.
     #[test]
-    fn the_program_s_computing_beyond_its_long_pauses_is_shared_among_the_short_ones() {
+    fn the_pauses_are_scaled_to_add_up_to_the_program_s_user_time() {
         // One thread: pauses of 10 µs, 30 µs, then 2 ms, then 0.
         let calls = vec![
             call(0, 0.0, 0.0),
@@ -315,24 +306,23 @@ mod tests {
         // A trace without the field (recorded before it was kept) replays as before.
         let old = think(None);
         assert_eq!(old.iter().flatten().count(), 1);
-        assert_eq!(old[3].map(|a| a.call), Some(2));
-        // 12.1 ms of computing: 2 ms in the long pause, 10.1 ms shared 1:3.
-        let new = think(Some(0.0121));
-        let pause = |i: usize| new[i].map_or(0.0, |a| a.think);
-        assert!((pause(1) - 0.002525).abs() < 1e-9, "{}", pause(1));
-        assert!((pause(2) - 0.007575).abs() < 1e-9, "{}", pause(2));
-        assert!((pause(3) - 0.002).abs() < 1e-12);
+        assert_eq!(old[3].map(|a| (a.call, a.think)), Some((2, 0.002)));
+        // 20.4 ms of computing over 2.04 ms of pauses: each ten times as long.
+        let pause = |user, i: usize| think(Some(user))[i].map_or(0.0, |a| a.think);
+        for (i, recorded) in [(1, 0.00001), (2, 0.00003), (3, 0.002)] {
+            assert!((pause(0.0204, i) - recorded * 10.0).abs() < 1e-9, "{i}");
+            // A program that computed less than its pauses hold (a busy machine's): shorter.
+            assert!((pause(0.00102, i) - recorded / 2.0).abs() < 1e-9, "{i}");
+        }
         assert_eq!(
-            new[4], None,
-            "a pause recorded as zero gets none while others have length"
+            think(Some(0.0204))[4],
+            None,
+            "a pause recorded as zero stays zero"
         );
-        let script = script_of(&calls, order.clone(), Some(0.0121));
-        assert!((least_seconds(&script, Timing::Think) - 0.0121).abs() < 1e-9);
-        // Computing the long pauses already hold adds nothing; nor does a program that
-        // computed less than they hold lose them.
-        assert_eq!(think(Some(0.001))[..3], old[..3]);
-        assert_eq!(think(Some(0.001))[3], old[3]);
-        // Where every short pause was recorded as zero, the time is shared evenly.
+        let script = script_of(&calls, order.clone(), Some(0.0204));
+        assert!((least_seconds(&script, Timing::Think) - 0.0204).abs() < 1e-9);
+        assert!((program_seconds(&script, 0.5) - (0.5 - 0.00204 + 0.0204)).abs() < 1e-9);
+        // Where every pause was recorded as zero, the time is shared evenly.
         let flat: Vec<Call> = (0..5).map(|_| call(0, 0.0, 0.0)).collect();
         let even = kept(&script_of(&flat, order, Some(0.004)), Timing::Think);
         assert!(even[1..]
