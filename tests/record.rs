@@ -332,7 +332,9 @@ fn anonymizing_is_stable_keeps_extensions_and_hides_names() {
 }
 
 /// The user CPU seconds of `command` run untraced in `dir`, from the kernel's count for that
-/// one child (`wait4`), so that other tests' children do not count.
+/// one child (`wait4`, which reaps it: clippy cannot see that), so that other tests'
+/// children do not count.
+#[allow(clippy::zombie_processes)]
 fn untraced_user_seconds(dir: &Path, command: &[&str]) -> f64 {
     let child = Command::new(command[0])
         .current_dir(dir)
