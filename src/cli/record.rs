@@ -220,6 +220,11 @@ left out: {} calls outside the root, {} making, removing or renaming the root it
         c.not_files,
         c.no_result,
     );
+    if let Some(user) = h.user_cpu_s {
+        s.push_str(&format!(
+            "\n  the program's own computing: {user:.3} s of user CPU (the kernel's count, outside strace), which `--timing think` replays between its calls"
+        ));
+    }
     if c.file_mmaps > 0 {
         s.push_str(&format!(
             "\n  {} mmaps of files under the root: their I/O is invisible to strace, not replayed",
