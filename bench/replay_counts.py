@@ -6,23 +6,34 @@ of bench/corpus_programs.py and one file system, this runs the real program and 
 its trace each once, on a fresh file system made as bench/replay_corpus.py makes it (its
 initial state laid down, mounted again, caches dropped), and prints for each:
 
-- the requests and 512-byte sectors written to the loop device (/sys/block/loopN/stat),
-  counted from the start of the run until a `sync -f` after it;
+- its seconds (the program's wall time; the replay's measured phase, `replay_seconds`);
+- the requests and 512-byte sectors read from and written to the loop device
+  (/sys/block/loopN/stat), counted from the start of the run until a `sync -f` after it;
 - on a FUSE target (ntfs), every request the daemon read from /dev/fuse, by operation and by
-  the thread that made it (strace of the daemon: its `read`s of /dev/fuse, whose header holds
-  the opcode and the requesting thread). The recorded threads' replays show one FUSE thread
-  each; laying down the replay's initial state, its final check and removing its directory
-  show as fsarena's other threads.
+  the thread that made it (strace -ttt -T of the daemon: its `read`s of /dev/fuse, whose
+  header holds the opcode and the requesting thread), with the daemon's time on each kind
+  (from a request's read to its next read: ntfs-3g serves one at a time) and its wait for
+  each thread's requests (the time on the caller's side). The recorded threads' replays show
+  one FUSE thread each; laying down the replay's initial state, its final check and removing
+  its directory show as fsarena's other threads.
 
 The replay's device counts include laying down its initial state and removing its directory
 (the program's initial state is laid down before counting): they compare with the program's
-only for a trace whose initial state is empty (the SQLite programs).
+only for a trace whose initial state is empty (the SQLite programs). Its initial state is
+freshly written, so its reads come from the cache: a replay's cold reads are in an fsarena
+cell's own `device_read_ios`.
 
-The replay runs with `--target dir:MOUNT`, on the fresh file system this script made, with the
-replay's default timing. The program is recorded afresh unless --trace names a trace.
+The replay runs with `--target dir:MOUNT`, on the fresh file system this script made, with
+`--timing` (think). The program is recorded afresh unless --trace names a trace. `--pin`
+places the program, the replay and the mount (so the FUSE daemon) as bench/replay_corpus.py
+places the program: a trace of fewer threads than CPUs on the last CPU; `--no-strace` times
+without the daemon's strace. `--record-only` records the program on a fresh file system of
+`--fs` and prints its calls by system call and each recorded thread's opens, instead: a
+program that adapts to its file system (rsync, git) shows what it does on each.
 
 Usage: sudo bench/replay_counts.py --program NAME --fs ext4|xfs|btrfs|ntfs [--trace FILE]
-                                   [--size SIZE]
+                                   [--size SIZE] [--timing T] [--pin] [--no-strace]
+                                   [--record-only]
 Needs root and the packages of `./dev deps`. Removes what it made on any exit.
 """
 
@@ -161,23 +172,17 @@ def record_on(a, prog, work):
     """Records the program on a fresh file system of `a.fs` (not the host's disk, where the
     corpus records): the path of its trace. A program that asks the file system what it
     supports makes other calls on another file system; the traces show which."""
-    pin = placement_for(prog) if a.pin else []
-    f = rf.Fresh(a.fs, work, a.size, rf.commands(a.fs, work), pin)
+    f = rf.Fresh(a.fs, work, a.size, rf.commands(a.fs, work))
     trace = os.path.join(work, f"{prog.name}-on-{a.fs}.fstrace")
     try:
         prog.seed(f.mnt, work)
         f.cold()
-        rf.sh(*pin, rf.FSARENA, "record", "--out", trace, "--work-dir",
+        rf.sh(rf.FSARENA, "record", "--out", trace, "--work-dir",
               os.path.join(work, "fsarena"), "--", *prog.command(f.mnt, work), cwd=f.mnt,
               env=prog.env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         return trace
     finally:
         f.close()
-
-
-def placement_for(prog):
-    """Where the corpus places a program recorded here: as a one-thread trace (pinned)."""
-    return ["taskset", "-c", str(max(os.sched_getaffinity(0)))]
 
 
 def show_trace(trace):
