@@ -330,6 +330,7 @@ pub(crate) mod testenv {
                 deadline: None,
                 populated: false,
                 log_root: None,
+                follows: false,
             }
         }
     }

@@ -26,6 +26,8 @@ pub struct Fresh {
     pub sources: Option<PathBuf>,
     /// The data set is already under `root` (a clone of the populated image).
     pub populated: bool,
+    /// The point before ran on this file system (`Ctx::follows`).
+    pub follows: bool,
     /// The plan's `log_target` for this point: its own fresh file system and the directory
     /// on it handed to the workload as `Ctx::log_root`.
     pub log: Option<(Instance, PathBuf)>,
@@ -46,6 +48,7 @@ impl Fresh {
             deadline: Some(std::time::Instant::now() + c.plan.timeout),
             populated: self.populated,
             log_root: self.log.as_ref().map(|(_, dir)| dir.as_path()),
+            follows: self.follows,
         }
     }
 }
@@ -123,6 +126,7 @@ pub fn provision(c: &CellRun, point: usize, p: &Point) -> Result<Fresh, Failure>
         scratch,
         sources: work.subdir("sources").ok(),
         populated,
+        follows: false,
         log,
     })
 }
