@@ -434,6 +434,7 @@ fn cell_points(
         deadline: None,
         populated: false,
         log_root: None,
+        follows: false,
     };
     let points = workload.points(&ctx).map_err(|e| e.to_string())?;
     Ok(points.into_iter().map(|p| p.variant).collect())
