@@ -235,6 +235,7 @@ pub fn run(args: &OpArgs) -> Result<OpReport, WorkloadError> {
         deadline: None,
         populated: false,
         log_root: None,
+        follows: false,
     };
     let t0 = Instant::now();
     let (files, bytes) = (op.call)(args, &ctx, &args.src, dest)?;

@@ -64,10 +64,31 @@ pub fn helper_command(program: impl AsRef<std::ffi::OsStr>) -> std::process::Com
 /// the kernel, hence the sync first.
 pub fn drop_caches() -> io::Result<()> {
     rustix::fs::sync();
+    drop_clean_caches()
+}
+
+/// Drops the machine's clean page cache, dentries and inodes, without a `sync` first: for
+/// a caller that has written back the one file system it needs cold ([`write_back`]).
+/// `sync(2)` waits on every dirty page of the machine, other programs' too, which makes
+/// no file system of ours colder.
+pub fn drop_clean_caches() -> io::Result<()> {
     let mut f = std::fs::OpenOptions::new()
         .write(true)
         .open("/proc/sys/vm/drop_caches")?;
     f.write_all(b"3\n")
+}
+
+/// Writes back what one file system holds dirty: its mount (`syncfs` on `root`: its
+/// inodes, its journal, its own block device's cache) and, when given, its `device`
+/// (`fsync` on it: the block device's cache where a FUSE daemon such as ntfs-3g writes,
+/// and the flush that reaches the image under a loop device). What `sync(2)` would do for
+/// this file system, without waiting on everyone else's writes.
+pub fn write_back(root: &Path, device: Option<&Path>) -> io::Result<()> {
+    syncfs(root)?;
+    if let Some(dev) = device {
+        File::open(dev)?.sync_all()?;
+    }
+    Ok(())
 }
 
 /// Writes back `path`'s dirty pages and evicts its cached ones (`fdatasync`, then

@@ -100,6 +100,15 @@ fn a_warm_scan_follows_its_cold_scan_on_one_file_system_and_touch_never_shares()
         assert!(a.health.as_ref().is_some_and(|h| h.passed), "{w} {first}");
         assert_eq!(a.health, b.health, "{w}");
     }
+    // The warm scan takes the cold one's last walk as its warm-up, instead of walking again.
+    let warm = find("scan", "warm");
+    assert!(
+        warm.notes
+            .iter()
+            .any(|n| n == "warmed by the cold point's last walk"),
+        "{:?}",
+        warm.notes
+    );
     let t = find("touch", "");
     assert!(!followed(t), "{:?}", t.notes);
     left_nothing(&root, &work);

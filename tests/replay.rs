@@ -617,6 +617,49 @@ fn a_replays_dry_run_describes_its_traces_initial_state_not_the_data_set() {
     assert!(out.contains("data set: small at scale 0.1"), "{out}");
 }
 
+/// Defect (issue 56): a replay's cell ran on any CPU whatever its trace's threads (the
+/// replay takes no `--threads`, so its thread count was unknown to `--cpus auto`), while a
+/// cell of one thread, and the corpus's real program of a one-thread trace, ran on one CPU
+/// with its FUSE daemon: `cp -a`'s replay on ntfs crossed vCPUs on every request and took
+/// 0.79 s against the program's 0.34 s. A replay is placed by its trace's threads.
+#[test]
+fn a_replay_is_placed_by_its_traces_threads_as_a_cell_of_that_many_threads() {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    assert!(cpus >= 2, "this test needs a host with two CPUs or more");
+    let root = TestRoot::new("replay-placement");
+    let stat = |t: u32| {
+        call(
+            t,
+            0.0,
+            json!({"op": "stat", "syscall": "newfstatat", "path": "f", "ret": 0}),
+        )
+    };
+    let initial = || vec![entry(json!({"path": "f", "kind": "file", "size": 10}))];
+    let one = save(
+        &trace(1, initial(), vec![stat(0)]),
+        &root.path.join("one.fstrace"),
+    );
+    let (code, out) = dry_run(
+        &["--workload", "replay", "--trace", one.to_str().unwrap()],
+        &root.path,
+    );
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.contains("CPUs: 1-thread cells on CPU "), "{out}");
+    assert!(out.contains("with their file system's daemon"), "{out}");
+    // As many threads as CPUs: anywhere, as a cell of that many --threads.
+    let calls = (0..cpus as u32).map(stat).collect();
+    let many = save(
+        &trace(cpus as u32, initial(), calls),
+        &root.path.join("many.fstrace"),
+    );
+    let (code, out) = dry_run(
+        &["--workload", "replay", "--trace", many.to_str().unwrap()],
+        &root.path,
+    );
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.contains("CPUs: every cell on any CPU"), "{out}");
+}
+
 /// The calls issue #56 names beyond the first format's: the sync family with its flags,
 /// an msync'd shared mapping, attributes, locks, renameat2's flags, pwritev2's RWF_DSYNC, a
 /// splice into a file, a punched hole, O_APPEND and O_DSYNC. Each replays and ends as

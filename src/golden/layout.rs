@@ -146,6 +146,7 @@ fn write_layout(
                 deadline: Some(Instant::now() + plan.timeout),
                 populated: false,
                 log_root: None,
+                follows: false,
             };
             match layout {
                 Layout::DataSet => workload::prepare::prepare(&ctx).map(|_| ()),

@@ -211,8 +211,12 @@ impl<'p> Preview<'p> {
             ),
         };
         let _ = writeln!(s, "repetitions: {runs}");
-        let named: Vec<(&str, bool)> = (checked.workloads.iter())
-            .map(|w| (w.spec().name, w.spec().uses_threads))
+        let named: Vec<(&str, bool, Option<usize>)> = (checked.workloads.iter())
+            .map(|w| {
+                let options = plan.workload_options.get(w.spec().name);
+                let own = options.and_then(|o| w.own_threads(o));
+                (w.spec().name, w.spec().uses_threads, own)
+            })
             .collect();
         let _ = writeln!(s, "CPUs: {}", plan.placement_sentence(&named));
     }
@@ -430,6 +434,7 @@ fn cell_points(
         deadline: None,
         populated: false,
         log_root: None,
+        follows: false,
     };
     let points = workload.points(&ctx).map_err(|e| e.to_string())?;
     Ok(points.into_iter().map(|p| p.variant).collect())

@@ -366,6 +366,17 @@ pub fn read_with(input: impl BufRead, limits: &Limits) -> Result<Trace, TraceErr
     Ok(trace)
 }
 
+/// A trace's header alone, checked and bounded as [`read_with`] checks it: what a caller
+/// that needs only the header's figures (the recorded threads) reads, without the calls.
+pub fn read_header_only(input: impl BufRead) -> Result<Header, TraceError> {
+    let limits = Limits::default();
+    let mut lines = Lines::new(input, limits);
+    let first = lines.next_line()?.ok_or(TraceError::Empty)?;
+    let header = read_header(&first)?;
+    check_header_bounds(&header, &limits)?;
+    Ok(header)
+}
+
 /// Writes a trace: the header, then its entries, one per line.
 pub fn write(trace: &Trace, mut out: impl Write) -> std::io::Result<()> {
     writeln!(out, "{}", serde_json::to_string(&trace.header)?)?;

@@ -52,6 +52,12 @@ pub trait Workload: Send + Sync {
     fn drops_caches(&self, _options: &toml::Table) -> Option<&'static str> {
         None
     }
+    /// The threads a cell runs when `options` fix them rather than `--threads` (a replay
+    /// runs its trace's recorded threads), so `--cpus auto` places the cell, and its FUSE
+    /// daemon, as it places a cell of that many `--threads`; `None`: not fixed by them.
+    fn own_threads(&self, _options: &toml::Table) -> Option<usize> {
+        None
+    }
     /// Why it cannot run with the run's directories under `work_root` (a server that runs
     /// as another user and could not reach them), in one line; checked before a run.
     fn check_work_dir(&self, _work_root: &std::path::Path) -> Result<(), String> {

@@ -26,7 +26,7 @@ use super::error::{IoContext, WorkloadError};
 use super::harness::Harness;
 use super::outcome::Outcome;
 use super::point::Point;
-use super::prepare::{dated_on_target, prep_threads, WARM_MIN_THREADS};
+use super::prepare::{check_threads, dated_on_target};
 use super::spec::{StartState, WorkloadSpec};
 use super::tree_copy::{copy_report, copy_tree, CopyMode, TreeCopy};
 use super::{source, verify};
@@ -94,7 +94,6 @@ impl Workload for CopyTree {
                 )))
             }
         };
-        let prep = prep_threads(ctx);
         let (src, dst, manifest) = if within {
             // Written back before the clock starts (it stays cached when laid down here):
             // the copy must not share the device or the flusher threads with its writeback.
@@ -134,7 +133,15 @@ impl Workload for CopyTree {
             Ok(out)
         })?;
         let r = result.ok_or_else(|| WorkloadError::Verify("measured phase did not run".into()))?;
-        check_copy(&r, within, &src, &dst, &manifest, prep, &mut outcome)?;
+        check_copy(
+            &r,
+            within,
+            &src,
+            &dst,
+            &manifest,
+            check_threads(ctx),
+            &mut outcome,
+        )?;
         if !within {
             outcome
                 .notes
@@ -153,7 +160,7 @@ fn check_copy(
     src: &Path,
     dst: &Path,
     manifest: &Manifest,
-    prep: usize,
+    threads: usize,
     outcome: &mut Outcome,
 ) -> Result<(), WorkloadError> {
     if r.files != manifest.files.len() as u64 {
@@ -167,8 +174,8 @@ fn check_copy(
         // A copy made of reflinks shares its source's blocks but none of its cached
         // pages: hashing it would read it all from the device. Its source was hashed
         // when it was warmed, so a file on the same blocks holds the same bytes.
-        let c = verify::copy_within(src, dst, manifest, prep.max(WARM_MIN_THREADS))?;
-        verify::mtimes(src, dst, prep)?;
+        let c = verify::copy_within(src, dst, manifest, threads)?;
+        verify::mtimes(src, dst, threads)?;
         outcome.notes.push(format!(
             "copy checked by its block map: {} of {} files on their source's blocks \
              (FIEMAP), {} hashed; the source was hashed before the phase",
@@ -177,7 +184,7 @@ fn check_copy(
             c.hashed
         ));
     } else {
-        verify_copy(src, dst, manifest, prep)?;
+        verify_copy(src, dst, manifest, threads)?;
     }
     Ok(())
 }

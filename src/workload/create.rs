@@ -9,7 +9,7 @@ use super::error::{IoContext, WorkloadError};
 use super::harness::Harness;
 use super::outcome::Outcome;
 use super::point::Point;
-use super::prepare::{dataset_error, plan};
+use super::prepare::{check_threads, dataset_error, plan};
 use super::spec::WorkloadSpec;
 use super::verify;
 use crate::dataset;
@@ -64,7 +64,47 @@ impl Workload for Create {
                 .push("file_create_* latencies cover open + all writes + close of one file".into());
             Ok(out)
         })?;
-        verify::own_tree(ctx.root, ctx.dataset, &manifest, ctx.threads)?;
+        check_created(ctx, &manifest)?;
         Ok(outcome)
+    }
+}
+
+/// The check after `create`: the root holds this process's part of the data set, every
+/// path, size and byte, read back with the check's threads ([`check_threads`]), not the
+/// point's: a single-threaded point's 50,000 files were checked on one thread.
+fn check_created(ctx: &Ctx, manifest: &dataset::Manifest) -> Result<(), WorkloadError> {
+    verify::own_tree(ctx.root, ctx.dataset, manifest, check_threads(ctx))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::workload::sync::testenv::Env;
+    use crate::workload::PlainHarness;
+
+    /// The check reads with more threads than a one-thread point wrote with, and must still
+    /// hold every file to the data set: a flipped byte and a missing file each fail it.
+    #[test]
+    fn the_check_of_a_created_tree_catches_a_flipped_byte_and_a_missing_file() {
+        let env = Env::new();
+        let mut ctx = env.ctx();
+        ctx.threads = 1;
+        Create
+            .run(&ctx, &Point::default(), &mut PlainHarness::default())
+            .unwrap();
+        let manifest = plan(&ctx).unwrap();
+        check_created(&ctx, &manifest).unwrap();
+        let victim = ctx.root.join(&manifest.files[0].path);
+        let good = std::fs::read(&victim).unwrap();
+        let mut bad = good.clone();
+        bad[0] ^= 1;
+        std::fs::write(&victim, &bad).unwrap();
+        let err = check_created(&ctx, &manifest).unwrap_err().to_string();
+        assert!(err.contains("content differs"), "{err}");
+        std::fs::remove_file(&victim).unwrap();
+        let err = check_created(&ctx, &manifest).unwrap_err().to_string();
+        assert!(err.contains(&manifest.files[0].path), "{err}");
+        std::fs::write(&victim, &good).unwrap();
+        check_created(&ctx, &manifest).unwrap();
     }
 }

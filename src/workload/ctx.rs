@@ -33,6 +33,10 @@ pub struct Ctx<'a> {
     /// A fresh, empty directory on a second file system, the plan's `log_target`, for a
     /// database workload's log (WAL); `None` when the log stays beside the data.
     pub log_root: Option<&'a Path>,
+    /// This point runs on the file system the point before it (of the same cell) has just
+    /// run on ([`super::Workload::follows_on_same_fs`]), so what that point read is in the
+    /// caches; `false` on a fresh file system or a copy of an image, which arrive cold.
+    pub follows: bool,
 }
 
 impl Ctx<'_> {

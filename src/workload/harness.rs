@@ -21,7 +21,9 @@ pub trait Harness {
     }
     /// The cache drop that cold passes make between passes, inside the measured phase
     /// ([`super::passes::measure_cold_passes`]): a plain function, because `measure` holds the
-    /// harness while the passes run. The runner's is [`crate::sys::drop_caches`].
+    /// harness while the passes run. It runs after [`Harness::pass_writeback`]'s file system
+    /// was written back, so it need not `sync` the machine: the runner's is
+    /// [`crate::sys::drop_clean_caches`].
     fn pass_dropper(&self) -> fn() -> std::io::Result<()> {
         crate::sys::drop_caches
     }
@@ -30,9 +32,10 @@ pub trait Harness {
     /// [`super::passes::measure_cold_passes`] writes back with `syncfs` after every pass but
     /// the last, inside the measured time: the cache drop before the next pass would
     /// otherwise write them outside it, and a phase of several passes would not pay for
-    /// what a phase of one pays for in its final `syncfs`. The runner's is the target's
-    /// root; `None` (the default) syncs nothing.
-    fn pass_writeback(&self) -> Option<std::path::PathBuf> {
+    /// what a phase of one pays for in its final `syncfs`. Written back whole again before
+    /// each drop, after the reset of its access times. The runner's is the target's root
+    /// and device; `None` (the default) syncs nothing.
+    fn pass_writeback(&self) -> Option<WriteBack> {
         None
     }
     /// The handle through which work inside the measured phase that is not the phase's own
@@ -40,6 +43,23 @@ pub trait Harness {
     /// figures ([`crate::monitor::Aside`]). Take it before `measure`; inert by default.
     fn aside(&self) -> crate::monitor::Aside {
         crate::monitor::Aside::default()
+    }
+}
+
+/// A file system to write back whole ([`crate::sys::write_back`]): its root, and its
+/// block device when it has one of its own (a loop device), whose cache a FUSE daemon
+/// writes through and whose flush reaches the image.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WriteBack {
+    pub root: std::path::PathBuf,
+    pub device: Option<std::path::PathBuf>,
+}
+
+impl WriteBack {
+    /// Writes the file system back; after it, a drop of the machine's clean caches leaves
+    /// nothing of it in memory.
+    pub fn run(&self) -> std::io::Result<()> {
+        crate::sys::write_back(&self.root, self.device.as_deref())
     }
 }
 

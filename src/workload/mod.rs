@@ -52,7 +52,7 @@ pub mod verify;
 pub use contract::Workload;
 pub use ctx::Ctx;
 pub use error::{status_of_io, IoContext, WorkloadError};
-pub use harness::{Harness, Phase, PlainHarness};
+pub use harness::{Harness, Phase, PlainHarness, WriteBack};
 pub use outcome::Outcome;
 pub use point::Point;
 pub use spec::{Chart, StartState, WorkloadSpec, FILE_COLUMNS, WRITE_COLUMNS};

@@ -25,7 +25,7 @@ use std::time::Instant;
 use rustix::fs::{AtFlags, Timespec, Timestamps, UTIME_NOW, UTIME_OMIT};
 
 use super::error::WorkloadError;
-use super::harness::Harness;
+use super::harness::{Harness, WriteBack};
 use super::outcome::Outcome;
 use crate::fsops::{self, Dir, Kind, Need};
 
@@ -97,15 +97,15 @@ fn repeat(
             && t0.elapsed() < floor * COLD_WALL_FLOORS
             && passes < max
         {
-            if let Some(root) = &writeback {
+            if let Some(wb) = &writeback {
                 let w = Instant::now();
-                crate::sys::syncfs(root)
+                crate::sys::syncfs(&wb.root)
                     .map_err(|e| WorkloadError::io("syncfs after a cold pass", e))?;
                 total.seconds += w.elapsed().as_secs_f64();
             }
             if let Some(drop_caches) = between {
                 let d = Instant::now();
-                aside.run(|| forget_reads_and_drop(writeback.as_deref(), drop_caches))?;
+                aside.run(|| forget_reads_and_drop(writeback.as_ref(), drop_caches))?;
                 between_s += d.elapsed().as_secs_f64();
             }
             let next = pass()?;
@@ -145,16 +145,20 @@ fn repeat(
     })
 }
 
-/// What runs between two cold passes, outside the measured time: the tree under `root`
-/// made unread again ([`forget_reads`]), then the caches dropped. The reset's own inode
-/// writes need no `syncfs` of their own: the drop ([`crate::sys::drop_caches`]) begins with
-/// the machine's `sync`, and a target whose drop does nothing (tmpfs) writes nothing back.
+/// What runs between two cold passes, outside the measured time: the tree under the
+/// written-back file system made unread again ([`forget_reads`]), that file system written
+/// back whole (the reset's own inode writes, which a drop cannot evict while dirty), then
+/// the caches dropped. Only the target is written back, not the machine (`sync(2)`, which
+/// waits on every other program's dirty pages too and makes the target no colder); on a
+/// target whose drop does nothing (tmpfs) the write-back does nothing either.
 fn forget_reads_and_drop(
-    root: Option<&Path>,
+    writeback: Option<&WriteBack>,
     drop_caches: fn() -> std::io::Result<()>,
 ) -> Result<(), WorkloadError> {
-    if let Some(root) = root {
-        forget_reads(root)?;
+    if let Some(wb) = writeback {
+        forget_reads(&wb.root)?;
+        wb.run()
+            .map_err(|e| WorkloadError::io("writing the target back between cold passes", e))?;
     }
     drop_caches().map_err(|e| WorkloadError::io("dropping caches between cold passes", e))
 }
@@ -226,8 +230,8 @@ mod tests {
                 Ok(())
             }
         }
-        fn pass_writeback(&self) -> Option<std::path::PathBuf> {
-            self.2.clone()
+        fn pass_writeback(&self) -> Option<WriteBack> {
+            self.2.clone().map(|root| WriteBack { root, device: None })
         }
     }
 

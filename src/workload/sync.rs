@@ -44,7 +44,7 @@ use super::error::{IoContext, WorkloadError};
 use super::harness::Harness;
 use super::outcome::Outcome;
 use super::point::Point;
-use super::prepare::{dated_on_target_with, prep_threads, WARM_MIN_THREADS};
+use super::prepare::{check_threads, dated_on_target_with, prep_threads, WARM_MIN_THREADS};
 use super::spec::{StartState, WorkloadSpec};
 use super::tree_copy::{copy_tree, CopyMode};
 use super::{options, source, verify};
@@ -194,7 +194,7 @@ impl Workload for SyncMirror {
             changes: &changes,
             stats: &s,
         };
-        if let Some(note) = checked.verify(ctx, identities.as_ref(), prep)? {
+        if let Some(note) = checked.verify(ctx, identities.as_ref(), check_threads(ctx))? {
             outcome.notes.push(note);
         }
         outcome.notes.push(format!(
@@ -259,17 +259,16 @@ impl MirrorCheck<'_> {
         &self,
         ctx: &Ctx,
         before: Option<&HashMap<String, identity::Identity>>,
-        prep: usize,
+        threads: usize,
     ) -> Result<Option<String>, WorkloadError> {
         let (src, mirror, after, changes) = (self.src, self.mirror, self.after, self.changes);
         let Some(before) = before else {
-            verify_sync(src, mirror, after, changes, self.stats, prep)?;
+            verify_sync(src, mirror, after, changes, self.stats, threads)?;
             return Ok(None);
         };
         let seed = ctx.dataset.seed;
-        let threads = prep.max(WARM_MIN_THREADS);
         let c = identity::check(mirror, after, changes, before, seed, threads)?;
-        verify::mtimes(src, mirror, prep)?;
+        verify::mtimes(src, mirror, threads)?;
         verify_counts(changes, self.stats)?;
         Ok(Some(format!(
             "check: the {} files the sync wrote hashed; the {} it left alone by inode and change time, 1 in {} of them hashed too ({} in all)",
@@ -331,6 +330,7 @@ pub(crate) mod testenv {
                 deadline: None,
                 populated: false,
                 log_root: None,
+                follows: false,
             }
         }
     }

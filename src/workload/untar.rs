@@ -26,7 +26,7 @@ use super::harness::Harness;
 use super::mix;
 use super::outcome::Outcome;
 use super::point::Point;
-use super::prepare::{dataset_error, prep_threads};
+use super::prepare::{check_threads, dataset_error};
 use super::spec::WorkloadSpec;
 use super::{dirfd, options, verify};
 use crate::dataset::{fill_content, parse_profile, DatasetSpec, Manifest};
@@ -108,8 +108,8 @@ impl Workload for Untar {
             Ok(out)
         })?;
         let _ = std::fs::remove_file(&archive);
-        verify::tree(ctx.root, &manifest, prep_threads(ctx))?;
-        check_times(ctx.root, prep_threads(ctx))?;
+        verify::tree(ctx.root, &manifest, check_threads(ctx))?;
+        check_times(ctx.root, check_threads(ctx))?;
         Ok(outcome)
     }
 }

@@ -128,6 +128,7 @@ impl Env {
             deadline: None,
             populated: false,
             log_root: None,
+            follows: false,
         }
     }
 

@@ -101,11 +101,14 @@ impl CellRun<'_> {
         vec![m]
     }
 
-    /// Where this cell's work runs (`--cpus`, [`crate::plan::Plan::placement`]); ranks of
-    /// an MPI job, which may share a host, run anywhere.
+    /// Where this cell's work runs (`--cpus`, [`crate::plan::Plan::placement`]), by the
+    /// threads its options fix if they do (a replay's trace); ranks of an MPI job, which may
+    /// share a host, run anywhere.
     pub fn placement(&self) -> Option<Placement> {
         let w = self.workload;
-        let p = (self.plan).placement(w.spec().name, w.spec().uses_threads, self.cell.threads);
+        let options = self.plan.workload_options.get(w.spec().name);
+        let own = options.and_then(|o| w.own_threads(o));
+        let p = (self.plan).placement(w.spec().name, w.spec().uses_threads, self.cell.threads, own);
         p.filter(|_| self.team.is_alone())
     }
 

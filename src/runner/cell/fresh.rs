@@ -26,6 +26,8 @@ pub struct Fresh {
     pub sources: Option<PathBuf>,
     /// The data set is already under `root` (a clone of the populated image).
     pub populated: bool,
+    /// The point before ran on this file system (`Ctx::follows`).
+    pub follows: bool,
     /// The plan's `log_target` for this point: its own fresh file system and the directory
     /// on it handed to the workload as `Ctx::log_root`.
     pub log: Option<(Instance, PathBuf)>,
@@ -46,6 +48,7 @@ impl Fresh {
             deadline: Some(std::time::Instant::now() + c.plan.timeout),
             populated: self.populated,
             log_root: self.log.as_ref().map(|(_, dir)| dir.as_path()),
+            follows: self.follows,
         }
     }
 }
@@ -123,14 +126,14 @@ pub fn provision(c: &CellRun, point: usize, p: &Point) -> Result<Fresh, Failure>
         scratch,
         sources: work.subdir("sources").ok(),
         populated,
+        follows: false,
         log,
     })
 }
 
-/// Writes back what a clone's own file system holds dirty before its measured phase: its
-/// mount (`syncfs`: what mounting wrote, a journal replay, a superblock's mount count) and
-/// its device (`fsync` on it: the block device's own cache, where a FUSE daemon such as
-/// ntfs-3g writes, and the flush that reaches the image under the loop device).
+/// Writes back what a clone's own file system holds dirty before its measured phase
+/// ([`crate::sys::write_back`]): what mounting wrote, a journal replay, a superblock's mount
+/// count, and the block device's cache.
 ///
 /// Not `sync(2)`: that waits on every dirty page of the machine, other programs' too (16 s
 /// once beside other writers, 0.0-0.4 s in the other cells of that run), which is harness time
@@ -139,11 +142,7 @@ pub fn provision(c: &CellRun, point: usize, p: &Point) -> Result<Fresh, Failure>
 /// (`O_DIRECT` or synced copies, evicted with `fdatasync`), the source trees (`syncfs`),
 /// the records (`fsync`), and a loop device writes its image with direct I/O.
 fn write_back_own(root: &Path, device: Option<&Path>) -> std::io::Result<()> {
-    crate::sys::syncfs(root)?;
-    if let Some(dev) = device {
-        std::fs::File::open(dev)?.sync_all()?;
-    }
-    Ok(())
+    crate::sys::write_back(root, device)
 }
 
 /// A fresh file system of the log target with an empty log directory on it.

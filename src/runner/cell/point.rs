@@ -29,6 +29,12 @@ pub fn measure_point(c: &CellRun, ctx: &Ctx, p: &Point, index: usize, f: &Fresh)
     h.cpus = c.placement();
     h.removals = Some(&c.work.removals);
     h.in_memory = f.inst.provenance.location == "tmpfs";
+    h.device = f
+        .inst
+        .provenance
+        .loop_device
+        .as_deref()
+        .map(std::path::Path::new);
     // Taken before the workload runs: the record is made after it, and its start is this.
     let started_unix = host_facts::now_unix();
     let before = steps::take();

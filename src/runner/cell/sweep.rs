@@ -173,9 +173,11 @@ impl Sweep<'_, '_> {
         self.pending.push(m);
         if self.follows(i, p) {
             // The next point finds the data set in place, whether this point's file system
-            // came with it (a copy of the populated image) or this point wrote it.
+            // came with it (a copy of the populated image) or this point wrote it, and in
+            // the caches as far as this one read it.
             self.current = Some(Fresh {
                 populated: true,
+                follows: true,
                 ..f
             });
             return ControlFlow::Continue(());

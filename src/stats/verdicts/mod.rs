@@ -17,6 +17,7 @@ pub mod family;
 pub mod fixed;
 pub mod looks;
 pub mod points;
+mod pools;
 pub mod scale_check;
 
 pub use family::{verdict, Family};

@@ -50,6 +50,7 @@ impl Env {
             deadline: self.deadline,
             populated: false,
             log_root: None,
+            follows: false,
         }
     }
 }

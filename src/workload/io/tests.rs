@@ -95,6 +95,7 @@ impl Env {
             deadline: None,
             populated: false,
             log_root: None,
+            follows: false,
         }
     }
 }

@@ -24,7 +24,7 @@ use super::error::{IoContext, WorkloadError};
 use super::harness::Harness;
 use super::outcome::Outcome;
 use super::point::Point;
-use super::prepare::{dataset_error, prep_threads};
+use super::prepare::{check_threads, dataset_error, prep_threads};
 use super::spec::WorkloadSpec;
 use super::{dirfd, verify};
 use crate::fsops::{percentile, LatencyLog};
@@ -224,7 +224,7 @@ pub fn run_mix(
         Ok(outcome(spec, threads, t0.elapsed().as_secs_f64(), tally))
     })?;
     let expected = pool.install(|| set.manifest(ctx.dataset, &states));
-    verify::tree(ctx.root, &expected, prep_threads(ctx))?;
+    verify::tree(ctx.root, &expected, check_threads(ctx))?;
     let mut outcome = outcome;
     outcome
         .metrics

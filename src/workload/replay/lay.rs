@@ -7,8 +7,6 @@ use std::io::Write;
 use std::os::unix::fs::DirBuilderExt;
 use std::path::Path;
 
-use rayon::prelude::*;
-
 use super::content::content_id;
 use crate::dataset::content::CHUNK;
 use crate::dataset::{fill_content, DatasetSpec};
@@ -16,7 +14,6 @@ use crate::trace::format::{Initial, Kind, Op, Trace};
 use crate::workload::ctx::Ctx;
 use crate::workload::error::{IoContext, WorkloadError};
 use crate::workload::initial::OwnState;
-use crate::workload::prepare::prep_threads;
 
 /// Writes `trace`'s initial state under `ctx.root` and writes it back.
 pub fn lay_down(ctx: &Ctx, trace: &Trace) -> Result<(), WorkloadError> {
@@ -38,19 +35,48 @@ pub fn lay_down(ctx: &Ctx, trace: &Trace) -> Result<(), WorkloadError> {
         }
     }
     ctx.check()?;
-    let files: Vec<&Initial> = trace
-        .initial
-        .iter()
-        .filter(|e| e.kind == Kind::File)
-        .collect();
-    let pool = crate::fsops::pool(prep_threads(ctx))?;
-    pool.install(|| {
-        files.par_iter().try_for_each(|e| {
+    // One at a time, in the order the program met them: see `in_first_use_order`.
+    for (n, e) in in_first_use_order(trace).into_iter().enumerate() {
+        if n % 64 == 0 {
             ctx.check()?;
-            write_file(ctx.dataset, root, e)
-        })
-    })?;
+        }
+        write_file(ctx.dataset, root, e)?;
+    }
     crate::sys::syncfs(root).ctx(|| format!("syncfs {}", root.display()))
+}
+
+/// The trace's initial files in the order the program first named them, those it never
+/// named last in the trace's order. A program that walks a tree (cp, tar, rsync, du) reads
+/// it in the order its files lie on the device (GNU cp and fts sort a directory's entries
+/// by inode number), which is the order they were made in; laid down one at a time in that
+/// order, the replay's tree lies as the program's did. Laid down by parallel threads, the
+/// files of different directories interleave: on ntfs-3g, which hands out MFT records and
+/// clusters in creation order, `cp -a`'s replay read the device in 717 to 806 requests
+/// where the program read it in 590 (ext4, which places a directory's files together
+/// whatever the order, read alike: 657 to 689 against 659).
+fn in_first_use_order(trace: &Trace) -> Vec<&Initial> {
+    let mut first: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    for (i, c) in trace.calls.iter().enumerate() {
+        for p in [c.path.as_deref(), c.path2.as_deref()]
+            .into_iter()
+            .flatten()
+        {
+            first.entry(p).or_insert(i);
+        }
+    }
+    let mut files: Vec<(usize, usize, &Initial)> = (trace.initial.iter())
+        .filter(|e| e.kind == Kind::File)
+        .enumerate()
+        .map(|(n, e)| {
+            (
+                first.get(e.path.as_str()).copied().unwrap_or(usize::MAX),
+                n,
+                e,
+            )
+        })
+        .collect();
+    files.sort_by_key(|&(used, n, _)| (used, n));
+    files.into_iter().map(|(_, _, e)| e).collect()
 }
 
 fn make_parent(path: &Path) -> Result<(), WorkloadError> {
@@ -108,5 +134,36 @@ pub fn initial_state(trace: &Trace, path: &Path) -> OwnState {
         peak_bytes: bytes.saturating_add(added),
         what: format!("from {}", path.display()),
         cache: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::format::Call;
+
+    fn file(path: &str) -> Initial {
+        serde_json::from_value(serde_json::json!({"path": path, "kind": "file", "size": 1}))
+            .unwrap()
+    }
+
+    fn stat(path: &str) -> Call {
+        serde_json::from_value(serde_json::json!({"thread": 0, "start": 0.0, "dur": 0.0,
+            "op": "stat", "syscall": "newfstatat", "path": path, "ret": 0}))
+        .unwrap()
+    }
+
+    /// Defect (issue 56): the initial files were laid down by parallel threads in the
+    /// trace's order, so on ntfs-3g the tree `cp -a`'s replay read lay otherwise than the
+    /// program's (717-806 device reads against 590). They are laid in first-use order.
+    #[test]
+    fn initial_files_are_laid_down_in_the_order_the_program_first_used_them() {
+        let initial = ["d/a", "d/b", "e/c", "never"].map(file).to_vec();
+        let calls = ["e/c", "d/b", "e/c", "d/a"].map(stat).to_vec();
+        let trace = Trace::new(vec!["t".into()], 1, 1.0, initial, calls);
+        let order: Vec<&str> = (in_first_use_order(&trace).iter())
+            .map(|e| e.path.as_str())
+            .collect();
+        assert_eq!(order, ["e/c", "d/b", "d/a", "never"]);
     }
 }

@@ -100,6 +100,10 @@ impl Workload for Replay {
             Err(why) => Start::Unknown(why),
         }
     }
+    /// A replay runs its trace's recorded threads, each on an OS thread of its own.
+    fn own_threads(&self, options: &toml::Table) -> Option<usize> {
+        recorded_threads(options)
+    }
     fn lay_down(&self, ctx: &Ctx) -> Result<(), WorkloadError> {
         let (_, trace) = options::load(ctx.options).map_err(WorkloadError::Option)?;
         lay::lay_down(ctx, &trace)
@@ -146,6 +150,21 @@ impl Workload for Replay {
         }
         Ok(outcome)
     }
+}
+
+/// The recorded threads of the trace `table` names, from its header alone: a cell's
+/// placement asks for them, and the whole trace is read where it is replayed. `None` when
+/// it cannot be read (then the run refuses the trace before any cell).
+fn recorded_threads(table: &toml::Table) -> Option<usize> {
+    let o: options::ReplayOptions = crate::workload::options::parse("replay", table).ok()?;
+    // Only a regular file: opening a named pipe would wait for a writer.
+    if !std::fs::metadata(&o.trace).ok()?.is_file() {
+        return None;
+    }
+    let file = std::fs::File::open(&o.trace).ok()?;
+    let lines = crate::trace::format::lines_of(file).ok()?;
+    let header = crate::trace::format::read_header_only(lines).ok()?;
+    Some(header.threads as usize)
 }
 
 /// The replay's shared state on the target: its root, a slot per recorded open, and the
