@@ -121,15 +121,7 @@ mod tests {
     }
 
     fn script(calls: &[Call], by_thread: Vec<Vec<usize>>) -> Script<'_> {
-        Script {
-            calls,
-            slot: vec![None; calls.len()],
-            slot_path: vec![],
-            by_thread,
-            skipped: vec![],
-            keeps_open: Default::default(),
-            user_cpu_s: None,
-        }
+        Script::of_threads(calls, by_thread)
     }
 
     /// The race of two PostgreSQL processes in the corpus's recording, as stamped.

@@ -216,15 +216,7 @@ mod tests {
             call(1, 3.5, 0.5),
             call(0, 5.0, 0.0),
         ];
-        let script = Script {
-            calls: &calls,
-            slot: vec![None; 4],
-            slot_path: vec![],
-            by_thread: vec![vec![0, 3], vec![1, 2]],
-            skipped: vec![],
-            keeps_open: Default::default(),
-            user_cpu_s: None,
-        };
+        let script = Script::of_threads(&calls, vec![vec![0, 3], vec![1, 2]]);
         let a = anchors(&script);
         assert_eq!(a[0], None);
         let anchor = |i: usize| a[i].map(|x| (x.call, x.wait.thread, x.wait.pos, x.think));
@@ -244,15 +236,7 @@ mod tests {
             call(0, 0.00105, 0.001),
             call(0, 2.00205, 0.0),
         ];
-        let script = Script {
-            calls: &calls,
-            slot: vec![None; 3],
-            slot_path: vec![],
-            by_thread: vec![vec![0, 1, 2]],
-            skipped: vec![],
-            keeps_open: Default::default(),
-            user_cpu_s: None,
-        };
+        let script = Script::of_threads(&calls, vec![vec![0, 1, 2]]);
         let think = kept(&script, Timing::Think);
         assert_eq!(think[1], None, "a 50 µs pause is not kept");
         assert_eq!(think[2].map(|a| a.call), Some(1));
@@ -265,24 +249,14 @@ mod tests {
         let mut more = calls.clone();
         more.push(call(0, 2.00215, 0.0));
         more.push(call(0, 4.00215, 0.0));
-        let script = Script {
-            calls: &more,
-            slot: vec![None; 5],
-            by_thread: vec![vec![0, 1, 2, 3, 4]],
-            ..script
-        };
+        let script = Script::of_threads(&more, vec![vec![0, 1, 2, 3, 4]]);
         assert!((least_seconds(&script, Timing::Think) - 4.0).abs() < 1e-9);
     }
 
     fn script_of(calls: &[Call], by_thread: Vec<Vec<usize>>, user: Option<f64>) -> Script<'_> {
         Script {
-            calls,
-            slot: vec![None; calls.len()],
-            slot_path: vec![],
-            by_thread,
-            skipped: vec![],
-            keeps_open: Default::default(),
             user_cpu_s: user,
+            ..Script::of_threads(calls, by_thread)
         }
     }
 

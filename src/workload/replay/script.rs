@@ -45,6 +45,23 @@ pub struct Script<'t> {
     pub user_cpu_s: Option<f64>,
 }
 
+#[cfg(test)]
+impl<'t> Script<'t> {
+    /// A script of `calls` made by the threads `by_thread` lists, on no descriptor: what the
+    /// pacing and ordering tests need, without a trace to build it from.
+    pub fn of_threads(calls: &'t [Call], by_thread: Vec<Vec<usize>>) -> Script<'t> {
+        Script {
+            calls,
+            slot: vec![None; calls.len()],
+            slot_path: vec![],
+            by_thread,
+            skipped: vec![],
+            keeps_open: HashSet::new(),
+            user_cpu_s: None,
+        }
+    }
+}
+
 /// The system calls that copy from one file to another inside the kernel.
 const COPY_CALLS: [&str; 3] = ["copy_file_range", "sendfile", "sendfile64"];
 
