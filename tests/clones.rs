@@ -223,6 +223,15 @@ fn every_image_is_populated_before_the_first_cell_and_first_copied_meanwhile() {
             (false, None, Some(_)) => {}
             other => panic!("{} {}: {other:?}", m.target, m.workload),
         }
+        // And it carries the image's build by step: where the time before the first cell
+        // went (none of it in the cell's own steps).
+        let steps: Vec<&str> = m.image_steps.keys().map(String::as_str).collect();
+        let built = ["mkfs", "mount", "write", "unmount", "check"];
+        for step in built {
+            let timed = m.image_steps.get(step).is_some_and(|s| *s > 0.0);
+            assert_eq!(timed, first, "{} {}: {steps:?}", m.target, m.workload);
+            assert!(!m.harness_seconds.contains_key("write"), "{steps:?}");
+        }
     }
     left_nothing(&root, &work);
 }

@@ -12,6 +12,7 @@ use crate::plan::Plan;
 use crate::provision::master::SpareCopy;
 use crate::provision::{Instance, InstanceSpec, MasterImage, WorkDir};
 use crate::results::Status;
+use crate::sys::steps;
 use crate::workload::{self, Ctx, StartState};
 
 /// The workload's directory on a target's file system (also inside a populated image).
@@ -92,7 +93,10 @@ pub fn populate_master_as(
         ));
     };
     let inst = MasterImage::provision_as(spec, work, &role).map_err(provision_failure)?;
-    if let Err(e) = write_layout(plan, dataset, &inst, cancel, layout) {
+    let written = steps::timed("write", || {
+        write_layout(plan, dataset, &inst, cancel, layout)
+    });
+    if let Err(e) = written {
         let _ = inst.teardown(false);
         return Err(e);
     }

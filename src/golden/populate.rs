@@ -1,7 +1,7 @@
 //! The run's populated images, one per target and data set whose cells want the data set
 //! present, each built the first time a cell needs it and removed when the run ends.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::Sender;
 
@@ -15,6 +15,7 @@ use crate::plan::Plan;
 use crate::provision::master::{clonable, SpareCopy};
 use crate::provision::{InstanceSpec, MasterImage, WorkDir};
 use crate::results::Status;
+use crate::sys::steps;
 use crate::workload::{StartState, Workload};
 
 /// Populated images by (target index, data-set index, layout); a failure is kept so that every cell of that target
@@ -31,6 +32,9 @@ pub struct Masters<'r> {
     /// it takes them into its `cell_seconds` (as a cell that built the image itself would
     /// have): what `--dry-run` prices later plans from.
     ahead: HashMap<(usize, usize, Layout), f64>,
+    /// Each image's build by step (`sys::steps`), until the first cell that copies it takes
+    /// them into its record: where the time before the first cell goes.
+    steps: HashMap<(usize, usize, Layout), BTreeMap<String, f64>>,
 }
 
 impl<'r> Masters<'r> {
@@ -43,12 +47,13 @@ impl<'r> Masters<'r> {
             built: HashMap::new(),
             aged: Default::default(),
             ahead: HashMap::new(),
+            steps: HashMap::new(),
         }
     }
 
     /// The image cells of `w` on target `target` (provisioned as `spec`) with data set
     /// `dataset` copy, built now if this is the first cell to need it; with the seconds
-    /// that build took, when it was made now.
+    /// that build took and its steps, when it was made now.
     pub fn for_cell<'a>(
         &'a mut self,
         w: &dyn Workload,
@@ -56,7 +61,7 @@ impl<'r> Masters<'r> {
         dataset: usize,
         spec: &InstanceSpec,
         progress: &dyn Announce,
-    ) -> (Source<'a>, Option<f64>) {
+    ) -> (Source<'a>, Option<BuiltNow>) {
         if let (Some(pct), true) = (self.plan.age_pct, clonable(spec)) {
             let with_dataset = w.spec().start == StartState::DataSet;
             let (plan, work, cancel) = (self.plan, self.work, self.cancel);
@@ -82,7 +87,11 @@ impl<'r> Masters<'r> {
                 // Interrupted, not broken: `--resume` tries again.
                 return (Source::Interrupted, None);
             }
-            built_now = Some(t.elapsed().as_secs_f64());
+            let image_steps = self.steps.remove(&key).unwrap_or_default();
+            built_now = Some(BuiltNow {
+                seconds: t.elapsed().as_secs_f64(),
+                steps: image_steps,
+            });
         }
         let source = match self.built.get(&key) {
             Some(Ok(m)) => Source::Clone(m),
@@ -101,6 +110,14 @@ impl<'r> Masters<'r> {
     }
 }
 
+/// An image a cell built itself, on its first need ([`Masters::for_cell`]).
+pub struct BuiltNow {
+    /// What the build took.
+    pub seconds: f64,
+    /// The build by step (`sys::steps`), kept out of the cell's own steps.
+    pub steps: BTreeMap<String, f64>,
+}
+
 impl Masters<'_> {
     /// The seconds spent building ahead the image a cell of `w` on `target` with data set
     /// `dataset` copies, if no earlier cell took them.
@@ -114,6 +131,20 @@ impl Masters<'_> {
         image_key(w, target, dataset, spec)
             .and_then(|key| self.ahead.remove(&key))
             .unwrap_or(0.0)
+    }
+
+    /// The steps of building ahead the image a cell of `w` on `target` with data set
+    /// `dataset` copies, if no earlier cell took them.
+    pub fn take_image_steps(
+        &mut self,
+        w: &dyn Workload,
+        target: usize,
+        dataset: usize,
+        spec: &InstanceSpec,
+    ) -> BTreeMap<String, f64> {
+        image_key(w, target, dataset, spec)
+            .and_then(|key| self.steps.remove(&key))
+            .unwrap_or_default()
     }
 }
 
@@ -138,8 +169,11 @@ impl<'r> Masters<'r> {
         spec: &InstanceSpec,
         progress: &dyn Announce,
     ) -> Option<&Result<MasterImage, Failure>> {
-        let made = populate(self.plan, self.work, self.cancel, key, spec, progress, None)?;
-        Some(self.built.entry(key).or_insert(made))
+        // Built on the cell's thread: its steps are the image's, not the cell's.
+        let (made, image_steps) =
+            steps::apart(|| populate(self.plan, self.work, self.cancel, key, spec, progress, None));
+        self.steps.insert(key, image_steps);
+        Some(self.built.entry(key).or_insert(made?))
     }
 
     /// Populates, before the first cell, every image that the cells `wanted` (workload,
@@ -201,8 +235,10 @@ impl<'r> Masters<'r> {
                             break; // interrupted
                         };
                         let seconds = started.elapsed().as_secs_f64();
+                        // This thread's steps since the last image are this image's.
+                        let image_steps = steps::take();
                         if let Ok(mut d) = done.lock() {
-                            d.push((*key, made, seconds));
+                            d.push((*key, made, seconds, image_steps));
                         }
                     }
                 });
@@ -214,9 +250,10 @@ impl<'r> Masters<'r> {
         // `--dry-run`'s history adds up to the wall time the builds cost, not more.
         let wall = t0.elapsed().as_secs_f64();
         let sum: f64 = done.iter().map(|d| d.2).sum();
-        for (key, made, seconds) in done {
+        for (key, made, seconds, image_steps) in done {
             let share = if sum > 0.0 { wall * seconds / sum } else { 0.0 };
             self.ahead.insert(key, share);
+            self.steps.insert(key, image_steps);
             self.built.insert(key, made);
         }
     }

@@ -141,6 +141,13 @@ pub struct Measurement {
     /// from it, and a cell without it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub image_seconds: Option<f64>,
+    /// Of `image_seconds`, the image's own build by step (`losetup`, `mkfs`, `mount`,
+    /// `write` — the data set written and written back —, `unmount`, `check`, `detach`):
+    /// where the time before a run's first cell goes. Its first copy, made beside it on
+    /// another thread, is in the provenance's `clone` of the first cell on it. Empty on a
+    /// cell that built no image and in records written before 2026-11-29.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub image_steps: BTreeMap<String, f64>,
     /// Wall seconds of the harness's own steps for this record's point, by step (`mkfs`,
     /// `losetup`, `mount`, `clone`, `check`, `unmount`, `detach`, `workload_unmeasured`, …;
     /// `sys::steps`): where `cell_seconds` goes outside the measured phase. The steps of a

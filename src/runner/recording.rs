@@ -140,6 +140,8 @@ pub struct Recorder<'r> {
     pub started: Instant,
     /// What building the cell's populated image took, once known.
     pub image_seconds: Option<f64>,
+    /// Of those, the image's build by step (`Measurement::image_steps`).
+    pub image_steps: std::collections::BTreeMap<String, f64>,
     /// A record could not be written: the run stops.
     pub failed: bool,
     /// The run was asked to stop (a signal).
@@ -164,6 +166,7 @@ impl Recorder<'_> {
         }
         m.cell_seconds = Some(self.started.elapsed().as_secs_f64());
         m.image_seconds = self.image_seconds;
+        m.image_steps = self.image_steps.clone();
         self.team.stamp(m);
         match self.store.append(m) {
             Ok(()) => {

@@ -348,6 +348,7 @@ impl<'a> Walk<'a> {
                 .checked_sub(Duration::from_secs_f64(ahead))
                 .unwrap_or(started),
             image_seconds: (ahead > 0.0).then_some(ahead),
+            image_steps: (self.masters).take_image_steps(w, cell.target, cell.dataset, &spec),
             failed: false,
             cancel: self.inputs.cancel,
             set_aside: self
@@ -363,8 +364,9 @@ impl<'a> Walk<'a> {
         let (source, built_now) =
             self.masters
                 .for_cell(w, cell.target, cell.dataset, &spec, &self.progress);
-        if let Some(b) = built_now {
-            rec.image_seconds = Some(ahead + b);
+        if let Some(built) = built_now {
+            rec.image_seconds = Some(ahead + built.seconds);
+            rec.image_steps = built.steps;
         }
         let this = CellRun {
             plan: self.inputs.plan,

@@ -36,6 +36,18 @@ pub fn take() -> BTreeMap<String, f64> {
     })
 }
 
+/// Runs `f` with this thread's steps set aside, and returns with its result the steps `f`
+/// timed, apart from them: the steps of work done for something other than the record the
+/// thread is timing (a populated image built on a cell's thread), so that they are counted
+/// where they belong and not in that record's steps.
+pub fn apart<T>(f: impl FnOnce() -> T) -> (T, BTreeMap<String, f64>) {
+    let kept = STEPS.with(|s| std::mem::take(&mut *s.borrow_mut()));
+    let out = f();
+    let own = take();
+    STEPS.with(|s| *s.borrow_mut() = kept);
+    (out, own)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -55,5 +67,20 @@ mod tests {
         // Another thread's steps are its own.
         std::thread::spawn(|| add("check", 1.0)).join().unwrap();
         assert!(take().is_empty());
+    }
+
+    #[test]
+    fn steps_timed_apart_are_returned_and_leave_the_threads_own_alone() {
+        let _ = take();
+        add("mount", 0.5);
+        let ((), image) = apart(|| {
+            add("mkfs", 1.0);
+            add("mount", 0.25);
+        });
+        assert_eq!(image.len(), 2, "{image:?}");
+        assert_eq!((image["mkfs"], image["mount"]), (1.0, 0.25));
+        let own = take();
+        assert_eq!(own.len(), 1, "{own:?}");
+        assert_eq!(own["mount"], 0.5);
     }
 }
