@@ -25,7 +25,8 @@ Columns, seconds summed over every cell's records, by target:
 
 Then the wall time is split into before the first cell (data set, the populated images built
 ahead and their first copies), the cells, and the rest (between cells: recording; after
-them: reports, removal of the images).
+them: reports, removal of the images); and the start per populated image, by step
+(`image_steps`, recorded since 2026-11-29 on the first cell that copies the image).
 """
 import argparse
 import json
@@ -96,6 +97,25 @@ def split(records, row_of=lambda key: key[0]):
     return cols, steps
 
 
+def start_split(records):
+    """One line per populated image: its steps (`image_steps`, on the first cell that copied
+    it) and its first copy (made beside it, in that cell's provenance)."""
+    lines, seen = [], set()
+    for r in records:
+        steps = r.get("image_steps") or {}
+        key = (r["target"], r.get("dataset"), r["workload"])
+        if not steps or key in seen:
+            continue
+        seen.add(key)
+        clone = (r.get("provenance") or {}).get("clone") or {}
+        copy = (f", its first copy {clone['seconds']:.2f} s ({clone['bytes'] / 1e6:.0f} MB)"
+                if clone.get("method") == "copy" and clone.get("seconds") is not None else "")
+        parts = ", ".join(f"{k} {v:.2f}" for k, v in sorted(steps.items(), key=lambda kv: -kv[1]))
+        lines.append(f"{r['target']} (for {r['workload']}): {sum(steps.values()):.2f} s: "
+                     f"{parts}{copy}")
+    return lines
+
+
 def wall_of(path, host):
     newest = max(os.path.getmtime(os.path.join(path, n)) for n in os.listdir(path))
     return newest - host["started_unix"]
@@ -147,6 +167,12 @@ def main():
                   + " | ".join(f"{c[k]:.1f}" for k in COLUMNS[1:]) + " |")
     shares = [(k, total[k]) for k in COLUMNS] + [("before", before), ("rest", after)]
     print("shares of the wall: " + ", ".join(f"{k} {100 * v / wall:.1f} %" for k, v in shares))
+    images = start_split(records)
+    if images:
+        print("the start, per populated image (its build's own steps, from the first cell on "
+              "it; the builds run side by side, so they add up to more than the start):")
+        for line in images:
+            print("  " + line)
     single = sorted(((s, f"{r['target']} {r['workload']} {r['repetition'] + 1} {step}")
                      for r in records for step, s in (r.get("harness_seconds") or {}).items()),
                     reverse=True)[:5]
