@@ -197,6 +197,13 @@ pub fn simulate(trace: &Trace, script: &Script) -> Tree {
                     o.offset = pos.max(0) as u64;
                 }
             }
+            Op::Clone => {
+                let inode = |s: Option<usize>| s.and_then(|s| opens.get(s)).and_then(|o| o.inode);
+                let from = inode(script.source.get(&i).copied());
+                if let (Some(src), Some(dst)) = (from, inode(slot)) {
+                    tree.sizes[dst] = cloned(tree.sizes[src], tree.sizes[dst], call);
+                }
+            }
             Op::Truncate | Op::Fallocate => {
                 let inode = match slot {
                     Some(s) => opens.get(s).and_then(|o| o.inode),
@@ -246,6 +253,19 @@ fn moved(tree: &mut Tree, o: &mut Open, call: &Call) {
     if call.offset.is_none() {
         o.offset = at + n;
     }
+}
+
+/// The destination's size after a clone from a source of `src` bytes: the cloned range's
+/// end if that is past the destination's (a whole-file clone, or a range of length 0, runs
+/// to the source's end).
+fn cloned(src: u64, dst: u64, call: &Call) -> u64 {
+    let src_off = call.source.as_ref().and_then(|s| s.offset).unwrap_or(0);
+    let rest = src.saturating_sub(src_off);
+    let len = match call.size {
+        Some(n) if n > 0 => n.min(rest),
+        _ => rest,
+    };
+    dst.max(call.offset.unwrap_or(0).saturating_add(len))
 }
 
 /// A file's size after a truncate or fallocate.
