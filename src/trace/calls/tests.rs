@@ -403,7 +403,8 @@ fn changes_of_mode_owner_and_times_are_kept() {
 
 /// Defect (#56): `record` did not trace `ioctl`, so `cp -a` on btrfs, which copies each file
 /// with `ioctl(FICLONE)` alone, was recorded as empty files. Lines from strace 6.1 of
-/// `cp -a` and `xfs_io -c reflink` on btrfs and `lsattr` (paths shortened to the root /r).
+/// `cp -a` and `xfs_io -c reflink` on btrfs, `lsattr`, and python's `open` (paths shortened to
+/// the root /r).
 #[test]
 fn a_reflink_copy_on_btrfs_is_recorded_as_clones_and_other_ioctls_are_counted() {
     let c = convert(&[
@@ -414,6 +415,7 @@ fn a_reflink_copy_on_btrfs_is_recorded_as_clones_and_other_ioctls_are_counted() 
         r#"20 1.4 ioctl(5</tmp/x>, BTRFS_IOC_CLONE or FICLONE, 3) = -1 EXDEV (Invalid cross-device link) <0.000050>"#,
         r#"20 1.5 ioctl(3</r/src/f1>, FS_IOC_GETFLAGS, [0]) = 0 <0.000054>"#,
         r#"20 1.6 ioctl(1<pipe:[4861596]>, TCGETS, 0x7fffd39b4080) = -1 ENOTTY (Inappropriate ioctl for device) <0.000009>"#,
+        r#"20 1.7 ioctl(3</r/src/f1>, TCGETS, 0x7ffe12345678) = -1 ENOTTY (Inappropriate ioctl for device) <0.000004>"#,
     ]);
     let got = calls(&c);
     assert_eq!(got.len(), 4, "{got:#?}");
@@ -439,7 +441,8 @@ fn a_reflink_copy_on_btrfs_is_recorded_as_clones_and_other_ioctls_are_counted() 
     assert_eq!((range.size, range.offset), (Some(16384), Some(8192)));
     // Both files of a clone are used: the source is initial state the replay lays down.
     assert!(c.used.contains("src/f1") && c.used.contains("dst2"));
-    // The clone into /tmp is outside the root; the terminal's ioctl is on no file.
+    // The clone into /tmp is outside the root; the terminal's ioctl is on no file, and a
+    // file's ENOTTY (python's isatty probe) did nothing to it.
     assert_eq!(c.counts.outside_root, 1);
     let unseen = c.unseen();
     assert_eq!(unseen.get("ioctl FS_IOC_GETFLAGS"), Some(&1), "{unseen:?}");
