@@ -16,7 +16,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use rustix::io::Errno;
 
-use super::call::Returned;
 use crate::trace::format::Call;
 
 /// What the clones of one replay did, counted as they are issued (the replay's threads
@@ -77,8 +76,9 @@ fn range(call: &Call, src: &OwnedFd) -> Result<Range, i32> {
     })
 }
 
-/// Issues the clone `call` from `src` to `dst`: the bytes it cloned or copied, or the errno.
-pub fn issue(call: &Call, src: &OwnedFd, dst: &OwnedFd, clones: &Clones) -> Returned {
+/// Issues the clone `call` from `src` to `dst`: the bytes it cloned or copied, or the errno
+/// (the shape of `super::call::Returned`, which is issued from there).
+pub fn issue(call: &Call, src: &OwnedFd, dst: &OwnedFd, clones: &Clones) -> Result<i64, i32> {
     let r = range(call, src)?;
     let whole = call.source.as_ref().and_then(|s| s.offset).is_none();
     let attempt = if whole {
