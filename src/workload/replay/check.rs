@@ -183,3 +183,23 @@ pub fn tree_difference(
         })
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A clone refused where it was recorded (cp on ext4) may succeed on a file system that
+    /// can clone, or be refused again; any other error is a divergence.
+    #[test]
+    fn a_refused_clone_may_succeed_or_be_refused_again() {
+        let refused = Call {
+            fd: Some(4),
+            ret: None,
+            err: Some("EOPNOTSUPP".into()),
+            ..Call::on_path(0, 0.0, 0.0, Op::Clone, "dst")
+        };
+        assert!(same(&refused, &Ok(100_000)));
+        assert!(same(&refused, &Err(libc::EOPNOTSUPP)));
+        assert!(!same(&refused, &Err(libc::EBADF)));
+    }
+}

@@ -322,3 +322,51 @@ fn namespace(tree: &mut Tree, call: &Call) {
         _ => {}
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::format::{Initial, Source};
+
+    /// A clone, as `cp -a` on btrfs makes one, gives its destination the source's size (so
+    /// a replay that cloned or copied nothing diverges); a range clone ends where its range
+    /// does.
+    #[test]
+    fn a_clone_gives_its_destination_the_source_s_bytes() {
+        let open = |path: &str, fd: i64| Call {
+            flags: vec!["O_RDWR".into(), "O_CREAT".into()],
+            ret: Some(fd),
+            ..Call::on_path(0, 0.0, 0.0, Op::Open, path)
+        };
+        let clone = |fd: i32, range: Option<(u64, u64, u64)>| Call {
+            path: None,
+            fd: Some(fd),
+            source: Some(Box::new(Source {
+                fd: 3,
+                offset: range.map(|r| r.0),
+            })),
+            size: range.map(|r| r.1),
+            offset: range.map(|r| r.2),
+            ..Call::on_path(0, 0.0, 0.0, Op::Clone, "")
+        };
+        let src = Initial {
+            path: "src".into(),
+            kind: Kind::File,
+            size: Some(100_000),
+            target: None,
+        };
+        let calls = vec![
+            open("src", 3),
+            open("dst", 4),
+            clone(4, None),
+            open("part", 5),
+            clone(5, Some((4096, 8192, 65536))),
+        ];
+        let t = Trace::new(vec!["cp".into()], 1, 0.1, vec![src], calls);
+        let script = super::super::script::resolve(&t);
+        assert_eq!(script.source.get(&2), Some(&0));
+        let got = simulate(&t, &script).expected();
+        assert_eq!(got.get("dst"), Some(&Expected::File { size: 100_000 }));
+        assert_eq!(got.get("part"), Some(&Expected::File { size: 73_728 }));
+    }
+}
