@@ -412,7 +412,7 @@ fn a_reflink_copy_on_btrfs_is_recorded_as_clones_and_other_ioctls_are_counted() 
         r#"20 1.1 openat(AT_FDCWD</r>, "dst2", O_WRONLY|O_CREAT|O_EXCL, 0600) = 4</r/dst2> <0.000062>"#,
         r#"20 1.2 ioctl(4</r/dst2>, BTRFS_IOC_CLONE or FICLONE, 3) = 0 <0.000066>"#,
         r#"20 1.3 ioctl(3</r/dst/r>, BTRFS_IOC_CLONE_RANGE or FICLONERANGE, {src_fd=4</r/src/f1>, src_offset=4096, src_length=16384, dest_offset=8192}) = 0 <0.000757>"#,
-        r#"20 1.4 ioctl(5</tmp/x>, BTRFS_IOC_CLONE or FICLONE, 3) = -1 EXDEV (Invalid cross-device link) <0.000050>"#,
+        r#"20 1.4 ioctl(5</other/x>, BTRFS_IOC_CLONE or FICLONE, 3) = -1 EXDEV (Invalid cross-device link) <0.000050>"#,
         r#"20 1.5 ioctl(3</r/src/f1>, FS_IOC_GETFLAGS, [0]) = 0 <0.000054>"#,
         r#"20 1.6 ioctl(1<pipe:[4861596]>, TCGETS, 0x7fffd39b4080) = -1 ENOTTY (Inappropriate ioctl for device) <0.000009>"#,
         r#"20 1.7 ioctl(3</r/src/f1>, TCGETS, 0x7ffe12345678) = -1 ENOTTY (Inappropriate ioctl for device) <0.000004>"#,
@@ -441,7 +441,7 @@ fn a_reflink_copy_on_btrfs_is_recorded_as_clones_and_other_ioctls_are_counted() 
     assert_eq!((range.size, range.offset), (Some(16384), Some(8192)));
     // Both files of a clone are used: the source is initial state the replay lays down.
     assert!(c.used.contains("src/f1") && c.used.contains("dst2"));
-    // The clone into /tmp is outside the root; the terminal's ioctl is on no file, and a
+    // The clone into /other is outside the root; the terminal's ioctl is on no file, and a
     // file's ENOTTY (python's isatty probe) did nothing to it.
     assert_eq!(c.counts.outside_root, 1);
     let unseen = c.unseen();
