@@ -4,8 +4,9 @@
 Each program of the corpus (real Debian programs: cp, rsync, git, sqlite3 in WAL and in
 rollback-journal mode, PostgreSQL's initdb and pgbench, dpkg, make and gcc, python3) is
 
-1. recorded once with `fsarena record --anonymize` on the host's disk, in a scratch root
-   holding its initial state (the trace is kept in the output directory, and reused when the
+1. recorded once with `fsarena record --anonymize` on the host's disk (or, --record-on FS, on a
+   fresh file system of that type made as the real runs' are), in a scratch root holding its
+   initial state (the trace is kept in the output directory, and reused when the
    script is run again with the same --out);
 2. replayed with `fsarena run --workload replay --runs 1` on ext4, xfs, btrfs and one FUSE
    target (ntfs), once per repetition and per replay timing (--timings);
@@ -25,7 +26,7 @@ time to ext4's is compared between the replay and the program: the error is
 
 Usage: sudo bench/replay_corpus.py [--runs N] [--programs a,b] [--timings fast,think,original]
                                    [--timings think,think-without-cpu]
-                                   [--size SIZE] [--out DIR] [--report]
+                                   [--size SIZE] [--record-on FS] [--out DIR] [--report]
 Resumable: with the same --out it keeps the traces and the repetitions already measured and
 measures only what is missing, so a long run can be done in chunks (--programs). --report
 prints the table from what --out holds. Needs root and the packages of `./dev deps`. Removes
@@ -150,16 +151,30 @@ class Corpus:
         return DISK_FS + ([FUSE_FS] if prog.fuse is True else [])
 
     def record(self, prog, trace):
-        """Records `prog` once; the check of the recording run is the one every run must match."""
-        root = os.path.join(self.work, "record-" + prog.name)
-        os.makedirs(root)
-        prog.seed(root, self.work)
-        tmp = trace + ".part"
-        rf.sh(rf.FSARENA, "record", "--anonymize", "--out", tmp, "--work-dir",
-              os.path.join(self.work, "fsarena"), "--", *prog.command(root, self.work),
-              cwd=root, env=prog.env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        expect = prog.check(root)
-        rf.sh("rm", "-rf", root)
+        """Records `prog` once; the check of the recording run is the one every run must match.
+        On the host's disk, or (--record-on FS) on a fresh file system of that type made as the
+        real runs' are: `cp -a` on btrfs copies with FICLONE, on ext4 with copy_file_range."""
+        fresh = None
+        if self.a.record_on:
+            fs = self.a.record_on
+            fresh = rf.Fresh(fs, self.work, self.a.size, self.cmds[fs])
+            root = fresh.mnt
+        else:
+            root = os.path.join(self.work, "record-" + prog.name)
+            os.makedirs(root)
+        try:
+            prog.seed(root, self.work)
+            tmp = trace + ".part"
+            rf.sh(rf.FSARENA, "record", "--anonymize", "--out", tmp, "--work-dir",
+                  os.path.join(self.work, "fsarena"), "--", *prog.command(root, self.work),
+                  cwd=root, env=prog.env(), stdout=subprocess.DEVNULL,
+                  stderr=subprocess.DEVNULL)
+            expect = prog.check(root)
+        finally:
+            if fresh:
+                fresh.close()
+            else:
+                rf.sh("rm", "-rf", root)
         os.rename(tmp, trace)
         return expect
 
@@ -269,6 +284,8 @@ def main():
     ap.add_argument("--timings", default="fast,think",
                     help="the replay's timings to measure, comma-separated (fast, think, "
                     f"original, and {WITHOUT_CPU}: think without the program's user CPU time)")
+    ap.add_argument("--record-on", choices=DISK_FS + [FUSE_FS],
+                    help="record on a fresh file system of this type (default: the host's disk)")
     ap.add_argument("--out", default=os.path.join(rf.REPO, "bench", "results", "replay-corpus"))
     ap.add_argument("--report", action="store_true", help="only print the table from --out")
     a = ap.parse_args()

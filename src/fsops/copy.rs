@@ -108,7 +108,7 @@ pub struct CopiedFile {
 /// Errnos that mean "this method does not work between these files here", after which the
 /// next method is tried. EXDEV: different file systems; EOPNOTSUPP/ENOTTY/ENOSYS: the file
 /// system or kernel lacks it; EINVAL: e.g. FUSE or older kernels refusing the range.
-fn is_unsupported(e: Errno) -> bool {
+pub fn is_unsupported(e: Errno) -> bool {
     e == Errno::XDEV
         || e == Errno::OPNOTSUPP
         || e == Errno::NOTTY

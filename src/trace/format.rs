@@ -186,6 +186,24 @@ pub enum Op {
     /// replayed as setting both to the replay's now: the file system's work (an inode
     /// change) is the same, and no later call's result depends on the times.
     Setattr,
+    /// ioctl `FICLONE` (whole file) and `FICLONERANGE`: the destination `fd` shares the
+    /// extents of `source` (its descriptor, and for a range its offset); for a range,
+    /// `offset` in the destination and `size` (0: to the source's end). `cp` on btrfs and
+    /// xfs copies a file this way, without a read or a write. Replayed as a clone where the
+    /// file system can share extents, else as a copy of the same bytes, what such a program
+    /// does next (`workload::replay::reflink`).
+    Clone,
+}
+
+/// The second descriptor of a call on two files: a clone's source.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Source {
+    /// The descriptor, as numbered in the recorded process.
+    pub fd: i32,
+    /// Where the range starts in the source (`FICLONERANGE`); absent: the whole file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offset: Option<u64>,
 }
 
 /// One recorded call and how it ended.
@@ -210,6 +228,10 @@ pub struct Call {
     /// The descriptor the call used, as numbered in the recorded process.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fd: Option<i32>,
+    /// A clone's source descriptor (and offset); `fd` is its destination. Boxed: it is rare,
+    /// and a call is held for every line of a trace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<Box<Source>>,
     /// Open flags by their names (`O_WRONLY`, `O_CREAT`…).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub flags: Vec<String>,
@@ -246,6 +268,7 @@ impl Call {
             path2: None,
             target: None,
             fd: None,
+            source: None,
             flags: vec![],
             mode: None,
             owner: None,
@@ -574,6 +597,9 @@ fn check_call_bounds(line: u64, call: &Call) -> Result<(), TraceError> {
     if let Some(fd) = call.fd.filter(|fd| *fd < 0) {
         return Err(bound_error(line, format!("`fd` {fd}: not a descriptor")));
     }
+    if let Some(source) = &call.source {
+        check_source(line, source, call.size.unwrap_or(0))?;
+    }
     let Some(ret) = call.ret else { return Ok(()) };
     let most = match call.op {
         Op::Read | Op::Write | Op::Getdents => MAX_RW_COUNT,
@@ -598,6 +624,27 @@ fn check_call_bounds(line: u64, call: &Call) -> Result<(), TraceError> {
             return Err(bound_error(
                 line,
                 format!("`offset` {off} + {moved} bytes: past the largest file offset (2^63 - 1)"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// A clone's source: a descriptor, and a range that ends within [`MAX_OFFSET`].
+fn check_source(line: u64, source: &Source, len: u64) -> Result<(), TraceError> {
+    if source.fd < 0 {
+        return Err(bound_error(
+            line,
+            format!("`source.fd` {}: not a descriptor", source.fd),
+        ));
+    }
+    if let Some(off) = source.offset {
+        if !matches!(off.checked_add(len), Some(end) if end <= MAX_OFFSET) {
+            return Err(bound_error(
+                line,
+                format!(
+                    "`source.offset` {off} + {len} bytes: past the largest file offset (2^63 - 1)"
+                ),
             ));
         }
     }

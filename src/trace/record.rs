@@ -15,7 +15,9 @@ use super::strace::Joiner;
 
 /// The system calls strace is asked for: those the trace holds, those record follows
 /// descriptors, directories, processes and shared mappings with, and those whose I/O it
-/// cannot see (`io_uring_enter`, `io_submit`), counted in the header's `unseen`.
+/// cannot see (`io_uring_enter`, `io_submit`), counted in the header's `unseen`; `ioctl` for
+/// the clones (`FICLONE`, `FICLONERANGE`: `cp` on btrfs and xfs copies with them alone), the
+/// others on files under the root counted in `unseen` too.
 const TRACED: &str = "open,openat,openat2,creat,close,read,pread64,readv,preadv,preadv2,\
 write,pwrite64,writev,pwritev,pwritev2,copy_file_range,sendfile,fsync,fdatasync,\
 sync_file_range,stat,lstat,newfstatat,statx,fstat,access,faccessat,faccessat2,getdents,\
@@ -24,7 +26,7 @@ symlink,symlinkat,truncate,ftruncate,fallocate,splice,syncfs,sync,msync,setxattr
 fsetxattr,getxattr,lgetxattr,fgetxattr,listxattr,llistxattr,flistxattr,removexattr,\
 lremovexattr,fremovexattr,flock,lseek,chdir,fchdir,dup,dup2,dup3,fcntl,clone,clone3,fork,vfork,\
 mmap,munmap,io_uring_enter,io_submit,chmod,fchmod,fchmodat,chown,fchown,lchown,fchownat,\
-utime,utimes,futimesat,utimensat";
+utime,utimes,futimesat,utimensat,ioctl";
 
 /// strace's flags for a recording (and its calibration, `super::overhead`): every thread
 /// and child, absolute start times and durations, descriptors' paths, no buffer contents, no

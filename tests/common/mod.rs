@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod fixture;
+pub mod loop_btrfs;
 pub mod run;
 
 pub use run::*;

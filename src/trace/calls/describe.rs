@@ -26,6 +26,8 @@ pub(super) struct Shape {
     pub(super) offset: Option<u64>,
     pub(super) link_text: Option<String>,
     pub(super) owner: Option<[i64; 2]>,
+    /// A clone's source descriptor, and the range's offset in it.
+    pub(super) source: Option<(Fd, Option<u64>)>,
 }
 
 impl Shape {
@@ -39,6 +41,7 @@ impl Shape {
             offset: None,
             link_text: None,
             owner: None,
+            source: None,
         }
     }
 }
@@ -69,6 +72,7 @@ pub(super) fn describe(sc: &Syscall) -> Vec<Shape> {
         | "fchownat" | "utime" | "utimes" | "futimesat" | "utimensat" => describe_setattr(sc),
         // fcntl both copies descriptors (F_DUPFD*) and takes record locks (F_SETLK*).
         "fcntl" | "fcntl64" => describe_dup(sc).or_else(|| describe_attrs(sc)),
+        "ioctl" => describe_clone(sc),
         _ => describe_io(sc)
             .or_else(|| describe_names(sc))
             .or_else(|| describe_attrs(sc)),
@@ -168,6 +172,35 @@ fn describe_copy(sc: &Syscall) -> Vec<Shape> {
         }
     }
     shapes
+}
+
+/// The request of an ioctl as strace names it: `FICLONE` where it prints the alias
+/// `BTRFS_IOC_CLONE or FICLONE`, the number where it knows no name.
+pub(super) fn ioctl_request(sc: &Syscall) -> Option<String> {
+    let text = &sc.args.get(1)?.0;
+    Some(text.rsplit(" or ").next().unwrap_or(text).to_string())
+}
+
+/// An ioctl that shares a file's extents with another's: `FICLONE` (the whole source, its
+/// descriptor the third argument) and `FICLONERANGE` (a struct naming the source, its
+/// range and where it goes). Other ioctls are no trace's calls (`Converter` counts those
+/// on files under the root). `FIDEDUPERANGE` is not among them: strace's `-s 0` prints its
+/// destinations as `info=[...]`, so the file it shares extents with is not in the line.
+fn describe_clone(sc: &Syscall) -> Option<Shape> {
+    let dst = fd_at(sc, 0)?;
+    let mut shape = Shape::new(Op::Clone, Target::Fd(dst));
+    match ioctl_request(sc)?.as_str() {
+        "FICLONE" => shape.source = Some((fd_at(sc, 2)?, None)),
+        "FICLONERANGE" => {
+            let range = sc.args.get(2)?;
+            let field = |name: &str| -> Option<u64> { range.field(name)?.int()?.try_into().ok() };
+            shape.source = Some((range.field("src_fd")?.fd()?, Some(field("src_offset")?)));
+            shape.size = Some(field("src_length")?);
+            shape.offset = Some(field("dest_offset")?);
+        }
+        _ => return None,
+    }
+    Some(shape)
 }
 
 /// Calls on a descriptor.

@@ -63,6 +63,7 @@ fn calls_outside_the_root_are_counted_not_kept() {
         file_mmaps: 1,
         io_uring_enters: 0,
         aio_submits: 0,
+        ioctls: BTreeMap::new(),
     };
     assert_eq!(c.counts, counts);
     assert_eq!(c.threads(), 0);
@@ -398,4 +399,56 @@ fn changes_of_mode_owner_and_times_are_kept() {
     assert_eq!(seen(7), (Some("y"), None, None, Some([5, 6]), nofollow));
     assert_eq!(seen(8), (Some("x"), None, None, None, vec![]));
     assert_eq!(seen(9), (None, Some(3), None, Some([7, 8]), vec![]));
+}
+
+/// Defect (#56): `record` did not trace `ioctl`, so `cp -a` on btrfs, which copies each file
+/// with `ioctl(FICLONE)` alone, was recorded as empty files. Lines from strace 6.1 of
+/// `cp -a` and `xfs_io -c reflink` on btrfs, `lsattr`, and python's `open` (paths shortened to
+/// the root /r).
+#[test]
+fn a_reflink_copy_on_btrfs_is_recorded_as_clones_and_other_ioctls_are_counted() {
+    let c = convert(&[
+        r#"20 1.0 openat(AT_FDCWD</r>, "src/f1", O_RDONLY|O_NOFOLLOW) = 3</r/src/f1> <0.000033>"#,
+        r#"20 1.1 openat(AT_FDCWD</r>, "dst2", O_WRONLY|O_CREAT|O_EXCL, 0600) = 4</r/dst2> <0.000062>"#,
+        r#"20 1.2 ioctl(4</r/dst2>, BTRFS_IOC_CLONE or FICLONE, 3) = 0 <0.000066>"#,
+        r#"20 1.3 ioctl(3</r/dst/r>, BTRFS_IOC_CLONE_RANGE or FICLONERANGE, {src_fd=4</r/src/f1>, src_offset=4096, src_length=16384, dest_offset=8192}) = 0 <0.000757>"#,
+        r#"20 1.4 ioctl(5</other/x>, BTRFS_IOC_CLONE or FICLONE, 3) = -1 EXDEV (Invalid cross-device link) <0.000050>"#,
+        r#"20 1.5 ioctl(3</r/src/f1>, FS_IOC_GETFLAGS, [0]) = 0 <0.000054>"#,
+        r#"20 1.6 ioctl(1<pipe:[4861596]>, TCGETS, 0x7fffd39b4080) = -1 ENOTTY (Inappropriate ioctl for device) <0.000009>"#,
+        r#"20 1.7 ioctl(3</r/src/f1>, TCGETS, 0x7ffe12345678) = -1 ENOTTY (Inappropriate ioctl for device) <0.000004>"#,
+    ]);
+    let got = calls(&c);
+    assert_eq!(got.len(), 4, "{got:#?}");
+    let whole = got[2];
+    assert_eq!((whole.op, whole.fd), (Op::Clone, Some(4)));
+    assert_eq!(
+        whole.source,
+        Some(Box::new(Source {
+            fd: 3,
+            offset: None
+        }))
+    );
+    assert_eq!((whole.size, whole.offset, whole.ret), (None, None, Some(0)));
+    let range = got[3];
+    assert_eq!((range.op, range.fd), (Op::Clone, Some(3)));
+    assert_eq!(
+        range.source,
+        Some(Box::new(Source {
+            fd: 4,
+            offset: Some(4096)
+        }))
+    );
+    assert_eq!((range.size, range.offset), (Some(16384), Some(8192)));
+    // Both files of a clone are used: the source is initial state the replay lays down.
+    assert!(c.used.contains("src/f1") && c.used.contains("dst2"));
+    // The clone into /other is outside the root; the terminal's ioctl is on no file, and a
+    // file's ENOTTY (python's isatty probe) did nothing to it.
+    assert_eq!(c.counts.outside_root, 1);
+    let unseen = c.unseen();
+    assert_eq!(unseen.get("ioctl FS_IOC_GETFLAGS"), Some(&1), "{unseen:?}");
+    assert_eq!(unseen.len(), 1);
+    assert_eq!(
+        unseen_text(&unseen),
+        "1 ioctl FS_IOC_GETFLAGS call the replay cannot do"
+    );
 }

@@ -11,6 +11,7 @@ fn sample() -> Trace {
         path2: None,
         target: None,
         fd: None,
+        source: None,
         flags: vec!["O_RDONLY".into()],
         mode: None,
         owner: None,

@@ -59,6 +59,8 @@ pub struct Target {
     /// Generated content, one pool per kind, at least as long as the largest write plus a
     /// block: a write at offset `o` takes its bytes from `o % BLOCK` on.
     pub pools: Vec<Aligned>,
+    /// What the clones did: shared extents, or copied where the file system cannot.
+    pub clones: super::reflink::Clones,
 }
 
 /// The bytes a replayed read asks for ([`issued_len`]), never more than the kernel's
@@ -320,6 +322,13 @@ impl Target {
             out_off.as_mut(),
             len,
         ))
+    }
+
+    /// A clone from the file in slot `from` to the one in slot `to` (`super::reflink`).
+    pub fn clone_file(&self, call: &Call, from: Option<usize>, to: Option<usize>) -> Returned {
+        let src = self.fd(from.ok_or(libc::EBADF)?)?;
+        let dst = self.fd(to.ok_or(libc::EBADF)?)?;
+        super::reflink::issue(call, &src, &dst, &self.clones)
     }
 
     fn write(&self, fd: &OwnedFd, call: &Call, slot: usize, size: usize) -> Returned {

@@ -39,6 +39,14 @@ pub fn same(call: &Call, r: &Returned) -> bool {
     if call.ret.is_some() && not_kept(call, r) {
         return true;
     }
+    if call.op == Op::Clone && clone_refused_there(call) {
+        // Refused where it was recorded, a clone may work here (`super::reflink`): a file
+        // system that can clone does, where the program's would not.
+        return match r {
+            Ok(_) => true,
+            Err(e) => crate::fsops::copy::is_unsupported(rustix::io::Errno::from_raw_os_error(*e)),
+        };
+    }
     let by_name = matches!(call.op, Op::Getxattr | Op::Removexattr);
     let no_data = |e: &str| errno::matches(libc::ENODATA, e);
     match (&call.err, call.ret, r) {
@@ -54,6 +62,21 @@ pub fn same(call: &Call, r: &Returned) -> bool {
         },
         _ => false,
     }
+}
+
+/// Whether a clone failed when recorded because that file system, or that pair of files,
+/// could not share extents (ext4: EOPNOTSUPP; two file systems: EXDEV).
+fn clone_refused_there(call: &Call) -> bool {
+    [
+        "EOPNOTSUPP",
+        "ENOTSUP",
+        "EXDEV",
+        "EINVAL",
+        "ENOTTY",
+        "ENOSYS",
+    ]
+    .iter()
+    .any(|e| call.err.as_deref() == Some(e))
 }
 
 /// Whether the target refused an attribute its file system does not keep, where the program
@@ -159,4 +182,24 @@ pub fn tree_difference(
             )
         })
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A clone refused where it was recorded (cp on ext4) may succeed on a file system that
+    /// can clone, or be refused again; any other error is a divergence.
+    #[test]
+    fn a_refused_clone_may_succeed_or_be_refused_again() {
+        let refused = Call {
+            fd: Some(4),
+            ret: None,
+            err: Some("EOPNOTSUPP".into()),
+            ..Call::on_path(0, 0.0, 0.0, Op::Clone, "dst")
+        };
+        assert!(same(&refused, &Ok(100_000)));
+        assert!(same(&refused, &Err(libc::EOPNOTSUPP)));
+        assert!(!same(&refused, &Err(libc::EBADF)));
+    }
 }

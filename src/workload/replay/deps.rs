@@ -50,6 +50,7 @@ fn changes_target(call: &Call) -> bool {
         | Op::Link
         | Op::Symlink
         | Op::Msync
+        | Op::Clone
         | Op::Setxattr
         | Op::Removexattr
         | Op::Setattr
@@ -124,6 +125,11 @@ pub fn touches(script: &Script, i: usize) -> Vec<Touch> {
     if let Some(s) = script.slot[i] {
         let ends = call.op == Op::Close && !script.keeps_open.contains(&i);
         add(&slot_resource(s), call.op == Op::Open || ends);
+    }
+    // A clone reads its source: it waits for what changed the source before it.
+    if let Some(&s) = script.source.get(&i) {
+        add(&script.slot_path[s], false);
+        add(&slot_resource(s), false);
     }
     out
 }

@@ -197,6 +197,13 @@ pub fn simulate(trace: &Trace, script: &Script) -> Tree {
                     o.offset = pos.max(0) as u64;
                 }
             }
+            Op::Clone => {
+                let inode = |s: Option<usize>| s.and_then(|s| opens.get(s)).and_then(|o| o.inode);
+                let from = inode(script.source.get(&i).copied());
+                if let (Some(src), Some(dst)) = (from, inode(slot)) {
+                    tree.sizes[dst] = cloned(tree.sizes[src], tree.sizes[dst], call);
+                }
+            }
             Op::Truncate | Op::Fallocate => {
                 let inode = match slot {
                     Some(s) => opens.get(s).and_then(|o| o.inode),
@@ -246,6 +253,19 @@ fn moved(tree: &mut Tree, o: &mut Open, call: &Call) {
     if call.offset.is_none() {
         o.offset = at + n;
     }
+}
+
+/// The destination's size after a clone from a source of `src` bytes: the cloned range's
+/// end if that is past the destination's (a whole-file clone, or a range of length 0, runs
+/// to the source's end).
+fn cloned(src: u64, dst: u64, call: &Call) -> u64 {
+    let src_off = call.source.as_ref().and_then(|s| s.offset).unwrap_or(0);
+    let rest = src.saturating_sub(src_off);
+    let len = match call.size {
+        Some(n) if n > 0 => n.min(rest),
+        _ => rest,
+    };
+    dst.max(call.offset.unwrap_or(0).saturating_add(len))
 }
 
 /// A file's size after a truncate or fallocate.
@@ -300,5 +320,53 @@ fn namespace(tree: &mut Tree, call: &Call) {
         }
         (Op::Symlink, _) => tree.add(path, Kind::Symlink, 0, call.target.clone()),
         _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::format::{Initial, Source};
+
+    /// A clone, as `cp -a` on btrfs makes one, gives its destination the source's size (so
+    /// a replay that cloned or copied nothing diverges); a range clone ends where its range
+    /// does.
+    #[test]
+    fn a_clone_gives_its_destination_the_source_s_bytes() {
+        let open = |path: &str, fd: i64| Call {
+            flags: vec!["O_RDWR".into(), "O_CREAT".into()],
+            ret: Some(fd),
+            ..Call::on_path(0, 0.0, 0.0, Op::Open, path)
+        };
+        let clone = |fd: i32, range: Option<(u64, u64, u64)>| Call {
+            path: None,
+            fd: Some(fd),
+            source: Some(Box::new(Source {
+                fd: 3,
+                offset: range.map(|r| r.0),
+            })),
+            size: range.map(|r| r.1),
+            offset: range.map(|r| r.2),
+            ..Call::on_path(0, 0.0, 0.0, Op::Clone, "")
+        };
+        let src = Initial {
+            path: "src".into(),
+            kind: Kind::File,
+            size: Some(100_000),
+            target: None,
+        };
+        let calls = vec![
+            open("src", 3),
+            open("dst", 4),
+            clone(4, None),
+            open("part", 5),
+            clone(5, Some((4096, 8192, 65536))),
+        ];
+        let t = Trace::new(vec!["cp".into()], 1, 0.1, vec![src], calls);
+        let script = super::super::script::resolve(&t);
+        assert_eq!(script.source.get(&2), Some(&0));
+        let got = simulate(&t, &script).expected();
+        assert_eq!(got.get("dst"), Some(&Expected::File { size: 100_000 }));
+        assert_eq!(got.get("part"), Some(&Expected::File { size: 73_728 }));
     }
 }

@@ -107,6 +107,8 @@ pub struct Check<'a> {
     pub timing: Timing,
     /// The replayed file system's type (`crate::sys::fs_name`).
     pub fs_type: Option<String>,
+    /// What the replay's clones did (`super::reflink`).
+    pub cloned: super::reflink::Cloned,
 }
 
 impl Check<'_> {
@@ -217,7 +219,39 @@ impl Check<'_> {
         if incomplete {
             m.insert("replay_incomplete".into(), 1.0);
         }
+        self.add_clones(out, &mut note);
         out.notes.push(note);
+    }
+
+    /// The clones: their bytes as their own kind (a clone writes no data of its own where
+    /// it shares extents), and how many this file system could only copy.
+    fn add_clones(&self, out: &mut Outcome, note: &mut String) {
+        let c = self.cloned;
+        let recorded = self
+            .trace
+            .calls
+            .iter()
+            .filter(|call| call.op == Op::Clone && call.ret.is_some())
+            .count();
+        if recorded == 0 && c.shared + c.copied == 0 {
+            return;
+        }
+        let m = &mut out.metrics;
+        m.insert("replayed_cloned_bytes".into(), c.bytes as f64);
+        m.insert("clones_sharing_extents".into(), c.shared as f64);
+        m.insert("clones_replayed_as_copies".into(), c.copied as f64);
+        note.push_str(&format!(
+            "; {} clones ({} bytes, not counted as written) of the trace's {recorded}",
+            c.shared + c.copied,
+            c.bytes
+        ));
+        if c.copied > 0 {
+            out.notes.push(format!(
+                "fidelity: {} clones replayed as copies on {}, which cannot share extents: the files hold what the program's did, but this file system wrote the bytes the program's shared",
+                c.copied,
+                self.fs_type.as_deref().unwrap_or("this file system")
+            ));
+        }
     }
 
     /// The program's time the replay is compared with (`pace::program_seconds`).
@@ -285,6 +319,7 @@ mod tests {
             path2: None,
             target: None,
             fd,
+            source: None,
             flags: vec![],
             mode: None,
             owner: None,

@@ -14,6 +14,7 @@ use super::deps::Wait;
 use super::options::Timing;
 use super::pace::{self, Anchor};
 use super::script::Script;
+use crate::trace::format::Op;
 use crate::workload::ctx::Ctx;
 use crate::workload::error::WorkloadError;
 
@@ -263,6 +264,10 @@ impl Thread<'_> {
                 let r = self.target.copy(call, from, &self.script.calls[j], to);
                 *copied = Some((j, r));
                 r
+            }
+            _ if call.op == Op::Clone => {
+                let from = self.script.source.get(&i).copied();
+                self.target.clone_file(call, from, slot)
             }
             _ => self.target.issue(call, slot, buf),
         };

@@ -32,6 +32,7 @@ mod lay;
 pub mod options;
 mod order;
 mod pace;
+mod reflink;
 pub mod script;
 mod setattr;
 #[cfg(test)]
@@ -135,6 +136,7 @@ impl Workload for Replay {
                 seconds,
                 timing: opts.timing,
                 fs_type: fs_type.clone(),
+                cloned: target.clones.take(),
             };
             check.add_to(&mut outcome);
             logs = done;
@@ -180,6 +182,7 @@ fn target(ctx: &Ctx, script: &script::Script) -> Result<Target, WorkloadError> {
             .collect(),
         pool_of,
         pools,
+        clones: reflink::Clones::default(),
     })
 }
 

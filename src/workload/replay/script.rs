@@ -40,6 +40,9 @@ pub struct Script<'t> {
     /// Closes of one of several names of a slot (a `dup`'s or the original): the slot
     /// stays open for the other names, so the replay issues nothing for them.
     pub keeps_open: HashSet<usize>,
+    /// Per clone (by call index), the slot its source descriptor resolves to; a clone whose
+    /// source no recorded open made is skipped.
+    pub source: HashMap<usize, usize>,
     /// The program's user CPU seconds, from the trace's header (`user_cpu_s`): how much
     /// computing a `think` replay gives back between the calls (`super::pace`).
     pub user_cpu_s: Option<f64>,
@@ -57,6 +60,7 @@ impl<'t> Script<'t> {
             by_thread,
             skipped: vec![],
             keeps_open: HashSet::new(),
+            source: HashMap::new(),
             user_cpu_s: None,
         }
     }
@@ -79,6 +83,7 @@ pub fn on_descriptor(call: &Call) -> bool {
         | Op::Syncfs
         | Op::Lock
         | Op::Seek
+        | Op::Clone
         | Op::Dup => true,
         Op::Stat | Op::Truncate | Op::Setxattr | Op::Getxattr | Op::Removexattr | Op::Setattr => {
             call.path.is_none() && call.fd.is_some()
@@ -107,6 +112,7 @@ pub fn resolve(trace: &Trace) -> Script<'_> {
     let mut slot_path = Vec::new();
     let mut skipped = Vec::new();
     let mut keeps_open = HashSet::new();
+    let mut source = HashMap::new();
     for (i, call) in trace.calls.iter().enumerate() {
         let t = call.thread as usize;
         by_thread[t].push(i);
@@ -121,7 +127,11 @@ pub fn resolve(trace: &Trace) -> Script<'_> {
             }
             _ if on_descriptor(call) => {
                 let found = call.fd.and_then(|fd| tables.find(t, fd));
-                if found.is_none() {
+                let from = call.source.as_ref().map(|s| tables.find(t, s.fd));
+                if let Some(Some(from)) = from {
+                    source.insert(i, from);
+                }
+                if found.is_none() || from == Some(None) {
                     skipped.push(i);
                 }
                 found
@@ -147,6 +157,7 @@ pub fn resolve(trace: &Trace) -> Script<'_> {
         by_thread,
         skipped,
         keeps_open,
+        source,
         user_cpu_s: trace.header.user_cpu_s,
     }
 }

@@ -18,6 +18,7 @@ fn call(thread: u32, op: Op, syscall: &str, ret: i64) -> Call {
         path2: None,
         target: None,
         fd: None,
+        source: None,
         flags: Vec::new(),
         mode: None,
         owner: None,
