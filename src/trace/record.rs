@@ -11,6 +11,7 @@ use super::calls::{Converter, Counts};
 use super::format::Trace;
 use super::initial::Snapshot;
 use super::overhead::Clock;
+use super::program_time::ProgramTime;
 use super::strace::Joiner;
 
 /// The system calls strace is asked for: those the trace holds, those record follows
@@ -288,6 +289,8 @@ pub fn record(options: &Options) -> Result<Recorded, RecordError> {
     trace.header.unseen = unseen;
     trace.header.fs_type = crate::sys::fs_name(&root);
     trace.header.user_cpu_s = user_cpu_s;
+    trace.header.program_time =
+        overhead.map(|o| ProgramTime::measured(last - first, spans.len(), o.call_s + o.gap_s));
     if options.anonymize {
         super::anonymize::trace(&mut trace);
     }
