@@ -162,31 +162,7 @@ impl Check<'_> {
             want.synced,
         );
         let mut incomplete = !skipped.is_empty() || want != got;
-        if let Some((program, gap)) = self.time_gap() {
-            m.insert("replay_time_gap_pct".into(), gap * 100.0);
-            if ProgramTime::warns(gap) {
-                out.notes.push(format!(
-                    "fidelity warning: on the file-system type it was recorded on, the replay took {:+.0} % against {} (beyond {TIME_GAP_PCT} %)",
-                    gap * 100.0,
-                    program.phrase(),
-                ));
-            }
-            note.push_str(&format!(
-                "; on {}, the type it was recorded on, the replay took {:.3} s against {} ({:+.0} %{})",
-                self.fs_type.as_deref().unwrap_or_default(),
-                self.seconds,
-                program.phrase(),
-                gap * 100.0,
-                match (self.timing, self.trace.header.user_cpu_s) {
-                    (Timing::Fast, _) => ", without the program's own time between calls".into(),
-                    (Timing::Think, None) => ", with the program's pauses of 1 ms or more".into(),
-                    (Timing::Think, Some(user)) => format!(
-                        ", with the program's pauses scaled to its computing ({user:.3} s of user CPU)"
-                    ),
-                    (Timing::Original, _) => String::new(),
-                }
-            ));
-        }
+        self.add_time(m, &mut out.notes, &mut note);
         if !not_kept.is_empty() {
             m.insert(
                 "replay_attrs_not_kept".into(),
@@ -219,6 +195,37 @@ impl Check<'_> {
             m.insert("replay_incomplete".into(), 1.0);
         }
         out.notes.push(note);
+    }
+
+    /// The replay's time against the program's (`time_check`), on the recorded file-system
+    /// type: the gap as a metric, a warning past it, and the figures in the self-check's note.
+    fn add_time(&self, m: &mut BTreeMap<String, f64>, notes: &mut Vec<String>, note: &mut String) {
+        let Some((program, gap)) = self.time_gap() else {
+            return;
+        };
+        m.insert("replay_time_gap_pct".into(), gap * 100.0);
+        if ProgramTime::warns(gap) {
+            notes.push(format!(
+                "fidelity warning: on the file-system type it was recorded on, the replay took {:+.0} % against {} (beyond {TIME_GAP_PCT} %)",
+                gap * 100.0,
+                program.phrase(),
+            ));
+        }
+        note.push_str(&format!(
+            "; on {}, the type it was recorded on, the replay took {:.3} s against {} ({:+.0} %{})",
+            self.fs_type.as_deref().unwrap_or_default(),
+            self.seconds,
+            program.phrase(),
+            gap * 100.0,
+            match (self.timing, self.trace.header.user_cpu_s) {
+                (Timing::Fast, _) => ", without the program's own time between calls".into(),
+                (Timing::Think, None) => ", with the program's pauses of 1 ms or more".into(),
+                (Timing::Think, Some(user)) => format!(
+                    ", with the program's pauses scaled to its computing ({user:.3} s of user CPU)"
+                ),
+                (Timing::Original, _) => String::new(),
+            }
+        ));
     }
 
     /// The program's time and the replay's gap from it (`time_check`), when the two ran on
