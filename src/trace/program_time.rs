@@ -77,8 +77,9 @@ impl ProgramTime {
     }
 }
 
-/// Microseconds: strace's own resolution.
-fn micros(s: f64) -> f64 {
+/// Seconds rounded to microseconds, strace's own resolution, without the epoch's float
+/// noise (every time a recording writes).
+pub fn micros(s: f64) -> f64 {
     (s.max(0.0) * 1e6).round() / 1e6
 }
 
