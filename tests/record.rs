@@ -378,6 +378,50 @@ fn a_recording_keeps_the_program_s_user_time_and_not_strace_s() {
     );
 }
 
+/// Issue 56, item 4: the self-check needs the program's time without strace, which the
+/// trace's clock gets wrong by factors on a program of many cheap calls. 8,000 one-byte
+/// writes (strace's stops many times the program's own time): the header's bracket holds
+/// the command's untraced wall time, and `fsarena record` says it.
+#[test]
+fn a_recording_brackets_the_program_s_untraced_time() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = fresh_root(&tmp, "bracket");
+    let command = [
+        "dd",
+        "if=/dev/zero",
+        "of=out",
+        "bs=1",
+        "count=8000",
+        "status=none",
+    ];
+    let mut untraced: Vec<f64> = (0..3)
+        .map(|_| {
+            let t0 = std::time::Instant::now();
+            let ok = Command::new(command[0])
+                .current_dir(&root)
+                .args(&command[1..])
+                .status()
+                .unwrap();
+            assert!(ok.success());
+            t0.elapsed().as_secs_f64()
+        })
+        .collect();
+    untraced.sort_by(f64::total_cmp);
+    let (output, trace) = record(&root, &[], &command);
+    let p = trace.header.program_time.expect("the program's time");
+    assert!(
+        p.least_s <= untraced[0] && untraced[2] <= p.most_s,
+        "{p:?} against untraced {untraced:?}"
+    );
+    assert!(p.least_s <= p.estimate_s() && p.estimate_s() <= p.most_s);
+    assert!(
+        p.strace_s > p.estimate_s(),
+        "strace's stops dominate: {p:?}"
+    );
+    let err = String::from_utf8_lossy(&output.stderr);
+    assert!(err.contains("the program's own time, untraced"), "{err}");
+}
+
 #[test]
 fn calls_outside_the_root_are_counted_and_left_out() {
     let tmp = tempfile::tempdir().unwrap();

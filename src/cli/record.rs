@@ -220,6 +220,16 @@ left out: {} calls outside the root, {} making, removing or renaming the root it
         c.not_files,
         c.no_result,
     );
+    if let Some(p) = h.program_time {
+        s.push_str(&format!(
+            "\n  the program's own time, untraced: {:.3} s estimated, between {:.3} and {:.3} s (strace's calibrated cost over the run: {:.3} s, known to ±{:.0} %)",
+            p.estimate_s(),
+            p.least_s,
+            p.most_s,
+            p.strace_s,
+            crate::trace::program_time::COST_UNCERTAINTY * 100.0
+        ));
+    }
     if let Some(user) = h.user_cpu_s {
         s.push_str(&format!(
             "\n  the program's own computing: {user:.3} s of user CPU (the kernel's count, outside strace), which `--timing think` replays between its calls"

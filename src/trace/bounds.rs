@@ -171,6 +171,41 @@ mod tests {
         }
     }
 
+    /// What record knows of the program's untraced time (issue 56) is optional, so a trace
+    /// recorded before it still reads, bounded like every time, and refused when its
+    /// figures could not come from a recording.
+    #[test]
+    fn the_program_s_time_bracket_is_optional_bounded_and_consistent() {
+        let call = format!("{FINE},\"ret\":1");
+        let with = |p: &str| text("1", &format!("0.5,\"program_time\":{p}"), &call);
+        let fields = |t: f64, s: f64, l: f64, m: f64| {
+            format!("{{\"traced_s\":{t},\"strace_s\":{s},\"least_s\":{l},\"most_s\":{m}}}")
+        };
+        let old = read(text("1", "0.5", &call).as_bytes()).unwrap();
+        assert_eq!(old.header.program_time, None);
+        let t = read(with(&fields(0.4, 0.3, 0.0, 0.4)).as_bytes()).unwrap();
+        assert_eq!(t.header.program_time.map(|p| p.most_s), Some(0.4));
+        for (bad, says) in [
+            (fields(0.4, -0.3, 0.0, 0.4), "`program_time.strace_s` -0.3"),
+            (fields(1e300, 0.3, 0.0, 0.4), "`program_time.traced_s`"),
+            (
+                fields(0.4, 0.3, 0.3, 0.2),
+                "`least_s` is more than `most_s`",
+            ),
+            (
+                fields(0.4, 0.3, 0.0, 0.5),
+                "`most_s` is more than `traced_s`",
+            ),
+        ] {
+            let e = read(with(&bad).as_bytes()).unwrap_err().to_string();
+            assert!(e.contains("line 1: ") && e.contains(says), "{bad}: {e}");
+        }
+        let e = read(with("{\"traced_s\":0.4}").as_bytes())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("line 1"), "{e}");
+    }
+
     #[test]
     fn an_endless_line_is_refused_after_a_bounded_read() {
         let limits = Limits {

@@ -13,6 +13,7 @@ pub use super::bounds::TraceError;
 use super::bounds::{
     Limits, Lines, MAX_OFFSET, MAX_RW_COUNT, MAX_SECONDS, MAX_THREADS, MIN_ENTRY_LINE,
 };
+pub use super::program_time::ProgramTime;
 
 /// The one format version this build reads and writes.
 pub const VERSION: u32 = 1;
@@ -60,6 +61,12 @@ pub struct Header {
     /// recorded before it was kept, or where no cgroup v2 could be made.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub user_cpu_s: Option<f64>,
+    /// The program's untraced time as the recording could bound it (strace's wall clock,
+    /// its calibrated cost, and the bracket they give): what the replay's self-check holds
+    /// a replay on the recorded file-system type to. Absent in traces recorded before it
+    /// was kept, or where strace's cost could not be calibrated.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub program_time: Option<ProgramTime>,
     /// File I/O strace could not see, by kind (`io_uring_enter`, `shared_mappings_unsynced`
     /// …), with how many calls or mappings: said at record time and as a fidelity warning
     /// by every replay of the trace.
@@ -315,6 +322,7 @@ impl Trace {
                 strace_overhead: None,
                 fs_type: None,
                 user_cpu_s: None,
+                program_time: None,
                 unseen: std::collections::BTreeMap::new(),
             },
             initial,
@@ -536,6 +544,14 @@ fn check_header_bounds(h: &Header, limits: &Limits) -> Result<(), TraceError> {
     seconds(1, "duration_s", h.duration_s)?;
     if let Some(user) = h.user_cpu_s {
         seconds(1, "user_cpu_s", user)?;
+    }
+    if let Some(p) = &h.program_time {
+        for (field, s) in p.seconds() {
+            seconds(1, field, s)?;
+        }
+        if let Some(why) = p.inconsistency() {
+            return Err(bound_error(1, format!("`program_time`: {why}")));
+        }
     }
     if h.threads > MAX_THREADS {
         return Err(bound_error(

@@ -6,7 +6,7 @@
 //! Recording: `strace` reads strace's lines into whole calls, `procs` follows each recorded
 //! process's descriptors and working directory, `calls` turns calls into trace records,
 //! `initial` picks the initial state from a snapshot of the root, `anonymize` hashes names,
-//! and `record` runs the command under strace and puts the trace together.
+//! `program_time` bounds the program's untraced time from strace's clock, and `record` runs the command under strace and puts the trace together.
 
 pub mod anonymize;
 pub mod bounds;
@@ -15,5 +15,6 @@ pub mod format;
 pub mod initial;
 pub mod overhead;
 pub mod procs;
+pub mod program_time;
 pub mod record;
 pub mod strace;

@@ -11,6 +11,7 @@ use super::calls::{Converter, Counts};
 use super::format::Trace;
 use super::initial::Snapshot;
 use super::overhead::Clock;
+use super::program_time::{micros, ProgramTime};
 use super::strace::Joiner;
 
 /// The system calls strace is asked for: those the trace holds, those record follows
@@ -290,6 +291,8 @@ pub fn record(options: &Options) -> Result<Recorded, RecordError> {
     trace.header.unseen = unseen;
     trace.header.fs_type = crate::sys::fs_name(&root);
     trace.header.user_cpu_s = user_cpu_s;
+    trace.header.program_time =
+        overhead.map(|o| ProgramTime::measured(last - first, spans.len(), o.call_s + o.gap_s));
     if options.anonymize {
         super::anonymize::trace(&mut trace);
     }
@@ -378,11 +381,6 @@ fn kills_on_exit() -> bool {
         .arg("-h")
         .output()
         .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains("--kill-on-exit"))
-}
-
-/// Microseconds: strace's own resolution, without the epoch's float noise.
-fn micros(s: f64) -> f64 {
-    (s.max(0.0) * 1e6).round() / 1e6
 }
 
 /// The trace: calls in the order they started, their starts from the first one and their

@@ -24,7 +24,7 @@ mod fidelity;
 
 /// How far (in %) a replay's time on the recorded file-system type may stray from the
 /// program's own before its row is warned about (the report reads it too).
-pub use fidelity::TIME_GAP_PCT;
+pub use time_check::TIME_GAP_PCT;
 #[cfg(test)]
 mod fuzz;
 mod issue;
@@ -37,6 +37,7 @@ pub mod script;
 mod setattr;
 #[cfg(test)]
 mod tests;
+mod time_check;
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;
