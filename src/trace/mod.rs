@@ -1,5 +1,5 @@
 //! A program's file-system calls, recorded once and replayed on every candidate file system:
-//! the versioned `.fstrace` format (`format`: its records, reading with every check a trace
+//! the versioned `.fstrace` format (`format`: its records, `header` its first line and that line's bounds, reading with every check a trace
 //! must pass before anything is provisioned, and writing; `bounds`: what a trace may ask of
 //! the host — line length, counts, sizes, times — checked as it is read). `docs/trace-format.md` documents
 //! every field; `fsarena record` writes traces and the `replay` workload reads them.
@@ -12,6 +12,7 @@ pub mod anonymize;
 pub mod bounds;
 pub mod calls;
 pub mod format;
+pub mod header;
 pub mod initial;
 pub mod overhead;
 pub mod procs;
