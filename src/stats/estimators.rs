@@ -69,11 +69,37 @@ pub(crate) fn t_quantile_975(df: f64) -> Option<f64> {
 /// The `p` quantile of Student's t with `df` degrees of freedom (0.95 for the multiplier of
 /// a two-sided 90 % interval). `None` when `df` is not a positive finite number or `p` is
 /// not strictly between 0 and 1.
+///
+/// Remembered per thread: statrs inverts the t distribution by iterating on the incomplete
+/// beta function, which made it most of the time a budget round's decisions take (and of the
+/// A/A simulations in tests/sequential.rs), while a run asks for the same few (p, df) pairs
+/// over and over (each comparison's level at each candidate run count).
 pub(crate) fn t_quantile(p: f64, df: f64) -> Option<f64> {
     if !(df.is_finite() && df > 0.0 && p > 0.0 && p < 1.0) {
         return None;
     }
-    StudentsT::new(0.0, 1.0, df).ok().map(|t| t.inverse_cdf(p))
+    T_QUANTILES.with(|memo| {
+        let key = (p.to_bits(), df.to_bits());
+        if let Some(&q) = memo.borrow().get(&key) {
+            return Some(q);
+        }
+        let q = StudentsT::new(0.0, 1.0, df).ok()?.inverse_cdf(p);
+        let mut memo = memo.borrow_mut();
+        if memo.len() >= T_QUANTILE_MEMO {
+            memo.clear();
+        }
+        memo.insert(key, q);
+        Some(q)
+    })
+}
+
+/// How many quantiles a thread remembers before it starts again: a bound on the memory, far
+/// above what one run's decisions ask for.
+const T_QUANTILE_MEMO: usize = 1 << 16;
+
+thread_local! {
+    static T_QUANTILES: std::cell::RefCell<std::collections::HashMap<(u64, u64), f64>> =
+        std::cell::RefCell::new(std::collections::HashMap::new());
 }
 
 /// The logarithms of `xs` when every value is positive and finite: the ratio scale that
