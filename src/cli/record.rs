@@ -205,14 +205,19 @@ fn summary(r: &record::Recorded, out: &std::path::Path) -> String {
         None => "was ended by a signal (recorded all the same)".to_string(),
     };
     let c = &r.counts;
+    // One figure for the untraced time: the bracket's estimate where the recording made one
+    // (the trace's clock, strace's cost taken out stop by stop, is what `--timing original`
+    // replays, and says less of the program's time).
+    let untraced = h.program_time.map_or(h.duration_s, |p| p.estimate_s());
     let mut s = format!(
-        "fsarena record: `{}` {ended} after {:.3} s under strace (~{:.3} s without it)\n  kept: {} calls of {} threads, {} initial entries → {}\n  \
+        "fsarena record: `{}` {ended} after {:.3} s under strace (~{:.3} s without it)\n  kept: {} calls of {} thread{}, {} initial entries → {}\n  \
 left out: {} calls outside the root, {} making, removing or renaming the root itself, {} on pipes, sockets or unnamed descriptors, {} cut by the thread's end",
         h.command.join(" "),
         r.traced_s,
-        h.duration_s,
+        untraced,
         h.calls,
         h.threads,
+        if h.threads == 1 { "" } else { "s" },
         h.initial,
         out.display(),
         c.outside_root,

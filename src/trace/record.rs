@@ -12,7 +12,7 @@ use super::format::Trace;
 use super::initial::Snapshot;
 use super::overhead::Clock;
 use super::program_time::{micros, ProgramTime};
-use super::strace::Joiner;
+use super::strace::{Joiner, Ret, Syscall};
 
 /// The system calls strace is asked for: those the trace holds, those record follows
 /// descriptors, directories, processes and shared mappings with, and those whose I/O it
@@ -258,10 +258,12 @@ pub fn record(options: &Options) -> Result<Recorded, RecordError> {
     let mut converter = Converter::new(&root.to_string_lossy(), &cwd.to_string_lossy());
     let mut joiner = Joiner::default();
     let mut spans = Vec::new();
+    let mut made = 0;
     for line in std::io::BufReader::new(lines).lines() {
         let line = line.map_err(RecordError::Strace)?;
         if let Some(call) = joiner.push(&line) {
             spans.push((call.time, call.dur));
+            made += usize::from(makes_a_thread(&call));
             converter.push(&call);
         }
     }
@@ -291,8 +293,13 @@ pub fn record(options: &Options) -> Result<Recorded, RecordError> {
     trace.header.unseen = unseen;
     trace.header.fs_type = crate::sys::fs_name(&root);
     trace.header.user_cpu_s = user_cpu_s;
-    trace.header.program_time =
-        overhead.map(|o| ProgramTime::measured(last - first, spans.len(), o.call_s + o.gap_s));
+    trace.header.program_time = overhead.map(|o| {
+        let time = ProgramTime::measured(last - first, spans.len(), o.call_s + o.gap_s);
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        user_cpu_s.map_or(time, |user| {
+            time.computing_at_least(user, cpus.min(1 + made))
+        })
+    });
     if options.anonymize {
         super::anonymize::trace(&mut trace);
     }
@@ -322,6 +329,13 @@ fn joining(cpu: Option<&Path>) -> Vec<std::ffi::OsString> {
         r#"echo 0 2>/dev/null >"$0"; exec "$@""#.into(),
         cpu.join("cgroup.procs").into_os_string(),
     ]
+}
+
+/// Whether `call` made a thread or process: every one of the program's threads but the first
+/// comes from such a call, so they count how many CPUs the program could have used at once.
+fn makes_a_thread(call: &Syscall) -> bool {
+    matches!(call.name.as_str(), "clone" | "clone3" | "fork" | "vfork")
+        && matches!(call.ret, Ret::Value(v, _) if v > 0)
 }
 
 /// The user-mode CPU seconds in a cgroup v2 `cpu.stat`: `None` when it is not there or the
