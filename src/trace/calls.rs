@@ -138,6 +138,9 @@ impl Converter {
         if matches!(&sc.ret, Ret::Err(e) if e == "ENOTTY") {
             return;
         }
+        if ioctl_request(sc).is_some_and(|r| VFS_ONLY_IOCTLS.contains(&r.as_str())) {
+            return;
+        }
         let Some(fd) = sc.args.first().and_then(Arg::fd) else {
             return;
         };
@@ -362,6 +365,14 @@ impl Converter {
 
 /// The prefix of an `unseen` kind that counts ioctls by request (`ioctl FS_IOC_SETFLAGS`).
 const IOCTL: &str = "ioctl ";
+
+/// ioctls the kernel's VFS answers from the descriptor or the inode without calling the file
+/// system (`do_vfs_ioctl`): the close-on-exec and non-blocking flags (a python program's
+/// `mmap` made one `FIOCLEX` on a file under the root), the block size, the bytes left to
+/// read. They do no I/O a replay would miss, so they are not counted as unseen.
+const VFS_ONLY_IOCTLS: [&str; 7] = [
+    "FIOCLEX", "FIONCLEX", "FIONBIO", "FIOASYNC", "FIGETBSZ", "FIONREAD", "FIOQSIZE",
+];
 
 /// A header's `unseen` in words: "12 io_uring_enter calls, 1 shared mapping never msync'd".
 pub fn unseen_text(unseen: &BTreeMap<String, u64>) -> String {
