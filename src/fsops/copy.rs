@@ -7,10 +7,14 @@
 //! through a large user buffer. A method the kernel refuses with an "unsupported here"
 //! errno is switched off for the rest of the run in the shared [`CopyStrategy`], so a tree
 //! of a million files pays for the refusal once, not a million times.
+//!
+//! The bytes themselves move through [`super::range_copy`], whose loops take explicit
+//! offsets, so a whole file's copy here and the replay of a clone a file system refuses
+//! (`workload::replay::reflink`) share them.
 
 use std::ffi::CStr;
 use std::fs::File;
-use std::io::{self, Read, Write};
+use std::io;
 use std::os::fd::{AsFd, BorrowedFd};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
@@ -18,6 +22,9 @@ use std::sync::Mutex;
 use rustix::fs::{AtFlags, FileType, Mode, OFlags, StatxFlags, Timestamps};
 use rustix::io::Errno;
 use xxhash_rust::xxh3::Xxh3Default;
+
+pub use super::range_copy::is_unsupported;
+use super::range_copy::{self, KernelCopy, Range};
 
 /// How a file's bytes got to the destination.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -103,17 +110,6 @@ pub struct CopiedFile {
     pub mode_kept: bool,
     /// xxh3-64 of the source's bytes, when the caller asked for it ([`copy_file_hashing`]).
     pub source_hash: Option<u64>,
-}
-
-/// Errnos that mean "this method does not work between these files here", after which the
-/// next method is tried. EXDEV: different file systems; EOPNOTSUPP/ENOTTY/ENOSYS: the file
-/// system or kernel lacks it; EINVAL: e.g. FUSE or older kernels refusing the range.
-pub fn is_unsupported(e: Errno) -> bool {
-    e == Errno::XDEV
-        || e == Errno::OPNOTSUPP
-        || e == Errno::NOTTY
-        || e == Errno::NOSYS
-        || e == Errno::INVAL
 }
 
 /// Size, mode and times of an open file, as `cp -a` keeps them.
@@ -212,7 +208,13 @@ pub fn copy_file_hashing(
 ) -> io::Result<CopiedFile> {
     let (src, dst, meta) = open_pair(src_dir, src_name, dst_dir, dst_name)?;
     let mut hasher = Xxh3Default::new();
-    let bytes = read_write(&src, &dst, buf, Some(&mut hasher))?;
+    let bytes = range_copy::by_buffer(
+        src.as_fd(),
+        dst.as_fd(),
+        Range::to_end(0),
+        buf,
+        Some(&mut hasher),
+    )?;
     let mode_kept = finish(&dst, &meta)?;
     Ok(CopiedFile {
         method: CopyMethod::ReadWrite,
@@ -253,79 +255,38 @@ fn copy_data(
         }
     }
     if strategy.copy_file_range.load(Ordering::Relaxed) {
-        match copy_range(src, dst, size, strategy)? {
-            RangeOutcome::Done => return Ok(CopyMethod::CopyFileRange),
+        match kernel_copy(src, dst, size, strategy)? {
+            KernelCopy::Moved(n) if n == size => return Ok(CopyMethod::CopyFileRange),
             // The kernel stopped early (short source, or a file system that copies nothing):
-            // the file offsets have advanced, so read/write continues from there.
-            RangeOutcome::Partial => {
-                read_write(src, dst, buf, None)?;
+            // read/write continues from where it stopped.
+            KernelCopy::Moved(n) => {
+                range_copy::by_buffer(src.as_fd(), dst.as_fd(), Range::to_end(n), buf, None)?;
                 return Ok(CopyMethod::CopyFileRange);
             }
-            RangeOutcome::Refused => {}
+            KernelCopy::Refused(e) => {
+                strategy.refuse(&strategy.copy_file_range, "copy_file_range", e)
+            }
         }
     }
-    read_write(src, dst, buf, None)?;
+    range_copy::by_buffer(src.as_fd(), dst.as_fd(), Range::to_end(0), buf, None)?;
     Ok(CopyMethod::ReadWrite)
 }
 
-enum RangeOutcome {
-    Done,
-    Partial,
-    Refused,
-}
-
-/// `copy_file_range` in chunks of at most 1 GiB until `size` bytes moved.
-fn copy_range(
+/// The whole file by `copy_file_range`, or the refusal a test asked the strategy to
+/// simulate, taken as the kernel's first answer would be.
+fn kernel_copy(
     src: &File,
     dst: &File,
     size: u64,
     strategy: &CopyStrategy,
-) -> io::Result<RangeOutcome> {
-    const CHUNK: u64 = 1 << 30;
-    let mut done = 0u64;
-    while done < size {
-        let simulated = strategy.simulated_cfr_refusal.load(Ordering::Relaxed);
-        let r = if simulated != 0 {
-            Err(Errno::from_raw_os_error(simulated as i32))
-        } else {
-            rustix::fs::copy_file_range(src, None, dst, None, (size - done).min(CHUNK) as usize)
-        };
-        match r {
-            Ok(0) => return Ok(RangeOutcome::Partial),
-            Ok(n) => done += n as u64,
-            Err(Errno::INTR) => continue,
-            Err(e) if done == 0 && is_unsupported(e) => {
-                strategy.refuse(&strategy.copy_file_range, "copy_file_range", e);
-                return Ok(RangeOutcome::Refused);
-            }
-            Err(e) => return Err(e.into()),
-        }
+) -> rustix::io::Result<KernelCopy> {
+    match strategy.simulated_cfr_refusal.load(Ordering::Relaxed) {
+        0 => range_copy::by_kernel(src.as_fd(), dst.as_fd(), Range::new(0, 0, size)),
+        errno => match Errno::from_raw_os_error(errno as i32) {
+            e if is_unsupported(e) => Ok(KernelCopy::Refused(e)),
+            e => Err(e),
+        },
     }
-    Ok(RangeOutcome::Done)
-}
-
-/// Copies from the current offset of `src` to the current offset of `dst` until EOF.
-fn read_write(
-    mut input: &File,
-    mut output: &File,
-    buf: &mut [u8],
-    mut hasher: Option<&mut Xxh3Default>,
-) -> io::Result<u64> {
-    let mut total = 0u64;
-    loop {
-        let n = match input.read(buf) {
-            Ok(0) => break,
-            Ok(n) => n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e),
-        };
-        if let Some(h) = hasher.as_deref_mut() {
-            h.update(&buf[..n]);
-        }
-        output.write_all(&buf[..n])?;
-        total += n as u64;
-    }
-    Ok(total)
 }
 
 #[cfg(test)]

@@ -1,7 +1,8 @@
 //! Fast file-system primitives shared by the data-set generator and the workloads, so that
 //! workloads measure the file system and not fsarena: reading a directory with
 //! `getdents64`/`statx` ([`dir`]), a parallel walker over it ([`walk`], [`list`]), xxh3
-//! hashing over large reusable buffers ([`hash`]), file copies ([`copy`]), a file's extents
+//! hashing over large reusable buffers ([`hash`]), file copies ([`copy`]) and the byte
+//! ranges they move between explicit offsets ([`range_copy`]), a file's extents
 //! from FIEMAP ([`extents`]), whether a file is all in the page cache ([`cached`]), cheap
 //! per-operation latency logs ([`latency`]), exact-size pools ([`pool`]), per-worker
 //! totals that add up ([`totals`]) and removing a tree in parallel ([`remove`]).
@@ -18,6 +19,7 @@ pub mod hash;
 pub mod latency;
 pub mod list;
 pub mod pool;
+pub mod range_copy;
 pub mod remove;
 pub mod totals;
 pub mod walk;

@@ -16,6 +16,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use rustix::io::Errno;
 
+use crate::fsops::copy::is_unsupported;
+use crate::fsops::range_copy::{self, KernelCopy, Range};
 use crate::trace::format::Call;
 
 /// What the clones of one replay did, counted as they are issued (the replay's threads
@@ -49,14 +51,9 @@ impl Clones {
     }
 }
 
-/// The range a clone covers: from `src_off` in the source, `len` bytes (to the source's
-/// end, as it is in the replay, for a whole-file clone or a range of length 0), to `dst_off`.
-struct Range {
-    src_off: u64,
-    len: u64,
-    dst_off: u64,
-}
-
+/// The range a clone covers: from the source's offset, its length (to the source's end, as
+/// it is in the replay, for a whole-file clone or a range of length 0), to the destination's
+/// offset.
 fn range(call: &Call, src: &OwnedFd) -> Result<Range, i32> {
     let size = rustix::fs::fstat(src)
         .map_err(|e| e.raw_os_error())?
@@ -69,11 +66,7 @@ fn range(call: &Call, src: &OwnedFd) -> Result<Range, i32> {
         Some(n) if n > 0 => n.min(rest),
         _ => rest,
     };
-    Ok(Range {
-        src_off,
-        len,
-        dst_off: call.offset.unwrap_or(0),
-    })
+    Ok(Range::new(src_off, call.offset.unwrap_or(0), len))
 }
 
 /// Issues the clone `call` from `src` to `dst`: the bytes it cloned or copied, or the errno
@@ -93,8 +86,8 @@ pub fn issue(call: &Call, src: &OwnedFd, dst: &OwnedFd, clones: &Clones) -> Resu
             Ok(r.len as i64)
         }
         // The program cloned here; this file system cannot: the bytes are copied instead.
-        Err(e) if call.ret.is_some() && crate::fsops::copy::is_unsupported(e) => {
-            let n = copy(src, dst, &r).map_err(|e| e.raw_os_error())?;
+        Err(e) if call.ret.is_some() && is_unsupported(e) => {
+            let n = copy(src, dst, r).map_err(|e| e.raw_os_error())?;
             clones.copied.fetch_add(1, Ordering::SeqCst);
             clones.bytes.fetch_add(n, Ordering::SeqCst);
             Ok(n as i64)
@@ -121,43 +114,15 @@ fn clone_range(src: &OwnedFd, dst: &OwnedFd, len: u64, r: &Range) -> rustix::io:
 }
 
 /// The range copied as a program that cannot clone copies it: copy_file_range where the
-/// file system takes it, else through a buffer. Returns the bytes copied.
-fn copy(src: &OwnedFd, dst: &OwnedFd, r: &Range) -> rustix::io::Result<u64> {
-    let (mut in_off, mut out_off) = (r.src_off, r.dst_off);
-    let end = r.src_off + r.len;
-    while in_off < end {
-        let want = (end - in_off).min(1 << 30) as usize;
-        match rustix::fs::copy_file_range(src, Some(&mut in_off), dst, Some(&mut out_off), want) {
-            Ok(0) => break,
-            Ok(_) | Err(Errno::INTR) => {}
-            Err(e) if in_off == r.src_off && crate::fsops::copy::is_unsupported(e) => {
-                return through_buffer(src, dst, r);
-            }
-            Err(e) => return Err(e),
+/// file system takes it (the bytes it moved, short where it stopped early), else through a
+/// buffer a MiB at a time (FUSE file systems that take no copy_file_range). Returns the
+/// bytes copied.
+fn copy(src: &OwnedFd, dst: &OwnedFd, r: Range) -> rustix::io::Result<u64> {
+    match range_copy::by_kernel(src.as_fd(), dst.as_fd(), r)? {
+        KernelCopy::Moved(n) => Ok(n),
+        KernelCopy::Refused(_) => {
+            let mut buf = vec![0u8; (1 << 20).min(r.len as usize)];
+            range_copy::by_buffer(src.as_fd(), dst.as_fd(), r, &mut buf, None)
         }
     }
-    Ok(in_off - r.src_off)
-}
-
-/// The range copied by pread and pwrite, a MiB at a time (FUSE file systems that take no
-/// copy_file_range).
-fn through_buffer(src: &OwnedFd, dst: &OwnedFd, r: &Range) -> rustix::io::Result<u64> {
-    let mut buf = vec![0u8; (1 << 20).min(r.len as usize)];
-    let mut done = 0u64;
-    while done < r.len {
-        let n = (r.len - done).min(buf.len() as u64) as usize;
-        let got = rustix::io::pread(src, &mut buf[..n], r.src_off + done)?;
-        if got == 0 {
-            break;
-        }
-        let mut put = 0;
-        while put < got {
-            match rustix::io::pwrite(dst, &buf[put..got], r.dst_off + done + put as u64)? {
-                0 => return Err(Errno::NOSPC),
-                n => put += n,
-            }
-        }
-        done += got as u64;
-    }
-    Ok(done)
 }
