@@ -1,5 +1,7 @@
+use super::disk_need::{log_images, populated_images, source_trees};
 use super::*;
 use crate::plan::catalogue;
+use crate::runner::fs_sizes::IMAGE_METADATA;
 
 fn plan(targets: &[&str], workloads: &[&str]) -> Plan {
     let targets = targets.iter().map(|t| catalogue::get(t).unwrap()).collect();
