@@ -223,6 +223,64 @@ pub fn record(options: &Options) -> Result<Recorded, RecordError> {
     let cwd = std::env::current_dir()
         .and_then(|d| d.canonicalize())
         .map_err(RecordError::Strace)?;
+    let before = super::overhead::calibrate(&FLAGS[..FLAGS.len() - 1]);
+    let ran = run_strace(options)?;
+    let read = read_calls(ran.lines, &root, &cwd)?;
+    let (spans, first, last) = (&read.spans, read.first, read.last);
+    let overhead = super::overhead::mean(
+        before,
+        super::overhead::calibrate(&FLAGS[..FLAGS.len() - 1]),
+    );
+    let clock = Clock::new(spans, overhead.as_ref());
+    let converter = read.converter;
+    let initial = snapshot.initial(&converter.used, &converter.listed);
+    let unseen = converter.unseen();
+    let mut trace = assemble(
+        options,
+        converter.threads(),
+        initial,
+        converter.calls,
+        &clock,
+    );
+    trace.header.duration_s = micros(clock.at(last));
+    trace.header.strace_overhead = overhead;
+    trace.header.outside_root = converter.counts.outside_root;
+    trace.header.file_mmaps = converter.counts.file_mmaps;
+    trace.header.unseen = unseen;
+    trace.header.fs_type = crate::sys::fs_name(&root);
+    trace.header.user_cpu_s = ran.user_cpu_s;
+    trace.header.program_time = overhead.map(|o| {
+        let time = ProgramTime::measured(last - first, spans.len(), o.call_s + o.gap_s);
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        ran.user_cpu_s.map_or(time, |user| {
+            time.computing_at_least(user, cpus.min(1 + read.made))
+        })
+    });
+    if options.anonymize {
+        super::anonymize::trace(&mut trace);
+    }
+    Ok(Recorded {
+        trace,
+        counts: converter.counts,
+        unreadable_lines: read.unreadable,
+        unreadable_dirs: snapshot.unreadable,
+        exit_code: ran.status.code(),
+        traced_s: micros(last - first),
+    })
+}
+
+/// What a command run under strace left: how it ended, its user CPU seconds (from its
+/// cgroup's `cpu.stat`, when it had one), and strace's lines.
+struct Ran {
+    status: std::process::ExitStatus,
+    user_cpu_s: Option<f64>,
+    /// Already unlinked: nothing of the run is left in the scratch directory.
+    lines: std::fs::File,
+}
+
+/// Runs the command under strace on one CPU. strace writes its lines to a file of the
+/// scratch directory, opened and removed as soon as the command ends, however it ended.
+fn run_strace(options: &Options) -> Result<Ran, RecordError> {
     let scratch = options.scratch.clone().unwrap_or_else(std::env::temp_dir);
     let out = scratch.join(format!(
         "fsarena-record-{}-{}.strace",
@@ -231,7 +289,6 @@ pub fn record(options: &Options) -> Result<Recorded, RecordError> {
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos())
     ));
-    let before = super::overhead::calibrate(&FLAGS[..FLAGS.len() - 1]);
     let status = super::overhead::spawn_on_one_cpu(
         strace_command(options.cgroup_procs.as_deref())
             .args(FLAGS)
@@ -255,6 +312,29 @@ pub fn record(options: &Options) -> Result<Recorded, RecordError> {
         (status, false) => status,
     };
     let lines = lines.map_err(|e| RecordError::NoOutput(e.to_string()))?;
+    Ok(Ran {
+        status,
+        user_cpu_s,
+        lines,
+    })
+}
+
+/// strace's lines joined into whole calls and converted, with each call's (start,
+/// duration), the first start and the last end among them, and the threads and processes
+/// the program made.
+struct Read {
+    converter: Converter,
+    /// Lines that could not be read ([`Joiner`]'s count).
+    unreadable: u64,
+    spans: Vec<(f64, f64)>,
+    first: f64,
+    last: f64,
+    /// Calls that made a thread or process ([`makes_a_thread`]).
+    made: usize,
+}
+
+/// Reads strace's lines; refuses output without one call in it.
+fn read_calls(lines: std::fs::File, root: &Path, cwd: &Path) -> Result<Read, RecordError> {
     let mut converter = Converter::new(&root.to_string_lossy(), &cwd.to_string_lossy());
     let mut joiner = Joiner::default();
     let mut spans = Vec::new();
@@ -272,44 +352,13 @@ pub fn record(options: &Options) -> Result<Recorded, RecordError> {
         return Err(RecordError::NoOutput("not one call in it".into()));
     };
     let last = spans.iter().map(|s| s.0 + s.1).fold(first, f64::max);
-    let overhead = super::overhead::mean(
-        before,
-        super::overhead::calibrate(&FLAGS[..FLAGS.len() - 1]),
-    );
-    let clock = Clock::new(&spans, overhead.as_ref());
-    let initial = snapshot.initial(&converter.used, &converter.listed);
-    let unseen = converter.unseen();
-    let mut trace = assemble(
-        options,
-        converter.threads(),
-        initial,
-        converter.calls,
-        &clock,
-    );
-    trace.header.duration_s = micros(clock.at(last));
-    trace.header.strace_overhead = overhead;
-    trace.header.outside_root = converter.counts.outside_root;
-    trace.header.file_mmaps = converter.counts.file_mmaps;
-    trace.header.unseen = unseen;
-    trace.header.fs_type = crate::sys::fs_name(&root);
-    trace.header.user_cpu_s = user_cpu_s;
-    trace.header.program_time = overhead.map(|o| {
-        let time = ProgramTime::measured(last - first, spans.len(), o.call_s + o.gap_s);
-        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-        user_cpu_s.map_or(time, |user| {
-            time.computing_at_least(user, cpus.min(1 + made))
-        })
-    });
-    if options.anonymize {
-        super::anonymize::trace(&mut trace);
-    }
-    Ok(Recorded {
-        trace,
-        counts: converter.counts,
-        unreadable_lines: joiner.unreadable,
-        unreadable_dirs: snapshot.unreadable,
-        exit_code: status.code(),
-        traced_s: micros(last - first),
+    Ok(Read {
+        converter,
+        unreadable: joiner.unreadable,
+        spans,
+        first,
+        last,
+        made,
     })
 }
 
