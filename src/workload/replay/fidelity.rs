@@ -111,36 +111,67 @@ pub struct Check<'a> {
     pub cloned: super::reflink::Cloned,
 }
 
+/// What the replay's threads logged, gathered by call: each call's result (by its index in
+/// the trace), and per operation the calls replayed, those left out, and the attribute
+/// calls refused here that the program had succeed.
+struct Tally<'l> {
+    results: Vec<Option<&'l Returned>>,
+    replayed: BTreeMap<Op, u64>,
+    skipped: BTreeMap<Op, u64>,
+    not_kept: BTreeMap<Op, u64>,
+}
+
 impl Check<'_> {
     /// Adds the self-check's figures, its note, and its warnings' metrics to `out`.
     pub fn add_to(&self, out: &mut Outcome) {
-        let mut results: Vec<Option<&Returned>> = vec![None; self.trace.calls.len()];
-        let mut replayed: BTreeMap<Op, u64> = BTreeMap::new();
-        let mut skipped: BTreeMap<Op, u64> = BTreeMap::new();
-        let mut not_kept: BTreeMap<Op, u64> = BTreeMap::new();
+        let tally = self.tally();
+        let (mut note, moved_all) = self.add_counts(&tally, &mut out.metrics);
+        self.add_time(&mut out.metrics, &mut out.notes, &mut note);
+        let unseen = self.add_warnings(out, &tally.not_kept);
+        if !tally.skipped.is_empty() || !moved_all || unseen {
+            out.metrics.insert("replay_incomplete".into(), 1.0);
+        }
+        self.add_clones(out, &mut note);
+        out.notes.push(note);
+    }
+
+    /// The threads' logs gathered by call.
+    fn tally(&self) -> Tally<'_> {
+        let mut t = Tally {
+            results: vec![None; self.trace.calls.len()],
+            replayed: BTreeMap::new(),
+            skipped: BTreeMap::new(),
+            not_kept: BTreeMap::new(),
+        };
         for (i, r, _) in self.logs.iter().flat_map(|l| &l.calls) {
             let call = &self.trace.calls[*i];
             let op = call.op;
             match r {
                 Some(r) => {
-                    results[*i] = Some(r);
-                    *replayed.entry(op).or_default() += 1;
+                    t.results[*i] = Some(r);
+                    *t.replayed.entry(op).or_default() += 1;
                     if call.ret.is_some() && super::check::not_kept(call, r) {
-                        *not_kept.entry(op).or_default() += 1;
+                        *t.not_kept.entry(op).or_default() += 1;
                     }
                 }
-                None => *skipped.entry(op).or_default() += 1,
+                None => *t.skipped.entry(op).or_default() += 1,
             }
         }
+        t
+    }
+
+    /// The calls replayed and left out by kind, and the bytes read, written and synced
+    /// against the trace's, as metrics; returns the self-check's note so far, and whether
+    /// the replay moved the trace's bytes exactly.
+    fn add_counts(&self, t: &Tally, m: &mut BTreeMap<String, f64>) -> (String, bool) {
         let want = bytes(self.script, |i| recorded(&self.script.calls[i]));
         let got = bytes(self.script, |i| {
-            results[i].and_then(|r| r.as_ref().ok().copied())
+            t.results[i].and_then(|r| r.as_ref().ok().copied())
         });
-        let m = &mut out.metrics;
-        for (op, n) in &replayed {
+        for (op, n) in &t.replayed {
             m.insert(format!("replayed_{}_calls", op_name(*op)), *n as f64);
         }
-        for (op, n) in &skipped {
+        for (op, n) in &t.skipped {
             m.insert(format!("skipped_{}_calls", op_name(*op)), *n as f64);
         }
         for (what, w, g) in [
@@ -151,11 +182,11 @@ impl Check<'_> {
             m.insert(format!("trace_{what}_bytes"), w as f64);
             m.insert(format!("replayed_{what}_bytes"), g as f64);
         }
-        let mut note = format!(
+        let note = format!(
             "self-check: {} calls replayed, {} left out{}; bytes read / written / synced {} / {} / {} (the trace's {} / {} / {})",
-            replayed.values().sum::<u64>(),
-            skipped.values().sum::<u64>(),
-            by_kind(&skipped),
+            t.replayed.values().sum::<u64>(),
+            t.skipped.values().sum::<u64>(),
+            by_kind(&t.skipped),
             got.read,
             got.written,
             got.synced,
@@ -163,8 +194,14 @@ impl Check<'_> {
             want.written,
             want.synced,
         );
-        let mut incomplete = !skipped.is_empty() || want != got;
-        self.add_time(m, &mut out.notes, &mut note);
+        (note, want == got)
+    }
+
+    /// The warnings beside the figures: attributes this file system keeps none of, a trace
+    /// recorded on another kind of file system, the I/O the trace could not hold. Says
+    /// whether there was such I/O (the replay is then incomplete).
+    fn add_warnings(&self, out: &mut Outcome, not_kept: &BTreeMap<Op, u64>) -> bool {
+        let m = &mut out.metrics;
         if !not_kept.is_empty() {
             m.insert(
                 "replay_attrs_not_kept".into(),
@@ -173,7 +210,7 @@ impl Check<'_> {
             out.notes.push(format!(
                 "fidelity: {} attribute calls{} succeeded for the program and were refused here, as this file system keeps no such attributes (extended attributes, owners): the program would have met the same",
                 not_kept.values().sum::<u64>(),
-                by_kind(&not_kept)
+                by_kind(not_kept)
             ));
         }
         let recorded_on = self.trace.header.fs_type.as_deref();
@@ -182,22 +219,18 @@ impl Check<'_> {
             out.notes.push(why);
         }
         let unseen = &self.trace.header.unseen;
-        if !unseen.is_empty() {
-            incomplete = true;
-            m.insert(
-                "replay_unseen_io".into(),
-                unseen.values().sum::<u64>() as f64,
-            );
-            out.notes.push(format!(
-                "fidelity: the trace could not hold some of the program's I/O, so the replay does not do it: {}",
-                crate::trace::calls::unseen_text(unseen)
-            ));
+        if unseen.is_empty() {
+            return false;
         }
-        if incomplete {
-            m.insert("replay_incomplete".into(), 1.0);
-        }
-        self.add_clones(out, &mut note);
-        out.notes.push(note);
+        m.insert(
+            "replay_unseen_io".into(),
+            unseen.values().sum::<u64>() as f64,
+        );
+        out.notes.push(format!(
+            "fidelity: the trace could not hold some of the program's I/O, so the replay does not do it: {}",
+            crate::trace::calls::unseen_text(unseen)
+        ));
+        true
     }
 
     /// The clones: their bytes as their own kind (a clone writes no data of its own where
