@@ -246,32 +246,43 @@ fn outcome(
     let waiting = waits.iter().filter(|w| !w.is_empty()).count();
     m.insert("calls_waiting_on_other_threads".into(), waiting as f64);
     m.insert("skipped_calls".into(), script.skipped.len() as f64);
-    // Per kind, `skipped_<op>_calls` is the self-check's (`fidelity`); the note below says why.
-    let skipped = skipped_by_op(trace, script);
     for (op, log) in by_op {
         super::mix::add_latency(m, &fidelity::op_name(op), log);
     }
-    out.notes.push(format!(
+    out.notes = notes(trace, script, calls, waiting, copies.len());
+    out
+}
+
+/// The phase's notes: what was replayed of which command, the copies issued as the program
+/// issued them, the calls left out by kind, and the mapped files the trace cannot see into.
+fn notes(
+    trace: &Trace,
+    script: &script::Script,
+    calls: usize,
+    waiting: usize,
+    copies: usize,
+) -> Vec<String> {
+    let mut notes = vec![format!(
         "replayed {calls} calls of {} recorded threads from `{}` ({} waited on another thread)",
         script.by_thread.len(),
         trace.header.command.join(" "),
         waiting
-    ));
-    if !copies.is_empty() {
-        out.notes.push(format!(
-            "{} copies between two files (copy_file_range, sendfile) were issued as the program issued them, one call for each copy's read and write records, so the file system could share extents as it did for the program",
-            copies.len()
+    )];
+    if copies > 0 {
+        notes.push(format!(
+            "{copies} copies between two files (copy_file_range, sendfile) were issued as the program issued them, one call for each copy's read and write records, so the file system could share extents as it did for the program"
         ));
     }
     if !script.skipped.is_empty() {
-        let kinds: Vec<String> = skipped
+        // Per kind, `skipped_<op>_calls` is the self-check's (`fidelity`); this says why.
+        let kinds: Vec<String> = skipped_by_op(trace, script)
             .iter()
             .map(|(op, (n, bytes))| match op {
                 Op::Read | Op::Write => format!("{n} {} ({bytes} bytes)", fidelity::op_name(*op)),
                 _ => format!("{n} {}", fidelity::op_name(*op)),
             })
             .collect();
-        out.notes.push(format!(
+        notes.push(format!(
             "{} of {} recorded calls were not replayed: their descriptors were made by no recorded open (stdin, a pipe): {}",
             script.skipped.len(),
             trace.calls.len(),
@@ -279,10 +290,10 @@ fn outcome(
         ));
     }
     if trace.header.file_mmaps > 0 {
-        out.notes.push(format!(
+        notes.push(format!(
             "the program memory-mapped {} files: that I/O is invisible to the trace and not replayed",
             trace.header.file_mmaps
         ));
     }
-    out
+    notes
 }
