@@ -88,39 +88,9 @@ pub enum Warning {
 impl fmt::Display for Warning {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Warning::WideSpread { metric, cv } if cv.is_finite() => write!(
-                f,
-                "{metric} varies {:.0} % between runs (CV) — small differences take many \
-                 runs to decide; make sure nothing else uses the disk or CPU",
-                cv * 100.0
-            ),
-            Warning::WideSpread { metric, .. } => write!(
-                f,
-                "{metric} scatters around zero, so its relative spread is unbounded — \
-                 compare absolute values instead"
-            ),
-            Warning::Outliers { metric, count } => write!(
-                f,
-                "{metric}: {} far from the others (more than {OUTLIER_SIGMAS} robust \
-                 standard deviations from the median) — something else may have run at the \
-                 same time; {} kept in the statistics, check the raw values",
-                runs(*count, "run is", "runs are"),
-                if *count == 1 { "it is" } else { "they are" }
-            ),
-            Warning::TooFewRuns { n: 0 } => write!(
-                f,
-                "no successful run — there is nothing to summarise; see the failures above"
-            ),
-            Warning::TooFewRuns { n } => write!(
-                f,
-                "only {} — {}; run with --runs {MIN_USEFUL_RUNS} or more",
-                runs(*n, "successful run", "successful runs"),
-                if *n == 1 {
-                    "no spread or confidence interval can be given"
-                } else {
-                    "the confidence interval is very wide"
-                }
-            ),
+            Warning::WideSpread { metric, cv } => wide_spread(f, metric, *cv),
+            Warning::Outliers { metric, count } => outliers(f, metric, *count),
+            Warning::TooFewRuns { n } => too_few_runs(f, *n),
             Warning::Failed { count } => write!(
                 f,
                 "{} failed and {} left out of the statistics — the remaining runs may flatter \
@@ -174,6 +144,56 @@ impl fmt::Display for Warning {
             ),
         }
     }
+}
+
+/// A metric's spread between runs: its CV, or, when it has none (a mean near zero), why.
+fn wide_spread(f: &mut fmt::Formatter<'_>, metric: &str, cv: f64) -> fmt::Result {
+    if cv.is_finite() {
+        write!(
+            f,
+            "{metric} varies {:.0} % between runs (CV) — small differences take many \
+             runs to decide; make sure nothing else uses the disk or CPU",
+            cv * 100.0
+        )
+    } else {
+        write!(
+            f,
+            "{metric} scatters around zero, so its relative spread is unbounded — \
+             compare absolute values instead"
+        )
+    }
+}
+
+/// Runs far from the others, kept in the statistics.
+fn outliers(f: &mut fmt::Formatter<'_>, metric: &str, count: usize) -> fmt::Result {
+    write!(
+        f,
+        "{metric}: {} far from the others (more than {OUTLIER_SIGMAS} robust \
+         standard deviations from the median) — something else may have run at the \
+         same time; {} kept in the statistics, check the raw values",
+        runs(count, "run is", "runs are"),
+        if count == 1 { "it is" } else { "they are" }
+    )
+}
+
+/// No successful run, or too few for a spread worth stating.
+fn too_few_runs(f: &mut fmt::Formatter<'_>, n: usize) -> fmt::Result {
+    if n == 0 {
+        return write!(
+            f,
+            "no successful run — there is nothing to summarise; see the failures above"
+        );
+    }
+    write!(
+        f,
+        "only {} — {}; run with --runs {MIN_USEFUL_RUNS} or more",
+        runs(n, "successful run", "successful runs"),
+        if n == 1 {
+            "no spread or confidence interval can be given"
+        } else {
+            "the confidence interval is very wide"
+        }
+    )
 }
 
 /// "1 run" / "3 runs".
