@@ -161,19 +161,6 @@ fn columns(s: &Section, baseline: &str, color: bool) -> (Vec<Col>, bool) {
         .filter(|c| *c != key && s.rows.iter().any(|r| r.shown_value(c).is_some()))
         .collect();
     let n_extra = extras.len();
-    let key_cells = s
-        .rows
-        .iter()
-        .zip(&cells)
-        .map(|(row, c)| {
-            let cell = Cell::new(format!("{}{}", c.key, c.mark));
-            match row.mark {
-                Some(Mark::Best) if color => cell.fg(Color::Green).add_attribute(Attribute::Bold),
-                Some(Mark::Worst) if color => cell.fg(Color::Red),
-                _ => cell,
-            }
-        })
-        .collect();
     let pick =
         |f: fn(&crate::report::model::format::RowCells) -> String| cells.iter().map(f).collect();
     let mut cols = vec![
@@ -187,13 +174,7 @@ fn columns(s: &Section, baseline: &str, color: bool) -> (Vec<Col>, bool) {
         Col::new("runs", pick(|c| c.runs.clone()))
             .numeric()
             .drop_rank(Some(n_extra + 1)),
-        Col {
-            header: header(key),
-            cells: key_cells,
-            drop_rank: None,
-            numeric: true,
-            shorter: Vec::new(),
-        },
+        key_col(s, &cells, color),
         Col::new("CV", pick(|c| c.cv.clone()))
             .numeric()
             .drop_rank(Some(n_extra)),
@@ -208,13 +189,46 @@ fn columns(s: &Section, baseline: &str, color: bool) -> (Vec<Col>, bool) {
                 .iter()
                 .any(|x| !matches!(x.content().as_str(), "" | "—"))
     });
-    // The other extras go first (rightmost first), then the amplifications.
+    cols.extend(extra_cols(s, &extras));
+    (cols, wide)
+}
+
+/// The key metric's column, the best row in bold green and the worst in red when colour is
+/// on; it never drops.
+fn key_col(s: &Section, cells: &[crate::report::model::format::RowCells], color: bool) -> Col {
+    let key_cells = s
+        .rows
+        .iter()
+        .zip(cells)
+        .map(|(row, c)| {
+            let cell = Cell::new(format!("{}{}", c.key, c.mark));
+            match row.mark {
+                Some(Mark::Best) if color => cell.fg(Color::Green).add_attribute(Attribute::Bold),
+                Some(Mark::Worst) if color => cell.fg(Color::Red),
+                _ => cell,
+            }
+        })
+        .collect();
+    Col {
+        header: header(&s.key_metric),
+        cells: key_cells,
+        drop_rank: None,
+        numeric: true,
+        shorter: Vec::new(),
+    }
+}
+
+/// The secondary columns, each ranked to drop when the width runs out: the other extras
+/// go first (rightmost first), then the amplifications.
+fn extra_cols(s: &Section, extras: &[&String]) -> Vec<Col> {
+    let n_extra = extras.len();
     let n_amp = extras
         .iter()
         .filter(|c| c.ends_with("amplification"))
         .count();
     let (mut other_rank, mut amp_rank) = (n_extra - n_amp, n_extra);
-    for c in &extras {
+    let mut cols = Vec::new();
+    for c in extras {
         let amplification = c.ends_with("amplification");
         let rank = if amplification {
             amp_rank -= 1;
@@ -234,7 +248,7 @@ fn columns(s: &Section, baseline: &str, color: bool) -> (Vec<Col>, bool) {
             .collect();
         cols.push(Col::new(header(c), values).numeric().drop_rank(Some(rank)));
     }
-    (cols, wide)
+    cols
 }
 
 /// The decision column, with its shorter forms for a narrow terminal.
