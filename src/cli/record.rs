@@ -196,22 +196,6 @@ impl Journaled {
     }
 }
 
-/// What the trace holds of I/O through the program's file mappings: their loads and stores
-/// are invisible to strace, but each `msync` of a shared one is a call the replay makes, as
-/// a write of the whole range synced (the program wrote back only the pages it had dirtied,
-/// which strace cannot see).
-fn mapped_io(mmaps: u64, trace: &crate::trace::format::Trace) -> String {
-    use crate::trace::format::Op;
-    let msyncs = trace.calls.iter().filter(|c| c.op == Op::Msync).count();
-    let mut s = format!("{mmaps} mmaps of files under the root: loads and stores through them are invisible to strace");
-    if msyncs > 0 {
-        s.push_str(&format!(
-            "; their {msyncs} msyncs are replayed as writes of each synced range whole (the program wrote back only the pages it had dirtied in them)"
-        ));
-    }
-    s
-}
-
 /// What was recorded and what was left out, in a few lines.
 fn summary(r: &record::Recorded, out: &std::path::Path) -> String {
     let h = &r.trace.header;
@@ -256,8 +240,8 @@ left out: {} calls outside the root, {} making, removing or renaming the root it
             "\n  the program's own computing: {user:.3} s of user CPU (the kernel's count, outside strace), which `--timing think` replays between its calls"
         ));
     }
-    if c.file_mmaps > 0 {
-        s.push_str(&format!("\n  {}", mapped_io(c.file_mmaps, &r.trace)));
+    if let Some(mapped) = crate::trace::calls::mapped_io_text(&r.trace) {
+        s.push_str(&format!("\n  {mapped}"));
     }
     if !h.unseen.is_empty() {
         s.push_str(&format!(

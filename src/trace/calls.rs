@@ -374,6 +374,31 @@ const VFS_ONLY_IOCTLS: [&str; 7] = [
     "FIOCLEX", "FIONCLEX", "FIONBIO", "FIOASYNC", "FIGETBSZ", "FIONREAD", "FIOQSIZE",
 ];
 
+/// What a trace holds of the I/O through a program's file mappings, in words (`fsarena
+/// record` and every replay of the trace say the same): their loads and stores are invisible
+/// to strace, but each `msync` of a shared one is a call the replay makes, as a write of the
+/// whole range synced, while the program wrote back only the pages it had dirtied in it.
+pub fn mapped_io_text(trace: &super::format::Trace) -> Option<String> {
+    let mmaps = trace.header.file_mmaps;
+    if mmaps == 0 {
+        return None;
+    }
+    let msyncs = trace.calls.iter().filter(|c| c.op == Op::Msync).count();
+    let mut s = format!(
+        "the program memory-mapped {mmaps} file{}: loads and stores through them are invisible to the trace",
+        if mmaps == 1 { "" } else { "s" }
+    );
+    if msyncs > 0 {
+        s.push_str(&format!(
+            "; {msyncs} msync{} of shared mappings {} replayed as {} of each synced range whole (the program wrote back only the pages it had dirtied in them)",
+            if msyncs == 1 { "" } else { "s" },
+            if msyncs == 1 { "is" } else { "are" },
+            if msyncs == 1 { "a write" } else { "writes" }
+        ));
+    }
+    Some(s)
+}
+
 /// A header's `unseen` in words: "12 io_uring_enter calls, 1 shared mapping never msync'd".
 pub fn unseen_text(unseen: &BTreeMap<String, u64>) -> String {
     unseen

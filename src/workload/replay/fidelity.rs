@@ -251,8 +251,9 @@ impl Check<'_> {
         m.insert("clones_sharing_extents".into(), c.shared as f64);
         m.insert("clones_replayed_as_copies".into(), c.copied as f64);
         note.push_str(&format!(
-            "; {} clones ({} bytes, not counted as written) of the trace's {recorded}",
+            "; {} clone{} ({} bytes, not counted as written) of the trace's {recorded}",
             c.shared + c.copied,
+            if c.shared + c.copied == 1 { "" } else { "s" },
             c.bytes
         ));
         if c.copied > 0 {

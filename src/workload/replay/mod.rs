@@ -263,8 +263,9 @@ fn notes(
     copies: usize,
 ) -> Vec<String> {
     let mut notes = vec![format!(
-        "replayed {calls} calls of {} recorded threads from `{}` ({} waited on another thread)",
+        "replayed {calls} calls of {} recorded thread{} from `{}` ({} waited on another thread)",
         script.by_thread.len(),
+        if script.by_thread.len() == 1 { "" } else { "s" },
         trace.header.command.join(" "),
         waiting
     )];
@@ -289,11 +290,6 @@ fn notes(
             kinds.join(", ")
         ));
     }
-    if trace.header.file_mmaps > 0 {
-        notes.push(format!(
-            "the program memory-mapped {} files: that I/O is invisible to the trace and not replayed",
-            trace.header.file_mmaps
-        ));
-    }
+    notes.extend(crate::trace::calls::mapped_io_text(trace));
     notes
 }
