@@ -25,6 +25,7 @@ time to ext4's is compared between the replay and the program: the error is
 |replay ratio / program ratio - 1|.
 
 Usage: sudo bench/replay_corpus.py [--runs N] [--programs a,b] [--timings fast,think,original]
+                                   [--fsarena BINARY]
                                    [--timings think,think-without-cpu]
                                    [--size SIZE] [--record-on FS] [--out DIR] [--report]
 Resumable: with the same --out it keeps the traces and the repetitions already measured and
@@ -288,7 +289,12 @@ def main():
                     help="record on a fresh file system of this type (default: the host's disk)")
     ap.add_argument("--out", default=os.path.join(rf.REPO, "bench", "results", "replay-corpus"))
     ap.add_argument("--report", action="store_true", help="only print the table from --out")
+    ap.add_argument("--fsarena", help="the fsarena binary that records and replays (default: "
+                    "this tree's release build; another build's, to compare two back to back "
+                    "on the same traces, copied with their .json into a fresh --out)")
     a = ap.parse_args()
+    if a.fsarena:
+        rf.FSARENA = os.path.abspath(a.fsarena)
     a.timings = [t for t in a.timings.split(",") if t]
     # The replays run in other directories: a relative --out would name another place there.
     a.out = os.path.abspath(a.out)

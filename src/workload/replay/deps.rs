@@ -13,6 +13,17 @@
 //! threads are kept, the latest per thread (a thread completes its calls in order). "Recorded
 //! start order" is corrected where two threads' calls overlapped and their results show the
 //! kernel ran them the other way round (`super::order`).
+//!
+//! Finally a call waits for every call of another thread that had ended a pause's worth
+//! ([`THINK_MIN`]) before it started ([`Settled`]). A program's processes also hand each
+//! other data through pipes and sockets, which no file call shows: `rsync`'s receiver writes
+//! a file only once its sender has read it and sent it over their socket. By resources
+//! alone the receiver's writes waited for nothing of the sender's, and in its replay the
+//! receiver ran up to 91-125 files ahead of the sender, where the program's receiver is never
+//! ahead (2 to 43 files behind): the receiver's work overlapped other parts of the sender's
+//! than in the program (bench/journal/replay-fidelity.md, 2026-11-29). Calls recorded
+//! closer than that, whose order strace's stamps cannot tell apart, still go as the
+//! resources allow.
 
 use std::collections::HashMap;
 
@@ -158,9 +169,11 @@ pub fn waits(script: &Script) -> Vec<Vec<Wait>> {
     let mut out = vec![Vec::new(); calls.len()];
     let mut last_of_thread: Vec<Option<usize>> = vec![None; script.by_thread.len()];
     let mut exits = Exits::new(script);
+    let mut settled = Settled::new(script);
     for i in super::order::order(script) {
         let touched = touches(script, i);
         let mut before: Vec<usize> = exits.before(script, i);
+        before.extend(settled.before(script, i));
         if is_barrier(&calls[i]) {
             before.extend(last_of_thread.iter().flatten());
         }
@@ -240,6 +253,75 @@ impl Exits {
         self.taken[i] = true;
         out
     }
+}
+
+/// How long before a call another thread's call must have ended, as recorded, for the call
+/// to wait for it: the millisecond `pace::THINK_MIN` takes for a pause (below it strace's
+/// own cost, calibrated away, is of the order of the gaps themselves, so the stamps of two
+/// threads' calls that close cannot say which came first).
+const THINK_MIN: f64 = 1e-3;
+
+/// The calls of other threads that had ended at least [`THINK_MIN`] before a call started,
+/// as recorded: order the recording shows clearly, kept where the trace cannot see why (a
+/// pipe or a socket between the program's processes).
+struct Settled {
+    /// Every call, earliest recorded end first.
+    by_end: Vec<usize>,
+    /// How many of `by_end` have settled so far.
+    next: usize,
+    /// The settled calls in the order they settled: each thread takes the ones since its
+    /// previous call (its own order covers what it waited for before).
+    log: Vec<usize>,
+    /// Per thread, how much of `log` its calls have taken.
+    seen: Vec<usize>,
+    /// Per call, whether `waits` has taken it (a wait may only point back in its order).
+    taken: Vec<bool>,
+}
+
+impl Settled {
+    fn new(script: &Script) -> Settled {
+        let calls = script.calls;
+        let mut by_end: Vec<usize> = (0..calls.len()).collect();
+        by_end.sort_by(|&a, &b| end(&calls[a]).total_cmp(&end(&calls[b])).then(a.cmp(&b)));
+        Settled {
+            by_end,
+            next: 0,
+            log: Vec::new(),
+            seen: vec![0; script.by_thread.len()],
+            taken: vec![false; calls.len()],
+        }
+    }
+
+    /// The calls of other threads that settled before call `i` and its thread has not
+    /// waited for yet. A call `order` has not taken yet holds the others back until it is
+    /// (it settles later, never out of its order).
+    fn before(&mut self, script: &Script, i: usize) -> Vec<usize> {
+        let calls = script.calls;
+        let call = &calls[i];
+        while let Some(&j) = self.by_end.get(self.next) {
+            if end(&calls[j]) + THINK_MIN > call.start || !self.taken[j] {
+                break;
+            }
+            self.log.push(j);
+            self.next += 1;
+        }
+        self.taken[i] = true;
+        let Some(seen) = self.seen.get_mut(call.thread as usize) else {
+            return Vec::new();
+        };
+        let new = self.log[*seen..]
+            .iter()
+            .copied()
+            .filter(|&j| calls[j].thread != call.thread)
+            .collect();
+        *seen = self.log.len();
+        new
+    }
+}
+
+/// When a call returned, on the trace's clock.
+fn end(call: &Call) -> f64 {
+    call.start + call.dur
 }
 
 /// The waits on other threads than `own`, only the latest call of each.

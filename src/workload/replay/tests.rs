@@ -540,8 +540,8 @@ fn a_process_that_started_after_another_ended_waits_for_its_end() {
         vec![
             at(on_path(0, Op::Mkdir, "mkdir", "clone", None), 0.0),
             at(on_path(2, Op::Stat, "newfstatat", "other", None), 0.0005),
-            at(on_path(0, Op::Mkdir, "mkdir", "clone/last", None), 1.0),
-            at(on_path(2, Op::Stat, "newfstatat", "other", None), 1.0005),
+            at(on_path(0, Op::Mkdir, "mkdir", "clone/last", None), 0.0012),
+            at(on_path(2, Op::Stat, "newfstatat", "other", None), 0.0018),
             at(on_path(1, Op::Stat, "newfstatat", "config", None), 2.0),
             at(on_path(1, Op::Stat, "newfstatat", "config", None), 2.1),
         ],
@@ -553,7 +553,8 @@ fn a_process_that_started_after_another_ended_waits_for_its_end() {
         [Wait { thread: 0, pos: 1 }, Wait { thread: 2, pos: 1 }]
     );
     assert!(w[5].is_empty(), "its next call follows it in its own order");
-    // Threads 0 and 2 overlapped: neither waits for the other.
+    // Threads 0 and 2 overlapped, their calls under a millisecond apart: neither waits for
+    // the other.
     assert!(w[..4].iter().all(|w| w.is_empty()), "{w:?}");
 }
 
@@ -583,4 +584,55 @@ fn only_a_copy_between_two_recorded_files_is_paired() {
     let script = resolve(&t);
     let pairs: Vec<(usize, usize)> = copies(&script).into_iter().collect();
     assert_eq!(pairs, vec![(2, 3)]);
+}
+
+/// Defect (issue 56): rsync's receiver writes a file only after its sender has read it and
+/// sent it over their socket, which no file call shows. Its replay's receiver waited for
+/// nothing of the sender's and ran up to 91-125 files ahead of it, where the program's is
+/// never ahead. A call now waits for what other threads had finished a
+/// millisecond or more before it started, as recorded; calls closer than that do not.
+#[test]
+fn rsync_s_receiver_does_not_run_ahead_of_its_sender() {
+    let at = |c: Call, start: f64| Call {
+        start,
+        dur: 0.0001,
+        ..c
+    };
+    // From rsync -a src/ dst/ recorded: the sender (0) reads src/a and src/b; the receiver
+    // (1) creates dst/.a.X 0.6 ms after the read of src/a, dst/.b.X 2 ms after that of b.
+    let t = trace(
+        2,
+        vec![
+            initial("src/a", Kind::File, Some(10)),
+            initial("src/b", Kind::File, Some(10)),
+            initial("dst", Kind::Dir, None),
+        ],
+        vec![
+            at(open(0, "src/a", &["O_RDONLY"], 3), 0.0),
+            at(on_fd(0, Op::Read, "read", 3, Some(10), 10), 0.0002),
+            at(on_fd(0, Op::Close, "close", 3, None, 0), 0.0004),
+            at(
+                open(1, "dst/.a.X", &["O_RDWR", "O_CREAT", "O_EXCL"], 3),
+                0.0010,
+            ),
+            at(open(0, "src/b", &["O_RDONLY"], 3), 0.0020),
+            at(on_fd(0, Op::Read, "read", 3, Some(10), 10), 0.0030),
+            at(on_fd(0, Op::Close, "close", 3, None, 0), 0.0032),
+            at(
+                open(1, "dst/.b.X", &["O_RDWR", "O_CREAT", "O_EXCL"], 3),
+                0.0060,
+            ),
+        ],
+    );
+    let w = waits(&resolve(&t));
+    assert!(
+        w[3].is_empty(),
+        "0.6 ms after the read: too close to order, {w:?}"
+    );
+    // Everything the sender had done by 5 ms: its read of src/b and the close after it.
+    assert_eq!(w[7], [Wait { thread: 0, pos: 5 }], "{w:?}");
+    // Both ways: the sender's read of b, 1.9 ms after the receiver's create, waits for it.
+    assert_eq!(w[5], [Wait { thread: 1, pos: 0 }], "{w:?}");
+    assert!(w[..3].iter().all(|w| w.is_empty()), "{w:?}");
+    assert!(w[4].is_empty() && w[6].is_empty(), "{w:?}");
 }
