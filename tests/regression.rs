@@ -3013,6 +3013,63 @@ fn cp_a_on_btrfs_is_recorded_with_its_clones_and_replays_the_bytes_on_ext4() {
     assert_no_leftovers(&root.path);
 }
 
+/// Defect (issue 56): `cp` tries FICLONE and, refused (ext4, tmpfs), copies with
+/// copy_file_range. Replayed on btrfs the recorded clone succeeds, and the replay went on to
+/// issue the copy too, which `cp` on btrfs never makes (the corpus's cp -a: 1,246
+/// copy_file_range, 8-10 ms of a 0.06-0.08 s replay). Recorded on tmpfs, replayed on btrfs:
+/// the three clones share extents, their six copies (the bytes, then the one that returned
+/// 0, per file) are not issued, and the tree check still finds each file's bytes.
+#[test]
+fn cp_s_copy_after_a_refused_clone_is_not_replayed_where_the_clone_succeeds() {
+    require_root();
+    let root = TestRoot::new("reg-cp-fallback");
+    let mut made = Made::default();
+    let mnt = root.path.join("tmpfs");
+    made.mount(&["-t", "tmpfs", "-o", "size=16m", "tmpfs"], &mnt);
+    std::fs::create_dir(mnt.join("src")).unwrap();
+    for (i, name) in ["f1", "f2", "f3"].iter().enumerate() {
+        let bytes: Vec<u8> = (0..100_000u32).map(|b| (b * 7 + i as u32) as u8).collect();
+        std::fs::write(mnt.join("src").join(name), bytes).unwrap();
+    }
+    let trace = root.path.join("cp.fstrace");
+    let rec = Command::new(bin())
+        .current_dir(&mnt)
+        .args(["record", "--out"])
+        .arg(&trace)
+        .arg("--root")
+        .arg(&mnt)
+        .args(["--", "cp", "-a", "src", "dst"])
+        .output()
+        .unwrap();
+    assert_exit(&rec, 0);
+    drop(made);
+    let (out, work) = root.out_work();
+    let args = [
+        "--workload",
+        "replay",
+        "--trace",
+        trace.to_str().unwrap(),
+        "--target",
+        "btrfs",
+        "--fs-size",
+        "1G",
+        "--runs",
+        "1",
+    ];
+    let run = run_quiet(&args, &out, &work);
+    assert_exit(&run, 0);
+    let m = common::measurements(&out).remove(0);
+    assert_eq!(m["status"], "ok", "{m}");
+    assert_eq!(m["metrics"]["clones_sharing_extents"], 3.0, "{m}");
+    assert_eq!(m["metrics"]["copies_made_by_clones"], 6.0, "{m}");
+    assert_eq!(
+        m["metrics"]["replay_incomplete"],
+        serde_json::Value::Null,
+        "{m}"
+    );
+    assert_no_leftovers(&root.path);
+}
+
 /// `fsarena record` said two things of the program's untraced time: "~0.114 s without it"
 /// (the trace's clock) and "0.000 s estimated" (the bracket), for a `sort` that computed for
 /// 0.19 s and took 0.4-0.5 s untraced: on a busy machine strace's cost, calibrated beside

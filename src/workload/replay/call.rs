@@ -324,11 +324,18 @@ impl Target {
         ))
     }
 
-    /// A clone from the file in slot `from` to the one in slot `to` (`super::reflink`).
-    pub fn clone_file(&self, call: &Call, from: Option<usize>, to: Option<usize>) -> Returned {
+    /// A clone (call `index`) from the file in slot `from` to the one in slot `to`
+    /// (`super::reflink`).
+    pub fn clone_file(
+        &self,
+        index: usize,
+        call: &Call,
+        from: Option<usize>,
+        to: Option<usize>,
+    ) -> Returned {
         let src = self.fd(from.ok_or(libc::EBADF)?)?;
         let dst = self.fd(to.ok_or(libc::EBADF)?)?;
-        super::reflink::issue(call, &src, &dst, &self.clones)
+        super::reflink::issue(index, call, &src, &dst, &self.clones)
     }
 
     fn write(&self, fd: &OwnedFd, call: &Call, slot: usize, size: usize) -> Returned {

@@ -250,12 +250,20 @@ impl Check<'_> {
         m.insert("replayed_cloned_bytes".into(), c.bytes as f64);
         m.insert("clones_sharing_extents".into(), c.shared as f64);
         m.insert("clones_replayed_as_copies".into(), c.copied as f64);
+        m.insert("copies_made_by_clones".into(), c.made_copies as f64);
         note.push_str(&format!(
             "; {} clone{} ({} bytes, not counted as written) of the trace's {recorded}",
             c.shared + c.copied,
             if c.shared + c.copied == 1 { "" } else { "s" },
             c.bytes
         ));
+        if c.made_copies > 0 {
+            out.notes.push(format!(
+                "fidelity: {} copies the program made after a clone that failed for it were not issued: the clone succeeded on {}, where the program would have made no copy",
+                c.made_copies,
+                self.fs_type.as_deref().unwrap_or("this file system")
+            ));
+        }
         if c.copied > 0 {
             out.notes.push(format!(
                 "fidelity: {} clones replayed as copies on {}, which cannot share extents: the files hold what the program's did, but this file system wrote the bytes the program's shared",

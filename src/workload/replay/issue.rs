@@ -257,6 +257,16 @@ impl Thread<'_> {
         if let Some((_, r)) = copied.take_if(|(j, _)| *j == i) {
             return (Some(r), 0);
         }
+        if let Some(&j) = self
+            .copies
+            .get(&i)
+            .filter(|_| self.target.clones.made_here(i))
+        {
+            // The program's copy after its clone failed; the clone succeeded here.
+            let recorded = |c: &crate::trace::format::Call| Ok(c.ret.unwrap_or(0));
+            *copied = Some((j, recorded(&self.script.calls[j])));
+            return (Some(recorded(call)), 0);
+        }
         let c0 = Instant::now();
         let r = match (self.copies.get(&i), slot) {
             (Some(&j), Some(from)) => {
@@ -267,7 +277,7 @@ impl Thread<'_> {
             }
             _ if call.op == Op::Clone => {
                 let from = self.script.source.get(&i).copied();
-                self.target.clone_file(call, from, slot)
+                self.target.clone_file(i, call, from, slot)
             }
             _ => self.target.issue(call, slot, buf),
         };

@@ -183,7 +183,7 @@ fn target(ctx: &Ctx, script: &script::Script) -> Result<Target, WorkloadError> {
             .collect(),
         pool_of,
         pools,
-        clones: reflink::Clones::default(),
+        clones: reflink::Clones::new(script, &script::copies(script)),
     })
 }
 
@@ -219,7 +219,9 @@ fn outcome(
         let Some(r) = r else { continue };
         let op = trace.calls[*i].op;
         calls += 1;
-        if !copy_writes.contains(i) {
+        // A call that issued nothing (a copy a clone made here, a close of one of several
+        // names) took no time of its own: it is counted, not timed.
+        if !copy_writes.contains(i) && *ns > 0 {
             by_op.entry(op).or_default().0.push(*ns);
         }
         match (op, r) {
