@@ -12,6 +12,12 @@ bench/replay_corpus.py makes it:
   (btrfs's name its fsid, ext4's a loop device);
 - the requests read from and written to its loop device, how many reads began where the one
   before ended (how much of the tree's reading was sequential), and the device's flushes;
+- the system calls of the program's processes (or the replay's threads) by name, the time
+  inside them by name, and the time outside them (the program's computing, or the replay's
+  own work between calls), so that the calls of the two can be compared kind by kind;
+- on xfs, the tracepoints that tell syncs, transactions, timestamp updates and write faults
+  on shared mappings apart (`xfs_write_fault`: sqlite's WAL index, stored to through a
+  mapping the trace cannot see);
 - from the system calls of the program's processes (or the replay's threads): at each rename
   of the thread that renames most (rsync's receiver), how many files the thread that opens
   most besides it (rsync's sender) had read by then: whether the writer stays behind the
@@ -25,7 +31,7 @@ their last, which writes back what the replay wrote as the program's `sync -f` d
 device figures are the cell's own, of its measured phase). Counts do not depend on the load
 beside the run; the seconds printed do.
 
-Usage: sudo bench/replay_kernel_counts.py --program NAME --fs ext4|xfs|btrfs
+Usage: sudo bench/replay_kernel_counts.py --program NAME --fs ext4|xfs|btrfs|ntfs
                                           [--trace FILE] [--what program|replay|both]
                                           [--fsarena BINARY]
 Needs root. Removes what it made on any exit.
@@ -52,7 +58,9 @@ BTRFS = ("btrfs_transaction_commit btrfs_sync_file btrfs_sync_fs btrfs_ordered_e
          "btrfs_cow_block btrfs_inode_new btrfs_inode_evict btrfs_reserve_extent "
          "btrfs_get_extent_show_fi_inline btrfs_get_extent_show_fi_regular "
          "add_delayed_ref_head btrfs_tree_lock btrfs_tree_read_lock").split()
-EVENTS = ([f"btrfs/{e}" for e in BTRFS] + ["ext4/ext4_sync_file_enter", "block/block_rq_issue",
+XFS = "xfs_file_fsync xfs_log_force xfs_trans_commit xfs_update_time xfs_write_fault".split()
+EVENTS = ([f"btrfs/{e}" for e in BTRFS] + [f"xfs/{e}" for e in XFS] +
+          ["ext4/ext4_sync_file_enter", "block/block_rq_issue",
           "raw_syscalls/sys_enter", "raw_syscalls/sys_exit", "task/task_newtask"])
 NR = {"read": 0, "close": 3, "getdents64": 217, "openat": 257, "renameat": 264, "renameat2": 316, "mount": 165,
       "syncfs": 306, "move_mount": 429}
@@ -143,7 +151,48 @@ def fs_events(evs, fs):
                 out["btrfs_sync_file (datasync)"] += 1
         elif ev == "ext4_sync_file_enter" and fs == "ext4" and rest.startswith("dev 7,"):
             out[ev] += 1
+        elif ev in XFS and fs == "xfs" and rest.startswith("dev 7:"):
+            out[ev] += 1
     return out
+
+
+def syscall_names():
+    """System call numbers to names, from the kernel headers (linux-libc-dev)."""
+    names = {}
+    try:
+        with open("/usr/include/x86_64-linux-gnu/asm/unistd_64.h") as f:
+            for line in f:
+                p = line.split()
+                if len(p) == 3 and p[0] == "#define" and p[1].startswith("__NR_"):
+                    names[int(p[2])] = p[1][5:]
+    except OSError:
+        pass
+    return names
+
+
+def syscalls(evs, threads):
+    """The followed threads' system calls by name, the milliseconds inside them by name
+    (each enter paired with its thread's next exit), and the seconds outside them between
+    their first call and their last."""
+    names, calls, inside, pending = syscall_names(), collections.Counter(), collections.Counter(), {}
+    first = last = None
+    for t, _, pid, ev, rest in evs:
+        if pid not in threads or ev not in ("sys_enter", "sys_exit"):
+            continue
+        if ev == "sys_enter":
+            name = names.get(nr(rest), str(nr(rest)))
+            calls[name] += 1
+            pending[pid] = (name, t)
+            first = t if first is None else first
+        elif pid in pending:
+            name, t0 = pending.pop(pid)
+            inside[name] += t - t0
+            last = t
+    if first is None or last is None:
+        return None
+    return {"calls": sum(calls.values()), "by_name": dict(calls.most_common()),
+            "inside_ms": {k: round(v * 1000, 1) for k, v in inside.most_common(12)},
+            "outside_s": round(last - first - sum(inside.values()), 4)}
 
 
 def device_reads(evs):
@@ -252,7 +301,7 @@ def run_replay(a, trace, work):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--program", required=True, choices=[p.name for p in PROGRAMS])
-    ap.add_argument("--fs", required=True, choices=["ext4", "xfs", "btrfs"])
+    ap.add_argument("--fs", required=True, choices=["ext4", "xfs", "btrfs", "ntfs"])
     ap.add_argument("--trace", help="replay this trace instead of recording the program")
     ap.add_argument("--what", default="both", choices=["program", "replay", "both"])
     ap.add_argument("--size", default="64G")
@@ -281,6 +330,7 @@ def main():
                               "seconds": round(seconds, 4), "device": dev,
                               "device_reads_traced": reads, "contiguous_reads": contiguous,
                               "events": dict(sorted(fs_events(evs, a.fs).items())),
+                              "syscalls": syscalls(evs, threads),
                               "writer_behind_reader": coupling(evs, threads)}))
             shutil.rmtree(os.path.join(work, "out"), ignore_errors=True)
     finally:
