@@ -2952,6 +2952,47 @@ fn fsyncs_that_reached_the_device_raise_no_warning() {
     assert!(!warned_unflushed(&ms, "exfat") && !warned_unflushed(&ms, "ext4"));
 }
 
+/// Three 100 kB files in `mnt/src`, and `cp -a src dst` recorded there into `trace`.
+fn record_cp_a_of_three_files(mnt: &Path, trace: &Path) {
+    std::fs::create_dir(mnt.join("src")).unwrap();
+    for (i, name) in ["f1", "f2", "f3"].iter().enumerate() {
+        let bytes: Vec<u8> = (0..100_000u32).map(|b| (b * 7 + i as u32) as u8).collect();
+        std::fs::write(mnt.join("src").join(name), bytes).unwrap();
+    }
+    let rec = Command::new(bin())
+        .current_dir(mnt)
+        .args(["record", "--out"])
+        .arg(trace)
+        .arg("--root")
+        .arg(mnt)
+        .args(["--", "cp", "-a", "src", "dst"])
+        .output()
+        .unwrap();
+    assert_exit(&rec, 0);
+}
+
+/// One replay of `trace` on a 1 GiB `target`: its measurement, which must be `ok`.
+fn replay_once_on(root: &TestRoot, trace: &Path, target: &str) -> serde_json::Value {
+    let (out, work) = root.out_work();
+    let args = [
+        "--workload",
+        "replay",
+        "--trace",
+        trace.to_str().unwrap(),
+        "--target",
+        target,
+        "--fs-size",
+        "1G",
+        "--runs",
+        "1",
+    ];
+    let run = run_quiet(&args, &out, &work);
+    assert_exit(&run, 0);
+    let m = common::measurements(&out).remove(0);
+    assert_eq!(m["status"], "ok", "{m}");
+    m
+}
+
 /// Defect (#56): `record` did not trace `ioctl`. On btrfs `cp -a` (coreutils 9.1, reflink
 /// by default) copies each file with `ioctl(FICLONE)` alone, so its recording held opens,
 /// attributes and closes and no data: the replay made empty files and its self-check agreed
@@ -2963,23 +3004,9 @@ fn cp_a_on_btrfs_is_recorded_with_its_clones_and_replays_the_bytes_on_ext4() {
     require_root();
     let fsys = common::loop_btrfs::LoopBtrfs::new(256 << 20);
     let mnt = fsys.mnt();
-    std::fs::create_dir(mnt.join("src")).unwrap();
-    for (i, name) in ["f1", "f2", "f3"].iter().enumerate() {
-        let bytes: Vec<u8> = (0..100_000u32).map(|b| (b * 7 + i as u32) as u8).collect();
-        std::fs::write(mnt.join("src").join(name), bytes).unwrap();
-    }
     let root = TestRoot::new("reg-cp-reflink");
     let trace = root.path.join("cp.fstrace");
-    let rec = Command::new(bin())
-        .current_dir(&mnt)
-        .args(["record", "--out"])
-        .arg(&trace)
-        .arg("--root")
-        .arg(&mnt)
-        .args(["--", "cp", "-a", "src", "dst"])
-        .output()
-        .unwrap();
-    assert_exit(&rec, 0);
+    record_cp_a_of_three_files(&mnt, &trace);
     let file = std::fs::File::open(&trace).unwrap();
     let lines = fsarena::trace::format::lines_of(file).unwrap();
     let recorded = fsarena::trace::format::read(lines).unwrap();
@@ -2990,24 +3017,7 @@ fn cp_a_on_btrfs_is_recorded_with_its_clones_and_replays_the_bytes_on_ext4() {
         .count();
     assert_eq!(clones, 3, "{:#?}", recorded.calls);
     drop(fsys);
-
-    let (out, work) = root.out_work();
-    let args = [
-        "--workload",
-        "replay",
-        "--trace",
-        trace.to_str().unwrap(),
-        "--target",
-        "ext4",
-        "--fs-size",
-        "1G",
-        "--runs",
-        "1",
-    ];
-    let run = run_quiet(&args, &out, &work);
-    assert_exit(&run, 0);
-    let m = common::measurements(&out).remove(0);
-    assert_eq!(m["status"], "ok", "{m}");
+    let m = replay_once_on(&root, &trace, "ext4");
     assert_eq!(m["metrics"]["clones_replayed_as_copies"], 3.0, "{m}");
     assert_eq!(m["metrics"]["replayed_cloned_bytes"], 300_000.0, "{m}");
     assert_no_leftovers(&root.path);
@@ -3026,40 +3036,10 @@ fn cp_s_copy_after_a_refused_clone_is_not_replayed_where_the_clone_succeeds() {
     let mut made = Made::default();
     let mnt = root.path.join("tmpfs");
     made.mount(&["-t", "tmpfs", "-o", "size=16m", "tmpfs"], &mnt);
-    std::fs::create_dir(mnt.join("src")).unwrap();
-    for (i, name) in ["f1", "f2", "f3"].iter().enumerate() {
-        let bytes: Vec<u8> = (0..100_000u32).map(|b| (b * 7 + i as u32) as u8).collect();
-        std::fs::write(mnt.join("src").join(name), bytes).unwrap();
-    }
     let trace = root.path.join("cp.fstrace");
-    let rec = Command::new(bin())
-        .current_dir(&mnt)
-        .args(["record", "--out"])
-        .arg(&trace)
-        .arg("--root")
-        .arg(&mnt)
-        .args(["--", "cp", "-a", "src", "dst"])
-        .output()
-        .unwrap();
-    assert_exit(&rec, 0);
+    record_cp_a_of_three_files(&mnt, &trace);
     drop(made);
-    let (out, work) = root.out_work();
-    let args = [
-        "--workload",
-        "replay",
-        "--trace",
-        trace.to_str().unwrap(),
-        "--target",
-        "btrfs",
-        "--fs-size",
-        "1G",
-        "--runs",
-        "1",
-    ];
-    let run = run_quiet(&args, &out, &work);
-    assert_exit(&run, 0);
-    let m = common::measurements(&out).remove(0);
-    assert_eq!(m["status"], "ok", "{m}");
+    let m = replay_once_on(&root, &trace, "btrfs");
     assert_eq!(m["metrics"]["clones_sharing_extents"], 3.0, "{m}");
     assert_eq!(m["metrics"]["copies_made_by_clones"], 6.0, "{m}");
     assert_eq!(
