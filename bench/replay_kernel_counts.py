@@ -123,13 +123,20 @@ def arg0(rest):
     return int(m.group(1), 16) if m else None
 
 
-def replay_window(evs):
+def comm_of(binary):
+    """The name the kernel gives a process of `binary` (its file name, cut to 15 bytes):
+    another build's binary may be named otherwise than `fsarena`."""
+    return os.path.basename(binary)[:15]
+
+
+def replay_window(evs, comm):
     """The events from the replay threads' first system call to the end of the harness's
     `syncfs` after their last (the replay's writeback, as the program's `sync -f`): the
-    threads fsarena started in the burst that holds the thread making the most calls."""
-    calls = collections.Counter(e[2] for e in evs if e[3] == "sys_enter" and e[1] == "fsarena")
+    threads fsarena (process name `comm`) started in the burst that holds the thread making
+    the most calls."""
+    calls = collections.Counter(e[2] for e in evs if e[3] == "sys_enter" and e[1] == comm)
     born = {int(re.search(r"pid=(\d+)", e[4]).group(1)): e[0] for e in evs
-            if e[3] == "task_newtask" and e[1] == "fsarena"}
+            if e[3] == "task_newtask" and e[1] == comm}
     busiest = max((t for t in calls if t in born), key=lambda t: calls[t])
     threads = {t for t, at in born.items() if abs(at - born[busiest]) < 0.02 and calls[t] >= 10}
     first = min(e[0] for e in evs if e[2] in threads)
@@ -276,7 +283,7 @@ def run_program(a, prog, work):
 
 
 def run_replay(a, trace, work):
-    tracing = Tracing(work, ["fsarena"])
+    tracing = Tracing(work, [comm_of(a.fsarena)])
     out = os.path.join(work, "out")
     try:
         tracing.start()
@@ -284,7 +291,7 @@ def run_replay(a, trace, work):
               "--runs", "1", "--fs-size", a.size, "--quiet", "--history", "off",
               "--work-dir", os.path.join(work, "fsarena"), "--out", out, "--target", a.fs,
               stdout=subprocess.DEVNULL)
-        evs, threads = replay_window(tracing.stop())
+        evs, threads = replay_window(tracing.stop(), comm_of(a.fsarena))
     finally:
         tracing.close()
     for line in open(os.path.join(out, "results.jsonl")):

@@ -2,7 +2,8 @@
 //! ([`by_kernel`]) and `pread`/`pwrite` through a buffer ([`by_buffer`]). Which errnos mean
 //! "this method does not work between these files here", what a short copy means and where
 //! the source ends are decided here once, for every copy of the crate that moves bytes
-//! itself: a whole file's ([`super::copy`]) and the replay of a clone a file system refuses.
+//! itself: a whole file's ([`super::copy`]), the replay of a clone a file system refuses,
+//! and a populated image's data extents (`provision::image_copy`).
 //! The files' own positions are never moved, so a caller may hand over any range.
 
 use std::os::fd::BorrowedFd;

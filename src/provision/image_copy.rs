@@ -9,6 +9,7 @@
 //! buffered copy remains the fallback where the work directory refuses `O_DIRECT`.
 
 use std::fs::{File, OpenOptions};
+use std::os::fd::AsFd;
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -18,6 +19,7 @@ use rustix::fs::SeekFrom;
 use rustix::io::Errno;
 
 use super::error::ProvisionError;
+use crate::fsops::range_copy::{by_kernel, KernelCopy, Range};
 
 /// How a copy of an image was made.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -123,24 +125,19 @@ fn sparse_copy(from: &File, to: &File, extents: &[(u64, u64)]) -> std::io::Resul
     Ok(())
 }
 
-/// Copies bytes `[start, end)` of `from` to the same offsets of `to` (`copy_file_range`).
+/// Copies bytes `[start, end)` of `from` to the same offsets of `to` (`copy_file_range`,
+/// [`by_kernel`]). An image copy has no buffered fallback here: both files live in the work
+/// directory, so a refusal or a copy that stops short is an error that names the offset.
 fn copy_range(from: &File, to: &File, start: u64, end: u64) -> std::io::Result<()> {
-    let mut pos = start;
-    while pos < end {
-        let (mut i, mut o) = (pos, pos);
-        let len = (end - pos).min(1 << 30) as usize;
-        match rustix::fs::copy_file_range(from, Some(&mut i), to, Some(&mut o), len) {
-            Ok(0) => {
-                return Err(std::io::Error::other(format!(
-                    "copy_file_range copied nothing at offset {pos} (copying up to {end})"
-                )))
-            }
-            Ok(n) => pos += n as u64,
-            Err(Errno::INTR) => continue,
-            Err(e) => return Err(e.into()),
-        }
+    let r = Range::new(start, start, end - start);
+    match by_kernel(from.as_fd(), to.as_fd(), r)? {
+        KernelCopy::Moved(n) if n == r.len => Ok(()),
+        KernelCopy::Moved(n) => Err(std::io::Error::other(format!(
+            "copy_file_range copied nothing at offset {} (copying up to {end})",
+            start + n
+        ))),
+        KernelCopy::Refused(e) => Err(e.into()),
     }
-    Ok(())
 }
 
 /// Makes `dst`, an earlier copy of `src`, equal to `src` again where `written` says it was

@@ -4,7 +4,10 @@
 //! on the root directory itself (as [`ROOT`]: SQLite syncs the directory holding its
 //! database, the root, after creating each journal, which costs btrfs real writes). Calls
 //! outside it are counted, as are changes of the root's own name, calls on pipes and
-//! sockets, and `mmap`s of files under the root. The
+//! sockets, and `mmap`s of files under the root. A mapping of a file under the root that the
+//! program's stores cannot reach (read-only, or private) is kept as a read of the range it
+//! maps ([`Op::MapRead`]): git reads its objects through such mappings, and the page faults
+//! that read them are invisible to strace. The
 //! descriptor and directory bookkeeping (`dup`, `chdir`, forks) feeds [`Procs`].
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -12,7 +15,10 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use super::format::{Call, Op, Source, ROOT};
 use super::procs::Procs;
 use super::strace::{Arg, Fd, Ret, Syscall};
-use describe::{clone_flags, describe, ioctl_request, u64_at, Shape, Target};
+use describe::{
+    clone_flags, describe, describe_mmap, ioctl_request, maps_shared_writable, stat_size, u64_at,
+    Shape, Target,
+};
 use maps::{Mapping, Maps};
 
 mod describe;
@@ -73,6 +79,10 @@ pub struct Converter {
     pub listed: BTreeSet<String>,
     /// Shared, writable mappings of files under the root.
     maps: Maps,
+    /// Per file under the root (relative), its size as the program's last stat of it
+    /// printed, forgotten once a call may have changed it: what clips a mapping's read to
+    /// the file (a mapping may reach past a file's end; its loads there read nothing).
+    sizes: HashMap<String, u64>,
 }
 
 impl Converter {
@@ -87,6 +97,7 @@ impl Converter {
             used: BTreeSet::new(),
             listed: BTreeSet::new(),
             maps: Maps::default(),
+            sizes: HashMap::new(),
         }
     }
 
@@ -115,6 +126,7 @@ impl Converter {
     pub fn push(&mut self, sc: &Syscall) {
         let shapes = match sc.name.as_str() {
             "msync" => self.describe_msync(sc).into_iter().collect(),
+            "mmap" | "mmap2" => self.describe_map_read(sc).into_iter().collect(),
             _ => describe(sc),
         };
         if sc.name == "ioctl" && shapes.is_empty() {
@@ -181,6 +193,57 @@ impl Converter {
         Some(shape)
     }
 
+    /// A mapping the program's stores cannot reach, of a file under the root: the range it
+    /// maps, as a read. One of a file outside the root (a library) is not a call the trace
+    /// counts, as before mappings were kept.
+    fn describe_map_read(&mut self, sc: &Syscall) -> Option<Shape> {
+        let shape = describe_mmap(sc)?;
+        let Target::Fd(fd) = &shape.target else {
+            return None;
+        };
+        let abs = self.procs.fd_path(sc.tid, fd);
+        matches!(self.place(abs.as_deref()), Place::Inside(_)).then_some(shape)
+    }
+
+    /// What the trace knows of file sizes after a kept call on `names`: a stat's printed
+    /// size is kept; a call that may change a file's size or name forgets it.
+    fn note_sizes(&mut self, sc: &Syscall, shape: &Shape, names: &[String]) {
+        let forgets = match shape.op {
+            Op::Stat => {
+                if let (Some(size), Some(name)) = (stat_size(sc), names.first()) {
+                    self.sizes.insert(name.clone(), size);
+                }
+                false
+            }
+            Op::Open => shape.flags.iter().any(|f| f == "O_TRUNC" || f == "O_CREAT"),
+            Op::Write
+            | Op::Truncate
+            | Op::Fallocate
+            | Op::Msync
+            | Op::Clone
+            | Op::Unlink
+            | Op::Rename
+            | Op::Link => true,
+            _ => false,
+        };
+        if forgets {
+            for name in names {
+                self.sizes.remove(name);
+            }
+        }
+    }
+
+    /// The bytes a mapping's read covers: the range mapped, clipped to the file's size
+    /// where the program's last stat of it says it.
+    fn map_read_bytes(&self, shape: &Shape, name: Option<&String>) -> i64 {
+        let len = shape.size.unwrap_or(0);
+        let known = name.and_then(|n| self.sizes.get(n));
+        let bytes = known.map_or(len, |&size| {
+            len.min(size.saturating_sub(shape.offset.unwrap_or(0)))
+        });
+        i64::try_from(bytes).unwrap_or(i64::MAX)
+    }
+
     fn keep(&mut self, sc: &Syscall, shape: Shape) {
         let tid = sc.tid;
         let (path, path2, fd) = match &shape.target {
@@ -217,7 +280,12 @@ impl Converter {
     /// a descriptor, the descriptor's file).
     fn keep_named(&mut self, sc: &Syscall, shape: Shape, names: Vec<String>, fd: Option<i32>) {
         let tid = sc.tid;
+        self.note_sizes(sc, &shape, &names);
         let (ret, err) = match &sc.ret {
+            // An mmap returns an address: the read it stands for moved the range's bytes.
+            Ret::Value(..) if shape.op == Op::MapRead => {
+                (Some(self.map_read_bytes(&shape, names.first())), None)
+            }
             Ret::Value(v, real) => {
                 if let Some(Place::Inside(rel)) = real.as_deref().map(|r| self.place(Some(r))) {
                     self.used.insert(rel);
@@ -345,13 +413,7 @@ impl Converter {
     /// Notes a mapping of `path` at `addr` when it is shared and writable: its stores can
     /// reach the file.
     fn map_shared(&mut self, sc: &Syscall, addr: u64, path: String) {
-        let has = |i: usize, f: &str| {
-            sc.args
-                .get(i)
-                .is_some_and(|a| a.flags().iter().any(|x| x == f))
-        };
-        let shared = has(3, "MAP_SHARED") || has(3, "MAP_SHARED_VALIDATE");
-        if shared && has(2, "PROT_WRITE") {
+        if maps_shared_writable(sc) {
             let mapping = Mapping {
                 path,
                 offset: u64_at(sc, 5).unwrap_or(0),
@@ -375,25 +437,40 @@ const VFS_ONLY_IOCTLS: [&str; 7] = [
 ];
 
 /// What a trace holds of the I/O through a program's file mappings, in words (`fsarena
-/// record` and every replay of the trace say the same): their loads and stores are invisible
-/// to strace, but each `msync` of a shared one is a call the replay makes, as a write of the
-/// whole range synced, while the program wrote back only the pages it had dirtied in it.
+/// record` and every replay of the trace say the same): each mapping its stores cannot reach
+/// is replayed as a read of the range it maps, where the program's page faults read only the
+/// pages it touched; stores through shared mappings are invisible to strace, but each
+/// `msync` of one is a call the replay makes, as a write of the whole range synced, while
+/// the program wrote back only the pages it had dirtied in it. A trace recorded before
+/// mappings were kept as reads holds none: its loads are said to be invisible too.
 pub fn mapped_io_text(trace: &super::format::Trace) -> Option<String> {
     let mmaps = trace.header.file_mmaps;
     if mmaps == 0 {
         return None;
     }
-    let msyncs = trace.calls.iter().filter(|c| c.op == Op::Msync).count();
+    let count = |op: Op| trace.calls.iter().filter(|c| c.op == op).count();
+    let (reads, msyncs) = (count(Op::MapRead), count(Op::Msync));
+    let one =
+        |n: usize, single: &'static str, many: &'static str| if n == 1 { single } else { many };
     let mut s = format!(
-        "the program memory-mapped {mmaps} file{}: loads and stores through them are invisible to the trace",
+        "the program memory-mapped {mmaps} file{}: ",
         if mmaps == 1 { "" } else { "s" }
     );
+    if reads > 0 {
+        s.push_str(&format!(
+            "{reads} read-only or private mapping{} replayed as {} mapped range whole (the program faulted in only the pages it touched); stores through shared mappings are invisible to the trace",
+            one(reads, " is", "s are"),
+            one(reads, "a read of its", "reads of each"),
+        ));
+    } else {
+        s.push_str("loads and stores through them are invisible to the trace");
+    }
     if msyncs > 0 {
         s.push_str(&format!(
-            "; {msyncs} msync{} of shared mappings {} replayed as {} of each synced range whole (the program wrote back only the pages it had dirtied in them)",
-            if msyncs == 1 { "" } else { "s" },
-            if msyncs == 1 { "is" } else { "are" },
-            if msyncs == 1 { "a write" } else { "writes" }
+            ", except {msyncs} msync'd range{}, replayed as {} whole (the program wrote back only the pages it had dirtied in {})",
+            one(msyncs, "", "s"),
+            one(msyncs, "a write of the range", "writes of each range"),
+            one(msyncs, "it", "them"),
         ));
     }
     Some(s)

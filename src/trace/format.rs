@@ -108,6 +108,14 @@ pub enum Op {
     /// and `size` of the range in the file, `flags` (`MS_SYNC`, `MS_ASYNC`…). Replayed as a
     /// write of the range (as far as the file reaches) and, for `MS_SYNC`, an fdatasync.
     Msync,
+    /// mmap of a file under the root that no store of the program can reach (read-only, or
+    /// private): `fd`, `offset` and `size` of the range mapped, `flags` (`PROT_*` and
+    /// `MAP_*`), `ret` the bytes of the file in that range as far as the recording knew the
+    /// file's size (the last stat the program made of it; else `size`). Its loads are page
+    /// faults strace cannot see (git inflates every object it reads through one); replayed
+    /// as reads of the range through the page cache, as far as the file reaches, at the
+    /// mmap, in the thread that mapped it.
+    MapRead,
     /// setxattr, lsetxattr, fsetxattr: `path` or `fd`, the attribute's name in `target`,
     /// the value's bytes in `size`.
     Setxattr,

@@ -454,3 +454,53 @@ fn two_op(sc: &Syscall) -> Op {
         Op::Link
     }
 }
+
+/// Whether an `mmap`'s protection and flags let the program's stores reach the file: a
+/// shared, writable mapping (`super::maps` follows those to their `msync`s).
+pub(super) fn maps_shared_writable(sc: &Syscall) -> bool {
+    let has = |i: usize, f: &str| {
+        sc.args
+            .get(i)
+            .is_some_and(|a| a.flags().iter().any(|x| x == f))
+    };
+    (has(3, "MAP_SHARED") || has(3, "MAP_SHARED_VALIDATE")) && has(2, "PROT_WRITE")
+}
+
+/// A successful `mmap` of a file that the program's stores cannot reach (read-only, or
+/// private) and whose pages it can load: the range it maps, as a [`Op::MapRead`] of its
+/// descriptor. A shared, writable mapping is not one (its `msync`s are the trace's), nor is
+/// a `PROT_NONE` reservation, nor an anonymous mapping (no descriptor).
+pub(super) fn describe_mmap(sc: &Syscall) -> Option<Shape> {
+    let fd = fd_at(sc, 4).filter(|f| f.num >= 0)?;
+    let prot = sc.args.get(2)?.flags();
+    if matches!(sc.ret, Ret::Err(_)) || maps_shared_writable(sc) || prot == ["PROT_NONE"] {
+        return None;
+    }
+    let mut shape = Shape::new(Op::MapRead, Target::Fd(fd));
+    shape.size = u64_at(sc, 1);
+    shape.offset = Some(u64_at(sc, 5).unwrap_or(0));
+    shape.flags = prot
+        .into_iter()
+        .chain(sc.args.get(3).map(Arg::flags).unwrap_or_default())
+        .collect();
+    Some(shape)
+}
+
+/// The size a successful stat printed of a regular file: `st_size` of stat's struct,
+/// `stx_size` of statx's (strace prints both abbreviated, these fields included).
+pub(super) fn stat_size(sc: &Syscall) -> Option<u64> {
+    if !matches!(sc.ret, Ret::Value(..)) {
+        return None;
+    }
+    sc.args
+        .iter()
+        .filter(|a| a.0.starts_with('{'))
+        .find_map(|a| {
+            let mode = a.field("st_mode").or_else(|| a.field("stx_mode"))?;
+            if !mode.0.starts_with("S_IFREG") {
+                return None;
+            }
+            let size = a.field("st_size").or_else(|| a.field("stx_size"))?;
+            size.int()?.try_into().ok()
+        })
+}

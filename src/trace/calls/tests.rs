@@ -51,7 +51,8 @@ fn calls_outside_the_root_are_counted_not_kept() {
         r#"10 1.2 newfstatat(AT_FDCWD</r>, "../rx/y", 0x7ffe, 0) = -1 ENOENT (No such file or directory) <0.00001>"#,
         r#"10 1.3 write(1<pipe:[1234]>, ""..., 5) = 5 <0.00001>"#,
         r#"10 1.4 rmdir("/r") = -1 EBUSY (Device or resource busy) <0.00001>"#,
-        r#"10 1.5 mmap(NULL, 8192, PROT_READ, MAP_PRIVATE, 5</r/lib.so>, 0) = 0x7f00 <0.00001>"#,
+        // A reservation of a file under the root: counted, nothing it could read.
+        r#"10 1.5 mmap(NULL, 8192, PROT_NONE, MAP_PRIVATE, 5</r/lib.so>, 0) = 0x7f00 <0.00001>"#,
         r#"10 1.6 mmap(NULL, 8192, PROT_READ, MAP_PRIVATE, 3</etc/ld.so.cache>, 0) = 0x7f00 <0.00001>"#,
     ]);
     assert!(c.calls.is_empty());
@@ -270,7 +271,7 @@ fn an_msync_of_a_shared_mapping_is_a_write_back_of_its_file_range() {
         r#"13926 1795912873.959042 mmap(NULL, 8192, PROT_READ|PROT_WRITE, MAP_SHARED, 3</r/b>, 0x1000) = 0x7f4d6f1ba000 <0.000019>"#,
         r#"13926 1795912873.959104 msync(0x7f4d6f1bb000, 4096, MS_SYNC) = 0 <0.009591>"#,
         r#"13926 1795912873.968906 munmap(0x7f4d6f1ba000, 8192) = 0 <0.000032>"#,
-        // A private mapping's msync reaches no file: nothing kept.
+        // A private mapping's msync reaches no file: nothing kept (its mmap is a read).
         r#"13926 1795912873.97 mmap(NULL, 8192, PROT_READ|PROT_WRITE, MAP_PRIVATE, 3</r/b>, 0) = 0x7f0000000000 <0.00001>"#,
         r#"13926 1795912873.98 msync(0x7f0000000000, 4096, MS_SYNC) = 0 <0.00001>"#,
         // A shared writable mapping never synced (SQLite's -shm) is counted as unseen.
@@ -278,7 +279,12 @@ fn an_msync_of_a_shared_mapping_is_a_write_back_of_its_file_range() {
         r#"13926 1795912874.00 io_uring_enter(5<anon_inode:[io_uring]>, 1, 0, 0, NULL, 8) = 1 <0.00001>"#,
     ]);
     let got = calls(&c);
-    assert_eq!(got.len(), 1);
+    // The shared, writable mappings are followed to their msyncs, as before: no read.
+    assert_eq!(got.len(), 2);
+    assert_eq!(
+        (got[1].op, got[1].fd, got[1].size, got[1].ret),
+        (Op::MapRead, Some(3), Some(8192), Some(8192))
+    );
     let m = got[0];
     assert_eq!(
         (
@@ -477,7 +483,7 @@ fn ioctls_the_vfs_answers_alone_are_not_warned_of_as_unseen_io() {
 /// to the trace and not replayed" while the replay wrote each msync'd range (20 MiB for a
 /// python program's 20 msyncs of 1 MiB mappings): both now say which part is replayed.
 #[test]
-fn a_programs_msyncs_are_said_to_be_replayed_and_its_loads_and_stores_not() {
+fn a_programs_msyncs_are_said_to_be_replayed_and_its_other_stores_not() {
     let c = convert(&[
         r#"13926 1795912873.959042 mmap(NULL, 8192, PROT_READ|PROT_WRITE, MAP_SHARED, 3</r/b>, 0x1000) = 0x7f4d6f1ba000 <0.000019>"#,
         r#"13926 1795912873.959104 msync(0x7f4d6f1bb000, 4096, MS_SYNC) = 0 <0.009591>"#,
@@ -489,10 +495,73 @@ fn a_programs_msyncs_are_said_to_be_replayed_and_its_loads_and_stores_not() {
     let text = mapped_io_text(&trace).unwrap();
     assert_eq!(
         text,
+        "the program memory-mapped 2 files: 1 read-only or private mapping is replayed as a read \
+         of its mapped range whole (the program faulted in only the pages it touched); stores \
+         through shared mappings are invisible to the trace, except 1 msync'd range, replayed \
+         as a write of the range whole (the program wrote back only the pages it had dirtied \
+         in it)"
+    );
+    // A trace recorded before mappings were kept as reads holds none: its loads are unseen.
+    trace.calls.retain(|c| c.op != Op::MapRead);
+    assert_eq!(
+        mapped_io_text(&trace).unwrap(),
         "the program memory-mapped 2 files: loads and stores through them are invisible to the \
-         trace; 1 msync of shared mappings is replayed as a write of each synced range whole \
-         (the program wrote back only the pages it had dirtied in them)"
+         trace, except 1 msync'd range, replayed as a write of the range whole (the program \
+         wrote back only the pages it had dirtied in it)"
     );
     trace.header.file_mmaps = 0;
     assert_eq!(mapped_io_text(&trace), None);
+}
+
+/// git reads a loose object as strace showed it (`git log --stat`): open, stat, a private
+/// read-only mapping of the whole file, close, then its loads as page faults. The mapping
+/// is a read of the range it maps, on the descriptor, clipped to the size the stat printed;
+/// a mapping past the file's end (statx's size) reads only what the file holds.
+#[test]
+fn a_read_only_private_mapping_under_the_root_is_a_read_of_its_range_clipped_to_the_file() {
+    let c = convert(&[
+        r#"7 1.0 openat(AT_FDCWD</r>, ".git/objects/3e/92", O_RDONLY|O_CLOEXEC) = 3</r/.git/objects/3e/92> <0.00001>"#,
+        r#"7 1.1 newfstatat(3</r/.git/objects/3e/92>, "", {st_mode=S_IFREG|0444, st_size=103, ...}, AT_EMPTY_PATH) = 0 <0.00001>"#,
+        r#"7 1.2 mmap(NULL, 103, PROT_READ, MAP_PRIVATE, 3</r/.git/objects/3e/92>, 0) = 0x7f994a689000 <0.00001>"#,
+        r#"7 1.3 close(3</r/.git/objects/3e/92>) = 0 <0.00001>"#,
+        r#"7 1.4 munmap(0x7f994a689000, 103) = 0 <0.00001>"#,
+        r#"7 1.5 openat(AT_FDCWD</r>, "p.pack", O_RDONLY) = 4</r/p.pack> <0.00001>"#,
+        r#"7 1.6 statx(4</r/p.pack>, "", AT_EMPTY_PATH, STATX_BASIC_STATS, {stx_mask=STATX_BASIC_STATS, stx_attributes=0, stx_mode=S_IFREG|0444, stx_size=10000, ...}) = 0 <0.00001>"#,
+        r#"7 1.7 mmap(NULL, 8192, PROT_READ, MAP_PRIVATE, 4</r/p.pack>, 0x1000) = 0x7f0000000000 <0.00001>"#,
+        // A failed mapping read nothing; an anonymous one is no file's.
+        r#"7 1.8 mmap(NULL, 8192, PROT_READ, MAP_PRIVATE, 4</r/p.pack>, 0x1000) = -1 ENOMEM (Cannot allocate memory) <0.00001>"#,
+        r#"7 1.9 mmap(NULL, 8192, PROT_READ|PROT_WRITE, MAP_PRIVATE|MAP_ANONYMOUS, -1, 0) = 0x7f1000000000 <0.00001>"#,
+    ]);
+    let reads: Vec<&Call> = calls(&c)
+        .into_iter()
+        .filter(|call| call.op == Op::MapRead)
+        .collect();
+    let got: Vec<_> = reads
+        .iter()
+        .map(|r| (r.fd, r.path.as_deref(), r.offset, r.size, r.ret))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (Some(3), None, Some(0), Some(103), Some(103)),
+            (Some(4), None, Some(4096), Some(8192), Some(10000 - 4096)),
+        ]
+    );
+    assert_eq!(reads[0].syscall, "mmap");
+    assert_eq!(reads[0].flags, ["PROT_READ", "MAP_PRIVATE"]);
+    assert!(c.used.contains(".git/objects/3e/92") && c.used.contains("p.pack"));
+    assert_eq!(c.counts.file_mmaps, 2);
+    assert!(c.unseen().is_empty());
+}
+
+/// A library's mapping (outside the root) is neither kept nor counted as a call outside
+/// the root, as before mappings were kept: only its open and read are.
+#[test]
+fn a_read_only_mapping_of_a_file_outside_the_root_is_not_kept() {
+    let c = convert(&[
+        r#"10 1.0 openat(AT_FDCWD</r>, "/usr/lib/libz.so.1", O_RDONLY|O_CLOEXEC) = 3</usr/lib/libz.so.1> <0.00005>"#,
+        r#"10 1.1 mmap(NULL, 98312, PROT_READ, MAP_PRIVATE|MAP_DENYWRITE, 3</usr/lib/libz.so.1>, 0) = 0x7f00 <0.00001>"#,
+    ]);
+    assert!(c.calls.is_empty());
+    assert_eq!((c.counts.outside_root, c.counts.file_mmaps), (1, 0));
 }

@@ -253,7 +253,7 @@ impl Target {
             _ => read_len(call),
         };
         match call.op {
-            Op::Read | Op::Getdents if buf.len() < size => {
+            Op::Read | Op::Getdents | Op::MapRead if buf.len() < size => {
                 *buf = Aligned::new(size, |_| {});
             }
             _ => {}
@@ -286,6 +286,7 @@ impl Target {
                 call.size.unwrap_or(0),
             )),
             Op::Getdents => getdents(&fd, buf.slice_mut(size)),
+            Op::MapRead => map_read(&fd, call, buf.slice_mut(size)),
             Op::Syncfs => done(rustix::fs::syncfs(&*fd)),
             Op::Seek => seek(&fd, call),
             Op::Setxattr | Op::Getxattr | Op::Removexattr => {
@@ -406,18 +407,50 @@ impl Target {
 /// copy_file_range for 2^62 bytes). A read asks for the returned bytes rounded up to a
 /// block, at most what was asked, so a read at the end of a file still finds it there and
 /// an O_DIRECT read stays aligned. A failed call moves nothing; an msync's range is
-/// written in pieces of at most a MiB (so the content pools, sized by this, stay small);
-/// other calls use `size`.
+/// written, and a mapping's range read, in pieces of at most [`MAPPED_PIECE`] (so the
+/// content pools and read buffers, sized by this, stay small); other calls use `size`.
 pub fn issued_len(call: &Call) -> u64 {
     const BLOCK: u64 = 4096;
     let asked = call.size.unwrap_or(0);
     match (call.op, call.ret) {
-        (Op::Msync, _) => asked.min(1 << 20),
+        (Op::Msync, _) => asked.min(MAPPED_PIECE),
+        (Op::MapRead, Some(n)) => {
+            (n.max(0) as u64)
+                .div_ceil(BLOCK)
+                .clamp(1, MAPPED_PIECE / BLOCK)
+                * BLOCK
+        }
         (Op::Write, Some(n)) => n.max(0) as u64,
         (Op::Read, Some(n)) => asked.min((n.max(0) as u64).div_ceil(BLOCK).max(1) * BLOCK),
         (Op::Read | Op::Write, None) => asked.min(BLOCK),
         _ => asked,
     }
+}
+
+/// The most bytes one replayed call moves of a mapping's range (an msync's write, a
+/// mapping's read): a MiB, so a range of gigabytes costs calls, not memory.
+const MAPPED_PIECE: u64 = 1 << 20;
+
+/// A mapping's range read as the program's page faults read it, through the page cache, in
+/// pieces of `buf`, from the recorded offset for the bytes the trace says the range held of
+/// the file, as far as the replay's file reaches (a size from a trace is bounded by the
+/// file it applies to). Returns the bytes read.
+fn map_read(fd: &OwnedFd, call: &Call, buf: &mut [u8]) -> Returned {
+    let size = rustix::fs::fstat(fd).map_err(errno)?.st_size.max(0) as u64;
+    let off = call.offset.unwrap_or(0);
+    let want = (call.ret.unwrap_or(0).max(0) as u64).min(size.saturating_sub(off));
+    let mut got = 0;
+    while got < want {
+        let n = (buf.len() as u64).min(want - got) as usize;
+        if n == 0 {
+            return Err(libc::EFAULT);
+        }
+        match bytes(rustix::io::pread(fd, &mut buf[..n], off + got))? {
+            0 => break,
+            r => got += r as u64,
+        }
+    }
+    Ok(got as i64)
 }
 
 /// `buf`, grown to an attribute call's value or buffer length (its bytes a value's).

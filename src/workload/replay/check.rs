@@ -32,7 +32,9 @@ fn replayed(r: &Returned) -> String {
 /// or write must move the recorded bytes (a read at the end of a file gets what the file
 /// holds, which the trace implies); a descriptor's number, and a directory listing's
 /// bytes (it holds only the names the trace knows, in the file system's order), are the
-/// replay's own, as are an msync's bytes (the range as far as the file reaches). An
+/// replay's own, as are an msync's bytes (the range as far as the file reaches) and a
+/// mapping's read (the range as far as the replay's file reaches: the self-check counts
+/// its bytes against the trace's, `super::fidelity`). An
 /// attribute's get, list or remove may find nothing where the program found its attribute
 /// (`super::attrs`: the names are not recorded), so its success and `ENODATA` are alike.
 pub fn same(call: &Call, r: &Returned) -> bool {

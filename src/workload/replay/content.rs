@@ -45,7 +45,7 @@ pub fn buffer_bytes(script: &Script) -> u64 {
             calls
                 .iter()
                 .map(|&i| &script.calls[i])
-                .filter(|c| matches!(c.op, Op::Read | Op::Getdents))
+                .filter(|c| matches!(c.op, Op::Read | Op::Getdents | Op::MapRead))
                 .map(|c| read_len(c) as u64)
                 .max()
                 .unwrap_or(0)

@@ -33,6 +33,9 @@ pub fn op_name(op: Op) -> String {
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct Bytes {
     pub read: u64,
+    /// Bytes read through mappings (`map_read`: the ranges mapped, as far as the file
+    /// reaches), their own kind: the program's page faults read only the pages it touched.
+    pub map_read: u64,
     pub written: u64,
     /// Written bytes a later fsync, fdatasync, sync_file_range, msync, syncfs or sync wrote
     /// back (or that an `O_SYNC`/`O_DSYNC` descriptor or `RWF_*SYNC` wrote through).
@@ -61,6 +64,7 @@ pub fn bytes(script: &Script, moved: impl Fn(usize) -> Option<i64>) -> Bytes {
                 }
             }
             Op::Read => out.read += n,
+            Op::MapRead => out.map_read += n,
             Op::Write => {
                 out.written += n;
                 let through = slot.is_some_and(|s| sync_open[s])
@@ -182,7 +186,11 @@ impl Check<'_> {
             m.insert(format!("trace_{what}_bytes"), w as f64);
             m.insert(format!("replayed_{what}_bytes"), g as f64);
         }
-        let note = format!(
+        if want.map_read + got.map_read > 0 {
+            m.insert("trace_map_read_bytes".into(), want.map_read as f64);
+            m.insert("replayed_map_read_bytes".into(), got.map_read as f64);
+        }
+        let mut note = format!(
             "self-check: {} calls replayed, {} left out{}; bytes read / written / synced {} / {} / {} (the trace's {} / {} / {})",
             t.replayed.values().sum::<u64>(),
             t.skipped.values().sum::<u64>(),
@@ -194,6 +202,12 @@ impl Check<'_> {
             want.written,
             want.synced,
         );
+        if want.map_read + got.map_read > 0 {
+            note.push_str(&format!(
+                "; bytes read through mappings {} (the trace's {})",
+                got.map_read, want.map_read
+            ));
+        }
         (note, want == got)
     }
 
@@ -399,6 +413,7 @@ mod tests {
         // 150 by the fdatasync, 10 through O_DSYNC, 4096 by the msync; the 7 stay dirty.
         let want = Bytes {
             read: 20,
+            map_read: 0,
             written: 100 + 50 + 7 + 10 + 4096,
             synced: 150 + 10 + 4096,
         };

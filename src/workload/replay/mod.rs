@@ -225,7 +225,7 @@ fn outcome(
             by_op.entry(op).or_default().0.push(*ns);
         }
         match (op, r) {
-            (Op::Read, Ok(n)) => read += *n as u64,
+            (Op::Read | Op::MapRead, Ok(n)) => read += *n as u64,
             (Op::Write, Ok(n)) => written += *n as u64,
             _ => {}
         }
@@ -281,7 +281,9 @@ fn notes(
         let kinds: Vec<String> = skipped_by_op(trace, script)
             .iter()
             .map(|(op, (n, bytes))| match op {
-                Op::Read | Op::Write => format!("{n} {} ({bytes} bytes)", fidelity::op_name(*op)),
+                Op::Read | Op::Write | Op::MapRead => {
+                    format!("{n} {} ({bytes} bytes)", fidelity::op_name(*op))
+                }
                 _ => format!("{n} {}", fidelity::op_name(*op)),
             })
             .collect();

@@ -84,6 +84,7 @@ pub fn on_descriptor(call: &Call) -> bool {
         | Op::Lock
         | Op::Seek
         | Op::Clone
+        | Op::MapRead
         | Op::Dup => true,
         Op::Stat | Op::Truncate | Op::Setxattr | Op::Getxattr | Op::Removexattr | Op::Setattr => {
             call.path.is_none() && call.fd.is_some()
