@@ -162,7 +162,8 @@ pub struct Measurement {
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub image_steps: BTreeMap<String, f64>,
     /// Wall seconds of the harness's own steps for this record's point, by step (`mkfs`,
-    /// `losetup`, `mount`, `clone`, `check`, `unmount`, `detach`, `workload_unmeasured`, …;
+    /// `losetup`, `mount`, `clone`, `check`, `unmount`, `detach`, `workload_prepare`,
+    /// `workload_check` (`workload_unmeasured`, their sum, before 2026-11-29), …;
     /// `sys::steps`): where `cell_seconds` goes outside the measured phase. The steps of a
     /// file system several points share go to the record that retired it.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
