@@ -5,10 +5,12 @@
 Usage: python3 bench/harness_time.py DIR [--wall SECONDS] [--by-target] [--by-repetition]
 
 Reads DIR/results.jsonl only (standard library), or DIR itself when it is a .jsonl file. The
-run's wall time is `--wall` when given (e.g. from `/usr/bin/time`), else from the host
-record's start to the newest file in DIR (results.jsonl is appended as each point is
-checked, the report files are written last); a file kept in git has lost those times, so
-give it `--wall`.
+run's wall time is `--wall` when given (e.g. from `/usr/bin/time`), else the run's own: its
+`run_end` records (one per invocation, a `--resume` adds one), each from the invocation's
+start to the end of its cleanup; the report files written after it are not in it. A file
+from before 2026-11-29 has none: give it `--wall`. (The time was once taken from the newest
+file in DIR, which a directory unpacked or copied later dates to that day: 1578.7 s for the
+296.2-s run of bench/results/default-20261129-s8/quiet.)
 
 Columns, seconds summed over every cell's records, by target:
   measure   the measured phases (`metrics.seconds`, which hold the phase's final syncfs)
@@ -16,8 +18,11 @@ Columns, seconds summed over every cell's records, by target:
             write trace's start, the eviction, mount, the write-back before a clone's phase
             (`writeback`: its own file system and device; `sync`, the whole machine, before
             2026-11-29), the wait for earlier images' removal, the host probe and the monitor's start
-  workload  the workload's own work outside its phase (`workload_unmeasured`: preparation,
-            its check of its work) and what the phase set aside (`phase_aside`)
+  workload  the workload's own work outside its phase: its preparation before it
+            (`workload_prepare`), its check of its work after it (`workload_check`), the
+            harness's own time around the phase that no step names (`phase_edges`; the three
+            were one step, `workload_unmeasured`, before 2026-11-29), and what the phase set
+            aside (`phase_aside`: the cache drops between cold passes)
   check     the read-only check after each cell
   teardown  unmount, detach, the trace's end, the image's and the scratch directory's
             removal, handing a clone back
@@ -36,7 +41,8 @@ from collections import defaultdict
 GROUPS = {
     "setup": {"mkfs", "blank_copy", "blank_keep", "clone", "losetup", "trace_start", "evict",
               "mount", "sync", "writeback", "wait_removals", "monitor", "probe"},
-    "workload": {"workload_unmeasured", "phase_aside"},
+    "workload": {"workload_unmeasured", "workload_prepare", "workload_check", "phase_edges",
+                 "phase_aside"},
     "check": {"check"},
     "teardown": {"unmount", "detach", "trace_end", "remove_image", "remove_dir", "unclaim",
                  "return_clone", "remove_key"},
@@ -52,7 +58,7 @@ def group_of(step):
 
 
 def read(path):
-    host, records = None, []
+    host, records, ends = None, [], []
     name = path if path.endswith(".jsonl") else os.path.join(path, "results.jsonl")
     with open(name) as f:
         for line in f:
@@ -61,7 +67,9 @@ def read(path):
                 host = r
             elif r.get("record") == "measurement":
                 records.append(r)
-    return host, records
+            elif r.get("record") == "run_end":
+                ends.append(r)
+    return host, records, ends
 
 
 def cell_key(r):
@@ -116,9 +124,9 @@ def start_split(records):
     return lines
 
 
-def wall_of(path, host):
-    newest = max(os.path.getmtime(os.path.join(path, n)) for n in os.listdir(path))
-    return newest - host["started_unix"]
+def wall_of(ends):
+    """The run's wall seconds from its own `run_end` records: every invocation's span."""
+    return sum(e["finished_unix"] - e["started_unix"] for e in ends)
 
 
 def main():
@@ -130,19 +138,23 @@ def main():
                     help="a row per repetition, with the cells' own efficiency (measured / "
                          "their seconds): the first repetition's cells follow the run's start")
     a = ap.parse_args()
-    host, records = read(a.dir)
+    host, records, ends = read(a.dir)
     if host is None:
         raise SystemExit(f"{a.dir}: no host record")
-    if a.wall is None and a.dir.endswith(".jsonl"):
-        raise SystemExit(f"{a.dir}: a results file alone does not say its run's end: give --wall")
-    wall = a.wall if a.wall is not None else wall_of(a.dir, host)
+    if a.wall is None and not ends:
+        raise SystemExit(f"{a.dir}: no run_end record (a run from before 2026-11-29, or one "
+                         "that ended in an error): give --wall")
+    wall = a.wall if a.wall is not None else wall_of(ends)
     cols, steps = split(records)
     total = defaultdict(float)
     for c in cols.values():
         for k in COLUMNS + ["cells"]:
             total[k] += c[k]
-    first = min((r["started_unix"] for r in records), default=host["started_unix"])
-    before = first - host["started_unix"]
+    # The run began at its first invocation's start (a little before the host record, which
+    # follows the plan's checks), or at the host record for a file without one.
+    began = min([host["started_unix"]] + [e["started_unix"] for e in ends[:1]])
+    first = min((r["started_unix"] for r in records), default=began)
+    before = first - began
     after = wall - before - total["cells"]
     print(f"{a.dir}: {len(records)} records, wall {wall:.1f} s, "
           f"measured {total['measure']:.1f} s: efficiency {100 * total['measure'] / wall:.1f} %")

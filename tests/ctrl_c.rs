@@ -97,11 +97,15 @@ fn resume_measures_again_a_cell_whose_tool_was_killed_by_a_signal() {
     let path = out.join(store::FILE_NAME);
     let text = std::fs::read_to_string(&path).unwrap();
     let mut lines: Vec<String> = text.lines().map(String::from).collect();
-    let mut last: serde_json::Value = serde_json::from_str(lines.last().unwrap()).unwrap();
+    // The last measurement: the run's end is recorded after it.
+    let at = (lines.iter())
+        .rposition(|l| l.starts_with("{\"record\":\"measurement\""))
+        .unwrap();
+    let mut last: serde_json::Value = serde_json::from_str(&lines[at]).unwrap();
     last["status"] = "error".into();
     last["error"] =
         "provision: `mkfs.ext4 -q -F /dev/loop9` failed (killed by a signal): (no output)".into();
-    *lines.last_mut().unwrap() = serde_json::to_string(&last).unwrap();
+    lines[at] = serde_json::to_string(&last).unwrap();
     std::fs::write(&path, lines.join("\n") + "\n").unwrap();
     assert_exit(&resume(&out, &work), 0);
     let loaded = store::load(&out).unwrap();

@@ -69,6 +69,19 @@ pub enum Record {
     /// A comparison `--runs auto` stopped giving runs ([`super::budget_stop`]); a file
     /// from before it has none, and reads as before.
     BudgetStop(Box<super::budget_stop::BudgetStop>),
+    /// One invocation of `fsarena run` on this file ended ([`RunEnd`]); a file from before it
+    /// has none, and reads as before.
+    RunEnd(RunEnd),
+}
+
+/// When one invocation of `fsarena run` (a first run, or each `--resume` of it) began and
+/// finished walking its plan, its cleanup included. The records' own times say when each
+/// cell ran, not when the run stopped, and a results file copied or unpacked later keeps no
+/// file time of its run: a run's wall time is read from here (`bench/harness_time.py`).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct RunEnd {
+    pub started_unix: f64,
+    pub finished_unix: f64,
 }
 
 /// Facts about the machine and the invocation, recorded once per run.
@@ -149,7 +162,8 @@ pub struct Measurement {
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub image_steps: BTreeMap<String, f64>,
     /// Wall seconds of the harness's own steps for this record's point, by step (`mkfs`,
-    /// `losetup`, `mount`, `clone`, `check`, `unmount`, `detach`, `workload_unmeasured`, …;
+    /// `losetup`, `mount`, `clone`, `check`, `unmount`, `detach`, `workload_prepare`,
+    /// `workload_check` (`workload_unmeasured`, their sum, before 2026-11-29), …;
     /// `sys::steps`): where `cell_seconds` goes outside the measured phase. The steps of a
     /// file system several points share go to the record that retired it.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]

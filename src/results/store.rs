@@ -7,7 +7,7 @@ use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 use super::budget_stop::BudgetStop;
-use super::record::{CellKey, HostFacts, Measurement, Record, Status};
+use super::record::{CellKey, HostFacts, Measurement, Record, RunEnd, Status};
 
 /// The results file's name inside a results directory.
 pub const FILE_NAME: &str = "results.jsonl";
@@ -195,6 +195,13 @@ impl Store {
         self.write(&Record::BudgetStop(Box::new(s.clone())))
     }
 
+    /// Appends the end of this invocation of the run, durable before returning, under the
+    /// same check as a measurement.
+    pub fn append_end(&mut self, e: &RunEnd) -> io::Result<()> {
+        self.still_in_place()?;
+        self.write(&Record::RunEnd(*e))
+    }
+
     /// Whether the path still leads to the file this store writes (same device and inode).
     fn still_in_place(&self) -> io::Result<()> {
         use std::os::unix::fs::MetadataExt;
@@ -302,6 +309,8 @@ pub fn load(dir: &Path) -> Result<Loaded, StoreError> {
             Ok(Record::Host(h)) if n == 1 => host = Some(*h),
             Ok(Record::Host(_)) => out.skipped.push((n, "a second host record".into())),
             Ok(Record::BudgetStop(s)) => out.budget_stops.push(*s),
+            // Read by the benchmarks' scripts only: nothing a report or a resume decides by.
+            Ok(Record::RunEnd(_)) => {}
             Ok(Record::Measurement(m)) => {
                 let k = m.key();
                 if is_final(&m) {
@@ -415,6 +424,31 @@ mod tests {
             Store::create(dir.path(), &HostFacts::default()),
             Err(StoreError::Exists(_))
         ));
+    }
+
+    /// The run's end is a line of its own, after the measurements: read back as it was
+    /// written, and neither a measurement nor a skipped line when the file is loaded.
+    #[test]
+    fn the_runs_end_is_recorded_and_loads_as_nothing_else() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = Store::create(dir.path(), &HostFacts::default()).unwrap();
+        s.append(&m("a", 0, Status::Ok)).unwrap();
+        let end = RunEnd {
+            started_unix: 100.0,
+            finished_unix: 396.5,
+        };
+        s.append_end(&end).unwrap();
+        drop(s);
+        let text = std::fs::read_to_string(dir.path().join(FILE_NAME)).unwrap();
+        let last = text.lines().last().unwrap();
+        assert!(last.starts_with("{\"record\":\"run_end\""), "{last}");
+        match serde_json::from_str::<Record>(last).unwrap() {
+            Record::RunEnd(e) => assert_eq!(e, end),
+            other => panic!("read back as {other:?}"),
+        }
+        let l = load(dir.path()).unwrap();
+        assert_eq!(l.measurements.len(), 1);
+        assert!(l.skipped.is_empty(), "{:?}", l.skipped);
     }
 
     #[test]

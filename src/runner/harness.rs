@@ -83,14 +83,13 @@ pub fn drop_for(log_target: bool) -> fn() -> std::io::Result<()> {
     }
 }
 
-impl Harness for MonitoredHarness<'_> {
-    fn drop_caches(&mut self) -> std::io::Result<()> {
-        self.observed.caches_dropped += 1;
-        self.write_back().run()?;
-        drop_for(self.log_device.is_some())()
-    }
-
-    fn measure(&mut self, work: &mut crate::workload::Phase<'_>) -> Result<Outcome, WorkloadError> {
+impl MonitoredHarness<'_> {
+    /// One call of [`Harness::measure`]: the phase started with the team, measured under
+    /// the monitor, and its figures agreed.
+    fn measure_once(
+        &mut self,
+        work: &mut crate::workload::Phase<'_>,
+    ) -> Result<Outcome, WorkloadError> {
         self.observed.measured += 1;
         // Before the team's barrier: the ranks of a job start the phase together.
         if let Some(r) = self.removals {
@@ -114,6 +113,21 @@ impl Harness for MonitoredHarness<'_> {
             _ => {}
         }
         synced?;
+        result
+    }
+}
+
+impl Harness for MonitoredHarness<'_> {
+    fn drop_caches(&mut self) -> std::io::Result<()> {
+        self.observed.caches_dropped += 1;
+        self.write_back().run()?;
+        drop_for(self.log_device.is_some())()
+    }
+
+    fn measure(&mut self, work: &mut crate::workload::Phase<'_>) -> Result<Outcome, WorkloadError> {
+        self.observed.entered.get_or_insert_with(Instant::now);
+        let result = self.measure_once(work);
+        self.observed.left = Some(Instant::now());
         result
     }
 

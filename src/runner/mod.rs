@@ -64,6 +64,7 @@ pub fn run_asking(
     cancel: &Arc<AtomicBool>,
     questions: &dyn budget::Questions,
 ) -> Result<RunSummary, RunError> {
+    let began = host_facts::now_unix();
     let checked = checked(plan, opts);
     // Under MPI every rank meets the others here, before anything is created.
     let ranks::Joined {
@@ -130,6 +131,17 @@ pub fn run_asking(
         summary.interrupted = true;
     }
     work_cleanup(work, !opts.keep);
+    let end = crate::results::RunEnd {
+        started_unix: began,
+        finished_unix: host_facts::now_unix(),
+    };
+    if let Err(e) = store.append_end(&end) {
+        // Every measurement is already kept: only the run's wall time is lost with it.
+        eprintln!(
+            "fsarena: {}: the run's end not recorded: {e}",
+            store.path().display()
+        );
+    }
     if !summary.interrupted && team.is_root() {
         // Exit 0 only for a complete plan: count again what the file really holds.
         summary

@@ -2,6 +2,8 @@
 //! figures a process contributes to its team's phase ([`Figures`]). Both the harness, which
 //! fills them, and the MPI team, which combines them, read them from here.
 
+use std::time::Instant;
+
 use serde::{Deserialize, Serialize};
 
 use crate::monitor::{DeviceDelta, MonitorReport};
@@ -24,6 +26,11 @@ pub struct Observed {
     /// The host's steadiness probe just before the phase, in ms
     /// ([`crate::monitor::steadiness`]).
     pub probe_ms: Option<f64>,
+    /// When the workload first handed the harness its phase, and when the harness last gave
+    /// it back: what the workload did before is its preparation, after, its check of its work
+    /// (a record's `workload_prepare` and `workload_check`).
+    pub entered: Option<Instant>,
+    pub left: Option<Instant>,
 }
 
 /// One rank's figures of a measured phase.

@@ -151,7 +151,9 @@ impl Workload for SyncMirror {
         let opts = SyncOptions::from_table(ctx.options).map_err(WorkloadError::Option)?;
         let (fraction, window_s) = (opts.change_fraction, opts.modify_window_s);
         let prep = prep_threads(ctx);
-        let (before_dir, before) = source::dated(ctx)?;
+        // The dated source is only what the changed one is made from (once per run): the
+        // phase and its check never read it, so it is not read back into the cache.
+        let (before_dir, before) = source::dated_made(ctx)?;
         // The mirror: the dated data set on the target (a copy of the dated populated
         // image, or laid down here), the same files and times as the dated source.
         // On a copy of the populated image the mirror arrives cold. The phase reads its
@@ -442,6 +444,89 @@ mod tests {
         let e = identity::check(&mirror, &after, &changes, &before, seed, 2).unwrap_err();
         assert!(e.to_string().contains(&wrote.path), "{e}");
         assert!(e.to_string().contains("content differs"), "{e}");
+    }
+
+    /// Counts, at the start of the measured phase, the files of a tree that are not wholly
+    /// in the page cache.
+    struct ColdAtPhase<'a> {
+        tree: &'a std::path::Path,
+        manifest: &'a Manifest,
+        cold: Option<usize>,
+    }
+
+    impl Harness for ColdAtPhase<'_> {
+        fn drop_caches(&mut self) -> std::io::Result<()> {
+            unreachable!("sync drops no cache")
+        }
+        fn measure(
+            &mut self,
+            work: &mut crate::workload::Phase<'_>,
+        ) -> Result<Outcome, WorkloadError> {
+            self.cold = Some(cold_files(self.tree, self.manifest));
+            work()
+        }
+    }
+
+    fn cold_files(tree: &std::path::Path, manifest: &Manifest) -> usize {
+        use std::os::fd::AsFd;
+        (manifest.files.iter())
+            .filter(|f| {
+                let file = std::fs::File::open(tree.join(&f.path)).unwrap();
+                !crate::fsops::cached::wholly_cached(file.as_fd(), f.size).unwrap()
+            })
+            .count()
+    }
+
+    fn evict(tree: &std::path::Path, manifest: &Manifest) {
+        for f in &manifest.files {
+            crate::sys::evict_file(&tree.join(&f.path)).unwrap();
+        }
+    }
+
+    /// Regression: every `sync` cell read the run's dated source back into the page cache
+    /// (39 MiB at the default scale, from the disk after a cold pass's cache drop), though
+    /// only the changed source made from it once is read by the phase. The changed source
+    /// still starts the phase wholly cached; the dated one is left as the cell found it.
+    #[test]
+    fn sync_does_not_read_back_the_dated_source_its_phase_never_reads() {
+        let env = Env::new();
+        let sources = super::testenv::var_tmp_dir();
+        let mut ctx = env.ctx();
+        ctx.sources = Some(sources.path());
+        // A first cell makes both sources.
+        SyncMirror
+            .run(&ctx, &Point::default(), &mut PlainHarness::default())
+            .unwrap();
+        let before = env.spec.plan().unwrap();
+        let (_, after) = plan_changes(&before, &env.spec, 0.1).unwrap();
+        let dated = sources.path().join(source::dated_name(&before));
+        let changed = sources.path().join(source::changed_name(&before, 0.1));
+        // As a cold pass's cache drop leaves them.
+        evict(&dated, &before);
+        evict(&changed, &after);
+        let (root, scratch) = (super::testenv::var_tmp_dir(), super::testenv::var_tmp_dir());
+        let next = Ctx {
+            root: root.path(),
+            scratch: scratch.path(),
+            ..ctx
+        };
+        let mut h = ColdAtPhase {
+            tree: &changed,
+            manifest: &after,
+            cold: None,
+        };
+        SyncMirror.run(&next, &Point::default(), &mut h).unwrap();
+        assert_eq!(
+            h.cold,
+            Some(0),
+            "the changed source starts the phase cached"
+        );
+        let written = before.files.iter().filter(|f| f.size > 0).count();
+        assert_eq!(
+            cold_files(&dated, &before),
+            written,
+            "the dated source was read back"
+        );
     }
 
     #[test]

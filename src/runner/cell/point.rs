@@ -66,7 +66,7 @@ pub fn measure_point(c: &CellRun, ctx: &Ctx, p: &Point, index: usize, f: &Fresh)
         }
         Err(e) => failed(c, ctx, f, &mut m, e),
     }
-    m.harness_seconds = harness_steps(before, ran, &h, &m);
+    m.harness_seconds = harness_steps(before, (t0, ran), &h, &m);
     c.team
         .agree_point(&step, &mut m, h.observed.failed_elsewhere);
     m
@@ -143,24 +143,77 @@ fn failed(c: &CellRun, ctx: &Ctx, f: &Fresh, m: &mut Measurement, e: WorkloadErr
 
 /// The harness's steps of point `m` so far: `before` (its file system's provisioning), those
 /// timed while the workload ran (the host probe, the monitor's start and stop), the
-/// workload's own unmeasured time (preparation, cache drops, its check of its work: the
-/// `ran` seconds outside the phase and its `syncfs`), and `phase_aside`, what the phase set
-/// aside from its seconds (cache drops between cold passes).
+/// workload's own unmeasured time (the `ran` seconds from `started`, outside the phase and
+/// its `syncfs`) split where the phase was: `workload_prepare` before it (laying down or
+/// warming a tree, a source read back), `workload_check` after it (the workload's check of
+/// its work), and `phase_edges`, the harness's own time around the phase that no step names
+/// (the team's barrier, the CPU binding, the figures); and `phase_aside`, what the phase set
+/// aside from its seconds (cache drops between cold passes). A workload that never reached
+/// its phase spent all of it preparing. (Until 2026-11-29 the three were one step,
+/// `workload_unmeasured`.)
 fn harness_steps(
     mut before: BTreeMap<String, f64>,
-    ran: f64,
+    (started, ran): (Instant, f64),
     h: &MonitoredHarness,
     m: &Measurement,
 ) -> BTreeMap<String, f64> {
     let during = steps::take();
     let phase = h.observed.wall_seconds + h.observed.syncfs_seconds;
-    let outside = ran - phase - during.values().sum::<f64>();
+    let outside = (ran - phase - during.values().sum::<f64>()).max(0.0);
     for (step, s) in during {
         *before.entry(step).or_insert(0.0) += s;
     }
-    before.insert("workload_unmeasured".into(), outside.max(0.0));
+    let (prepare, check) = split_unmeasured(started, ran, h.observed.entered, h.observed.left);
+    let prepare = prepare.min(outside);
+    let check = check.min(outside - prepare);
+    before.insert("workload_prepare".into(), prepare);
+    before.insert("workload_check".into(), check);
+    before.insert("phase_edges".into(), outside - prepare - check);
     if let Some(measured) = m.metrics.get("seconds") {
         before.insert("phase_aside".into(), (phase - measured).max(0.0));
     }
     before
+}
+
+/// The workload's seconds before the harness first took its phase (`entered`) and after the
+/// harness last gave it back (`left`), of the `ran` seconds from `started`: all of them
+/// before, when it never handed one over.
+fn split_unmeasured(
+    started: Instant,
+    ran: f64,
+    entered: Option<Instant>,
+    left: Option<Instant>,
+) -> (f64, f64) {
+    let Some(entered) = entered else {
+        return (ran, 0.0);
+    };
+    let prepare = entered.saturating_duration_since(started).as_secs_f64();
+    let check = left.map_or(0.0, |l| {
+        (ran - l.saturating_duration_since(started).as_secs_f64()).max(0.0)
+    });
+    (prepare, check)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    /// What a workload does outside its phase is split at the phase: before it, its
+    /// preparation; after it, its check; and one that never reached a phase only prepared.
+    #[test]
+    fn a_workloads_unmeasured_time_is_split_at_its_phase() {
+        let started = Instant::now();
+        let at = |s: f64| started + Duration::from_secs_f64(s);
+        let (prepare, check) = split_unmeasured(started, 10.0, Some(at(3.0)), Some(at(7.5)));
+        assert!((prepare - 3.0).abs() < 1e-6, "{prepare}");
+        assert!((check - 2.5).abs() < 1e-6, "{check}");
+        assert_eq!(split_unmeasured(started, 4.0, None, None), (4.0, 0.0));
+        // A phase that never gave the work back (an error inside it) leaves no check.
+        let (prepare, check) = split_unmeasured(started, 4.0, Some(at(1.0)), None);
+        assert!(
+            (prepare - 1.0).abs() < 1e-6 && check == 0.0,
+            "{prepare} {check}"
+        );
+    }
 }
