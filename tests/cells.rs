@@ -148,7 +148,9 @@ fn sigint_during_removals_leaves_nothing_and_records_the_harness_steps() {
             "unmount",
             "check",
             "losetup",
-            "workload_unmeasured",
+            "workload_prepare",
+            "workload_check",
+            "phase_edges",
         ] {
             assert!(steps.contains_key(step), "{step} missing: {steps:?}");
         }

@@ -8,12 +8,18 @@ use std::process::Command;
 
 use common::{bin, leftovers, require_root, TestRoot};
 
-/// The results file's lines: the host facts, then every measurement.
+/// The results file's host facts (its first line) and its measurements (the records the
+/// run also writes, such as the run's end, left out).
 fn results(out: &Path) -> (serde_json::Value, Vec<serde_json::Value>) {
     let text = std::fs::read_to_string(out.join("results.jsonl")).unwrap();
-    let mut lines = text.lines().map(|l| serde_json::from_str(l).unwrap());
+    let mut lines = text
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap());
     let host = lines.next().unwrap();
-    (host, lines.collect())
+    (
+        host,
+        lines.filter(|m| m["record"] == "measurement").collect(),
+    )
 }
 
 /// `fsarena run PLAN` with `FSARENA_PG_ROOT` at an empty directory: PostgreSQL is missing.

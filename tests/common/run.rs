@@ -136,9 +136,17 @@ pub fn results_lines(out: &Path) -> usize {
         .unwrap_or(0)
 }
 
-/// Measurement lines in `out`'s results file so far (all but the host facts).
+/// Measurement lines in `out`'s results file so far (not the host facts, nor the other
+/// records a run writes, such as its end).
 pub fn measured(out: &Path) -> usize {
-    results_lines(out).saturating_sub(1)
+    std::fs::read_to_string(out.join(fsarena::results::store::FILE_NAME))
+        .map(|t| {
+            (t.lines())
+                .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+                .filter(|r| r["record"] == "measurement")
+                .count()
+        })
+        .unwrap_or(0)
 }
 
 /// Waits until `out`'s results file holds `lines` lines, failing if `child` ends first or
