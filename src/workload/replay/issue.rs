@@ -5,14 +5,15 @@
 //! for the check.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Barrier, Condvar, Mutex};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
 use super::call::{Aligned, Returned, Target};
 use super::deps::Wait;
 use super::options::Timing;
 use super::pace::{self, Anchor};
+use super::progress::Progress;
 use super::script::Script;
 use crate::trace::format::Op;
 use crate::workload::ctx::Ctx;
@@ -23,65 +24,6 @@ use crate::workload::error::WorkloadError;
 pub struct ThreadLog {
     /// (call index in the trace, what it returned, nanoseconds); a skipped call has none.
     pub calls: Vec<(usize, Option<Returned>, u64)>,
-}
-
-/// How far each recorded thread has got, and the wake-up of threads waiting on it.
-struct Progress {
-    done: Vec<AtomicUsize>,
-    waiting: AtomicUsize,
-    lock: Mutex<()>,
-    wake: Condvar,
-    /// Raised when a thread stops early (cancelled, past the deadline): no one waits on.
-    stop: AtomicBool,
-}
-
-impl Progress {
-    fn reached(&self, w: &Wait) -> bool {
-        self.done[w.thread as usize].load(Ordering::SeqCst) > w.pos
-    }
-
-    /// Blocks until every call in `waits` has completed; false when the phase stops (another
-    /// thread stopped, or `give_up` says so: the run is cancelled or past its deadline).
-    fn wait_for(&self, waits: &[Wait], give_up: impl Fn() -> bool) -> bool {
-        for w in waits {
-            if self.reached(w) {
-                continue;
-            }
-            self.waiting.fetch_add(1, Ordering::SeqCst);
-            let mut guard = self.lock.lock().unwrap_or_else(|p| p.into_inner());
-            while !self.reached(w) && !self.stop.load(Ordering::SeqCst) {
-                if give_up() {
-                    self.stop.store(true, Ordering::SeqCst);
-                    break;
-                }
-                guard = match self.wake.wait_timeout(guard, Duration::from_millis(20)) {
-                    Ok((g, _)) => g,
-                    Err(p) => p.into_inner().0,
-                };
-            }
-            drop(guard);
-            self.waiting.fetch_sub(1, Ordering::SeqCst);
-            if self.stop.load(Ordering::SeqCst) {
-                return false;
-            }
-        }
-        true
-    }
-
-    /// Marks a thread's next call complete and wakes whoever waits.
-    fn advance(&self, thread: usize) {
-        self.done[thread].fetch_add(1, Ordering::SeqCst);
-        if self.waiting.load(Ordering::SeqCst) > 0 {
-            let _guard = self.lock.lock();
-            self.wake.notify_all();
-        }
-    }
-
-    fn halt(&self) {
-        self.stop.store(true, Ordering::SeqCst);
-        let _guard = self.lock.lock();
-        self.wake.notify_all();
-    }
 }
 
 /// Halts the phase when dropped before the thread finished its calls.
@@ -104,13 +46,7 @@ pub fn replay(
     timing: Timing,
 ) -> Result<(Vec<ThreadLog>, f64), WorkloadError> {
     let threads = script.by_thread.len();
-    let progress = Progress {
-        done: (0..threads).map(|_| AtomicUsize::new(0)).collect(),
-        waiting: AtomicUsize::new(0),
-        lock: Mutex::new(()),
-        wake: Condvar::new(),
-        stop: AtomicBool::new(false),
-    };
+    let progress = Progress::new(threads);
     let skipped: std::collections::HashSet<usize> = script.skipped.iter().copied().collect();
     let copies = &super::script::copies(script);
     let anchors = pace::kept(script, timing);

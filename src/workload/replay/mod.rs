@@ -32,6 +32,7 @@ mod lay;
 pub mod options;
 mod order;
 mod pace;
+mod progress;
 mod reflink;
 pub mod script;
 mod setattr;
