@@ -10,7 +10,9 @@ use rayon::prelude::*;
 
 use super::error::DatasetError;
 use super::manifest::{FileEntry, Manifest};
-use crate::fsops::{hash_at, hash_path, pool, walk_with, Dir, FsError, Hashed, Kind, Need};
+use crate::fsops::{
+    hash_unseen_at, hash_unseen_path, pool, walk_with, Dir, FsError, Hashed, Kind, Need,
+};
 use crate::fsops::{WalkOptions, HASH_BUF};
 
 /// What a tree holds, in the manifest's form.
@@ -41,7 +43,9 @@ struct Part {
 }
 
 /// Walks `root` with `threads` workers and lists every regular file with its size (and
-/// xxh3-64 if `hash`, else 0) and every directory.
+/// xxh3-64 if `hash`, else 0) and every directory. Files are read unseen
+/// ([`crate::fsops::open_unseen`]): a snapshot is a check or a plan, never a measured
+/// read, and leaves every access time as it found it.
 pub fn snapshot(root: &Path, threads: usize, hash: bool) -> Result<Snapshot, FsError> {
     let opts = WalkOptions::new(threads, Need::SIZE);
     let (_, parts) = walk_with(root, &opts, Part::default, |p: &mut Part, d: &Dir| {
@@ -87,7 +91,7 @@ fn list_dir(root: &Path, hash: bool, p: &mut Part, d: &Dir) -> Result<(), FsErro
                     if p.buf.is_empty() {
                         p.buf = vec![0u8; HASH_BUF];
                     }
-                    let got = hash_at(d.fd(), e.name, &mut p.buf)
+                    let got = hash_unseen_at(d.fd(), e.name, &mut p.buf)
                         .map_err(|err| FsError::new("hash", &root.join(&rel), err))?;
                     check_len(root, &path, e.meta.size, got)?;
                     h = got.hash;
@@ -123,8 +127,8 @@ fn hash_deferred(
                 |buf, &i| {
                     let f = &listed[i];
                     let full = root.join(&f.path);
-                    let got =
-                        hash_path(&full, buf).map_err(|err| FsError::new("hash", &full, err))?;
+                    let got = hash_unseen_path(&full, buf)
+                        .map_err(|err| FsError::new("hash", &full, err))?;
                     check_len(root, &f.path, f.size, got)?;
                     Ok(got.hash)
                 },

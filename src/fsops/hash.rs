@@ -1,5 +1,13 @@
 //! xxh3-64 of whole files, read in large chunks through one reusable buffer. These are the
 //! primitives; `dataset::snapshot` builds a whole tree's manifest from them.
+//!
+//! Two ways to open a file to hash it. A measured phase reads as any program does
+//! ([`hash_at`], [`hash_path`]): the file system updates the access time as its mount
+//! options say. A check that reads a tree back after the phase reads *unseen*
+//! ([`hash_unseen_at`], [`hash_unseen_path`], [`open_unseen`]: `O_NOATIME`), so it writes
+//! nothing to the file system it checks. Under `relatime` a first read after a write updates
+//! the access time, so checking a tree just written dirtied every inode of it: the unmount
+//! after `create` then wrote 50,000 inodes back, and a clone's restore copied their blocks.
 
 use std::ffi::CStr;
 use std::io;
@@ -50,6 +58,37 @@ pub fn hash_at(dirfd: BorrowedFd<'_>, name: &CStr, buf: &mut [u8]) -> io::Result
         OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NOFOLLOW,
         Mode::empty(),
     )?;
+    hash_fd(std::os::fd::AsFd::as_fd(&fd), buf)
+}
+
+/// Opens `path` read-only without updating its access time (`O_NOATIME`), for a check's
+/// read; where the kernel refuses that flag (`EPERM`: the caller neither owns the file nor
+/// has `CAP_FOWNER`) it opens it as any reader does.
+pub fn open_unseen(path: &Path) -> io::Result<std::fs::File> {
+    open_unseen_at(rustix::fs::CWD, path).map(std::fs::File::from)
+}
+
+/// [`open_unseen`] relative to `dirfd` (symbolic links are not followed).
+fn open_unseen_at<P: rustix::path::Arg + Copy>(
+    dirfd: BorrowedFd<'_>,
+    name: P,
+) -> io::Result<std::os::fd::OwnedFd> {
+    let flags = OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NOFOLLOW;
+    match rustix::fs::openat(dirfd, name, flags | OFlags::NOATIME, Mode::empty()) {
+        Err(rustix::io::Errno::PERM) => Ok(rustix::fs::openat(dirfd, name, flags, Mode::empty())?),
+        other => Ok(other?),
+    }
+}
+
+/// [`hash_at`] for a check: the file is read unseen ([`open_unseen`]).
+pub fn hash_unseen_at(dirfd: BorrowedFd<'_>, name: &CStr, buf: &mut [u8]) -> io::Result<Hashed> {
+    let fd = open_unseen_at(dirfd, name)?;
+    hash_fd(std::os::fd::AsFd::as_fd(&fd), buf)
+}
+
+/// [`hash_path`] for a check: the file is read unseen ([`open_unseen`]).
+pub fn hash_unseen_path(path: &Path, buf: &mut [u8]) -> io::Result<Hashed> {
+    let fd = open_unseen_at(rustix::fs::CWD, path)?;
     hash_fd(std::os::fd::AsFd::as_fd(&fd), buf)
 }
 

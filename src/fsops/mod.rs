@@ -26,7 +26,9 @@ pub mod walk;
 
 pub use dir::{ext_of, is_empty_dir, Dir, Dirent, Kind, Meta, Need, WalkStats};
 pub use error::FsError;
-pub use hash::{hash_at, hash_fd, hash_path, Hashed, HASH_BUF};
+pub use hash::{
+    hash_at, hash_fd, hash_path, hash_unseen_at, hash_unseen_path, open_unseen, Hashed, HASH_BUF,
+};
 pub use latency::{percentile, LatencyLog};
 pub use list::{list, Entry};
 pub use pool::pool;

@@ -108,8 +108,9 @@ pub fn copy_within(
 ) -> Result<WithinChecked, WorkloadError> {
     structure(dst, manifest, threads)?;
     let one = |buf: &mut Vec<u8>, f: &dataset::FileEntry| -> Result<bool, String> {
+        // Read unseen: the check writes no access time to the tree it checks.
         let open = |root: &Path| {
-            std::fs::File::open(root.join(&f.path)).map_err(|e| format!("{}: {e}", f.path))
+            fsops::open_unseen(&root.join(&f.path)).map_err(|e| format!("{}: {e}", f.path))
         };
         let copy = open(dst)?;
         if fsops::extents::same_blocks(&open(src)?, &copy)
@@ -203,5 +204,82 @@ pub fn examples<T: std::fmt::Display>(items: &[T]) -> String {
         format!("{} (and {more} more)", shown.join(", "))
     } else {
         shown.join(", ")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::MetadataExt;
+
+    /// Every file's access time under `root`, by path.
+    fn atimes(root: &Path, manifest: &Manifest) -> BTreeMap<String, (i64, i64)> {
+        let at = |p: &str| {
+            let m = std::fs::metadata(root.join(p)).unwrap();
+            (m.atime(), m.atime_nsec())
+        };
+        manifest
+            .files
+            .iter()
+            .map(|f| (f.path.clone(), at(&f.path)))
+            .collect()
+    }
+
+    /// The files whose access time differs from `before`'s.
+    fn touched(root: &Path, manifest: &Manifest, before: &BTreeMap<String, (i64, i64)>) -> usize {
+        let now = atimes(root, manifest);
+        now.iter()
+            .filter(|(p, t)| before.get(*p) != Some(*t))
+            .count()
+    }
+
+    /// Regression: a workload's check read its tree back as a measured phase reads, so under
+    /// `relatime` (a first read after a write updates the access time) it dirtied every inode
+    /// it checked: 50,000 of them after `create` at scale 0.2, which the unmount then wrote
+    /// back and a clone's restore copied home. The checks now read unseen (`O_NOATIME`): every
+    /// access time is as the check found it. The control read shows the host's mount would
+    /// have updated them (the test refuses to pass on a `noatime` work directory).
+    #[test]
+    fn a_check_reads_the_tree_back_without_writing_its_access_times() {
+        let dir = tempfile::Builder::new()
+            .prefix("fsarena-verify-")
+            .tempdir_in("/var/tmp")
+            .unwrap();
+        let spec = dataset::DatasetSpec {
+            scale: 0.0004,
+            ..dataset::DatasetSpec::default()
+        };
+        let m = spec.plan().unwrap();
+        dataset::materialize(&spec, &m, dir.path(), 2).unwrap();
+        // Access times older than the modification times: what relatime updates on a read.
+        let old = rustix::fs::Timestamps {
+            last_access: rustix::fs::Timespec {
+                tv_sec: 1_546_300_800,
+                tv_nsec: 0,
+            },
+            last_modification: rustix::fs::Timespec {
+                tv_sec: 1_600_000_000,
+                tv_nsec: 0,
+            },
+        };
+        for f in &m.files {
+            let p = dir.path().join(&f.path);
+            rustix::fs::utimensat(rustix::fs::CWD, &p, &old, rustix::fs::AtFlags::empty()).unwrap();
+        }
+        let before = atimes(dir.path(), &m);
+        tree(dir.path(), &m, 2).unwrap();
+        let n = touched(dir.path(), &m, &before);
+        assert_eq!(n, 0, "the tree check wrote the access times of {n} files");
+        copy_within(dir.path(), dir.path(), &m, 2).unwrap();
+        let n = touched(dir.path(), &m, &before);
+        assert_eq!(n, 0, "the copy check wrote the access times of {n} files");
+        // The control: a plain read of one file updates its access time on this mount.
+        let first = &m.files.iter().find(|f| f.size > 0).unwrap().path;
+        std::fs::read(dir.path().join(first)).unwrap();
+        assert_ne!(
+            atimes(dir.path(), &m)[first],
+            before[first],
+            "a plain read left the access time alone: this work directory cannot show the defect"
+        );
     }
 }

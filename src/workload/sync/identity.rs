@@ -23,7 +23,7 @@ use super::super::error::WorkloadError;
 use super::super::verify::{content_problem, examples, structure};
 use super::changes::ChangeSet;
 use crate::dataset::Manifest;
-use crate::fsops::{self, hash_path, Kind, Need, WalkOptions, HASH_BUF};
+use crate::fsops::{self, hash_unseen_path, Kind, Need, WalkOptions, HASH_BUF};
 
 /// What a file is, as far as a write or a replacement would change it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -124,7 +124,7 @@ pub fn check(
                     if !(wrote || sampled(p)) {
                         return (None, 0);
                     }
-                    (content_problem(f, hash_path(&dst.join(p), buf)), 1)
+                    (content_problem(f, hash_unseen_path(&dst.join(p), buf)), 1)
                 },
             )
             .fold(
