@@ -434,8 +434,20 @@ const MAPPED_PIECE: u64 = 1 << 20;
 /// A mapping's range read as the program's page faults read it, through the page cache, in
 /// pieces of `buf`, from the recorded offset for the bytes the trace says the range held of
 /// the file, as far as the replay's file reaches (a size from a trace is bounded by the
-/// file it applies to). Returns the bytes read.
+/// file it applies to). Returns the bytes read. A mapping's loads go through the page cache
+/// whatever its descriptor's flags, so a descriptor opened with `O_DIRECT` (where an
+/// unaligned piece fails with EINVAL) is read through a buffered one of the same file.
 fn map_read(fd: &OwnedFd, call: &Call, buf: &mut [u8]) -> Returned {
+    let buffered;
+    let fd = if rustix::fs::fcntl_getfl(fd)
+        .map_err(errno)?
+        .contains(OFlags::DIRECT)
+    {
+        buffered = buffered_twin(fd)?;
+        &buffered
+    } else {
+        fd
+    };
     let size = rustix::fs::fstat(fd).map_err(errno)?.st_size.max(0) as u64;
     let off = call.offset.unwrap_or(0);
     let want = (call.ret.unwrap_or(0).max(0) as u64).min(size.saturating_sub(off));
@@ -451,6 +463,18 @@ fn map_read(fd: &OwnedFd, call: &Call, buf: &mut [u8]) -> Returned {
         }
     }
     Ok(got as i64)
+}
+
+/// A second, buffered descriptor (read-only, no `O_DIRECT`) of the file `fd` has open: a
+/// new open file description, so the replayed descriptor's flags and position are its own.
+fn buffered_twin(fd: &OwnedFd) -> Result<OwnedFd, i32> {
+    let path = format!("/proc/self/fd/{}", fd.as_raw_fd());
+    rustix::fs::open(
+        path.as_str(),
+        OFlags::RDONLY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(errno)
 }
 
 /// `buf`, grown to an attribute call's value or buffer length (its bytes a value's).
