@@ -279,12 +279,7 @@ impl Target {
             Op::SyncFileRange => sync_file_range(&fd, call),
             Op::Stat => done(rustix::fs::fstat(&*fd).map(|_| ())),
             Op::Truncate => done(rustix::fs::ftruncate(&*fd, call.size.unwrap_or(0))),
-            Op::Fallocate => done(rustix::fs::fallocate(
-                &*fd,
-                FallocateFlags::from_bits_retain(call.mode.unwrap_or(0)),
-                call.offset.unwrap_or(0),
-                call.size.unwrap_or(0),
-            )),
+            Op::Fallocate => fallocate(&fd, call),
             Op::Getdents => getdents(&fd, buf.slice_mut(size)),
             Op::MapRead => map_read(&fd, call, buf.slice_mut(size)),
             Op::Syncfs => done(rustix::fs::syncfs(&*fd)),
@@ -293,9 +288,7 @@ impl Target {
                 super::attrs::on_fd(&fd, call, attr_buf(call, buf))
             }
             Op::Setattr => super::setattr::on_fd(&fd, call),
-            // An ordering point only (the waits keep the order around it): the replay's
-            // threads are one process, where the recorded processes' locks cannot conflict.
-            Op::Lock => Ok(0),
+            Op::Lock => super::lock::issue(&fd, call),
             // Another name of the slot's open file (`super::script`): nothing to issue.
             Op::Dup => Ok(fd.as_raw_fd() as i64),
             _ => Err(libc::EBADF),
@@ -475,6 +468,30 @@ fn buffered_twin(fd: &OwnedFd) -> Result<OwnedFd, i32> {
         Mode::empty(),
     )
     .map_err(errno)
+}
+
+/// A recorded fallocate, with its mode. A file system that does not do it (ntfs-3g and
+/// exfat-fuse refuse every mode with EOPNOTSUPP) refuses it as it would have refused the
+/// program: that is the call's result here, which the self-check counts
+/// (`super::check::refused_here`). A refused mode that would have grown the file (no keep
+/// size, no punch hole) is followed by the size it asked for, which is what glibc's
+/// `posix_fallocate`, most programs' way to the call, leaves where the file system has no
+/// fallocate (it writes a zero into each block of the range; the replay sets the size only,
+/// and says so): the files end as the program's did.
+fn fallocate(fd: &OwnedFd, call: &Call) -> Returned {
+    let mode = FallocateFlags::from_bits_retain(call.mode.unwrap_or(0));
+    let (off, len) = (call.offset.unwrap_or(0), call.size.unwrap_or(0));
+    let r = rustix::fs::fallocate(fd, mode, off, len);
+    let grows = !mode.intersects(FallocateFlags::KEEP_SIZE | FallocateFlags::PUNCH_HOLE);
+    if let (Err(e), true) = (r, grows) {
+        if super::errno::unsupported(e.raw_os_error()) {
+            let size = rustix::fs::fstat(fd).map_err(errno)?.st_size.max(0) as u64;
+            if size < off.saturating_add(len) {
+                rustix::fs::ftruncate(fd, off.saturating_add(len)).map_err(errno)?;
+            }
+        }
+    }
+    done(r)
 }
 
 /// `buf`, grown to an attribute call's value or buffer length (its bytes a value's).

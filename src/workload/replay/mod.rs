@@ -29,6 +29,7 @@ pub use time_check::TIME_GAP_PCT;
 mod fuzz;
 mod issue;
 mod lay;
+mod lock;
 pub mod options;
 mod order;
 mod pace;
