@@ -1079,3 +1079,26 @@ fn fallocates_a_fuse_file_system_refuses_are_counted_not_a_divergence() {
     assert!(leftovers(&root.path).is_empty());
 }
 
+/// Defect (issue 56): `mv a/x b/` recorded on ext4 (coreutils renames with
+/// `RENAME_NOREPLACE`) ended invalid replayed on ntfs-3g: a FUSE daemon without renameat2
+/// makes the kernel refuse the flag with EINVAL, where `mv` there checks that the new name
+/// is free and renames without it. The replay does the same and counts it.
+#[test]
+fn a_rename_ntfs_refuses_noreplace_for_is_done_as_mv_does_there() {
+    require_root();
+    let root = TestRoot::new("replay-noreplace");
+    let initial = vec![
+        entry(json!({"path": "a", "kind": "dir"})),
+        entry(json!({"path": "a/x", "kind": "file", "size": 100})),
+        entry(json!({"path": "b", "kind": "dir"})),
+    ];
+    let calls = one_thread([
+        json!({"op": "rename", "syscall": "renameat2", "path": "a/x", "path2": "b", "flags": ["RENAME_NOREPLACE"], "err": "EEXIST"}),
+        json!({"op": "rename", "syscall": "renameat2", "path": "a/x", "path2": "b/x", "flags": ["RENAME_NOREPLACE"], "ret": 0}),
+    ]);
+    let t = save(&trace(1, initial, calls), &root.path.join("mv.fstrace"));
+    let args = ["--target", "ntfs", "--timing", "fast"];
+    let ms = replay_ok(&t, &args, &root.path, "out");
+    assert_eq!(metric(&ms[0], "renames_without_their_flags"), 1.0);
+    assert!(leftovers(&root.path).is_empty());
+}

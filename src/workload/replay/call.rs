@@ -5,6 +5,7 @@
 
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use std::io::{IoSlice, IoSliceMut};
@@ -61,6 +62,9 @@ pub struct Target {
     pub pools: Vec<Aligned>,
     /// What the clones did: shared extents, or copied where the file system cannot.
     pub clones: super::reflink::Clones,
+    /// Renames whose `RENAME_NOREPLACE` the file system refused, done as `mv` does then
+    /// ([`Target::rename`]); counted for the self-check, taken per measured pass.
+    pub unflagged_renames: AtomicU64,
 }
 
 /// The bytes a replayed read asks for ([`issued_len`]), never more than the kernel's
@@ -163,13 +167,7 @@ impl Target {
             )),
             (Op::Rmdir, _) => done(rustix::fs::unlinkat(&self.root, path, AtFlags::REMOVEDIR)),
             (Op::Unlink, _) => done(rustix::fs::unlinkat(&self.root, path, AtFlags::empty())),
-            (Op::Rename, _) => done(rustix::fs::renameat_with(
-                &self.root,
-                path,
-                &self.root,
-                call.path2.as_deref().unwrap_or_default(),
-                rename_flags(&call.flags),
-            )),
+            (Op::Rename, _) => self.rename(call, path),
             (Op::Link, _) => done(rustix::fs::linkat(
                 &self.root,
                 path,
@@ -204,6 +202,29 @@ impl Target {
             *s = Some(Arc::new(fd));
         }
         Ok(raw)
+    }
+
+    /// A rename, with renameat2's flags. A FUSE daemon without renameat2 (ntfs-3g) makes
+    /// the kernel refuse any flag with EINVAL. For `RENAME_NOREPLACE` a program then does
+    /// what coreutils' `mv` does: it checks that the new name is free and renames without
+    /// the flag. The replay does the same, so the tree ends as the program's would there,
+    /// and counts it (`unflagged_renames`); other flags' refusal is the result.
+    fn rename(&self, call: &Call, path: &str) -> Returned {
+        let to = call.path2.as_deref().unwrap_or_default();
+        let flags = rename_flags(&call.flags);
+        match rustix::fs::renameat_with(&self.root, path, &self.root, to, flags) {
+            Err(e) if e == rustix::io::Errno::INVAL && flags == RenameFlags::NOREPLACE => {
+                match rustix::fs::statat(&self.root, to, AtFlags::SYMLINK_NOFOLLOW) {
+                    Ok(_) => return Err(libc::EEXIST),
+                    Err(e) if e != rustix::io::Errno::NOENT => return Err(errno(e)),
+                    Err(_) => {}
+                }
+                done(rustix::fs::renameat(&self.root, path, &self.root, to))?;
+                self.unflagged_renames.fetch_add(1, Ordering::SeqCst);
+                Ok(0)
+            }
+            r => done(r),
+        }
     }
 
     fn stat(&self, call: &Call, path: &str) -> Returned {

@@ -113,6 +113,8 @@ pub struct Check<'a> {
     pub fs_type: Option<String>,
     /// What the replay's clones did (`super::reflink`).
     pub cloned: super::reflink::Cloned,
+    /// Renames whose `RENAME_NOREPLACE` the target refused, done as `mv` does there.
+    pub unflagged_renames: u64,
 }
 
 /// What the replay's threads logged, gathered by call: each call's result (by its index in
@@ -135,6 +137,7 @@ impl Check<'_> {
         self.add_time(&mut out.metrics, &mut out.notes, &mut note);
         let unseen = self.add_warnings(out, &tally.not_kept);
         self.add_refused(out, &tally.refused);
+        self.add_unflagged(out);
         if !tally.skipped.is_empty() || !moved_all || unseen {
             out.metrics.insert("replay_incomplete".into(), 1.0);
         }
@@ -268,6 +271,20 @@ impl Check<'_> {
             "fidelity: {} calls{} were refused by {}, their result there as the program would have met it: a lock held by another of the replay's open files (EAGAIN) or on a file system that keeps no locks, a fallocate on one that has none (EOPNOTSUPP; one that would have grown the file is followed by the size it asked for, as glibc's posix_fallocate leaves it)",
             refused.values().sum::<u64>(),
             by_kind(refused),
+            self.fs_type.as_deref().unwrap_or("this file system")
+        ));
+    }
+
+    /// The renames the target took only without their `RENAME_NOREPLACE` (`super::call`).
+    fn add_unflagged(&self, out: &mut Outcome) {
+        let n = self.unflagged_renames;
+        if n == 0 {
+            return;
+        }
+        out.metrics
+            .insert("renames_without_their_flags".into(), n as f64);
+        out.notes.push(format!(
+            "fidelity: {n} renames with RENAME_NOREPLACE were refused by {} (EINVAL: it takes no renameat2 flags) and done as `mv` does there: the new name checked free, then renamed without the flag",
             self.fs_type.as_deref().unwrap_or("this file system")
         ));
     }
@@ -494,6 +511,7 @@ mod tests {
                 timing: Timing::Think,
                 fs_type: Some("ext4".into()),
                 cloned: Default::default(),
+                unflagged_renames: 0,
             }
             .add_to(&mut out);
             out
