@@ -13,8 +13,11 @@
 
 use std::os::fd::{AsRawFd, OwnedFd};
 
-use super::call::Returned;
 use crate::trace::format::Call;
+
+/// What a lock returned: 0, or the errno (`super::call::Returned`'s shape, which is issued
+/// from there: this file sits below `call`).
+type Returned = Result<i64, i32>;
 
 /// Issues the lock `call` recorded on `fd`: 0, or the errno.
 pub fn issue(fd: &OwnedFd, call: &Call) -> Returned {
