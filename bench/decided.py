@@ -9,6 +9,7 @@ Usage: fsarena report DIR >/dev/null; python3 bench/decided.py DIR
 Reads DIR/summary.json only (standard library). The reference target (tmpfs) is left out.
 """
 import json
+import signal
 import sys
 
 
@@ -48,4 +49,7 @@ def main():
 
 
 if __name__ == "__main__":
+    # Piped into `head`, end quietly once the reader has gone, as a command-line tool does
+    # (Python ignores SIGPIPE and would print a BrokenPipeError traceback instead).
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     main()

@@ -36,6 +36,7 @@ them: reports, removal of the images); and the start per populated image, by ste
 import argparse
 import json
 import os
+import signal
 from collections import defaultdict
 
 GROUPS = {
@@ -195,4 +196,7 @@ def main():
 
 
 if __name__ == "__main__":
+    # Piped into `head`, end quietly once the reader has gone, as a command-line tool does
+    # (Python ignores SIGPIPE and would print a BrokenPipeError traceback instead).
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     main()

@@ -3130,3 +3130,52 @@ fn record_says_one_untraced_time_and_never_less_than_the_program_s_computing() {
     );
     assert!(p.estimate_s() >= p.least_s, "{p:?}");
 }
+
+/// Defect: `bench/harness_time.py` and `bench/decided.py` piped into `head` printed a
+/// BrokenPipeError traceback (and `Exception ignored … BrokenPipeError` at exit) once
+/// `head` had gone. A command-line tool whose reader left ends quietly. The scripts run
+/// here with their stdout a pipe whose read end is already closed, which is what `head`
+/// leaves once it has read its lines; nothing may reach stderr.
+#[test]
+fn bench_scripts_piped_into_head_end_quietly() {
+    let root = TestRoot::new("reg-bench-pipe");
+    let dir = root.path.join("run");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("results.jsonl"),
+        "{\"record\":\"host\",\"started_unix\":0}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("summary.json"),
+        "{\"baseline\":\"ext4\",\"sections\":[]}",
+    )
+    .unwrap();
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    for (script, args) in [
+        ("bench/harness_time.py", &["--wall", "10"][..]),
+        ("bench/decided.py", &[][..]),
+    ] {
+        let mut ends = [0; 2];
+        // SAFETY: pipe fills the two descriptors it makes; each is owned once, below.
+        assert_eq!(
+            unsafe { libc::pipe2(ends.as_mut_ptr(), libc::O_CLOEXEC) },
+            0
+        );
+        use std::os::fd::{FromRawFd, OwnedFd};
+        // SAFETY: fresh descriptors no one else owns.
+        let (reader, writer) =
+            unsafe { (OwnedFd::from_raw_fd(ends[0]), OwnedFd::from_raw_fd(ends[1])) };
+        drop(reader);
+        let out = Command::new("python3")
+            .arg(repo.join(script))
+            .arg(&dir)
+            .args(args)
+            .stdout(writer)
+            .stderr(std::process::Stdio::piped())
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.is_empty(), "{script}: {err}");
+    }
+}

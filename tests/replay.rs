@@ -930,3 +930,175 @@ fn attributes_exfat_does_not_keep_are_counted_not_a_divergence() {
     );
     assert!(leftovers(&root.path).is_empty());
 }
+
+/// Defect (issue 56): a mapping of a file opened with `O_DIRECT` was replayed as `pread`s
+/// through that descriptor, and the last, unaligned piece of a 10,000-byte file failed with
+/// EINVAL: the cell ended invalid. The program's loads went through the page cache whatever
+/// its descriptor's flags; the replay reads the range through a buffered descriptor of the
+/// same file, and its self-check counts the bytes.
+#[test]
+fn a_mapping_of_a_file_opened_with_o_direct_is_read_through_the_page_cache() {
+    require_root();
+    let root = TestRoot::new("replay-direct-map");
+    let initial = vec![entry(json!({"path": "f", "kind": "file", "size": 10_000}))];
+    let calls = one_thread([
+        json!({"op": "open", "syscall": "openat", "path": "f", "flags": ["O_RDONLY", "O_DIRECT"], "ret": 3}),
+        json!({"op": "map_read", "syscall": "mmap", "fd": 3, "flags": ["PROT_READ", "MAP_SHARED"], "size": 12_288, "offset": 0, "ret": 10_000}),
+        json!({"op": "read", "syscall": "pread64", "fd": 3, "size": 4096, "offset": 4096, "ret": 4096}),
+        json!({"op": "close", "syscall": "close", "fd": 3, "ret": 0}),
+    ]);
+    let t = save(&trace(1, initial, calls), &root.path.join("direct.fstrace"));
+    let args = ["--target", "ext4", "--timing", "fast"];
+    let ms = replay_ok(&t, &args, &root.path, "out");
+    assert_eq!(metric(&ms[0], "replayed_map_read_bytes"), 10_000.0);
+    assert_eq!(metric(&ms[0], "replayed_read_bytes"), 4096.0);
+    assert!(leftovers(&root.path).is_empty());
+}
+
+/// Records `script` (python3) in `dir` with `fsarena record`, to `trace`.
+fn record_python(dir: &Path, trace: &Path, script: &str) {
+    std::fs::create_dir_all(dir).unwrap();
+    let rec = Command::new(bin())
+        .current_dir(dir)
+        .args(["record", "--out"])
+        .arg(trace)
+        .args(["--", "python3", "-c", script])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&rec.stderr);
+    assert_eq!(rec.status.code(), Some(0), "{err}");
+}
+
+/// Issue 56: a lock was an ordering point only and made no call, so a program's locks cost
+/// the replay nothing, and a program that was refused a lock (flock conflicts between two
+/// open files, even in one process) replayed it as taken: a divergence. Recorded for real
+/// (python's flock and lockf: flock, and fcntl F_SETLKW on one byte at 100), each lock is
+/// issued on the replayed descriptor with its kind and range, never blocking (strace on the
+/// replay counts them), the refusal is the program's, and the self-check counts the calls.
+#[test]
+fn advisory_locks_are_issued_non_blocking_with_their_kind_and_range() {
+    require_root();
+    let root = TestRoot::new("replay-locks");
+    let t = root.path.join("locks.fstrace");
+    record_python(
+        &root.path.join("rec"),
+        &t,
+        "import fcntl\n\
+         a = open('f', 'w'); b = open('f', 'r+')\n\
+         fcntl.flock(a, fcntl.LOCK_EX)\n\
+         try:\n    fcntl.flock(b, fcntl.LOCK_EX | fcntl.LOCK_NB)\nexcept BlockingIOError:\n    pass\n\
+         fcntl.flock(a, fcntl.LOCK_UN)\n\
+         fcntl.flock(b, fcntl.LOCK_SH | fcntl.LOCK_NB)\n\
+         fcntl.lockf(a, fcntl.LOCK_EX, 1, 100)\n\
+         fcntl.lockf(a, fcntl.LOCK_UN, 1, 100)\n",
+    );
+    let log = root.path.join("strace.log");
+    let out = root.path.join("out");
+    let run = Command::new("strace")
+        .args(["-f", "-qq", "-y", "-e", "trace=flock,fcntl", "-o"])
+        .arg(&log)
+        .arg(bin())
+        .args(["run", "--workload", "replay", "--trace"])
+        .arg(&t)
+        .args(["--target", "ext4", "--timing", "fast", "--quiet"])
+        .args(["--scale", "0.001", "--runs", "1", "--work-dir"])
+        .arg(root.path.join("work"))
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(0), "{err}");
+    let ms = measurements(&out);
+    assert!(ms.iter().all(|m| m["status"] == "ok"), "{ms:?}");
+    assert_eq!(metric(&ms[0], "replayed_lock_calls"), 6.0);
+    // The replay's own calls on the replayed file (strace -y names it), every one
+    // non-blocking: the refused flock refused again, with the program's EWOULDBLOCK.
+    let text = std::fs::read_to_string(&log).unwrap();
+    let on_f = |l: &&str| l.contains("/f>");
+    let flocks: Vec<&str> = text
+        .lines()
+        .filter(on_f)
+        .filter(|l| l.contains("flock("))
+        .collect();
+    assert_eq!(flocks.len(), 4, "{flocks:?}");
+    assert!(
+        flocks
+            .iter()
+            .all(|l| l.contains("LOCK_NB") || l.contains("LOCK_UN")),
+        "{flocks:?}"
+    );
+    assert_eq!(
+        flocks.iter().filter(|l| l.contains("EAGAIN")).count(),
+        1,
+        "{flocks:?}"
+    );
+    let ranges: Vec<&str> = text
+        .lines()
+        .filter(on_f)
+        .filter(|l| l.contains("F_SETLK,") && l.contains("l_start=100, l_len=1"))
+        .collect();
+    assert_eq!(ranges.len(), 2, "{text}");
+    assert!(leftovers(&root.path).is_empty());
+}
+
+/// Defect (issue 56): `fallocate -l 8M f && fallocate -p -o 1M -l 2M f` (and a keep-size
+/// one), recorded on ext4, ended invalid replayed on ntfs-3g and exfat-fuse: both refuse
+/// every fallocate mode with EOPNOTSUPP, where the program had success. That refusal is
+/// what the program would have met there: the replay ends `ok`, its self-check counts the
+/// calls the target refused, and the plain fallocate leaves the size it asked for (as
+/// glibc's posix_fallocate leaves it where the file system has none), so the tree agrees.
+#[test]
+fn fallocates_a_fuse_file_system_refuses_are_counted_not_a_divergence() {
+    require_root();
+    let root = TestRoot::new("replay-falloc-fuse");
+    let calls = one_thread([
+        json!({"op": "open", "syscall": "openat", "path": "f", "flags": ["O_WRONLY", "O_CREAT"], "mode": 0o644, "ret": 3}),
+        json!({"op": "fallocate", "syscall": "fallocate", "fd": 3, "offset": 0, "size": 8 << 20, "mode": 0, "ret": 0}),
+        json!({"op": "close", "syscall": "close", "fd": 3, "ret": 0}),
+        json!({"op": "open", "syscall": "openat", "path": "f", "flags": ["O_WRONLY"], "ret": 3}),
+        json!({"op": "fallocate", "syscall": "fallocate", "fd": 3, "offset": 1 << 20, "size": 2 << 20, "mode": 3, "ret": 0}),
+        json!({"op": "fallocate", "syscall": "fallocate", "fd": 3, "offset": 8 << 20, "size": 1 << 20, "mode": 1, "ret": 0}),
+        json!({"op": "close", "syscall": "close", "fd": 3, "ret": 0}),
+    ]);
+    let t = save(&trace(1, vec![], calls), &root.path.join("falloc.fstrace"));
+    for fs in ["ntfs", "exfat"] {
+        let args = ["--target", fs, "--timing", "fast"];
+        let ms = replay_ok(&t, &args, &root.path, &format!("out-{fs}"));
+        assert_eq!(metric(&ms[0], "replayed_fallocate_calls"), 3.0);
+        assert_eq!(metric(&ms[0], "refused_fallocate_calls"), 3.0, "{fs}");
+        let notes = ms[0]["notes"].to_string();
+        assert!(
+            notes.contains("3 calls (3 fallocate) were refused"),
+            "{notes}"
+        );
+    }
+    // Where the file system does them, nothing is refused.
+    let ms = replay_ok(&t, &["--target", "ext4"], &root.path, "out-ext4");
+    assert!(ms[0]["metrics"].get("refused_fallocate_calls").is_none());
+    assert!(leftovers(&root.path).is_empty());
+}
+
+/// Defect (issue 56): `mv a/x b/` recorded on ext4 (coreutils renames with
+/// `RENAME_NOREPLACE`) ended invalid replayed on ntfs-3g: a FUSE daemon without renameat2
+/// makes the kernel refuse the flag with EINVAL, where `mv` there checks that the new name
+/// is free and renames without it. The replay does the same and counts it.
+#[test]
+fn a_rename_ntfs_refuses_noreplace_for_is_done_as_mv_does_there() {
+    require_root();
+    let root = TestRoot::new("replay-noreplace");
+    let initial = vec![
+        entry(json!({"path": "a", "kind": "dir"})),
+        entry(json!({"path": "a/x", "kind": "file", "size": 100})),
+        entry(json!({"path": "b", "kind": "dir"})),
+    ];
+    let calls = one_thread([
+        json!({"op": "rename", "syscall": "renameat2", "path": "a/x", "path2": "b", "flags": ["RENAME_NOREPLACE"], "err": "EEXIST"}),
+        json!({"op": "rename", "syscall": "renameat2", "path": "a/x", "path2": "b/x", "flags": ["RENAME_NOREPLACE"], "ret": 0}),
+    ]);
+    let t = save(&trace(1, initial, calls), &root.path.join("mv.fstrace"));
+    let args = ["--target", "ntfs", "--timing", "fast"];
+    let ms = replay_ok(&t, &args, &root.path, "out");
+    assert_eq!(metric(&ms[0], "renames_without_their_flags"), 1.0);
+    assert!(leftovers(&root.path).is_empty());
+}

@@ -125,9 +125,9 @@ pub enum Op {
     /// removexattr, lremovexattr, fremovexattr: `path` or `fd`, the name in `target`.
     Removexattr,
     /// flock, and fcntl's `F_SETLK`, `F_SETLKW`, `F_OFD_SETLK*`: `fd`, the lock asked for
-    /// in `flags` (`LOCK_EX`, `F_WRLCK`, `LOCK_UN`…). An ordering point: the replay keeps
-    /// the recorded order of every call on the file around it, and takes no lock (its
-    /// threads are one process, where POSIX locks never conflict).
+    /// in `flags` (`LOCK_EX`, `LOCK_UN`; `F_SETLKW`, `F_WRLCK`, `SEEK_SET`…), an fcntl
+    /// lock's `l_start` in `offset` and `l_len` in `size`. Issued on the replayed descriptor,
+    /// never blocking, the recorded order around it kept (`workload::replay::lock`).
     Lock,
     /// dup, dup2, dup3, fcntl with `F_DUPFD`/`F_DUPFD_CLOEXEC`: `fd` the descriptor copied,
     /// `ret` the new number, another name of the same open file (`dd of=F` writes to

@@ -386,8 +386,12 @@ fn describe_attrs(sc: &Syscall) -> Option<Shape> {
     Some(shape)
 }
 
-/// fcntl's record locks (`F_SETLK`, `F_SETLKW`, `F_OFD_SETLK*`): the command and the
-/// lock's type (`F_WRLCK`, `F_RDLCK`, `F_UNLCK`). Other fcntl commands are no file I/O.
+/// fcntl's record locks (`F_SETLK`, `F_SETLKW`, `F_OFD_SETLK*`): the command, the lock's
+/// type (`F_WRLCK`, `F_RDLCK`, `F_UNLCK`) and whence (`SEEK_SET`…) in `flags`, its start in
+/// `offset` and its length in `size` (0: to the file's end), so the replay locks the range
+/// the program locked. A negative start or length (a range before the whence's point) is
+/// not kept: the replay's lock then runs from that point. Other fcntl commands are no file
+/// I/O.
 fn describe_fcntl_lock(sc: &Syscall) -> Option<Shape> {
     let cmd = sc.args.get(1)?.0.clone();
     if !matches!(
@@ -397,8 +401,12 @@ fn describe_fcntl_lock(sc: &Syscall) -> Option<Shape> {
         return None;
     }
     let mut shape = Shape::new(Op::Lock, Target::Fd(fd_at(sc, 0)?));
-    let kind = sc.args.get(2).and_then(|a| a.field("l_type"));
-    shape.flags = std::iter::once(cmd).chain(kind.map(|k| k.0)).collect();
+    let field = |name: &str| sc.args.get(2).and_then(|a| a.field(name));
+    let named = ["l_type", "l_whence"].into_iter().filter_map(&field);
+    shape.flags = std::iter::once(cmd).chain(named.map(|k| k.0)).collect();
+    let number = |name: &str| field(name).and_then(|a| a.int());
+    shape.offset = number("l_start").and_then(|n| u64::try_from(n).ok());
+    shape.size = number("l_len").and_then(|n| u64::try_from(n).ok());
     Some(shape)
 }
 

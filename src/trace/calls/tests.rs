@@ -346,7 +346,23 @@ fn rename_flags_xattrs_and_locks_are_kept() {
         (got[6].op, got[6].flags.as_slice()),
         (Op::Lock, &["LOCK_EX".to_string()][..])
     );
-    assert_eq!(got[7].flags, ["F_SETLKW", "F_WRLCK"]);
+    assert_eq!(got[7].flags, ["F_SETLKW", "F_WRLCK", "SEEK_SET"]);
+}
+
+/// Issue 56: an fcntl lock was kept as its command and type only, so a replay that issues
+/// it could lock only the whole file; sqlite locks single bytes (its pending, reserved and
+/// shared bytes at 1 GiB) and the WAL index's slots. The range is kept.
+#[test]
+fn an_fcntl_lock_keeps_its_range() {
+    let c = convert(&[
+        r#"13926 1795912873.968983 fcntl(3</r/db>, F_SETLK, {l_type=F_RDLCK, l_whence=SEEK_SET, l_start=1073741824, l_len=1}) = 0 <0.000013>"#,
+        r#"13926 1795912873.969 fcntl(3</r/db>, F_OFD_SETLK, {l_type=F_UNLCK, l_whence=SEEK_CUR, l_start=-5, l_len=0}) = 0 <0.000010>"#,
+    ]);
+    let got = calls(&c);
+    assert_eq!(got[0].flags, ["F_SETLK", "F_RDLCK", "SEEK_SET"]);
+    assert_eq!((got[0].offset, got[0].size), (Some(1 << 30), Some(1)));
+    assert_eq!(got[1].flags, ["F_OFD_SETLK", "F_UNLCK", "SEEK_CUR"]);
+    assert_eq!((got[1].offset, got[1].size), (None, Some(0)));
 }
 
 #[test]

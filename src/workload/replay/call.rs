@@ -5,6 +5,7 @@
 
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use std::io::{IoSlice, IoSliceMut};
@@ -61,6 +62,9 @@ pub struct Target {
     pub pools: Vec<Aligned>,
     /// What the clones did: shared extents, or copied where the file system cannot.
     pub clones: super::reflink::Clones,
+    /// Renames whose `RENAME_NOREPLACE` the file system refused, done as `mv` does then
+    /// ([`Target::rename`]); counted for the self-check, taken per measured pass.
+    pub unflagged_renames: AtomicU64,
 }
 
 /// The bytes a replayed read asks for ([`issued_len`]), never more than the kernel's
@@ -163,13 +167,7 @@ impl Target {
             )),
             (Op::Rmdir, _) => done(rustix::fs::unlinkat(&self.root, path, AtFlags::REMOVEDIR)),
             (Op::Unlink, _) => done(rustix::fs::unlinkat(&self.root, path, AtFlags::empty())),
-            (Op::Rename, _) => done(rustix::fs::renameat_with(
-                &self.root,
-                path,
-                &self.root,
-                call.path2.as_deref().unwrap_or_default(),
-                rename_flags(&call.flags),
-            )),
+            (Op::Rename, _) => self.rename(call, path),
             (Op::Link, _) => done(rustix::fs::linkat(
                 &self.root,
                 path,
@@ -204,6 +202,29 @@ impl Target {
             *s = Some(Arc::new(fd));
         }
         Ok(raw)
+    }
+
+    /// A rename, with renameat2's flags. A FUSE daemon without renameat2 (ntfs-3g) makes
+    /// the kernel refuse any flag with EINVAL. For `RENAME_NOREPLACE` a program then does
+    /// what coreutils' `mv` does: it checks that the new name is free and renames without
+    /// the flag. The replay does the same, so the tree ends as the program's would there,
+    /// and counts it (`unflagged_renames`); other flags' refusal is the result.
+    fn rename(&self, call: &Call, path: &str) -> Returned {
+        let to = call.path2.as_deref().unwrap_or_default();
+        let flags = rename_flags(&call.flags);
+        match rustix::fs::renameat_with(&self.root, path, &self.root, to, flags) {
+            Err(e) if e == rustix::io::Errno::INVAL && flags == RenameFlags::NOREPLACE => {
+                match rustix::fs::statat(&self.root, to, AtFlags::SYMLINK_NOFOLLOW) {
+                    Ok(_) => return Err(libc::EEXIST),
+                    Err(e) if e != rustix::io::Errno::NOENT => return Err(errno(e)),
+                    Err(_) => {}
+                }
+                done(rustix::fs::renameat(&self.root, path, &self.root, to))?;
+                self.unflagged_renames.fetch_add(1, Ordering::SeqCst);
+                Ok(0)
+            }
+            r => done(r),
+        }
     }
 
     fn stat(&self, call: &Call, path: &str) -> Returned {
@@ -279,12 +300,7 @@ impl Target {
             Op::SyncFileRange => sync_file_range(&fd, call),
             Op::Stat => done(rustix::fs::fstat(&*fd).map(|_| ())),
             Op::Truncate => done(rustix::fs::ftruncate(&*fd, call.size.unwrap_or(0))),
-            Op::Fallocate => done(rustix::fs::fallocate(
-                &*fd,
-                FallocateFlags::from_bits_retain(call.mode.unwrap_or(0)),
-                call.offset.unwrap_or(0),
-                call.size.unwrap_or(0),
-            )),
+            Op::Fallocate => fallocate(&fd, call),
             Op::Getdents => getdents(&fd, buf.slice_mut(size)),
             Op::MapRead => map_read(&fd, call, buf.slice_mut(size)),
             Op::Syncfs => done(rustix::fs::syncfs(&*fd)),
@@ -293,9 +309,7 @@ impl Target {
                 super::attrs::on_fd(&fd, call, attr_buf(call, buf))
             }
             Op::Setattr => super::setattr::on_fd(&fd, call),
-            // An ordering point only (the waits keep the order around it): the replay's
-            // threads are one process, where the recorded processes' locks cannot conflict.
-            Op::Lock => Ok(0),
+            Op::Lock => super::lock::issue(&fd, call),
             // Another name of the slot's open file (`super::script`): nothing to issue.
             Op::Dup => Ok(fd.as_raw_fd() as i64),
             _ => Err(libc::EBADF),
@@ -434,8 +448,20 @@ const MAPPED_PIECE: u64 = 1 << 20;
 /// A mapping's range read as the program's page faults read it, through the page cache, in
 /// pieces of `buf`, from the recorded offset for the bytes the trace says the range held of
 /// the file, as far as the replay's file reaches (a size from a trace is bounded by the
-/// file it applies to). Returns the bytes read.
+/// file it applies to). Returns the bytes read. A mapping's loads go through the page cache
+/// whatever its descriptor's flags, so a descriptor opened with `O_DIRECT` (where an
+/// unaligned piece fails with EINVAL) is read through a buffered one of the same file.
 fn map_read(fd: &OwnedFd, call: &Call, buf: &mut [u8]) -> Returned {
+    let buffered;
+    let fd = if rustix::fs::fcntl_getfl(fd)
+        .map_err(errno)?
+        .contains(OFlags::DIRECT)
+    {
+        buffered = buffered_twin(fd)?;
+        &buffered
+    } else {
+        fd
+    };
     let size = rustix::fs::fstat(fd).map_err(errno)?.st_size.max(0) as u64;
     let off = call.offset.unwrap_or(0);
     let want = (call.ret.unwrap_or(0).max(0) as u64).min(size.saturating_sub(off));
@@ -451,6 +477,42 @@ fn map_read(fd: &OwnedFd, call: &Call, buf: &mut [u8]) -> Returned {
         }
     }
     Ok(got as i64)
+}
+
+/// A second, buffered descriptor (read-only, no `O_DIRECT`) of the file `fd` has open: a
+/// new open file description, so the replayed descriptor's flags and position are its own.
+fn buffered_twin(fd: &OwnedFd) -> Result<OwnedFd, i32> {
+    let path = format!("/proc/self/fd/{}", fd.as_raw_fd());
+    rustix::fs::open(
+        path.as_str(),
+        OFlags::RDONLY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(errno)
+}
+
+/// A recorded fallocate, with its mode. A file system that does not do it (ntfs-3g and
+/// exfat-fuse refuse every mode with EOPNOTSUPP) refuses it as it would have refused the
+/// program: that is the call's result here, which the self-check counts
+/// (`super::check::refused_here`). A refused mode that would have grown the file (no keep
+/// size, no punch hole) is followed by the size it asked for, which is what glibc's
+/// `posix_fallocate`, most programs' way to the call, leaves where the file system has no
+/// fallocate (it writes a zero into each block of the range; the replay sets the size only,
+/// and says so): the files end as the program's did.
+fn fallocate(fd: &OwnedFd, call: &Call) -> Returned {
+    let mode = FallocateFlags::from_bits_retain(call.mode.unwrap_or(0));
+    let (off, len) = (call.offset.unwrap_or(0), call.size.unwrap_or(0));
+    let r = rustix::fs::fallocate(fd, mode, off, len);
+    let grows = !mode.intersects(FallocateFlags::KEEP_SIZE | FallocateFlags::PUNCH_HOLE);
+    if let (Err(e), true) = (r, grows) {
+        if super::errno::unsupported(e.raw_os_error()) {
+            let size = rustix::fs::fstat(fd).map_err(errno)?.st_size.max(0) as u64;
+            if size < off.saturating_add(len) {
+                rustix::fs::ftruncate(fd, off.saturating_add(len)).map_err(errno)?;
+            }
+        }
+    }
+    done(r)
 }
 
 /// `buf`, grown to an attribute call's value or buffer length (its bytes a value's).

@@ -38,7 +38,10 @@ fn replayed(r: &Returned) -> String {
 /// attribute's get, list or remove may find nothing where the program found its attribute
 /// (`super::attrs`: the names are not recorded), so its success and `ENODATA` are alike.
 pub fn same(call: &Call, r: &Returned) -> bool {
-    if call.ret.is_some() && not_kept(call, r) {
+    if call.op == Op::Lock {
+        return super::lock::alike(call, r);
+    }
+    if (call.ret.is_some() && not_kept(call, r)) || refused_here(call, r) {
         return true;
     }
     if call.op == Op::Clone && clone_refused_there(call) {
@@ -92,6 +95,24 @@ pub fn not_kept(call: &Call, r: &Returned) -> bool {
         (Op::Setattr, Err(e)) => {
             *e == libc::EOPNOTSUPP || (*e == libc::EPERM && call.syscall.contains("chown"))
         }
+        _ => false,
+    }
+}
+
+/// Whether the target refused a call the program had succeed, where refusing it is what this
+/// file system does: a lock held by another of the replay's open files, or on a file system
+/// that keeps no locks (`super::lock`); a fallocate on one that has none (ntfs-3g and
+/// exfat-fuse answer EOPNOTSUPP, even to a punch hole). The program would have met the same
+/// refusal there; the self-check counts these calls (`super::fidelity`).
+pub fn refused_here(call: &Call, r: &Returned) -> bool {
+    let Err(code) = r else { return false };
+    let as_recorded = call
+        .err
+        .as_deref()
+        .is_some_and(|name| errno::matches(*code, name));
+    match call.op {
+        Op::Lock => super::lock::refused(*code) && !as_recorded,
+        Op::Fallocate => call.ret.is_some() && errno::unsupported(*code),
         _ => false,
     }
 }

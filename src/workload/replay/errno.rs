@@ -56,3 +56,9 @@ pub fn name(code: i32) -> String {
 pub fn matches(code: i32, name: &str) -> bool {
     NAMES.iter().any(|(c, n)| *c == code && *n == name) || format!("E{code}") == name
 }
+
+/// Whether errno `code` says the file system does not do the call at all (EOPNOTSUPP, which
+/// is ENOTSUP; ENOSYS): ntfs-3g's and exfat-fuse's answer to fallocate.
+pub fn unsupported(code: i32) -> bool {
+    code == libc::EOPNOTSUPP || code == libc::ENOSYS
+}

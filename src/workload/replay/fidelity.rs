@@ -113,16 +113,20 @@ pub struct Check<'a> {
     pub fs_type: Option<String>,
     /// What the replay's clones did (`super::reflink`).
     pub cloned: super::reflink::Cloned,
+    /// Renames whose `RENAME_NOREPLACE` the target refused, done as `mv` does there.
+    pub unflagged_renames: u64,
 }
 
 /// What the replay's threads logged, gathered by call: each call's result (by its index in
 /// the trace), and per operation the calls replayed, those left out, and the attribute
-/// calls refused here that the program had succeed.
+/// calls refused here that the program had succeed, and the calls this file system refused
+/// as it would have refused the program's (`check::refused_here`: locks, fallocates).
 struct Tally<'l> {
     results: Vec<Option<&'l Returned>>,
     replayed: BTreeMap<Op, u64>,
     skipped: BTreeMap<Op, u64>,
     not_kept: BTreeMap<Op, u64>,
+    refused: BTreeMap<Op, u64>,
 }
 
 impl Check<'_> {
@@ -132,6 +136,8 @@ impl Check<'_> {
         let (mut note, moved_all) = self.add_counts(&tally, &mut out.metrics);
         self.add_time(&mut out.metrics, &mut out.notes, &mut note);
         let unseen = self.add_warnings(out, &tally.not_kept);
+        self.add_refused(out, &tally.refused);
+        self.add_unflagged(out);
         if !tally.skipped.is_empty() || !moved_all || unseen {
             out.metrics.insert("replay_incomplete".into(), 1.0);
         }
@@ -146,6 +152,7 @@ impl Check<'_> {
             replayed: BTreeMap::new(),
             skipped: BTreeMap::new(),
             not_kept: BTreeMap::new(),
+            refused: BTreeMap::new(),
         };
         for (i, r, _) in self.logs.iter().flat_map(|l| &l.calls) {
             let call = &self.trace.calls[*i];
@@ -156,6 +163,9 @@ impl Check<'_> {
                     *t.replayed.entry(op).or_default() += 1;
                     if call.ret.is_some() && super::check::not_kept(call, r) {
                         *t.not_kept.entry(op).or_default() += 1;
+                    }
+                    if super::check::refused_here(call, r) {
+                        *t.refused.entry(op).or_default() += 1;
                     }
                 }
                 None => *t.skipped.entry(op).or_default() += 1,
@@ -245,6 +255,38 @@ impl Check<'_> {
             crate::trace::calls::unseen_text(unseen)
         ));
         true
+    }
+
+    /// The calls this file system refused as it would have refused the program's: per kind
+    /// (`refused_lock_calls`, `refused_fallocate_calls`), and a note that says why.
+    fn add_refused(&self, out: &mut Outcome, refused: &BTreeMap<Op, u64>) {
+        if refused.is_empty() {
+            return;
+        }
+        for (op, n) in refused {
+            out.metrics
+                .insert(format!("refused_{}_calls", op_name(*op)), *n as f64);
+        }
+        out.notes.push(format!(
+            "fidelity: {} calls{} were refused by {}, their result there as the program would have met it: a lock held by another of the replay's open files (EAGAIN) or on a file system that keeps no locks, a fallocate on one that has none (EOPNOTSUPP; one that would have grown the file is followed by the size it asked for, as glibc's posix_fallocate leaves it)",
+            refused.values().sum::<u64>(),
+            by_kind(refused),
+            self.fs_type.as_deref().unwrap_or("this file system")
+        ));
+    }
+
+    /// The renames the target took only without their `RENAME_NOREPLACE` (`super::call`).
+    fn add_unflagged(&self, out: &mut Outcome) {
+        let n = self.unflagged_renames;
+        if n == 0 {
+            return;
+        }
+        out.metrics
+            .insert("renames_without_their_flags".into(), n as f64);
+        out.notes.push(format!(
+            "fidelity: {n} renames with RENAME_NOREPLACE were refused by {} (EINVAL: it takes no renameat2 flags) and done as `mv` does there: the new name checked free, then renamed without the flag",
+            self.fs_type.as_deref().unwrap_or("this file system")
+        ));
     }
 
     /// The clones: their bytes as their own kind (a clone writes no data of its own where
@@ -469,6 +511,7 @@ mod tests {
                 timing: Timing::Think,
                 fs_type: Some("ext4".into()),
                 cloned: Default::default(),
+                unflagged_renames: 0,
             }
             .add_to(&mut out);
             out

@@ -29,6 +29,7 @@ pub use time_check::TIME_GAP_PCT;
 mod fuzz;
 mod issue;
 mod lay;
+mod lock;
 pub mod options;
 mod order;
 mod pace;
@@ -139,6 +140,9 @@ impl Workload for Replay {
                 timing: opts.timing,
                 fs_type: fs_type.clone(),
                 cloned: target.clones.take(),
+                unflagged_renames: target
+                    .unflagged_renames
+                    .swap(0, std::sync::atomic::Ordering::SeqCst),
             };
             check.add_to(&mut outcome);
             logs = done;
@@ -185,6 +189,7 @@ fn target(ctx: &Ctx, script: &script::Script) -> Result<Target, WorkloadError> {
         pool_of,
         pools,
         clones: reflink::Clones::new(script, &script::copies(script)),
+        unflagged_renames: Default::default(),
     })
 }
 
