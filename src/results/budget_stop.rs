@@ -31,12 +31,13 @@ impl Beyond {
                 runs,
                 seconds,
                 left,
-            } => format!(
-                "needs ~{runs} more run{} (~{}), beyond the {} left of the budget",
-                if runs == 1 { "" } else { "s" },
-                duration(seconds),
-                duration(left.max(0.0))
-            ),
+            } => {
+                let (need, left) = apart(seconds, left.max(0.0));
+                format!(
+                    "needs ~{runs} more run{} (~{need}), beyond the {left} left of the budget",
+                    if runs == 1 { "" } else { "s" },
+                )
+            }
             Beyond::Maximum => "made the most runs the run allows".into(),
             Beyond::Spent { left } => format!(
                 "no further round fitted in the {} left of the budget",
@@ -58,6 +59,24 @@ fn duration(seconds: f64) -> String {
         true => format!("{seconds:.0} s"),
         false => format!("{:.0} min", seconds / 60.0),
     }
+}
+
+fn rounded(seconds: f64, round: fn(f64) -> f64) -> String {
+    match seconds < 90.0 {
+        true => format!("{} s", round(seconds)),
+        false => format!("{} min", round(seconds / 60.0)),
+    }
+}
+
+/// A need and the time left, each in words: rounded to the nearest unit, unless both would
+/// read the same ("~21 s, beyond the 21 s left"); then the need is rounded up and the time
+/// left down, so the line says what the budget compared (the need is always the larger).
+fn apart(need: f64, left: f64) -> (String, String) {
+    let (n, l) = (duration(need), duration(left));
+    if n != l {
+        return (n, l);
+    }
+    (rounded(need, f64::ceil), rounded(left, f64::floor))
 }
 
 /// An undecided comparison of `target` with the baseline at one point the budget stopped
@@ -102,6 +121,33 @@ mod tests {
         assert_eq!(
             s.why.row_words(),
             "stopped by the budget: needs ~6 more runs (~15 s), beyond the 13 s left of the budget"
+        );
+    }
+
+    /// Defect: a need of 21.4 s and 20.9 s left read "needs ~24 more runs (~21 s), beyond
+    /// the 21 s left of the budget", a stop the line itself did not explain.
+    #[test]
+    fn a_need_and_a_time_left_that_round_alike_still_read_apart() {
+        let words = |seconds: f64, left: f64| {
+            Beyond::Budget {
+                runs: 24,
+                seconds,
+                left,
+            }
+            .words()
+        };
+        assert_eq!(
+            words(21.4, 20.9),
+            "needs ~24 more runs (~22 s), beyond the 20 s left of the budget"
+        );
+        assert_eq!(
+            words(365.0, 335.0),
+            "needs ~24 more runs (~7 min), beyond the 5 min left of the budget"
+        );
+        // Apart already: rounded to the nearest, as before.
+        assert_eq!(
+            words(364.0, 100.0),
+            "needs ~24 more runs (~6 min), beyond the 2 min left of the budget"
         );
     }
 }
