@@ -261,8 +261,15 @@ def device(loop):
             "flushes": int(x[15])}
 
 
+def program_comms(prog):
+    """The process names of a program's processes: its own command's, and the programs a
+    shell command starts (git's `sh -c "git clone … && git commit …"` is mostly git's)."""
+    return [prog.command("", "")[0]] + list(getattr(prog, "comms", []))
+
+
 def run_program(a, prog, work):
-    tracing = Tracing(work, [prog.command("", "")[0]])
+    comms = program_comms(prog)
+    tracing = Tracing(work, comms)
     f = rf.Fresh(a.fs, work, a.size, rf.commands(a.fs, work))
     try:
         prog.seed(f.mnt, work)
@@ -275,7 +282,7 @@ def run_program(a, prog, work):
         subprocess.run(["sync", "-f", f.mnt], check=True)
         evs = tracing.stop()
         dev = {k: v - before[k] for k, v in device(f.loop).items()}
-        procs = {e[2] for e in evs if e[1] == prog.command("", "")[0]}
+        procs = {e[2] for e in evs if e[1] in comms}
         return seconds, evs, procs, dev
     finally:
         f.close()
