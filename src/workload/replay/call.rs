@@ -448,35 +448,48 @@ const MAPPED_PIECE: u64 = 1 << 20;
 /// A mapping's range read as the program's page faults read it, through the page cache, in
 /// pieces of `buf`, from the recorded offset for the bytes the trace says the range held of
 /// the file, as far as the replay's file reaches (a size from a trace is bounded by the
-/// file it applies to). Returns the bytes read. A mapping's loads go through the page cache
-/// whatever its descriptor's flags, so a descriptor opened with `O_DIRECT` (where an
-/// unaligned piece fails with EINVAL) is read through a buffered one of the same file.
+/// file it applies to: a read at its end returns nothing). Returns the bytes read. Only the
+/// reads are issued: the program's faults make no other call, and on a FUSE file system an
+/// `fstat` or a flag query before each range is a round trip to the daemon the program never
+/// made (git's 10,172 mapped objects: ~0.2 s on ntfs-3g). A mapping's loads go through the
+/// page cache whatever its descriptor's flags, so where a piece is refused on a descriptor
+/// opened with `O_DIRECT` (EINVAL, unaligned), the rest is read through a buffered one of
+/// the same file.
 fn map_read(fd: &OwnedFd, call: &Call, buf: &mut [u8]) -> Returned {
-    let buffered;
-    let fd = if rustix::fs::fcntl_getfl(fd)
-        .map_err(errno)?
-        .contains(OFlags::DIRECT)
-    {
-        buffered = buffered_twin(fd)?;
-        &buffered
-    } else {
-        fd
-    };
-    let size = rustix::fs::fstat(fd).map_err(errno)?.st_size.max(0) as u64;
     let off = call.offset.unwrap_or(0);
-    let want = (call.ret.unwrap_or(0).max(0) as u64).min(size.saturating_sub(off));
+    let want = call.ret.unwrap_or(0).max(0) as u64;
     let mut got = 0;
-    while got < want {
-        let n = (buf.len() as u64).min(want - got) as usize;
+    match read_range(fd, off, want, buf, &mut got) {
+        Err(libc::EINVAL) if opened_direct(fd)? => {
+            read_range(&buffered_twin(fd)?, off, want, buf, &mut got)?
+        }
+        r => r?,
+    }
+    Ok(got as i64)
+}
+
+/// Reads `want` bytes from `off` into `buf`, piece by piece, counting them in `got` (kept
+/// when a piece fails, so that the rest can be read through another descriptor), until the
+/// file ends.
+fn read_range(fd: &OwnedFd, off: u64, want: u64, buf: &mut [u8], got: &mut u64) -> Result<(), i32> {
+    while *got < want {
+        let n = (buf.len() as u64).min(want - *got) as usize;
         if n == 0 {
             return Err(libc::EFAULT);
         }
-        match bytes(rustix::io::pread(fd, &mut buf[..n], off + got))? {
+        match bytes(rustix::io::pread(fd, &mut buf[..n], off + *got))? {
             0 => break,
-            r => got += r as u64,
+            r => *got += r as u64,
         }
     }
-    Ok(got as i64)
+    Ok(())
+}
+
+/// Whether `fd` was opened with `O_DIRECT`.
+fn opened_direct(fd: &OwnedFd) -> Result<bool, i32> {
+    Ok(rustix::fs::fcntl_getfl(fd)
+        .map_err(errno)?
+        .contains(OFlags::DIRECT))
 }
 
 /// A second, buffered descriptor (read-only, no `O_DIRECT`) of the file `fd` has open: a
