@@ -185,6 +185,7 @@ class DpkgUnpack(Program):
     .dpkg-new, syncs them and renames them into place, then updates its database)."""
 
     name = "dpkg-unpack"
+    comms = ["dpkg"]
 
     def seed(self, root, work):
         deb = os.path.join(work, "headers.deb")
@@ -213,6 +214,7 @@ class GccMake(Program):
     """make and gcc building a small C program (24 files) and linking it."""
 
     name = "gcc-make"
+    comms = ["cc", "gcc", "cc1", "as", "collect2", "ld"]
     FILES = 24
 
     def seed(self, root, work):

@@ -227,6 +227,8 @@ def coupling(evs, threads):
     writer = renames.most_common(1)[0][0]
     opens = collections.Counter(e[2] for e in enters if e[3] == "sys_enter" and e[2] != writer
                                 and nr(e[4]) == NR["openat"])
+    if not opens:
+        return None  # one thread renames and opens alike (python's writer): no coupling
     reader = opens.most_common(1)[0][0]
     # The reader's reads of descriptors its openat returned (not its socket's), once it has
     # begun listing the tree (before, a program reads its libraries and configuration).
