@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use common::{bin, leftovers, measurements, require_root, TestRoot};
-use fsarena::trace::format::{write, Call, Initial, Trace};
+use fsarena::trace::format::{write, Call, Initial, Op, Trace};
 use serde_json::json;
 
 /// A call from its JSON fields (the format's own names), with no duration.
@@ -1100,5 +1100,55 @@ fn a_rename_ntfs_refuses_noreplace_for_is_done_as_mv_does_there() {
     let args = ["--target", "ntfs", "--timing", "fast"];
     let ms = replay_ok(&t, &args, &root.path, "out");
     assert_eq!(metric(&ms[0], "renames_without_their_flags"), 1.0);
+    assert!(leftovers(&root.path).is_empty());
+}
+
+/// Defect (issue 56): record kept an initial file's size, not its holes, and the replay laid
+/// it down whole. `cp --sparse=always big copy` walks its source with `SEEK_DATA` and
+/// `SEEK_HOLE`; from the end of the source's one piece of data (1 MiB at 8 MiB of 32 MiB)
+/// `SEEK_DATA` found ENXIO for the program and data in the replay's whole file, so the
+/// replay ended invalid on every file system. Recorded for real, the trace keeps the piece,
+/// and the replay lays the file down with its holes: ok, every call as recorded.
+#[test]
+fn an_initial_sparse_file_is_laid_down_with_its_holes_so_seek_data_replays_as_recorded() {
+    require_root();
+    let root = TestRoot::new("replay-holes");
+    let dir = root.path.join("rec");
+    std::fs::create_dir_all(&dir).unwrap();
+    let made = Command::new("sh")
+        .current_dir(&dir)
+        .args(["-c", "truncate -s 32M big && dd if=/dev/urandom of=big bs=1M count=1 seek=8 conv=notrunc iflag=fullblock status=none"])
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let t = root.path.join("cp.fstrace");
+    let rec = Command::new(bin())
+        .current_dir(&dir)
+        .args(["record", "--out"])
+        .arg(&t)
+        .args(["--", "sh", "-c", "cp --sparse=always big copy && sync"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        rec.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&rec.stderr)
+    );
+    for fs in ["ext4", "xfs"] {
+        let args = ["--target", fs, "--timing", "fast"];
+        let ms = replay_ok(&t, &args, &root.path, &format!("out-{fs}"));
+        assert!(
+            ms[0]["metrics"].get("initial_holes_not_kept").is_none(),
+            "{fs}"
+        );
+    }
+    let file = std::fs::File::open(&t).unwrap();
+    let trace = fsarena::trace::format::read(std::io::BufReader::new(file)).unwrap();
+    let big = trace.initial.iter().find(|e| e.path == "big").unwrap();
+    assert_eq!(big.data, Some(vec![[8 << 20, 1 << 20]]));
+    // The program met the end of the data: the call that diverged before.
+    let enxio = |c: &&Call| c.op == Op::Seek && c.err.as_deref() == Some("ENXIO");
+    assert!(trace.calls.iter().any(|c| enxio(&c)), "{:?}", trace.calls);
     assert!(leftovers(&root.path).is_empty());
 }
