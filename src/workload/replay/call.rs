@@ -55,6 +55,9 @@ pub struct Target {
     pub root: OwnedFd,
     pub root_path: PathBuf,
     pub slots: Vec<Mutex<Option<Arc<OwnedFd>>>>,
+    /// Per slot, the buffered twin of a descriptor opened with `O_DIRECT` that a mapping
+    /// was read through (`map_read`): opened at its first mapping, closed with the slot.
+    pub twins: Vec<Mutex<Option<Arc<OwnedFd>>>>,
     /// Per slot, which content pool its writes use (the file's kind by extension).
     pub pool_of: Vec<usize>,
     /// Generated content, one pool per kind, at least as long as the largest write plus a
@@ -264,6 +267,9 @@ impl Target {
                 Some(Ok(mut g)) => g.take(),
                 _ => None,
             };
+            if let Some(Ok(mut twin)) = self.twins.get(slot).map(|t| t.lock()) {
+                twin.take();
+            }
             // The last holder closes it: here, unless a racing call of the trace holds it.
             return taken.map(drop).map(|_| 0).ok_or(libc::EBADF);
         }
@@ -302,7 +308,12 @@ impl Target {
             Op::Truncate => done(rustix::fs::ftruncate(&*fd, call.size.unwrap_or(0))),
             Op::Fallocate => fallocate(&fd, call),
             Op::Getdents => getdents(&fd, buf.slice_mut(size)),
-            Op::MapRead => map_read(&fd, call, buf.slice_mut(size)),
+            Op::MapRead => {
+                let twin = self.twin_if_direct(&fd, slot)?;
+                let r =
+                    super::mapped::read(twin.as_deref().unwrap_or(&fd), call, buf.slice_mut(size));
+                r.map(|n| n as i64).map_err(errno)
+            }
             Op::Syncfs => done(rustix::fs::syncfs(&*fd)),
             Op::Seek => seek(&fd, call),
             Op::Setxattr | Op::Getxattr | Op::Removexattr => {
@@ -445,52 +456,6 @@ pub fn issued_len(call: &Call) -> u64 {
 /// mapping's read): a MiB, so a range of gigabytes costs calls, not memory.
 const MAPPED_PIECE: u64 = 1 << 20;
 
-/// A mapping's range read as the program's page faults read it, through the page cache, in
-/// pieces of `buf`, from the recorded offset for the bytes the trace says the range held of
-/// the file, as far as the replay's file reaches (a size from a trace is bounded by the
-/// file it applies to). Returns the bytes read. A mapping's loads go through the page cache
-/// whatever its descriptor's flags, so a descriptor opened with `O_DIRECT` (where an
-/// unaligned piece fails with EINVAL) is read through a buffered one of the same file.
-fn map_read(fd: &OwnedFd, call: &Call, buf: &mut [u8]) -> Returned {
-    let buffered;
-    let fd = if rustix::fs::fcntl_getfl(fd)
-        .map_err(errno)?
-        .contains(OFlags::DIRECT)
-    {
-        buffered = buffered_twin(fd)?;
-        &buffered
-    } else {
-        fd
-    };
-    let size = rustix::fs::fstat(fd).map_err(errno)?.st_size.max(0) as u64;
-    let off = call.offset.unwrap_or(0);
-    let want = (call.ret.unwrap_or(0).max(0) as u64).min(size.saturating_sub(off));
-    let mut got = 0;
-    while got < want {
-        let n = (buf.len() as u64).min(want - got) as usize;
-        if n == 0 {
-            return Err(libc::EFAULT);
-        }
-        match bytes(rustix::io::pread(fd, &mut buf[..n], off + got))? {
-            0 => break,
-            r => got += r as u64,
-        }
-    }
-    Ok(got as i64)
-}
-
-/// A second, buffered descriptor (read-only, no `O_DIRECT`) of the file `fd` has open: a
-/// new open file description, so the replayed descriptor's flags and position are its own.
-fn buffered_twin(fd: &OwnedFd) -> Result<OwnedFd, i32> {
-    let path = format!("/proc/self/fd/{}", fd.as_raw_fd());
-    rustix::fs::open(
-        path.as_str(),
-        OFlags::RDONLY | OFlags::CLOEXEC,
-        Mode::empty(),
-    )
-    .map_err(errno)
-}
-
 /// A recorded fallocate, with its mode. A file system that does not do it (ntfs-3g and
 /// exfat-fuse refuse every mode with EOPNOTSUPP) refuses it as it would have refused the
 /// program: that is the call's result here, which the self-check counts
@@ -594,4 +559,29 @@ fn getdents(fd: &OwnedFd, buf: &mut [u8]) -> Returned {
         )
     };
     libc_result(r)
+}
+
+impl Target {
+    /// For a descriptor opened with `O_DIRECT`, the buffered twin its mappings are read
+    /// through (`super::mapped::read`), opened at its first mapping and kept in `slot` until the
+    /// descriptor's close, so a program that maps its file again and again costs the
+    /// replay no open and close per mapping, which the program did not make; `None` for any
+    /// other descriptor.
+    fn twin_if_direct(&self, fd: &OwnedFd, slot: usize) -> Result<Option<Arc<OwnedFd>>, i32> {
+        if !rustix::fs::fcntl_getfl(fd)
+            .map_err(errno)?
+            .contains(OFlags::DIRECT)
+        {
+            return Ok(None);
+        }
+        let Some(Ok(mut twin)) = self.twins.get(slot).map(|t| t.lock()) else {
+            return super::mapped::buffered_twin(fd)
+                .map(|t| Some(Arc::new(t)))
+                .map_err(errno);
+        };
+        if twin.is_none() {
+            *twin = Some(Arc::new(super::mapped::buffered_twin(fd).map_err(errno)?));
+        }
+        Ok(twin.clone())
+    }
 }

@@ -30,6 +30,7 @@ mod fuzz;
 mod issue;
 mod lay;
 mod lock;
+mod mapped;
 pub mod options;
 mod order;
 mod pace;
@@ -186,6 +187,9 @@ fn target(ctx: &Ctx, script: &script::Script) -> Result<Target, WorkloadError> {
         root,
         root_path: ctx.root.to_path_buf(),
         slots: (0..script.slot_path.len())
+            .map(|_| Mutex::new(None))
+            .collect(),
+        twins: (0..script.slot_path.len())
             .map(|_| Mutex::new(None))
             .collect(),
         pool_of,
