@@ -249,6 +249,13 @@ left out: {} calls outside the root, {} making, removing or renaming the root it
             crate::trace::calls::unseen_text(&h.unseen)
         ));
     }
+    if r.holes_cut > 0 {
+        s.push_str(&format!(
+            "\n  {} initial files hold more than {} pieces of data: each keeps its first ones, the rest of it kept as data (the replay lays it down without those holes)",
+            r.holes_cut,
+            crate::trace::holes::MAX_DATA_RANGES
+        ));
+    }
     if r.unreadable_lines > 0 || r.unreadable_dirs > 0 {
         s.push_str(&format!(
             "\n  not read: {} strace lines, {} directories of the root's snapshot",

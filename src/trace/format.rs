@@ -13,6 +13,7 @@ pub use super::bounds::TraceError;
 use super::bounds::{Limits, Lines, MAX_OFFSET, MAX_RW_COUNT};
 use super::header::{bound_error, check_header_bounds, seconds};
 pub use super::header::{Header, StraceOverhead};
+use super::holes::DataRange;
 pub use super::program_time::ProgramTime;
 
 /// The one format version this build reads and writes.
@@ -54,6 +55,11 @@ pub struct Initial {
     /// A symlink's target, as stored.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target: Option<String>,
+    /// A file with holes: its pieces of data, `[offset, length]` in order (`super::holes`);
+    /// absent, the whole file is data (a file without holes, and every trace recorded
+    /// before holes were kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<Vec<DataRange>>,
 }
 
 /// The operations a trace holds; `Call::syscall` keeps the exact call (`pread64`, `openat`…).
@@ -331,6 +337,10 @@ pub fn read_with(input: impl BufRead, limits: &Limits) -> Result<Trace, TraceErr
             Entry::Initial(initial) => {
                 check_path(line_no, &initial.path)?;
                 check_initial_size(line_no, initial.size)?;
+                if let Some(data) = &initial.data {
+                    super::holes::check(initial.size, data)
+                        .map_err(|what| bound_error(line_no, what))?;
+                }
                 trace.initial.push(initial);
             }
             Entry::Call(call) => {

@@ -1,6 +1,7 @@
 //! A trace's initial state: what the program found under the root and used. Which names it
 //! will use is known only afterwards, and by then it may have changed or removed them, so
-//! record snapshots the root's tree (names, kinds, sizes, link targets) before the command
+//! record snapshots the root's tree (names, kinds, sizes, link targets, where a sparse
+//! file's data lies: `super::holes`) before the command
 //! starts and, once the calls are read, keeps the snapshot's entries the calls used: every
 //! name a kept call named or read through a descriptor, every directory on the way to one
 //! (through symlinks too), and the entries of each directory the program listed. A name the
@@ -23,6 +24,8 @@ pub struct Snapshot {
     children: HashMap<String, Vec<String>>,
     /// Directories that could not be read (their contents are not in the snapshot).
     pub unreadable: u64,
+    /// Files with more pieces of data than a trace keeps (`holes::MAX_DATA_RANGES`).
+    cut: BTreeSet<String>,
 }
 
 impl Snapshot {
@@ -60,6 +63,12 @@ impl Snapshot {
                     .flatten()
                     .map(|t| t.to_string_lossy().into_owned());
                 let size = (kind == Kind::File).then_some(meta.len());
+                let holes = (kind == Kind::File)
+                    .then(|| super::holes::find(&entry.path(), &meta))
+                    .flatten();
+                if holes.as_ref().is_some_and(|h| h.cut) {
+                    snap.cut.insert(path.clone());
+                }
                 snap.children
                     .entry(rel.clone())
                     .or_default()
@@ -71,6 +80,7 @@ impl Snapshot {
                         kind,
                         size,
                         target,
+                        data: holes.map(|h| h.data),
                     },
                 );
             }
@@ -92,6 +102,15 @@ impl Snapshot {
             self.include(path, &mut out);
         }
         out.into_values().collect()
+    }
+
+    /// How many of `initial`'s files had more pieces of data than a trace keeps: the rest of
+    /// each is kept as data (the replay lays it down without those holes).
+    pub fn cut(&self, initial: &[Initial]) -> u64 {
+        initial
+            .iter()
+            .filter(|e| self.cut.contains(&e.path))
+            .count() as u64
     }
 
     /// `path` and every entry on the way to it, through symlinks that stay under the root.

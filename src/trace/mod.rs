@@ -5,7 +5,7 @@
 //! every field; `fsarena record` writes traces and the `replay` workload reads them.
 //! Recording: `strace` reads strace's lines into whole calls, `procs` follows each recorded
 //! process's descriptors and working directory, `calls` turns calls into trace records,
-//! `initial` picks the initial state from a snapshot of the root, `anonymize` hashes names,
+//! `initial` picks the initial state from a snapshot of the root (`holes`: where each file's data lies), `anonymize` hashes names,
 //! `program_time` bounds the program's untraced time from strace's clock, and `record` runs the command under strace and puts the trace together.
 
 pub mod anonymize;
@@ -13,6 +13,7 @@ pub mod bounds;
 pub mod calls;
 pub mod format;
 pub mod header;
+pub mod holes;
 pub mod initial;
 pub mod overhead;
 pub mod procs;

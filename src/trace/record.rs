@@ -77,6 +77,8 @@ pub struct Recorded {
     pub unreadable_lines: u64,
     /// Directories under the root the snapshot could not read.
     pub unreadable_dirs: u64,
+    /// Initial files with more pieces of data than a trace keeps (`super::holes`).
+    pub holes_cut: u64,
     /// The command's exit code (strace passes it on); `None` when a signal ended it.
     pub exit_code: Option<i32>,
     /// Wall seconds of the command under strace (the header's `duration_s` has strace's
@@ -234,6 +236,7 @@ pub fn record(options: &Options) -> Result<Recorded, RecordError> {
     let clock = Clock::new(spans, overhead.as_ref());
     let converter = read.converter;
     let initial = snapshot.initial(&converter.used, &converter.listed);
+    let holes_cut = snapshot.cut(&initial);
     let unseen = converter.unseen();
     let mut trace = assemble(
         options,
@@ -264,6 +267,7 @@ pub fn record(options: &Options) -> Result<Recorded, RecordError> {
         counts: converter.counts,
         unreadable_lines: read.unreadable,
         unreadable_dirs: snapshot.unreadable,
+        holes_cut,
         exit_code: ran.status.code(),
         traced_s: micros(last - first),
     })

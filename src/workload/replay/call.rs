@@ -55,6 +55,9 @@ pub struct Target {
     pub root: OwnedFd,
     pub root_path: PathBuf,
     pub slots: Vec<Mutex<Option<Arc<OwnedFd>>>>,
+    /// Per slot, the buffered twin of a descriptor opened with `O_DIRECT` that a mapping
+    /// was read through (`map_read`): opened at its first mapping, closed with the slot.
+    pub twins: Vec<Mutex<Option<Arc<OwnedFd>>>>,
     /// Per slot, which content pool its writes use (the file's kind by extension).
     pub pool_of: Vec<usize>,
     /// Generated content, one pool per kind, at least as long as the largest write plus a
@@ -264,6 +267,9 @@ impl Target {
                 Some(Ok(mut g)) => g.take(),
                 _ => None,
             };
+            if let Some(Ok(mut twin)) = self.twins.get(slot).map(|t| t.lock()) {
+                twin.take();
+            }
             // The last holder closes it: here, unless a racing call of the trace holds it.
             return taken.map(drop).map(|_| 0).ok_or(libc::EBADF);
         }
@@ -302,7 +308,12 @@ impl Target {
             Op::Truncate => done(rustix::fs::ftruncate(&*fd, call.size.unwrap_or(0))),
             Op::Fallocate => fallocate(&fd, call),
             Op::Getdents => getdents(&fd, buf.slice_mut(size)),
-            Op::MapRead => map_read(&fd, call, buf.slice_mut(size)),
+            Op::MapRead => {
+                let twin = self.twin_if_direct(&fd, slot)?;
+                let r =
+                    super::mapped::read(twin.as_deref().unwrap_or(&fd), call, buf.slice_mut(size));
+                r.map(|n| n as i64).map_err(errno)
+            }
             Op::Syncfs => done(rustix::fs::syncfs(&*fd)),
             Op::Seek => seek(&fd, call),
             Op::Setxattr | Op::Getxattr | Op::Removexattr => {
@@ -445,65 +456,6 @@ pub fn issued_len(call: &Call) -> u64 {
 /// mapping's read): a MiB, so a range of gigabytes costs calls, not memory.
 const MAPPED_PIECE: u64 = 1 << 20;
 
-/// A mapping's range read as the program's page faults read it, through the page cache, in
-/// pieces of `buf`, from the recorded offset for the bytes the trace says the range held of
-/// the file, as far as the replay's file reaches (a size from a trace is bounded by the
-/// file it applies to: a read at its end returns nothing). Returns the bytes read. Only the
-/// reads are issued: the program's faults make no other call, and on a FUSE file system an
-/// `fstat` or a flag query before each range is a round trip to the daemon the program never
-/// made (git's 10,172 mapped objects: ~0.2 s on ntfs-3g). A mapping's loads go through the
-/// page cache whatever its descriptor's flags, so where a piece is refused on a descriptor
-/// opened with `O_DIRECT` (EINVAL, unaligned), the rest is read through a buffered one of
-/// the same file.
-fn map_read(fd: &OwnedFd, call: &Call, buf: &mut [u8]) -> Returned {
-    let off = call.offset.unwrap_or(0);
-    let want = call.ret.unwrap_or(0).max(0) as u64;
-    let mut got = 0;
-    match read_range(fd, off, want, buf, &mut got) {
-        Err(libc::EINVAL) if opened_direct(fd)? => {
-            read_range(&buffered_twin(fd)?, off, want, buf, &mut got)?
-        }
-        r => r?,
-    }
-    Ok(got as i64)
-}
-
-/// Reads `want` bytes from `off` into `buf`, piece by piece, counting them in `got` (kept
-/// when a piece fails, so that the rest can be read through another descriptor), until the
-/// file ends.
-fn read_range(fd: &OwnedFd, off: u64, want: u64, buf: &mut [u8], got: &mut u64) -> Result<(), i32> {
-    while *got < want {
-        let n = (buf.len() as u64).min(want - *got) as usize;
-        if n == 0 {
-            return Err(libc::EFAULT);
-        }
-        match bytes(rustix::io::pread(fd, &mut buf[..n], off + *got))? {
-            0 => break,
-            r => *got += r as u64,
-        }
-    }
-    Ok(())
-}
-
-/// Whether `fd` was opened with `O_DIRECT`.
-fn opened_direct(fd: &OwnedFd) -> Result<bool, i32> {
-    Ok(rustix::fs::fcntl_getfl(fd)
-        .map_err(errno)?
-        .contains(OFlags::DIRECT))
-}
-
-/// A second, buffered descriptor (read-only, no `O_DIRECT`) of the file `fd` has open: a
-/// new open file description, so the replayed descriptor's flags and position are its own.
-fn buffered_twin(fd: &OwnedFd) -> Result<OwnedFd, i32> {
-    let path = format!("/proc/self/fd/{}", fd.as_raw_fd());
-    rustix::fs::open(
-        path.as_str(),
-        OFlags::RDONLY | OFlags::CLOEXEC,
-        Mode::empty(),
-    )
-    .map_err(errno)
-}
-
 /// A recorded fallocate, with its mode. A file system that does not do it (ntfs-3g and
 /// exfat-fuse refuse every mode with EOPNOTSUPP) refuses it as it would have refused the
 /// program: that is the call's result here, which the self-check counts
@@ -607,4 +559,29 @@ fn getdents(fd: &OwnedFd, buf: &mut [u8]) -> Returned {
         )
     };
     libc_result(r)
+}
+
+impl Target {
+    /// For a descriptor opened with `O_DIRECT`, the buffered twin its mappings are read
+    /// through (`super::mapped::read`), opened at its first mapping and kept in `slot` until the
+    /// descriptor's close, so a program that maps its file again and again costs the
+    /// replay no open and close per mapping, which the program did not make; `None` for any
+    /// other descriptor.
+    fn twin_if_direct(&self, fd: &OwnedFd, slot: usize) -> Result<Option<Arc<OwnedFd>>, i32> {
+        if !rustix::fs::fcntl_getfl(fd)
+            .map_err(errno)?
+            .contains(OFlags::DIRECT)
+        {
+            return Ok(None);
+        }
+        let Some(Ok(mut twin)) = self.twins.get(slot).map(|t| t.lock()) else {
+            return super::mapped::buffered_twin(fd)
+                .map(|t| Some(Arc::new(t)))
+                .map_err(errno);
+        };
+        if twin.is_none() {
+            *twin = Some(Arc::new(super::mapped::buffered_twin(fd).map_err(errno)?));
+        }
+        Ok(twin.clone())
+    }
 }

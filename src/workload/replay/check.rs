@@ -117,15 +117,28 @@ pub fn refused_here(call: &Call, r: &Returned) -> bool {
     }
 }
 
-/// The first call, in recorded order, that did not end as recorded, said in one line.
-pub fn first_divergence(trace: &Trace, logs: &[ThreadLog]) -> Option<String> {
+/// Whether a `SEEK_DATA` that found no more data for the program (ENXIO) found data here,
+/// on a file system that keeps no holes (`super::lay::holes_not_kept`): there every byte
+/// of a file is data, as it would have been for the program. Elsewhere it is a divergence:
+/// the replay's file lies otherwise than the program's.
+pub fn seek_into_hole_not_kept(call: &Call, r: &Returned) -> bool {
+    call.op == Op::Seek
+        && r.is_ok()
+        && call.err.as_deref() == Some("ENXIO")
+        && call.flags.iter().any(|f| f == "SEEK_DATA")
+}
+
+/// The first call, in recorded order, that did not end as recorded, said in one line;
+/// `holes_kept`: whether the target kept the initial files' holes.
+pub fn first_divergence(trace: &Trace, logs: &[ThreadLog], holes_kept: bool) -> Option<String> {
     let mut all: Vec<&(usize, Option<Returned>, u64)> =
         logs.iter().flat_map(|l| l.calls.iter()).collect();
     all.sort_by_key(|c| c.0);
     all.into_iter().find_map(|(i, r, _)| {
         let r = r.as_ref()?;
         let call = &trace.calls[*i];
-        (!same(call, r)).then(|| {
+        let alike = same(call, r) || (!holes_kept && seek_into_hole_not_kept(call, r));
+        (!alike).then(|| {
             let what = [&call.path, &call.path2]
                 .into_iter()
                 .flatten()

@@ -354,6 +354,7 @@ mod tests {
             kind: Kind::File,
             size: Some(100_000),
             target: None,
+            data: None,
         };
         let calls = vec![
             open("src", 3),

@@ -115,6 +115,8 @@ pub struct Check<'a> {
     pub cloned: super::reflink::Cloned,
     /// Renames whose `RENAME_NOREPLACE` the target refused, done as `mv` does there.
     pub unflagged_renames: u64,
+    /// Initial files with holes that have none here (`super::lay::holes_not_kept`).
+    pub holes_not_kept: u64,
 }
 
 /// What the replay's threads logged, gathered by call: each call's result (by its index in
@@ -138,6 +140,7 @@ impl Check<'_> {
         let unseen = self.add_warnings(out, &tally.not_kept);
         self.add_refused(out, &tally.refused);
         self.add_unflagged(out);
+        self.add_holes_not_kept(out);
         if !tally.skipped.is_empty() || !moved_all || unseen {
             out.metrics.insert("replay_incomplete".into(), 1.0);
         }
@@ -285,6 +288,32 @@ impl Check<'_> {
             .insert("renames_without_their_flags".into(), n as f64);
         out.notes.push(format!(
             "fidelity: {n} renames with RENAME_NOREPLACE were refused by {} (EINVAL: it takes no renameat2 flags) and done as `mv` does there: the new name checked free, then renamed without the flag",
+            self.fs_type.as_deref().unwrap_or("this file system")
+        ));
+    }
+
+    /// The initial files whose holes this file system did not keep, and the `SEEK_DATA`s
+    /// that found data in them where the program's found none (`check::seek_into_hole_not_kept`):
+    /// a warning, as the program there would have read those bytes as data, which the
+    /// replay, issuing the program's calls, does not.
+    fn add_holes_not_kept(&self, out: &mut Outcome) {
+        if self.holes_not_kept == 0 {
+            return;
+        }
+        let seeks = (self.logs.iter().flat_map(|l| &l.calls))
+            .filter(|(i, r, _)| {
+                r.as_ref().is_some_and(|r| {
+                    super::check::seek_into_hole_not_kept(&self.trace.calls[*i], r)
+                })
+            })
+            .count();
+        out.metrics
+            .insert("initial_holes_not_kept".into(), self.holes_not_kept as f64);
+        out.metrics
+            .insert("seeks_into_holes_not_kept".into(), seeks as f64);
+        out.notes.push(format!(
+            "fidelity warning: {} initial files with holes have none on {}, which keeps no holes (their holes read as zeros); {seeks} SEEK_DATA calls that found no more data for the program found data here. The program there would have read those bytes as data; the replay issues the program's calls, so it does less than the program would have",
+            self.holes_not_kept,
             self.fs_type.as_deref().unwrap_or("this file system")
         ));
     }
@@ -512,6 +541,7 @@ mod tests {
                 fs_type: Some("ext4".into()),
                 cloned: Default::default(),
                 unflagged_renames: 0,
+                holes_not_kept: 0,
             }
             .add_to(&mut out);
             out

@@ -1,9 +1,10 @@
 //! Laying down a trace's initial state, unmeasured: its directories, its files with
-//! generated content of the recorded size, its symlinks — then `syncfs`, so the measured
+//! generated content of the recorded size (a sparse file's data only where the program's
+//! lay, its holes left as holes), its symlinks — then `syncfs`, so the measured
 //! phase does not pay for this writeback. The same function fills the golden image cells
 //! copy, so a cell on a copy and a cell that laid the state down itself start alike.
 
-use std::io::Write;
+use std::io::{Seek, Write};
 use std::os::unix::fs::DirBuilderExt;
 use std::path::Path;
 
@@ -11,6 +12,7 @@ use super::content::content_id;
 use crate::dataset::content::CHUNK;
 use crate::dataset::{fill_content, DatasetSpec};
 use crate::trace::format::{Initial, Kind, Op, Trace};
+use crate::trace::holes::DataRange;
 use crate::workload::ctx::Ctx;
 use crate::workload::error::{IoContext, WorkloadError};
 use crate::workload::initial::OwnState;
@@ -90,7 +92,12 @@ fn make_parent(path: &Path) -> Result<(), WorkloadError> {
     }
 }
 
-/// One initial file: generated content of its recorded size.
+/// One initial file: generated content of its recorded size; a file with holes sized
+/// first, then only its pieces of data written, each where it lay. Sized first, a piece
+/// written lies inside the file: writes that extend a file can leave blocks allocated past
+/// them (xfs preallocates past the end it grows), which the new size would then cover.
+/// A file system that keeps no holes fills them with zeros: the file holds what the
+/// program's read there (`holes_not_kept` counts these files).
 fn write_file(spec: &DatasetSpec, root: &Path, e: &Initial) -> Result<(), WorkloadError> {
     let path = root.join(&e.path);
     make_parent(&path)?;
@@ -98,15 +105,55 @@ fn write_file(spec: &DatasetSpec, root: &Path, e: &Initial) -> Result<(), Worklo
     let id = content_id(&e.path);
     let io = |err| WorkloadError::io(format!("writing {}", path.display()), err);
     let mut f = std::fs::File::create(&path).map_err(io)?;
+    let whole = [[0, size]];
+    let data: &[DataRange] = match &e.data {
+        Some(d) => {
+            f.set_len(size).map_err(io)?;
+            d
+        }
+        None => &whole,
+    };
     let mut buf = vec![0u8; (size as usize).min(CHUNK)];
-    let mut off = 0u64;
-    while off < size {
-        let n = ((size - off) as usize).min(CHUNK);
-        fill_content(spec, id, off, &mut buf[..n]);
-        f.write_all(&buf[..n]).map_err(io)?;
-        off += n as u64;
+    for &[start, len] in data {
+        // Bounded by the file's size when the trace was read (`trace::holes::check`).
+        let end = start.saturating_add(len).min(size);
+        f.seek(std::io::SeekFrom::Start(start)).map_err(io)?;
+        let mut off = start;
+        while off < end {
+            let n = ((end - off) as usize).min(CHUNK);
+            fill_content(spec, id, off, &mut buf[..n]);
+            f.write_all(&buf[..n]).map_err(io)?;
+            off += n as u64;
+        }
     }
     Ok(())
+}
+
+/// How many of `trace`'s initial files with holes have none under `root`: the file system
+/// keeps no holes (exfat-fuse; ntfs-3g, which answers `SEEK_DATA` and `SEEK_HOLE` as if
+/// every byte were data). Asked of the files as they lie before the measured phase, laid
+/// down here or copied from the golden image.
+pub fn holes_not_kept(root: &Path, trace: &Trace) -> u64 {
+    let has_hole = |e: &&Initial| {
+        let size = e.size.unwrap_or(0);
+        e.data.as_ref().is_some_and(|d| {
+            let data: u64 = d.iter().map(|r| r[1]).sum();
+            data < size
+        })
+    };
+    let lost = |e: &Initial| {
+        let Ok(f) = std::fs::File::open(root.join(&e.path)) else {
+            return false;
+        };
+        let size = e.size.unwrap_or(0);
+        // The first byte that is no data, by the file system's own answer.
+        !matches!(rustix::fs::seek(&f, rustix::fs::SeekFrom::Hole(0)), Ok(h) if h < size)
+    };
+    (trace.initial.iter())
+        .filter(|e| e.kind == Kind::File)
+        .filter(has_hole)
+        .filter(|e| lost(e))
+        .count() as u64
 }
 
 /// The size of `trace`'s initial state (read from `path`), and the most its tree may hold

@@ -67,6 +67,7 @@ fn initial(path: &str, kind: Kind, size: Option<u64>) -> Initial {
         kind,
         size,
         target: None,
+        data: None,
     }
 }
 
