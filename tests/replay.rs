@@ -242,6 +242,38 @@ fn replay_ok(trace: &Path, args: &[&str], root: &Path, out: &str) -> Vec<serde_j
     ms
 }
 
+/// A replay of `trace` on ext4 (fast timing, one run) under `strace -f` with `strace_args`
+/// (`-e trace=…`, `-y`), its measurements all `ok`: the measurements and strace's log, so a
+/// test can count the calls the replay itself made.
+fn replay_under_strace(
+    trace: &Path,
+    root: &Path,
+    strace_args: &[&str],
+) -> (Vec<serde_json::Value>, String) {
+    let log = root.join("strace.log");
+    let out = root.join("out");
+    let run = Command::new("strace")
+        .args(["-f", "-qq"])
+        .args(strace_args)
+        .arg("-o")
+        .arg(&log)
+        .arg(bin())
+        .args(["run", "--workload", "replay", "--trace"])
+        .arg(trace)
+        .args(["--target", "ext4", "--timing", "fast", "--quiet"])
+        .args(["--scale", "0.001", "--runs", "1", "--work-dir"])
+        .arg(root.join("work"))
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(0), "{err}");
+    let ms = measurements(&out);
+    assert!(ms.iter().all(|m| m["status"] == "ok"), "{ms:?}");
+    (ms, std::fs::read_to_string(&log).unwrap())
+}
+
 fn metric(m: &serde_json::Value, k: &str) -> f64 {
     m["metrics"][k]
         .as_f64()
@@ -977,39 +1009,21 @@ fn a_mapping_s_reads_are_replayed_without_a_stat_before_each() {
         json!({"op": "close", "syscall": "close", "fd": 3, "ret": 0}),
     ]);
     let t = save(&trace(1, initial, calls), &root.path.join("maps.fstrace"));
-    let log = root.path.join("strace.log");
-    let out = root.path.join("out");
-    let run = Command::new("strace")
-        .args([
-            "-f",
-            "-qq",
-            "-y",
-            "-e",
-            "trace=fstat,newfstatat,statx,fcntl,pread64",
-            "-o",
-        ])
-        .arg(&log)
-        .arg(bin())
-        .args(["run", "--workload", "replay", "--trace"])
-        .arg(&t)
-        .args(["--target", "ext4", "--timing", "fast", "--quiet"])
-        .args(["--scale", "0.001", "--runs", "1", "--work-dir"])
-        .arg(root.path.join("work"))
-        .arg("--out")
-        .arg(&out)
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&run.stderr);
-    assert_eq!(run.status.code(), Some(0), "{err}");
-    let ms = measurements(&out);
-    assert!(ms.iter().all(|m| m["status"] == "ok"), "{ms:?}");
+    let (ms, text) = replay_under_strace(
+        &t,
+        &root.path,
+        &["-y", "-e", "trace=fstat,newfstatat,statx,fcntl,pread64"],
+    );
     // 8,192 + 5,904 + the 1,808 the file holds past 8,192.
     assert_eq!(metric(&ms[0], "replayed_map_read_bytes"), 15_904.0);
-    let text = std::fs::read_to_string(&log).unwrap();
     let on_f: Vec<&str> = text.lines().filter(|l| l.contains("/f>")).collect();
     let preads = on_f.iter().filter(|l| l.contains("pread64(")).count();
     let flags = on_f.iter().filter(|l| l.contains("F_GETFL")).count();
-    assert_eq!(preads + flags, on_f.len(), "stats besides the reads: {on_f:#?}");
+    assert_eq!(
+        preads + flags,
+        on_f.len(),
+        "stats besides the reads: {on_f:#?}"
+    );
     assert!(preads >= 3, "{on_f:#?}");
     assert!(leftovers(&root.path).is_empty());
 }
@@ -1051,29 +1065,10 @@ fn advisory_locks_are_issued_non_blocking_with_their_kind_and_range() {
          fcntl.lockf(a, fcntl.LOCK_EX, 1, 100)\n\
          fcntl.lockf(a, fcntl.LOCK_UN, 1, 100)\n",
     );
-    let log = root.path.join("strace.log");
-    let out = root.path.join("out");
-    let run = Command::new("strace")
-        .args(["-f", "-qq", "-y", "-e", "trace=flock,fcntl", "-o"])
-        .arg(&log)
-        .arg(bin())
-        .args(["run", "--workload", "replay", "--trace"])
-        .arg(&t)
-        .args(["--target", "ext4", "--timing", "fast", "--quiet"])
-        .args(["--scale", "0.001", "--runs", "1", "--work-dir"])
-        .arg(root.path.join("work"))
-        .arg("--out")
-        .arg(&out)
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&run.stderr);
-    assert_eq!(run.status.code(), Some(0), "{err}");
-    let ms = measurements(&out);
-    assert!(ms.iter().all(|m| m["status"] == "ok"), "{ms:?}");
+    let (ms, text) = replay_under_strace(&t, &root.path, &["-y", "-e", "trace=flock,fcntl"]);
     assert_eq!(metric(&ms[0], "replayed_lock_calls"), 6.0);
     // The replay's own calls on the replayed file (strace -y names it), every one
     // non-blocking: the refused flock refused again, with the program's EWOULDBLOCK.
-    let text = std::fs::read_to_string(&log).unwrap();
     let on_f = |l: &&str| l.contains("/f>");
     let flocks: Vec<&str> = text
         .lines()
@@ -1247,27 +1242,8 @@ fn an_o_direct_descriptor_s_mappings_share_one_buffered_twin_until_it_closes() {
         close,
     ]);
     let t = save(&trace(1, initial, calls), &root.path.join("twin.fstrace"));
-    let log = root.path.join("strace.log");
-    let out = root.path.join("out");
-    let run = Command::new("strace")
-        .args(["-f", "-qq", "-e", "trace=open,openat", "-o"])
-        .arg(&log)
-        .arg(bin())
-        .args(["run", "--workload", "replay", "--trace"])
-        .arg(&t)
-        .args(["--target", "ext4", "--timing", "fast", "--quiet"])
-        .args(["--scale", "0.001", "--runs", "1", "--work-dir"])
-        .arg(root.path.join("work"))
-        .arg("--out")
-        .arg(&out)
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&run.stderr);
-    assert_eq!(run.status.code(), Some(0), "{err}");
-    let ms = measurements(&out);
-    assert!(ms.iter().all(|m| m["status"] == "ok"), "{ms:?}");
+    let (ms, text) = replay_under_strace(&t, &root.path, &["-e", "trace=open,openat"]);
     assert_eq!(metric(&ms[0], "replayed_map_read_bytes"), 40_000.0);
-    let text = std::fs::read_to_string(&log).unwrap();
     let twins = text
         .lines()
         .filter(|l| l.contains("\"/proc/self/fd/"))
