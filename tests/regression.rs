@@ -2130,6 +2130,48 @@ fn recorded_results(tmp: &Path) -> Vec<PathBuf> {
     found
 }
 
+/// Defect: where the baseline led, a headline gave the pair's figure read from the other
+/// side ("ext4 leads xfs by 26 %": ext4 against xfs) above the row's "-20.5 %" (xfs against
+/// ext4), and "ext4 wins: files_per_s 44 % higher than xfs" above xfs's "-30.6 %": one
+/// comparison, two figures (the default run of 2026-11-30, eight sections). Over every
+/// recorded results directory: a headline whose leader is the baseline gives the figure of
+/// the other target's row.
+#[test]
+fn a_headline_where_the_baseline_leads_gives_its_row_s_figure() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut checked = 0;
+    for dir in recorded_results(tmp.path()) {
+        let report = fsarena::report::build(&store::load(&dir).unwrap(), None);
+        for s in &report.sections {
+            let words: Vec<&str> = s.decision.split_whitespace().collect();
+            let (lead, trail, figure) = match words.as_slice() {
+                [a, "leads", b, "by", x, "%,", ..] => (*a, *b, *x),
+                [a, "wins:", b, _, "is", x, "%", ..] if b.ends_with("'s") => {
+                    (*a, b.trim_end_matches("'s"), *x)
+                }
+                _ => continue,
+            };
+            if lead != report.baseline {
+                continue;
+            }
+            let row = s.rows.iter().find(|r| r.target == trail);
+            let Some(c) = row.and_then(|r| r.metric(&s.key_metric)?.vs_baseline.clone()) else {
+                continue;
+            };
+            let d = c.pct_diff.abs();
+            let want = if d < 9.95 {
+                format!("{d:.1}")
+            } else {
+                format!("{d:.0}")
+            };
+            let at = format!("{}: {} — {}", dir.display(), s.title(), s.decision);
+            assert_eq!(figure, want, "{at}");
+            checked += 1;
+        }
+    }
+    assert!(checked >= 50, "{checked} headlines checked");
+}
+
 /// Defect: 34 headlines of the study records named the wrong leader ("xfs leads ext4 by
 /// 11 %" above xfs "+11.3 %", slower): the leader came from the raw geometric means and the
 /// % from the difference at equal CPU steal, and the figures beside that % were raw. Over

@@ -6,7 +6,7 @@
 
 use super::section::{Row, Section};
 use crate::stats::verdicts::RankedPair;
-use crate::stats::{self, Decision, Verdict};
+use crate::stats::{self, Comparison, Decision, Verdict};
 
 /// A p-value as a reader wants it: "p = 0.016", or "p < 0.001" rather than "p = 0.000"
 /// (and not "p = < 0.001").
@@ -88,6 +88,14 @@ pub fn headline(s: &Section, top: Option<&RankedPair>) -> String {
     else {
         return format!("{win} leads {next}, but there are too few runs to tell");
     };
+    if pair.baseline_leads() {
+        let row = s.rows[pair.next]
+            .metric(key)
+            .and_then(|m| m.vs_baseline.as_ref());
+        if let Some((rc, rv)) = row.and_then(|c| Some((c, c.verdict.as_ref()?))) {
+            return from_the_row(s, win, next, rc, rv);
+        }
+    }
     let by = pct(c.pct_diff.abs(), false);
     let dir = if c.pct_diff > 0.0 { "higher" } else { "lower" };
     match v.decision {
@@ -139,6 +147,67 @@ pub fn headline(s: &Section, top: Option<&RankedPair>) -> String {
             format!(
                 "{lead} leads {trail} by {by} %, undecided (adjusted {}): {}",
                 p_text(v.p_adjusted),
+                runs_phrase(v)
+            )
+        }
+    }
+}
+
+/// The headline where the baseline (`base`) leads the runner-up (`other`): worded from
+/// `other`'s row (its comparison `c` with the baseline, and that row's verdict `v`), so the
+/// one comparison reads one figure and one direction in the headline and the row: "ext4
+/// leads xfs by 20.5 %" above xfs's "-20.5 %", where the pair read from the other side gave
+/// "26 %" (ext4 against xfs).
+fn from_the_row(s: &Section, base: &str, other: &str, c: &Comparison, v: &Verdict) -> String {
+    let key = &s.key_metric;
+    let by = pct(c.pct_diff.abs(), false);
+    let dir = if c.pct_diff > 0.0 { "higher" } else { "lower" };
+    let ci = |level: f64| {
+        c.pct_ci95
+            .map(|(lo, hi)| {
+                let level = level * 100.0;
+                format!(
+                    ", {level:.1} % CI {} % to {} %",
+                    pct(lo, true),
+                    pct(hi, true)
+                )
+            })
+            .unwrap_or_default()
+    };
+    let p = p_text(v.p_adjusted);
+    match v.decision {
+        Decision::Worse => format!(
+            "{base} wins: {other}'s {key} is {by} % {dir} than {base}'s (worse, adjusted {p}{})",
+            ci(v.ci_level.unwrap_or(0.95))
+        ),
+        Decision::Better => format!(
+            "{other} wins: {key} {by} % {dir} than {base} (better, adjusted {p}{}), \
+             although its runs ranked {base} ahead",
+            ci(v.ci_level.unwrap_or(0.95))
+        ),
+        Decision::Equivalent => {
+            let ci = match v.equivalence {
+                Some(e) => Some((e.pct_ci, e.ci_level)),
+                None => c.pct_ci90.map(|ci| (ci, 0.90)),
+            }
+            .map(|((lo, hi), level)| {
+                format!(", {} % CI {lo:+.1} % to {hi:+.1} %", level_text(level))
+            })
+            .unwrap_or_default();
+            format!(
+                "{base} and {other} are equivalent: {key} within ±{} %{ci}",
+                v.margin_pct
+            )
+        }
+        Decision::Undecided => {
+            let other_ahead = c.pct_diff != 0.0 && (c.pct_diff > 0.0) == s.higher_is_better;
+            let (lead, trail) = if other_ahead {
+                (other, base)
+            } else {
+                (base, other)
+            };
+            format!(
+                "{lead} leads {trail} by {by} %, undecided (adjusted {p}): {}",
                 runs_phrase(v)
             )
         }

@@ -88,6 +88,12 @@ pub struct RankedPair {
 }
 
 impl RankedPair {
+    /// Whether `win` is the run's baseline: the pair is then `next`'s comparison with the
+    /// baseline read from the other side, and its figures are that row's.
+    pub fn baseline_leads(&self) -> bool {
+        self.same_as == Some(self.next)
+    }
+
     /// Whether the pair's verdict decides that `win` is better than `next`: what a ✓ or ✗
     /// rests on. A verdict the other way (the runs ranked them one way, the test at equal
     /// CPU steal the other) marks nothing: the findings' cold load put ✗ on exFAT, which
