@@ -126,14 +126,7 @@ pub fn headline(s: &Section, top: Option<&RankedPair>) -> String {
         Decision::Equivalent => {
             // The interval the equivalence test rests on, at its level (a later look's
             // share of α makes it wider than 90 %).
-            let ci = match v.equivalence {
-                Some(e) => Some((e.pct_ci, e.ci_level)),
-                None => c.pct_ci90.map(|ci| (ci, 0.90)),
-            }
-            .map(|((lo, hi), level)| {
-                format!(", {} % CI {lo:+.1} % to {hi:+.1} %", level_text(level))
-            })
-            .unwrap_or_default();
+            let ci = equivalence_ci(c, v);
             format!(
                 "{win} and {next} are equivalent: {key} within ±{} %{ci}",
                 v.margin_pct
@@ -151,6 +144,17 @@ pub fn headline(s: &Section, top: Option<&RankedPair>) -> String {
             )
         }
     }
+}
+
+/// The interval an equivalence rests on, at its level (a later look's share of α makes it
+/// wider than 90 %): ", 90 % CI -1.2 % to +3.4 %", or nothing without one.
+fn equivalence_ci(c: &Comparison, v: &Verdict) -> String {
+    match v.equivalence {
+        Some(e) => Some((e.pct_ci, e.ci_level)),
+        None => c.pct_ci90.map(|ci| (ci, 0.90)),
+    }
+    .map(|((lo, hi), level)| format!(", {} % CI {lo:+.1} % to {hi:+.1} %", level_text(level)))
+    .unwrap_or_default()
 }
 
 /// The headline where the baseline (`base`) leads the runner-up (`other`): worded from
@@ -186,14 +190,7 @@ fn from_the_row(s: &Section, base: &str, other: &str, c: &Comparison, v: &Verdic
             ci(v.ci_level.unwrap_or(0.95))
         ),
         Decision::Equivalent => {
-            let ci = match v.equivalence {
-                Some(e) => Some((e.pct_ci, e.ci_level)),
-                None => c.pct_ci90.map(|ci| (ci, 0.90)),
-            }
-            .map(|((lo, hi), level)| {
-                format!(", {} % CI {lo:+.1} % to {hi:+.1} %", level_text(level))
-            })
-            .unwrap_or_default();
+            let ci = equivalence_ci(c, v);
             format!(
                 "{base} and {other} are equivalent: {key} within ±{} %{ci}",
                 v.margin_pct
