@@ -119,8 +119,9 @@ pub enum Op {
     /// `MAP_*`), `ret` the bytes of the file in that range as far as the recording knew the
     /// file's size (the last stat the program made of it; else `size`). Its loads are page
     /// faults strace cannot see (git inflates every object it reads through one); replayed
-    /// as reads of the range through the page cache, as far as the file reaches, at the
-    /// mmap, in the thread that mapped it.
+    /// as a mapping of the range with every page faulted in, then unmapped (reads of the
+    /// range where it cannot be mapped or the file ends inside it), at the mmap, in the
+    /// thread that mapped it.
     MapRead,
     /// setxattr, lsetxattr, fsetxattr: `path` or `fd`, the attribute's name in `target`,
     /// the value's bytes in `size`.
