@@ -148,8 +148,15 @@ class Corpus:
         if not settle(self.work):
             self.unsettled += 1
 
-    def targets(self, prog):
-        return DISK_FS + ([FUSE_FS] if prog.fuse is True else [])
+    def targets(self, prog, rep=0):
+        """The program's targets, rotated by the repetition's number `rep` (the replay's
+        cells and the program's runs alike), as fsarena rotates a run's repetitions: the
+        replay's cells of one repetition run back to back in one fsarena run, each after the
+        one before without a settle between, so a fixed order put every file system but
+        the first behind another's aftermath in every repetition."""
+        fss = DISK_FS + ([FUSE_FS] if prog.fuse is True else [])
+        k = rep % len(fss)
+        return fss[k:] + fss[:k]
 
     def record(self, prog, trace):
         """Records `prog` once; the check of the recording run is the one every run must match.
@@ -197,7 +204,7 @@ class Corpus:
         finally:
             f.close()
 
-    def replay(self, prog, trace, timing, out):
+    def replay(self, prog, trace, timing, out, rep=0):
         """One replay run on every target; {fs: seconds}, or the reason it failed."""
         work = os.path.join(self.work, "fsarena")
         if timing == WITHOUT_CPU:
@@ -205,7 +212,7 @@ class Corpus:
         args = [rf.FSARENA, "run", "--workload", "replay", "--trace", trace, "--timing", timing,
                 "--runs", "1", "--fs-size", self.a.size, "--quiet", "--work-dir", work,
                 "--out", out]
-        for fs in self.targets(prog):
+        for fs in self.targets(prog, rep):
             args += ["--target", fs]
         run = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         try:
@@ -257,13 +264,13 @@ class Corpus:
                 self.settle()
                 out = os.path.join(self.a.out, prog.name, f"{timing}-{i}")
                 shutil.rmtree(out, ignore_errors=True)  # an interrupted repetition's
-                failed, times = self.replay(prog, trace, timing, out)
+                failed, times = self.replay(prog, trace, timing, out, i)
                 if failed:
                     state.setdefault("failed", {})[timing] = failed
                 else:
                     rep["replay"][timing] = times
             try:
-                for fs in self.targets(prog):  # interleaved with the replay, as rounds are
+                for fs in self.targets(prog, i):  # interleaved with the replay, as rounds are
                     rep["real"][fs] = self.real(prog, fs, state["expect"])
             except (DidNotWork, subprocess.CalledProcessError) as e:
                 state["real_failed"] = str(e)
