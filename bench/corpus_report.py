@@ -136,7 +136,8 @@ def report(out, programs, timings):
         counts = [f"{t} {sum(t in r['replay'] for r in state['reps'])}" for t in timings
                   if not state.get("failed", {}).get(t)]
         cells = [name, f"{runs}" + (f" (replays: {', '.join(counts)})" if counts else ""),
-                 f"{state['trace_bytes'] / 1e6:.2f} MB"]
+                 # A program whose measuring has not begun (its state seeded by hand) has none.
+                 f"{state['trace_bytes'] / 1e6:.2f} MB" if "trace_bytes" in state else "—"]
         for t in timings:
             e = errors[t]
             if e is None or not e:
