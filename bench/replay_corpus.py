@@ -23,8 +23,8 @@ dropped, and a wait (at most 5 s) until the host disk holding the work directory
 request in flight and wrote under 1 MiB in half a second. Each repetition takes the targets in
 an order rotated by its number, the replay's cells and the program's runs alike. Each
 repetition's ratio of a file system's time to ext4's is compared between the replay and the
-program, and a pair's error is the median over repetitions of |replay ratio / program ratio
-- 1| (bench/corpus_report.py, which also prints the ratio of medians).
+program: a pair's error is the median over repetitions of replay ratio / program ratio - 1,
+taken absolute (bench/corpus_report.py, which also prints the ratio of medians).
 
 Usage: sudo bench/replay_corpus.py [--runs N] [--programs a,b] [--timings fast,think,original]
                                    [--fsarena BINARY]
