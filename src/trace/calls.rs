@@ -438,8 +438,8 @@ const VFS_ONLY_IOCTLS: [&str; 7] = [
 
 /// What a trace holds of the I/O through a program's file mappings, in words (`fsarena
 /// record` and every replay of the trace say the same): each mapping its stores cannot reach
-/// is replayed as a read of the range it maps, where the program's page faults read only the
-/// pages it touched; stores through shared mappings are invisible to strace, but each
+/// is replayed as a mapping of the range it maps with every page faulted in, where the
+/// program's page faults read only the pages it touched; stores through shared mappings are invisible to strace, but each
 /// `msync` of one is a call the replay makes, as a write of the whole range synced, while
 /// the program wrote back only the pages it had dirtied in it. A trace recorded before
 /// mappings were kept as reads holds none: its loads are said to be invisible too.
@@ -458,9 +458,9 @@ pub fn mapped_io_text(trace: &super::format::Trace) -> Option<String> {
     );
     if reads > 0 {
         s.push_str(&format!(
-            "{reads} read-only or private mapping{} replayed as {} mapped range whole (the program faulted in only the pages it touched); stores through shared mappings are invisible to the trace",
+            "{reads} read-only or private mapping{} replayed as {} range with every page faulted in (the program faulted in only the pages it touched); stores through shared mappings are invisible to the trace",
             one(reads, " is", "s are"),
-            one(reads, "a read of its", "reads of each"),
+            one(reads, "a mapping of its", "mappings of each"),
         ));
     } else {
         s.push_str("loads and stores through them are invisible to the trace");

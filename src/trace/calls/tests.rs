@@ -511,8 +511,9 @@ fn a_programs_msyncs_are_said_to_be_replayed_and_its_other_stores_not() {
     let text = mapped_io_text(&trace).unwrap();
     assert_eq!(
         text,
-        "the program memory-mapped 2 files: 1 read-only or private mapping is replayed as a read \
-         of its mapped range whole (the program faulted in only the pages it touched); stores \
+        "the program memory-mapped 2 files: 1 read-only or private mapping is replayed as a \
+         mapping of its range with every page faulted in (the program faulted in only the pages \
+         it touched); stores \
          through shared mappings are invisible to the trace, except 1 msync'd range, replayed \
          as a write of the range whole (the program wrote back only the pages it had dirtied \
          in it)"

@@ -432,8 +432,9 @@ impl Target {
 /// copy_file_range for 2^62 bytes). A read asks for the returned bytes rounded up to a
 /// block, at most what was asked, so a read at the end of a file still finds it there and
 /// an O_DIRECT read stays aligned. A failed call moves nothing; an msync's range is
-/// written, and a mapping's range read, in pieces of at most [`MAPPED_PIECE`] (so the
-/// content pools and read buffers, sized by this, stay small); other calls use `size`.
+/// written, and a mapping's range read where it is not mapped, in pieces of at most
+/// [`MAPPED_PIECE`] (so the content pools and read buffers, sized by this, stay small);
+/// other calls use `size`.
 pub fn issued_len(call: &Call) -> u64 {
     const BLOCK: u64 = 4096;
     let asked = call.size.unwrap_or(0);
