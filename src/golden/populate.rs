@@ -1,7 +1,7 @@
 //! The run's populated images, one per target and data set whose cells want the data set
 //! present, each built the first time a cell needs it and removed when the run ends.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::Sender;
 
@@ -35,6 +35,10 @@ pub struct Masters<'r> {
     /// Each image's build by step (`sys::steps`), until the first cell that copies it takes
     /// them into its record: where the time before the first cell goes.
     steps: HashMap<(usize, usize, Layout), BTreeMap<String, f64>>,
+    /// Images not built ahead because a cell that leaves the data set on its file system
+    /// (`WorkloadSpec::leaves_dataset`) runs before every cell that copies them: that file
+    /// system is kept instead ([`Masters::adopt`]).
+    awaited: HashSet<(usize, usize, Layout)>,
 }
 
 impl<'r> Masters<'r> {
@@ -48,7 +52,33 @@ impl<'r> Masters<'r> {
             aged: Default::default(),
             ahead: HashMap::new(),
             steps: HashMap::new(),
+            awaited: HashSet::new(),
         }
+    }
+
+    /// Whether the file system of a cell of `w` on `target` with data set `dataset` is to
+    /// be kept as the populated image later cells copy: `w` leaves the data set on it, and
+    /// that image was left unbuilt for it and is not made yet.
+    pub fn keeps(
+        &self,
+        w: &dyn Workload,
+        target: usize,
+        dataset: usize,
+        spec: &InstanceSpec,
+    ) -> bool {
+        let key = (target, dataset, Layout::DataSet);
+        w.spec().leaves_dataset
+            && clonable(spec)
+            && self.awaited.contains(&key)
+            && !self.built.contains_key(&key)
+    }
+
+    /// Takes a cell's kept file system ([`Masters::keeps`]) as the populated image of
+    /// `target` and `dataset`.
+    pub fn adopt(&mut self, target: usize, dataset: usize, master: MasterImage) {
+        let key = (target, dataset, Layout::DataSet);
+        self.awaited.remove(&key);
+        self.built.entry(key).or_insert(Ok(master));
     }
 
     /// The image cells of `w` on target `target` (provisioned as `spec`) with data set
@@ -192,9 +222,19 @@ impl<'r> Masters<'r> {
             return; // aged images are built per cell kind (`aged`)
         }
         let mut jobs: Vec<((usize, usize, Layout), InstanceSpec<'s>)> = Vec::new();
+        let (mut seen, mut left_first) = (HashSet::new(), HashSet::new());
         for (w, target, dataset, spec) in wanted {
+            // A cell that leaves the data set before the first cell that copies it: its
+            // file system becomes the image (`adopt`), which is then never written twice.
+            let left = (target, dataset, Layout::DataSet);
+            if w.spec().leaves_dataset && clonable(&spec) && seen.insert(left) {
+                left_first.insert(left);
+            }
             match image_key(w, target, dataset, &spec) {
-                Some(key) if !self.built.contains_key(&key) && !jobs.iter().any(|j| j.0 == key) => {
+                Some(key) if left_first.contains(&key) && !self.built.contains_key(&key) => {
+                    self.awaited.insert(key);
+                }
+                Some(key) if !self.built.contains_key(&key) && seen.insert(key) => {
                     jobs.push((key, spec))
                 }
                 _ => {}

@@ -56,6 +56,9 @@ pub struct MasterImage {
     pub aging: Option<crate::results::Aging>,
     /// The image's data regions (everything else is a hole), for restoring a spare clone.
     extents: Vec<(u64, u64)>,
+    /// Where the image came from when it was not populated for the run (a cell's file
+    /// system kept: [`MasterImage::keep`]), in every clone's provenance notes.
+    origin: Option<String>,
     /// The clone the last cell handed back, to be restored for the next.
     reuse: Arc<Reuse>,
     journal: Arc<Journal>,
@@ -133,11 +136,45 @@ impl MasterImage {
                 verdict = Some(tx);
             }
         };
-        let sealed = Self::seal_inner(&mut inst, target, &path, &reuse, &mut start_copy);
+        let sealed = Self::seal_inner(&mut inst, target, &path, &reuse, &mut start_copy, &mut None);
         if let Some(v) = verdict {
             let _ = v.send(sealed.is_ok());
         }
         sealed
+    }
+
+    /// Keeps a cell's file system that holds the data set exactly as a populated image
+    /// does (a `create` cell's, checked by its workload) as the target's master:
+    /// [`MasterImage::seal`], with the check's verdict, which belongs to the records
+    /// measured on it whether or not the image could be kept. `origin` says where the image
+    /// came from, in the provenance of every clone of it.
+    pub fn keep(
+        mut inst: Instance,
+        target: &str,
+        origin: String,
+    ) -> (Option<Health>, Result<MasterImage, ProvisionError>) {
+        let path = match inst.undo.first() {
+            Some(Undo::RemoveFile(path)) => path.clone(),
+            _ => {
+                let (health, res) = inst.teardown(true);
+                let refused = ProvisionError::Unsupported("the file system has no image".into());
+                return (health, res.and(Err(refused)));
+            }
+        };
+        let mut health = None;
+        let kept = Self::seal_inner(
+            &mut inst,
+            target,
+            &path,
+            &Arc::default(),
+            &mut || {},
+            &mut health,
+        );
+        let kept = kept.map(|mut m| {
+            m.origin = Some(origin);
+            m
+        });
+        (health, kept)
     }
 
     fn seal_inner(
@@ -146,6 +183,7 @@ impl MasterImage {
         path: &Path,
         reuse: &Arc<Reuse>,
         unmounted: &mut dyn FnMut(),
+        verdict: &mut Option<Health>,
     ) -> Result<MasterImage, ProvisionError> {
         let sector_size = inst
             .provenance
@@ -154,6 +192,7 @@ impl MasterImage {
             .and_then(|d| super::loopdev::sector_size(Path::new(d)));
         // The undo stack of a loop instance starts with the image's removal: keep that one.
         let (health, res) = inst.unwind_with(true, 1, unmounted);
+        verdict.clone_from(&health);
         res?;
         if let Some(h) = health.as_ref().filter(|h| !h.passed) {
             return Err(ProvisionError::Unsupported(format!(
@@ -184,6 +223,7 @@ impl MasterImage {
             holds_dataset: true,
             aging: None,
             extents,
+            origin: None,
             reuse: Arc::clone(reuse),
             journal: Arc::clone(&inst.journal),
         })
@@ -229,6 +269,7 @@ impl MasterImage {
         inst.provenance.mkfs_command = self.mkfs_command.clone();
         inst.provenance.mkfs_version = self.mkfs_version.clone();
         inst.provenance.aging = self.aging.clone();
+        inst.provenance.notes.extend(self.origin.clone());
         inst.provenance.clone = Some(CloneOrigin {
             method: cloned.kind.as_str().into(),
             seconds: cloned.seconds,

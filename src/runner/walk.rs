@@ -332,6 +332,7 @@ impl<'a> Walk<'a> {
         self.seq += 1;
         let w = self.inputs.workloads[cell.workload].as_ref();
         let (spec, log_spec) = self.specs(cell, w);
+        let keep_image = self.keeps_image(cell, w, &spec, log_spec.is_some());
         // The first cell on an image built ahead is charged for building it, as it was
         // when it built the image itself.
         let ahead = self
@@ -380,11 +381,16 @@ impl<'a> Walk<'a> {
             recorded: &self.points,
             team: self.inputs.team,
             log_spec: log_spec.as_ref(),
+            keep_image,
         };
         let CellOutput {
             mut records,
             emitted,
+            image,
         } = measure_from(this, source, &mut self.progress, &mut rec);
+        if let Some(image) = image {
+            self.masters.adopt(cell.target, cell.dataset, *image);
+        }
         for m in records.iter_mut().skip(emitted) {
             if rec.failed || !rec.keep(m) {
                 break;
@@ -396,6 +402,30 @@ impl<'a> Walk<'a> {
             seconds: rec.started.elapsed().as_secs_f64(),
             image_seconds: rec.image_seconds,
         }
+    }
+
+    /// The note every clone carries when the file system `cell` (of workload `w`) leaves is
+    /// to be kept as its target's populated image ([`populate::Masters::keeps`]): not under
+    /// MPI (the ranks share their steps) nor beside a log target.
+    fn keeps_image(
+        &self,
+        cell: &Cell,
+        w: &dyn Workload,
+        spec: &InstanceSpec,
+        log: bool,
+    ) -> Option<String> {
+        let keep = !log
+            && self.inputs.team.is_alone()
+            && self.masters.keeps(w, cell.target, cell.dataset, spec);
+        keep.then(|| {
+            format!(
+                "the populated image is the file system the {} cell of repetition {} \
+                 ({} thread(s)) wrote and checked, kept instead of writing the data set again",
+                w.spec().name,
+                cell.repetition + 1,
+                cell.threads
+            )
+        })
     }
 
     /// The file system a point of `cell` (of workload `w`) is made as, and the one for its

@@ -75,6 +75,11 @@ pub struct WorkloadSpec {
     /// files, or walks the whole tree and checks it against every rank's files. A
     /// workload that says no is refused in that mode before anything is made.
     pub shares_dirs: bool,
+    /// Whether a cell of it that ran to the end on an empty file system leaves exactly the
+    /// data set as [`super::prepare::prepare`] lays it down, checked file by file: that file
+    /// system can then be kept as the target's populated image (`golden::populate`) instead
+    /// of writing the data set a second time for the cells that copy it.
+    pub leaves_dataset: bool,
 }
 
 impl WorkloadSpec {
@@ -94,6 +99,7 @@ impl WorkloadSpec {
             source_trees: 0,
             uses_threads: true,
             shares_dirs: false,
+            leaves_dataset: false,
         }
     }
 }

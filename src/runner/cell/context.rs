@@ -35,6 +35,9 @@ pub struct CellRun<'a> {
     /// The workload's `log_target`, when it names a target other than this cell's: every
     /// point gets a fresh file system of it for the log.
     pub log_spec: Option<&'a InstanceSpec<'a>>,
+    /// Keep the file system this cell leaves as the target's populated image
+    /// (`golden::populate::Masters::keeps`), with the note every clone of it carries.
+    pub keep_image: Option<String>,
 }
 
 impl CellRun<'_> {

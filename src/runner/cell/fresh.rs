@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use super::context::CellRun;
-use crate::provision::{Instance, InstanceSpec};
+use crate::provision::{Instance, InstanceSpec, MasterImage};
 use crate::results::{Measurement, Status};
 use crate::runner::failure::{provision_failure, Failure};
 use crate::sys::steps;
@@ -185,7 +185,41 @@ pub fn retire(f: Fresh, ms: &mut [Measurement], target: &str) {
         }
     }
     let (health, td) = f.inst.teardown(true);
-    steps::timed("remove_dir", || std::fs::remove_dir_all(&f.scratch)).ok();
+    judged(ms, health, &f.scratch);
+    if let Err(e) = td {
+        note(ms, format!("teardown: {e}"));
+        eprintln!("fsarena: teardown of {target}: {e}");
+    }
+}
+
+/// [`retire`] for a file system that holds the data set exactly as a populated image does
+/// (a point of a workload that `leaves_dataset`, with no log target): unmounted and checked
+/// the same way, but its image is kept as the target's populated image
+/// ([`MasterImage::keep`]) instead of removed, so the run does not write the data set again
+/// for the cells that copy it. `None` when it could not be kept (said in the records'
+/// notes); the records are judged by the check either way.
+pub fn retire_keeping(
+    f: Fresh,
+    ms: &mut [Measurement],
+    target: &str,
+    origin: String,
+) -> Option<MasterImage> {
+    let (health, kept) = MasterImage::keep(f.inst, target, origin);
+    judged(ms, health, &f.scratch);
+    let line = match &kept {
+        Ok(_) => "this file system, checked, was kept as the target's populated image that later cells copy".to_string(),
+        Err(e) => format!("this file system could not be kept as the target's populated image: {e}"),
+    };
+    for m in ms.iter_mut() {
+        m.notes.push(line.clone());
+    }
+    kept.ok()
+}
+
+/// After a file system's teardown: its scratch directory removed, its steps charged to
+/// the last record measured on it, and every record judged by its check (`health`).
+fn judged(ms: &mut [Measurement], health: Option<crate::results::Health>, scratch: &Path) {
+    steps::timed("remove_dir", || std::fs::remove_dir_all(scratch)).ok();
     // The last record measured on this file system carries its teardown's steps.
     if let Some(m) = ms.last_mut() {
         for (step, s) in steps::take() {
@@ -201,10 +235,6 @@ pub fn retire(f: Fresh, ms: &mut [Measurement], target: &str) {
             m.health = Some(h.clone());
         }
     }
-    if let Err(e) = td {
-        note(ms, format!("teardown: {e}"));
-        eprintln!("fsarena: teardown of {target}: {e}");
-    }
 }
 
 /// The error of a measurement whose file system (`what`) did not pass its check: failed,
@@ -219,19 +249,39 @@ fn check_failure(what: &str, h: &crate::results::Health) -> String {
 }
 
 /// Retires `f` with the records measured on it and hands them to `emit` in order, into
-/// `records`. False when a record could not be kept (the cell stops).
+/// `records`; with `keep` (the origin [`retire_keeping`] notes), its image is kept as the
+/// target's populated image and returned, when every record measured on it is `ok`. False
+/// when a record could not be kept (the cell stops).
 pub fn settle(
     f: Fresh,
     pending: &mut Vec<Measurement>,
-    target: &str,
+    (target, keep): (&str, Option<String>),
+    emit: &mut dyn FnMut(&mut Measurement) -> bool,
+    records: &mut Vec<Measurement>,
+) -> (bool, Option<MasterImage>) {
+    if pending.is_empty() {
+        retire(f, &mut [Measurement::default()], target);
+        return (true, None);
+    }
+    let keep = keep.filter(|_| {
+        f.log.is_none() && !f.populated && pending.iter().all(|m| m.status == Status::Ok)
+    });
+    let image = match keep {
+        Some(origin) => retire_keeping(f, pending, target, origin),
+        None => {
+            retire(f, pending, target);
+            None
+        }
+    };
+    (emitted(pending, emit, records), image)
+}
+
+/// Hands `pending` to `emit` in order, into `records`; false when one could not be kept.
+fn emitted(
+    pending: &mut Vec<Measurement>,
     emit: &mut dyn FnMut(&mut Measurement) -> bool,
     records: &mut Vec<Measurement>,
 ) -> bool {
-    if pending.is_empty() {
-        retire(f, &mut [Measurement::default()], target);
-        return true;
-    }
-    retire(f, pending, target);
     let mut kept = true;
     for mut m in pending.drain(..) {
         // After a record that could not be kept, the rest go to the caller unemitted.

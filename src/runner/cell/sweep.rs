@@ -8,6 +8,7 @@ use std::sync::atomic::Ordering;
 use super::context::CellRun;
 use super::fresh::{self, retire, settle, Fresh};
 use super::point::measure_point;
+use crate::provision::MasterImage;
 use crate::results::{Measurement, Status};
 use crate::runner::progress::Progress;
 use crate::workload::Point;
@@ -17,6 +18,9 @@ use crate::workload::Point;
 pub struct CellOutput {
     pub records: Vec<Measurement>,
     pub emitted: usize,
+    /// The file system kept as the target's populated image (`CellRun::keep_image`), boxed:
+    /// a cell's output is also an early return's error.
+    pub image: Option<Box<MasterImage>>,
 }
 
 impl From<Vec<Measurement>> for CellOutput {
@@ -24,6 +28,7 @@ impl From<Vec<Measurement>> for CellOutput {
         CellOutput {
             records,
             emitted: 0,
+            image: None,
         }
     }
 }
@@ -60,6 +65,7 @@ pub fn measure_points(
         records: Vec::new(),
         emitted: 0,
         skipped: 0,
+        image: None,
     };
     for (i, p) in points.iter().enumerate() {
         if sweep.point(i, p, progress).is_break() {
@@ -132,6 +138,8 @@ struct Sweep<'s, 'c> {
     emitted: usize,
     /// Points already recorded in final form (`--resume`), not measured again.
     skipped: usize,
+    /// The file system kept as the target's populated image, once one is.
+    image: Option<MasterImage>,
 }
 
 impl Sweep<'_, '_> {
@@ -235,7 +243,16 @@ impl Sweep<'_, '_> {
     /// not be kept.
     fn settle(&mut self, f: Fresh) -> ControlFlow<()> {
         let target = &self.c.spec.target.name;
-        if !settle(f, &mut self.pending, target, self.emit, &mut self.records) {
+        let keep = self.c.keep_image.clone().filter(|_| self.image.is_none());
+        let (kept, image) = settle(
+            f,
+            &mut self.pending,
+            (target, keep),
+            self.emit,
+            &mut self.records,
+        );
+        self.image = self.image.take().or(image);
+        if !kept {
             return ControlFlow::Break(());
         }
         self.emitted = self.records.len();
@@ -261,6 +278,7 @@ impl Sweep<'_, '_> {
         CellOutput {
             records: self.records,
             emitted: self.emitted,
+            image: self.image.map(Box::new),
         }
     }
 }
