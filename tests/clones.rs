@@ -246,7 +246,7 @@ fn every_image_is_populated_before_the_first_cell_and_first_copied_meanwhile() {
 fn a_create_cells_file_system_is_kept_as_the_image_the_later_cells_copy() {
     require_root();
     let root = TestRoot::new("keep");
-    let args = |workloads: &'static str| {
+    let args = |workloads: &'static str, threads: &'static str| {
         [
             "--target",
             "ext4",
@@ -258,11 +258,14 @@ fn a_create_cells_file_system_is_kept_as_the_image_the_later_cells_copy() {
             "2",
             "--scale",
             "0.005",
+            "--threads",
+            threads,
         ]
     };
     let kept = "this file system, checked, was kept as the target's populated image";
-    let origin = "the populated image is the file system the create cell of repetition 1";
-    let (out, work, err) = run_ok(&root, &args("create,scan"));
+    let origin = "the populated image is the file system the create cell of repetition 1 \
+                  (1 thread(s))";
+    let (out, work, err) = run_ok(&root, &args("create,scan", "1"));
     assert!(!err.contains("populating an image"), "{err}");
     let loaded = store::load(&out).unwrap();
     assert_eq!(
@@ -289,7 +292,16 @@ fn a_create_cells_file_system_is_kept_as_the_image_the_later_cells_copy() {
     left_nothing(&root, &work);
     std::fs::remove_dir_all(&out).unwrap();
 
-    let (out, work, err) = run_ok(&root, &args("scan,create"));
+    // A copying cell first, or a `create` written by more threads than an image is: the
+    // image is populated as before.
+    for (workloads, threads) in [("scan,create", "1"), ("create,scan", "2")] {
+        populated_ahead(&root, &args(workloads, threads), kept);
+    }
+}
+
+/// Runs `args`, which populate every image ahead: no cell's file system is kept.
+fn populated_ahead(root: &TestRoot, args: &[&str], kept: &str) {
+    let (out, work, err) = run_ok(root, args);
     for t in ["ext4", "xfs"] {
         assert!(
             err.contains(&format!("populating an image of {t} ")),
@@ -304,7 +316,8 @@ fn a_create_cells_file_system_is_kept_as_the_image_the_later_cells_copy() {
             m.notes
         );
     }
-    left_nothing(&root, &work);
+    left_nothing(root, &work);
+    std::fs::remove_dir_all(&out).unwrap();
 }
 
 /// The clones' writes are traced on one trace instance for the whole run, handed from each

@@ -33,6 +33,14 @@ pub fn populate_master(
     populate_master_as(plan, dataset, spec, work, cancel, Layout::DataSet, None)
 }
 
+/// How many threads write the data set into a populated image: one, as a user's copy or
+/// unpack writes a tree, and whatever the host's CPU count (an image written by two threads
+/// on a 2-core host read 15-25 % slower in btrfs's cold and warm scans than one written by
+/// one: 2026-11-30, BENCHMARKS.md "Harness efficiency"). A `create` cell's file system is
+/// kept as the image only when it ran with as many ([`super::populate::Masters::keeps`]), so
+/// a cell copies the same layout whether or not the plan has `create` first.
+pub const IMAGE_WRITERS: usize = 1;
+
 /// What a populated image holds under its work directory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Layout {
@@ -143,7 +151,10 @@ fn write_layout(
                 root: &root,
                 scratch: &root,
                 sources: None,
-                threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
+                threads: match layout {
+                    Layout::DataSet => IMAGE_WRITERS,
+                    _ => std::thread::available_parallelism().map_or(1, |n| n.get()),
+                },
                 dataset,
                 options,
                 cancel,

@@ -8,7 +8,7 @@ use std::sync::mpsc::Sender;
 use super::aged::AgedImages;
 use super::announce::Announce;
 use super::failure::Failure;
-use super::layout::{populate_master_as, Layout};
+use super::layout::{populate_master_as, Layout, IMAGE_WRITERS};
 /// What [`Masters::for_cell`] answers, named where the callers find the images.
 pub use super::source::Source;
 use crate::plan::Plan;
@@ -56,18 +56,19 @@ impl<'r> Masters<'r> {
         }
     }
 
-    /// Whether the file system of a cell of `w` on `target` with data set `dataset` is to
-    /// be kept as the populated image later cells copy: `w` leaves the data set on it, and
-    /// that image was left unbuilt for it and is not made yet.
+    /// Whether the file system of a cell of `w` with `threads` on `target` with data set
+    /// `dataset` is to be kept as the populated image later cells copy: `w` leaves the data
+    /// set on it, written by as many threads as an image is ([`IMAGE_WRITERS`]), and that
+    /// image was left unbuilt for it and is not made yet.
     pub fn keeps(
         &self,
         w: &dyn Workload,
-        target: usize,
-        dataset: usize,
+        (target, dataset, threads): (usize, usize, usize),
         spec: &InstanceSpec,
     ) -> bool {
         let key = (target, dataset, Layout::DataSet);
         w.spec().leaves_dataset
+            && threads == IMAGE_WRITERS
             && clonable(spec)
             && self.awaited.contains(&key)
             && !self.built.contains_key(&key)
@@ -215,7 +216,7 @@ impl<'r> Masters<'r> {
     /// interrupted (a cell then builds what is missing, as without this).
     pub fn build_ahead<'s>(
         &mut self,
-        wanted: impl IntoIterator<Item = (&'s dyn Workload, usize, usize, InstanceSpec<'s>)>,
+        wanted: impl IntoIterator<Item = (&'s dyn Workload, (usize, usize, usize), InstanceSpec<'s>)>,
         progress: &dyn Announce,
     ) {
         if self.plan.age_pct.is_some() {
@@ -223,11 +224,12 @@ impl<'r> Masters<'r> {
         }
         let mut jobs: Vec<((usize, usize, Layout), InstanceSpec<'s>)> = Vec::new();
         let (mut seen, mut left_first) = (HashSet::new(), HashSet::new());
-        for (w, target, dataset, spec) in wanted {
+        for (w, (target, dataset, threads), spec) in wanted {
             // A cell that leaves the data set before the first cell that copies it: its
             // file system becomes the image (`adopt`), which is then never written twice.
             let left = (target, dataset, Layout::DataSet);
-            if w.spec().leaves_dataset && clonable(&spec) && seen.insert(left) {
+            let leaves = w.spec().leaves_dataset && threads == IMAGE_WRITERS;
+            if leaves && clonable(&spec) && seen.insert(left) {
                 left_first.insert(left);
             }
             match image_key(w, target, dataset, &spec) {

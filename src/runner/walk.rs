@@ -270,8 +270,7 @@ impl<'a> Walk<'a> {
                 let spec = self.spec_for(&self.inputs.targets[self.inputs.usable[c.target]]);
                 (
                     self.inputs.workloads[c.workload].as_ref(),
-                    c.target,
-                    c.dataset,
+                    (c.target, c.dataset, c.threads),
                     spec,
                 )
             })
@@ -416,7 +415,7 @@ impl<'a> Walk<'a> {
     ) -> Option<String> {
         let keep = !log
             && self.inputs.team.is_alone()
-            && self.masters.keeps(w, cell.target, cell.dataset, spec);
+            && (self.masters).keeps(w, (cell.target, cell.dataset, cell.threads), spec);
         keep.then(|| {
             format!(
                 "the populated image is the file system the {} cell of repetition {} \
