@@ -14,8 +14,7 @@ file in DIR, which a directory unpacked or copied later dates to that day: 1578.
 
 Columns, seconds summed over every cell's records, by target:
   measure   the measured phases (`metrics.seconds`, which hold the phase's final syncfs)
-  setup     making a cell's file system: mkfs, a blank's or a clone's copy (`first_copy`: a
-            kept image's first clone, copied beside its check), losetup, the
+  setup     making a cell's file system: mkfs, a blank's or a clone's copy, losetup, the
             write trace's start, the eviction, mount, the write-back before a clone's phase
             (`writeback`: its own file system and device; `sync`, the whole machine, before
             2026-11-29), the wait for earlier images' removal, the host probe and the monitor's start
@@ -42,7 +41,7 @@ from collections import defaultdict
 
 GROUPS = {
     "setup": {"mkfs", "blank_copy", "blank_keep", "clone", "losetup", "trace_start", "evict",
-              "mount", "sync", "writeback", "wait_removals", "monitor", "probe", "first_copy"},
+              "mount", "sync", "writeback", "wait_removals", "monitor", "probe"},
     "workload": {"workload_unmeasured", "workload_prepare", "workload_check", "phase_edges",
                  "phase_aside"},
     "check": {"check"},

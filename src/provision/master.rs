@@ -161,33 +161,15 @@ impl MasterImage {
                 return (health, res.and(Err(refused)));
             }
         };
-        // Its first clone is copied from the moment it is unmounted, beside its check and
-        // waited for here, as a populated image's is beside its check (`seal_copying`): the
-        // next cell, which copies it, finds the copy made, and no phase runs beside it.
-        let reuse: Arc<Reuse> = Arc::default();
-        let (sealed, verdict) = std::sync::mpsc::channel();
-        let mut job = Some(SpareCopy {
-            spare: first_clone_path(&path),
-            master: path.clone(),
-            reuse: Arc::clone(&reuse),
-            journal: Arc::clone(&inst.journal),
-            sealed: verdict,
-        });
         let mut health = None;
-        let kept = std::thread::scope(|scope| {
-            let mut copying = None;
-            let mut start = || {
-                if let Some(job) = job.take() {
-                    copying = Some(scope.spawn(move || job.run()));
-                }
-            };
-            let kept = Self::seal_inner(&mut inst, target, &path, &reuse, &mut start, &mut health);
-            let _ = sealed.send(kept.is_ok());
-            if let Some(copy) = copying {
-                let _ = steps::timed("first_copy", || copy.join());
-            }
-            kept
-        });
+        let kept = Self::seal_inner(
+            &mut inst,
+            target,
+            &path,
+            &Arc::default(),
+            &mut || {},
+            &mut health,
+        );
         let kept = kept.map(|mut m| {
             m.origin = Some(origin);
             m
@@ -352,7 +334,7 @@ impl MasterImage {
             (_, Some((img, kind, seconds))) => {
                 inst.undo.push(self.return_clone(&img, found));
                 inst.provenance.notes.push(
-                    "the clone was copied whole ahead of its cell (before the run's first cell, or beside the check of the cell whose file system became the image), so nothing measured shared the machine with the copy"
+                    "the clone was copied whole before the run's first cell, so nothing measured shared the machine with the copy"
                         .into(),
                 );
                 (img, kind, seconds, self.data_bytes())
