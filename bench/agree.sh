@@ -189,7 +189,9 @@ remount() { # as fsarena's cell gets its copy: freshly mounted, nothing cached
 }
 lay_down() { # lay_down FS: a fresh file system holding the data set's tree, freshly mounted
     make_fs "$1"
-    "$fsarena" dataset "$mnt/tree" --scale "$scale" --threads "$(nproc)" >"$work/dataset.txt"
+    # One writer, as fsarena writes its populated images (and its `create` cell's tree, which
+    # the run keeps as the image): the layout du and rm meet is the one scan and delete meet.
+    "$fsarena" dataset "$mnt/tree" --scale "$scale" --threads 1 >"$work/dataset.txt"
     sync -f "$mnt"
     remount "$1"
 }
