@@ -67,9 +67,7 @@ impl<'r> Masters<'r> {
         spec: &InstanceSpec,
     ) -> bool {
         let key = (target, dataset, Layout::DataSet);
-        w.spec().leaves_dataset
-            && threads == IMAGE_WRITERS
-            && clonable(spec)
+        leaves_image(w, threads, spec)
             && self.awaited.contains(&key)
             && !self.built.contains_key(&key)
     }
@@ -179,6 +177,13 @@ impl Masters<'_> {
     }
 }
 
+/// Whether a cell of `w` with `threads` on a target made as `spec` leaves on its file system
+/// exactly what that target's data-set image holds: `w` leaves the data set, written by as
+/// many threads as an image is ([`IMAGE_WRITERS`]), on a target that has images.
+fn leaves_image(w: &dyn Workload, threads: usize, spec: &InstanceSpec) -> bool {
+    w.spec().leaves_dataset && threads == IMAGE_WRITERS && clonable(spec)
+}
+
 /// Which populated image a cell of `w` on target `target` with data set `dataset` copies:
 /// none when the workload starts from an empty file system or the target has no image.
 fn image_key(
@@ -228,8 +233,7 @@ impl<'r> Masters<'r> {
             // A cell that leaves the data set before the first cell that copies it: its
             // file system becomes the image (`adopt`), which is then never written twice.
             let left = (target, dataset, Layout::DataSet);
-            let leaves = w.spec().leaves_dataset && threads == IMAGE_WRITERS;
-            if leaves && clonable(&spec) && seen.insert(left) {
+            if leaves_image(w, threads, &spec) && seen.insert(left) {
                 left_first.insert(left);
             }
             match image_key(w, target, dataset, &spec) {

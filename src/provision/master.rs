@@ -112,13 +112,10 @@ impl MasterImage {
         target: &str,
         copies: Option<&Sender<SpareCopy>>,
     ) -> Result<MasterImage, ProvisionError> {
-        let path = match inst.undo.first() {
-            Some(Undo::RemoveFile(path)) => path.clone(),
-            _ => {
-                return Err(ProvisionError::Unsupported(
-                    "internal: a populated instance has no image".into(),
-                ))
-            }
+        let Some(path) = image_of(&inst) else {
+            return Err(ProvisionError::Unsupported(
+                "internal: a populated instance has no image".into(),
+            ));
         };
         let reuse: Arc<Reuse> = Arc::default();
         let journal = Arc::clone(&inst.journal);
@@ -153,13 +150,10 @@ impl MasterImage {
         target: &str,
         origin: String,
     ) -> (Option<Health>, Result<MasterImage, ProvisionError>) {
-        let path = match inst.undo.first() {
-            Some(Undo::RemoveFile(path)) => path.clone(),
-            _ => {
-                let (health, res) = inst.teardown(true);
-                let refused = ProvisionError::Unsupported("the file system has no image".into());
-                return (health, res.and(Err(refused)));
-            }
+        let Some(path) = image_of(&inst) else {
+            let (health, res) = inst.teardown(true);
+            let refused = ProvisionError::Unsupported("the file system has no image".into());
+            return (health, res.and(Err(refused)));
         };
         let mut health = None;
         let kept = Self::seal_inner(
@@ -402,6 +396,14 @@ pub struct SpareCopy {
     /// Whether the master was sealed (a copy of an image that failed its check is
     /// removed, never offered).
     sealed: Receiver<bool>,
+}
+
+/// The image file of a loop instance: the first undo step of one is its removal.
+fn image_of(inst: &Instance) -> Option<PathBuf> {
+    match inst.undo.first() {
+        Some(Undo::RemoveFile(path)) => Some(path.clone()),
+        _ => None,
+    }
 }
 
 /// Where a master's first spare clone is copied ahead of the cells.
