@@ -33,7 +33,7 @@ pub fn populate_master(
     populate_master_as(plan, dataset, spec, work, cancel, Layout::DataSet, None)
 }
 
-/// How many threads write the data set into a populated image: one, as a user's copy or
+/// How many threads write the data set, plain or dated, into a populated image: one, as a user's copy or
 /// unpack writes a tree, and whatever the host's CPU count (an image written by two threads
 /// on a 2-core host read 15-25 % slower in btrfs's cold and warm scans than one written by
 /// one: 2026-11-30, BENCHMARKS.md "Harness efficiency"). A `create` cell's file system is
@@ -152,8 +152,8 @@ fn write_layout(
                 scratch: &root,
                 sources: None,
                 threads: match layout {
-                    Layout::DataSet => IMAGE_WRITERS,
-                    _ => std::thread::available_parallelism().map_or(1, |n| n.get()),
+                    Layout::DataSet | Layout::Dated => IMAGE_WRITERS,
+                    Layout::Own(_) => std::thread::available_parallelism().map_or(1, |n| n.get()),
                 },
                 dataset,
                 options,

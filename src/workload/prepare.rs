@@ -105,7 +105,10 @@ pub fn dated_on_target_with(
     }
     std::fs::create_dir(&dir).ctx(|| format!("creating {}", dir.display()))?;
     let prep = prep_threads(ctx);
-    let manifest = generate(ctx, ctx.dataset, &dir, prep)?;
+    // Written by the context's threads, as [`prepare`] writes the data set: the tree's
+    // layout is the same on every host (a populated image's writers are
+    // `golden::layout::IMAGE_WRITERS`), and only the dating and the read-back use the CPUs.
+    let manifest = generate(ctx, ctx.dataset, &dir, ctx.threads.max(1))?;
     age_files(&dir, &manifest, ctx.dataset.seed, prep)?;
     crate::sys::syncfs(&dir).ctx(|| format!("syncfs {}", dir.display()))?;
     if warm_data {
@@ -219,4 +222,37 @@ pub fn warm(root: &Path, manifest: &Manifest, threads: usize) -> Result<(), Work
 fn c_name(path: &str) -> Result<std::ffi::CString, WorkloadError> {
     std::ffi::CString::new(path)
         .map_err(|_| WorkloadError::Verify(format!("{path:?}: a name with a NUL byte")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::workload::sync::testenv::Env;
+
+    /// A dated tree is written by the context's threads, not by one thread per CPU: a
+    /// populated image's dated tree was written by as many threads as the host has CPUs,
+    /// a layout that depended on the machine. With one thread, every file is born after the
+    /// one before it in the order the writer takes them, directory by directory (two writers
+    /// start the second half at once).
+    #[test]
+    fn a_dated_tree_is_written_by_the_context_s_threads_not_the_host_s_cpus() {
+        let mut env = Env::new();
+        env.spec.scale = 0.01;
+        let mut ctx = env.ctx();
+        ctx.threads = 1;
+        let (dir, manifest) = dated_on_target_with(&ctx, false).unwrap();
+        let mut files: Vec<_> = manifest.files.iter().collect();
+        files.sort_by_key(|f| f.path.rsplit_once('/').map_or("", |(d, _)| d));
+        let born: Vec<_> = files
+            .iter()
+            .map(|f| {
+                std::fs::metadata(dir.join(&f.path))
+                    .unwrap()
+                    .created()
+                    .unwrap()
+            })
+            .collect();
+        let out_of_order = born.windows(2).filter(|w| w[1] < w[0]).count();
+        assert_eq!(out_of_order, 0, "of {} files", born.len());
+    }
 }
