@@ -477,6 +477,78 @@ fn a_populated_image_is_cloned_one_at_a_time_and_each_clone_holds_the_data_set()
     );
 }
 
+/// A file system kept as the populated image (a `create` cell's, `MasterImage::keep`) has
+/// its first clone copied while it is unmounted and checked, from before the unmount: what
+/// the unmount and the check write meanwhile is traced and copied back from the image, so
+/// the spare the first cell starts from is the image byte for byte, on ext4, xfs and
+/// btrfs; that cell holds the data set, its provenance says how its clone was made, and
+/// the next cell's clone (the same file, restored) holds it too.
+#[test]
+fn a_kept_file_systems_first_copy_is_byte_identical_to_it() {
+    use fsarena::golden::layout::WORK_DIR;
+    use fsarena::provision::MasterImage;
+
+    require_root();
+    let root = TestRoot::new("first-copy");
+    let work = WorkDir::create(&root.path).unwrap();
+    let plan = tiny_plan();
+    let manifest = plan.dataset.plan().unwrap();
+    for name in ["ext4", "xfs", "btrfs"] {
+        let t = catalogue::get(name).unwrap();
+        let spec = |seq| InstanceSpec {
+            target: &t,
+            seq,
+            size: 512 << 20,
+            allow_device: false,
+            wipe: false,
+            daemon_cpus: None,
+        };
+        // The data set written and synced, as a `create` cell leaves its file system.
+        let inst = MasterImage::provision(&spec(1), &work).unwrap();
+        let tree = inst.root.join(WORK_DIR);
+        std::fs::create_dir(&tree).unwrap();
+        fsarena::dataset::materialize_timed(&plan.dataset, &manifest, &tree, 1, false, &|| false)
+            .unwrap();
+        rustix::fs::syncfs(std::fs::File::open(&tree).unwrap()).unwrap();
+        drop(tree);
+        let (health, kept) = MasterImage::keep(inst, name, "a test's file system".into(), &work);
+        assert!(health.is_some_and(|h| h.passed), "{name}");
+        let master = kept.unwrap_or_else(|e| panic!("{name}: {e}"));
+        let spare = master
+            .restored_spare()
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert!(same_bytes(master.path(), &spare), "{name}: the first copy");
+
+        let first = master.clone_for(&spec(2), &work).unwrap();
+        let how = first.provenance.clone.clone().expect("clone provenance");
+        assert_eq!(how.method, "copy", "{name}: {how:?}");
+        assert!(
+            first.provenance.notes.iter().any(|n| n.contains(
+                "copied whole while the file system kept as the image was unmounted and checked"
+            )),
+            "{name}: {:?}",
+            first.provenance.notes
+        );
+        fsarena::workload::verify::tree(&first.root.join(WORK_DIR), &manifest, 2)
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        let (health, res) = first.teardown(true);
+        res.unwrap();
+        assert!(health.is_some_and(|h| h.passed), "{name}");
+        // The next cell's clone: the first one, with what its cell wrote copied back.
+        let second = master
+            .clone_for(&spec(3), &work)
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        fsarena::workload::verify::tree(&second.root.join(WORK_DIR), &manifest, 2)
+            .unwrap_or_else(|e| panic!("{name}: second clone: {e}"));
+        let (_, res) = second.teardown(true);
+        res.unwrap();
+        drop(master);
+    }
+    work.removals.wait();
+    work.release_traces();
+    assert_eq!(leftovers(&root.path), Vec::<String>::new());
+}
+
 /// Whether two files hold the same bytes (read in 8 MiB pieces).
 fn same_bytes(a: &std::path::Path, b: &std::path::Path) -> bool {
     use std::io::Read;

@@ -20,15 +20,16 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, Sender};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use super::clone_trace::CloneTrace;
 use super::error::ProvisionError;
+use super::first_copy::FirstCopy;
 use super::image_copy::{self, copy_image, CopyKind};
 use super::instance::{image_path, sanitize, Instance, InstanceSpec};
 use super::journal::{Journal, Kind, Op};
-use super::reuse::{self, Reuse, Spare};
+use super::reuse::{self, Copied, Reuse, Spare};
+use super::traced;
 use super::undo::Undo;
 use super::workdir::WorkDir;
 use crate::plan::Location;
@@ -61,6 +62,9 @@ pub struct MasterImage {
     origin: Option<String>,
     /// The clone the last cell handed back, to be restored for the next.
     reuse: Arc<Reuse>,
+    /// A kept image's first copy, made beside the kept file system's teardown
+    /// ([`MasterImage::keep`]), offered to `reuse` when the first clone is asked for.
+    first: Mutex<Option<FirstCopy>>,
     journal: Arc<Journal>,
 }
 
@@ -144,17 +148,20 @@ impl MasterImage {
     /// does (a `create` cell's, checked by its workload) as the target's master:
     /// [`MasterImage::seal`], with the check's verdict, which belongs to the records
     /// measured on it whether or not the image could be kept. `origin` says where the image
-    /// came from, in the provenance of every clone of it.
+    /// came from, in the provenance of every clone of it. The first clone's copy is made
+    /// meanwhile, beside the unmount and the check ([`FirstCopy`]).
     pub fn keep(
         mut inst: Instance,
         target: &str,
         origin: String,
+        work: &WorkDir,
     ) -> (Option<Health>, Result<MasterImage, ProvisionError>) {
         let Some(path) = image_of(&inst) else {
             let (health, res) = inst.teardown(true);
             let refused = ProvisionError::Unsupported("the file system has no image".into());
             return (health, res.and(Err(refused)));
         };
+        let first = FirstCopy::start(&mut inst, work, &path, first_clone_path(&path));
         let mut health = None;
         let kept = Self::seal_inner(
             &mut inst,
@@ -164,10 +171,19 @@ impl MasterImage {
             &mut || {},
             &mut health,
         );
-        let kept = kept.map(|mut m| {
-            m.origin = Some(origin);
-            m
-        });
+        let kept = match kept {
+            Ok(mut m) => {
+                m.origin = Some(origin);
+                m.first = Mutex::new(first);
+                Ok(m)
+            }
+            Err(e) => {
+                if let Some(first) = first {
+                    first.discard();
+                }
+                Err(e)
+            }
+        };
         (health, kept)
     }
 
@@ -219,6 +235,7 @@ impl MasterImage {
             extents,
             origin: None,
             reuse: Arc::clone(reuse),
+            first: Mutex::new(None),
             journal: Arc::clone(&inst.journal),
         })
     }
@@ -255,10 +272,9 @@ impl MasterImage {
         steps::timed("evict", || crate::sys::evict_file(&img))
             .map_err(|e| ProvisionError::io(format!("cannot evict {}", img.display()), e))?;
         let dev = steps::timed("losetup", || inst.attach(&img, self.sector_size))?;
-        if let Err(why) = steps::timed("trace_start", || {
-            trace_writes(&mut inst, work, &name, &found)
-        }) {
-            reuse::settle(&found, Err(why));
+        match steps::timed("trace_start", || traced::arm(&inst, work, &name, &found)) {
+            Ok(end) => inst.undo.push(end),
+            Err(why) => reuse::settle(&found, Err(why)),
         }
         inst.provenance.mkfs_command = self.mkfs_command.clone();
         inst.provenance.mkfs_version = self.mkfs_version.clone();
@@ -304,40 +320,30 @@ impl MasterImage {
         name: &str,
         found: &reuse::Found,
     ) -> Result<Cloned, ProvisionError> {
-        let (spare, mut why_not) = self.reuse.take();
-        let (spare, ahead) = match spare {
-            Some(Spare {
+        let (restored, why_not) = self.restore_spare();
+        let (img, kind, seconds, bytes) = match restored {
+            Some(Restored {
                 path,
-                copied: Some((kind, seconds)),
+                seconds,
+                bytes,
+                copied: None,
+            }) => {
+                inst.undo.push(self.return_clone(&path, found));
+                (path, CopyKind::Restore, seconds, bytes)
+            }
+            // A whole copy no cell has used yet, made while nothing was measured.
+            Some(Restored {
+                path,
+                seconds,
+                copied: Some(copied),
                 ..
-            }) => (None, Some((path, kind, seconds))),
-            other => (other, None),
-        };
-        let restored = spare.and_then(|spare| {
-            let t0 = Instant::now();
-            match image_copy::restore(&self.path, &self.extents, &spare.path, &spare.written) {
-                Ok(bytes) => Some((spare.path, t0.elapsed().as_secs_f64(), bytes)),
-                Err(e) => {
-                    why_not = Some(format!("restoring it failed: {e}"));
-                    self.discard(&spare.path);
-                    None
-                }
+            }) => {
+                inst.undo.push(self.return_clone(&path, found));
+                inst.provenance.notes.push(copied.note.into());
+                let seconds = copied.seconds + seconds;
+                (path, copied.kind, seconds, self.data_bytes())
             }
-        });
-        let (img, kind, seconds, bytes) = match (restored, ahead) {
-            (_, Some((img, kind, seconds))) => {
-                inst.undo.push(self.return_clone(&img, found));
-                inst.provenance.notes.push(
-                    "the clone was copied whole before the run's first cell, so nothing measured shared the machine with the copy"
-                        .into(),
-                );
-                (img, kind, seconds, self.data_bytes())
-            }
-            (Some((img, seconds, bytes)), None) => {
-                inst.undo.push(self.return_clone(&img, found));
-                (img, CopyKind::Restore, seconds, bytes)
-            }
-            (None, None) => {
+            None => {
                 let img = image_path(work, name)?;
                 inst.journal(Op::Create, Kind::Image, &img, Some("clone"))?;
                 inst.undo.push(self.return_clone(&img, found));
@@ -357,6 +363,61 @@ impl MasterImage {
             bytes,
         })
     }
+}
+
+impl MasterImage {
+    /// The spare clone made equal to this image again (the first copy waited for, what the
+    /// last cell wrote copied back from the image), or why there is none.
+    fn restore_spare(&self) -> (Option<Restored>, Option<String>) {
+        if let Some(first) = self.first.lock().ok().and_then(|mut f| f.take()) {
+            first.offer(&self.reuse);
+        }
+        let (spare, mut why_not) = self.reuse.take();
+        let restored = spare.and_then(|spare| {
+            let t0 = Instant::now();
+            match image_copy::restore(&self.path, &self.extents, &spare.path, &spare.written) {
+                Ok(bytes) => Some(Restored {
+                    path: spare.path,
+                    seconds: t0.elapsed().as_secs_f64(),
+                    bytes,
+                    copied: spare.copied,
+                }),
+                Err(e) => {
+                    why_not = Some(format!("restoring it failed: {e}"));
+                    self.discard(&spare.path);
+                    None
+                }
+            }
+        });
+        (restored, why_not)
+    }
+
+    /// The spare clone's path, made equal to this image and kept as the spare the next
+    /// clone starts from ([`MasterImage::restore_spare`]), or why there is none: so a test
+    /// can compare it with the image byte for byte before anything mounts it.
+    pub fn restored_spare(&self) -> Result<PathBuf, String> {
+        match self.restore_spare() {
+            (Some(r), _) => {
+                let path = r.path.clone();
+                self.reuse.offer(Ok(Spare {
+                    path: r.path,
+                    written: Vec::new(),
+                    copied: r.copied,
+                }));
+                Ok(path)
+            }
+            (None, why) => Err(why.unwrap_or_else(|| "this image has no spare clone".into())),
+        }
+    }
+}
+
+/// A spare clone made equal to its image: where, in how many seconds, the bytes copied
+/// back, and how it was first copied when no cell has used it yet.
+struct Restored {
+    path: PathBuf,
+    seconds: f64,
+    bytes: u64,
+    copied: Option<Copied>,
 }
 
 /// A clone's image file and how it was made, for its provenance.
@@ -406,6 +467,10 @@ fn image_of(inst: &Instance) -> Option<PathBuf> {
     }
 }
 
+/// What its first clone's provenance says of a copy made ahead of the run's first cell.
+const AHEAD: &str =
+    "the clone was copied whole before the run's first cell, so nothing measured shared the machine with the copy";
+
 /// Where a master's first spare clone is copied ahead of the cells.
 fn first_clone_path(master: &Path) -> PathBuf {
     let stem = master
@@ -445,43 +510,13 @@ impl SpareCopy {
         self.reuse.offer(made.map(|(kind, seconds)| Spare {
             path: self.spare,
             written: Vec::new(),
-            copied: Some((kind, seconds)),
+            copied: Some(Copied {
+                kind,
+                seconds,
+                note: AHEAD,
+            }),
         }));
     }
-}
-
-/// Starts tracing the writes to the clone `inst` has just attached (called `name`), before
-/// anything is mounted on it, on the run's idle trace instance (or a new one, the first
-/// time). An error says why the clone cannot be reused; the cell itself runs on regardless.
-fn trace_writes(
-    inst: &mut Instance,
-    work: &WorkDir,
-    name: &str,
-    found: &reuse::Found,
-) -> Result<(), String> {
-    let dev = *inst.devices.first().ok_or("the clone has no device")?;
-    let idle = Arc::clone(&work.idle_traces);
-    let kept = idle.lock().ok().and_then(|mut v| v.pop());
-    let tracer = match kept {
-        Some(t) => t,
-        None => CloneTrace::create(&work.journal, &work.id(), name, || work.subdir("mnt"))?,
-    };
-    let trace = match tracer.start(dev) {
-        Ok(t) => t,
-        Err(e) => {
-            if let Ok(mut v) = idle.lock() {
-                v.push(tracer);
-            }
-            return Err(e);
-        }
-    };
-    inst.undo.push(Undo::EndTrace {
-        trace,
-        found: Arc::clone(found),
-        tracer,
-        idle,
-    });
-    Ok(())
 }
 
 impl MasterImage {
@@ -498,6 +533,9 @@ impl MasterImage {
 
 impl Drop for MasterImage {
     fn drop(&mut self) {
+        if let Some(first) = self.first.get_mut().ok().and_then(|f| f.take()) {
+            first.discard();
+        }
         if let (Some(spare), _) = self.reuse.take() {
             self.discard(&spare.path);
         }

@@ -20,9 +20,18 @@ pub struct Spare {
     pub path: PathBuf,
     pub written: Vec<(u64, u64)>,
     /// Set when no cell has used it yet: a whole copy made ahead of the run's first cell
-    /// (`master::SpareCopy`), how it was made and in how many seconds, for the provenance
-    /// of the cell that gets it.
-    pub copied: Option<(super::image_copy::CopyKind, f64)>,
+    /// (`master::SpareCopy`) or beside the teardown of the file system kept as the image
+    /// (`first_copy`), for the provenance of the cell that gets it.
+    pub copied: Option<Copied>,
+}
+
+/// How a spare no cell has used yet was copied whole, in how many seconds, and what the
+/// provenance of the cell that gets it says of that.
+#[derive(Debug, Clone, Copy)]
+pub struct Copied {
+    pub kind: super::image_copy::CopyKind,
+    pub seconds: f64,
+    pub note: &'static str,
 }
 
 /// A master's one spare clone, and why the last clone could not become one.

@@ -25,8 +25,9 @@ pub(super) enum Undo {
         mnt: PathBuf,
         id: fscrypt::KeyId,
     },
-    /// Ends a clone's write trace, after the file system's last write and before its device
-    /// is detached, leaving what it found in `found`.
+    /// Ends a write trace (a clone's, or that of a file system kept as an image while its
+    /// first copy is made), after the file system's last write and before its device is
+    /// detached, leaving what it found in `found`.
     EndTrace {
         trace: WriteTrace,
         found: reuse::Found,

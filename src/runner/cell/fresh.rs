@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use super::context::CellRun;
+use crate::provision::workdir::WorkDir;
 use crate::provision::{Instance, InstanceSpec, MasterImage};
 use crate::results::{Measurement, Status};
 use crate::runner::failure::{provision_failure, Failure};
@@ -202,9 +203,9 @@ pub fn retire_keeping(
     f: Fresh,
     ms: &mut [Measurement],
     target: &str,
-    origin: String,
+    (origin, work): (String, &WorkDir),
 ) -> Option<MasterImage> {
-    let (health, kept) = MasterImage::keep(f.inst, target, origin);
+    let (health, kept) = MasterImage::keep(f.inst, target, origin, work);
     judged(ms, health, &f.scratch);
     let line = match &kept {
         Ok(_) => "this file system, checked, was kept as the target's populated image that later cells copy".to_string(),
@@ -249,13 +250,14 @@ fn check_failure(what: &str, h: &crate::results::Health) -> String {
 }
 
 /// Retires `f` with the records measured on it and hands them to `emit` in order, into
-/// `records`; with `keep` (the origin [`retire_keeping`] notes), its image is kept as the
+/// `records`; with `keep` (the origin [`retire_keeping`] notes, and the run's work
+/// directory, whose trace follows the first copy of it), its image is kept as the
 /// target's populated image and returned, when every record measured on it is `ok`. False
 /// when a record could not be kept (the cell stops).
 pub fn settle(
     f: Fresh,
     pending: &mut Vec<Measurement>,
-    (target, keep): (&str, Option<String>),
+    (target, keep): (&str, Option<(String, &WorkDir)>),
     emit: &mut dyn FnMut(&mut Measurement) -> bool,
     records: &mut Vec<Measurement>,
 ) -> (bool, Option<MasterImage>) {
@@ -267,7 +269,7 @@ pub fn settle(
         f.log.is_none() && !f.populated && pending.iter().all(|m| m.status == Status::Ok)
     });
     let image = match keep {
-        Some(origin) => retire_keeping(f, pending, target, origin),
+        Some(keep) => retire_keeping(f, pending, target, keep),
         None => {
             retire(f, pending, target);
             None

@@ -243,7 +243,12 @@ impl Sweep<'_, '_> {
     /// not be kept.
     fn settle(&mut self, f: Fresh) -> ControlFlow<()> {
         let target = &self.c.spec.target.name;
-        let keep = self.c.keep_image.clone().filter(|_| self.image.is_none());
+        let keep = self
+            .c
+            .keep_image
+            .clone()
+            .filter(|_| self.image.is_none())
+            .map(|origin| (origin, self.c.work));
         let (kept, image) = settle(
             f,
             &mut self.pending,
