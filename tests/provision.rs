@@ -24,14 +24,7 @@ fn every_supported_catalogue_target_provisions_and_tears_down() {
             eprintln!("skipping {}: {why}", t.name);
             continue;
         }
-        let spec = InstanceSpec {
-            target: t,
-            seq: i as u64,
-            size: 512 << 20,
-            allow_device: false,
-            wipe: false,
-            daemon_cpus: None,
-        };
+        let spec = small_loop(t, i as u64);
         let inst = Instance::provision(&spec, &work).unwrap_or_else(|e| panic!("{}: {e}", t.name));
         // Real I/O on it.
         let f = inst.root.join("hello");
@@ -356,6 +349,19 @@ fn direct_writes_on_ext4_have_write_amplification_near_one() {
 }
 
 /// A plan of nothing but a tiny data set, for populating images directly.
+/// A 512 MiB loop image of target `t`, the `seq`-th of the test's work directory: never a
+/// device.
+fn small_loop(t: &fsarena::plan::TargetConfig, seq: u64) -> InstanceSpec<'_> {
+    InstanceSpec {
+        target: t,
+        seq,
+        size: 512 << 20,
+        allow_device: false,
+        wipe: false,
+        daemon_cpus: None,
+    }
+}
+
 fn tiny_plan() -> fsarena::plan::Plan {
     let dataset = fsarena::dataset::DatasetSpec {
         scale: 0.005,
@@ -398,14 +404,7 @@ fn a_populated_image_is_cloned_one_at_a_time_and_each_clone_holds_the_data_set()
             panic!("{name} must be supported here: {why}");
         }
         plan.targets = vec![t.clone()];
-        let spec = |seq| InstanceSpec {
-            target: &t,
-            seq,
-            size: 512 << 20,
-            allow_device: false,
-            wipe: false,
-            daemon_cpus: None,
-        };
+        let spec = |seq| small_loop(&t, seq);
         let master: MasterImage = populate_master(&plan, 0, &spec(1), &work, &cancel)
             .unwrap_or_else(|e| panic!("{name}: {e:?}"));
         assert!(master.health.as_ref().is_some_and(|h| h.passed), "{name}");
@@ -495,14 +494,7 @@ fn a_kept_file_systems_first_copy_is_byte_identical_to_it() {
     let manifest = plan.dataset.plan().unwrap();
     for name in ["ext4", "xfs", "btrfs"] {
         let t = catalogue::get(name).unwrap();
-        let spec = |seq| InstanceSpec {
-            target: &t,
-            seq,
-            size: 512 << 20,
-            allow_device: false,
-            wipe: false,
-            daemon_cpus: None,
-        };
+        let spec = |seq| small_loop(&t, seq);
         // The data set written and synced, as a `create` cell leaves its file system.
         let inst = MasterImage::provision(&spec(1), &work).unwrap();
         let tree = inst.root.join(WORK_DIR);
@@ -610,14 +602,7 @@ fn a_restored_clone_is_byte_identical_to_its_master() {
         let t = catalogue::get(name).unwrap();
         let mut plan = plan.clone();
         plan.targets = vec![t.clone()];
-        let spec = InstanceSpec {
-            target: &t,
-            seq: 1,
-            size: 512 << 20,
-            allow_device: false,
-            wipe: false,
-            daemon_cpus: None,
-        };
+        let spec = small_loop(&t, 1);
         let master: MasterImage = populate_master(&plan, 0, &spec, &work, &cancel)
             .unwrap_or_else(|e| panic!("{name}: {e:?}"));
         let copy = root.path.join(format!("{name}-copy.img"));

@@ -12,10 +12,11 @@
 //! image whole as before.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
-use super::image_copy::copy_image;
+use super::image_copy::copy_image_until;
 use super::instance::Instance;
 use super::journal::{Journal, Kind, Op};
 use super::reuse::{self, Copied, Reuse, Spare};
@@ -34,6 +35,8 @@ pub struct FirstCopy {
     spare: PathBuf,
     found: reuse::Found,
     copy: JoinHandle<Result<Copied, String>>,
+    /// Raised when the copy is no longer wanted: it stops at its next chunk.
+    stop: Arc<AtomicBool>,
     journal: Arc<Journal>,
 }
 
@@ -63,10 +66,12 @@ impl FirstCopy {
             .record(Op::Create, Kind::Image, &spare, Some("clone"))
             .ok()?;
         let (from, to) = (image.to_path_buf(), spare.clone());
+        let stop = Arc::new(AtomicBool::new(false));
+        let stopped = Arc::clone(&stop);
         let copy = std::thread::Builder::new()
             .name("first-copy".into())
             .spawn(move || {
-                copy_image(&from, &to)
+                copy_image_until(&from, &to, &stopped)
                     .map(|(kind, seconds)| Copied {
                         kind,
                         seconds,
@@ -79,6 +84,7 @@ impl FirstCopy {
                 spare,
                 found,
                 copy,
+                stop,
                 journal,
             }),
             Err(_) => {
@@ -97,6 +103,7 @@ impl FirstCopy {
             found,
             copy,
             journal,
+            ..
         } = self;
         let copied = copy
             .join()
@@ -121,8 +128,10 @@ impl FirstCopy {
         }
     }
 
-    /// Waits for the copy and removes it: the image was not kept, or is being removed.
+    /// Stops the copy, waits for it and removes it: the image was not kept, or is being
+    /// removed (an interrupted run).
     pub(super) fn discard(self) {
+        self.stop.store(true, Ordering::Relaxed);
         let _ = self.copy.join();
         remove(&self.spare, &self.journal);
     }

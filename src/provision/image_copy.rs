@@ -48,10 +48,22 @@ impl CopyKind {
 /// its writeback never lands inside a measured phase. Returns how, and the seconds it took.
 /// On error `dst` may exist: the caller journaled it and removes it.
 pub fn copy_image(src: &Path, dst: &Path) -> Result<(CopyKind, f64), ProvisionError> {
+    copy_image_until(src, dst, &AtomicBool::new(false))
+}
+
+/// [`copy_image`], given up with an `Interrupted` error as soon as `stop` is raised: a copy
+/// made beside other work (`first_copy`) that is no longer wanted, which at a study's scale
+/// would otherwise hold up an interrupted run's teardown for minutes.
+pub fn copy_image_until(
+    src: &Path,
+    dst: &Path,
+    stop: &AtomicBool,
+) -> Result<(CopyKind, f64), ProvisionError> {
     let t0 = Instant::now();
     let io = |what: &str, p: &Path, e: std::io::Error| {
         ProvisionError::io(format!("cannot {what} {}", p.display()), e)
     };
+    stopped(stop).map_err(|e| io("copy the image to", dst, e))?;
     let from = File::open(src).map_err(|e| io("open", src, e))?;
     let to = OpenOptions::new()
         .write(true)
@@ -62,10 +74,11 @@ pub fn copy_image(src: &Path, dst: &Path) -> Result<(CopyKind, f64), ProvisionEr
         Ok(()) => CopyKind::Reflink,
         Err(e) if refused(e) => {
             let extents = data_extents(&from).map_err(|e| io("read the extents of", src, e))?;
-            let direct = direct_copy(src, dst, &extents, from_len(&from, src)?)
+            let direct = direct_copy(src, dst, &extents, from_len(&from, src)?, stop)
                 .map_err(|e| io("copy the image to", dst, e))?;
             if !direct {
-                sparse_copy(&from, &to, &extents).map_err(|e| io("copy the image to", dst, e))?;
+                sparse_copy(&from, &to, &extents, stop)
+                    .map_err(|e| io("copy the image to", dst, e))?;
             }
             CopyKind::Copy
         }
@@ -117,9 +130,15 @@ pub fn data_extents(from: &File) -> std::io::Result<Vec<(u64, u64)>> {
 
 /// Copies every data extent of `from` to the same offset of `to` and sizes `to` like
 /// `from`, with the kernel's buffered `copy_file_range`; holes stay holes.
-fn sparse_copy(from: &File, to: &File, extents: &[(u64, u64)]) -> std::io::Result<()> {
+fn sparse_copy(
+    from: &File,
+    to: &File,
+    extents: &[(u64, u64)],
+    stop: &AtomicBool,
+) -> std::io::Result<()> {
     to.set_len(from.metadata()?.len())?;
     for &(start, end) in extents {
+        stopped(stop)?;
         copy_range(from, to, start, end)?;
     }
     Ok(())
@@ -186,6 +205,14 @@ pub fn restore(
     Ok(copied)
 }
 
+/// An `Interrupted` error once `stop` is raised.
+fn stopped(stop: &AtomicBool) -> std::io::Result<()> {
+    match stop.load(Ordering::Relaxed) {
+        true => Err(std::io::ErrorKind::Interrupted.into()),
+        false => Ok(()),
+    }
+}
+
 /// Deallocates `len` bytes at `off`, keeping the size: they read as zeros, as in the master.
 fn punch(f: &File, off: u64, len: u64) -> std::io::Result<()> {
     use rustix::fs::FallocateFlags as F;
@@ -222,7 +249,13 @@ impl Aligned {
 /// writes are in flight at once (one at a time, the host disk read at half its speed).
 /// Returns false, having written nothing, where direct I/O is refused (the open fails, or
 /// an extent is not aligned): the caller then copies buffered.
-fn direct_copy(src: &Path, dst: &Path, extents: &[(u64, u64)], size: u64) -> std::io::Result<bool> {
+fn direct_copy(
+    src: &Path,
+    dst: &Path,
+    extents: &[(u64, u64)],
+    size: u64,
+    stop: &AtomicBool,
+) -> std::io::Result<bool> {
     let direct = rustix::fs::OFlags::DIRECT.bits() as i32;
     let aligned = |(s, _): &(u64, u64)| s % ALIGN == 0;
     if !extents.iter().all(aligned) {
@@ -259,6 +292,7 @@ fn direct_copy(src: &Path, dst: &Path, extents: &[(u64, u64)], size: u64) -> std
             if failed.load(Ordering::Relaxed) {
                 return Ok(());
             }
+            stopped(stop)?;
             let part = buf.get(len);
             let mut got = 0;
             while got < part.len() {
@@ -308,6 +342,20 @@ mod tests {
     use std::io::{Read, Seek, Write};
     use std::os::unix::fs::MetadataExt;
 
+    /// A copy no longer wanted stops: an interrupted run's teardown does not wait for a
+    /// study-sized copy made beside other work (`first_copy`) to finish.
+    #[test]
+    fn a_stopped_copy_gives_up_with_interrupted() {
+        let dir = tempfile::tempdir().unwrap();
+        let (src, dst) = (dir.path().join("m.img"), dir.path().join("c.img"));
+        let f = File::create(&src).unwrap();
+        f.set_len(64 << 20).unwrap();
+        (&f).write_all(&vec![1u8; 1 << 20]).unwrap();
+        let err = copy_image_until(&src, &dst, &AtomicBool::new(true)).unwrap_err();
+        assert!(err.to_string().contains("nterrupted"), "{err}");
+        copy_image_until(&src, &dst, &AtomicBool::new(false)).unwrap();
+    }
+
     #[test]
     fn a_copy_is_byte_identical_and_stays_sparse() {
         let dir = tempfile::tempdir().unwrap();
@@ -354,7 +402,7 @@ mod tests {
         f.sync_all().unwrap();
         let extents = data_extents(&f).unwrap();
         File::create(&dst).unwrap();
-        if !direct_copy(&src, &dst, &extents, size).unwrap() {
+        if !direct_copy(&src, &dst, &extents, size, &AtomicBool::new(false)).unwrap() {
             eprintln!("O_DIRECT refused in /var/tmp: the buffered path is tested above");
             return;
         }
