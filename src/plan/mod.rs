@@ -215,7 +215,13 @@ pub const DEFAULT_BUDGET: Duration = Duration::from_secs(300);
 /// candidates at their minimum runs.
 pub const DEFAULT_TUNE_BUDGET: Duration = Duration::from_secs(15 * 60);
 /// The shortest measured phase a key metric may come from (`--phase-floor`).
-pub const DEFAULT_PHASE_FLOOR: Duration = Duration::from_millis(500);
+///
+/// A quarter of a second: 60 scheduler ticks even at 250 Hz, so timer and scheduling noise
+/// stay small beside the run-to-run spread. Half a second until 2026-11-30: read-only cells
+/// of the default run varied alike between cells at both floors (their log spread 0.149
+/// against 0.134 on this dev machine kind, not a difference one sitting can tell) while each
+/// cost 38 % less, so a run reaches its decisions sooner (BENCHMARKS.md, "The phase floor").
+pub const DEFAULT_PHASE_FLOOR: Duration = Duration::from_millis(250);
 /// Data-set scale when neither flag nor file says: small enough for a first run.
 pub const DEFAULT_SCALE: f64 = 0.01;
 /// The equivalence margin when none is given: ±5 % of the baseline mean.

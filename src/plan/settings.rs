@@ -14,7 +14,7 @@
 //! timeout = 600                      # seconds per measurement
 //! margin = 5                         # equivalence margin, % of the baseline
 //! budget = "5m"                      # wall time `auto` may spend (runs = "auto" or unset)
-//! phase_floor = "0.5s"               # shortest measured phase a key metric may come from
+//! phase_floor = "0.25s"              # shortest measured phase a key metric may come from
 //! max_steal = 20                     # % of the CPU a hypervisor may keep (default "off")
 //! io_hosts = ["node1", "node2:8766"] # fio --server hosts the io workloads run on
 //! age = 60                           # age every file system to 60 % full first (loop targets)
@@ -76,7 +76,7 @@ pub struct Settings {
     /// Wall time an `auto` run may spend, e.g. 5m, 90s, 1h (default 5m).
     #[arg(long, value_name = "DURATION")]
     pub budget: Option<Budget>,
-    /// Shortest measured phase a key metric may come from (default 0.5s): warm read-only
+    /// Shortest measured phase a key metric may come from (default 0.25s): warm read-only
     /// phases repeat until they reach it; shorter ones are flagged.
     #[arg(long, value_name = "DURATION")]
     pub phase_floor: Option<PhaseFloor>,

@@ -191,7 +191,7 @@ impl Setting for Budget {
     }
 }
 
-/// `--phase-floor` / `phase_floor = "0.5s"`: at most a minute (0 turns the floor off).
+/// `--phase-floor` / `phase_floor = "0.25s"`: at most a minute (0 turns the floor off).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PhaseFloor(pub Duration);
 

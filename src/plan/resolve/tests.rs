@@ -86,7 +86,7 @@ fn runs_default_to_auto_within_a_budget_and_a_budget_with_a_fixed_count_is_refus
             budget: Duration::from_secs(300)
         }
     );
-    assert_eq!(p.phase_floor, Duration::from_millis(500));
+    assert_eq!(p.phase_floor, Duration::from_millis(250));
     let with = |runs: Option<&str>, budget: Option<&str>| {
         let mut args = vec!["--target", "ext4"];
         args.extend(runs.map(|r| ["--runs", r]).into_iter().flatten());
