@@ -82,7 +82,7 @@ fn one_scale(
     for &(t, w) in cells {
         let target = &plan.targets[t];
         let Size { files, bytes } = sizes(w);
-        match history.cell(&target.name, w, files) {
+        match history.cell(&target.name, w, files, plan.phase_floor) {
             Some(s) => {
                 e.minimum_s += s;
                 e.from_history += 1;
@@ -152,7 +152,7 @@ fn byte_passes(plan: &Plan, w: &str) -> f64 {
 
 #[cfg(test)]
 mod tests {
-    use super::super::history::tests::{files_of, past_run};
+    use super::super::history::tests::{files_of, past_run, AT};
     use super::*;
     use crate::plan::FsKind;
 
@@ -173,7 +173,7 @@ mod tests {
         );
         let h = History::load(root.path(), 20);
         let files = files_of(&h, "ext4", "touch");
-        assert_eq!(h.cell("ext4", "touch", files), Some(1.0), "{h:?}");
+        assert_eq!(h.cell("ext4", "touch", files, AT), Some(1.0), "{h:?}");
         assert_eq!(h.images("ext4", files), Some(4.0));
         assert_eq!(h.images("ext4", 2.0 * files), Some(8.0));
         assert_eq!(h.images("xfs", files), None);

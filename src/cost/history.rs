@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use crate::plan::Plan;
 use crate::results::{store, Measurement};
@@ -23,6 +23,8 @@ struct Cost {
     /// each (summed over the cell's points).
     repeated: f64,
     one_pass: f64,
+    /// That run's phase floor, seconds: what its repeated phases lasted at least.
+    floor: f64,
 }
 
 /// Cell costs of earlier runs, per (target, workload): one per run that timed the pair,
@@ -55,12 +57,12 @@ impl History {
             let Ok(loaded) = store::load(dir) else {
                 continue;
             };
-            let Some((starts, files)) = dataset_files(&loaded.host.plan) else {
+            let Some((starts, files, floor)) = recorded_plan(&loaded.host.plan) else {
                 continue;
             };
             let (cells, images) = cell_times(&loaded.measurements);
             let of = |w: &str| starts.files_of(w, files).map(|f| f as f64);
-            h.add_cells(&cells, &of);
+            h.add_cells(&cells, &of, floor);
             h.add_images(images, starts.largest_files(files) as f64);
         }
         h
@@ -68,11 +70,13 @@ impl History {
 
     /// Adds one run's cells (each workload's starting `files`: the data set's, or its own
     /// state's) as one [`Cost`] per (target, workload): the mean of its cells, over the
-    /// target's cheapest cell as its overhead. A workload whose start is unknown is left out.
+    /// target's cheapest cell as its overhead, measured at the phase floor `floor` (seconds).
+    /// A workload whose start is unknown is left out.
     fn add_cells(
         &mut self,
         cells: &HashMap<CellKey, CellTime>,
         files: &dyn Fn(&str) -> Option<f64>,
+        floor: f64,
     ) {
         let mut cheapest: HashMap<String, f64> = HashMap::new();
         let mut sums: HashMap<(String, String), (Cost, u32)> = HashMap::new();
@@ -96,6 +100,7 @@ impl History {
                 files,
                 repeated: sum.repeated / n,
                 one_pass: sum.one_pass / n,
+                floor,
             };
             self.per.entry((t, w)).or_default().push(cost);
         }
@@ -121,16 +126,25 @@ impl History {
         Some(seconds * files / then)
     }
 
-    /// Seconds a cell of `workload` on `target` costs for a data set of `files` files,
-    /// priced from the earlier run whose data set was nearest in size (the newest of equals):
-    /// rescaling a run of 2,500 files twentyfold misses what a run of 50,000 measured.
-    pub fn cell(&self, target: &str, workload: &str, files: f64) -> Option<f64> {
+    /// Seconds a cell of `workload` on `target` costs for a data set of `files` files at the
+    /// phase floor `floor`, priced from the earlier run whose data set was nearest in size
+    /// (the newest of equals): rescaling a run of 2,500 files twentyfold misses what a run of
+    /// 50,000 measured. Its phases repeated to that run's floor last the plan's floor instead
+    /// (a run recorded at 0.5 s priced for 0.25 s would count every repeated phase twice), or
+    /// one pass where a pass outlasts it.
+    pub fn cell(&self, target: &str, workload: &str, files: f64, floor: Duration) -> Option<f64> {
         let costs = self.per.get(&(target.to_string(), workload.to_string()))?;
         let c = nearest(costs, files, |c| c.files)?;
         let overhead = c.overhead.min(c.cell);
         let grows = (c.cell - overhead - c.repeated).max(0.0);
         let ratio = files / c.files;
-        Some(overhead + grows * ratio + c.repeated.max(c.one_pass * ratio))
+        // A run with no floor recorded repeated nothing to one (every phase was one pass).
+        let repeated = if c.floor > 0.0 {
+            c.repeated * floor.as_secs_f64() / c.floor
+        } else {
+            c.repeated
+        };
+        Some(overhead + grows * ratio + repeated.max(c.one_pass * ratio))
     }
 }
 
@@ -175,13 +189,13 @@ fn runs_newest_first(root: &Path) -> Vec<PathBuf> {
     dirs.into_iter().rev().map(|(_, p)| p).collect()
 }
 
-/// What the workloads of the run whose plan was recorded as `plan` start from, and the
-/// number of files in its data set; `None` when the plan cannot be read back or made no
-/// files (nothing to rescale by).
-fn dataset_files(plan: &serde_json::Value) -> Option<(Starts, u64)> {
+/// What the workloads of the run whose plan was recorded as `plan` start from, the number
+/// of files in its data set, and its phase floor in seconds; `None` when the plan cannot be
+/// read back or made no files (nothing to rescale by).
+fn recorded_plan(plan: &serde_json::Value) -> Option<(Starts, u64, f64)> {
     let plan = serde_json::from_value::<Plan>(plan.clone()).ok()?;
     let files = plan.dataset.plan().ok()?.files.len() as u64;
-    (files > 0).then(|| (Starts::of(&plan), files))
+    (files > 0).then(|| (Starts::of(&plan), files, plan.phase_floor.as_secs_f64()))
 }
 
 /// One cost per cell of a run: its last record's `cell_seconds` (each record carries the
@@ -219,6 +233,9 @@ fn cell_times(measurements: &[Measurement]) -> (HashMap<CellKey, CellTime>, Hash
 pub(super) mod tests {
     use super::*;
 
+    /// The phase floor the tests' runs were recorded at and are priced for.
+    pub(crate) const AT: Duration = Duration::from_millis(500);
+
     #[test]
     fn history_rescales_only_what_grows_with_the_data_set() {
         let mut h = History::default();
@@ -232,9 +249,9 @@ pub(super) mod tests {
                 ..Cost::default()
             }],
         );
-        assert_eq!(h.cell("ext4", "scan", 1000.0), Some(3.0));
-        assert_eq!(h.cell("ext4", "scan", 10_000.0), Some(21.0));
-        assert_eq!(h.cell("xfs", "scan", 10.0), None);
+        assert_eq!(h.cell("ext4", "scan", 1000.0, AT), Some(3.0));
+        assert_eq!(h.cell("ext4", "scan", 10_000.0, AT), Some(21.0));
+        assert_eq!(h.cell("xfs", "scan", 10.0, AT), None);
     }
 
     #[test]
@@ -249,15 +266,46 @@ pub(super) mod tests {
                 files: 1000.0,
                 repeated: 0.5,
                 one_pass: 0.015625,
+                floor: 0.5,
             }],
         );
-        assert_eq!(h.cell("ext4", "dupes", 1000.0), Some(3.0));
+        assert_eq!(h.cell("ext4", "dupes", 1000.0, AT), Some(3.0));
         // Ten times the files: the rest grows tenfold, the phase still lasts the floor.
-        assert_eq!(h.cell("ext4", "dupes", 10_000.0), Some(1.0 + 15.0 + 0.5));
+        assert_eq!(
+            h.cell("ext4", "dupes", 10_000.0, AT),
+            Some(1.0 + 15.0 + 0.5)
+        );
         // A thousand times: one pass (15.6 s) is the phase.
         assert_eq!(
-            h.cell("ext4", "dupes", 1_000_000.0),
+            h.cell("ext4", "dupes", 1_000_000.0, AT),
             Some(1.0 + 1500.0 + 15.625)
+        );
+    }
+
+    #[test]
+    fn a_run_recorded_at_another_phase_floor_prices_its_repeated_phases_at_the_plans() {
+        let mut h = History::default();
+        // 3 s cells, 1 s overhead, two phases repeated to a 0.5 s floor by passes of 0.1 s.
+        h.per.insert(
+            ("ext4".into(), "scan".into()),
+            vec![Cost {
+                cell: 3.0,
+                overhead: 1.0,
+                files: 1000.0,
+                repeated: 1.0,
+                one_pass: 0.2,
+                floor: 0.5,
+            }],
+        );
+        let quarter = Duration::from_millis(250);
+        assert_eq!(h.cell("ext4", "scan", 1000.0, AT), Some(3.0));
+        assert_eq!(h.cell("ext4", "scan", 1000.0, quarter), Some(2.5));
+        // No floor: each phase is one pass.
+        assert_eq!(h.cell("ext4", "scan", 1000.0, Duration::ZERO), Some(2.2));
+        // Ten times the files: one pass of each (2 s) outlasts either floor.
+        assert_eq!(
+            h.cell("ext4", "scan", 10_000.0, quarter),
+            Some(1.0 + 10.0 + 2.0)
         );
     }
 
@@ -318,7 +366,7 @@ pub(super) mod tests {
         past_run(&root.path().join("a-after"), &[("scan", 0, 2.0, None)], now);
         let h = History::load(root.path(), 20);
         let files = h.per[&("ext4".to_string(), "scan".to_string())][0].files;
-        assert_eq!(h.cell("ext4", "scan", files), Some(2.0), "{h:?}");
+        assert_eq!(h.cell("ext4", "scan", files, AT), Some(2.0), "{h:?}");
     }
 
     #[test]
@@ -335,13 +383,13 @@ pub(super) mod tests {
             ("ext4".into(), "touch".into()),
             vec![cost(0.1, 2_500.0), cost(1.5, 50_000.0)],
         );
-        assert_eq!(h.cell("ext4", "touch", 50_000.0), Some(1.5));
-        assert_eq!(h.cell("ext4", "touch", 2_500.0), Some(0.1));
+        assert_eq!(h.cell("ext4", "touch", 50_000.0, AT), Some(1.5));
+        assert_eq!(h.cell("ext4", "touch", 2_500.0, AT), Some(0.1));
         // Equally near: the newest.
         h.per.insert(
             ("xfs".into(), "touch".into()),
             vec![cost(2.0, 1_000.0), cost(9.0, 1_000.0)],
         );
-        assert_eq!(h.cell("xfs", "touch", 1_000.0), Some(2.0));
+        assert_eq!(h.cell("xfs", "touch", 1_000.0, AT), Some(2.0));
     }
 }
