@@ -236,19 +236,29 @@ pub(super) mod tests {
     /// The phase floor the tests' runs were recorded at and are priced for.
     pub(crate) const AT: Duration = Duration::from_millis(500);
 
-    #[test]
-    fn history_rescales_only_what_grows_with_the_data_set() {
+    /// A history of one run on ext4 at the floor [`AT`] with 1,000 files: `workload`'s cells
+    /// cost 3 s, 1 s of it the target's overhead, `repeated` seconds of phases repeated to
+    /// the floor by passes adding up to `one_pass` seconds.
+    fn one_run(workload: &str, repeated: f64, one_pass: f64) -> History {
         let mut h = History::default();
-        // A cell cost 3 s; the target's cheapest cell 1 s; the run had 1,000 files.
         h.per.insert(
-            ("ext4".into(), "scan".into()),
+            ("ext4".into(), workload.into()),
             vec![Cost {
                 cell: 3.0,
                 overhead: 1.0,
                 files: 1000.0,
-                ..Cost::default()
+                repeated,
+                one_pass,
+                floor: AT.as_secs_f64(),
             }],
         );
+        h
+    }
+
+    #[test]
+    fn history_rescales_only_what_grows_with_the_data_set() {
+        // A cell cost 3 s; the target's cheapest cell 1 s; the run had 1,000 files.
+        let h = one_run("scan", 0.0, 0.0);
         assert_eq!(h.cell("ext4", "scan", 1000.0, AT), Some(3.0));
         assert_eq!(h.cell("ext4", "scan", 10_000.0, AT), Some(21.0));
         assert_eq!(h.cell("xfs", "scan", 10.0, AT), None);
@@ -256,19 +266,8 @@ pub(super) mod tests {
 
     #[test]
     fn a_phase_repeated_to_the_floor_does_not_grow_until_one_pass_outlasts_it() {
-        let mut h = History::default();
         // 3 s cells, 1 s of it the target's overhead and 0.5 s a phase of 32 passes of 1/64 s.
-        h.per.insert(
-            ("ext4".into(), "dupes".into()),
-            vec![Cost {
-                cell: 3.0,
-                overhead: 1.0,
-                files: 1000.0,
-                repeated: 0.5,
-                one_pass: 0.015625,
-                floor: 0.5,
-            }],
-        );
+        let h = one_run("dupes", 0.5, 0.015625);
         assert_eq!(h.cell("ext4", "dupes", 1000.0, AT), Some(3.0));
         // Ten times the files: the rest grows tenfold, the phase still lasts the floor.
         assert_eq!(
@@ -284,19 +283,8 @@ pub(super) mod tests {
 
     #[test]
     fn a_run_recorded_at_another_phase_floor_prices_its_repeated_phases_at_the_plans() {
-        let mut h = History::default();
         // 3 s cells, 1 s overhead, two phases repeated to a 0.5 s floor by passes of 0.1 s.
-        h.per.insert(
-            ("ext4".into(), "scan".into()),
-            vec![Cost {
-                cell: 3.0,
-                overhead: 1.0,
-                files: 1000.0,
-                repeated: 1.0,
-                one_pass: 0.2,
-                floor: 0.5,
-            }],
-        );
+        let h = one_run("scan", 1.0, 0.2);
         let quarter = Duration::from_millis(250);
         assert_eq!(h.cell("ext4", "scan", 1000.0, AT), Some(3.0));
         assert_eq!(h.cell("ext4", "scan", 1000.0, quarter), Some(2.5));
