@@ -45,19 +45,27 @@ pub fn mann_whitney(a: &[f64], b: &[f64]) -> Option<MannWhitneyResult> {
     if a.is_empty() || b.is_empty() || !all_finite(a) || !all_finite(b) {
         return None;
     }
-    let (n1, n2) = (a.len(), b.len());
+    let n1f = a.len() as f64;
     let (rank_sum_a, tie_term) = rank_sum_first(a, b);
-    let (n1f, n2f) = (n1 as f64, n2 as f64);
     let u = rank_sum_a - n1f * (n1f + 1.0) / 2.0;
+    Some(test_u(a.len(), b.len(), u, tie_term))
+}
+
+/// The two-sided test of `u`, the U of a first sample of `n1` values against `n2`, whose
+/// pooled sample's ties give `tie_term` (Σ(t³ − t) over groups of tied values). Split from
+/// [`mann_whitney`] for [`super::shift`], which knows U and the ties of every shift it tries
+/// without ranking the shifted samples again.
+pub fn test_u(n1: usize, n2: usize, u: f64, tie_term: f64) -> MannWhitneyResult {
+    let (n1f, n2f) = (n1 as f64, n2 as f64);
     let u_big = u.max(n1f * n2f - u);
     if tie_term == 0.0 && n1 + n2 <= MW_EXACT_MAX_N {
         // Without ties U is an integer; the rounding only removes float noise.
         let p = exact_upper_tail(n1, n2, u_big.round() as usize) * 2.0;
-        return Some(MannWhitneyResult {
+        return MannWhitneyResult {
             u,
             p: p.min(1.0),
             method: MwMethod::Exact,
-        });
+        };
     }
     let n = n1f + n2f;
     let mu = n1f * n2f / 2.0;
@@ -68,11 +76,11 @@ pub fn mann_whitney(a: &[f64], b: &[f64]) -> Option<MannWhitneyResult> {
     } else {
         1.0
     };
-    Some(MannWhitneyResult {
+    MannWhitneyResult {
         u,
         p,
         method: MwMethod::Asymptotic,
-    })
+    }
 }
 
 /// The smallest two-sided p-value the exact Mann–Whitney test can produce for these
@@ -91,6 +99,20 @@ pub fn mann_whitney_min_p(n1: usize, n2: usize) -> f64 {
 /// P(Z > z) for a standard normal, via erfc so small tails keep their precision.
 fn normal_sf(z: f64) -> f64 {
     0.5 * erfc(z / std::f64::consts::SQRT_2)
+}
+
+/// Σ(t³ − t) over the groups of `t` equal values in `xs`: one sample's share of the tie
+/// term of any pooled sample it is part of without meeting the other's values.
+pub fn tie_term(xs: &[f64]) -> f64 {
+    let mut sorted = xs.to_vec();
+    sorted.sort_unstable_by(f64::total_cmp);
+    sorted
+        .chunk_by(|x, y| x == y)
+        .map(|g| {
+            let t = g.len() as f64;
+            t * t * t - t
+        })
+        .sum()
 }
 
 /// Sum of the mid-ranks of `a` in the pooled sample, and the tie term Σ(t³ − t) over

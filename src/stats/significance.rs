@@ -16,7 +16,7 @@ use super::decision::Verdict;
 use super::estimators::{all_finite, log_values, mean};
 use super::mann_whitney::mann_whitney;
 use super::outliers::mad_outliers;
-use super::shift::hodges_lehmann;
+use super::shift::Shifts;
 use super::welch::{welch, WelchResult};
 
 /// Which test produced a [`Comparison`]'s p-value.
@@ -251,13 +251,12 @@ fn rank_test(baseline: &[f64], candidate: &[f64], scale: Scale) -> Option<RankTe
         Scale::Ratio => (log_values(candidate)?, log_values(baseline)?),
         Scale::Difference => (candidate.to_vec(), baseline.to_vec()),
     };
-    let s95 = hodges_lehmann(&c, &b, 0.05)?;
-    let s90 = hodges_lehmann(&c, &b, 0.10)?;
+    let shifts = Shifts::new(&c, &b)?;
     Some(RankTest {
         p: mann_whitney(&c, &b)?.p,
-        shift: s95.estimate,
-        ci95: s95.ci,
-        ci90: s90.ci,
+        shift: shifts.estimate(),
+        ci95: shifts.interval(0.05)?,
+        ci90: shifts.interval(0.10)?,
     })
 }
 
