@@ -24,7 +24,7 @@
 use serde::Serialize;
 use statrs::distribution::{ContinuousCDF, StudentsT};
 
-use super::estimators::{all_finite, log_values, mean, stddev, t_quantile};
+use super::estimators::{all_finite, log_values, mean, stddev, t_quantile, z_quantile};
 use super::moderated::Prior;
 use super::sequential::Looks;
 
@@ -389,14 +389,18 @@ pub fn runs_to_decide_at(
             if !(se > 0.0 && se.is_finite() && d.is_finite()) {
                 return false;
             }
-            // Equivalence is tested at the look's share of α too ([`Equivalence`]).
-            let (Some(t_sig), Some(t_eq)) = (
-                t_quantile(1.0 - w * level / 2.0, df),
-                t_quantile(1.0 - w * ALPHA, df),
-            ) else {
+            // Equivalence is tested at the look's share of α too ([`Equivalence`]). Most looks
+            // ahead decide nothing; t's quantile is never below the normal's, so a look the
+            // normal's cannot decide is passed without inverting t.
+            let (p_sig, p_eq) = (1.0 - w * level / 2.0, 1.0 - w * ALPHA);
+            let (Some(z_sig), Some(z_eq)) = (z_quantile(p_sig), z_quantile(p_eq)) else {
                 return false;
             };
-            d - t_sig * se > 0.0 || d + t_eq * se < bound
+            let significant =
+                d - z_sig * se > 0.0 && t_quantile(p_sig, df).is_some_and(|t| d - t * se > 0.0);
+            let equivalent =
+                d + z_eq * se < bound && t_quantile(p_eq, df).is_some_and(|t| d + t * se < bound);
+            significant || equivalent
         })
         .map(|(n, _)| n - now)
 }

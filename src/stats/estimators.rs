@@ -4,7 +4,7 @@
 //! significance tests and the decision rules all stand on them without standing on each
 //! other.
 
-use statrs::distribution::{ContinuousCDF, StudentsT};
+use statrs::distribution::{ContinuousCDF, Normal, StudentsT};
 
 /// Whether every value is a finite number; the tests decline anything else.
 pub(crate) fn all_finite(xs: &[f64]) -> bool {
@@ -64,6 +64,16 @@ pub(crate) fn median_of_sorted(sorted: &[f64]) -> f64 {
 /// two-sided 95 % interval. `None` when `df` is not a positive finite number.
 pub(crate) fn t_quantile_975(df: f64) -> Option<f64> {
     t_quantile(0.975, df)
+}
+
+/// The standard normal's quantile at `p`: a lower bound of [`t_quantile`] at `p` > ½ for any
+/// degrees of freedom, and cheap, so a check that fails at it can skip t's inversion.
+/// `None` when `p` is not strictly between 0 and 1.
+pub(crate) fn z_quantile(p: f64) -> Option<f64> {
+    if !(p > 0.0 && p < 1.0) {
+        return None;
+    }
+    Some(Normal::new(0.0, 1.0).ok()?.inverse_cdf(p))
 }
 
 /// The `p` quantile of Student's t with `df` degrees of freedom (0.95 for the multiplier of
