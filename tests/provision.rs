@@ -541,6 +541,54 @@ fn a_kept_file_systems_first_copy_is_byte_identical_to_it() {
     assert_eq!(leftovers(&root.path), Vec::<String>::new());
 }
 
+/// Session 17: a kept image's first copy, started beside its file system's unmount and
+/// check, went on after them, and nothing held the next measured phase back: a cell that
+/// does not start from that image (another target's, an empty file system, another thread
+/// count's `create`) measured beside the copy's reads and writes of the same disk. The wait
+/// every measured phase starts with (the work directory's removals) now holds until the
+/// copy is over. Here the kept file system holds 384 MiB beside the data set, so the copy
+/// outlasts its unmount and check.
+#[test]
+fn a_measured_phase_does_not_start_beside_a_kept_images_first_copy() {
+    use fsarena::golden::layout::WORK_DIR;
+    use fsarena::provision::MasterImage;
+
+    require_root();
+    let root = TestRoot::new("first-copy-wait");
+    let work = WorkDir::create(&root.path).unwrap();
+    let plan = tiny_plan();
+    let manifest = plan.dataset.plan().unwrap();
+    let t = catalogue::get("ext4").unwrap();
+    let inst = MasterImage::provision(&small_loop(&t, 1), &work).unwrap();
+    let tree = inst.root.join(WORK_DIR);
+    std::fs::create_dir(&tree).unwrap();
+    fsarena::dataset::materialize_timed(&plan.dataset, &manifest, &tree, 1, false, &|| false)
+        .unwrap();
+    let mut big = std::fs::File::create(inst.root.join("big")).unwrap();
+    let chunk: Vec<u8> = (0..1u32 << 20).map(|i| (i % 251) as u8).collect();
+    for _ in 0..384 {
+        big.write_all(&chunk).unwrap();
+    }
+    drop(big);
+    rustix::fs::syncfs(std::fs::File::open(&tree).unwrap()).unwrap();
+    drop(tree);
+    let (health, kept) = MasterImage::keep(inst, "ext4", "a test's file system".into(), &work);
+    assert!(health.is_some_and(|h| h.passed));
+    let master = kept.unwrap();
+    // What `MonitoredHarness::measure` waits for before every phase.
+    work.removals.wait();
+    assert!(
+        !master.first_copy_under_way(),
+        "the wait before a measured phase let it start while the first copy was being made"
+    );
+    let spare = master.restored_spare().unwrap();
+    assert!(same_bytes(master.path(), &spare), "the first copy");
+    drop(master);
+    work.removals.wait();
+    work.release_traces();
+    assert_eq!(leftovers(&root.path), Vec::<String>::new());
+}
+
 /// Whether two files hold the same bytes (read in 8 MiB pieces).
 fn same_bytes(a: &std::path::Path, b: &std::path::Path) -> bool {
     use std::io::Read;

@@ -9,7 +9,10 @@
 //! copy is offered as the image's spare clone with them as its written ranges: the first
 //! cell restores them from the image, as it would after any cell, so its clone is byte for
 //! byte the image. A copy or a trace that fails is removed, and the first cell copies the
-//! image whole as before.
+//! image whole as before. Until the copy is over, the next measured phase waits for it as
+//! for an image's removal ([`super::removals::Removals::beside`]): at a study's scale it
+//! outlasts the unmount and check, and a cell that does not start from the image (another
+//! target's, or an empty file system) would otherwise measure beside it.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -37,6 +40,8 @@ pub struct FirstCopy {
     copy: JoinHandle<Result<Copied, String>>,
     /// Raised when the copy is no longer wanted: it stops at its next chunk.
     stop: Arc<AtomicBool>,
+    /// Raised by the copy's thread when it is over, before the next phase's wait is let go.
+    over: Arc<AtomicBool>,
     journal: Arc<Journal>,
 }
 
@@ -68,16 +73,22 @@ impl FirstCopy {
         let (from, to) = (image.to_path_buf(), spare.clone());
         let stop = Arc::new(AtomicBool::new(false));
         let stopped = Arc::clone(&stop);
+        let over = Arc::new(AtomicBool::new(false));
+        let ended = Arc::clone(&over);
+        let busy = work.removals.beside(&spare);
         let copy = std::thread::Builder::new()
             .name("first-copy".into())
             .spawn(move || {
-                copy_image_until(&from, &to, &stopped)
+                let _busy = busy; // dropped last: the wait ends after `over` is raised
+                let copied = copy_image_until(&from, &to, &stopped)
                     .map(|(kind, seconds)| Copied {
                         kind,
                         seconds,
                         note: NOTE,
                     })
-                    .map_err(|e| e.to_string())
+                    .map_err(|e| e.to_string());
+                ended.store(true, Ordering::Release);
+                copied
             });
         match copy {
             Ok(copy) => Some(FirstCopy {
@@ -85,6 +96,7 @@ impl FirstCopy {
                 found,
                 copy,
                 stop,
+                over,
                 journal,
             }),
             Err(_) => {
@@ -126,6 +138,11 @@ impl FirstCopy {
                 )));
             }
         }
+    }
+
+    /// Whether the copy is still being made.
+    pub(super) fn under_way(&self) -> bool {
+        !self.over.load(Ordering::Acquire)
     }
 
     /// Stops the copy, waits for it and removes it: the image was not kept, or is being

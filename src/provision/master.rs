@@ -240,6 +240,12 @@ impl MasterImage {
         })
     }
 
+    /// Whether the first copy made beside the kept file system's unmount and check is
+    /// still being made (a measured phase must not start beside it).
+    pub fn first_copy_under_way(&self) -> bool {
+        (self.first.lock().ok()).is_some_and(|f| f.as_ref().is_some_and(FirstCopy::under_way))
+    }
+
     /// The image file.
     pub fn path(&self) -> &Path {
         &self.path

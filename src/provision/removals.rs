@@ -72,6 +72,17 @@ impl Removals {
         }
     }
 
+    /// Marks `path` as written off the cell's path until the returned guard is dropped (on
+    /// the thread doing the work, so a panic there ends it too): the next measured phase
+    /// waits for it as for a removal.
+    pub(crate) fn beside(self: &Arc<Self>, path: &Path) -> Beside {
+        self.begin(path);
+        Beside {
+            removals: Arc::clone(self),
+            path: path.to_path_buf(),
+        }
+    }
+
     /// The removal of `img` starts.
     pub(crate) fn begin(&self, img: &Path) {
         self.change(|p| p.push(img.to_path_buf()));
@@ -92,6 +103,18 @@ impl Removals {
             how(&mut p);
             self.done.notify_all();
         }
+    }
+}
+
+/// Work on `path` off the cell's path ([`Removals::beside`]), over when dropped.
+pub(crate) struct Beside {
+    removals: Arc<Removals>,
+    path: PathBuf,
+}
+
+impl Drop for Beside {
+    fn drop(&mut self) {
+        self.removals.end(&self.path);
     }
 }
 
@@ -143,6 +166,22 @@ mod tests {
         assert!(t0.elapsed() >= Duration::from_millis(200));
         t.join().unwrap();
         r.wait(); // none in progress: returns at once
+    }
+
+    /// Work marked beside the cell's path holds a wait until its guard is dropped, on
+    /// whichever thread drops it.
+    #[test]
+    fn work_beside_the_path_is_waited_for_until_its_guard_is_dropped() {
+        let r: Arc<Removals> = Arc::default();
+        let busy = r.beside(Path::new("/w/images/ext4-1.clone.img"));
+        let t0 = Instant::now();
+        let t = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(200));
+            drop(busy);
+        });
+        r.wait();
+        assert!(t0.elapsed() >= Duration::from_millis(200));
+        t.join().unwrap();
     }
 
     /// Stop 49's CI: the io sweep's next point created `ext4-1.img` while the last point's
