@@ -27,6 +27,12 @@ pub struct AgedImages {
 }
 
 impl AgedImages {
+    /// How many aged images are made (each one's file and its spare clone's are removed at
+    /// the run's end).
+    pub fn made(&self) -> usize {
+        self.built.values().filter(|m| m.is_ok()).count()
+    }
+
     /// The aged image a cell of target `target` copies (with the data set when
     /// `with_dataset`), built now if this is the first cell to need it.
     #[allow(clippy::too_many_arguments)]

@@ -56,6 +56,12 @@ impl<'r> Masters<'r> {
         }
     }
 
+    /// The image files the run's end will remove for these images: each one's, and the
+    /// spare clone beside it (an aged image's included).
+    pub fn images(&self) -> usize {
+        2 * (self.built.values().filter(|m| m.is_ok()).count() + self.aged.made())
+    }
+
     /// Whether the file system of a cell of `w` with `threads` on `target` with data set
     /// `dataset` is to be kept as the populated image later cells copy: `w` leaves the data
     /// set on it, written by as many threads as an image is ([`IMAGE_WRITERS`]), and that

@@ -483,12 +483,10 @@ impl<'a> Walk<'a> {
     /// ([`budget`]).
     /// `Err` when what is still open cannot be told.
     fn spend_budget(&mut self, max: u32, budget: Duration) -> Result<(), BudgetError> {
-        // The run's own start (before this clock) and end (images removed, report
-        // written) come out of the same budget: a 5-minute budget means 5 minutes of wall.
-        let deadline = Deadline::new(budget, self.started);
         let mut next_rep =
             rounds::next_repetitions(self.groups(), &self.done, self.inputs.plan.runs.min());
         for round in 1.. {
+            let deadline = self.deadline(budget);
             let remaining = deadline.left_s();
             // The root (which holds the results) decides the round; every process runs it.
             let decided = self
@@ -515,6 +513,14 @@ impl<'a> Walk<'a> {
             }
         }
         Ok(())
+    }
+
+    /// The end of `budget` for the cells: the run's own start (before this clock) and end
+    /// (its images removed, as long as removing an image has taken in this run, and the
+    /// report written) come out of it, so a 5-minute budget means 5 minutes of wall.
+    pub(super) fn deadline(&self, budget: Duration) -> Deadline {
+        let removals = &self.inputs.work.removals;
+        Deadline::new(budget, self.started).closing(self.masters.images(), removals.mean())
     }
 
     /// Every group of the plan on the targets that can run here.

@@ -5,7 +5,6 @@
 use super::{budget, cell, rounds, Cell, Walk};
 use crate::plan::Runs;
 use crate::results::Measurement;
-use crate::runner::deadline::Deadline;
 
 impl Walk<'_> {
     /// Says once of each comparison the budget stopped giving runs that it did, and why,
@@ -86,7 +85,7 @@ impl Walk<'_> {
         else {
             return false;
         };
-        let left = Deadline::new(budget, self.started).left_s();
+        let left = self.deadline(budget).left_s();
         let cost = self.costs.estimate(&self.group(first));
         if cost <= left {
             return false;
