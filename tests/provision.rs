@@ -495,14 +495,7 @@ fn a_kept_file_systems_first_copy_is_byte_identical_to_it() {
     for name in ["ext4", "xfs", "btrfs"] {
         let t = catalogue::get(name).unwrap();
         let spec = |seq| small_loop(&t, seq);
-        // The data set written and synced, as a `create` cell leaves its file system.
-        let inst = MasterImage::provision(&spec(1), &work).unwrap();
-        let tree = inst.root.join(WORK_DIR);
-        std::fs::create_dir(&tree).unwrap();
-        fsarena::dataset::materialize_timed(&plan.dataset, &manifest, &tree, 1, false, &|| false)
-            .unwrap();
-        rustix::fs::syncfs(std::fs::File::open(&tree).unwrap()).unwrap();
-        drop(tree);
+        let inst = as_create_leaves_it(&spec(1), &work, &plan, 0);
         let (health, kept) = MasterImage::keep(inst, name, "a test's file system".into(), &work);
         assert!(health.is_some_and(|h| h.passed), "{name}");
         let master = kept.unwrap_or_else(|e| panic!("{name}: {e}"));
@@ -550,28 +543,14 @@ fn a_kept_file_systems_first_copy_is_byte_identical_to_it() {
 /// outlasts its unmount and check.
 #[test]
 fn a_measured_phase_does_not_start_beside_a_kept_images_first_copy() {
-    use fsarena::golden::layout::WORK_DIR;
     use fsarena::provision::MasterImage;
 
     require_root();
     let root = TestRoot::new("first-copy-wait");
     let work = WorkDir::create(&root.path).unwrap();
     let plan = tiny_plan();
-    let manifest = plan.dataset.plan().unwrap();
     let t = catalogue::get("ext4").unwrap();
-    let inst = MasterImage::provision(&small_loop(&t, 1), &work).unwrap();
-    let tree = inst.root.join(WORK_DIR);
-    std::fs::create_dir(&tree).unwrap();
-    fsarena::dataset::materialize_timed(&plan.dataset, &manifest, &tree, 1, false, &|| false)
-        .unwrap();
-    let mut big = std::fs::File::create(inst.root.join("big")).unwrap();
-    let chunk: Vec<u8> = (0..1u32 << 20).map(|i| (i % 251) as u8).collect();
-    for _ in 0..384 {
-        big.write_all(&chunk).unwrap();
-    }
-    drop(big);
-    rustix::fs::syncfs(std::fs::File::open(&tree).unwrap()).unwrap();
-    drop(tree);
+    let inst = as_create_leaves_it(&small_loop(&t, 1), &work, &plan, 384);
     let (health, kept) = MasterImage::keep(inst, "ext4", "a test's file system".into(), &work);
     assert!(health.is_some_and(|h| h.passed));
     let master = kept.unwrap();
@@ -587,6 +566,29 @@ fn a_measured_phase_does_not_start_beside_a_kept_images_first_copy() {
     work.removals.wait();
     work.release_traces();
     assert_eq!(leftovers(&root.path), Vec::<String>::new());
+}
+
+/// A master's file system holding `plan`'s data set written and synced, as a `create` cell
+/// leaves it, and `extra_mib` MiB of other data beside it.
+fn as_create_leaves_it(
+    spec: &InstanceSpec,
+    work: &WorkDir,
+    plan: &fsarena::plan::Plan,
+    extra_mib: usize,
+) -> Instance {
+    let inst = fsarena::provision::MasterImage::provision(spec, work).unwrap();
+    let tree = inst.root.join(fsarena::golden::layout::WORK_DIR);
+    std::fs::create_dir(&tree).unwrap();
+    let manifest = plan.dataset.plan().unwrap();
+    fsarena::dataset::materialize_timed(&plan.dataset, &manifest, &tree, 1, false, &|| false)
+        .unwrap();
+    let mut extra = std::fs::File::create(inst.root.join("extra")).unwrap();
+    let chunk: Vec<u8> = (0..1u32 << 20).map(|i| (i % 251) as u8).collect();
+    for _ in 0..extra_mib {
+        extra.write_all(&chunk).unwrap();
+    }
+    rustix::fs::syncfs(&extra).unwrap();
+    inst
 }
 
 /// Whether two files hold the same bytes (read in 8 MiB pieces).
