@@ -1,0 +1,70 @@
+#!/usr/bin/env python3
+"""The spread of two file systems' speed ratio, by how far apart in time their passes ran.
+
+Usage: python3 bench/interleave.py FILE [--window S]
+
+FILE holds one pass per line, `SECONDS-SINCE-START FS PASS-SECONDS FILES`, the file systems
+taking turns (bench/interleave.sh writes it). Passes are grouped into windows of S seconds
+(default 0.25, the phase floor), each file system's rate in a window being its files over its
+passes' seconds. For each file system against the first one named, the table gives the
+standard deviation of log(rate ratio) with both rates from the same window (passes
+interleaved), and with the other's rate from a window OFFSET seconds later (cells measured one
+after another). A ratio's log spread is the noise a comparison of the two must see through;
+the first column against the others is what interleaving would buy. Standard library only.
+"""
+import math
+import signal
+import statistics
+import sys
+
+OFFSETS = [0, 0.25, 0.5, 1, 2, 5, 10, 25, 50]
+
+
+def windows(path, width):
+    """{window index: {fs: [files, seconds]}}, and the file systems in order of appearance."""
+    win, order = {}, []
+    for line in open(path):
+        t, fs, seconds, files = line.split()
+        if fs not in order:
+            order.append(fs)
+        slot = win.setdefault(int(float(t) // width), {})
+        acc = slot.setdefault(fs, [0, 0.0])
+        acc[0] += int(files)
+        acc[1] += float(seconds)
+    rates = {
+        w: {fs: f / s for fs, (f, s) in v.items() if s > 0}
+        for w, v in win.items()
+        if all(v.get(fs, [0, 0])[1] > 0 for fs in order)
+    }
+    return rates, order
+
+
+def main():
+    args = sys.argv[1:]
+    width = 0.25
+    if "--window" in args:
+        i = args.index("--window")
+        width = float(args[i + 1])
+        del args[i : i + 2]
+    if len(args) != 1:
+        sys.exit("usage: python3 bench/interleave.py FILE [--window S]")
+    rates, order = windows(args[0], width)
+    base = order[0]
+    print(f"{len(rates)} windows of {width} s; rates (median, k files/s): "
+          + ", ".join(f"{fs} {statistics.median(r[fs] for r in rates.values()) / 1e3:.0f}"
+                      for fs in order))
+    print("log spread of the ratio, by the time between the two sides' windows:")
+    print("offset s  " + "  ".join(f"{fs}/{base:>5}" for fs in order))
+    for off in OFFSETS:
+        k = round(off / width)
+        cells = []
+        for fs in order:
+            xs = [math.log(rates[w + k][fs] / rates[w][base]) for w in rates if w + k in rates]
+            cells.append(statistics.pstdev(xs) if len(xs) > 1 else float("nan"))
+        print(f"{off:8.2f}  " + "  ".join(f"{c:10.3f}" for c in cells))
+
+
+if __name__ == "__main__":
+    # Piped into `head`, end quietly once the reader has gone.
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    main()
