@@ -11,6 +11,7 @@
 //! The time printed is the op's own wall clock around the core call; an outside timer also
 //! sees process start and exit, which is the point of comparing with whole peer programs.
 
+use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::time::Instant;
@@ -38,6 +39,9 @@ pub struct Op {
     pub peers: &'static str,
     /// Whether the op writes into a second tree (DEST).
     pub needs_dest: bool,
+    /// Whether the op changes nothing, so it can run again on the same tree
+    /// ([`run_in_turn`]).
+    pub read_only: bool,
     /// The core call: (args, context, source tree, destination when `needs_dest`).
     call: fn(&OpArgs, &Ctx, &Path, Option<&Path>) -> Counts,
 }
@@ -50,6 +54,7 @@ pub const OPS: &[Op] = &[
         core: "scan::analyze",
         peers: "du -s, dua, pdu",
         needs_dest: false,
+        read_only: true,
         call: op_scan,
     },
     Op {
@@ -58,6 +63,7 @@ pub const OPS: &[Op] = &[
         core: "search::search (name glob)",
         peers: "find -name, fdfind -g",
         needs_dest: false,
+        read_only: true,
         call: op_search_name,
     },
     Op {
@@ -66,6 +72,7 @@ pub const OPS: &[Op] = &[
         core: "search::search (size range)",
         peers: "find -size",
         needs_dest: false,
+        read_only: true,
         call: op_search_size,
     },
     Op {
@@ -74,6 +81,7 @@ pub const OPS: &[Op] = &[
         core: "dupes::find_duplicates",
         peers: "jdupes -r, rmlint, fclones group",
         needs_dest: false,
+        read_only: true,
         call: op_dupes,
     },
     Op {
@@ -82,6 +90,7 @@ pub const OPS: &[Op] = &[
         core: "tree_copy::copy_tree (into DEST)",
         peers: "cp -a, rsync -a, xcp -r",
         needs_dest: true,
+        read_only: false,
         call: op_copy,
     },
     Op {
@@ -90,6 +99,7 @@ pub const OPS: &[Op] = &[
         core: "sync::sync_tree (SRC onto DEST)",
         peers: "rsync -a --delete",
         needs_dest: true,
+        read_only: false,
         call: op_sync,
     },
     Op {
@@ -98,6 +108,7 @@ pub const OPS: &[Op] = &[
         core: "delete::remove_tree_contents + rmdir SRC",
         peers: "rm -rf",
         needs_dest: false,
+        read_only: false,
         call: op_delete,
     },
     Op {
@@ -106,6 +117,7 @@ pub const OPS: &[Op] = &[
         core: "touch::touch_all",
         peers: "find -type f -exec touch {} +",
         needs_dest: false,
+        read_only: false,
         call: op_touch,
     },
     Op {
@@ -114,6 +126,7 @@ pub const OPS: &[Op] = &[
         core: "chmod::apply (mode only)",
         peers: "chmod -R",
         needs_dest: false,
+        read_only: false,
         call: op_chmod,
     },
     Op {
@@ -122,6 +135,7 @@ pub const OPS: &[Op] = &[
         core: "copy_verify::read_back",
         peers: "xxhsum over every file",
         needs_dest: false,
+        read_only: true,
         call: op_hash,
     },
 ];
@@ -204,26 +218,96 @@ impl OpReport {
 /// copy/sync — files copied, bytes copied; delete — entries removed, 0; touch/chmod —
 /// files changed, 0; hash — files, bytes read.
 pub fn run(args: &OpArgs) -> Result<OpReport, WorkloadError> {
+    let dest = destination(args)?;
+    in_ctx(args, dest, |ctx| timed(args, ctx, &args.src, dest))
+}
+
+/// One pass of [`run_in_turn`]: which tree it ran on (0: SRC, then the others in the order
+/// given), when it started (seconds since the first pass began), and what it did.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Turn {
+    pub tree: usize,
+    pub at: f64,
+    pub report: OpReport,
+}
+
+impl Turn {
+    /// The one line `fsarena op --in-turn-with` prints per pass.
+    pub fn line(&self, op: Op) -> String {
+        let r = &self.report;
+        format!(
+            "{} tree={} at={:.6} seconds={:.6} files={} bytes={}",
+            op.name, self.tree, self.at, r.seconds, r.files, r.bytes
+        )
+    }
+}
+
+/// The op on SRC and on each of `others` in turn, one pass each, round after round until
+/// `lasting` has passed (whole rounds only), in this one process; `each` gets every pass
+/// as it ends, and stops the run by breaking. Returns the rounds begun. Why: the machine this is built on changes speed in
+/// spells of seconds, which cancel in the ratio of two trees' passes run this close
+/// together and not in cells run one after another (bench/interleave.sh,
+/// bench/journal/default-run.md, "Interleaved passes"); a process per pass would add noise
+/// of its own. Only an op that changes nothing can run again on its tree.
+pub fn run_in_turn(
+    args: &OpArgs,
+    others: &[PathBuf],
+    lasting: std::time::Duration,
+    each: &mut dyn FnMut(&Turn) -> ControlFlow<()>,
+) -> Result<u64, WorkloadError> {
+    let op = args.name;
+    if !op.read_only {
+        let which: Vec<&str> = OPS.iter().filter(|o| o.read_only).map(|o| o.name).collect();
+        return Err(WorkloadError::Option(format!(
+            "op {} changes its tree, so it cannot run on it again: --in-turn-with takes {}",
+            op.name,
+            which.join(", ")
+        )));
+    }
+    let dest = destination(args)?;
+    let trees: Vec<&Path> = std::iter::once(args.src.as_path())
+        .chain(others.iter().map(PathBuf::as_path))
+        .collect();
+    in_ctx(args, dest, |ctx| {
+        let t0 = Instant::now();
+        let mut rounds = 0;
+        while rounds == 0 || t0.elapsed() < lasting {
+            rounds += 1;
+            for (tree, src) in trees.iter().enumerate() {
+                let at = t0.elapsed().as_secs_f64();
+                let report = timed(args, ctx, src, None)?;
+                if each(&Turn { tree, at, report }).is_break() {
+                    return Ok(rounds);
+                }
+            }
+        }
+        Ok(rounds)
+    })
+}
+
+/// The op's destination: given exactly when it writes into a second tree.
+fn destination(args: &OpArgs) -> Result<Option<&Path>, WorkloadError> {
+    let op = args.name;
+    match (op.needs_dest, &args.dest) {
+        (true, Some(d)) => Ok(Some(d.as_path())),
+        (true, None) => Err(WorkloadError::Option(format!(
+            "op {} needs a destination: fsarena op {} SRC DEST",
+            op.name, op.name
+        ))),
+        (false, Some(_)) => Err(WorkloadError::Option(format!(
+            "op {} takes no destination",
+            op.name
+        ))),
+        (false, None) => Ok(None),
+    }
+}
+
+/// Calls `f` with the context every op runs in (the default data set's spec, no options,
+/// nothing cancelled, no deadline): built in one place for one pass and for many.
+fn in_ctx<R>(args: &OpArgs, dest: Option<&Path>, f: impl FnOnce(&Ctx) -> R) -> R {
     let spec = DatasetSpec::default();
     let options = toml::Table::new();
     let cancel = AtomicBool::new(false);
-    let op = args.name;
-    let dest = match (op.needs_dest, &args.dest) {
-        (true, Some(d)) => Some(d.as_path()),
-        (true, None) => {
-            return Err(WorkloadError::Option(format!(
-                "op {} needs a destination: fsarena op {} SRC DEST",
-                op.name, op.name
-            )))
-        }
-        (false, Some(_)) => {
-            return Err(WorkloadError::Option(format!(
-                "op {} takes no destination",
-                op.name
-            )))
-        }
-        (false, None) => None,
-    };
     let ctx = Ctx {
         root: &args.src,
         scratch: dest.unwrap_or(&args.src),
@@ -237,8 +321,18 @@ pub fn run(args: &OpArgs) -> Result<OpReport, WorkloadError> {
         log_root: None,
         follows: false,
     };
+    f(&ctx)
+}
+
+/// The op's core call on `src`, timed by its own wall clock.
+fn timed(
+    args: &OpArgs,
+    ctx: &Ctx,
+    src: &Path,
+    dest: Option<&Path>,
+) -> Result<OpReport, WorkloadError> {
     let t0 = Instant::now();
-    let (files, bytes) = (op.call)(args, &ctx, &args.src, dest)?;
+    let (files, bytes) = (args.name.call)(args, ctx, src, dest)?;
     Ok(OpReport {
         seconds: t0.elapsed().as_secs_f64(),
         files,
@@ -424,6 +518,60 @@ mod tests {
         assert!(!t.exists());
         assert!(run(&args("scan", &t, Some(&copy_dest))).is_err());
         assert!(run(&args("copy", &copy_dest, None)).is_err());
+    }
+
+    #[test]
+    fn passes_in_turn_alternate_the_trees_and_a_mutating_op_is_refused() {
+        let base = tempfile::Builder::new()
+            .prefix("fsarena-op-turn-")
+            .tempdir_in("/var/tmp")
+            .unwrap();
+        let one = tree(&base.path().join("1"));
+        let two = tree(&base.path().join("2"));
+        let others = [two.clone()];
+        let mut seen: Vec<Turn> = Vec::new();
+        let mut keep = |t: &Turn| {
+            seen.push(*t);
+            ControlFlow::Continue(())
+        };
+        let lasting = std::time::Duration::from_millis(30);
+        let rounds = run_in_turn(
+            &args("search-name", &one, None),
+            &others,
+            lasting,
+            &mut keep,
+        )
+        .unwrap();
+        assert!(rounds >= 1);
+        assert_eq!(seen.len() as u64, 2 * rounds);
+        for (i, t) in seen.iter().enumerate() {
+            // Tree 0 (SRC), then tree 1, again and again; each pass found both .jpg files.
+            assert_eq!((t.tree, t.report.files), (i % 2, 2), "{seen:?}");
+            assert!(i == 0 || t.at >= seen[i - 1].at, "{seen:?}");
+        }
+        // Whole rounds until the time has passed: the last began before it ended.
+        assert!(seen.last().unwrap().at < lasting.as_secs_f64() + 1.0);
+
+        // A break stops the run after the pass it was given.
+        let mut passes = 0;
+        let mut first_only = |_: &Turn| {
+            passes += 1;
+            ControlFlow::Break(())
+        };
+        let r = run_in_turn(&args("scan", &one, None), &others, lasting, &mut first_only);
+        assert_eq!((r.unwrap(), passes), (1, 1));
+
+        // An op that changes its tree cannot run on it again: refused, nothing touched.
+        let mut never = |_: &Turn| -> ControlFlow<()> { panic!("a pass ran") };
+        let e = run_in_turn(&args("delete", &one, None), &others, lasting, &mut never)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("op delete changes its tree"), "{e}");
+        assert!(
+            e.contains("scan, search-name, search-size, dupes, hash"),
+            "{e}"
+        );
+        assert!(one.join("a/x.jpg").exists() && two.join("b/z.jpg").exists());
     }
 
     #[test]

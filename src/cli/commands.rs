@@ -167,6 +167,28 @@ pub struct OpArgs {
     /// --modify-window).
     #[arg(long, default_value_t = 0.0)]
     pub modify_window: f64,
+    /// Run the op on SRC and on this tree in turn, one pass each, round after round, in
+    /// one process, and print a line per pass (repeat for more trees; ops that change
+    /// nothing only). For bench/interleave.sh.
+    #[arg(long = "in-turn-with", value_name = "DIR")]
+    pub in_turn_with: Vec<PathBuf>,
+    /// With --in-turn-with: go on for this many seconds (whole rounds).
+    #[arg(
+        long,
+        value_name = "SECONDS",
+        default_value_t = 10.0,
+        requires = "in_turn_with",
+        value_parser = seconds_in_turn
+    )]
+    pub seconds: f64,
+}
+
+/// `--seconds`: above zero and at most a day.
+fn seconds_in_turn(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v > 0.0 && v <= 86_400.0 => Ok(v),
+        _ => Err("a number of seconds above 0 and at most 86400, e.g. 120".into()),
+    }
 }
 
 /// `fsarena op`: one workload's core operation on an existing tree, for bench/.
@@ -190,6 +212,20 @@ pub fn op(a: OpArgs) -> Result<i32> {
         mode,
         modify_window_s: a.modify_window,
     };
+    if !a.in_turn_with.is_empty() {
+        let lasting = std::time::Duration::from_secs_f64(a.seconds);
+        let mut unwritten = None;
+        crate::bench_op::run_in_turn(&args, &a.in_turn_with, lasting, &mut |turn| match emit(
+            &format!("{}\n", turn.line(args.name)),
+        ) {
+            Ok(()) => std::ops::ControlFlow::Continue(()),
+            Err(e) => {
+                unwritten = Some(e);
+                std::ops::ControlFlow::Break(())
+            }
+        })?;
+        return unwritten.map_or(Ok(EXIT_OK), Err);
+    }
     let report = crate::bench_op::run(&args)?;
     emit(&format!("{}\n", report.line(args.name)))?;
     Ok(EXIT_OK)
