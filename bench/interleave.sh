@@ -2,24 +2,29 @@
 # How close in time two file systems' warm passes must be for the machine's spells to cancel
 # in their ratio. The default run's data set (`fsarena dataset`, small profile, scale 0.01:
 # 2,500 files) on ext4, xfs and btrfs loop mounts; fsarena's own `search name` pass
-# (`fsarena op search-name`, cache warm, nothing written) run on them in turn, one pass each,
-# over and over on one CPU. Prints each pass as `SECONDS-SINCE-START FS PASS-SECONDS FILES`
-# into OUT, then bench/interleave.py's table: the spread of log(xfs/ext4) and
-# log(btrfs/ext4) over windows of a quarter second (the phase floor) when both sides come
-# from the same window (passes interleaved) and when they come from windows further apart
-# (cells measured one after another, as a run does today). See bench/journal/default-run.md,
+# (`fsarena op search-name --in-turn-with`, one thread, cache warm, nothing written) run on
+# them in turn, one pass each, over and over in one process on one CPU. Prints each pass as
+# `SECONDS-SINCE-START FS PASS-SECONDS FILES` into OUT, then bench/interleave.py's table:
+# the spread of log(xfs/ext4) and log(btrfs/ext4) over windows of a quarter second (the
+# phase floor) when both sides come from the same window (passes interleaved) and when they
+# come from windows further apart (cells measured one after another, as a run does today),
+# and how often n rounds of each kind decide. With --rounds N, N rounds instead, as joint
+# cells would run: each remounts the three file systems (nothing cached), walks each tree
+# once unmeasured, then takes a quarter second of passes in turn; a fifth column numbers
+# the round, and the rounds take the windows' place. See bench/journal/default-run.md,
 # "Interleaved passes".
-# Usage: sudo bench/interleave.sh [--bin PATH] [--seconds S] [--cpu C] [--out FILE]
+# Usage: sudo bench/interleave.sh [--bin PATH] [--seconds S | --rounds N] [--cpu C] [--out FILE]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-BIN=$PWD/target/release/fsarena SECONDS_=120 CPU=$(( $(nproc) - 1 )) OUT=interleave.txt
+BIN=$PWD/target/release/fsarena SECONDS_=120 ROUNDS=0 CPU=$(( $(nproc) - 1 )) OUT=interleave.txt
 while [ $# -gt 0 ]; do
     case "$1" in
         --bin) BIN=$2; shift 2 ;;
         --seconds) SECONDS_=$2; shift 2 ;;
+        --rounds) ROUNDS=$2; shift 2 ;;
         --cpu) CPU=$2; shift 2 ;;
         --out) OUT=$2; shift 2 ;;
-        *) echo "usage: bench/interleave.sh [--bin PATH] [--seconds S] [--cpu C] [--out FILE]" >&2; exit 2 ;;
+        *) echo "usage: bench/interleave.sh [--bin PATH] [--seconds S | --rounds N] [--cpu C] [--out FILE]" >&2; exit 2 ;;
     esac
 done
 [ "$(id -u)" = 0 ] || { echo "bench/interleave.sh needs root (loop mounts)" >&2; exit 2; }
@@ -42,17 +47,29 @@ for fs in "${FSES[@]}"; do
     "$BIN" dataset "$ROOT/$fs/tree" >/dev/null
 done
 sync
-# One pass per file system in turn; `op` prints `search-name seconds=… files=… bytes=…`.
-start=$(date +%s.%N)
-end=$(echo "$start + $SECONDS_" | bc)
-: >"$OUT"
-while [ "$(echo "$(date +%s.%N) < $end" | bc)" = 1 ]; do
-    for fs in "${FSES[@]}"; do
-        t=$(date +%s.%N)
-        line=$(taskset -c "$CPU" "$BIN" op search-name "$ROOT/$fs/tree")
-        s=${line#*seconds=}; s=${s%% *}
-        f=${line#*files=}; f=${f%% *}
-        echo "$t $fs $s $f" | awk -v s0="$start" '{ printf "%.6f %s %s %s\n", $1 - s0, $2, $3, $4 }' >>"$OUT"
+# One pass per file system in turn, in one process (`fsarena op … --in-turn-with`), which
+# prints `search-name tree=K at=T seconds=S files=N bytes=B` per pass; FILES counts matches.
+# $1: seconds to go on; $2: the round's number, printed as a fifth column when given.
+in_turn() {
+    taskset -c "$CPU" "$BIN" op search-name --threads 1 "$ROOT/${FSES[0]}/tree" \
+        --in-turn-with "$ROOT/${FSES[1]}/tree" --in-turn-with "$ROOT/${FSES[2]}/tree" \
+        --seconds "$1" |
+        awk -v names="${FSES[*]}" -v round="${2:-}" '
+            BEGIN { split(names, fs, " ") }
+            { for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
+              printf "%s %s %s %s %s\n", v["at"], fs[v["tree"] + 1], v["seconds"], v["files"], round }'
+}
+if [ "$ROUNDS" = 0 ]; then
+    in_turn "$SECONDS_" >"$OUT"
+else
+    : >"$OUT"
+    for r in $(seq "$ROUNDS"); do
+        for fs in "${FSES[@]}"; do
+            umount "$ROOT/$fs"
+            mount -o loop "$ROOT/$fs.img" "$ROOT/$fs"
+            "$BIN" op search-name --threads 1 "$ROOT/$fs/tree" >/dev/null
+        done
+        in_turn 0.25 "$r" >>"$OUT"
     done
-done
+fi
 python3 bench/interleave.py "$OUT"
