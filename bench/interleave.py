@@ -104,6 +104,13 @@ def main():
             cells.append(statistics.pstdev(xs) if len(xs) > 1 else float("nan"))
         print((f"{off:6d}  " if by_round else f"{off:8.2f}  ")
               + "  ".join(f"{c:10.3f}" for c in cells))
+    # The mean of each paired ratio over every window, with its t: for an A/A pair (one
+    # type named twice) what the order alone does, which a joint cell must cancel.
+    for fs in order[1:]:
+        d = [math.log(r[fs] / r[base]) for r in rates.values()]
+        t = statistics.mean(d) / (statistics.stdev(d) / math.sqrt(len(d)))
+        print(f"  {fs}/{base} within the {'round' if by_round else 'window'}: "
+              f"{100 * math.expm1(statistics.mean(d)):+.2f} % on average (t {t:.1f})")
     print("decided at 1 % in n rounds: interleaved (paired) against cells apart (unpaired):")
     rnd = random.Random(7)
     for fs in order[1:]:

@@ -12,35 +12,49 @@
 # cells would run: each remounts the three file systems (nothing cached), walks each tree
 # once unmeasured, then takes a quarter second of passes in turn; a fifth column numbers
 # the round, and the rounds take the windows' place. See bench/journal/default-run.md,
-# "Interleaved passes".
-# Usage: sudo bench/interleave.sh [--bin PATH] [--seconds S | --rounds N] [--cpu C] [--out FILE]
+# "Interleaved passes". --fses "ext4 ext4 xfs" sets the file systems and their order (the
+# first is the base; a type named twice gets two images, ext4 and ext4-2: an A/A pair whose
+# ratio shows what the order alone does).
+# Usage: sudo bench/interleave.sh [--bin PATH] [--seconds S | --rounds N] [--fses LIST]
+#        [--cpu C] [--out FILE]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=$PWD/target/release/fsarena SECONDS_=120 ROUNDS=0 CPU=$(( $(nproc) - 1 )) OUT=interleave.txt
+TYPES=(ext4 xfs btrfs)
 while [ $# -gt 0 ]; do
     case "$1" in
         --bin) BIN=$2; shift 2 ;;
         --seconds) SECONDS_=$2; shift 2 ;;
         --rounds) ROUNDS=$2; shift 2 ;;
+        --fses) read -r -a TYPES <<<"$2"; shift 2 ;;
         --cpu) CPU=$2; shift 2 ;;
         --out) OUT=$2; shift 2 ;;
-        *) echo "usage: bench/interleave.sh [--bin PATH] [--seconds S | --rounds N] [--cpu C] [--out FILE]" >&2; exit 2 ;;
+        *) echo "usage: bench/interleave.sh [--bin PATH] [--seconds S | --rounds N] [--fses LIST] [--cpu C] [--out FILE]" >&2; exit 2 ;;
     esac
 done
 [ "$(id -u)" = 0 ] || { echo "bench/interleave.sh needs root (loop mounts)" >&2; exit 2; }
-FSES=(ext4 xfs btrfs)
+[ "${#TYPES[@]}" -ge 2 ] || { echo "bench/interleave.sh: --fses needs two file systems or more" >&2; exit 2; }
+# Each file system's name: its type, with -2, -3 … for a type named again.
+FSES=()
+for t in "${TYPES[@]}"; do
+    n=$t k=1
+    while [[ " ${FSES[*]} " == *" $n "* ]]; do k=$((k + 1)); n=$t-$k; done
+    FSES+=("$n")
+done
 ROOT=$(mktemp -d /var/tmp/interleave.XXXXXX)
 cleanup() {
     for fs in "${FSES[@]}"; do umount "$ROOT/$fs" 2>/dev/null || true; done
     rm -rf "$ROOT"
 }
 trap cleanup EXIT
-for fs in "${FSES[@]}"; do
+for i in "${!FSES[@]}"; do
+    fs=${FSES[$i]}
     truncate -s 8G "$ROOT/$fs.img"
-    case "$fs" in
+    case "${TYPES[$i]}" in
         ext4) mkfs.ext4 -q -F "$ROOT/$fs.img" ;;
         xfs) mkfs.xfs -q -f "$ROOT/$fs.img" ;;
         btrfs) mkfs.btrfs -q -f "$ROOT/$fs.img" >/dev/null ;;
+        *) echo "bench/interleave.sh: --fses takes ext4, xfs and btrfs" >&2; exit 2 ;;
     esac
     mkdir "$ROOT/$fs"
     mount -o loop "$ROOT/$fs.img" "$ROOT/$fs"
@@ -51,9 +65,10 @@ sync
 # prints `search-name tree=K at=T seconds=S files=N bytes=B` per pass; FILES counts matches.
 # $1: seconds to go on; $2: the round's number, printed as a fifth column when given.
 in_turn() {
+    local others=()
+    for fs in "${FSES[@]:1}"; do others+=(--in-turn-with "$ROOT/$fs/tree"); done
     taskset -c "$CPU" "$BIN" op search-name --threads 1 "$ROOT/${FSES[0]}/tree" \
-        --in-turn-with "$ROOT/${FSES[1]}/tree" --in-turn-with "$ROOT/${FSES[2]}/tree" \
-        --seconds "$1" |
+        "${others[@]}" --seconds "$1" |
         awk -v names="${FSES[*]}" -v round="${2:-}" '
             BEGIN { split(names, fs, " ") }
             { for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
