@@ -14,22 +14,24 @@
 # the round, and the rounds take the windows' place. See bench/journal/default-run.md,
 # "Interleaved passes". --fses "ext4 ext4 xfs" sets the file systems and their order (the
 # first is the base; a type named twice gets two images, ext4 and ext4-2: an A/A pair whose
-# ratio shows what the order alone does).
+# ratio shows what the order alone does). --op takes another read-only op of `fsarena op`
+# (search-size, scan, dupes, hash) in search-name's place.
 # Usage: sudo bench/interleave.sh [--bin PATH] [--seconds S | --rounds N] [--fses LIST]
-#        [--cpu C] [--out FILE]
+#        [--op NAME] [--cpu C] [--out FILE]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=$PWD/target/release/fsarena SECONDS_=120 ROUNDS=0 CPU=$(( $(nproc) - 1 )) OUT=interleave.txt
-TYPES=(ext4 xfs btrfs)
+TYPES=(ext4 xfs btrfs) OP=search-name
 while [ $# -gt 0 ]; do
     case "$1" in
         --bin) BIN=$2; shift 2 ;;
         --seconds) SECONDS_=$2; shift 2 ;;
         --rounds) ROUNDS=$2; shift 2 ;;
         --fses) read -r -a TYPES <<<"$2"; shift 2 ;;
+        --op) OP=$2; shift 2 ;;
         --cpu) CPU=$2; shift 2 ;;
         --out) OUT=$2; shift 2 ;;
-        *) echo "usage: bench/interleave.sh [--bin PATH] [--seconds S | --rounds N] [--fses LIST] [--cpu C] [--out FILE]" >&2; exit 2 ;;
+        *) echo "usage: bench/interleave.sh [--bin PATH] [--seconds S | --rounds N] [--fses LIST] [--op NAME] [--cpu C] [--out FILE]" >&2; exit 2 ;;
     esac
 done
 [ "$(id -u)" = 0 ] || { echo "bench/interleave.sh needs root (loop mounts)" >&2; exit 2; }
@@ -62,12 +64,12 @@ for i in "${!FSES[@]}"; do
 done
 sync
 # One pass per file system in turn, in one process (`fsarena op … --in-turn-with`), which
-# prints `search-name tree=K at=T seconds=S files=N bytes=B` per pass; FILES counts matches.
+# prints `OP tree=K at=T seconds=S files=N bytes=B` per pass (search: FILES counts matches).
 # $1: seconds to go on; $2: the round's number, printed as a fifth column when given.
 in_turn() {
     local others=()
     for fs in "${FSES[@]:1}"; do others+=(--in-turn-with "$ROOT/$fs/tree"); done
-    taskset -c "$CPU" "$BIN" op search-name --threads 1 "$ROOT/${FSES[0]}/tree" \
+    taskset -c "$CPU" "$BIN" op "$OP" --threads 1 "$ROOT/${FSES[0]}/tree" \
         "${others[@]}" --seconds "$1" |
         awk -v names="${FSES[*]}" -v round="${2:-}" '
             BEGIN { split(names, fs, " ") }
@@ -82,7 +84,7 @@ else
         for fs in "${FSES[@]}"; do
             umount "$ROOT/$fs"
             mount -o loop "$ROOT/$fs.img" "$ROOT/$fs"
-            "$BIN" op search-name --threads 1 "$ROOT/$fs/tree" >/dev/null
+            "$BIN" op "$OP" --threads 1 "$ROOT/$fs/tree" >/dev/null
         done
         in_turn 0.25 "$r" >>"$OUT"
     done
