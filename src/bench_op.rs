@@ -244,11 +244,13 @@ impl Turn {
 
 /// The op on SRC and on each of `others` in turn, one pass each, round after round until
 /// `lasting` has passed (whole rounds only), in this one process; `each` gets every pass
-/// as it ends, and stops the run by breaking. Returns the rounds begun. Why: the machine this is built on changes speed in
-/// spells of seconds, which cancel in the ratio of two trees' passes run this close
-/// together and not in cells run one after another (bench/interleave.sh,
-/// bench/journal/default-run.md, "Interleaved passes"); a process per pass would add noise
-/// of its own. Only an op that changes nothing can run again on its tree.
+/// as it ends, and stops the run by breaking. Returns the rounds begun.
+///
+/// Why: the machine this is built on changes speed in spells of seconds, which cancel in
+/// the ratio of two trees' passes run this close together and not in cells run one after
+/// another (bench/interleave.sh, bench/journal/default-run.md, "Interleaved passes"); a
+/// process per pass would add noise of its own. Only an op that changes nothing can run
+/// again on its tree.
 pub fn run_in_turn(
     args: &OpArgs,
     others: &[PathBuf],
