@@ -11,7 +11,6 @@
 //! The time printed is the op's own wall clock around the core call; an outside timer also
 //! sees process start and exit, which is the point of comparing with whole peer programs.
 
-use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::time::Instant;
@@ -22,6 +21,8 @@ use crate::workload::tree_copy::{copy_tree, CopyMode};
 use crate::workload::{
     chmod, copy_verify, delete, dupes, scan, search, sync, touch, Ctx, IoContext, WorkloadError,
 };
+
+pub mod in_turn;
 
 /// What an op's core call returns: a count and a byte total (see [`run`]).
 type Counts = Result<(u64, u64), WorkloadError>;
@@ -40,7 +41,7 @@ pub struct Op {
     /// Whether the op writes into a second tree (DEST).
     pub needs_dest: bool,
     /// Whether the op changes nothing, so it can run again on the same tree
-    /// ([`run_in_turn`]).
+    /// ([`in_turn::run_in_turn`]).
     pub read_only: bool,
     /// The core call: (args, context, source tree, destination when `needs_dest`).
     call: fn(&OpArgs, &Ctx, &Path, Option<&Path>) -> Counts,
@@ -222,71 +223,6 @@ pub fn run(args: &OpArgs) -> Result<OpReport, WorkloadError> {
     in_ctx(args, dest, |ctx| timed(args, ctx, &args.src, dest))
 }
 
-/// One pass of [`run_in_turn`]: which tree it ran on (0: SRC, then the others in the order
-/// given), when it started (seconds since the first pass began), and what it did.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Turn {
-    pub tree: usize,
-    pub at: f64,
-    pub report: OpReport,
-}
-
-impl Turn {
-    /// The one line `fsarena op --in-turn-with` prints per pass.
-    pub fn line(&self, op: Op) -> String {
-        let r = &self.report;
-        format!(
-            "{} tree={} at={:.6} seconds={:.6} files={} bytes={}",
-            op.name, self.tree, self.at, r.seconds, r.files, r.bytes
-        )
-    }
-}
-
-/// The op on SRC and on each of `others` in turn, one pass each, round after round until
-/// `lasting` has passed (whole rounds only), in this one process; `each` gets every pass
-/// as it ends, and stops the run by breaking. Returns the rounds begun.
-///
-/// Why: the machine this is built on changes speed in spells of seconds, which cancel in
-/// the ratio of two trees' passes run this close together and not in cells run one after
-/// another (bench/interleave.sh, bench/journal/default-run.md, "Interleaved passes"); a
-/// process per pass would add noise of its own. Only an op that changes nothing can run
-/// again on its tree.
-pub fn run_in_turn(
-    args: &OpArgs,
-    others: &[PathBuf],
-    lasting: std::time::Duration,
-    each: &mut dyn FnMut(&Turn) -> ControlFlow<()>,
-) -> Result<u64, WorkloadError> {
-    let op = args.name;
-    if !op.read_only {
-        let which: Vec<&str> = OPS.iter().filter(|o| o.read_only).map(|o| o.name).collect();
-        return Err(WorkloadError::Option(format!(
-            "op {} changes its tree, so it cannot run on it again: --in-turn-with takes {}",
-            op.name,
-            which.join(", ")
-        )));
-    }
-    let dest = destination(args)?;
-    let trees: Vec<&Path> = std::iter::once(args.src.as_path())
-        .chain(others.iter().map(PathBuf::as_path))
-        .collect();
-    in_ctx(args, dest, |ctx| {
-        let t0 = Instant::now();
-        let mut rounds = 0;
-        while rounds == 0 || t0.elapsed() < lasting {
-            rounds += 1;
-            for (tree, src) in trees.iter().enumerate() {
-                let at = t0.elapsed().as_secs_f64();
-                let report = timed(args, ctx, src, None)?;
-                if each(&Turn { tree, at, report }).is_break() {
-                    return Ok(rounds);
-                }
-            }
-        }
-        Ok(rounds)
-    })
-}
-
 /// The op's destination: given exactly when it writes into a second tree.
 fn destination(args: &OpArgs) -> Result<Option<&Path>, WorkloadError> {
     let op = args.name;
@@ -450,7 +386,7 @@ mod tests {
         Op::by_name(name).unwrap()
     }
 
-    fn args(name: &str, src: &Path, dest: Option<&Path>) -> OpArgs {
+    pub(super) fn args(name: &str, src: &Path, dest: Option<&Path>) -> OpArgs {
         OpArgs {
             name: op(name),
             src: src.to_path_buf(),
@@ -466,7 +402,7 @@ mod tests {
     }
 
     /// a/x.jpg (50 B), a/y.txt (5 B), b/z.jpg (50 B, same bytes as x.jpg).
-    fn tree(base: &Path) -> PathBuf {
+    pub(super) fn tree(base: &Path) -> PathBuf {
         let t = base.join("t");
         std::fs::create_dir_all(t.join("a")).unwrap();
         std::fs::create_dir_all(t.join("b")).unwrap();
@@ -520,60 +456,6 @@ mod tests {
         assert!(!t.exists());
         assert!(run(&args("scan", &t, Some(&copy_dest))).is_err());
         assert!(run(&args("copy", &copy_dest, None)).is_err());
-    }
-
-    #[test]
-    fn passes_in_turn_alternate_the_trees_and_a_mutating_op_is_refused() {
-        let base = tempfile::Builder::new()
-            .prefix("fsarena-op-turn-")
-            .tempdir_in("/var/tmp")
-            .unwrap();
-        let one = tree(&base.path().join("1"));
-        let two = tree(&base.path().join("2"));
-        let others = [two.clone()];
-        let mut seen: Vec<Turn> = Vec::new();
-        let mut keep = |t: &Turn| {
-            seen.push(*t);
-            ControlFlow::Continue(())
-        };
-        let lasting = std::time::Duration::from_millis(30);
-        let rounds = run_in_turn(
-            &args("search-name", &one, None),
-            &others,
-            lasting,
-            &mut keep,
-        )
-        .unwrap();
-        assert!(rounds >= 1);
-        assert_eq!(seen.len() as u64, 2 * rounds);
-        for (i, t) in seen.iter().enumerate() {
-            // Tree 0 (SRC), then tree 1, again and again; each pass found both .jpg files.
-            assert_eq!((t.tree, t.report.files), (i % 2, 2), "{seen:?}");
-            assert!(i == 0 || t.at >= seen[i - 1].at, "{seen:?}");
-        }
-        // Whole rounds until the time has passed: the last began before it ended.
-        assert!(seen.last().unwrap().at < lasting.as_secs_f64() + 1.0);
-
-        // A break stops the run after the pass it was given.
-        let mut passes = 0;
-        let mut first_only = |_: &Turn| {
-            passes += 1;
-            ControlFlow::Break(())
-        };
-        let r = run_in_turn(&args("scan", &one, None), &others, lasting, &mut first_only);
-        assert_eq!((r.unwrap(), passes), (1, 1));
-
-        // An op that changes its tree cannot run on it again: refused, nothing touched.
-        let mut never = |_: &Turn| -> ControlFlow<()> { panic!("a pass ran") };
-        let e = run_in_turn(&args("delete", &one, None), &others, lasting, &mut never)
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("op delete changes its tree"), "{e}");
-        assert!(
-            e.contains("scan, search-name, search-size, dupes, hash"),
-            "{e}"
-        );
-        assert!(one.join("a/x.jpg").exists() && two.join("b/z.jpg").exists());
     }
 
     #[test]

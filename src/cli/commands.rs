@@ -172,6 +172,10 @@ pub struct OpArgs {
     /// nothing only). For bench/interleave.sh.
     #[arg(long = "in-turn-with", value_name = "DIR")]
     pub in_turn_with: Vec<PathBuf>,
+    /// With --in-turn-with: start each round one tree later than the round before, so no
+    /// tree always follows the same one.
+    #[arg(long, requires = "in_turn_with")]
+    pub rotate: bool,
     /// With --in-turn-with: go on for this many seconds (whole rounds).
     #[arg(
         long,
@@ -214,16 +218,26 @@ pub fn op(a: OpArgs) -> Result<i32> {
     };
     if !a.in_turn_with.is_empty() {
         let lasting = std::time::Duration::from_secs_f64(a.seconds);
+        // A line that cannot be written (the reader has gone) ends the run, and its error
+        // is the command's.
         let mut unwritten = None;
-        crate::bench_op::run_in_turn(&args, &a.in_turn_with, lasting, &mut |turn| match emit(
-            &format!("{}\n", turn.line(args.name)),
-        ) {
-            Ok(()) => std::ops::ControlFlow::Continue(()),
-            Err(e) => {
-                unwritten = Some(e);
-                std::ops::ControlFlow::Break(())
+        let mut print = |turn: &crate::bench_op::in_turn::Turn| {
+            let line = format!("{}\n", turn.line(args.name));
+            match emit(&line) {
+                Ok(()) => std::ops::ControlFlow::Continue(()),
+                Err(e) => {
+                    unwritten = Some(e);
+                    std::ops::ControlFlow::Break(())
+                }
             }
-        })?;
+        };
+        crate::bench_op::in_turn::run_in_turn(
+            &args,
+            &a.in_turn_with,
+            lasting,
+            a.rotate,
+            &mut print,
+        )?;
         return unwritten.map_or(Ok(EXIT_OK), Err);
     }
     let report = crate::bench_op::run(&args)?;
