@@ -15,13 +15,14 @@
 # "Interleaved passes". --fses "ext4 ext4 xfs" sets the file systems and their order (the
 # first is the base; a type named twice gets two images, ext4 and ext4-2: an A/A pair whose
 # ratio shows what the order alone does). --op takes another read-only op of `fsarena op`
-# (search-size, scan, dupes, hash) in search-name's place.
+# (search-size, scan, dupes, hash) in search-name's place. --rotate starts each turn of the
+# passes one file system later than the turn before (`fsarena op --rotate`).
 # Usage: sudo bench/interleave.sh [--bin PATH] [--seconds S | --rounds N] [--fses LIST]
-#        [--op NAME] [--cpu C] [--out FILE]
+#        [--op NAME] [--rotate] [--cpu C] [--out FILE]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=$PWD/target/release/fsarena SECONDS_=120 ROUNDS=0 CPU=$(( $(nproc) - 1 )) OUT=interleave.txt
-TYPES=(ext4 xfs btrfs) OP=search-name
+TYPES=(ext4 xfs btrfs) OP=search-name ROTATE=
 while [ $# -gt 0 ]; do
     case "$1" in
         --bin) BIN=$2; shift 2 ;;
@@ -29,9 +30,10 @@ while [ $# -gt 0 ]; do
         --rounds) ROUNDS=$2; shift 2 ;;
         --fses) read -r -a TYPES <<<"$2"; shift 2 ;;
         --op) OP=$2; shift 2 ;;
+        --rotate) ROTATE=--rotate; shift ;;
         --cpu) CPU=$2; shift 2 ;;
         --out) OUT=$2; shift 2 ;;
-        *) echo "usage: bench/interleave.sh [--bin PATH] [--seconds S | --rounds N] [--fses LIST] [--op NAME] [--cpu C] [--out FILE]" >&2; exit 2 ;;
+        *) echo "usage: bench/interleave.sh [--bin PATH] [--seconds S | --rounds N] [--fses LIST] [--op NAME] [--rotate] [--cpu C] [--out FILE]" >&2; exit 2 ;;
     esac
 done
 [ "$(id -u)" = 0 ] || { echo "bench/interleave.sh needs root (loop mounts)" >&2; exit 2; }
@@ -70,7 +72,7 @@ in_turn() {
     local others=()
     for fs in "${FSES[@]:1}"; do others+=(--in-turn-with "$ROOT/$fs/tree"); done
     taskset -c "$CPU" "$BIN" op "$OP" --threads 1 "$ROOT/${FSES[0]}/tree" \
-        "${others[@]}" --seconds "$1" |
+        "${others[@]}" $ROTATE --seconds "$1" |
         awk -v names="${FSES[*]}" -v round="${2:-}" '
             BEGIN { split(names, fs, " ") }
             { for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
