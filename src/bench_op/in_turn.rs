@@ -133,26 +133,16 @@ mod tests {
             passes += 1;
             ControlFlow::Break(())
         };
-        let r = run_in_turn(
-            &args("scan", &one, None),
-            &others,
-            lasting,
-            false,
-            &mut first_only,
-        );
+        let scan = args("scan", &one, None);
+        let r = run_in_turn(&scan, &others, lasting, false, &mut first_only);
         assert_eq!((r.unwrap(), passes), (1, 1));
 
         // An op that changes its tree cannot run on it again: refused, nothing touched.
         let mut never = |_: &Turn| -> ControlFlow<()> { panic!("a pass ran") };
-        let e = run_in_turn(
-            &args("delete", &one, None),
-            &others,
-            lasting,
-            false,
-            &mut never,
-        )
-        .unwrap_err()
-        .to_string();
+        let delete = args("delete", &one, None);
+        let e = run_in_turn(&delete, &others, lasting, false, &mut never)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("op delete changes its tree"), "{e}");
         assert!(
             e.contains("scan, search-name, search-size, dupes, hash"),
