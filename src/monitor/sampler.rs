@@ -120,6 +120,9 @@ pub(super) struct Sampler {
     samples_taken: u64,
     /// The reading that opened the span being set aside, if one is open.
     aside_open: Option<Mark>,
+    /// How many spans are open inside one another (a pass set aside whose check is set
+    /// aside too): only the outermost one's closing ends what is left out.
+    aside_depth: usize,
     /// What the spans set aside so far added up to.
     aside: SetAside,
     disk_failures: FailureCount,
@@ -184,6 +187,7 @@ impl Sampler {
             series,
             samples_taken: 0,
             aside_open: None,
+            aside_depth: 0,
             aside: SetAside {
                 disks: vec![DiskCounters::default(); n],
                 ..SetAside::default()
@@ -234,8 +238,10 @@ impl Sampler {
         });
     }
 
-    /// Takes a reading and opens a span set aside (a second opening is ignored).
+    /// Takes a reading and opens a span set aside (a span opened inside it only counts
+    /// one deeper).
     pub(super) fn aside_begin(&mut self) {
+        self.aside_depth += 1;
         if self.aside_open.is_some() {
             return;
         }
@@ -251,6 +257,10 @@ impl Sampler {
     /// Takes a reading and closes the open span: what changed since it opened is added to
     /// what is set aside.
     pub(super) fn aside_end(&mut self) {
+        self.aside_depth = self.aside_depth.saturating_sub(1);
+        if self.aside_depth > 0 {
+            return;
+        }
         let Some(mark) = self.aside_open.take() else {
             return;
         };
