@@ -258,6 +258,7 @@ fn in_ctx<R>(args: &OpArgs, dest: Option<&Path>, f: impl FnOnce(&Ctx) -> R) -> R
         populated: false,
         log_root: None,
         follows: false,
+        in_turn: None,
     };
     f(&ctx)
 }

@@ -1291,16 +1291,21 @@ fn warm_passes_repeat_until_their_own_seconds_reach_the_floor() {
 
     // Each pass spends 2 ms outside its own clock and 3 ms on it: by the wall clock the
     // floor is reached after 12 passes, by the passes' seconds after 20.
-    let o = measure_passes(&mut common::Floored(Duration::from_millis(60)), &mut || {
-        std::thread::sleep(Duration::from_millis(2));
-        let t = Instant::now();
-        std::thread::sleep(Duration::from_millis(3));
-        Ok(Outcome {
-            seconds: t.elapsed().as_secs_f64(),
-            files: 1,
-            ..Default::default()
-        })
-    })
+    let env = common::Env::new();
+    let o = measure_passes(
+        &env.ctx(),
+        &mut common::Floored(Duration::from_millis(60)),
+        &mut |_| {
+            std::thread::sleep(Duration::from_millis(2));
+            let t = Instant::now();
+            std::thread::sleep(Duration::from_millis(3));
+            Ok(Outcome {
+                seconds: t.elapsed().as_secs_f64(),
+                files: 1,
+                ..Default::default()
+            })
+        },
+    )
     .unwrap();
     assert!(
         o.seconds >= 0.060,
@@ -1364,7 +1369,8 @@ fn cache_drops_between_cold_passes_are_not_charged_to_the_phases_cpu() {
         aside: Default::default(),
         report: None,
     };
-    let o = fsarena::workload::passes::measure_cold_passes(&mut h, &mut || {
+    let env = common::Env::new();
+    let o = fsarena::workload::passes::measure_cold_passes(&env.ctx(), &mut h, &mut |_| {
         let t = std::time::Instant::now();
         std::thread::sleep(std::time::Duration::from_millis(25));
         Ok(fsarena::workload::Outcome {

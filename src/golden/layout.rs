@@ -162,6 +162,7 @@ fn write_layout(
                 populated: false,
                 log_root: None,
                 follows: false,
+                in_turn: None,
             };
             match layout {
                 Layout::DataSet => workload::prepare::prepare(&ctx).map(|_| ()),

@@ -4,6 +4,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::Sender;
+use std::sync::Arc;
 
 use super::aged::AgedImages;
 use super::announce::Announce;
@@ -24,7 +25,9 @@ pub struct Masters<'r> {
     pub plan: &'r Plan,
     pub work: &'r WorkDir,
     pub cancel: &'r AtomicBool,
-    built: HashMap<(usize, usize, Layout), Result<MasterImage, Failure>>,
+    /// Shared, so a cell can copy another target's image beside its own (the baseline's,
+    /// for a point measured in turn: [`Masters::image`]).
+    built: HashMap<(usize, usize, Layout), Result<Arc<MasterImage>, Failure>>,
     /// The aged images, when the plan ages (`--age`): every cell of a loop target then
     /// copies one of them.
     aged: AgedImages,
@@ -83,7 +86,21 @@ impl<'r> Masters<'r> {
     pub fn adopt(&mut self, target: usize, dataset: usize, master: MasterImage) {
         let key = (target, dataset, Layout::DataSet);
         self.awaited.remove(&key);
-        self.built.entry(key).or_insert(Ok(master));
+        self.built.entry(key).or_insert(Ok(Arc::new(master)));
+    }
+
+    /// The image cells of `w` on `target` with data set `dataset` copy, when it is built
+    /// and the plan does not age its file systems: what a cell of another target copies to
+    /// measure a point in turn with this one.
+    pub fn image(
+        &self,
+        w: &dyn Workload,
+        target: usize,
+        dataset: usize,
+        spec: &InstanceSpec,
+    ) -> Option<Arc<MasterImage>> {
+        let key = image_key(w, target, dataset, spec).filter(|_| self.plan.age_pct.is_none())?;
+        self.built.get(&key)?.as_ref().ok().cloned()
     }
 
     /// The image cells of `w` on target `target` (provisioned as `spec`) with data set
@@ -129,7 +146,7 @@ impl<'r> Masters<'r> {
             });
         }
         let source = match self.built.get(&key) {
-            Some(Ok(m)) => Source::Clone(m),
+            Some(Ok(m)) => Source::Clone(m.as_ref()),
             Some(Err((status, e, notes))) => Source::Failed((
                 *status,
                 format!("cannot populate the image: {e}"),
@@ -210,12 +227,12 @@ impl<'r> Masters<'r> {
         key: (usize, usize, Layout),
         spec: &InstanceSpec,
         progress: &dyn Announce,
-    ) -> Option<&Result<MasterImage, Failure>> {
+    ) -> Option<&Result<Arc<MasterImage>, Failure>> {
         // Built on the cell's thread: its steps are the image's, not the cell's.
         let (made, image_steps) =
             steps::apart(|| populate(self.plan, self.work, self.cancel, key, spec, progress, None));
         self.steps.insert(key, image_steps);
-        Some(self.built.entry(key).or_insert(made?))
+        Some(self.built.entry(key).or_insert(made?.map(Arc::new)))
     }
 
     /// Populates, before the first cell, every image that the cells `wanted` (workload,
@@ -306,7 +323,7 @@ impl<'r> Masters<'r> {
             let share = if sum > 0.0 { wall * seconds / sum } else { 0.0 };
             self.ahead.insert(key, share);
             self.steps.insert(key, image_steps);
-            self.built.insert(key, made);
+            self.built.insert(key, made.map(Arc::new));
         }
     }
 }

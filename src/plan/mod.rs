@@ -84,6 +84,11 @@ pub struct Plan {
     /// file system's daemon ([`cpus`]). Results written before it existed read back `all`.
     #[serde(default = "cpus::Cpus::before_binding")]
     pub cpus: cpus::Cpus,
+    /// `--in-turn`: a candidate's read-only points are measured in turn with the
+    /// baseline's (`crate::workload::Workload::in_turn`). Results written before it existed
+    /// read back `false`: none was.
+    #[serde(default)]
+    pub in_turn: bool,
 }
 
 /// Where the ranks of an MPI job work in a `dir:` target (`--rank-dirs own|shared`).
@@ -163,6 +168,7 @@ impl Plan {
             rank_dirs: RankDirs::Own,
             max_steal_pct: None,
             cpus: cpus::Cpus::Auto,
+            in_turn: false,
         }
     }
 }

@@ -91,6 +91,7 @@ pub fn resolve(
         fs_size,
         rank_dirs,
         cpus: o.cpus.or(f.cpus).map_or(super::cpus::Cpus::Auto, |c| c.0),
+        in_turn: o.in_turn.or(f.in_turn).map_or(true, |c| c.0),
     };
     super::series::check_distinct(&plan)?;
     Ok(plan)

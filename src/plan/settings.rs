@@ -22,6 +22,7 @@
 //! fs_size = "64G"                    # every loop image's size (sparse; the default)
 //! rank_dirs = "shared"               # under MPI: all ranks in one tree (default "own")
 //! cpus = "all"                       # cells anywhere (default "auto": fewer threads than CPUs, CPUs of their own)
+//! in_turn = "off"                    # every point on its own (default "on": read-only points paired with the baseline's)
 //! trace = "app.fstrace"              # what the replay workload replays (timing = "original")
 //!
 //! [dataset]
@@ -48,8 +49,8 @@ use serde::Deserialize;
 use super::value::CpusChoice;
 use super::value::{
     self, AgeFreeExtent, AgePct, Budget, Compressibility, Content, DataSizes, DuplicateFraction,
-    FileCounts, FileSize, ImageSize, Margin, MaxSteal, PhaseFloor, Profiles, RankDirsChoice,
-    RunCount, Scales, ThreadList, Timeout,
+    FileCounts, FileSize, ImageSize, InTurnChoice, Margin, MaxSteal, PhaseFloor, Profiles,
+    RankDirsChoice, RunCount, Scales, ThreadList, Timeout,
 };
 
 /// The run options as a user writes them, on the command line or in a plan file: every
@@ -148,6 +149,12 @@ pub struct Settings {
     /// the others) or all (anywhere).
     #[arg(long, value_name = "auto|all", value_parser = CpusChoice::flag())]
     pub cpus: Option<CpusChoice>,
+    /// Measure a candidate's read-only points (scan, search, dupes, cold-read) in turn
+    /// with the baseline's (on, the default): a copy of the baseline's file system beside
+    /// the candidate's, the passes alternating in one phase, the comparison paired by
+    /// cell; off measures every point on its own.
+    #[arg(long = "in-turn", value_name = "on|off", value_parser = InTurnChoice::flag())]
+    pub in_turn: Option<InTurnChoice>,
     /// `[[target]]` tables: configurations of the user's own (plan file only).
     #[arg(skip)]
     #[serde(default, rename = "target")]

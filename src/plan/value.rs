@@ -462,6 +462,29 @@ impl Setting for RankDirsChoice {
     }
 }
 
+/// `--in-turn on|off` / `in_turn = "off"`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct InTurnChoice(pub bool);
+
+impl InTurnChoice {
+    /// The flag's parser: lists the two choices in `--help` and in its error.
+    pub fn flag() -> impl clap::builder::TypedValueParser<Value = InTurnChoice> {
+        use clap::builder::TypedValueParser;
+        clap::builder::PossibleValuesParser::new(["on", "off"]).try_map(|s| s.parse())
+    }
+}
+
+impl Setting for InTurnChoice {
+    const WHAT: &'static str = "in_turn";
+    fn parse(s: &str) -> Result<Self, String> {
+        match s.trim() {
+            "on" => Ok(InTurnChoice(true)),
+            "off" => Ok(InTurnChoice(false)),
+            _ => Err("use on (read-only points measured in turn with the baseline) or off".into()),
+        }
+    }
+}
+
 /// `--cpus auto|all` / `cpus = "all"`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CpusChoice(pub super::cpus::Cpus);
@@ -524,6 +547,7 @@ setting!(
     ImageSize,
     RankDirsChoice,
     CpusChoice,
+    InTurnChoice,
 );
 
 /// `--dataset dir:PATH`: your own directory as the data set (in a plan file, `[dataset]`

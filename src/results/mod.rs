@@ -8,5 +8,5 @@ pub mod store;
 pub use budget_stop::{Beyond, BudgetStop};
 pub use record::{
     condition, Aging, CloneOrigin, Encryption, Fragmentation, Fragmenting, Health, HostFacts,
-    LogPlacement, Measurement, Provenance, Record, RunEnd, Status,
+    InTurn, LogPlacement, Measurement, Provenance, Record, RunEnd, Status,
 };

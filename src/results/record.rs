@@ -193,6 +193,23 @@ pub struct Measurement {
     /// `None`: a fresh file system. Results written before aging existed load as fresh.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub aged_pct: Option<f64>,
+    /// The baseline's figures from the same phase, when this point was measured in turn
+    /// with it (its passes alternating with this target's on a copy of the baseline's file
+    /// system mounted beside it): what this point's comparison with the baseline pairs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub in_turn: Option<Box<InTurn>>,
+}
+
+/// The baseline's side of a point measured in turn ([`Measurement::in_turn`]).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct InTurn {
+    /// The baseline target's name.
+    pub target: String,
+    /// Its figures, named as the record's own (`seconds`, `files_per_s`,
+    /// `seconds_per_pass`, `passes`, …), from its passes alone.
+    pub metrics: BTreeMap<String, f64>,
+    /// Where its passes ran: a copy of its populated image, or a fresh file system.
+    pub provenance: Provenance,
 }
 
 /// How a result's file system started: "fresh", or "aged to N %".

@@ -435,6 +435,7 @@ fn cell_points(
         populated: false,
         log_root: None,
         follows: false,
+        in_turn: None,
     };
     let points = workload.points(&ctx).map_err(|e| e.to_string())?;
     Ok(points.into_iter().map(|p| p.variant).collect())

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::budget::{self, BudgetError, Group};
-use super::cell::{self, CellOutput, CellRun};
+use super::cell::{self, Beside, CellOutput, CellRun};
 use super::deadline::Deadline;
 use super::progress::Progress;
 use super::recording::{self, Recorder, Tally};
@@ -20,6 +20,7 @@ use super::team::Team;
 use super::terms::{RunOptions, RunSummary};
 use super::{preflight, rounds};
 
+mod beside;
 mod stops;
 use crate::dataset::DatasetSpec;
 use crate::golden::populate;
@@ -332,6 +333,7 @@ impl<'a> Walk<'a> {
         let w = self.inputs.workloads[cell.workload].as_ref();
         let (spec, log_spec) = self.specs(cell, w);
         let keep_image = self.keeps_image(cell, w, &spec, log_spec.is_some());
+        let beside = self.beside(cell, w, log_spec.is_some());
         // The first cell on an image built ahead is charged for building it, as it was
         // when it built the image itself.
         let ahead = self
@@ -339,7 +341,7 @@ impl<'a> Walk<'a> {
             .take_ahead_seconds(w, cell.target, cell.dataset, &spec);
         // Each point is appended the moment it is checked (a kill -9 in a long sweep
         // keeps the points already finished).
-        let cpus = self.state.host.cpus;
+        let set_aside = self.set_aside_rule(retry_left);
         let mut rec = Recorder {
             store: &mut *self.store,
             state: &mut self.state,
@@ -351,15 +353,7 @@ impl<'a> Walk<'a> {
             image_steps: (self.masters).take_image_steps(w, cell.target, cell.dataset, &spec),
             failed: false,
             cancel: self.inputs.cancel,
-            set_aside: self
-                .inputs
-                .plan
-                .max_steal_pct
-                .map(|max_steal_pct| SetAside {
-                    max_steal_pct,
-                    cpus,
-                    retry_left,
-                }),
+            set_aside,
         };
         let (source, built_now) =
             self.masters
@@ -381,6 +375,10 @@ impl<'a> Walk<'a> {
             team: self.inputs.team,
             log_spec: log_spec.as_ref(),
             keep_image,
+            beside: beside.as_ref().map(|(spec, image)| Beside {
+                spec,
+                master: image.as_deref(),
+            }),
         };
         let CellOutput {
             mut records,
@@ -424,6 +422,17 @@ impl<'a> Walk<'a> {
                 cell.repetition + 1,
                 cell.threads
             )
+        })
+    }
+
+    /// The rule that sets a disturbed phase aside (`--max-steal`), if the plan has one;
+    /// `retry_left` when the cell may still be measured again.
+    fn set_aside_rule(&self, retry_left: bool) -> Option<SetAside> {
+        let cpus = self.state.host.cpus;
+        (self.inputs.plan.max_steal_pct).map(|max_steal_pct| SetAside {
+            max_steal_pct,
+            cpus,
+            retry_left,
         })
     }
 

@@ -14,6 +14,7 @@
 use std::fs::File;
 use std::io::Read;
 use std::os::fd::{AsFd, OwnedFd};
+use std::path::Path;
 use std::time::Instant;
 
 use rustix::fs::{Mode, OFlags};
@@ -172,6 +173,10 @@ impl Workload for ColdRead {
         4.0
     }
 
+    /// Read-only passes over a tree laid down the same way on any file system.
+    fn in_turn(&self, _point: &Point) -> bool {
+        true
+    }
     fn points(&self, _ctx: &Ctx) -> Result<Vec<Point>, WorkloadError> {
         Ok(vec![
             Point::default(),
@@ -192,8 +197,13 @@ impl Workload for ColdRead {
         }
         let spec = install_spec(ctx.dataset);
         let manifest = generate(ctx, &spec, ctx.root, prep_threads(ctx))?;
+        let mut roots = vec![open_dir(ctx.root)?];
+        if let Some(t) = ctx.in_turn {
+            // The baseline's tree, read in turn: the same install, laid down the same way.
+            generate(ctx, &spec, &t.root, prep_threads(ctx))?;
+            roots.push(open_dir(&t.root)?);
+        }
         let order = read_order(&manifest, spec.seed);
-        let root_fd = open_dir(ctx.root)?;
         harness
             .drop_caches()
             .ctx(|| "dropping caches before the cold read".to_string())?;
@@ -201,9 +211,9 @@ impl Workload for ColdRead {
         // Every pass is checked, after its own clock stops and out of the monitor's
         // figures: a pass that read wrong bytes fails the phase.
         let aside = harness.aside();
-        let mut outcome = measure_cold_passes(harness, &mut || {
+        let mut outcome = measure_cold_passes(ctx, harness, &mut |tree| {
             let t = Instant::now();
-            let r = read_all(ctx, &root_fd, &manifest, &order)?;
+            let r = read_all(ctx, &roots[tree.index()], &manifest, &order)?;
             let seconds = t.elapsed().as_secs_f64();
             aside.run(|| verify_reads(&manifest, &order, &r.hashes))?;
             let mut out = Outcome {
@@ -226,24 +236,39 @@ impl Workload for ColdRead {
 /// The variant that starts a program rather than reading files.
 pub const LAUNCH: &str = "launch";
 
+/// The launch's program (its libraries and loader) under `root/app/` and its data under
+/// `root/data/`: the command that starts it, the data's manifest, and the install.
+fn lay_down_launch(
+    ctx: &Ctx,
+    root: &Path,
+) -> Result<(std::process::Command, Manifest, launch::Installed), WorkloadError> {
+    let spec = install_spec(ctx.dataset);
+    let data = root.join("data");
+    std::fs::create_dir(&data).ctx(|| format!("creating {}", data.display()))?;
+    let manifest = generate(ctx, &spec, &data, prep_threads(ctx))?;
+    let app = launch::install(&launch::host_program()?, &root.join("app"))?;
+    Ok((app.command(&data), manifest, app))
+}
+
 /// The `launch` point: installs the program (its libraries and loader) under `app/` and the
 /// install under `data/`, drops the caches, starts the program and times it to its exit.
 fn run_launch(ctx: &Ctx, harness: &mut dyn Harness) -> Result<Outcome, WorkloadError> {
-    let spec = install_spec(ctx.dataset);
-    let data = ctx.root.join("data");
-    std::fs::create_dir(&data).ctx(|| format!("creating {}", data.display()))?;
-    let manifest = generate(ctx, &spec, &data, prep_threads(ctx))?;
-    let app = launch::install(&launch::host_program()?, &ctx.root.join("app"))?;
-    let mut cmd = app.command(&data);
+    // The program and its data on every tree the starts read (the baseline's too, when in
+    // turn).
+    let mut installs = Vec::new();
+    for tree in ctx.trees() {
+        installs.push(lay_down_launch(ctx, ctx.root_of(tree))?);
+    }
     harness
         .drop_caches()
         .ctx(|| "dropping caches before the launch".to_string())?;
     // Every start is checked (exit status, and that it read every data file whole), after
     // its own clock stops and out of the monitor's figures.
     let aside = harness.aside();
-    let mut outcome = measure_cold_passes(harness, &mut || {
+    let mut outcome = measure_cold_passes(ctx, harness, &mut |tree| {
+        let (cmd, manifest, app) = &mut installs[tree.index()];
         let t = Instant::now();
-        let out = super::tool::output_unless_stopped(ctx, &mut cmd, launch::PROGRAM)?;
+        let out = super::tool::output_unless_stopped(ctx, cmd, launch::PROGRAM)?;
         let seconds = t.elapsed().as_secs_f64();
         if !out.status.success() {
             return Err(WorkloadError::Tool(format!(
@@ -253,7 +278,7 @@ fn run_launch(ctx: &Ctx, harness: &mut dyn Harness) -> Result<Outcome, WorkloadE
                 String::from_utf8_lossy(&out.stderr).trim()
             )));
         }
-        aside.run(|| launch::verify_output(&String::from_utf8_lossy(&out.stdout), &manifest))?;
+        aside.run(|| launch::verify_output(&String::from_utf8_lossy(&out.stdout), manifest))?;
         Ok(Outcome {
             seconds,
             files: manifest.files.len() as u64 + app.files as u64,
@@ -261,6 +286,7 @@ fn run_launch(ctx: &Ctx, harness: &mut dyn Harness) -> Result<Outcome, WorkloadE
             ..Outcome::default()
         })
     })?;
+    let (_, manifest, app) = &installs[0];
     outcome.notes.push(format!(
         "launch: {} with {} libraries and its loader from the target, reading {} data files; seconds_per_pass = exec to exit of one start",
         launch::PROGRAM,

@@ -79,6 +79,15 @@ pub trait Workload: Send + Sync {
     fn follows_on_same_fs(&self, _done: &Point, _next: &Point) -> bool {
         false
     }
+    /// Whether `point` is read-only passes over a tree it lays down (or finds on a copy of
+    /// the populated image) the same way on any file system, so that a candidate's cell
+    /// can measure it in turn with the baseline's: a copy of the baseline's file system
+    /// mounted beside it, the workload's tree laid down there too, and the passes
+    /// alternating between the two in one phase ([`super::passes`], [`super::Ctx::in_turn`]).
+    /// The default, no: the point is measured on its own file system alone.
+    fn in_turn(&self, _point: &Point) -> bool {
+        false
+    }
     /// The seconds a cell spends in phases whose length `options` fix (a point's
     /// `duration` or `runtime`, an auto-tuning search's trials) at data-set `scale`: the
     /// dry run's coarse model prices the rest from the files, and a database cell's ten

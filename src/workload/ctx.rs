@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use super::error::WorkloadError;
+use super::in_turn::{InTurn, Tree};
 use crate::dataset::DatasetSpec;
 
 /// Everything a workload may know about where and how it runs.
@@ -37,9 +38,29 @@ pub struct Ctx<'a> {
     /// run on ([`super::Workload::follows_on_same_fs`]), so what that point read is in the
     /// caches; `false` on a fresh file system or a copy of an image, which arrive cold.
     pub follows: bool,
+    /// The baseline's file system beside this one, for a point measured in turn with it
+    /// ([`super::Workload::in_turn`]): the workload lays its tree down there too and its
+    /// passes alternate between the two ([`super::passes`]); `None` for every other point.
+    pub in_turn: Option<&'a InTurn>,
 }
 
 impl Ctx<'_> {
+    /// The directory a pass over `tree` walks.
+    pub fn root_of(&self, tree: Tree) -> &Path {
+        match (tree, self.in_turn) {
+            (Tree::InTurn, Some(t)) => &t.root,
+            _ => self.root,
+        }
+    }
+
+    /// Every tree this point's passes walk: its own, then the baseline's when in turn.
+    pub fn trees(&self) -> Vec<Tree> {
+        match self.in_turn {
+            Some(_) => vec![Tree::Own, Tree::InTurn],
+            None => vec![Tree::Own],
+        }
+    }
+
     /// Returns an error once the run is cancelled or past its deadline, so long loops stop.
     pub fn check(&self) -> Result<(), WorkloadError> {
         if self.cancel.load(Ordering::Relaxed) {

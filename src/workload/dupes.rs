@@ -28,6 +28,7 @@ use super::ctx::Ctx;
 use super::dirfd::open_dir;
 use super::error::{IoContext, WorkloadError};
 use super::harness::Harness;
+use super::in_turn::Tree;
 use super::options;
 use super::outcome::Outcome;
 use super::passes::{measure_cold_passes, measure_passes};
@@ -343,6 +344,24 @@ impl DupesOptions {
     }
 }
 
+/// The data set under `tree`'s root: found on a copy of the run's populated image (and
+/// cold), else written now; for a warm search then cached, as right after writing it (on a
+/// copy, one unmeasured search reads exactly that; the baseline's is read by
+/// [`measure_passes`]).
+fn lay_down(ctx: &Ctx, tree: Tree, cold: bool) -> Result<Manifest, WorkloadError> {
+    let root = ctx.root_of(tree);
+    let manifest = match ctx.populated {
+        true => prepare(ctx)?,
+        false => generate(ctx, ctx.dataset, root, prep_threads(ctx))?,
+    };
+    if !cold && ctx.populated && tree == Tree::Own {
+        find_duplicates(ctx, root, ctx.threads)?;
+    } else if !cold && !ctx.populated {
+        crate::sys::syncfs(root).ctx(|| format!("syncfs {}", root.display()))?;
+    }
+    Ok(manifest)
+}
+
 impl Workload for Dupes {
     fn spec(&self) -> WorkloadSpec {
         WorkloadSpec {
@@ -352,6 +371,10 @@ impl Workload for Dupes {
             start: StartState::DataSet,
             ..WorkloadSpec::new("dupes", "find duplicate files like fclones: size, 4 KiB prefix hash, suffix hash, full xxh3")
         }
+    }
+    /// Read-only passes over a tree laid down the same way on any file system.
+    fn in_turn(&self, _point: &Point) -> bool {
+        true
     }
     fn check_options(&self, table: &toml::Table) -> Result<(), String> {
         DupesOptions::from_table(table).map(drop)
@@ -372,28 +395,23 @@ impl Workload for Dupes {
             .cold;
         // On a copy of the run's populated image the data set is already there (and cold);
         // otherwise it is written now.
-        let manifest = match ctx.populated {
-            true => prepare(ctx)?,
-            false => generate(ctx, ctx.dataset, ctx.root, prep_threads(ctx))?,
-        };
+        let manifest = lay_down(ctx, Tree::Own, cold)?;
+        if ctx.in_turn.is_some() {
+            // The baseline's tree, measured in turn, is laid down the same way.
+            lay_down(ctx, Tree::InTurn, cold)?;
+        }
         if cold {
             harness
                 .drop_caches()
                 .ctx(|| "dropping caches before the search".to_string())?;
-        } else if ctx.populated {
-            // Warm means what the search reads is cached, as right after writing it: one
-            // unmeasured search reads exactly that.
-            find_duplicates(ctx, ctx.root, ctx.threads)?;
-        } else {
-            crate::sys::syncfs(ctx.root).ctx(|| format!("syncfs {}", ctx.root.display()))?;
         }
 
         // Every pass's groups are checked against the manifest, after its clock stops and
         // out of the monitor's figures.
         let aside = harness.aside();
-        let mut pass = || {
+        let mut pass = |tree: Tree| {
             let t = Instant::now();
-            let s = find_duplicates(ctx, ctx.root, ctx.threads)?;
+            let s = find_duplicates(ctx, ctx.root_of(tree), ctx.threads)?;
             let seconds = t.elapsed().as_secs_f64();
             aside.run(|| check_groups(&groups_in_manifest(&s, &manifest)?, &manifest))?;
             let dup_files: usize = s.groups.iter().map(Vec::len).sum();
@@ -420,9 +438,9 @@ impl Workload for Dupes {
         // The search only reads, so it repeats to the floor: cold with the caches dropped
         // before every pass, warm back to back.
         let mut outcome = if cold {
-            measure_cold_passes(harness, &mut pass)?
+            measure_cold_passes(ctx, harness, &mut pass)?
         } else {
-            measure_passes(harness, &mut pass)?
+            measure_passes(ctx, harness, &mut pass)?
         };
         outcome.notes.push(format!(
             "{} caches; duplicate_files counts every member of a group",

@@ -27,6 +27,7 @@ pub mod dupes;
 mod engine;
 mod error;
 mod harness;
+pub mod in_turn;
 pub mod initial;
 pub mod io;
 pub mod launch;

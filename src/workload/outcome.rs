@@ -29,4 +29,7 @@ pub struct Outcome {
     /// fsync and fdatasync calls the phase made: each should reach the device as a cache
     /// flush, and on a FUSE target the runner says whether the device saw them.
     pub fsyncs: u64,
+    /// The baseline's figures from its passes in the same phase, when the point was
+    /// measured in turn with it ([`super::passes`], [`super::Ctx::in_turn`]); empty otherwise.
+    pub in_turn: BTreeMap<String, f64>,
 }

@@ -19,13 +19,16 @@
 //! ([`forget_reads`]), so each later pass is a first walk that writes them again, as `du`
 //! of a fresh tree does; without it they walked a tree read moments before and wrote nothing.
 
+use std::collections::BTreeMap;
 use std::path::Path;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use rustix::fs::{AtFlags, Timespec, Timestamps, UTIME_NOW, UTIME_OMIT};
 
+use super::ctx::Ctx;
 use super::error::WorkloadError;
 use super::harness::{Harness, WriteBack};
+use super::in_turn::{InTurn, Tree};
 use super::outcome::Outcome;
 use crate::fsops::{self, Dir, Kind, Need};
 
@@ -46,12 +49,15 @@ pub const COLD_WALL_FLOORS: u32 = 6;
 /// reach the harness's floor (or the wall clock [`COLD_WALL_FLOORS`] floors). Each pass
 /// returns its own [`Outcome`]; the phase's outcome sums their seconds, files and bytes,
 /// keeps the last pass's other metrics (the same every pass for a read-only walk: matches,
-/// dirs, …), and adds `passes`, `seconds_per_pass` and `files_per_pass`.
+/// dirs, …), and adds `passes`, `seconds_per_pass` and `files_per_pass`. With the
+/// baseline's tree beside the point's ([`Ctx::in_turn`]), each turn walks both (see
+/// [`repeat`]) and the baseline's figures go into [`Outcome::in_turn`].
 pub fn measure_passes(
+    ctx: &Ctx,
     harness: &mut dyn Harness,
-    pass: &mut dyn FnMut() -> Result<Outcome, WorkloadError>,
+    pass: &mut dyn FnMut(Tree) -> Result<Outcome, WorkloadError>,
 ) -> Result<Outcome, WorkloadError> {
-    repeat(harness, pass, None)
+    repeat(ctx, harness, pass, None)
 }
 
 /// [`measure_passes`] with the caches dropped ([`Harness::pass_dropper`]) before every pass
@@ -62,87 +68,289 @@ pub fn measure_passes(
 /// counters and CPU figures leave them out. Adds `between_passes_seconds`: the time they
 /// took.
 pub fn measure_cold_passes(
+    ctx: &Ctx,
     harness: &mut dyn Harness,
-    pass: &mut dyn FnMut() -> Result<Outcome, WorkloadError>,
+    pass: &mut dyn FnMut(Tree) -> Result<Outcome, WorkloadError>,
 ) -> Result<Outcome, WorkloadError> {
     let drop_caches = harness.pass_dropper();
-    repeat(harness, pass, Some(drop_caches))
+    repeat(ctx, harness, pass, Some(drop_caches))
 }
 
-/// The loop behind both: `between`, when given, runs before every pass after the first and
-/// its time is kept apart from the passes'.
+/// What a phase's passes over one tree add up to.
+#[derive(Default)]
+struct Sum {
+    outcome: Option<Outcome>,
+}
+
+impl Sum {
+    fn add(&mut self, next: Outcome) {
+        let Some(total) = &mut self.outcome else {
+            self.outcome = Some(next);
+            return;
+        };
+        total.seconds += next.seconds;
+        total.files += next.files;
+        total.logical_read_bytes += next.logical_read_bytes;
+        total.logical_write_bytes += next.logical_write_bytes;
+        total.metrics.extend(next.metrics);
+    }
+
+    fn seconds(&self) -> f64 {
+        self.outcome.as_ref().map_or(0.0, |o| o.seconds)
+    }
+
+    /// Time spent on the tree's behalf outside its passes (a cold pass's write-back).
+    fn charge(&mut self, seconds: f64) {
+        if let Some(o) = &mut self.outcome {
+            o.seconds += seconds;
+        }
+    }
+}
+
+/// The loop behind both: `between`, when given, runs before every pass after the first
+/// and its time is kept apart from the passes'. With the baseline's tree beside the
+/// point's ([`Ctx::in_turn`]), the passes alternate between the two trees in turns of one
+/// pass each, the baseline's set aside from the monitor's figures ([`Harness::aside`]) and
+/// timed on its own; which goes first swaps every turn (A B, B A, A B, …), starting where
+/// the runner says ([`InTurn::first`]), and the phase ends after an even
+/// number of turns, so each tree went first as often as the other (a cold start read
+/// 13 % faster second in its turn, in an A/A pair of ext4 file systems). Cold passes
+/// get a drop before each, whichever tree they read.
 fn repeat(
+    ctx: &Ctx,
     harness: &mut dyn Harness,
-    pass: &mut dyn FnMut() -> Result<Outcome, WorkloadError>,
+    pass: &mut dyn FnMut(Tree) -> Result<Outcome, WorkloadError>,
     between: Option<fn() -> std::io::Result<()>>,
 ) -> Result<Outcome, WorkloadError> {
     let floor = harness.phase_floor();
-    // What runs between passes is not the phase's work: the monitor leaves it out. What a
-    // cold pass left dirty is its work: written back before the drop, and timed.
-    let aside = harness.aside();
-    let writeback = between.and(harness.pass_writeback());
+    let mut run = Run {
+        in_turn: ctx.in_turn,
+        aside: harness.aside(),
+        writeback: between.and(harness.pass_writeback()),
+        between,
+        own: Sum::default(),
+        other: Sum::default(),
+        between_s: 0.0,
+    };
     let max = if between.is_some() {
         MAX_COLD_PASSES
     } else {
         MAX_PASSES
     };
+    // Two trees take twice the wall time for the same passes of the point's own.
+    let walls = COLD_WALL_FLOORS * if run.in_turn.is_some() { 2 } else { 1 };
+    run.start(pass)?;
     harness.measure(&mut || {
         let t0 = Instant::now();
-        let mut total = pass()?;
-        let mut passes = 1u64;
-        let mut between_s = 0.0;
-        // The passes' own seconds must reach the floor, not the wall clock: the phase's
-        // `seconds` is their sum, and what runs between them is not in it.
-        while total.seconds < floor.as_secs_f64()
-            && t0.elapsed() < floor * COLD_WALL_FLOORS
-            && passes < max
-        {
-            if let Some(wb) = &writeback {
-                let w = Instant::now();
-                crate::sys::syncfs(&wb.root)
-                    .map_err(|e| WorkloadError::io("syncfs after a cold pass", e))?;
-                total.seconds += w.elapsed().as_secs_f64();
+        let trees = if run.in_turn.is_some() { 2 } else { 1 };
+        let mut done = 0usize;
+        loop {
+            let tree = run.tree_at(done);
+            if done > 0 {
+                run.between(run.tree_at(done - 1))?;
             }
-            if let Some(drop_caches) = between {
-                let d = Instant::now();
-                aside.run(|| forget_reads_and_drop(writeback.as_ref(), drop_caches))?;
-                between_s += d.elapsed().as_secs_f64();
+            run.one(pass, tree)?;
+            done += 1;
+            if done % trees != 0 {
+                continue;
             }
-            let next = pass()?;
-            total.seconds += next.seconds;
-            total.files += next.files;
-            total.logical_read_bytes += next.logical_read_bytes;
-            total.logical_write_bytes += next.logical_write_bytes;
-            total.metrics.extend(next.metrics);
-            passes += 1;
+            // The passes' own seconds must reach the floor, not the wall clock: the
+            // phase's `seconds` is their sum, and what runs between them is not in it.
+            let capped = t0.elapsed() >= floor * walls || (done / trees) as u64 >= max;
+            let balanced = trees == 1 || done % (2 * trees) == 0;
+            if capped || (run.own.seconds() >= floor.as_secs_f64() && balanced) {
+                break;
+            }
         }
+        run.total((done / trees) as u64, floor)
+    })
+}
+
+/// One phase's passes in progress: what each tree's passes added up to, and what runs
+/// between them.
+struct Run<'a> {
+    in_turn: Option<&'a InTurn>,
+    aside: crate::monitor::Aside,
+    /// The point's file system, written back after each of its cold passes.
+    writeback: Option<WriteBack>,
+    between: Option<fn() -> std::io::Result<()>>,
+    own: Sum,
+    other: Sum,
+    between_s: f64,
+}
+
+impl Run<'_> {
+    /// Before the phase: both trees warmed (the baseline's as the workload warmed its own),
+    /// or the baseline's as cold as the caller made its own. The harness's drop writes back only the point's
+    /// file system, so what the workload just wrote on the baseline's stayed dirty, and
+    /// cached, through it (its first cold pass read 2.5 ms where the point's took 19: an
+    /// A/A pair of ext4 file systems read the baseline's 7 % faster).
+    fn start(
+        &self,
+        pass: &mut dyn FnMut(Tree) -> Result<Outcome, WorkloadError>,
+    ) -> Result<(), WorkloadError> {
+        match (self.in_turn, self.between) {
+            // Both: the point's own may have been left cold by a cold point before it on
+            // the same file systems, which walked the baseline's tree last.
+            (Some(_), None) => pass(Tree::Own).and_then(|_| pass(Tree::InTurn)).map(drop),
+            (Some(t), Some(drop_caches)) => {
+                t.writeback.run().map_err(|e| {
+                    WorkloadError::io(
+                        "writing the baseline's file system back before cold passes",
+                        e,
+                    )
+                })?;
+                aside_drop(drop_caches)
+            }
+            (None, _) => Ok(()),
+        }
+    }
+
+    /// The tree the `i`-th pass of the phase reads ([`turn_order`]).
+    fn tree_at(&self, i: usize) -> Tree {
+        match self.in_turn {
+            None => Tree::Own,
+            Some(t) => turn_order(Some(t.first), (i / 2) as u64)[i % 2],
+        }
+    }
+
+    /// One pass over `tree`, added to its tree's sum; the baseline's set aside.
+    fn one(
+        &mut self,
+        pass: &mut dyn FnMut(Tree) -> Result<Outcome, WorkloadError>,
+        tree: Tree,
+    ) -> Result<(), WorkloadError> {
+        match tree {
+            Tree::Own if self.in_turn.is_some() => {
+                // Bracketed as the baseline's pass is, by the monitor's readings on either
+                // side (an empty span set aside): without them, an A/A pair of ext4 file
+                // systems read the point's own warm name search 1.1 % slower than the
+                // baseline's, whichever image was which; with them, within 0.1 %.
+                self.aside.run(|| ());
+                let o = pass(Tree::Own)?;
+                self.aside.run(|| ());
+                self.own.add(o)
+            }
+            Tree::Own => self.own.add(pass(Tree::Own)?),
+            Tree::InTurn => self.other.add(self.aside.run(|| pass(Tree::InTurn))?),
+        }
+        Ok(())
+    }
+
+    /// After a cold pass over `last`: what it left dirty written back and charged to it
+    /// (the baseline's outside the monitor's figures), then, set aside, its reads
+    /// forgotten, its file system written back whole and the caches dropped. Nothing
+    /// between warm passes.
+    fn between(&mut self, last: Tree) -> Result<(), WorkloadError> {
+        let Some(drop_caches) = self.between else {
+            return Ok(());
+        };
+        let wb = match (last, self.in_turn) {
+            (Tree::InTurn, Some(t)) => Some(&t.writeback),
+            _ => self.writeback.as_ref(),
+        };
+        if let Some(wb) = wb {
+            match last {
+                Tree::Own => self.own.charge(synced(&wb.root)?),
+                Tree::InTurn => self.other.charge(self.aside.run(|| synced(&wb.root))?),
+            }
+        }
+        let d = Instant::now();
+        self.aside.run(|| forget_reads_and_drop(wb, drop_caches))?;
+        self.between_s += d.elapsed().as_secs_f64();
+        Ok(())
+    }
+
+    /// The phase's outcome after `passes` passes over the point's tree: their sums, the
+    /// per-pass figures, and the baseline's figures beside them.
+    fn total(&mut self, passes: u64, floor: Duration) -> Result<Outcome, WorkloadError> {
+        let mut total = self.own.outcome.take().unwrap_or_default();
         let n = passes as f64;
         let m = &mut total.metrics;
         m.insert("passes".into(), n);
         m.insert("seconds_per_pass".into(), total.seconds / n);
         m.insert("files_per_pass".into(), total.files as f64 / n);
-        if between.is_some() {
-            m.insert("between_passes_seconds".into(), between_s);
+        if self.between.is_some() {
+            m.insert("between_passes_seconds".into(), self.between_s);
         }
-        if passes > 1 {
-            let (kind, drops) = match between {
-                Some(_) => (
-                    "cold",
-                    format!(
-                        "; each written back and counted, caches dropped before the next, \
-                         {between_s:.2} s not counted"
-                    ),
-                ),
-                None => ("warm", String::new()),
-            };
+        if let (Some(t), Some(o)) = (self.in_turn, self.other.outcome.take()) {
+            let last = self.aside.run(|| synced(&t.writeback.root))?;
+            total.in_turn = in_turn_figures(&o, n, last);
             total.notes.push(format!(
-                "{passes} {kind} passes in one phase of {:.2} s (floor {:.2} s{drops})",
-                total.seconds,
-                floor.as_secs_f64()
+                "measured in turn with {}: its passes alternated with these in one phase, \
+                 set aside from this phase's figures",
+                t.target
             ));
         }
+        if passes > 1 {
+            let between_s = self.between.map(|_| self.between_s);
+            total
+                .notes
+                .push(passes_note(passes, between_s, total.seconds, floor));
+        }
         Ok(total)
-    })
+    }
+}
+
+/// The trees of turn `k`: the point's own alone, or both, the baseline's first in the first
+/// turn when `first` says so and the order swapped every turn after.
+fn turn_order(first: Option<bool>, k: u64) -> Vec<Tree> {
+    match first {
+        None => vec![Tree::Own],
+        Some(first) if first == (k % 2 == 0) => vec![Tree::InTurn, Tree::Own],
+        Some(_) => vec![Tree::Own, Tree::InTurn],
+    }
+}
+
+/// A cache drop between passes, its error said so.
+fn aside_drop(drop_caches: fn() -> std::io::Result<()>) -> Result<(), WorkloadError> {
+    drop_caches().map_err(|e| WorkloadError::io("dropping caches between cold passes", e))
+}
+
+/// `syncfs` of the file system under `root`, and the seconds it took.
+fn synced(root: &Path) -> Result<f64, WorkloadError> {
+    let w = Instant::now();
+    crate::sys::syncfs(root).map_err(|e| WorkloadError::io("syncfs after a cold pass", e))?;
+    Ok(w.elapsed().as_secs_f64())
+}
+
+/// The baseline's figures from its passes in turn (`o`, `n` of them) and its write-back
+/// after the last (`last` seconds, as the harness's own `syncfs` ends the point's phase),
+/// named as the point's own are ([`crate::results`]' metrics): what its comparison pairs.
+fn in_turn_figures(o: &Outcome, n: f64, last: f64) -> BTreeMap<String, f64> {
+    let seconds = o.seconds + last;
+    let mut m = BTreeMap::from([
+        ("passes".to_string(), n),
+        ("seconds".to_string(), seconds),
+        ("seconds_per_pass".to_string(), o.seconds / n),
+        ("files".to_string(), o.files as f64),
+    ]);
+    if seconds > 0.0 {
+        m.insert("files_per_s".into(), o.files as f64 / seconds);
+        let bytes = o.logical_read_bytes.max(o.logical_write_bytes);
+        if bytes > 0 {
+            m.insert("mb_per_s".into(), bytes as f64 / seconds / 1e6);
+        }
+    }
+    m
+}
+
+/// The note of a phase of `passes` passes: cold ones with the seconds between them.
+fn passes_note(passes: u64, between_s: Option<f64>, seconds: f64, floor: Duration) -> String {
+    let (kind, drops) = match between_s {
+        Some(between_s) => (
+            "cold",
+            format!(
+                "; each written back and counted, caches dropped before the next, \
+                 {between_s:.2} s not counted"
+            ),
+        ),
+        None => ("warm", String::new()),
+    };
+    format!(
+        "{passes} {kind} passes in one phase of {seconds:.2} s (floor {:.2} s{drops})",
+        floor.as_secs_f64()
+    )
 }
 
 /// What runs between two cold passes, outside the measured time: the tree under the
@@ -160,7 +368,7 @@ fn forget_reads_and_drop(
         wb.run()
             .map_err(|e| WorkloadError::io("writing the target back between cold passes", e))?;
     }
-    drop_caches().map_err(|e| WorkloadError::io("dropping caches between cold passes", e))
+    aside_drop(drop_caches)
 }
 
 /// Gives every directory and file under `root` an access time no later than its change
@@ -202,188 +410,4 @@ pub fn forget_reads(root: &Path) -> Result<(), WorkloadError> {
 }
 
 #[cfg(test)]
-mod tests {
-    use std::time::Duration;
-
-    use super::*;
-
-    /// A harness with a phase floor, counting its measured phases, and naming the file system
-    /// cold passes write back (a run's harness names its target's root).
-    struct Floor(Duration, usize, Option<std::path::PathBuf>);
-    impl Harness for Floor {
-        fn drop_caches(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-        fn measure(
-            &mut self,
-            work: &mut crate::workload::harness::Phase<'_>,
-        ) -> Result<Outcome, WorkloadError> {
-            self.1 += 1;
-            work()
-        }
-        fn phase_floor(&self) -> Duration {
-            self.0
-        }
-        fn pass_dropper(&self) -> fn() -> std::io::Result<()> {
-            || {
-                DROPS.with(|d| d.set(d.get() + 1));
-                Ok(())
-            }
-        }
-        fn pass_writeback(&self) -> Option<WriteBack> {
-            self.2.clone().map(|root| WriteBack { root, device: None })
-        }
-    }
-
-    thread_local! {
-        /// Cache drops the test harness was asked for between cold passes, per test thread.
-        static DROPS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
-    }
-
-    fn pass(sleep: Duration) -> impl FnMut() -> Result<Outcome, WorkloadError> {
-        move || {
-            let t = Instant::now();
-            std::thread::sleep(sleep);
-            Ok(Outcome {
-                seconds: t.elapsed().as_secs_f64(),
-                files: 10,
-                ..Default::default()
-            })
-        }
-    }
-
-    #[test]
-    fn passes_repeat_until_the_floor_and_sum_their_work() {
-        let mut h = Floor(Duration::from_millis(50), 0, None);
-        let o = measure_passes(&mut h, &mut pass(Duration::from_millis(4))).unwrap();
-        assert_eq!(h.1, 1, "one measured phase");
-        let n = o.metrics["passes"];
-        assert!(n >= 2.0, "{n} passes");
-        assert!(o.seconds >= 0.05, "{}", o.seconds);
-        assert_eq!(o.files as f64, 10.0 * n);
-        assert_eq!(o.metrics["files_per_pass"], 10.0);
-        assert!((o.metrics["seconds_per_pass"] - o.seconds / n).abs() < 1e-12);
-    }
-
-    #[test]
-    fn without_a_floor_one_pass_is_the_phase() {
-        let mut h = Floor(Duration::ZERO, 0, None);
-        let o = measure_passes(&mut h, &mut pass(Duration::from_millis(1))).unwrap();
-        assert_eq!(o.metrics["passes"], 1.0);
-        assert!(o.notes.is_empty());
-    }
-
-    #[test]
-    fn a_failing_pass_fails_the_phase() {
-        let mut h = Floor(Duration::from_secs(5), 0, None);
-        let mut k = 0;
-        let r = measure_passes(&mut h, &mut || {
-            k += 1;
-            if k == 3 {
-                Err(WorkloadError::Option("third pass broke".into()))
-            } else {
-                Ok(Outcome::default())
-            }
-        });
-        assert!(r.is_err());
-    }
-
-    #[test]
-    fn cold_passes_drop_the_caches_before_each_pass_after_the_first() {
-        let mut h = Floor(Duration::from_millis(40), 0, None);
-        let before = DROPS.with(|d| d.get());
-        let o = measure_cold_passes(&mut h, &mut pass(Duration::from_millis(5))).unwrap();
-        let drops = DROPS.with(|d| d.get()) - before;
-        assert_eq!(h.1, 1, "one measured phase");
-        let n = o.metrics["passes"];
-        assert!(n >= 2.0, "{n} passes");
-        assert_eq!(drops as f64, n - 1.0, "a drop between every two passes");
-        assert!(
-            o.seconds >= 0.04,
-            "the passes' own time reaches the floor: {}",
-            o.seconds
-        );
-        assert_eq!(o.files as f64, 10.0 * n);
-        assert!((o.metrics["seconds_per_pass"] - o.seconds / n).abs() < 1e-12);
-        assert!(o.metrics.contains_key("between_passes_seconds"));
-    }
-
-    /// Defect: the cold passes after the first walked a tree the first had just read, so
-    /// under `relatime` they gave no directory a new access time and wrote nothing (btrfs's
-    /// cold scan: −5 % against ext4 where `du -s` of a fresh tree said −27 %). After
-    /// [`forget_reads`] a read of each directory and file writes a new access time again.
-    #[test]
-    fn every_cold_pass_after_the_first_is_a_first_walk_again() {
-        use std::os::unix::fs::MetadataExt;
-        let dir = tempfile::tempdir().unwrap();
-        let sub = dir.path().join("d");
-        std::fs::create_dir(&sub).unwrap();
-        std::fs::write(sub.join("f"), b"x").unwrap();
-        let atime = |p: &Path| {
-            let m = std::fs::metadata(p).unwrap();
-            (m.atime(), m.atime_nsec())
-        };
-        let read_all = || {
-            std::fs::read_dir(&sub).unwrap().for_each(drop);
-            std::fs::read(sub.join("f")).unwrap();
-        };
-        read_all();
-        std::thread::sleep(Duration::from_millis(20));
-        read_all();
-        let (d0, f0) = (atime(&sub), atime(&sub.join("f")));
-        forget_reads(dir.path()).unwrap();
-        let (d1, f1) = (atime(&sub), atime(&sub.join("f")));
-        std::thread::sleep(Duration::from_millis(20));
-        read_all();
-        let (d2, f2) = (atime(&sub), atime(&sub.join("f")));
-        assert!(
-            d1 > d0 && f1 > f0,
-            "reset to now: {d0:?} -> {d1:?}, {f0:?} -> {f1:?}"
-        );
-        assert!(
-            d2 > d1,
-            "the directory's read wrote a new access time: {d1:?} -> {d2:?}"
-        );
-        assert!(
-            f2 > f1,
-            "the file's read wrote a new access time: {f1:?} -> {f2:?}"
-        );
-    }
-
-    /// Defect: a cold pass's access-time updates were written back by the cache drop before
-    /// the next pass, outside the measured time and the monitor, so a cold scan of several
-    /// passes (a small tree) paid nothing for them and one of a single pass (a large tree)
-    /// paid in its final `syncfs`: btrfs cold scans wrote 0 device I/Os at 199 directories
-    /// and 471 at 799. Now each pass but the last is followed by `syncfs`, timed with it; a
-    /// single pass leaves that to the harness, and a warm one never syncs.
-    #[test]
-    fn a_cold_pass_writes_back_what_it_dirtied_before_the_next_drop() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut h = Floor(Duration::from_millis(30), 0, Some(dir.path().into()));
-        let o = measure_cold_passes(&mut h, &mut pass(Duration::from_millis(2))).unwrap();
-        assert!(o.metrics["passes"] >= 2.0, "{:?}", o.metrics);
-        let gone = dir.path().join("gone");
-        let mut h = Floor(Duration::from_millis(30), 0, Some(gone.clone()));
-        let e = measure_cold_passes(&mut h, &mut pass(Duration::from_millis(2))).unwrap_err();
-        assert!(e.to_string().contains("syncfs after a cold pass"), "{e}");
-        let mut h = Floor(Duration::ZERO, 0, Some(gone.clone()));
-        let one = measure_cold_passes(&mut h, &mut pass(Duration::from_millis(2))).unwrap();
-        assert_eq!(one.metrics["passes"], 1.0, "one pass: the harness syncs");
-        let mut h = Floor(Duration::from_millis(30), 0, Some(gone));
-        let warm = measure_passes(&mut h, &mut pass(Duration::from_millis(2))).unwrap();
-        assert!(warm.metrics["passes"] >= 2.0, "warm passes never sync");
-    }
-
-    #[test]
-    fn cold_passes_stop_at_their_cap() {
-        let mut h = Floor(Duration::from_secs(3600), 0, None);
-        let o = measure_cold_passes(&mut h, &mut || {
-            Ok(Outcome {
-                seconds: 1e-6,
-                ..Default::default()
-            })
-        })
-        .unwrap();
-        assert_eq!(o.metrics["passes"], MAX_COLD_PASSES as f64);
-    }
-}
+mod tests;

@@ -13,6 +13,7 @@ use super::contract::Workload;
 use super::ctx::Ctx;
 use super::error::WorkloadError;
 use super::harness::Harness;
+use super::in_turn::Tree;
 use super::outcome::Outcome;
 use super::passes::{measure_cold_passes, measure_passes};
 use super::point::Point;
@@ -84,6 +85,10 @@ impl Workload for Scan {
         done.variant == "cold" && next.variant == "warm"
     }
 
+    /// Read-only passes over a tree laid down the same way on any file system.
+    fn in_turn(&self, _point: &Point) -> bool {
+        true
+    }
     fn points(&self, _ctx: &Ctx) -> Result<Vec<Point>, WorkloadError> {
         Ok(["cold", "warm"]
             .into_iter()
@@ -119,41 +124,32 @@ impl Workload for Scan {
                 )))
             }
         }
-        let mut usage = Usage::default();
+        let mut usage: [Usage; 2] = Default::default();
         let mut outcome = {
-            let mut pass = || {
+            let mut pass = |tree: Tree| {
                 let t0 = Instant::now();
-                usage = analyze(ctx.root, ctx.threads, ctx)?;
+                let mut u = analyze(ctx.root_of(tree), ctx.threads, ctx)?;
                 let mut out = Outcome {
                     seconds: t0.elapsed().as_secs_f64(),
-                    files: usage.files,
+                    files: u.files,
                     ..Outcome::default()
                 };
-                let m = &mut out.metrics;
-                m.insert("dirs".into(), usage.dirs as f64);
-                m.insert("logical_bytes".into(), usage.logical as f64);
-                m.insert("allocated_bytes".into(), usage.allocated() as f64);
-                m.insert("file_allocated_bytes".into(), usage.file_allocated as f64);
-                m.insert("dir_allocated_bytes".into(), usage.dir_allocated as f64);
-                if usage.logical > 0 {
-                    m.insert(
-                        "space_amplification".into(),
-                        usage.allocated() as f64 / usage.logical as f64,
-                    );
-                }
-                m.insert("extensions".into(), usage.per_ext.len() as f64);
-                LatencyLog(std::mem::take(&mut usage.stat_ns)).add_metrics("statx", m);
+                usage_metrics(&mut u, &mut out.metrics);
+                usage[tree.index()] = u;
                 Ok(out)
             };
             // A warm walk changes nothing and repeats to the floor; a cold one repeats too,
             // with the caches dropped before each pass.
             if point.variant == "warm" {
-                measure_passes(harness, &mut pass)?
+                measure_passes(ctx, harness, &mut pass)?
             } else {
-                measure_cold_passes(harness, &mut pass)?
+                measure_cold_passes(ctx, harness, &mut pass)?
             }
         };
-        verify(&usage, &super::prepare::whole_tree(ctx, manifest)?)?;
+        let whole = super::prepare::whole_tree(ctx, manifest)?;
+        for tree in ctx.trees() {
+            verify(&usage[tree.index()], &whole)?;
+        }
         outcome.notes.push(format!(
             "{} cache; space_amplification = (file + directory blocks) / logical bytes",
             point.variant
@@ -163,6 +159,23 @@ impl Workload for Scan {
         }
         Ok(outcome)
     }
+}
+
+/// A pass's figures from what it found (`u`), into `m`; takes its latency log.
+fn usage_metrics(u: &mut Usage, m: &mut BTreeMap<String, f64>) {
+    m.insert("dirs".into(), u.dirs as f64);
+    m.insert("logical_bytes".into(), u.logical as f64);
+    m.insert("allocated_bytes".into(), u.allocated() as f64);
+    m.insert("file_allocated_bytes".into(), u.file_allocated as f64);
+    m.insert("dir_allocated_bytes".into(), u.dir_allocated as f64);
+    if u.logical > 0 {
+        m.insert(
+            "space_amplification".into(),
+            u.allocated() as f64 / u.logical as f64,
+        );
+    }
+    m.insert("extensions".into(), u.per_ext.len() as f64);
+    LatencyLog(std::mem::take(&mut u.stat_ns)).add_metrics("statx", m);
 }
 
 /// Walks `root`, stats every entry, and totals sizes per directory and per extension.

@@ -52,6 +52,10 @@ impl Workload for Search {
         done.variant == "name" && next.variant == "size"
     }
 
+    /// Read-only passes over a tree laid down the same way on any file system.
+    fn in_turn(&self, _point: &Point) -> bool {
+        true
+    }
     fn points(&self, ctx: &Ctx) -> Result<Vec<Point>, WorkloadError> {
         let (pattern, min, max) = resolve(ctx, None)?;
         Ok(vec![
@@ -93,23 +97,25 @@ impl Workload for Search {
         };
         // Warm-up walk, unmeasured, so both points see the same (warm) cache.
         search(ctx.root, ctx.threads, &query, ctx)?;
-        let mut found = Found::default();
+        let mut found: [Found; 2] = Default::default();
         // Warm and read-only: the pass repeats until the phase reaches the floor.
-        let mut outcome = measure_passes(harness, &mut || {
+        let mut outcome = measure_passes(ctx, harness, &mut |tree| {
             let t0 = Instant::now();
-            found = search(ctx.root, ctx.threads, &query, ctx)?;
+            let f = search(ctx.root_of(tree), ctx.threads, &query, ctx)?;
             let mut out = Outcome {
                 seconds: t0.elapsed().as_secs_f64(),
-                files: found.examined,
+                files: f.examined,
                 ..Outcome::default()
             };
-            out.metrics
-                .insert("matches".into(), found.paths.len() as f64);
-            out.metrics
-                .insert("stat_calls".into(), found.stat_calls as f64);
+            out.metrics.insert("matches".into(), f.paths.len() as f64);
+            out.metrics.insert("stat_calls".into(), f.stat_calls as f64);
+            found[tree.index()] = f;
             Ok(out)
         })?;
-        verify(&found.paths, &expected(&manifest, &query)?)?;
+        let expected = expected(&manifest, &query)?;
+        for tree in ctx.trees() {
+            verify(&found[tree.index()].paths, &expected)?;
+        }
         outcome.notes.push(format!("warm cache; query {query:?}"));
         Ok(outcome)
     }

@@ -333,6 +333,7 @@ pub(crate) mod testenv {
                 populated: false,
                 log_root: None,
                 follows: false,
+                in_turn: None,
             }
         }
     }

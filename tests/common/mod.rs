@@ -130,6 +130,7 @@ impl Env {
             populated: false,
             log_root: None,
             follows: false,
+            in_turn: None,
         }
     }
 

@@ -38,6 +38,19 @@ pub struct CellRun<'a> {
     /// Keep the file system this cell leaves as the target's populated image
     /// (`golden::populate::Masters::keeps`), with the note every clone of it carries.
     pub keep_image: Option<String>,
+    /// The baseline's file system, for the points this cell measures in turn with it
+    /// ([`crate::workload::Workload::in_turn`]); `None` on the baseline itself, and
+    /// wherever a run does not pair (see the runner's `walk`).
+    pub beside: Option<Beside<'a>>,
+}
+
+/// How the baseline's file system beside a candidate's is made: as its own cells' are.
+pub struct Beside<'a> {
+    pub spec: &'a InstanceSpec<'a>,
+    /// The baseline's populated image, which a point that wants the data set present
+    /// copies for the baseline's side too; a point that wants it and finds none here is
+    /// measured alone.
+    pub master: Option<&'a MasterImage>,
 }
 
 impl CellRun<'_> {
@@ -119,6 +132,13 @@ impl CellRun<'_> {
     pub fn master_for(&self, p: &Point) -> Option<&MasterImage> {
         self.master
             .filter(|_| self.workload.point_wants_populated(p))
+    }
+
+    /// The baseline's file system point `p` is measured in turn with, if any.
+    pub fn beside_for(&self, p: &Point) -> Option<&Beside<'_>> {
+        let b = self.beside.as_ref().filter(|_| self.workload.in_turn(p))?;
+        let populated = self.master_for(p).is_some();
+        (!populated || b.master.is_some()).then_some(b)
     }
 
     /// The key a record of point `p` of this cell (of `of` points) is kept under.

@@ -10,12 +10,19 @@ use crate::provision::{Instance, InstanceSpec, MasterImage};
 use crate::results::{Measurement, Status};
 use crate::runner::failure::{provision_failure, Failure};
 use crate::sys::steps;
-use crate::workload::{self, Ctx, Point};
+use crate::workload::in_turn::InTurn;
+use crate::workload::{self, Ctx, Point, WriteBack};
 
 /// The directory made for the log on a `log_target` file system.
 pub const LOG_DIR: &str = "fsarena-log";
 
 pub use crate::golden::layout::WORK_DIR;
+
+/// The log target's file system of a point, and the log directory on it.
+pub type LogFs = (Instance, PathBuf);
+
+/// The baseline's file system beside a point's, and what the workload is told of it.
+pub type BesideFs = (Instance, InTurn);
 
 /// A provisioned file system with the two working directories of one point.
 pub struct Fresh {
@@ -31,7 +38,10 @@ pub struct Fresh {
     pub follows: bool,
     /// The plan's `log_target` for this point: its own fresh file system and the directory
     /// on it handed to the workload as `Ctx::log_root`.
-    pub log: Option<(Instance, PathBuf)>,
+    pub log: Option<LogFs>,
+    /// The baseline's file system beside this one, for a point measured in turn with it,
+    /// and what the workload is told of it.
+    pub beside: Option<BesideFs>,
 }
 
 impl Fresh {
@@ -50,6 +60,7 @@ impl Fresh {
             populated: self.populated,
             log_root: self.log.as_ref().map(|(_, dir)| dir.as_path()),
             follows: self.follows,
+            in_turn: self.beside.as_ref().map(|(_, t)| t),
         }
     }
 }
@@ -113,8 +124,8 @@ pub fn provision(c: &CellRun, point: usize, p: &Point) -> Result<Fresh, Failure>
             Vec::new(),
         ));
     }
-    let log = match c.log_spec.map(|spec| fresh_log(c, spec)).transpose() {
-        Ok(log) => log,
+    let (log, beside) = match others(c, p, populated) {
+        Ok(others) => others,
         Err(e) => {
             let _ = inst.teardown(false);
             let _ = std::fs::remove_dir_all(&scratch);
@@ -129,7 +140,73 @@ pub fn provision(c: &CellRun, point: usize, p: &Point) -> Result<Fresh, Failure>
         populated,
         follows: false,
         log,
+        beside,
     })
+}
+
+/// The file systems point `p` of `c` uses beside its own: the log target's, and the
+/// baseline's it is measured in turn with; the first taken down again when the second
+/// cannot be made.
+fn others(
+    c: &CellRun,
+    p: &Point,
+    populated: bool,
+) -> Result<(Option<LogFs>, Option<BesideFs>), Failure> {
+    let log = c.log_spec.map(|spec| fresh_log(c, spec)).transpose()?;
+    match beside(c, p, populated) {
+        Ok(beside) => Ok((log, beside)),
+        Err(e) => {
+            if let Some((log, _)) = log {
+                let _ = log.teardown(false);
+            }
+            Err(e)
+        }
+    }
+}
+
+/// The baseline's file system for point `p` of `c`, when it is measured in turn
+/// ([`CellRun::beside_for`]): a copy of the baseline's populated image where the point's
+/// own is one (`populated`, written back as the point's own is), else a fresh one with an
+/// empty working directory. Which side's pass opens the phase alternates with the
+/// repetition.
+fn beside(c: &CellRun, p: &Point, populated: bool) -> Result<Option<BesideFs>, Failure> {
+    let Some(b) = c.beside_for(p) else {
+        return Ok(None);
+    };
+    let spec = &InstanceSpec {
+        daemon_cpus: c.placement().map(|p| p.work),
+        ..b.spec.clone()
+    };
+    let inst = match (populated, b.master) {
+        (true, Some(master)) => master.clone_for(spec, c.work),
+        _ => Instance::provision(spec, c.work),
+    }
+    .map_err(provision_failure)?;
+    let root = inst.root.join(WORK_DIR);
+    let device = inst.provenance.loop_device.as_deref().map(Path::new);
+    let made = match populated {
+        true => std::fs::metadata(&root)
+            .and_then(|_| steps::timed("writeback", || write_back_own(&inst.root, device))),
+        false => std::fs::create_dir(&root),
+    };
+    if let Err(e) = made {
+        let _ = inst.teardown(false);
+        return Err((
+            workload::status_of_io(&e),
+            format!("cannot prepare the baseline's working directory beside this one: {e}"),
+            Vec::new(),
+        ));
+    }
+    let in_turn = InTurn {
+        target: spec.target.name.clone(),
+        writeback: WriteBack {
+            root: inst.root.clone(),
+            device: device.map(Path::to_path_buf),
+        },
+        root,
+        first: c.cell.repetition % 2 == 1,
+    };
+    Ok(Some((inst, in_turn)))
 }
 
 /// Writes back what a clone's own file system holds dirty before its measured phase
@@ -147,7 +224,7 @@ fn write_back_own(root: &Path, device: Option<&Path>) -> std::io::Result<()> {
 }
 
 /// A fresh file system of the log target with an empty log directory on it.
-fn fresh_log(c: &CellRun, spec: &InstanceSpec) -> Result<(Instance, PathBuf), Failure> {
+fn fresh_log(c: &CellRun, spec: &InstanceSpec) -> Result<LogFs, Failure> {
     let inst = Instance::provision(spec, c.work).map_err(provision_failure)?;
     let dir = inst.root.join(LOG_DIR);
     match std::fs::create_dir(&dir) {
@@ -185,11 +262,38 @@ pub fn retire(f: Fresh, ms: &mut [Measurement], target: &str) {
             eprintln!("fsarena: teardown of the log target ({name}): {e}");
         }
     }
+    retire_beside(f.beside, ms);
     let (health, td) = f.inst.teardown(true);
     judged(ms, health, &f.scratch);
     if let Err(e) = td {
         note(ms, format!("teardown: {e}"));
         eprintln!("fsarena: teardown of {target}: {e}");
+    }
+}
+
+/// Unmounts, checks and removes the baseline's file system beside a point's: a failed check
+/// invalidates the records whose baseline side was measured on it.
+fn retire_beside(beside: Option<BesideFs>, ms: &mut [Measurement]) {
+    let Some((inst, t)) = beside else {
+        return;
+    };
+    let (health, td) = inst.teardown(true);
+    if let Some(h) = health.filter(|h| !h.passed) {
+        for m in ms.iter_mut().filter(|m| m.status == Status::Ok) {
+            m.status = Status::Invalid;
+            m.error = Some(check_failure("the baseline's file system beside it", &h));
+        }
+    }
+    if let Err(e) = td {
+        for m in ms.iter_mut() {
+            m.notes.push(format!(
+                "teardown of the baseline's file system beside it: {e}"
+            ));
+        }
+        eprintln!(
+            "fsarena: teardown of {}'s file system beside a point: {e}",
+            t.target
+        );
     }
 }
 
@@ -266,7 +370,10 @@ pub fn settle(
         return (true, None);
     }
     let keep = keep.filter(|_| {
-        f.log.is_none() && !f.populated && pending.iter().all(|m| m.status == Status::Ok)
+        f.log.is_none()
+            && f.beside.is_none()
+            && !f.populated
+            && pending.iter().all(|m| m.status == Status::Ok)
     });
     let image = match keep {
         Some(keep) => retire_keeping(f, pending, target, keep),

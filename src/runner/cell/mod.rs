@@ -10,6 +10,6 @@ mod point;
 mod sweep;
 
 pub use super::failure::{is_provision_failure, provision_failure, Failure};
-pub use context::CellRun;
+pub use context::{Beside, CellRun};
 pub use fresh::{LOG_DIR, WORK_DIR};
 pub use sweep::{measure_points, CellOutput};

@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use super::context::CellRun;
 use super::fresh::Fresh;
-use crate::results::{LogPlacement, Measurement, Status};
+use crate::results::{InTurn, LogPlacement, Measurement, Status};
 use crate::runner::harness::MonitoredHarness;
 use crate::runner::{assemble, host_facts};
 use crate::sys::steps;
@@ -56,7 +56,7 @@ pub fn measure_point(c: &CellRun, ctx: &Ctx, p: &Point, index: usize, f: &Fresh)
     let mut m = record_of(c, p, f, &mut h);
     m.started_unix = started_unix;
     match result {
-        Ok(outcome) if h.observed.measured == 1 => measured(c, &mut m, &outcome, &mut h),
+        Ok(outcome) if h.observed.measured == 1 => measured(c, (&mut m, f), &outcome, &mut h),
         Ok(_) => {
             m.status = Status::Error;
             m.error = Some(format!(
@@ -101,7 +101,12 @@ fn record_of(c: &CellRun, p: &Point, f: &Fresh, h: &mut MonitoredHarness) -> Mea
 }
 
 /// A phase measured once, as it should be: its metrics, notes and monitor series.
-fn measured(c: &CellRun, m: &mut Measurement, outcome: &Outcome, h: &mut MonitoredHarness) {
+fn measured(
+    c: &CellRun,
+    (m, f): (&mut Measurement, &Fresh),
+    outcome: &Outcome,
+    h: &mut MonitoredHarness,
+) {
     m.metrics = assemble::metrics(outcome, &h.observed);
     if let Some(note) = assemble::below_floor(&mut m.metrics, c.plan.phase_floor) {
         m.notes.push(note);
@@ -117,12 +122,24 @@ fn measured(c: &CellRun, m: &mut Measurement, outcome: &Outcome, h: &mut Monitor
         m.notes.push(note);
     }
     m.notes.extend(outcome.notes.iter().cloned());
+    m.in_turn = in_turn_of(f, outcome);
     m.series = h
         .observed
         .monitor
         .take()
         .map(|r| r.series)
         .unwrap_or_default();
+}
+
+/// The baseline's side of a point measured in turn: its figures from the phase, and where
+/// its passes ran.
+fn in_turn_of(f: &Fresh, outcome: &Outcome) -> Option<Box<InTurn>> {
+    let (inst, t) = f.beside.as_ref().filter(|_| !outcome.in_turn.is_empty())?;
+    Some(Box::new(InTurn {
+        target: t.target.clone(),
+        metrics: outcome.in_turn.clone(),
+        provenance: inst.provenance.clone(),
+    }))
 }
 
 /// A workload that failed: its status and error, an interrupt named as such however the

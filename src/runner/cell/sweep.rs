@@ -111,7 +111,7 @@ fn first_fs_and_points(
 /// The first file system was made for `Point::default()`: a first point that wants the
 /// other kind (a populated copy, or an empty one) gets its own, and this one goes.
 fn kept_for_first_point(c: &CellRun, first: Fresh, points: &[Point]) -> Option<Fresh> {
-    let kind = |p: &Point| c.master_for(p).is_some();
+    let kind = |p: &Point| (c.master_for(p).is_some(), c.beside_for(p).is_some());
     if points
         .first()
         .is_some_and(|p| kind(p) != kind(&Point::default()))

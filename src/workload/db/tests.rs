@@ -51,6 +51,7 @@ impl Env {
             populated: false,
             log_root: None,
             follows: false,
+            in_turn: None,
         }
     }
 }
