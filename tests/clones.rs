@@ -430,3 +430,90 @@ fn a_cold_scan_of_several_passes_counts_the_access_time_writes_of_its_first_walk
     assert_eq!(warm.metrics["device_write_ios"], 0.0, "{:?}", warm.metrics);
     left_nothing(&root, &work);
 }
+
+/// A candidate's read-only points are measured in turn with the baseline: each of xfs's
+/// search and cold-read records carries ext4's figures from the same phase (as many
+/// passes, from a copy of ext4's populated image for the search and a fresh ext4 for the
+/// cold read, whose install it lays down there too), its comparison is the paired test in
+/// turn, and the baseline's own cells and every mutating point stay alone. `--in-turn off`
+/// measures every point alone. Nothing is left behind either way.
+#[test]
+fn a_candidates_read_only_points_are_measured_in_turn_with_the_baseline() {
+    require_root();
+    let root = TestRoot::new("in-turn");
+    let args = [
+        "--target",
+        "ext4",
+        "--target",
+        "xfs",
+        "--workload",
+        "search,cold-read,touch",
+        "--runs",
+        "2",
+        "--scale",
+        "0.002",
+        "--quiet",
+    ];
+    let (out, work, _) = run_ok(&root, &args);
+    let loaded = store::load(&out).unwrap();
+    for m in &loaded.measurements {
+        assert_eq!(
+            m.status,
+            Status::Ok,
+            "{} {}: {:?}",
+            m.target,
+            m.workload,
+            m.error
+        );
+        let key = if m.workload == "search" {
+            "files_per_s"
+        } else {
+            "seconds_per_pass"
+        };
+        match (&m.in_turn, m.target.as_str(), m.workload.as_str()) {
+            (None, "ext4", _) | (None, _, "touch") => {}
+            (Some(t), "xfs", "search" | "cold-read") => {
+                assert_eq!(t.target, "ext4");
+                assert_eq!(t.provenance.fs_type, "ext4");
+                let clone = t.provenance.clone.is_some();
+                assert_eq!(
+                    clone,
+                    m.workload == "search",
+                    "{}: {:?}",
+                    m.workload,
+                    t.provenance
+                );
+                assert_eq!(t.metrics["passes"], m.metrics["passes"]);
+                assert!(t.metrics[key] > 0.0, "{:?}", t.metrics);
+                assert!(m.notes.iter().any(|n| n.contains("in turn with ext4")));
+            }
+            (t, target, w) => panic!("{target} {w}: in turn {t:?}"),
+        }
+    }
+    let summary: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
+    let tests: Vec<(String, String)> = (summary["sections"].as_array().unwrap().iter())
+        .flat_map(|s| {
+            let key = s["key_metric"].as_str().unwrap().to_string();
+            let w = s["workload"].as_str().unwrap().to_string();
+            (s["rows"].as_array().unwrap().iter())
+                .filter(|r| r["target"] == "xfs")
+                .map(move |r| {
+                    (
+                        w.clone(),
+                        r["metrics"][&key]["vs_baseline"]["test"].to_string(),
+                    )
+                })
+        })
+        .collect();
+    for (w, test) in &tests {
+        assert_eq!(test == "\"in_turn\"", w != "touch", "{w}: {test}");
+    }
+    left_nothing(&root, &work);
+
+    let root = TestRoot::new("alone");
+    let (out, work, _) = run_ok(&root, &[&args[..], &["--in-turn", "off"]].concat());
+    let loaded = store::load(&out).unwrap();
+    assert!(loaded.measurements.iter().all(|m| m.in_turn.is_none()));
+    left_nothing(&root, &work);
+}

@@ -34,6 +34,7 @@ use crate::plan::Plan;
 use crate::report::key_metric;
 use crate::results::store::Loaded;
 use crate::stats::sequential::Looks;
+use crate::stats::significance::Test;
 use crate::stats::verdicts::{self, Point};
 use crate::stats::{next_run_side, Side};
 
@@ -49,6 +50,9 @@ pub struct Open {
     pub side: Side,
     /// The runs each side has made: (baseline, candidate).
     pub runs: (usize, usize),
+    /// The candidate was measured in turn with the baseline in every run, so its cells
+    /// hold both sides of the comparison: only they are repeated and paid for.
+    pub in_turn: bool,
 }
 
 /// Why the open comparisons could not be found: the run cannot tell what is decided.
@@ -149,17 +153,27 @@ pub fn side_for(base: &[f64], cand: &[f64], looks: &Looks) -> Side {
 pub fn open_in(p: &Point, baseline: &str, looks: &Looks) -> Vec<Open> {
     let base_raw = p.baseline_index(baseline).map_or(&[][..], |b| p.raw(b));
     p.undecided()
-        .map(|(i, v)| Open {
-            group: Group {
-                target: p.groups[i].key.target.clone(),
-                workload: p.workload.clone(),
-                dataset: p.dataset.clone(),
-                threads: p.threads,
-            },
-            variant: p.variant.clone(),
-            runs_to_decide: v.runs_to_decide,
-            side: side_for(base_raw, p.raw(i), looks),
-            runs: (base_raw.len(), p.raw(i).len()),
+        .map(|(i, v)| {
+            // Measured in turn, the candidate's cells hold both sides of the comparison:
+            // only they are repeated, and only their runs count.
+            let in_turn = p.vs_baseline(i).is_some_and(|c| c.test == Test::InTurn);
+            let nc = p.raw(i).len();
+            Open {
+                group: Group {
+                    target: p.groups[i].key.target.clone(),
+                    workload: p.workload.clone(),
+                    dataset: p.dataset.clone(),
+                    threads: p.threads,
+                },
+                variant: p.variant.clone(),
+                runs_to_decide: v.runs_to_decide,
+                side: match in_turn {
+                    true => Side::Candidate,
+                    false => side_for(base_raw, p.raw(i), looks),
+                },
+                runs: (base_raw.len(), nc),
+                in_turn,
+            }
         })
         .collect()
 }
@@ -184,9 +198,13 @@ fn sides_of(o: &Open, baseline: &str) -> Vec<Group> {
 
 /// The estimated seconds that would decide `o`: the runs each side still lacks to reach
 /// the look its estimate names (`runs_to_decide` beyond the smaller side, at least one),
-/// each at its group's cost. `None` without an estimate.
+/// each at its group's cost; measured in turn, the candidate's runs alone (its cells,
+/// which measure both sides, are what it costs). `None` without an estimate.
 pub fn seconds_to_decide(o: &Open, baseline: &str, cost_s: &dyn Fn(&Group) -> f64) -> Option<f64> {
     let (nb, nc) = o.runs;
+    if o.in_turn {
+        return Some(o.runs_to_decide?.max(1) as f64 * cost_s(&o.group));
+    }
     let goal = nb.min(nc) + o.runs_to_decide?.max(1);
     let lacking = |n: usize| goal.saturating_sub(n) as f64;
     Some(lacking(nb) * cost_s(&baseline_of(o, baseline)) + lacking(nc) * cost_s(&o.group))
@@ -445,6 +463,7 @@ mod tests {
             runs_to_decide: runs,
             side: Side::Both,
             runs: (3, 3),
+            in_turn: false,
         }
     }
 

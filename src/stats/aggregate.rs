@@ -57,6 +57,11 @@ pub struct Group {
     /// Repetitions that finished but whose file system failed its health check afterwards.
     pub invalid: usize,
     pub metrics: BTreeMap<String, MetricStats>,
+    /// The baseline's figures measured in turn with this group's runs
+    /// ([`Measurement::in_turn`]), per metric: the values and their runs' repetition
+    /// numbers, in repetition order; only from runs whose other side was the baseline.
+    #[serde(skip)]
+    pub in_turn: BTreeMap<String, (Vec<f64>, Vec<u32>)>,
     /// Group-level warnings first (too few runs, failures, invalid runs, no baseline), then
     /// per-metric ones in metric order. Spread and outlier warnings are raised for every
     /// metric (`seconds` and `files_per_s` usually both trip); a report that shows only some
@@ -76,6 +81,8 @@ struct Cell<'a> {
     raw: BTreeMap<String, Vec<f64>>,
     reps: BTreeMap<String, Vec<u32>>,
     non_finite: BTreeMap<String, usize>,
+    /// The baseline's side of runs measured in turn with it: (repetition, value) per metric.
+    in_turn: BTreeMap<String, Vec<(u32, f64)>>,
 }
 
 impl Cell<'_> {
@@ -91,6 +98,9 @@ impl Cell<'_> {
                 reps.iter().copied().zip(values.iter().copied()).collect();
             paired.sort_by_key(|&(r, _)| r);
             (*reps, *values) = paired.into_iter().unzip();
+        }
+        for runs in self.in_turn.values_mut() {
+            runs.sort_by_key(|&(r, _)| r);
         }
     }
 }
@@ -166,10 +176,18 @@ pub fn aggregate(measurements: &[Measurement], baseline: &str, alpha: f64) -> Ve
             raw: BTreeMap::new(),
             reps: BTreeMap::new(),
             non_finite: BTreeMap::new(),
+            in_turn: BTreeMap::new(),
         });
         match m.status {
             Status::Ok => {
                 cell.ok += 1;
+                let beside = m.in_turn.as_ref().filter(|t| t.target == baseline);
+                for (name, &value) in beside.iter().flat_map(|t| &t.metrics) {
+                    if value.is_finite() {
+                        let runs = cell.in_turn.entry(name.clone()).or_default();
+                        runs.push((m.repetition, value));
+                    }
+                }
                 for (name, &value) in &m.metrics {
                     if value.is_finite() {
                         cell.raw.entry(name.clone()).or_default().push(value);
@@ -222,6 +240,9 @@ fn build_group(
         failed: cell.failed.clone(),
         invalid: cell.invalid,
         metrics,
+        in_turn: (cell.in_turn.iter())
+            .map(|(name, runs)| (name.clone(), runs.iter().map(|&(r, v)| (v, r)).unzip()))
+            .collect(),
         warnings,
     }
 }

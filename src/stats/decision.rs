@@ -405,6 +405,44 @@ pub fn runs_to_decide_at(
         .map(|(n, _)| n - now)
 }
 
+/// [`runs_to_decide_at`] for a comparison paired by run (a point measured in turn): `d`
+/// the per-run differences of logs so far, a call due only beyond `tolerance` (a log
+/// ratio) and an equivalence whose interval is widened by it on each side, as the test
+/// makes them (`verdicts::looks`). The standard error at `n` runs is `s_d / √n` on `n − 1`
+/// degrees of freedom, `s_d` and the mean taken as the true ones.
+pub fn runs_to_decide_paired(
+    d: &[f64],
+    (tolerance, margin_pct): (f64, f64),
+    level: f64,
+    looks: &Looks,
+) -> Option<usize> {
+    if !(level > 0.0 && level < 1.0) || d.len() < 2 || !all_finite(d) || margin_pct >= 100.0 {
+        return None;
+    }
+    let m = margin_pct / 100.0;
+    let bound = m.ln_1p().min(-(-m).ln_1p());
+    let mean_d = mean(d);
+    let (sd, diff, now) = (stddev(d, mean_d), mean_d.abs(), d.len());
+    looks
+        .ahead(now, MAX_RUNS_ESTIMATE)
+        .into_iter()
+        .filter(|&(n, _)| !looks.is_sequential() || n > now)
+        .find(|&(n, w)| {
+            let se = sd / (n as f64).sqrt();
+            let df = n as f64 - 1.0;
+            if !(se > 0.0 && se.is_finite()) {
+                return false;
+            }
+            let (p_sig, p_eq) = (1.0 - w * level / 2.0, 1.0 - w * ALPHA);
+            let significant =
+                t_quantile(p_sig, df).is_some_and(|t| diff - tolerance - t * se > 0.0);
+            let equivalent =
+                t_quantile(p_eq, df).is_some_and(|t| diff + tolerance + t * se < bound);
+            significant || equivalent
+        })
+        .map(|(n, _)| n - now)
+}
+
 /// Which side of an undecided comparison a further repetition should go to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]

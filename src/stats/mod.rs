@@ -47,8 +47,8 @@ pub mod welch;
 
 pub use aggregate::{aggregate, Group, GroupKey, MetricStats};
 pub use decision::{
-    benjamini_hochberg, decide, next_level, next_run_side, runs_to_decide, tost_p, Adjustment,
-    Decision, Side, Verdict, ALPHA,
+    benjamini_hochberg, decide, next_level, next_run_side, runs_to_decide, runs_to_decide_paired,
+    tost_p, Adjustment, Decision, Side, Verdict, ALPHA,
 };
 pub use estimators::log_values;
 pub use mann_whitney::{mann_whitney, mann_whitney_min_p, MannWhitneyResult, MwMethod};

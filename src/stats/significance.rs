@@ -28,6 +28,10 @@ pub enum Test {
     /// The paired t-test on the per-round differences (blocked by round,
     /// [`super::verdicts::looks`]): chosen by the run's verdicts, never by [`compare`].
     Paired,
+    /// The paired t-test on the per-cell differences of a point measured in turn (the
+    /// candidate's passes and the baseline's alternating in one phase,
+    /// [`super::verdicts::looks`]), a call held beyond what copies of one image differ by.
+    InTurn,
     /// No spread on either side: the difference is exact, no test was needed.
     Exact,
 }
@@ -38,6 +42,7 @@ impl Test {
             Test::Welch => "Welch's t-test",
             Test::MannWhitney => "Mann–Whitney U",
             Test::Paired => "paired t-test",
+            Test::InTurn => "paired t-test, in turn",
             Test::Exact => "exact (no spread)",
         }
     }
@@ -150,7 +155,7 @@ pub fn compare(baseline: &[f64], candidate: &[f64], alpha: f64) -> Option<Compar
     };
     let test = choose_test(baseline, candidate);
     let (p_value, pct_diff, pct_ci95, pct_ci90) = match test {
-        Test::Welch | Test::Paired | Test::Exact => (
+        Test::Welch | Test::Paired | Test::InTurn | Test::Exact => (
             on.welch?.p,
             on.pct_diff,
             on.welch.map(|w| pct(w.ci95)),

@@ -7,16 +7,16 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::looks::{judge, Judged};
+use super::looks::{judge, Judged, IN_TURN_TOLERANCE_PCT};
 use super::points::{Point, RankedPair};
 use super::pools::{clear_at_no_steal, mark_at_no_steal, Pools};
 use crate::stats::decision::{
-    benjamini_hochberg, decide, next_level, runs_to_decide_at, two_stage, Adjustment, Decision,
-    Verdict, ALPHA,
+    benjamini_hochberg, decide, next_level, runs_to_decide_at, runs_to_decide_paired, two_stage,
+    Adjustment, Decision, Verdict, ALPHA,
 };
 use crate::stats::moderated::Prior;
 use crate::stats::sequential::Looks;
-use crate::stats::significance::{compare, Comparison};
+use crate::stats::significance::{compare, Comparison, Test};
 
 /// A family of comparisons under false-discovery-rate control.
 #[derive(Debug, Clone, PartialEq)]
@@ -165,6 +165,9 @@ struct Member {
     judged: Judged,
     base: Vec<f64>,
     cand: Vec<f64>,
+    /// The per-run differences the latest test paired, when the candidate was measured in
+    /// turn with the baseline ([`super::looks`]): what its runs-to-decide estimate reads.
+    in_turn: Option<Vec<f64>>,
     /// The point's prior from every run so far, for the runs-to-decide estimate.
     prior: Option<Prior>,
 }
@@ -178,24 +181,34 @@ fn members(points: &[Point], baseline: &str, looks: &Looks, raw: &HashSet<usize>
         let base_index = point.baseline_index(baseline);
         let mut group_member = HashMap::new();
         let mut push = |slot, shares, (bi, ci): (usize, usize), pools: &mut Pools| {
-            let (base, cand) = (point.sample(bi), point.sample(ci));
+            let (mut base, mut cand) = (point.sample(bi), point.sample(ci));
+            if !base_index.is_some_and(|b| b == bi || b == ci) {
+                // Each side was measured in turn with the baseline, not with the other.
+                (base, cand) = (base.alone(), cand.alone());
+            }
             let sides = (
                 point.groups[bi].key.target.as_str(),
                 point.groups[ci].key.target.as_str(),
             );
             let judged = judge(base, cand, looks, &mut |n| pools.priors(pi, n, sides));
+            let paired = (cand.in_turn_differences())
+                .or_else(|| Some(base.in_turn_differences()?.iter().map(|x| -x).collect()));
             // The runs-to-decide estimate reads the values the test saw: adjusted for
             // steal when it was.
             let (base, cand) = match judged.latest.as_ref().and_then(|t| t.steal.as_ref()) {
                 Some(a) => (a.base.clone(), a.cand.clone()),
                 None => (base.values.to_vec(), cand.values.to_vec()),
             };
+            let in_turn = (judged.latest.as_ref())
+                .filter(|t| t.test == Test::InTurn)
+                .and_then(|_| paired.clone());
             out.push(Member {
                 slot,
                 shares,
                 judged,
                 base,
                 cand,
+                in_turn,
                 prior: pools.priors(pi, usize::MAX, sides).groups,
             });
             out.len() - 1
@@ -285,8 +298,8 @@ fn settle(c: &mut Comparison, m: Member, ph: f64, o: &Outcome, how: (bool, f64, 
         c.p_value = latest.p;
         c.pct_ci95 = latest.pct_interval(0.05);
         c.pct_ci90 = latest.pct_interval(0.10);
-        if latest.steal.is_some() {
-            // The difference at equal steal, which the interval is about.
+        if latest.steal.is_some() || latest.test == Test::InTurn {
+            // The difference at equal steal, or paired in turn, which the interval is about.
             c.pct_diff = latest.pct;
         }
     }
@@ -295,7 +308,13 @@ fn settle(c: &mut Comparison, m: Member, ph: f64, o: &Outcome, how: (bool, f64, 
     let inside = equivalence.map(|e| e.pct_ci);
     let decision = decide(direction, inside, ph, ALPHA, margin_pct, higher);
     let mut v = verdict(c, (ph, o.adjustment), higher, margin_pct, || {
-        runs_to_decide_at(&m.base, &m.cand, margin_pct, o.level, looks, m.prior)
+        match &m.in_turn {
+            Some(d) => {
+                let tolerance = (IN_TURN_TOLERANCE_PCT / 100.0).ln_1p();
+                runs_to_decide_paired(d, (tolerance, margin_pct), o.level, looks)
+            }
+            None => runs_to_decide_at(&m.base, &m.cand, margin_pct, o.level, looks, m.prior),
+        }
     });
     v.decision = decision;
     v.equivalence = equivalence.filter(|_| decision == Decision::Equivalent);

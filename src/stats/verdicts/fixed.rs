@@ -36,9 +36,7 @@ pub fn decided_interval(
     };
     let all = |values| Sample {
         values,
-        reps: &[],
-        steal: &[],
-        steal_reps: &[],
+        ..Sample::default()
     };
     let t = test(all(base), all(cand), Priors::default())?;
     Some((t.pct_interval(alpha)?, 1.0 - alpha))

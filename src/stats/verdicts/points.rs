@@ -50,6 +50,10 @@ pub struct Sample<'a> {
     pub reps: &'a [u32],
     pub steal: &'a [f64],
     pub steal_reps: &'a [u32],
+    /// The baseline's key metric measured in turn with each run, when it was
+    /// ([`crate::stats::aggregate::Group::in_turn`]), with those runs' repetition numbers.
+    pub in_turn: &'a [f64],
+    pub in_turn_reps: &'a [u32],
 }
 
 impl<'a> Sample<'a> {
@@ -60,7 +64,30 @@ impl<'a> Sample<'a> {
             reps: &self.reps[..n.min(self.reps.len())],
             steal: &self.steal[..n.min(self.steal.len())],
             steal_reps: &self.steal_reps[..n.min(self.steal_reps.len())],
+            in_turn: &self.in_turn[..n.min(self.in_turn.len())],
+            in_turn_reps: &self.in_turn_reps[..n.min(self.in_turn_reps.len())],
         }
+    }
+
+    /// This side without the baseline's figures measured beside it: for a comparison with
+    /// another side than the baseline.
+    pub fn alone(self) -> Sample<'a> {
+        Sample {
+            in_turn: &[],
+            in_turn_reps: &[],
+            ..self
+        }
+    }
+
+    /// The per-run differences `ln self − ln baseline` of a side measured in turn with
+    /// the baseline in every one of its runs (every value positive); else `None`.
+    pub fn in_turn_differences(&self) -> Option<Vec<f64>> {
+        if self.in_turn_reps != self.reps || self.values.len() != self.reps.len() {
+            return None;
+        }
+        let own = crate::stats::estimators::log_values(self.values)?;
+        let base = crate::stats::estimators::log_values(self.in_turn)?;
+        Some(own.iter().zip(&base).map(|(c, b)| c - b).collect())
     }
 
     /// The stolen fraction of every run, when each of them has a steal figure (its
@@ -151,11 +178,14 @@ impl Point {
     /// Group `i`'s key metric with its repetition numbers, and its steal figures.
     pub fn sample(&self, i: usize) -> Sample<'_> {
         let steal = self.groups[i].metrics.get(STEAL_METRIC);
+        let in_turn = self.groups[i].in_turn.get(&self.key.name);
         Sample {
             values: self.raw(i),
             reps: self.reps(i),
             steal: steal.map_or(&[][..], |m| m.raw.as_slice()),
             steal_reps: steal.map_or(&[][..], |m| m.reps.as_slice()),
+            in_turn: in_turn.map_or(&[][..], |(v, _)| v.as_slice()),
+            in_turn_reps: in_turn.map_or(&[][..], |(_, r)| r.as_slice()),
         }
     }
 
