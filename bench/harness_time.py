@@ -13,7 +13,9 @@ file in DIR, which a directory unpacked or copied later dates to that day: 1578.
 296.2-s run of bench/results/default-20261129-s8/quiet.)
 
 Columns, seconds summed over every cell's records, by target:
-  measure   the measured phases (`metrics.seconds`, which hold the phase's final syncfs)
+  measure   the measured phases (`metrics.seconds`, which hold the phase's final syncfs),
+            and the baseline's passes measured in turn inside them (`in_turn.metrics.seconds`,
+            set aside from the phase's own figures and so taken out of `phase_aside`)
   setup     making a cell's file system: mkfs, a blank's or a clone's copy, losetup, the
             write trace's start, the eviction, mount, the write-back before a clone's phase
             (`writeback`: its own file system and device; `sync`, the whole machine, before
@@ -89,9 +91,12 @@ def split(records, row_of=lambda key: key[0]):
         named = 0.0
         for r in rs:
             m = (r.get("metrics") or {}).get("seconds", 0.0)
-            c["measure"] += m
-            named += m
+            beside = ((r.get("in_turn") or {}).get("metrics") or {}).get("seconds", 0.0)
+            c["measure"] += m + beside
+            named += m + beside
             for step, s in (r.get("harness_seconds") or {}).items():
+                if step == "phase_aside":
+                    s = max(0.0, s - beside)
                 c[group_of(step)] += s
                 steps[step] += s
                 named += s
