@@ -6,6 +6,7 @@
 //! land on one side only.
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU8, Ordering};
 
 use super::harness::WriteBack;
 
@@ -30,7 +31,7 @@ impl Tree {
 }
 
 /// The baseline's file system a point's passes take turns with.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug)]
 pub struct InTurn {
     /// The baseline target's name.
     pub target: String,
@@ -44,4 +45,24 @@ pub struct InTurn {
     /// a turn read 0.2–0.4 % faster in an A/A pair of one file system, so the runner
     /// alternates this between cells and the passes alternate it between turns.
     pub first: bool,
+    /// Which tree the last pass on these file systems read (0: none yet, 1: the point's, 2:
+    /// the baseline's): after cold passes, the other was dropped before it, so a warm
+    /// point that follows warms just that one.
+    pub last: AtomicU8,
+}
+
+impl InTurn {
+    /// The tree the last pass read, if any ([`InTurn::last`]).
+    pub fn last_read(&self) -> Option<Tree> {
+        match self.last.load(Ordering::Relaxed) {
+            1 => Some(Tree::Own),
+            2 => Some(Tree::InTurn),
+            _ => None,
+        }
+    }
+
+    /// Notes that a pass read `tree`.
+    pub fn read(&self, tree: Tree) {
+        self.last.store(tree.index() as u8 + 1, Ordering::Relaxed);
+    }
 }

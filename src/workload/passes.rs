@@ -112,10 +112,11 @@ impl Sum {
 /// point's ([`Ctx::in_turn`]), the passes alternate between the two trees in turns of one
 /// pass each, the baseline's set aside from the monitor's figures ([`Harness::aside`]) and
 /// timed on its own; which goes first swaps every turn (A B, B A, A B, …), starting where
-/// the runner says ([`InTurn::first`]), and the phase ends after an even
-/// number of turns, so each tree went first as often as the other (a cold start read
-/// 13 % faster second in its turn, in an A/A pair of ext4 file systems). Cold passes
-/// get a drop before each, whichever tree they read.
+/// the runner says ([`InTurn::first`]), and the phase ends after one turn or an even
+/// number of them, so each tree went first as often as the other within the phase or,
+/// after one turn, across the cells (a cold start read 13 % faster second in its turn, in
+/// an A/A pair of ext4 file systems). Cold passes get a drop before each, whichever tree
+/// they read.
 fn repeat(
     ctx: &Ctx,
     harness: &mut dyn Harness,
@@ -125,6 +126,7 @@ fn repeat(
     let floor = harness.phase_floor();
     let mut run = Run {
         in_turn: ctx.in_turn,
+        follows: ctx.follows,
         aside: harness.aside(),
         writeback: between.and(harness.pass_writeback()),
         between,
@@ -157,7 +159,9 @@ fn repeat(
             // The passes' own seconds must reach the floor, not the wall clock: the
             // phase's `seconds` is their sum, and what runs between them is not in it.
             let capped = t0.elapsed() >= floor * walls || (done / trees) as u64 >= max;
-            let balanced = trees == 1 || done % (2 * trees) == 0;
+            // Each tree first as often as the other within the phase, unless one turn
+            // reached the floor (long passes: the cells alternate which goes first).
+            let balanced = trees == 1 || done == trees || done % (2 * trees) == 0;
             if capped || (run.own.seconds() >= floor.as_secs_f64() && balanced) {
                 break;
             }
@@ -170,6 +174,8 @@ fn repeat(
 /// between them.
 struct Run<'a> {
     in_turn: Option<&'a InTurn>,
+    /// The point follows another on the same file systems ([`Ctx::follows`]).
+    follows: bool,
     aside: crate::monitor::Aside,
     /// The point's file system, written back after each of its cold passes.
     writeback: Option<WriteBack>,
@@ -180,8 +186,10 @@ struct Run<'a> {
 }
 
 impl Run<'_> {
-    /// Before the phase: both trees warmed (the baseline's as the workload warmed its own),
-    /// or the baseline's as cold as the caller made its own. The harness's drop writes back only the point's
+    /// Before the phase: the baseline's tree warmed as the workload warmed its own (after
+    /// a cold point on the same file systems, whichever of the two its last pass did not
+    /// read: a drop came before that pass), or made as cold as the caller made the
+    /// point's own. The harness's drop writes back only the point's
     /// file system, so what the workload just wrote on the baseline's stayed dirty, and
     /// cached, through it (its first cold pass read 2.5 ms where the point's took 19: an
     /// A/A pair of ext4 file systems read the baseline's 7 % faster).
@@ -190,9 +198,16 @@ impl Run<'_> {
         pass: &mut dyn FnMut(Tree) -> Result<Outcome, WorkloadError>,
     ) -> Result<(), WorkloadError> {
         match (self.in_turn, self.between) {
-            // Both: the point's own may have been left cold by a cold point before it on
-            // the same file systems, which walked the baseline's tree last.
-            (Some(_), None) => pass(Tree::Own).and_then(|_| pass(Tree::InTurn)).map(drop),
+            // The point's own too when it follows a cold point on the same file systems,
+            // whose last pass may have read the baseline's tree after a drop.
+            (Some(t), None) => {
+                let cold = match (self.follows, t.last_read()) {
+                    (true, Some(Tree::InTurn)) => Tree::Own,
+                    (true, Some(Tree::Own)) => return Ok(()),
+                    _ => Tree::InTurn,
+                };
+                pass(cold).map(drop)
+            }
             (Some(t), Some(drop_caches)) => {
                 t.writeback.run().map_err(|e| {
                     WorkloadError::io(
@@ -220,6 +235,9 @@ impl Run<'_> {
         pass: &mut dyn FnMut(Tree) -> Result<Outcome, WorkloadError>,
         tree: Tree,
     ) -> Result<(), WorkloadError> {
+        if let Some(t) = self.in_turn {
+            t.read(tree);
+        }
         match tree {
             Tree::Own if self.in_turn.is_some() => {
                 // Bracketed as the baseline's pass is, by the monitor's readings on either

@@ -350,6 +350,9 @@ fn summary(h: &mut String, r: &Report) {
         for why in s.rows.iter().filter_map(|r| r.why.as_ref()) {
             let _ = write!(h, "<p class=\"why\">why: {}</p>", esc(why));
         }
+        if let Some(line) = s.in_turn_line(&r.baseline) {
+            let _ = write!(h, "<p class=\"why\">{}</p>", esc(&line));
+        }
     }
     h.push_str("</details></section>");
 }

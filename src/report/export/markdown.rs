@@ -53,6 +53,9 @@ pub fn render(r: &Report) -> String {
                     .collect::<String>()
             ));
         }
+        if let Some(line) = s.in_turn_line(&r.baseline) {
+            out.push_str(&format!("\n{line}\n"));
+        }
     }
     if s_wide(r) {
         out.push_str(&format!("\n{}\n", crate::report::model::format::WIDE_NOTE));

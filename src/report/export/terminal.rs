@@ -289,6 +289,9 @@ fn section(s: &Section, baseline: &str, color: bool, width: usize) -> (String, V
     for why in s.rows.iter().filter_map(|r| r.why.as_ref()) {
         out.push_str(&wrap(&format!("why: {why}"), width, "  ", "    "));
     }
+    if let Some(line) = s.in_turn_line(baseline) {
+        out.push_str(&wrap(&line, width, "  ", "    "));
+    }
     for row in &s.rows {
         if let Some(stop) = &row.budget_stop {
             let line = format!("{}: {}", row.target, stop.words);

@@ -118,6 +118,30 @@ impl Section {
         point_label(self.dataset.as_deref(), &self.variant)
     }
 
+    /// The line that says which rows' % was measured in turn with the baseline (the
+    /// baseline's file system beside each of their cells, `stats::verdicts::looks`), so a
+    /// reader does not take that % for the ratio of the two rows' figures; `None` when
+    /// none was.
+    pub fn in_turn_line(&self, baseline: &str) -> Option<String> {
+        let paired: Vec<&str> = (self.rows.iter())
+            .filter(|r| {
+                let c = r
+                    .metric(&self.key_metric)
+                    .and_then(|m| m.vs_baseline.as_ref());
+                c.is_some_and(|c| c.test == crate::stats::significance::Test::InTurn)
+            })
+            .map(|r| r.target.as_str())
+            .collect();
+        let whose = if paired.len() == 1 { "its" } else { "their" };
+        (!paired.is_empty()).then(|| {
+            format!(
+                "in turn: {baseline} was measured beside {} in each of {whose} cells; the % \
+                 is the paired difference, not the ratio of the two rows' figures",
+                paired.join(", ")
+            )
+        })
+    }
+
     pub fn title(&self) -> String {
         let mut t = self.workload.clone();
         let point = self.point_label();
