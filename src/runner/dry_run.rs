@@ -496,7 +496,36 @@ fn images_line(plan: &Plan, cells: &[Priced], size: u64) -> String {
             plural(fresh)
         ));
     }
+    let beside = beside_cells(plan, cells);
+    if beside > 0 {
+        parts.push(format!(
+            "{beside} candidate cell{} of read-only points also mount {}'s file system beside \
+             their own (measured in turn: a copy of its image, or a fresh one)",
+            plural(beside),
+            plan.baseline
+        ));
+    }
     parts.join("; ")
+}
+
+/// The cells that mount the baseline's file system beside their own, for the points they
+/// measure in turn with it (`runner::walk`'s `beside`, which also leaves out MPI jobs and
+/// log targets, which a dry run does not know of).
+fn beside_cells(plan: &Plan, cells: &[Priced]) -> usize {
+    let on_loop = |t: &crate::plan::TargetConfig| matches!(t.location, Location::Loop);
+    let baseline = plan.targets.iter().find(|t| t.name == plan.baseline);
+    if !plan.in_turn || plan.age_pct.is_some() || !baseline.is_some_and(on_loop) {
+        return 0;
+    }
+    let in_turn = |w: &str| {
+        crate::workload::by_name(w).is_some_and(|w| w.in_turn(&crate::workload::Point::default()))
+    };
+    (cells.iter())
+        .filter(|&&(t, _, w)| {
+            let target = &plan.targets[t];
+            target.name != plan.baseline && on_loop(target) && in_turn(w)
+        })
+        .count()
 }
 
 #[cfg(test)]
@@ -536,6 +565,32 @@ mod tests {
         let plan = Plan::of(vec![get("ext4")], &["copy", "scan"], Default::default());
         let line = images_line(&plan, &[(0, 0, "copy"), (0, 0, "scan")], 1 << 30);
         assert!(line.contains("2 written once"), "{line}");
+    }
+
+    /// The dry run names every file system a run makes: a candidate's cells of read-only
+    /// points also mount the baseline's beside their own when they are measured in turn
+    /// (not the baseline's own cells, nor a mutating workload's, nor with `--in-turn off`).
+    #[test]
+    fn the_images_line_counts_the_baselines_file_systems_beside_the_candidates() {
+        let get = |n| crate::plan::catalogue::get(n).unwrap();
+        let mut plan = Plan::of(
+            vec![get("ext4"), get("xfs")],
+            &["create", "scan"],
+            Default::default(),
+        );
+        plan.baseline = "ext4".into();
+        plan.in_turn = true;
+        let cells = [
+            (0, 0, "scan"),
+            (1, 0, "create"),
+            (1, 0, "scan"),
+            (1, 0, "scan"),
+        ];
+        let line = images_line(&plan, &cells, 1 << 30);
+        let said = "2 candidate cells of read-only points also mount ext4's file system beside";
+        assert!(line.contains(said), "{line}");
+        plan.in_turn = false;
+        assert!(!images_line(&plan, &cells, 1 << 30).contains("beside"));
     }
 
     /// Defect (issue 60): the database study's dry run said "2 workload points × threads 1"
