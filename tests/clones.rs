@@ -512,7 +512,7 @@ fn a_candidates_read_only_points_are_measured_in_turn_with_the_baseline() {
     for (w, test) in &tests {
         assert_eq!(test == "\"in_turn\"", w != "touch", "{w}: {test}");
     }
-    // Every output says so beside the table: the % is not the ratio of the rows' figures.
+    // Every output says so beside the table, and what the figure is.
     let md = std::fs::read_to_string(out.join("summary.md")).unwrap();
     let said = "in turn: ext4 was measured beside xfs in each of its cells";
     assert_eq!(

@@ -41,6 +41,12 @@ pub struct MetricStats {
     /// adjusted % is a ratio of, so the figure shown beside it is taken from these.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub at_no_steal: Option<Vec<f64>>,
+    /// The key metric's runs at the baseline's level, when its point's comparison with the
+    /// baseline was measured in turn (`stats::verdicts::looks`): each run's ratio to the
+    /// baseline measured beside it, times the baseline row's figure, so the figure shown
+    /// is the one the paired % is a ratio of.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub in_turn: Option<Vec<f64>>,
 }
 
 /// All repetitions of one workload point on one target.
@@ -363,6 +369,7 @@ fn metric_stats(
                 reps: cell.reps.get(metric).cloned().unwrap_or_default(),
                 vs_baseline,
                 at_no_steal: None,
+                in_turn: None,
             },
         );
     }

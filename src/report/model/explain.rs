@@ -262,6 +262,7 @@ pub(super) mod tests {
             reps: (0..v.len() as u32).collect(),
             vs_baseline: None,
             at_no_steal: None,
+            in_turn: None,
         }
     }
 

@@ -118,10 +118,10 @@ impl Section {
         point_label(self.dataset.as_deref(), &self.variant)
     }
 
-    /// The line that says which rows' % was measured in turn with the baseline (the
-    /// baseline's file system beside each of their cells, `stats::verdicts::looks`), so a
-    /// reader does not take that % for the ratio of the two rows' figures; `None` when
-    /// none was.
+    /// The line that says which rows were measured in turn with the baseline (its file
+    /// system beside each of their cells, `stats::verdicts::looks`) and so what their
+    /// figure is: the baseline's times their ratio to the baseline beside them
+    /// (`MetricStats::in_turn`), which their paired % compares; `None` when none was.
     pub fn in_turn_line(&self, baseline: &str) -> Option<String> {
         let paired: Vec<&str> = (self.rows.iter())
             .filter(|r| {
@@ -135,8 +135,9 @@ impl Section {
         let whose = if paired.len() == 1 { "its" } else { "their" };
         (!paired.is_empty()).then(|| {
             format!(
-                "in turn: {baseline} was measured beside {} in each of {whose} cells; the % \
-                 is the paired difference, not the ratio of the two rows' figures",
+                "in turn: {baseline} was measured beside {} in each of {whose} cells; the \
+                 figure is {baseline}'s times the ratio to the {baseline} beside it, and the % \
+                 is paired",
                 paired.join(", ")
             )
         })

@@ -28,6 +28,9 @@ pub enum Statistic {
     /// The geometric mean of the runs adjusted to no CPU steal: the figure a steal-adjusted
     /// % is the ratio of ([`crate::stats::steal`]).
     GeometricMeanAtNoSteal,
+    /// The geometric mean of the runs at the baseline's level, for a row measured in turn
+    /// with it: the figure its paired % is the ratio of ([`MetricStats::in_turn`]).
+    GeometricMeanInTurn,
     Mean,
     Median,
 }
@@ -37,6 +40,7 @@ impl Statistic {
         match self {
             Statistic::GeometricMean => "geometric mean",
             Statistic::GeometricMeanAtNoSteal => "geometric mean at no CPU steal",
+            Statistic::GeometricMeanInTurn => "geometric mean at the baseline's level, in turn",
             Statistic::Mean => "mean",
             Statistic::Median => "median",
         }
@@ -55,10 +59,19 @@ pub struct Shown {
 
 /// The key metric's centre: the geometric mean when every run is positive and the
 /// comparison (if any) is on the ratio scale, else the arithmetic mean.
-/// When the point's comparisons were adjusted for CPU steal, it is the geometric mean of
-/// the runs at no steal, so the adjusted % beside it is the ratio of the two figures shown
+/// For a row measured in turn with the baseline, it is the geometric mean of its runs at
+/// the baseline's level ([`MetricStats::in_turn`]), so its paired % is the ratio of the two
+/// figures shown. When the point's comparisons were adjusted for CPU steal, it is the
+/// geometric mean of the runs at no steal, so the adjusted % beside it is the ratio of the two figures shown
 /// (a row once read 0.448 s against the baseline's 0.454 s beside "+11.3 %").
 pub fn centre(m: &MetricStats) -> Shown {
+    if let Some(s) = m.in_turn.as_deref().and_then(geometric) {
+        return Shown {
+            statistic: Statistic::GeometricMeanInTurn,
+            n: m.summary.n,
+            ..s
+        };
+    }
     if let Some(s) = m.at_no_steal.as_deref().and_then(geometric) {
         return Shown {
             statistic: Statistic::GeometricMeanAtNoSteal,
@@ -142,6 +155,7 @@ pub fn of_runs(key: bool, raw: &[f64]) -> Option<Shown> {
         reps: Vec::new(),
         vs_baseline: None,
         at_no_steal: None,
+        in_turn: None,
     };
     Some(if key { centre(&m) } else { median(&m) })
 }
@@ -176,6 +190,7 @@ mod tests {
             reps: (0..raw.len() as u32).collect(),
             vs_baseline: None,
             at_no_steal: None,
+            in_turn: None,
         }
     }
 

@@ -135,7 +135,7 @@ fn ranking_pairs(p: &Point, baseline: &str) -> Vec<RankedPair> {
         .map(|(win, next)| RankedPair {
             win,
             next,
-            cmp: compare(p.raw(next), p.raw(win), ALPHA),
+            cmp: compare(p.shown_runs(next), p.shown_runs(win), ALPHA),
             same_as: if target(win) == baseline {
                 Some(next)
             } else if target(next) == baseline {
@@ -183,8 +183,9 @@ fn members(points: &[Point], baseline: &str, looks: &Looks, raw: &HashSet<usize>
         let mut push = |slot, shares, (bi, ci): (usize, usize), pools: &mut Pools| {
             let (mut base, mut cand) = (point.sample(bi), point.sample(ci));
             if !base_index.is_some_and(|b| b == bi || b == ci) {
-                // Each side was measured in turn with the baseline, not with the other.
-                (base, cand) = (base.alone(), cand.alone());
+                // Each side was measured in turn with the baseline, not with the other: the
+                // two are compared on the figures their rows show.
+                (base, cand) = (point.shown_sample(bi), point.shown_sample(ci));
             }
             let sides = (
                 point.groups[bi].key.target.as_str(),
@@ -421,6 +422,7 @@ pub fn decide_points(points: &mut [Point], baseline: &str, margin_pct: f64, look
                 true => clear_at_no_steal(point),
                 false => mark_at_no_steal(point),
             }
+            point.mark_in_turn(baseline);
             point.pairs = ranking_pairs(point, baseline);
         }
         let members = members(points, baseline, looks, &raw);

@@ -207,11 +207,56 @@ impl Point {
     /// [`MetricStats::at_no_steal`]: crate::stats::MetricStats::at_no_steal
     pub fn centre(&self, i: usize) -> Option<f64> {
         let m = self.groups[i].metrics.get(&self.key.name)?;
-        let runs = m.at_no_steal.as_deref().unwrap_or(&m.raw);
+        let runs = (m.in_turn.as_deref())
+            .or(m.at_no_steal.as_deref())
+            .unwrap_or(&m.raw);
         match crate::stats::estimators::log_values(runs) {
             Some(logs) if !logs.is_empty() => Some(crate::stats::estimators::mean(&logs).exp()),
             _ => Some(m.summary.mean),
         }
+    }
+
+    /// Sets each group's key-metric runs at the baseline's level ([`MetricStats::in_turn`])
+    /// where its comparison with `baseline` is measured in turn, every run paired
+    /// ([`Sample::in_turn_differences`]): the baseline row's centre times each run's ratio
+    /// to the baseline beside it, so the centre shown and ranked on is the one the paired %
+    /// is a ratio of; clears them elsewhere.
+    ///
+    /// [`MetricStats::in_turn`]: crate::stats::MetricStats::in_turn
+    pub fn mark_in_turn(&mut self, baseline: &str) {
+        let b = self.baseline_index(baseline);
+        let level = b.and_then(|b| self.centre(b));
+        let runs: Vec<Option<Vec<f64>>> = (0..self.groups.len())
+            .map(|g| {
+                let level = level.filter(|_| Some(g) != b)?;
+                let d = self.sample(g).in_turn_differences()?;
+                Some(d.iter().map(|x| level * x.exp()).collect())
+            })
+            .collect();
+        let key = self.key.name.clone();
+        for (group, runs) in self.groups.iter_mut().zip(runs) {
+            if let Some(m) = group.metrics.get_mut(&key) {
+                m.in_turn = runs;
+            }
+        }
+    }
+
+    /// Group `i`'s key metric as its row shows it (at the baseline's level when measured
+    /// in turn: [`Point::mark_in_turn`]), without the baseline's figures beside it: one side
+    /// of a comparison with another target than the baseline, on the figures the rows show.
+    pub fn shown_sample(&self, i: usize) -> Sample<'_> {
+        Sample {
+            values: self.shown_runs(i),
+            ..self.sample(i).alone()
+        }
+    }
+
+    /// Group `i`'s key-metric runs as its row shows them: at the baseline's level when
+    /// measured in turn ([`Point::mark_in_turn`]), else as measured.
+    pub fn shown_runs(&self, i: usize) -> &[f64] {
+        let m = self.groups[i].metrics.get(&self.key.name);
+        m.and_then(|m| m.in_turn.as_deref())
+            .unwrap_or_else(|| self.raw(i))
     }
 
     /// Whether group `i` is a reference target ([`is_reference`]).
