@@ -528,3 +528,43 @@ fn a_candidates_read_only_points_are_measured_in_turn_with_the_baseline() {
     assert!(loaded.measurements.iter().all(|m| m.in_turn.is_none()));
     left_nothing(&root, &work);
 }
+
+/// Defect: a warm scan measured in turn after its cold scan warmed the tree the cold
+/// phase's last pass had not read, just before its phase, and the access times that walk
+/// dirtied (the cold phase had reset them) were written by the phase's closing `syncfs`:
+/// btrfs's warm scan wrote 451 I/Os in turn and none alone. The walk is written back
+/// before the phase now, so a warm read-only phase writes nothing in turn either.
+#[test]
+fn a_warm_scan_in_turn_after_a_cold_one_writes_nothing_in_its_phase() {
+    require_root();
+    let root = TestRoot::new("warm-in-turn");
+    let args = [
+        "--target",
+        "ext4",
+        "--target",
+        "btrfs",
+        "--workload",
+        "scan",
+        "--runs",
+        "2",
+        "--scale",
+        "0.02",
+        "--quiet",
+    ];
+    let (out, work, _) = run_ok(&root, &args);
+    let loaded = store::load(&out).unwrap();
+    let warm: Vec<_> = (loaded.measurements.iter())
+        .filter(|m| m.target == "btrfs" && m.variant == "warm")
+        .collect();
+    assert_eq!(warm.len(), 2);
+    for m in warm {
+        assert!(m.in_turn.is_some(), "{:?}", m.notes);
+        assert_eq!(
+            m.metrics.get("device_write_ios"),
+            Some(&0.0),
+            "{:?}",
+            m.metrics
+        );
+    }
+    left_nothing(&root, &work);
+}

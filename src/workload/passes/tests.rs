@@ -206,6 +206,20 @@ fn a_cold_pass_writes_back_what_it_dirtied_before_the_next_drop() {
     assert!(warm.metrics["passes"] >= 2.0, "warm passes never sync");
 }
 
+/// An ext4 baseline's tree at `root` to take turns with, its pass first when `first`.
+fn ext4_beside(root: &Path, first: bool) -> InTurn {
+    InTurn {
+        target: "ext4".into(),
+        root: root.into(),
+        writeback: WriteBack {
+            root: root.into(),
+            device: None,
+        },
+        first,
+        last: Default::default(),
+    }
+}
+
 /// A point measured in turn: the two trees alternate A B, B A, …, the phase ends after
 /// an even number of turns once past the first (each tree went first as often as the
 /// other), the baseline's tree is warmed first, and its figures come back beside the
@@ -215,16 +229,7 @@ fn passes_in_turn_alternate_and_keep_the_baselines_figures_apart() {
     let env = Env::new();
     let dir = tempfile::tempdir().unwrap();
     for first in [false, true] {
-        let t = InTurn {
-            target: "ext4".into(),
-            root: dir.path().into(),
-            writeback: WriteBack {
-                root: dir.path().into(),
-                device: None,
-            },
-            first,
-            last: Default::default(),
-        };
+        let t = ext4_beside(dir.path(), first);
         let mut seen = Vec::new();
         let mut h = Floor(Duration::from_millis(10), 0, None);
         let o = measure_passes(&env.ctx(Some(&t)), &mut h, &mut |tree| {
@@ -269,16 +274,7 @@ fn passes_in_turn_alternate_and_keep_the_baselines_figures_apart() {
 fn cold_passes_in_turn_each_start_after_a_drop() {
     let env = Env::new();
     let dir = tempfile::tempdir().unwrap();
-    let t = InTurn {
-        target: "ext4".into(),
-        root: dir.path().into(),
-        writeback: WriteBack {
-            root: dir.path().into(),
-            device: None,
-        },
-        first: false,
-        last: Default::default(),
-    };
+    let t = ext4_beside(dir.path(), false);
     let mut h = Floor(Duration::from_millis(20), 0, None);
     let before = DROPS.with(|d| d.get());
     let mut passes = 0;
