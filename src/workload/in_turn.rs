@@ -45,24 +45,30 @@ pub struct InTurn {
     /// a turn read 0.2–0.4 % faster in an A/A pair of one file system, so the runner
     /// alternates this between cells and the passes alternate it between turns.
     pub first: bool,
-    /// Which tree the last pass on these file systems read (0: none yet, 1: the point's, 2:
-    /// the baseline's): after cold passes, the other was dropped before it, so a warm
-    /// point that follows warms just that one.
-    pub last: AtomicU8,
+    /// Which trees the page cache holds as the last pass on these file systems left them
+    /// (bit [`Tree::index`] set: read since the last drop). A cold phase drops the caches
+    /// before each pass, so after it only the tree its last pass read is cached; a warm
+    /// point that follows warms just the other one. Empty on a fresh pair.
+    pub cached: AtomicU8,
 }
 
 impl InTurn {
-    /// The tree the last pass read, if any ([`InTurn::last`]).
-    pub fn last_read(&self) -> Option<Tree> {
-        match self.last.load(Ordering::Relaxed) {
-            1 => Some(Tree::Own),
-            2 => Some(Tree::InTurn),
-            _ => None,
-        }
+    /// Whether a pass read `tree` since the caches were last dropped ([`InTurn::cached`]).
+    pub fn is_cached(&self, tree: Tree) -> bool {
+        self.cached.load(Ordering::Relaxed) & Self::bit(tree) != 0
     }
 
-    /// Notes that a pass read `tree`.
+    /// Notes that a pass read `tree`: the cache holds it now.
     pub fn read(&self, tree: Tree) {
-        self.last.store(tree.index() as u8 + 1, Ordering::Relaxed);
+        self.cached.fetch_or(Self::bit(tree), Ordering::Relaxed);
+    }
+
+    /// Notes a cache drop: neither tree is cached now.
+    pub fn dropped(&self) {
+        self.cached.store(0, Ordering::Relaxed);
+    }
+
+    fn bit(tree: Tree) -> u8 {
+        1 << tree.index()
     }
 }

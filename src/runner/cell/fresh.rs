@@ -205,7 +205,7 @@ fn beside(c: &CellRun, p: &Point, populated: bool) -> Result<Option<BesideFs>, F
         },
         root,
         first: c.cell.repetition % 2 == 1,
-        last: Default::default(),
+        cached: Default::default(),
     };
     Ok(Some((inst, in_turn)))
 }
