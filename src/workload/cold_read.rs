@@ -27,7 +27,7 @@ use super::error::{IoContext, WorkloadError};
 use super::harness::Harness;
 use super::launch;
 use super::outcome::Outcome;
-use super::passes::measure_cold_passes;
+use super::passes::{measure_cold_passes, Drops};
 use super::point::Point;
 use super::prepare::{generate, prep_threads};
 use super::spec::WorkloadSpec;
@@ -211,7 +211,7 @@ impl Workload for ColdRead {
         // Every pass is checked, after its own clock stops and out of the monitor's
         // figures: a pass that read wrong bytes fails the phase.
         let aside = harness.aside();
-        let mut outcome = measure_cold_passes(ctx, harness, &mut |tree| {
+        let mut outcome = measure_cold_passes(ctx, harness, Drops::EachPass, &mut |tree| {
             let t = Instant::now();
             let r = read_all(ctx, &roots[tree.index()], &manifest, &order)?;
             let seconds = t.elapsed().as_secs_f64();
@@ -265,7 +265,7 @@ fn run_launch(ctx: &Ctx, harness: &mut dyn Harness) -> Result<Outcome, WorkloadE
     // Every start is checked (exit status, and that it read every data file whole), after
     // its own clock stops and out of the monitor's figures.
     let aside = harness.aside();
-    let mut outcome = measure_cold_passes(ctx, harness, &mut |tree| {
+    let mut outcome = measure_cold_passes(ctx, harness, Drops::EachPass, &mut |tree| {
         let (cmd, manifest, app) = &mut installs[tree.index()];
         let t = Instant::now();
         let out = super::tool::output_unless_stopped(ctx, cmd, launch::PROGRAM)?;

@@ -31,7 +31,7 @@ use super::harness::Harness;
 use super::in_turn::Tree;
 use super::options;
 use super::outcome::Outcome;
-use super::passes::{measure_cold_passes, measure_passes};
+use super::passes::{measure_cold_passes, measure_passes, Drops};
 use super::point::Point;
 use super::prepare::{generate, prep_threads, prepare};
 use super::spec::{StartState, WorkloadSpec};
@@ -438,7 +438,7 @@ impl Workload for Dupes {
         // The search only reads, so it repeats to the floor: cold with the caches dropped
         // before every pass, warm back to back.
         let mut outcome = if cold {
-            measure_cold_passes(ctx, harness, &mut pass)?
+            measure_cold_passes(ctx, harness, Drops::EachPass, &mut pass)?
         } else {
             measure_passes(ctx, harness, &mut pass)?
         };

@@ -64,16 +64,32 @@ pub fn measure_passes(
 /// after the first, so each starts as cold as the first; the caller drops them before the
 /// first, as for a single cold pass. Before each drop, what the pass left dirty is written
 /// back ([`Harness::pass_writeback`]), timed as part of the pass. The passes' own time (the
-/// drops not counted) must reach the floor. The drops are set aside ([`Harness::aside`]): the monitor's seconds, device
-/// counters and CPU figures leave them out. Adds `between_passes_seconds`: the time they
-/// took.
+/// drops not counted) must reach the floor. The drops are set aside ([`Harness::aside`]):
+/// the monitor's seconds, device counters and CPU figures leave them out. Adds
+/// `between_passes_seconds`: the time they took. In turn, `drops` says whether a drop comes
+/// before every pass or before every turn ([`Drops`]).
 pub fn measure_cold_passes(
     ctx: &Ctx,
     harness: &mut dyn Harness,
+    drops: Drops,
     pass: &mut dyn FnMut(Tree) -> Result<Outcome, WorkloadError>,
 ) -> Result<Outcome, WorkloadError> {
     let drop_caches = harness.pass_dropper();
-    repeat(ctx, harness, pass, Some(drop_caches))
+    repeat(ctx, harness, pass, Some((drop_caches, drops)))
+}
+
+/// When cold passes in turn drop the caches. Measured alone, a drop comes before every pass
+/// either way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Drops {
+    /// Before every pass: one tree's pass may warm what the other's reads too (a program
+    /// launched from either tree loads the same libraries).
+    EachPass,
+    /// Before every turn: a pass reads only its own tree, so the turn's second tree is as
+    /// cold after the first's pass as after a drop, and after the phase both trees stay
+    /// cached for a warm point that follows (no warm-up walk of the one a last drop
+    /// evicted: ~0.6 s a cell at scale 0.2), at half the drops.
+    EachTurn,
 }
 
 /// What a phase's passes over one tree add up to.
@@ -121,7 +137,7 @@ fn repeat(
     ctx: &Ctx,
     harness: &mut dyn Harness,
     pass: &mut dyn FnMut(Tree) -> Result<Outcome, WorkloadError>,
-    between: Option<fn() -> std::io::Result<()>>,
+    between: Option<(fn() -> std::io::Result<()>, Drops)>,
 ) -> Result<Outcome, WorkloadError> {
     let floor = harness.phase_floor();
     let mut run = Run {
@@ -130,7 +146,8 @@ fn repeat(
         follows: ctx.follows,
         aside: harness.aside(),
         writeback: between.and(harness.pass_writeback()),
-        between,
+        between: between.map(|b| b.0),
+        each_turn: between.is_some_and(|b| b.1 == Drops::EachTurn) && ctx.in_turn.is_some(),
         own: Sum::default(),
         other: Sum::default(),
         between_s: 0.0,
@@ -151,7 +168,8 @@ fn repeat(
         loop {
             let tree = run.tree_at(done);
             if done > 0 {
-                run.between(run.tree_at(done - 1), tree)?;
+                let drop = !run.each_turn || done % trees == 0;
+                run.between(run.tree_at(done - 1), tree, drop)?;
             }
             run.one(pass, tree)?;
             done += 1;
@@ -184,6 +202,8 @@ struct Run<'a> {
     /// The point's file system, written back after each of its cold passes.
     writeback: Option<WriteBack>,
     between: Option<fn() -> std::io::Result<()>>,
+    /// Cold passes in turn drop the caches before each turn, not each pass ([`Drops`]).
+    each_turn: bool,
     own: Sum,
     other: Sum,
     between_s: f64,
@@ -293,12 +313,13 @@ impl Run<'_> {
 
     /// After a cold pass over `last`, before one over `next`: what `last` left dirty
     /// written back and charged to it (the baseline's outside the monitor's figures), then,
-    /// set aside, `next`'s earlier reads forgotten and its file system written back whole,
-    /// and the caches dropped. The reads are forgotten just before the tree is walked
+    /// when the caches are to be dropped here (`drop`, [`Drops`]), set aside: the reads of
+    /// the trees walked before the next drop forgotten, their file systems written back
+    /// whole, and the caches dropped. A tree's reads are forgotten just before it is walked
     /// again, not after every pass: in turn, the first turn's second tree follows a tree
     /// that may never be walked again in the phase, and a reset of 50,000 files and its
     /// write-back took ~0.3 s. Nothing between warm passes.
-    fn between(&mut self, last: Tree, next: Tree) -> Result<(), WorkloadError> {
+    fn between(&mut self, last: Tree, next: Tree, drop: bool) -> Result<(), WorkloadError> {
         let Some(drop_caches) = self.between else {
             return Ok(());
         };
@@ -310,10 +331,22 @@ impl Run<'_> {
             }
         }
         self.to_forget[last.index()] = true;
-        let forget = std::mem::take(&mut self.to_forget[next.index()]);
-        let wb = self.writeback_of(next).filter(|_| forget);
+        if !drop {
+            return Ok(());
+        }
+        let coming: &[Tree] = match self.each_turn {
+            true => &[Tree::Own, Tree::InTurn],
+            false => &[next],
+        };
+        let pending: Vec<Tree> = (coming.iter().copied())
+            .filter(|t| std::mem::take(&mut self.to_forget[t.index()]))
+            .collect();
+        let forget: Vec<&WriteBack> = (pending.into_iter())
+            .filter_map(|t| self.writeback_of(t))
+            .collect();
         let d = Instant::now();
-        self.aside.run(|| forget_reads_and_drop(wb, drop_caches))?;
+        self.aside
+            .run(|| forget_reads_and_drop(&forget, drop_caches))?;
         self.between_s += d.elapsed().as_secs_f64();
         if let Some(t) = self.in_turn {
             t.dropped();
@@ -421,17 +454,17 @@ fn passes_note(passes: u64, between_s: Option<f64>, seconds: f64, floor: Duratio
     )
 }
 
-/// What runs between two cold passes, outside the measured time: the tree under the
-/// written-back file system made unread again ([`forget_reads`]), that file system written
+/// What runs between two cold passes, outside the measured time: the trees under the
+/// written-back file systems made unread again ([`forget_reads`]), those file systems written
 /// back whole (the reset's own inode writes, which a drop cannot evict while dirty), then
 /// the caches dropped. Only the target is written back, not the machine (`sync(2)`, which
 /// waits on every other program's dirty pages too and makes the target no colder); on a
 /// target whose drop does nothing (tmpfs) the write-back does nothing either.
 fn forget_reads_and_drop(
-    writeback: Option<&WriteBack>,
+    writebacks: &[&WriteBack],
     drop_caches: fn() -> std::io::Result<()>,
 ) -> Result<(), WorkloadError> {
-    if let Some(wb) = writeback {
+    for wb in writebacks {
         forget_reads(&wb.root)?;
         wb.run()
             .map_err(|e| WorkloadError::io("writing the target back between cold passes", e))?;

@@ -15,7 +15,7 @@ use super::error::WorkloadError;
 use super::harness::Harness;
 use super::in_turn::Tree;
 use super::outcome::Outcome;
-use super::passes::{measure_cold_passes, measure_passes};
+use super::passes::{measure_cold_passes, measure_passes, Drops};
 use super::point::Point;
 use super::prepare::prepare;
 use super::spec::{StartState, WorkloadSpec};
@@ -143,7 +143,7 @@ impl Workload for Scan {
             if point.variant == "warm" {
                 measure_passes(ctx, harness, &mut pass)?
             } else {
-                measure_cold_passes(ctx, harness, &mut pass)?
+                measure_cold_passes(ctx, harness, Drops::EachTurn, &mut pass)?
             }
         };
         let whole = super::prepare::whole_tree(ctx, manifest)?;

@@ -119,8 +119,13 @@ fn cold_passes_drop_the_caches_before_each_pass_after_the_first() {
     let env = Env::new();
     let mut h = Floor(Duration::from_millis(40), 0, None);
     let before = DROPS.with(|d| d.get());
-    let o =
-        measure_cold_passes(&env.ctx(None), &mut h, &mut pass(Duration::from_millis(5))).unwrap();
+    let o = measure_cold_passes(
+        &env.ctx(None),
+        &mut h,
+        Drops::EachPass,
+        &mut pass(Duration::from_millis(5)),
+    )
+    .unwrap();
     let drops = DROPS.with(|d| d.get()) - before;
     assert_eq!(h.1, 1, "one measured phase");
     let n = o.metrics["passes"];
@@ -189,17 +194,32 @@ fn a_cold_pass_writes_back_what_it_dirtied_before_the_next_drop() {
     let env = Env::new();
     let dir = tempfile::tempdir().unwrap();
     let mut h = Floor(Duration::from_millis(30), 0, Some(dir.path().into()));
-    let o =
-        measure_cold_passes(&env.ctx(None), &mut h, &mut pass(Duration::from_millis(2))).unwrap();
+    let o = measure_cold_passes(
+        &env.ctx(None),
+        &mut h,
+        Drops::EachPass,
+        &mut pass(Duration::from_millis(2)),
+    )
+    .unwrap();
     assert!(o.metrics["passes"] >= 2.0, "{:?}", o.metrics);
     let gone = dir.path().join("gone");
     let mut h = Floor(Duration::from_millis(30), 0, Some(gone.clone()));
-    let e = measure_cold_passes(&env.ctx(None), &mut h, &mut pass(Duration::from_millis(2)))
-        .unwrap_err();
+    let e = measure_cold_passes(
+        &env.ctx(None),
+        &mut h,
+        Drops::EachPass,
+        &mut pass(Duration::from_millis(2)),
+    )
+    .unwrap_err();
     assert!(e.to_string().contains("syncfs after a cold pass"), "{e}");
     let mut h = Floor(Duration::ZERO, 0, Some(gone.clone()));
-    let one =
-        measure_cold_passes(&env.ctx(None), &mut h, &mut pass(Duration::from_millis(2))).unwrap();
+    let one = measure_cold_passes(
+        &env.ctx(None),
+        &mut h,
+        Drops::EachPass,
+        &mut pass(Duration::from_millis(2)),
+    )
+    .unwrap();
     assert_eq!(one.metrics["passes"], 1.0, "one pass: the harness syncs");
     let mut h = Floor(Duration::from_millis(30), 0, Some(gone));
     let warm = measure_passes(&env.ctx(None), &mut h, &mut pass(Duration::from_millis(2))).unwrap();
@@ -278,7 +298,7 @@ fn cold_passes_in_turn_each_start_after_a_drop() {
     let mut h = Floor(Duration::from_millis(20), 0, None);
     let before = DROPS.with(|d| d.get());
     let mut passes = 0;
-    let o = measure_cold_passes(&env.ctx(Some(&t)), &mut h, &mut |_| {
+    let o = measure_cold_passes(&env.ctx(Some(&t)), &mut h, Drops::EachPass, &mut |_| {
         passes += 1;
         pass(Duration::from_millis(2))(Tree::Own)
     })
@@ -296,7 +316,12 @@ fn cold_passes_in_turn_each_start_after_a_drop() {
         },
         ..t
     };
-    let e = measure_cold_passes(&env.ctx(Some(&gone)), &mut h, &mut pass(Duration::ZERO));
+    let e = measure_cold_passes(
+        &env.ctx(Some(&gone)),
+        &mut h,
+        Drops::EachPass,
+        &mut pass(Duration::ZERO),
+    );
     assert!(e.unwrap_err().to_string().contains("baseline"));
 }
 
@@ -304,7 +329,7 @@ fn cold_passes_in_turn_each_start_after_a_drop() {
 fn cold_passes_stop_at_their_cap() {
     let env = Env::new();
     let mut h = Floor(Duration::from_secs(3600), 0, None);
-    let o = measure_cold_passes(&env.ctx(None), &mut h, &mut |_| {
+    let o = measure_cold_passes(&env.ctx(None), &mut h, Drops::EachPass, &mut |_| {
         Ok(Outcome {
             seconds: 1e-6,
             ..Default::default()
@@ -329,7 +354,7 @@ fn a_warm_point_after_cold_passes_in_turn_warms_the_tree_their_last_drop_left_ou
         ctx.root = dir.path();
         let mut h = Floor(Duration::ZERO, 0, None);
         let mut cold = Vec::new();
-        measure_cold_passes(&ctx, &mut h, &mut |tree| {
+        measure_cold_passes(&ctx, &mut h, Drops::EachPass, &mut |tree| {
             cold.push(tree);
             pass(Duration::ZERO)(tree)
         })
@@ -360,14 +385,18 @@ fn a_warm_point_after_cold_passes_in_turn_warms_the_tree_their_last_drop_left_ou
 
 /// A tree's reads are forgotten just before it is walked again, not after every pass: a
 /// cold phase of one turn in turn resets neither tree's access times, one of two turns
-/// resets both (each was walked twice).
+/// resets both (each was walked twice), whether drops come before each pass or each turn.
 #[test]
 fn cold_passes_in_turn_forget_a_trees_reads_only_before_walking_it_again() {
     use std::os::unix::fs::MetadataExt;
     let env = Env::new();
     let (own, other) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let long_ago = std::time::SystemTime::UNIX_EPOCH + Duration::from_secs(1000);
-    for (floor, reset) in [(Duration::ZERO, false), (Duration::from_millis(5), true)] {
+    let cases = [(Duration::ZERO, false), (Duration::from_millis(5), true)];
+    for ((floor, reset), drops) in cases
+        .into_iter()
+        .flat_map(|c| [(c, Drops::EachPass), (c, Drops::EachTurn)])
+    {
         for d in [&own, &other] {
             let f = std::fs::File::create(d.path().join("f")).unwrap();
             f.set_times(std::fs::FileTimes::new().set_accessed(long_ago))
@@ -377,7 +406,8 @@ fn cold_passes_in_turn_forget_a_trees_reads_only_before_walking_it_again() {
         let mut ctx = env.ctx(Some(&t));
         ctx.root = own.path();
         let mut h = Floor(floor, 0, Some(own.path().into()));
-        let o = measure_cold_passes(&ctx, &mut h, &mut pass(Duration::from_millis(3))).unwrap();
+        let o =
+            measure_cold_passes(&ctx, &mut h, drops, &mut pass(Duration::from_millis(3))).unwrap();
         let turns = o.metrics["passes"];
         assert_eq!(turns > 1.0, reset, "{floor:?}: {turns} turns");
         for d in [&own, &other] {
@@ -385,4 +415,37 @@ fn cold_passes_in_turn_forget_a_trees_reads_only_before_walking_it_again() {
             assert_eq!(atime != 1000, reset, "{floor:?}, {:?}", d.path());
         }
     }
+}
+
+/// Drops before each turn ([`Drops::EachTurn`]): one before the phase and one before every
+/// turn after the first, none between a turn's two passes, and a warm point that follows
+/// walks neither tree first: the phase left both cached.
+#[test]
+fn cold_passes_in_turn_dropping_each_turn_leave_both_trees_cached() {
+    let env = Env::new();
+    let dir = tempfile::tempdir().unwrap();
+    let t = ext4_beside(dir.path(), true);
+    let mut ctx = env.ctx(Some(&t));
+    ctx.root = dir.path();
+    let mut h = Floor(Duration::from_millis(20), 0, None);
+    let before = DROPS.with(|d| d.get());
+    let mut cold = Vec::new();
+    let o = measure_cold_passes(&ctx, &mut h, Drops::EachTurn, &mut |tree| {
+        cold.push(tree);
+        pass(Duration::from_millis(2))(tree)
+    })
+    .unwrap();
+    let drops = DROPS.with(|d| d.get()) - before;
+    let turns = o.metrics["passes"] as usize;
+    assert!(turns >= 2, "{cold:?}");
+    assert_eq!(drops, turns, "one before the phase and each later turn");
+    ctx.follows = true;
+    let mut warm = Vec::new();
+    let mut h = Floor(Duration::ZERO, 0, None);
+    measure_passes(&ctx, &mut h, &mut |tree| {
+        warm.push(tree);
+        pass(Duration::ZERO)(tree)
+    })
+    .unwrap();
+    assert_eq!(warm.len(), 2, "one turn, no warm-up walk: {warm:?}");
 }
