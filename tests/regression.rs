@@ -1370,14 +1370,19 @@ fn cache_drops_between_cold_passes_are_not_charged_to_the_phases_cpu() {
         report: None,
     };
     let env = common::Env::new();
-    let o = fsarena::workload::passes::measure_cold_passes(&env.ctx(), &mut h, &mut |_| {
-        let t = std::time::Instant::now();
-        std::thread::sleep(std::time::Duration::from_millis(25));
-        Ok(fsarena::workload::Outcome {
-            seconds: t.elapsed().as_secs_f64(),
-            ..Default::default()
-        })
-    })
+    let o = fsarena::workload::passes::measure_cold_passes(
+        &env.ctx(),
+        &mut h,
+        fsarena::workload::passes::Drops::EachPass,
+        &mut |_| {
+            let t = std::time::Instant::now();
+            std::thread::sleep(std::time::Duration::from_millis(25));
+            Ok(fsarena::workload::Outcome {
+                seconds: t.elapsed().as_secs_f64(),
+                ..Default::default()
+            })
+        },
+    )
     .unwrap();
     let drops = o.metrics["passes"] - 1.0;
     assert!(drops >= 2.0, "{drops} drops");

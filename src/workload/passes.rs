@@ -92,6 +92,9 @@ pub enum Drops {
     EachTurn,
 }
 
+/// What drops the caches between cold passes ([`Harness::pass_dropper`]).
+type Dropper = fn() -> std::io::Result<()>;
+
 /// What a phase's passes over one tree add up to.
 #[derive(Default)]
 struct Sum {
@@ -137,7 +140,7 @@ fn repeat(
     ctx: &Ctx,
     harness: &mut dyn Harness,
     pass: &mut dyn FnMut(Tree) -> Result<Outcome, WorkloadError>,
-    between: Option<(fn() -> std::io::Result<()>, Drops)>,
+    between: Option<(Dropper, Drops)>,
 ) -> Result<Outcome, WorkloadError> {
     let floor = harness.phase_floor();
     let mut run = Run {
