@@ -38,6 +38,26 @@ pub struct InstanceSpec<'a> {
     pub daemon_cpus: Option<CpuList>,
 }
 
+impl InstanceSpec<'_> {
+    /// [`InstanceSpec::seq`]'s bit for a cell's log file system ([`crate::runner`]'s log home).
+    pub const LOG: u64 = 1 << 63;
+    /// [`InstanceSpec::seq`]'s bit for the baseline's file system beside a cell's (in turn).
+    pub const BESIDE: u64 = 1 << 62;
+
+    /// The image's and mount point's name: the target's made file-safe, what the file
+    /// system is to its cell when it is not the cell's own (`log`, `beside`), and the cell's
+    /// number, so a run's directory reads `ext4-beside-12` beside `xfs-12`.
+    pub fn name(&self) -> String {
+        let role = match (self.seq & Self::LOG != 0, self.seq & Self::BESIDE != 0) {
+            (true, _) => "log-",
+            (false, true) => "beside-",
+            (false, false) => "",
+        };
+        let seq = self.seq & !(Self::LOG | Self::BESIDE);
+        format!("{}-{role}{seq}", sanitize(&self.target.name))
+    }
+}
+
 /// A mounted, fresh file system (or a fresh directory on an existing one).
 pub struct Instance {
     /// Where workloads may work: the mount point, or fsarena's subdirectory of a `dir:`.
@@ -75,7 +95,7 @@ impl Instance {
         let t = spec.target;
         let mut inst = Instance::empty(t, work);
         inst.daemon_cpus = spec.daemon_cpus.clone();
-        let name = format!("{}-{}", sanitize(&t.name), spec.seq);
+        let name = spec.name();
         match &t.location {
             Location::Loop => inst.on_loop(spec, work, &name)?,
             Location::Device(d) => inst.on_device(spec, work, d, &name)?,

@@ -268,7 +268,7 @@ impl MasterImage {
         let mut inst = Instance::empty(t, work);
         inst.daemon_cpus = spec.daemon_cpus.clone();
         self.claim(&mut inst)?;
-        let name = format!("{}-{}", sanitize(&t.name), spec.seq);
+        let name = spec.name();
         let found = reuse::Found::default();
         let cloned = steps::timed("clone", || self.clone_image(&mut inst, work, &name, &found))?;
         let img = cloned.img;

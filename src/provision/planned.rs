@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use super::instance::{sanitize, InstanceSpec};
+use super::instance::InstanceSpec;
 use super::mkfs::mkfs_cmd;
 use super::workdir::run_id;
 use super::{host, loopdev, mounts};
@@ -13,7 +13,7 @@ use crate::plan::Location;
 /// The commands a cell would run, for `--dry-run`. Touches nothing.
 pub fn planned_commands(spec: &InstanceSpec, run_dir: &Path) -> Vec<String> {
     let t = spec.target;
-    let name = format!("{}-{}", sanitize(&t.name), spec.seq);
+    let name = spec.name();
     let mnt = run_dir.join("mnt").join(&name);
     let mut out = Vec::new();
     let sparse = t.location == Location::Loop;
@@ -85,4 +85,30 @@ pub fn device_commands(
     let mkfs = mkfs_cmd(t, device, false).map(|c| c.to_string());
     let mount = mounts::mount_cmd(host::mount_type(t.fs), &t.mount_options, device, mnt);
     (mkfs, mount.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Regression: the baseline's file system beside a cell was named by its number with
+    /// bit 62 set (`ext4-4611686018427387907`), a log's by bit 63; the name says the role.
+    #[test]
+    fn a_companions_mount_point_says_what_it_is_to_its_cell() {
+        let ext4 = crate::plan::catalogue::get("ext4").unwrap();
+        let spec = |seq| InstanceSpec {
+            target: &ext4,
+            seq,
+            size: 1 << 30,
+            allow_device: false,
+            wipe: false,
+            daemon_cpus: None,
+        };
+        let mounts = |seq| planned_commands(&spec(seq), Path::new("/run")).join("\n");
+        assert!(mounts(3).contains("/run/mnt/ext4-3"), "{}", mounts(3));
+        let beside = mounts(3 | InstanceSpec::BESIDE);
+        assert!(beside.contains("/run/mnt/ext4-beside-3"), "{beside}");
+        let log = mounts(3 | InstanceSpec::LOG);
+        assert!(log.contains("/run/mnt/ext4-log-3"), "{log}");
+    }
 }

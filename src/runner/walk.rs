@@ -437,12 +437,12 @@ impl<'a> Walk<'a> {
     }
 
     /// The file system a point of `cell` (of workload `w`) is made as, and the one for its
-    /// log ([`preflight::log_home`]; the cell's own target again gets an image name of its own).
+    /// log ([`preflight::log_home`], named apart from the cell's own: [`InstanceSpec::LOG`]).
     fn specs(&self, cell: &Cell, w: &dyn Workload) -> (InstanceSpec<'a>, Option<InstanceSpec<'a>>) {
         let target = &self.inputs.targets[self.inputs.usable[cell.target]];
         let log = preflight::log_home(self.inputs.plan, w.spec().name, target, self.inputs.targets);
-        let log_spec = log.map(|(t, own)| InstanceSpec {
-            seq: self.seq | u64::from(own) << 63,
+        let log_spec = log.map(|(t, _)| InstanceSpec {
+            seq: self.seq | InstanceSpec::LOG,
             ..self.spec_for(t)
         });
         (self.spec_for(target), log_spec)

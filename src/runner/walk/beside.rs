@@ -37,7 +37,7 @@ impl<'a> Walk<'a> {
             && plan.age_pct.is_none();
         pairs.then(|| {
             let spec = InstanceSpec {
-                seq: self.seq | 1 << 62,
+                seq: self.seq | InstanceSpec::BESIDE,
                 ..self.spec_for(baseline)
             };
             let image = self.masters.image(w, b, cell.dataset, &spec);
