@@ -5,7 +5,7 @@
 use std::fmt::Write;
 use std::path::PathBuf;
 
-use super::preflight::{self, Checked, Sized};
+use super::preflight::{self, measured_in_turn, pairs_in_turn, Checked, Sized};
 use super::schedule;
 use super::terms::{RunError, RunOptions};
 use crate::cost::estimate::{copied_layout, estimate, Priced, Size};
@@ -512,18 +512,15 @@ fn images_line(plan: &Plan, cells: &[Priced], size: u64) -> String {
 /// measure in turn with it (`runner::walk`'s `beside`, which also leaves out MPI jobs and
 /// log targets, which a dry run does not know of).
 fn beside_cells(plan: &Plan, cells: &[Priced]) -> usize {
-    let on_loop = |t: &crate::plan::TargetConfig| matches!(t.location, Location::Loop);
-    let baseline = plan.targets.iter().find(|t| t.name == plan.baseline);
-    if !plan.in_turn || plan.age_pct.is_some() || !baseline.is_some_and(on_loop) {
+    if !pairs_in_turn(plan) {
         return 0;
     }
-    let in_turn = |w: &str| {
-        crate::workload::by_name(w).is_some_and(|w| w.in_turn(&crate::workload::Point::default()))
-    };
     (cells.iter())
         .filter(|&&(t, _, w)| {
             let target = &plan.targets[t];
-            target.name != plan.baseline && on_loop(target) && in_turn(w)
+            target.name != plan.baseline
+                && matches!(target.location, Location::Loop)
+                && measured_in_turn(w)
         })
         .count()
 }

@@ -15,7 +15,10 @@ use crate::workload::{self, Workload};
 
 mod disk_need;
 mod logs;
-pub use disk_need::{disk_need, with_margin, Held, LOG_IMAGE_BYTES, SPACE_MARGIN_PCT};
+pub use disk_need::{
+    disk_need, measured_in_turn, pairs_in_turn, with_margin, Held, LOG_IMAGE_BYTES,
+    SPACE_MARGIN_PCT,
+};
 use logs::check_log_targets;
 pub use logs::{log_home, log_target, OWN_LOG};
 

@@ -5,7 +5,7 @@
 //! figure (`Sized::disk_bytes`).
 
 use super::logs::{log_target, OWN_LOG};
-use crate::plan::{Location, Plan};
+use crate::plan::{Location, Plan, TargetConfig};
 use crate::runner::fs_sizes::{self, IMAGE_METADATA};
 use crate::workload::{self, StartState};
 
@@ -54,7 +54,8 @@ pub fn with_margin(need: u64) -> u64 {
 /// per loop target: the data set and some metadata) with each one's clone (kept between
 /// cells to be restored, not copied again), and the source trees kept for the whole run
 /// (`workload::source`: the dated data set, and its changed copy for `sync`, per data set),
-/// and the point's `log_target` file system when a workload has one ([`LOG_IMAGE_BYTES`]).
+/// the point's `log_target` file system when a workload has one ([`LOG_IMAGE_BYTES`]), and
+/// the baseline's file system beside a candidate's measured in turn ([`beside_images`]).
 /// An aged plan keeps its aged images instead of populated ones ([`fs_sizes::aged_need`]).
 /// With several data sets the kept images and trees hold each data set at its own size
 /// (`held.all`), not each at the largest's.
@@ -66,6 +67,37 @@ pub fn disk_need(plan: &Plan, held: Held) -> u64 {
         + fs_sizes::aged_need(plan, held.largest)
         + source_trees(plan) * held.all
         + log_images(plan) * LOG_IMAGE_BYTES
+        + beside_images(plan) * (held.largest + IMAGE_METADATA)
+}
+
+/// How many copies of the baseline's file system the run holds beside a candidate's at
+/// once: one, made for a candidate cell whose read-only points are measured in turn with
+/// the baseline (a copy of its populated image, or a fresh one the workload lays its tree
+/// on) and removed after it, when the plan measures any that way.
+pub(super) fn beside_images(plan: &Plan) -> u64 {
+    let candidate = |t: &TargetConfig| t.name != plan.baseline && on_loop(t);
+    u64::from(
+        pairs_in_turn(plan)
+            && plan.targets.iter().any(candidate)
+            && plan.workloads.iter().any(|w| measured_in_turn(w)),
+    )
+}
+
+/// Whether the plan measures read-only points in turn with its baseline at all: asked for
+/// (`in_turn`), on fresh file systems (not aged), with a loop-image baseline
+/// (`runner::walk`'s `beside` also asks a loop-image candidate, alone, without a log target).
+pub fn pairs_in_turn(plan: &Plan) -> bool {
+    let baseline = plan.targets.iter().find(|t| t.name == plan.baseline);
+    plan.in_turn && plan.age_pct.is_none() && baseline.is_some_and(on_loop)
+}
+
+/// Whether workload `name` has points measured in turn ([`workload::Workload::in_turn`]).
+pub fn measured_in_turn(name: &str) -> bool {
+    workload::by_name(name).is_some_and(|w| w.in_turn(&workload::Point::default()))
+}
+
+fn on_loop(t: &TargetConfig) -> bool {
+    matches!(t.location, Location::Loop)
 }
 
 const MIB: u64 = 1 << 20;

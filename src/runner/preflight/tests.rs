@@ -1,4 +1,4 @@
-use super::disk_need::{log_images, populated_images, source_trees};
+use super::disk_need::{beside_images, log_images, populated_images, source_trees};
 use super::*;
 use crate::plan::catalogue;
 use crate::runner::fs_sizes::IMAGE_METADATA;
@@ -97,4 +97,28 @@ fn an_own_log_target_is_the_cells_target_again() {
     p.targets[1].location = Location::Memory;
     let e = check_log_targets(&p, &[]).unwrap_err().to_string();
     assert!(e.contains("\"own\"") && e.contains("xfs"), "{e}");
+}
+
+/// Defect: a candidate cell measured in turn holds a copy of the baseline's file system
+/// beside its own, which the space check and the dry run's disk figure left out.
+#[test]
+fn the_space_check_counts_the_baselines_file_system_beside_a_candidates() {
+    let mut p = plan(&["ext4", "xfs"], &["scan"]);
+    p.baseline = "ext4".into();
+    let apart = disk_need(&p, Held::one(1 << 30));
+    p.in_turn = true;
+    assert_eq!(beside_images(&p), 1);
+    let in_turn = disk_need(&p, Held::one(1 << 30));
+    assert_eq!(in_turn, apart + (1 << 30) + IMAGE_METADATA);
+    // Nothing beside: no read-only point, no other loop target, or a memory baseline.
+    let cases: [(&[&str], &str); 3] = [
+        (&["ext4", "xfs"], "create"),
+        (&["ext4", "tmpfs"], "scan"),
+        (&["tmpfs", "ext4"], "scan"),
+    ];
+    for (targets, workload) in cases {
+        let mut q = plan(targets, &[workload]);
+        (q.baseline, q.in_turn) = (targets[0].into(), true);
+        assert_eq!(beside_images(&q), 0, "{targets:?} {workload}");
+    }
 }
