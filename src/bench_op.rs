@@ -246,19 +246,10 @@ fn in_ctx<R>(args: &OpArgs, dest: Option<&Path>, f: impl FnOnce(&Ctx) -> R) -> R
     let spec = DatasetSpec::default();
     let options = toml::Table::new();
     let cancel = AtomicBool::new(false);
+    let scratch = dest.unwrap_or(&args.src);
     let ctx = Ctx {
-        root: &args.src,
-        scratch: dest.unwrap_or(&args.src),
-        sources: None,
         threads: args.threads.max(1),
-        dataset: &spec,
-        options: &options,
-        cancel: &cancel,
-        deadline: None,
-        populated: false,
-        log_root: None,
-        follows: false,
-        in_turn: None,
+        ..Ctx::new(&args.src, scratch, &spec, &options, &cancel)
     };
     f(&ctx)
 }

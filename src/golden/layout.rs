@@ -148,21 +148,12 @@ fn write_layout(
                 _ => &empty,
             };
             let ctx = Ctx {
-                root: &root,
-                scratch: &root,
-                sources: None,
                 threads: match layout {
                     Layout::DataSet | Layout::Dated => IMAGE_WRITERS,
                     Layout::Own(_) => std::thread::available_parallelism().map_or(1, |n| n.get()),
                 },
-                dataset,
-                options,
-                cancel,
                 deadline: Some(Instant::now() + plan.timeout),
-                populated: false,
-                log_root: None,
-                follows: false,
-                in_turn: None,
+                ..Ctx::new(&root, &root, dataset, options, cancel)
             };
             match layout {
                 Layout::DataSet => workload::prepare::prepare(&ctx).map(|_| ()),

@@ -424,18 +424,8 @@ fn cell_points(
         .unwrap_or(std::path::Path::new("/"));
     let cancel = std::sync::atomic::AtomicBool::new(false);
     let ctx = crate::workload::Ctx {
-        root: existing,
-        scratch: existing,
-        sources: None,
         threads: plan.threads.first().copied().unwrap_or(1),
-        dataset,
-        options,
-        cancel: &cancel,
-        deadline: None,
-        populated: false,
-        log_root: None,
-        follows: false,
-        in_turn: None,
+        ..crate::workload::Ctx::new(existing, existing, dataset, options, &cancel)
     };
     let points = workload.points(&ctx).map_err(|e| e.to_string())?;
     Ok(points.into_iter().map(|p| p.variant).collect())

@@ -44,7 +44,33 @@ pub struct Ctx<'a> {
     pub in_turn: Option<&'a InTurn>,
 }
 
-impl Ctx<'_> {
+impl<'a> Ctx<'a> {
+    /// A point on a fresh file system outside a run's cell (preparing an image, listing a
+    /// plan's points, `bench_op`, tests): one thread, no deadline, no shared source trees,
+    /// log target or baseline beside it. Callers set what differs (`Ctx { threads, ..new }`).
+    pub fn new(
+        root: &'a Path,
+        scratch: &'a Path,
+        dataset: &'a DatasetSpec,
+        options: &'a toml::Table,
+        cancel: &'a AtomicBool,
+    ) -> Ctx<'a> {
+        Ctx {
+            root,
+            scratch,
+            sources: None,
+            threads: 1,
+            dataset,
+            options,
+            cancel,
+            deadline: None,
+            populated: false,
+            log_root: None,
+            follows: false,
+            in_turn: None,
+        }
+    }
+
     /// The directory a pass over `tree` walks.
     pub fn root_of(&self, tree: Tree) -> &Path {
         match (tree, self.in_turn) {

@@ -321,19 +321,10 @@ pub(crate) mod testenv {
         }
 
         pub fn ctx(&self) -> Ctx<'_> {
+            let (root, scratch) = (self.root.path(), self.scratch.path());
             Ctx {
-                root: self.root.path(),
-                scratch: self.scratch.path(),
-                sources: None,
                 threads: 2,
-                dataset: &self.spec,
-                options: &self.options,
-                cancel: &self.cancel,
-                deadline: None,
-                populated: false,
-                log_root: None,
-                follows: false,
-                in_turn: None,
+                ..Ctx::new(root, scratch, &self.spec, &self.options, &self.cancel)
             }
         }
     }

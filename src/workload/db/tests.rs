@@ -40,18 +40,8 @@ impl Env {
     }
     pub(super) fn ctx<'a>(&'a self, root: &'a Path) -> Ctx<'a> {
         Ctx {
-            root,
-            scratch: root,
-            sources: None,
-            threads: 1,
-            dataset: &self.dataset,
-            options: &self.options,
-            cancel: &self.cancel,
             deadline: self.deadline,
-            populated: false,
-            log_root: None,
-            follows: false,
-            in_turn: None,
+            ..Ctx::new(root, root, &self.dataset, &self.options, &self.cancel)
         }
     }
 }

@@ -84,20 +84,13 @@ impl Env {
         }
     }
     fn ctx<'a>(&'a self, root: &'a Path) -> Ctx<'a> {
-        Ctx {
+        Ctx::new(
             root,
-            scratch: &self.scratch,
-            sources: None,
-            threads: 1,
-            dataset: &self.dataset,
-            options: &self.options,
-            cancel: &self.cancel,
-            deadline: None,
-            populated: false,
-            log_root: None,
-            follows: false,
-            in_turn: None,
-        }
+            &self.scratch,
+            &self.dataset,
+            &self.options,
+            &self.cancel,
+        )
     }
 }
 

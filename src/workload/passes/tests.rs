@@ -46,19 +46,10 @@ impl Env {
         Env(Default::default(), Default::default(), Default::default())
     }
     fn ctx<'a>(&'a self, in_turn: Option<&'a InTurn>) -> Ctx<'a> {
+        let nowhere = Path::new("/nonexistent");
         Ctx {
-            root: Path::new("/nonexistent"),
-            scratch: Path::new("/nonexistent"),
-            sources: None,
-            threads: 1,
-            dataset: &self.0,
-            options: &self.1,
-            cancel: &self.2,
-            deadline: None,
-            populated: false,
-            log_root: None,
-            follows: false,
             in_turn,
+            ..Ctx::new(nowhere, nowhere, &self.0, &self.1, &self.2)
         }
     }
 }
