@@ -284,7 +284,7 @@ impl Run<'_> {
     fn tree_at(&self, i: usize) -> Tree {
         match self.in_turn {
             None => Tree::Own,
-            Some(t) => turn_order(Some(t.first), (i / 2) as u64)[i % 2],
+            Some(t) => turn_order(t.first, (i / 2) as u64)[i % 2],
         }
     }
 
@@ -396,13 +396,12 @@ impl Run<'_> {
     }
 }
 
-/// The trees of turn `k`: the point's own alone, or both, the baseline's first in the first
-/// turn when `first` says so and the order swapped every turn after.
-fn turn_order(first: Option<bool>, k: u64) -> Vec<Tree> {
-    match first {
-        None => vec![Tree::Own],
-        Some(first) if first == (k % 2 == 0) => vec![Tree::InTurn, Tree::Own],
-        Some(_) => vec![Tree::Own, Tree::InTurn],
+/// The two trees of turn `k`, the baseline's first in the first turn when `first` says so
+/// and the order swapped every turn after.
+fn turn_order(first: bool, k: u64) -> [Tree; 2] {
+    match first == (k % 2 == 0) {
+        true => [Tree::InTurn, Tree::Own],
+        false => [Tree::Own, Tree::InTurn],
     }
 }
 
