@@ -15,9 +15,10 @@
 //! later (btrfs: ~470 metadata writes for 800 directories). Those writes are the pass's
 //! work, as `du` then `sync` pays for them: each pass but the last is followed by `syncfs`
 //! inside the measured time ([`Harness::pass_writeback`]), and the last by the harness's own.
-//! Before each later pass of a tree, outside the measured time, every access time under it is reset
-//! ([`forget_reads`]), so each later pass is a first walk that writes them again, as `du`
-//! of a fresh tree does; without it they walked a tree read moments before and wrote nothing.
+//! Before each later pass of a tree, outside the measured time, every access time under it
+//! is reset ([`forget_reads`]), so each later pass is a first walk that writes them again,
+//! as `du` of a fresh tree does; without it they walked a tree read moments before and
+//! wrote nothing.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -144,9 +145,7 @@ fn repeat(
 ) -> Result<Outcome, WorkloadError> {
     let floor = harness.phase_floor();
     let mut run = Run {
-        own_root: ctx.root,
-        in_turn: ctx.in_turn,
-        follows: ctx.follows,
+        ctx,
         aside: harness.aside(),
         writeback: between.and(harness.pass_writeback()),
         between: between.map(|b| b.0),
@@ -162,11 +161,11 @@ fn repeat(
         MAX_PASSES
     };
     // Two trees take twice the wall time for the same passes of the point's own.
-    let walls = COLD_WALL_FLOORS * if run.in_turn.is_some() { 2 } else { 1 };
+    let walls = COLD_WALL_FLOORS * if run.ctx.in_turn.is_some() { 2 } else { 1 };
     run.start(pass)?;
     harness.measure(&mut || {
         let t0 = Instant::now();
-        let trees = if run.in_turn.is_some() { 2 } else { 1 };
+        let trees = if run.ctx.in_turn.is_some() { 2 } else { 1 };
         let mut done = 0usize;
         loop {
             let tree = run.tree_at(done);
@@ -196,11 +195,9 @@ fn repeat(
 /// One phase's passes in progress: what each tree's passes added up to, and what runs
 /// between them.
 struct Run<'a> {
-    /// The point's own tree ([`Ctx::root`]).
-    own_root: &'a Path,
-    in_turn: Option<&'a InTurn>,
-    /// The point follows another on the same file systems ([`Ctx::follows`]).
-    follows: bool,
+    /// Where the point runs: its own tree, the baseline's beside it when in turn
+    /// ([`Ctx::root_of`]), and whether it follows a point on the same file systems.
+    ctx: &'a Ctx<'a>,
     aside: crate::monitor::Aside,
     /// The point's file system, written back after each of its cold passes.
     writeback: Option<WriteBack>,
@@ -227,13 +224,13 @@ impl Run<'_> {
         &self,
         pass: &mut dyn FnMut(Tree) -> Result<Outcome, WorkloadError>,
     ) -> Result<(), WorkloadError> {
-        match (self.in_turn, self.between) {
+        match (self.ctx.in_turn, self.between) {
             // The point's own too when it follows a cold point on the same file systems,
             // whose last pass may have read the baseline's tree after a drop.
             (Some(t), None) => {
                 // The workload warmed its own tree unless it follows a point on these file
                 // systems; then each tree that point's drops left out of the cache.
-                let trees: &[Tree] = match self.follows {
+                let trees: &[Tree] = match self.ctx.follows {
                     true => &[Tree::Own, Tree::InTurn],
                     false => &[Tree::InTurn],
                 };
@@ -268,21 +265,13 @@ impl Run<'_> {
     ) -> Result<(), WorkloadError> {
         pass(tree)?;
         t.read(tree);
-        crate::sys::syncfs(self.root(tree))
+        crate::sys::syncfs(self.ctx.root_of(tree))
             .map_err(|e| WorkloadError::io("syncfs after the warm-up walk", e))
-    }
-
-    /// Where `tree` lies.
-    fn root(&self, tree: Tree) -> &Path {
-        match (tree, self.in_turn) {
-            (Tree::InTurn, Some(t)) => t.root.as_path(),
-            _ => self.own_root,
-        }
     }
 
     /// The tree the `i`-th pass of the phase reads ([`turn_order`]).
     fn tree_at(&self, i: usize) -> Tree {
-        match self.in_turn {
+        match self.ctx.in_turn {
             None => Tree::Own,
             Some(t) => turn_order(t.first, (i / 2) as u64)[i % 2],
         }
@@ -294,11 +283,11 @@ impl Run<'_> {
         pass: &mut dyn FnMut(Tree) -> Result<Outcome, WorkloadError>,
         tree: Tree,
     ) -> Result<(), WorkloadError> {
-        if let Some(t) = self.in_turn {
+        if let Some(t) = self.ctx.in_turn {
             t.read(tree);
         }
         match tree {
-            Tree::Own if self.in_turn.is_some() => {
+            Tree::Own if self.ctx.in_turn.is_some() => {
                 // Bracketed as the baseline's pass is, by the monitor's readings on either
                 // side (an empty span set aside): without them, an A/A pair of ext4 file
                 // systems read the point's own warm name search 1.1 % slower than the
@@ -351,7 +340,7 @@ impl Run<'_> {
         self.aside
             .run(|| forget_reads_and_drop(&forget, drop_caches))?;
         self.between_s += d.elapsed().as_secs_f64();
-        if let Some(t) = self.in_turn {
+        if let Some(t) = self.ctx.in_turn {
             t.dropped();
         }
         Ok(())
@@ -359,7 +348,7 @@ impl Run<'_> {
 
     /// The file system under `tree`, written back after each of its cold passes.
     fn writeback_of(&self, tree: Tree) -> Option<&WriteBack> {
-        match (tree, self.in_turn) {
+        match (tree, self.ctx.in_turn) {
             (Tree::InTurn, Some(t)) => Some(&t.writeback),
             _ => self.writeback.as_ref(),
         }
@@ -377,7 +366,7 @@ impl Run<'_> {
         if self.between.is_some() {
             m.insert("between_passes_seconds".into(), self.between_s);
         }
-        if let (Some(t), Some(o)) = (self.in_turn, self.other.outcome.take()) {
+        if let (Some(t), Some(o)) = (self.ctx.in_turn, self.other.outcome.take()) {
             let last = self.aside.run(|| synced(&t.writeback.root))?;
             total.in_turn = in_turn_figures(&o, n, last);
             total.notes.push(format!(
